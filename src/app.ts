@@ -1,0 +1,177 @@
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import type { Config } from './config.ts';
+import { isDatabaseUnavailable, type Db } from './db/database.ts';
+import { UsageRecorder } from './domain/api-keys/usage-recorder.ts';
+import { openDiskMediaStore, type MediaStore } from './domain/media/media-store.ts';
+import { SandboxConnector } from './domain/posts/connector.ts';
+import { createPublisher } from './domain/posts/publisher.ts';
+import { SpendReportCache } from './domain/spend/spend.service.ts';
+import { systemClock, type Clock } from './platform/clock.ts';
+import { ApiError } from './platform/errors.ts';
+import { loggerOptions } from './platform/logger.ts';
+import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
+import { HubApiGuard } from './surfaces/hub-api/guard.ts';
+import { HUB_API_PREFIX, hubApiPlugin } from './surfaces/hub-api/plugin.ts';
+import { BearerAuth } from './surfaces/main-api/auth.ts';
+import { mainOperations } from './surfaces/main-api/operations.ts';
+import { mainApiPlugin } from './surfaces/main-api/plugin.ts';
+import { mcpMainPlugin } from './surfaces/mcp-main/plugin.ts';
+import { deleteExpiredArtifacts } from './surfaces/oauth/adapter.ts';
+import { oauthPlugin } from './surfaces/oauth/plugin.ts';
+import { createAuthorizationServer } from './surfaces/oauth/provider.ts';
+import { RevocationFeed } from './surfaces/oauth/revocations.ts';
+import { loadServerSecrets } from './surfaces/oauth/server-secrets.ts';
+import { webPlugin } from './surfaces/web/plugin.ts';
+
+export const VERSION = '0.1.0';
+const ARTIFACT_CLEANUP_MS = 10 * 60_000;
+const PUBLISH_INTERVAL_MS = 1_000;
+
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  clock?: Clock;
+  limiter?: RateLimiter;
+  /** How often batched key usage is written (contract: at least every 60 s). */
+  usageFlushMs?: number;
+  /** Where uploaded media go; default: a disk store under $DATA_DIR/media. */
+  media?: MediaStore;
+  /** Run the background post publisher (default true; tests that drive it themselves turn it off). */
+  publisher?: boolean;
+  /** A pino logger to share (main.ts), or false for none (tests); default: one from the config. */
+  logger?: FastifyBaseLogger | false;
+}
+
+export interface App {
+  fastify: FastifyInstance;
+  usage: UsageRecorder;
+  /** Stops accepting, finishes in-flight requests, flushes usage. */
+  close(): Promise<void>;
+}
+
+export async function buildApp(deps: AppDeps): Promise<App> {
+  const clock = deps.clock ?? systemClock;
+  const limiter = deps.limiter ?? new MemoryRateLimiter();
+  const fastify = Fastify({
+    ...(deps.logger ? { loggerInstance: deps.logger } : { logger: deps.logger ?? loggerOptions(deps.config.logLevel) }),
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    // Query strings like ?a=1&a=2 become arrays and then fail validation, as they should.
+    routerOptions: { ignoreTrailingSlash: true },
+    bodyLimit: 1024 * 1024,
+  });
+
+  const usage = new UsageRecorder(deps.db, {
+    flushEveryMs: deps.usageFlushMs ?? 10_000,
+    onError: (error) => fastify.log.warn({ err: error }, 'key usage flush failed; will retry'),
+  });
+  const guard = new HubApiGuard({
+    db: deps.db,
+    limiter,
+    usage,
+    clock,
+    onLimiterError: (error) => fastify.log.warn({ err: error }, 'rate limiter unavailable; request allowed'),
+  });
+
+  fastify.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  fastify.setErrorHandler((error: FastifyError | ApiError | Error, request, reply) => {
+    if (error instanceof ApiError) {
+      return reply.code(error.status).headers(error.headers).send(error.body());
+    }
+    if (isDatabaseUnavailable(error)) {
+      request.log.warn({ err: error }, 'database unavailable');
+      return reply.code(503).header('retry-after', '5').send({ error: 'service_unavailable', message: 'The service is temporarily unavailable; retry shortly.' });
+    }
+    const status = (error as FastifyError).statusCode;
+    if (status && status >= 400 && status < 500) {
+      // Fastify's own refusals: malformed JSON, body too large, unsupported content type.
+      const code = status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : 'invalid_request';
+      return reply.code(status).send({ error: code, message: error.message });
+    }
+    request.log.error({ err: error }, 'request failed');
+    return reply.code(500).send({ error: 'internal_error', message: 'Something went wrong on our side.', requestId: request.id });
+  });
+
+  fastify.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({ error: 'not_found', message: `No endpoint ${request.method} ${request.url.split('?')[0]}.` }),
+  );
+
+  fastify.get('/healthz', async () => ({ status: 'ok' }));
+  fastify.get('/readyz', async (_request, reply) => {
+    try {
+      await deps.db.pool.query('SELECT 1');
+      return { status: 'ready' };
+    } catch {
+      return reply.code(503).send({ status: 'unavailable', error: 'service_unavailable', message: 'The database is not reachable.' });
+    }
+  });
+
+  const secrets = await loadServerSecrets(deps.db);
+  const revocations = new RevocationFeed(deps.db);
+  await revocations.start().catch((error) => fastify.log.warn({ err: error }, 'revocation listener not started; token verdicts are not cached until it is'));
+  const provider = createAuthorizationServer(deps.config, deps.db, secrets, revocations);
+  await fastify.register(oauthPlugin, { config: deps.config, db: deps.db, provider, limiter, clock, csrfKey: secrets.cookieKeys[0]! });
+  // Expired tokens, codes and sessions are deleted in the background (any instance may do it).
+  const cleanup = setInterval(() => {
+    deleteExpiredArtifacts(deps.db).catch((error) => fastify.log.warn({ err: error }, 'expired OAuth artifact cleanup failed'));
+  }, ARTIFACT_CLEANUP_MS);
+  cleanup.unref();
+  const media = deps.media ?? (await openDiskMediaStore(path.join(deps.config.dataDir, 'media')));
+  // Scheduled posts publish from every instance; claims (FOR UPDATE SKIP LOCKED) keep it exactly once.
+  const publisher = createPublisher({
+    db: deps.db,
+    clock,
+    connector: new SandboxConnector(deps.db, clock),
+    intervalMs: PUBLISH_INTERVAL_MS,
+    batchSize: 50,
+    onError: (error) => fastify.log.warn({ err: error }, 'publisher round failed; will retry'),
+  });
+  const auth = new BearerAuth({ provider, db: deps.db, limiter, clock, revocations, onLimiterError: (error) => fastify.log.warn({ err: error }, 'rate limiter unavailable; request allowed') });
+  await fastify.register(mainApiPlugin, {
+    prefix: new URL(deps.config.baseUrl).pathname.replace(/\/$/, ''),
+    config: deps.config,
+    db: deps.db,
+    clock,
+    media,
+    auth,
+    operations: mainOperations,
+    version: VERSION,
+  });
+
+  // One spend report cache for the Hub API and the main MCP server's hub-wide spend tool.
+  const spendCache = new SpendReportCache();
+  // The main MCP server at {base_url}/mcp and its protected-resource metadata under /.well-known
+  // (at the origin's root, so it is registered without the base path prefix).
+  await fastify.register(mcpMainPlugin, { config: deps.config, db: deps.db, clock, media, auth, spendCache, version: VERSION });
+
+  await fastify.register(hubApiPlugin, {
+    prefix: HUB_API_PREFIX,
+    config: deps.config,
+    guard,
+    context: { db: deps.db, clock, spendCache },
+    version: VERSION,
+  });
+
+  // The web admin ({base_url}/app) and the signed embeds ({base_url}/embed).
+  await fastify.register(webPlugin, { config: deps.config, db: deps.db, clock, limiter, spendCache });
+
+  await fastify.ready();
+  if (deps.publisher !== false) publisher.start();
+  return {
+    fastify,
+    usage,
+    close: async () => {
+      clearInterval(cleanup);
+      await fastify.close();
+      await publisher.stop();
+      await revocations.close();
+      await usage.close();
+      if (!deps.limiter) await limiter.close();
+    },
+  };
+}

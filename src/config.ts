@@ -1,0 +1,70 @@
+// The one place environment variables are read. Invalid values stop the process with one line
+// naming the variable (contract §1).
+
+export interface Config {
+  port: number;
+  host: string;
+  baseUrl: string;
+  siteUrl: string;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  redisUrl: string | undefined;
+  demo: boolean;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+}
+
+export class ConfigError extends Error {}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+function url(name: string, value: string, protocols: string[]): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(value);
+  } catch {
+    throw new ConfigError(`${name} must be a URL, got ${JSON.stringify(redactUrl(value))}`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(`${name} must use ${protocols.join(' or ')}, got ${parsed.protocol}`);
+  }
+  return value;
+}
+
+/** Hides a password embedded in a connection string before it reaches an error or log line. */
+export function redactUrl(value: string): string {
+  return value.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@');
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const portText = env.PORT?.trim() || '3000';
+  if (!/^\d{1,5}$/.test(portText) || Number(portText) > 65535) {
+    throw new ConfigError(`PORT must be an integer from 0 to 65535, got ${JSON.stringify(portText)}`);
+  }
+  const port = Number(portText);
+  const host = env.HOST?.trim() || '0.0.0.0';
+  const baseUrl = url('BASE_URL', env.BASE_URL?.trim() || `http://localhost:${port}`, ['http:', 'https:']).replace(/\/+$/, '');
+  const siteUrl = url('SITE_URL', env.SITE_URL?.trim() || new URL(baseUrl).origin, ['http:', 'https:']).replace(/\/+$/, '');
+  const databaseUrl = env.DATABASE_URL?.trim()
+    ? url('DATABASE_URL', env.DATABASE_URL.trim(), ['postgres:', 'postgresql:'])
+    : undefined;
+  const redisUrl = env.REDIS_URL?.trim() ? url('REDIS_URL', env.REDIS_URL.trim(), ['redis:', 'rediss:']) : undefined;
+  const demoText = env.HUBOPS_DEMO?.trim() || (databaseUrl ? '0' : '1');
+  if (demoText !== '0' && demoText !== '1') {
+    throw new ConfigError(`HUBOPS_DEMO must be 0 or 1, got ${JSON.stringify(demoText)}`);
+  }
+  const logLevel = (env.LOG_LEVEL?.trim() || 'info') as Config['logLevel'];
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
+  }
+  return {
+    port,
+    host,
+    baseUrl,
+    siteUrl,
+    databaseUrl,
+    dataDir: env.DATA_DIR?.trim() || './data',
+    redisUrl,
+    demo: demoText === '1',
+    logLevel,
+  };
+}

@@ -1,0 +1,325 @@
+import type { ColumnType, Generated } from 'kysely';
+
+// Row types of the tables in migrations/, as Kysely sees them. Timestamps come back as Date,
+// bigint columns as string (pg's default), dates as 'YYYY-MM-DD' text (parser set in database.ts).
+
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+type Int8 = ColumnType<string, string | number | bigint, string | number | bigint>;
+type Json<T> = ColumnType<T, string, string>;
+// Columns with a database default: optional on insert.
+type DefaultTimestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+type DefaultInt8 = ColumnType<string, string | number | bigint | undefined, string | number | bigint>;
+type DefaultJson<T> = ColumnType<T, string | undefined, string>;
+
+export interface AccountsTable {
+  id: string;
+  name: string;
+  plan: Generated<'standard' | 'partner'>;
+  api_access: Generated<boolean>;
+  created_at: DefaultTimestamp;
+}
+
+export interface HubsTable {
+  id: string;
+  account_id: string;
+  name: string;
+  suspended: Generated<boolean>;
+  report_version: DefaultInt8;
+  created_at: DefaultTimestamp;
+}
+
+export interface WorkspacesTable {
+  id: string;
+  hub_id: string;
+  name: string;
+  timezone: Generated<string>;
+  fields: DefaultJson<Record<string, FieldValue>>;
+  created_at: DefaultTimestamp;
+}
+
+export type FieldValue = string | number | boolean;
+
+export interface WorkspaceFieldsTable {
+  hub_id: string;
+  key: string;
+  label: string;
+  archived: Generated<boolean>;
+}
+
+export interface UsersTable {
+  id: string;
+  account_id: string;
+  email: string;
+  password_hash: string;
+  firstname: string;
+  lastname: string;
+  is_staff: Generated<boolean>;
+  created_at: DefaultTimestamp;
+}
+
+export interface MembershipsTable {
+  user_id: string;
+  hub_id: string;
+  role: 'hub_admin' | 'member';
+  workspace_id: string | null;
+}
+
+export interface PlaybooksTable {
+  id: string;
+  hub_id: string;
+  name: string;
+  solutions: string[];
+  variants: DefaultJson<Record<string, string[]>>;
+  questions: DefaultJson<unknown[]>;
+  created_at: DefaultTimestamp;
+}
+
+export interface OptInsTable {
+  id: string;
+  hub_id: string;
+  playbook_id: string;
+  workspace_id: string;
+  status: string;
+  opted_in_at: DefaultTimestamp;
+  updated_at: DefaultTimestamp;
+  budget_cents: Int8 | null;
+  budget_type: 'lifetime' | 'daily' | null;
+  variant: DefaultJson<Record<string, string>>;
+  responses: DefaultJson<{ question: string; answer: string }[]>;
+}
+
+export interface AdAccountsTable {
+  id: string;
+  hub_id: string;
+  platform: string;
+  name: string;
+  sync_state: Generated<'idle' | 'syncing' | 'failed'>;
+  last_synced_at: Timestamp | null;
+  created_at: DefaultTimestamp;
+}
+
+export interface SpendTable {
+  hub_id: string;
+  ad_account_id: string;
+  workspace_id: string | null;
+  date: string;
+  spend_cents: Int8;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  hub_id: string;
+  name: string;
+  scope: 'read' | 'embed';
+  start: string;
+  key_hash: Buffer;
+  request_count: DefaultInt8;
+  last_used_at: Timestamp | null;
+  created_at: DefaultTimestamp;
+  revoked_at: Timestamp | null;
+}
+
+export type SocialPlatform = 'instagram' | 'facebook' | 'linkedin' | 'x' | 'tiktok' | 'google_business';
+export type PostStatus = 'draft' | 'scheduled' | 'publishing' | 'published' | 'failed';
+export type DeliveryStatus = 'pending' | 'published' | 'failed';
+export type MediaKind = 'image' | 'video';
+export type MediaContentType = 'image/jpeg' | 'image/png' | 'image/webp' | 'image/gif' | 'video/mp4' | 'video/quicktime';
+export type AdPlatform = 'meta' | 'google_ads' | 'chatgpt_ads';
+
+export interface SocialChannelsTable {
+  id: string;
+  hub_id: string;
+  workspace_id: string;
+  platform: SocialPlatform;
+  name: string;
+  handle: string | null;
+  connected: Generated<boolean>;
+  created_at: DefaultTimestamp;
+}
+
+export interface MediaAssetsTable {
+  id: string;
+  hub_id: string;
+  workspace_id: string;
+  kind: MediaKind;
+  content_type: MediaContentType;
+  filename: string;
+  byte_size: Int8;
+  width: number;
+  height: number;
+  duration_ms: number | null;
+  sha256: Buffer;
+  storage_key: string | null;
+  created_by: string | null;
+  created_at: DefaultTimestamp;
+}
+
+export interface PostsTable {
+  id: string;
+  hub_id: string;
+  workspace_id: string;
+  text: string;
+  status: PostStatus;
+  scheduled_at: Timestamp | null;
+  published_at: Timestamp | null;
+  error: string | null;
+  attempts: Generated<number>;
+  claimed_at: Timestamp | null;
+  claimed_by: string | null;
+  created_by: string | null;
+  created_at: DefaultTimestamp;
+  updated_at: DefaultTimestamp;
+  calendar_at: ColumnType<Date, never, never>;
+}
+
+export interface PostMediaTable {
+  hub_id: string;
+  workspace_id: string;
+  post_id: string;
+  media_id: string;
+  position: number;
+}
+
+export interface PostDeliveriesTable {
+  hub_id: string;
+  workspace_id: string;
+  post_id: string;
+  channel_id: string;
+  position: number;
+  status: Generated<DeliveryStatus>;
+  external_id: string | null;
+  error: string | null;
+  delivered_at: Timestamp | null;
+}
+
+export interface SandboxPublicationsTable {
+  id: string;
+  hub_id: string;
+  post_id: string;
+  channel_id: string;
+  platform: SocialPlatform;
+  text: string;
+  media_count: number;
+  published_at: Timestamp;
+}
+
+export interface OrganicMetricsTable {
+  hub_id: string;
+  workspace_id: string;
+  date: string;
+  platform: SocialPlatform;
+  posts: number;
+  impressions: Int8;
+  reach: Int8;
+  likes: Int8;
+  comments: Int8;
+  shares: Int8;
+  saves: Int8;
+}
+
+export interface HubCpmTable {
+  hub_id: string;
+  platform: SocialPlatform;
+  cpm_cents: number;
+}
+
+export interface PaidMetricsTable {
+  hub_id: string;
+  workspace_id: string;
+  date: string;
+  platform: AdPlatform;
+  campaign_id: string;
+  campaign_name: string;
+  spend_cents: Int8;
+  impressions: Int8;
+  clicks: Int8;
+  results: Int8;
+}
+
+export interface ReviewDaysTable {
+  hub_id: string;
+  workspace_id: string;
+  date: string;
+  new_1: number;
+  new_2: number;
+  new_3: number;
+  new_4: number;
+  new_5: number;
+  responded: number;
+  total_1: Int8;
+  total_2: Int8;
+  total_3: Int8;
+  total_4: Int8;
+  total_5: Int8;
+  total_responded: Int8;
+}
+
+export interface IdempotencyKeysTable {
+  user_id: string;
+  client_id: string;
+  key: string;
+  request_hash: Buffer;
+  response_body: ColumnType<unknown, string | null, string | null>;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+}
+
+export interface Database {
+  accounts: AccountsTable;
+  hubs: HubsTable;
+  workspaces: WorkspacesTable;
+  workspace_fields: WorkspaceFieldsTable;
+  users: UsersTable;
+  memberships: MembershipsTable;
+  playbooks: PlaybooksTable;
+  opt_ins: OptInsTable;
+  ad_accounts: AdAccountsTable;
+  spend: SpendTable;
+  api_keys: ApiKeysTable;
+  social_channels: SocialChannelsTable;
+  media_assets: MediaAssetsTable;
+  posts: PostsTable;
+  post_media: PostMediaTable;
+  post_deliveries: PostDeliveriesTable;
+  sandbox_publications: SandboxPublicationsTable;
+  organic_metrics: OrganicMetricsTable;
+  hub_cpm: HubCpmTable;
+  paid_metrics: PaidMetricsTable;
+  review_days: ReviewDaysTable;
+  idempotency_keys: IdempotencyKeysTable;
+  oauth_artifacts: OAuthArtifactsTable;
+  oauth_clients: OAuthClientsTable;
+  oauth_grant_contexts: OAuthGrantContextsTable;
+  server_secrets: ServerSecretsTable;
+}
+
+export interface OAuthArtifactsTable {
+  model: string;
+  id_hash: Buffer;
+  payload: ColumnType<Record<string, unknown>, string, string>;
+  grant_id: string | null;
+  uid_hash: Buffer | null;
+  expires_at: Date | null;
+  consumed_at: Date | null;
+}
+
+export interface OAuthClientsTable {
+  client_id: string;
+  metadata: ColumnType<Record<string, unknown>, string, string>;
+  provisioned: Generated<boolean>;
+  created_at: DefaultTimestamp;
+}
+
+export interface OAuthGrantContextsTable {
+  grant_id: string;
+  user_id: string;
+  hub_id: string;
+  workspace_id: string | null;
+  created_at: DefaultTimestamp;
+}
+
+export interface ServerSecretsTable {
+  name: string;
+  value: ColumnType<unknown, string, string>;
+  created_at: DefaultTimestamp;
+}

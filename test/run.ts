@@ -1,0 +1,66 @@
+// `npm test`: runs every test file against a real PostgreSQL. With DATABASE_URL, that server;
+// without it, an embedded one in a temporary directory. A migrated template database is made
+// once; each test file clones it (test/support/db.ts), so files start clean and run in parallel.
+import { spawn } from 'node:child_process';
+import { chmod, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { startEmbedded, type EmbeddedDatabase } from '../src/db/embedded.ts';
+import { connect } from '../src/db/database.ts';
+import { migrate } from '../src/db/migrate.ts';
+
+async function testFiles(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true, recursive: true });
+  return entries
+    .filter((e) => e.isFile() && e.name.endsWith('.test.ts'))
+    .map((e) => path.join(e.parentPath, e.name))
+    .sort();
+}
+
+let embedded: EmbeddedDatabase | undefined;
+let tempDir: string | undefined;
+let serverUrl = process.env.DATABASE_URL;
+if (!serverUrl) {
+  tempDir = await mkdtemp(path.join(tmpdir(), 'hubops-test-'));
+  // As root the server runs as the `postgres` user, which must be able to enter the directory.
+  await chmod(tempDir, 0o755);
+  embedded = await startEmbedded(tempDir, { persistent: false });
+  serverUrl = embedded.url;
+  console.log('# embedded PostgreSQL for tests');
+} else {
+  console.log('# PostgreSQL from DATABASE_URL');
+}
+
+const template = `hubops_tpl_${process.pid}`;
+const admin = new pg.Client({ connectionString: serverUrl });
+await admin.connect();
+await admin.query(`DROP DATABASE IF EXISTS ${template}`);
+await admin.query(`CREATE DATABASE ${template}`);
+const templateUrl = new URL(serverUrl);
+templateUrl.pathname = `/${template}`;
+const templateDb = connect(templateUrl.toString());
+await migrate(templateDb.pool);
+await templateDb.close();
+// A closed connection's backend lingers for a moment; CREATE DATABASE … TEMPLATE needs it gone.
+while ((await admin.query('SELECT 1 FROM pg_stat_activity WHERE datname = $1', [template])).rowCount) {
+  await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
+const files = process.argv.length > 2 ? process.argv.slice(2) : await testFiles('test');
+const code = await new Promise<number>((resolve) => {
+  const child = spawn(process.execPath, ['--test', '--test-concurrency=2', ...files], {
+    stdio: 'inherit',
+    env: { ...process.env, HUBOPS_TEST_SERVER_URL: serverUrl, HUBOPS_TEST_TEMPLATE: template },
+  });
+  child.on('exit', (exitCode) => resolve(exitCode ?? 1));
+});
+
+// Test files drop their own databases; sweep any left by a crashed file, then the template.
+const leftovers = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE $1`, [`hubops_t_${process.pid}_%`]);
+for (const { datname } of leftovers.rows) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
+await admin.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`);
+await admin.end();
+await embedded?.stop();
+if (tempDir) await rm(tempDir, { recursive: true, force: true });
+process.exit(code);

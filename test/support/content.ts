@@ -1,0 +1,86 @@
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Db } from '../../src/db/database.ts';
+import type { SocialPlatform } from '../../src/db/schema.ts';
+import { openDiskMediaStore } from '../../src/domain/media/media-store.ts';
+import { account, hub, workspace } from './fixtures.ts';
+import type { Clock } from '../../src/platform/clock.ts';
+import { runOperation, type Operation } from '../../src/surfaces/operation.ts';
+import { contentOperations } from '../../src/surfaces/main-api/content.operations.ts';
+import type { MainContext, Principal } from '../../src/surfaces/main-api/context.ts';
+import type { MediaStore } from '../../src/domain/media/media-store.ts';
+
+// Callers and fixtures for the main API's content: principals as the OAuth layer would resolve
+// them, a disk media store in a temporary directory, and channels written straight to the table.
+
+export async function user(db: Db, id: string, accountId = 'acc_1'): Promise<string> {
+  await db.kysely.insertInto('users').values({ id, account_id: accountId, email: `${id}@example.test`, password_hash: 'x', firstname: 'Test', lastname: id }).execute();
+  return id;
+}
+
+/** The content tests' world: hubs hub_a (workspaces ws_a1, ws_a2) and hub_b (ws_b1), and four users. */
+export async function seedTwoHubs(db: Db): Promise<void> {
+  await account(db);
+  await hub(db, 'hub_a');
+  await hub(db, 'hub_b');
+  await workspace(db, 'hub_a', 'ws_a1');
+  await workspace(db, 'hub_a', 'ws_a2');
+  await workspace(db, 'hub_b', 'ws_b1');
+  for (const id of ['usr_a1', 'usr_a2', 'usr_admin', 'usr_b']) await user(db, id);
+}
+
+export function principal(hubId: string, workspaceId: string | null, userId: string, clientId = 'client_test'): Principal {
+  return {
+    user: { id: userId, email: `${userId}@example.test`, firstname: 'Test', lastname: userId, isStaff: false },
+    account: { id: 'acc_1', plan: 'standard' },
+    hub: { id: hubId, name: `Hub ${hubId}` },
+    workspace: workspaceId === null ? null : { id: workspaceId, name: `Workspace ${workspaceId}` },
+    role: workspaceId === null ? 'hub_admin' : 'member',
+    clientId,
+    scope: 'service:full',
+  };
+}
+
+export interface Caller extends MainContext {
+  /** Headers set on the "response" (Idempotent-Replayed). */
+  headers: Record<string, string>;
+}
+
+export function caller(db: Db, clock: Clock, media: MediaStore, who: Principal, idempotencyKey?: string): Caller {
+  const headers: Record<string, string> = {};
+  return { db, clock, media, principal: who, idempotencyKey, setResponseHeader: (name, value) => void (headers[name] = value), headers };
+}
+
+export async function channel(db: Db, hubId: string, workspaceId: string, id: string, platform: SocialPlatform, connected = true): Promise<string> {
+  await db.kysely.insertInto('social_channels').values({ id, hub_id: hubId, workspace_id: workspaceId, platform, name: `${platform} ${id}`, handle: null, connected }).execute();
+  return id;
+}
+
+export interface TempMediaStore {
+  store: MediaStore;
+  root: string;
+  /** Every file under the root (staging included), relative. */
+  files(): Promise<string[]>;
+  remove(): Promise<void>;
+}
+
+export async function tempMediaStore(): Promise<TempMediaStore> {
+  const root = await mkdtemp(path.join(tmpdir(), 'hubops-media-'));
+  const store = await openDiskMediaStore(root);
+  return {
+    store,
+    root,
+    files: async () => (await readdir(root, { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).map((e) => path.relative(root, path.join(e.parentPath, e.name))).sort(),
+    remove: () => rm(root, { recursive: true, force: true }),
+  };
+}
+
+const byName = new Map(contentOperations.map((op) => [op.name, op as unknown as Operation<MainContext>]));
+
+/** Runs a content operation as REST and MCP do: the input validated by its schema, then the handler. */
+export function call(name: string, ctx: MainContext, input: Record<string, unknown> = {}): Promise<any> {
+  const op = byName.get(name);
+  if (!op) throw new Error(`no operation ${name}`);
+  return runOperation(op, ctx, input);
+}

@@ -1,0 +1,66 @@
+import { once } from 'node:events';
+import net from 'node:net';
+
+/**
+ * A TCP proxy to simulate a dependency outage: `cut()` stops accepting and destroys every open
+ * connection (both sides), `restore()` listens again on the same port.
+ */
+export class TcpProxy {
+  readonly #target: { host: string; port: number };
+  readonly #sockets = new Set<net.Socket>();
+  #server: net.Server | undefined;
+  #port = 0;
+  /** Connections accepted so far (both directions count as one). */
+  accepted = 0;
+
+  constructor(target: { host: string; port: number }) {
+    this.#target = target;
+  }
+
+  get port(): number {
+    return this.#port;
+  }
+
+  get open(): number {
+    return this.#sockets.size / 2;
+  }
+
+  async start(): Promise<number> {
+    const server = net.createServer((client) => {
+      this.accepted += 1;
+      const upstream = net.connect(this.#target.port, this.#target.host);
+      for (const socket of [client, upstream]) {
+        this.#sockets.add(socket);
+        socket.on('close', () => this.#sockets.delete(socket));
+        socket.on('error', () => {
+          client.destroy();
+          upstream.destroy();
+        });
+      }
+      client.pipe(upstream);
+      upstream.pipe(client);
+    });
+    server.listen(this.#port, '127.0.0.1');
+    await once(server, 'listening');
+    this.#server = server;
+    this.#port = (server.address() as net.AddressInfo).port;
+    return this.#port;
+  }
+
+  /** The dependency goes away: no new connections, and every open one is dropped. */
+  async cut(): Promise<void> {
+    const server = this.#server;
+    this.#server = undefined;
+    const closed = server ? new Promise((resolve) => server.close(resolve)) : Promise.resolve();
+    for (const socket of this.#sockets) socket.destroy();
+    await closed;
+  }
+
+  async restore(): Promise<void> {
+    await this.start();
+  }
+
+  async close(): Promise<void> {
+    await this.cut();
+  }
+}

@@ -1,0 +1,144 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import fc from 'fast-check';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+import { connect } from '../../src/db/database.ts';
+import { generateKey, isWellFormedKey, KEY_PREFIX, visibleStart } from '../../src/domain/api-keys/api-key.ts';
+import { verifyKey } from '../../src/domain/api-keys/key-verifier.ts';
+import { decodeOptInCursor, encodeOptInCursor, parseSince } from '../../src/domain/opt-ins/opt-in.ts';
+import { periodRanges } from '../../src/domain/periods.ts';
+import { spendFreshness } from '../../src/domain/spend/spend.ts';
+import { MemoryRateLimiter } from '../../src/platform/rate-limit.ts';
+
+describe('periods (UTC days, injected instants)', () => {
+  const at = (iso: string) => new Date(iso);
+  test('just before and just after 00:00 UTC', () => {
+    assert.deepEqual(periodRanges('today', at('2026-11-21T23:59:59.999Z')), {
+      current: { startDate: '2026-11-21', endDate: '2026-11-21' },
+      prior: { startDate: '2026-11-20', endDate: '2026-11-20' },
+    });
+    assert.deepEqual(periodRanges('today', at('2026-11-22T00:00:00.000Z')), {
+      current: { startDate: '2026-11-22', endDate: '2026-11-22' },
+      prior: { startDate: '2026-11-21', endDate: '2026-11-21' },
+    });
+    assert.deepEqual(periodRanges('yesterday', at('2026-11-22T00:00:00.000Z')).current, { startDate: '2026-11-21', endDate: '2026-11-21' });
+    assert.deepEqual(periodRanges('last_7_days', at('2026-11-21T23:59:59.999Z')), {
+      current: { startDate: '2026-11-15', endDate: '2026-11-21' },
+      prior: { startDate: '2026-11-08', endDate: '2026-11-14' },
+    });
+  });
+  test('across month, year and leap-day boundaries', () => {
+    assert.deepEqual(periodRanges('last_30_days', at('2026-01-01T00:00:00.000Z')), {
+      current: { startDate: '2025-12-03', endDate: '2026-01-01' },
+      prior: { startDate: '2025-11-03', endDate: '2025-12-02' },
+    });
+    assert.deepEqual(periodRanges('yesterday', at('2028-03-01T00:30:00Z')).current, { startDate: '2028-02-29', endDate: '2028-02-29' });
+  });
+  test('prior is always the same length and ends the day before current starts', () => {
+    fc.assert(fc.property(fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }), fc.constantFrom('today', 'yesterday', 'last_7_days', 'last_30_days' as const), (now, period) => {
+      const { current, prior } = periodRanges(period, now);
+      const days = (r: { startDate: string; endDate: string }) => (Date.parse(r.endDate) - Date.parse(r.startDate)) / 86_400_000 + 1;
+      assert.equal(days(current), { today: 1, yesterday: 1, last_7_days: 7, last_30_days: 30 }[period]);
+      assert.equal(days(prior), days(current));
+      assert.equal(Date.parse(current.startDate) - Date.parse(prior.endDate), 86_400_000);
+    }));
+  });
+});
+
+describe('spend freshness (first match wins)', () => {
+  const now = new Date('2026-11-21T12:00:00Z');
+  const synced = (hoursAgo: number) => new Date(now.getTime() - hoursAgo * 3_600_000);
+  const cases: [string, Parameters<typeof spendFreshness>[0], string, Date | null][] = [
+    ['no accounts', [], 'no_accounts', null],
+    ['syncing beats failed', [{ syncState: 'failed', lastSyncedAt: synced(1) }, { syncState: 'syncing', lastSyncedAt: null }], 'syncing', synced(1)],
+    ['failed beats never synced', [{ syncState: 'failed', lastSyncedAt: synced(1) }, { syncState: 'idle', lastSyncedAt: null }], 'failed', synced(1)],
+    ['never synced', [{ syncState: 'idle', lastSyncedAt: null }], 'never_synced', null],
+    ['stale after 6 hours', [{ syncState: 'idle', lastSyncedAt: synced(1) }, { syncState: 'idle', lastSyncedAt: synced(6.01) }], 'stale', synced(6.01)],
+    ['fresh at exactly 6 hours', [{ syncState: 'idle', lastSyncedAt: synced(6) }], 'fresh', synced(6)],
+  ];
+  for (const [label, accounts, freshness, asOf] of cases) {
+    test(label, () => assert.deepEqual(spendFreshness(accounts, now), { freshness, asOf }));
+  }
+});
+
+describe('Hub API keys', () => {
+  test('have 256 bits of randomness, a prefix and a checksum that catches any one-character typo', () => {
+    const key = generateKey();
+    assert.match(key, /^hubops_[0-9A-Za-z]{49}$/);
+    assert.ok(isWellFormedKey(key));
+    assert.equal(visibleStart(key), key.slice(0, KEY_PREFIX.length + 4));
+    fc.assert(fc.property(fc.integer({ min: KEY_PREFIX.length, max: key.length - 1 }), fc.constantFrom(...'0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'), (i, c) => {
+      fc.pre(key[i] !== c);
+      assert.equal(isWellFormedKey(key.slice(0, i) + c + key.slice(i + 1)), false);
+    }), { numRuns: 500 });
+    assert.equal(isWellFormedKey(`${key}x`), false);
+    assert.equal(isWellFormedKey(key.slice(0, -1)), false);
+  });
+
+  test('a key with a wrong checksum is refused without a database read', async () => {
+    // A pool pointing nowhere: any query would fail, so answering null proves none was made.
+    const unreachable = connect('postgres://nobody@127.0.0.1:1/none');
+    const key = generateKey();
+    const mistyped = key.slice(0, 10) + (key[10] === 'a' ? 'b' : 'a') + key.slice(11);
+    assert.equal(await verifyKey(unreachable, mistyped), null);
+    assert.equal(await verifyKey(unreachable, 'Bearer nonsense'), null);
+    await assert.rejects(verifyKey(unreachable, key), 'a well-formed key does reach the database');
+    await unreachable.close();
+  });
+});
+
+describe('cursors and since', () => {
+  test('cursors round-trip and anything else is refused', () => {
+    fc.assert(fc.property(fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }), fc.string({ minLength: 1, maxLength: 64 }), (at, id) => {
+      const cursor = { updatedAt: at.toISOString().replace('Z', '123Z'), id };
+      assert.deepEqual(decodeOptInCursor(encodeOptInCursor(cursor)), cursor);
+    }));
+    for (const bad of ['', 'abc', 'WyJ2MiJd', Buffer.from('["v1","2026-01-01","x"]').toString('base64url'), Buffer.from('{"a":1}').toString('base64url')]) {
+      assert.throws(() => decodeOptInCursor(bad), /cursor/, bad);
+    }
+  });
+  test('since takes Z, offsets with and without colon, and dates; refuses the rest', () => {
+    assert.equal((parseSince('2026-11-02')).toISOString(), '2026-11-02T00:00:00.000Z');
+    assert.equal((parseSince('2026-11-02T10:00:00+02:00')).toISOString(), '2026-11-02T08:00:00.000Z');
+    assert.equal((parseSince('2026-11-02T10:00:00+0200')).toISOString(), '2026-11-02T08:00:00.000Z');
+    assert.equal((parseSince('2026-11-02T10:00Z')).toISOString(), '2026-11-02T10:00:00.000Z');
+    for (const bad of ['2026-11-02T10:00:00', '2026-13-01', '2026-02-29', 'now', '2026-11-02T25:00:00Z', '1700000000']) {
+      assert.throws(() => parseSince(bad), /since/, bad);
+    }
+  });
+});
+
+describe('rolling-window rate limiter', () => {
+  test('allows a request exactly when fewer than `limit` allowed requests fall in the last window', async () => {
+    await fc.assert(fc.asyncProperty(fc.array(fc.integer({ min: 0, max: 5_000 }), { maxLength: 80 }), fc.integer({ min: 1, max: 6 }), async (gaps, limit) => {
+      const limiter = new MemoryRateLimiter();
+      const windowMs = 1_000;
+      const allowed: number[] = [];
+      let now = 0;
+      for (const gap of gaps) {
+        now += gap % 700;
+        const expected = allowed.filter((t) => t > now - windowMs).length < limit;
+        const decision = await limiter.hit('k', limit, windowMs, now);
+        assert.equal(decision.allowed, expected);
+        if (expected) allowed.push(now);
+        assert.equal(decision.remaining, Math.max(0, limit - allowed.filter((t) => t > now - windowMs).length));
+      }
+      await limiter.close();
+    }));
+  });
+});
+
+describe('configuration', () => {
+  test('defaults, and one clear error naming the variable', () => {
+    const config = loadConfig({});
+    assert.equal(config.port, 3000);
+    assert.equal(config.baseUrl, 'http://localhost:3000');
+    assert.equal(config.siteUrl, 'http://localhost:3000');
+    assert.equal(config.demo, true);
+    assert.equal(loadConfig({ DATABASE_URL: 'postgres://x@h/db' }).demo, false);
+    for (const [env, name] of [[{ PORT: 'abc' }, 'PORT'], [{ BASE_URL: 'nope' }, 'BASE_URL'], [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'], [{ HUBOPS_DEMO: 'yes' }, 'HUBOPS_DEMO'], [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'], [{ REDIS_URL: 'http://x' }, 'REDIS_URL']] as const) {
+      assert.throws(() => loadConfig(env), (error: Error) => error instanceof ConfigError && error.message.startsWith(name));
+    }
+    assert.throws(() => loadConfig({ DATABASE_URL: 'bad://user:s3cret@host' }), (error: Error) => !error.message.includes('s3cret'));
+  });
+});
