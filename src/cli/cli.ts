@@ -1,0 +1,416 @@
+import { open } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { ConfigError, loadConfig } from '../config.ts';
+import { isDatabaseUnavailable } from '../db/database.ts';
+import { openDatabase, type OpenedDatabase } from '../db/open.ts';
+import { createKey, listKeys, revokeKey } from '../domain/api-keys/api-key.repository.ts';
+import { KEY_SCOPES, type KeyScope } from '../domain/api-keys/api-key.ts';
+import { seedDemo } from '../domain/demo/seed.ts';
+import { IMPORT_TYPES, importNdjson } from '../domain/import/import.ts';
+import { PLANS, ROLES, createAccount, createHub, createUser, getHub, setHubSuspended } from '../domain/tenancy/tenancy.repository.ts';
+import { DomainError } from '../platform/errors.ts';
+import { createClient } from '../domain/oauth/clients.repository.ts';
+
+// The `hubops` operator CLI (contract §2). Every command validates its arguments before touching
+// the database (bad usage → exit 2 without starting anything), then opens the configured
+// database, migrated, and runs. With --json, stdout carries exactly one JSON document; all
+// diagnostics go to stderr. Exit 0 success, 1 refused, 2 bad usage.
+
+export interface CliIo {
+  stdout(text: string): void;
+  stderr(text: string): void;
+  env: NodeJS.ProcessEnv;
+  stdin: NodeJS.ReadableStream;
+}
+
+const processIo: CliIo = {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+  env: process.env,
+  stdin: process.stdin,
+};
+
+class UsageError extends Error {}
+
+interface Output {
+  json: unknown;
+  human: string;
+}
+
+type Values = Record<string, string | boolean | string[] | undefined>;
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+interface Command {
+  name: string;
+  /** Arguments after the command name, for help and usage errors. */
+  args: string;
+  summary: string;
+  options: Options;
+  positionals: string[];
+  /** Validates the arguments (throwing UsageError) and returns the work to do with the database. */
+  prepare(values: Values, positionals: string[], io: CliIo): Promise<(database: OpenedDatabase) => Promise<Output>>;
+}
+
+function required(values: Values, name: string): string {
+  const value = values[name];
+  if (typeof value !== 'string') throw new UsageError(`missing required option --${name}`);
+  return value;
+}
+
+function choice<T extends string>(values: Values, name: string, allowed: readonly T[], fallback?: T): T {
+  const value = values[name];
+  if (value === undefined && fallback !== undefined) return fallback;
+  if (typeof value !== 'string') throw new UsageError(`missing required option --${name}`);
+  if (!(allowed as readonly string[]).includes(value)) throw new UsageError(`--${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
+  return value as T;
+}
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(Buffer.from(chunk as Buffer));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  return [header, ...rows].map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+}
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+const COMMANDS: Command[] = [
+  {
+    name: 'migrate',
+    args: '',
+    summary: 'apply pending database migrations (start-up does this too)',
+    options: {},
+    positionals: [],
+    // Opening the database migrates it; this command reports what that applied.
+    prepare: async () => async ({ applied }) => ({
+      json: { applied },
+      human: applied.length ? `Applied ${plural(applied.length, 'migration')}: ${applied.join(', ')}.` : 'The database is up to date; no migration was pending.',
+    }),
+  },
+  {
+    name: 'demo seed',
+    args: '',
+    summary: 'add the demo data set (idempotent: a second run changes nothing)',
+    options: {},
+    positionals: [],
+    prepare: async () => async ({ db }) => {
+      const seed = await seedDemo(db);
+      return {
+        json: seed,
+        human: [
+          seed.created ? 'Demo data seeded.' : 'Demo data already present; nothing changed.',
+          `  account     ${seed.accountId}`,
+          `  hubs        ${seed.hubIds.join(', ')}`,
+          `  hub admin   ${seed.adminEmail} / ${seed.adminPassword}  (hub ${seed.hubIds[0]})`,
+          `  member      ${seed.memberEmail} / ${seed.memberPassword}`,
+          `Create a Hub API key with: hubops keys create --hub ${seed.hubIds[0]} --name "My tool"`,
+        ].join('\n'),
+      };
+    },
+  },
+  {
+    name: 'import',
+    args: 'FILE',
+    summary: 'load an NDJSON file (- reads stdin), all-or-nothing in one transaction',
+    options: {},
+    positionals: ['FILE'],
+    prepare: async (_values, [file], io) => {
+      // Open before the database starts, so a mistyped path fails at once.
+      let input: NodeJS.ReadableStream = io.stdin;
+      if (file !== '-') {
+        const handle = await open(file!).catch((error: NodeJS.ErrnoException) => {
+          throw new DomainError(`cannot read ${file}: ${error.code === 'ENOENT' ? 'no such file' : error.message}`);
+        });
+        input = handle.createReadStream({ encoding: 'utf8' });
+      }
+      return async ({ db }) => {
+        const result = await importNdjson(db, createInterface({ input, crlfDelay: Infinity }));
+        const parts = IMPORT_TYPES.filter((t) => result.imported[t] > 0).map((t) => `${result.imported[t]} ${t}`);
+        return { json: result, human: parts.length ? `Imported ${parts.join(', ')}.` : 'Imported nothing: the file has no lines.' };
+      };
+    },
+  },
+  {
+    name: 'accounts create',
+    args: '--name N [--plan standard|partner] [--api-access]',
+    summary: 'create an account (an organisation owning hubs)',
+    options: { name: { type: 'string' }, plan: { type: 'string' }, 'api-access': { type: 'boolean' } },
+    positionals: [],
+    prepare: async (values) => {
+      const input = { name: required(values, 'name'), plan: choice(values, 'plan', PLANS, 'standard'), apiAccess: values['api-access'] === true };
+      return async ({ db }) => {
+        const account = await createAccount(db, input);
+        return {
+          json: { id: account.id },
+          human: `Created account ${account.id} ${JSON.stringify(account.name)} (plan ${account.plan}, API access ${account.apiAccess ? 'on' : 'off'}).`,
+        };
+      };
+    },
+  },
+  {
+    name: 'hubs create',
+    args: '--account A --name N',
+    summary: 'create a hub (a brand) in an account',
+    options: { account: { type: 'string' }, name: { type: 'string' } },
+    positionals: [],
+    prepare: async (values) => {
+      const input = { accountId: required(values, 'account'), name: required(values, 'name') };
+      return async ({ db }) => {
+        const hub = await createHub(db, input);
+        return { json: { id: hub.id }, human: `Created hub ${hub.id} ${JSON.stringify(hub.name)} in account ${hub.accountId}.` };
+      };
+    },
+  },
+  ...(['suspend', 'resume'] as const).map(
+    (action): Command => ({
+      name: `hubs ${action}`,
+      args: 'HUB',
+      summary: action === 'suspend' ? "suspend a hub's access (its Hub API keys get 403)" : "restore a suspended hub's access",
+      options: {},
+      positionals: ['HUB'],
+      prepare: async (_values, [hubId]) => async ({ db }) => {
+        const hub = await setHubSuspended(db, hubId!, action === 'suspend');
+        return {
+          json: hub,
+          human: hub.suspended ? `Hub ${hub.id} suspended: its Hub API keys now get 403 hub_access_suspended.` : `Hub ${hub.id} access restored.`,
+        };
+      },
+    }),
+  ),
+  {
+    name: 'users create',
+    args: '--email E --password P --firstname F --lastname L --hub H --role hub_admin|member [--workspace W] [--staff]',
+    summary: 'create a user with a role in a hub (--password - reads it from stdin)',
+    options: {
+      email: { type: 'string' },
+      password: { type: 'string' },
+      firstname: { type: 'string' },
+      lastname: { type: 'string' },
+      hub: { type: 'string' },
+      role: { type: 'string' },
+      workspace: { type: 'string' },
+      staff: { type: 'boolean' },
+    },
+    positionals: [],
+    prepare: async (values, _positionals, io) => {
+      const input = {
+        email: required(values, 'email'),
+        password: required(values, 'password'),
+        firstname: required(values, 'firstname'),
+        lastname: required(values, 'lastname'),
+        hubId: required(values, 'hub'),
+        role: choice(values, 'role', ROLES),
+        workspaceId: typeof values.workspace === 'string' ? values.workspace : undefined,
+        staff: values.staff === true,
+      };
+      // A password on the command line lands in shell history and `ps`; stdin keeps it out.
+      if (input.password === '-') input.password = (await readAll(io.stdin)).replace(/\r?\n$/, '');
+      return async ({ db }) => {
+        const user = await createUser(db, input);
+        const where = user.workspaceId ? `, workspace ${user.workspaceId}` : '';
+        return { json: { id: user.id }, human: `Created user ${user.id} ${user.email} (${user.role} in hub ${user.hubId}${where}${user.staff ? ', staff' : ''}).` };
+      };
+    },
+  },
+  {
+    name: 'keys create',
+    args: '--hub H --name N [--scope read|embed]',
+    summary: 'create a Hub API key (the key is printed once; only its hash is kept)',
+    options: { hub: { type: 'string' }, name: { type: 'string' }, scope: { type: 'string' } },
+    positionals: [],
+    prepare: async (values) => {
+      const input = { hubId: required(values, 'hub'), name: required(values, 'name'), scope: choice<KeyScope>(values, 'scope', KEY_SCOPES, 'read') };
+      return async ({ db }) => {
+        const key = await createKey(db, input);
+        return {
+          json: { id: key.id, key: key.key, name: key.name, scope: key.scope, hubId: key.hubId },
+          human: [
+            `Created ${key.scope} key ${key.id} ${JSON.stringify(key.name)} for hub ${key.hubId}.`,
+            'The key is shown only now; store it in a secret manager:',
+            `  ${key.key}`,
+          ].join('\n'),
+        };
+      };
+    },
+  },
+  {
+    name: 'keys list',
+    args: '--hub H',
+    summary: "list a hub's keys with usage (never the secret)",
+    options: { hub: { type: 'string' } },
+    positionals: [],
+    prepare: async (values) => {
+      const hubId = required(values, 'hub');
+      return async ({ db }) => {
+        await getHub(db, hubId);
+        const keys = await listKeys(db, hubId);
+        const rows = keys.map((k) => [k.id, k.name, k.scope, `${k.start}…`, String(k.requestCount), k.lastUsedAt ?? '-', k.createdAt, k.revokedAt ?? '-']);
+        return {
+          json: keys.map((k) => ({
+            id: k.id, name: k.name, scope: k.scope, start: k.start, requestCount: k.requestCount,
+            lastUsedAt: k.lastUsedAt, createdAt: k.createdAt, revokedAt: k.revokedAt,
+          })),
+          human: keys.length
+            ? table(['ID', 'NAME', 'SCOPE', 'START', 'REQUESTS', 'LAST USED', 'CREATED', 'REVOKED'], rows)
+            : `Hub ${hubId} has no keys.`,
+        };
+      };
+    },
+  },
+  {
+    name: 'keys revoke',
+    args: 'KEY_ID',
+    summary: 'revoke a key (takes effect on the next request, on every instance)',
+    options: {},
+    positionals: ['KEY_ID'],
+    prepare: async (_values, [keyId]) => async ({ db }) => {
+      const revoked = await revokeKey(db, keyId!);
+      return { json: revoked, human: `Key ${revoked.id} revoked at ${revoked.revokedAt}.` };
+    },
+  },
+  {
+    name: 'clients create',
+    args: '--name N --redirect-uri U [--redirect-uri U2 …] [--public]',
+    summary: 'pre-provision an OAuth client (a confidential client\'s secret is printed once; only its hash is kept)',
+    options: { name: { type: 'string' }, 'redirect-uri': { type: 'string', multiple: true }, public: { type: 'boolean' } },
+    positionals: [],
+    prepare: async (values) => {
+      const name = required(values, 'name');
+      const redirectUris = (values['redirect-uri'] as string[] | undefined) ?? [];
+      if (redirectUris.length === 0) throw new UsageError('missing required option --redirect-uri');
+      const isPublic = values.public === true;
+      return async ({ db }) => {
+        const client = await createClient(db, { name, redirectUris, public: isPublic });
+        return {
+          json: client,
+          human: [
+            `Created ${isPublic ? 'public' : 'confidential'} OAuth client ${JSON.stringify(name)}.`,
+            `  client_id:     ${client.client_id}`,
+            ...(client.client_secret ? [`  client_secret: ${client.client_secret}`, 'The secret is shown only now; store it in a secret manager.'] : []),
+          ].join('\n'),
+        };
+      };
+    },
+  },
+];
+
+const usageOf = (command: Command) => `usage: hubops ${command.name}${command.args ? ` ${command.args}` : ''} [--json]`;
+
+function help(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length + (c.positionals.length ? c.args.length + 1 : 0)));
+  const lines = COMMANDS.map((c) => {
+    const head = c.positionals.length ? `${c.name} ${c.args}` : c.name;
+    const flags = c.positionals.length || !c.args ? '' : `\n      ${c.args}`;
+    return `  ${head.padEnd(width)}  ${c.summary}${flags}`;
+  });
+  return [
+    'hubops: operator CLI for hubops',
+    '',
+    'usage: hubops COMMAND [options] [--json]',
+    '',
+    'Commands:',
+    ...lines,
+    '',
+    'Options for every command:',
+    '  --json      print exactly one JSON document on stdout (diagnostics go to stderr)',
+    '  -h, --help  show help (for one command: hubops COMMAND --help)',
+    '',
+    'Configuration: DATABASE_URL (unset: the embedded PostgreSQL under DATA_DIR, default ./data), LOG_LEVEL.',
+    'Exit status: 0 success, 1 refused operation (reason on stderr), 2 bad usage.',
+    '',
+  ].join('\n');
+}
+
+/** Command groups (`keys`, `hubs`, …) and their subcommands. */
+const GROUPS = new Map<string, string[]>();
+for (const name of COMMANDS.map((c) => c.name)) {
+  const [group, sub] = name.split(' ') as [string, string | undefined];
+  if (sub) GROUPS.set(group, [...(GROUPS.get(group) ?? []), sub]);
+}
+const GLOBAL_FLAGS = new Set(['--json', '--help', '-h']);
+
+/** Runs one CLI invocation; returns the exit status. */
+export async function runCli(argv: string[], io: CliIo = processIo): Promise<number> {
+  const debug = ['debug', 'trace'].includes(io.env.LOG_LEVEL?.trim() ?? '');
+  let command: Command | undefined;
+  try {
+    // Global flags may come before the command (`hubops --json keys list …`).
+    const leading = argv.findIndex((arg) => !GLOBAL_FLAGS.has(arg));
+    const start = leading === -1 ? argv.length : leading;
+    const words = argv.slice(start, start + (GROUPS.has(argv[start] ?? '') ? 2 : 1)).filter((w) => !w.startsWith('-'));
+    const name = words.join(' ');
+    const rest = [...argv.slice(0, start), ...argv.slice(start + words.length)];
+    const wantsHelp = rest.includes('--help') || rest.includes('-h');
+    if (!name || (GROUPS.has(name) && wantsHelp)) {
+      if (wantsHelp) {
+        io.stdout(help());
+        return 0;
+      }
+      throw new UsageError(argv[start] ? `unknown option ${argv[start]}` : 'missing command');
+    }
+    if (GROUPS.has(name)) throw new UsageError(`missing subcommand: hubops ${name} ${GROUPS.get(name)!.join('|')}`);
+    command = COMMANDS.find((c) => c.name === name);
+    if (!command) throw new UsageError(`unknown command "${name}"`);
+
+    let parsed;
+    try {
+      parsed = parseArgs({
+        args: rest,
+        options: { ...command.options, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+        strict: true,
+        allowPositionals: true,
+      });
+    } catch (error) {
+      // Node's messages go on with advice; the first sentence is the reason.
+      const reason = (error as Error).message.split(/\.(\s|$)/)[0]!;
+      throw new UsageError(reason.charAt(0).toLowerCase() + reason.slice(1));
+    }
+    const values = parsed.values as Values;
+    if (values.help) {
+      io.stdout(`${usageOf(command)}\n  ${command.summary}\n`);
+      return 0;
+    }
+    const positionals = parsed.positionals;
+    if (positionals.length < command.positionals.length) throw new UsageError(`missing ${command.positionals.slice(positionals.length).join(' ')}`);
+    if (positionals.length > command.positionals.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[command.positionals.length])}`);
+    const work = await command.prepare(values, positionals, io);
+
+    const config = loadConfig(io.env);
+    const database = await openDatabase(config, {
+      // The embedded server's chatter never reaches stdout; on stderr only when debugging.
+      log: debug ? (line) => io.stderr(`${line}\n`) : () => {},
+      poolSize: 4,
+      applicationName: 'hubops-cli',
+    });
+    try {
+      const output = await work(database);
+      io.stdout(values.json ? `${JSON.stringify(output.json)}\n` : `${output.human}\n`);
+      return 0;
+    } finally {
+      await database.close();
+    }
+  } catch (error) {
+    if (error instanceof UsageError) {
+      const usage = command ? usageOf(command) : "run 'hubops --help' for the commands";
+      io.stderr(`hubops: ${error.message}\n${usage}\n`);
+      return 2;
+    }
+    if (error instanceof ConfigError) {
+      io.stderr(`hubops: configuration error: ${error.message}\n`);
+      return 2;
+    }
+    if (error instanceof DomainError) {
+      for (const line of error.message.split('\n')) io.stderr(`hubops: ${line}\n`);
+      return 1;
+    }
+    if (debug) io.stderr(`${(error as Error).stack ?? String(error)}\n`);
+    const message = String((error as Error).message ?? error).split('\n')[0];
+    io.stderr(isDatabaseUnavailable(error) ? `hubops: cannot reach the database: ${message}\n` : `hubops: unexpected error: ${message}\n`);
+    return 1;
+  }
+}

@@ -1,0 +1,67 @@
+import type { Db } from '../../db/database.ts';
+import type { Clock } from '../../platform/clock.ts';
+import { JsonText } from '../../platform/json-text.ts';
+import { PERIODS, periodRanges, type DateRange, type Period } from '../periods.ts';
+import { decodeOptInCursor, encodeOptInCursor, parseSince } from './opt-in.ts';
+import { countActiveOptIns, countOptInsByRanges, findOptInPage } from './opt-in.repository.ts';
+
+export interface ListOptInsInput {
+  since?: string;
+  playbookId?: string;
+  status?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+export const DEFAULT_PAGE_SIZE = 100;
+
+/** A page of the hub's opt-ins, oldest change first, as `{data, nextCursor}` JSON text. */
+export async function listOptIns(db: Db, hubId: string, input: ListOptInsInput): Promise<JsonText> {
+  const limit = input.limit ?? DEFAULT_PAGE_SIZE;
+  const rows = await findOptInPage(db, {
+    hubId,
+    since: input.since === undefined ? undefined : parseSince(input.since),
+    playbookId: input.playbookId,
+    status: input.status,
+    after: input.cursor === undefined ? undefined : decodeOptInCursor(input.cursor),
+    limit,
+  });
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  const nextCursor = rows.length > limit && last ? encodeOptInCursor({ updatedAt: last.cursorUpdatedAt, id: last.id }) : null;
+  return new JsonText(`{"data":[${page.map((r) => r.json).join(',')}],"nextCursor":${JSON.stringify(nextCursor)}}`);
+}
+
+export interface PeriodSummary extends DateRange {
+  period: Period;
+  optIns: number;
+  workspaces: number;
+  prior: DateRange & { optIns: number; workspaces: number };
+}
+
+export interface OptInSummary {
+  timezone: 'UTC';
+  asOf: string;
+  activeOptIns: number;
+  periods: PeriodSummary[];
+}
+
+export async function optInSummary(db: Db, hubId: string, clock: Clock): Promise<OptInSummary> {
+  const now = clock.now();
+  const ranges = PERIODS.map((period) => ({ period, ...periodRanges(period, now) }));
+  const [counts, activeOptIns] = await Promise.all([
+    countOptInsByRanges(db, hubId, ranges.flatMap((r) => [r.current, r.prior])),
+    countActiveOptIns(db, hubId),
+  ]);
+  return {
+    timezone: 'UTC',
+    asOf: now.toISOString(),
+    activeOptIns,
+    periods: ranges.map((r, i) => ({
+      period: r.period,
+      ...r.current,
+      ...counts[2 * i]!,
+      prior: { ...r.prior, ...counts[2 * i + 1]! },
+    })),
+  };
+}

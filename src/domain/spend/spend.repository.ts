@@ -1,0 +1,66 @@
+import { sql } from 'kysely';
+import type { Db } from '../../db/database.ts';
+import { visibleFields } from '../opt-ins/opt-in.repository.ts';
+import type { PeriodRanges } from '../periods.ts';
+import type { AdAccountSync } from './spend.ts';
+
+export interface SpendState {
+  /** Changes whenever spend, workspaces or their fields change (statement triggers). */
+  reportVersion: string;
+  accounts: AdAccountSync[];
+}
+
+export async function readSpendState(db: Db, hubId: string): Promise<SpendState> {
+  const result = await sql<{ report_version: string; sync_state: AdAccountSync['syncState'] | null; last_synced_at: Date | null }>`
+    SELECT h.report_version, a.sync_state, a.last_synced_at
+      FROM hubs h LEFT JOIN ad_accounts a ON a.hub_id = h.id
+     WHERE h.id = ${hubId}`.execute(db.kysely);
+  return {
+    reportVersion: result.rows[0]?.report_version ?? '0',
+    accounts: result.rows.filter((r) => r.sync_state !== null).map((r) => ({ syncState: r.sync_state!, lastSyncedAt: r.last_synced_at })),
+  };
+}
+
+export interface SpendByWorkspace {
+  /** The workspaces array as UTF-8 JSON, by spendCents descending, then id: encoded once, then cached. */
+  workspacesJson: Buffer;
+  spendCents: number;
+  priorSpendCents: number;
+  unattributedSpendCents: number;
+  priorUnattributedSpendCents: number;
+}
+
+/** Sums spend per workspace over the current and prior ranges in one pass over the hub's index. */
+export async function sumSpendByWorkspace(db: Db, hubId: string, ranges: PeriodRanges): Promise<SpendByWorkspace> {
+  const { current, prior } = ranges;
+  // The unattributed line (workspace_id null) comes first, then every workspace of the hub.
+  const result = await sql<{ id: string | null; name: string | null; fields: Record<string, string | number | boolean> | null; cur: string; prior: string }>`
+    WITH sums AS (
+      SELECT s.workspace_id,
+             coalesce(sum(s.spend_cents) FILTER (WHERE s.date >= ${current.startDate}::date), 0) AS cur,
+             coalesce(sum(s.spend_cents) FILTER (WHERE s.date <= ${prior.endDate}::date), 0) AS prior
+        FROM spend s
+       WHERE s.hub_id = ${hubId} AND s.date BETWEEN ${prior.startDate}::date AND ${current.endDate}::date
+       GROUP BY s.workspace_id
+    )
+    SELECT * FROM (
+      SELECT NULL::text COLLATE "C" AS id, NULL AS name, NULL::jsonb AS fields, coalesce(sum(cur), 0) AS cur, coalesce(sum(prior), 0) AS prior
+        FROM sums WHERE workspace_id IS NULL
+      UNION ALL
+      SELECT w.id, w.name, ${visibleFields(hubId)}, coalesce(x.cur, 0), coalesce(x.prior, 0)
+        FROM workspaces w LEFT JOIN sums x ON x.workspace_id = w.id
+       WHERE w.hub_id = ${hubId}
+    ) lines
+    ORDER BY id IS NULL DESC, cur DESC, id`.execute(db.kysely);
+  const [unattributed, ...rows] = result.rows;
+  const workspaces = rows.map((r) => ({ id: r.id!, name: r.name!, fields: r.fields!, spendCents: Number(r.cur), priorSpendCents: Number(r.prior) }));
+  const unattributedSpendCents = Number(unattributed?.cur ?? 0);
+  const priorUnattributedSpendCents = Number(unattributed?.prior ?? 0);
+  return {
+    workspacesJson: Buffer.from(JSON.stringify(workspaces)),
+    spendCents: workspaces.reduce((sum, w) => sum + w.spendCents, 0) + unattributedSpendCents,
+    priorSpendCents: workspaces.reduce((sum, w) => sum + w.priorSpendCents, 0) + priorUnattributedSpendCents,
+    unattributedSpendCents,
+    priorUnattributedSpendCents,
+  };
+}

@@ -1,0 +1,25 @@
+// Spend freshness (contract §4), first match wins:
+// no_accounts → syncing → failed → never_synced → stale (asOf older than 6 h) → fresh.
+
+export const FRESHNESS = ['fresh', 'stale', 'syncing', 'failed', 'never_synced', 'no_accounts'] as const;
+export type Freshness = (typeof FRESHNESS)[number];
+
+export const STALE_AFTER_MS = 6 * 60 * 60 * 1000;
+
+export interface AdAccountSync {
+  syncState: 'idle' | 'syncing' | 'failed';
+  lastSyncedAt: Date | null;
+}
+
+export function spendFreshness(accounts: AdAccountSync[], now: Date): { freshness: Freshness; asOf: Date | null } {
+  const synced = accounts.map((a) => a.lastSyncedAt).filter((d): d is Date => d !== null);
+  const asOf = synced.length === 0 ? null : new Date(Math.min(...synced.map((d) => d.getTime())));
+  let freshness: Freshness;
+  if (accounts.length === 0) freshness = 'no_accounts';
+  else if (accounts.some((a) => a.syncState === 'syncing')) freshness = 'syncing';
+  else if (accounts.some((a) => a.syncState === 'failed')) freshness = 'failed';
+  else if (accounts.some((a) => a.lastSyncedAt === null)) freshness = 'never_synced';
+  else if (now.getTime() - asOf!.getTime() > STALE_AFTER_MS) freshness = 'stale';
+  else freshness = 'fresh';
+  return { freshness, asOf };
+}

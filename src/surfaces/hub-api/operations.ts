@@ -1,0 +1,167 @@
+import { Type } from 'typebox';
+import type { Db } from '../../db/database.ts';
+import { OPT_IN_STATUSES, SOLUTIONS, isValidOptInCursor, isValidSince } from '../../domain/opt-ins/opt-in.ts';
+import { DEFAULT_PAGE_SIZE, listOptIns, optInSummary } from '../../domain/opt-ins/opt-in.service.ts';
+import { PERIODS } from '../../domain/periods.ts';
+import { FRESHNESS } from '../../domain/spend/spend.ts';
+import { spendByWorkspace, type SpendReportCache } from '../../domain/spend/spend.service.ts';
+import type { Clock } from '../../platform/clock.ts';
+import { defineFormat, defineOperation } from '../operation.ts';
+
+/** What every Hub API operation runs with: the hub of the calling key, and the services. */
+export interface HubContext {
+  db: Db;
+  clock: Clock;
+  hubId: string;
+  spendCache: SpendReportCache;
+}
+
+defineFormat('timestamp-or-date', isValidSince,
+  'must be an ISO 8601 timestamp with Z or an offset (2026-11-02T09:00:00Z) or a date (2026-11-02, meaning 00:00 UTC)');
+defineFormat('opaque-cursor', isValidOptInCursor,
+  'is not a cursor issued by this API; pass nextCursor from the previous page unchanged');
+
+const Timestamp = (description: string) => Type.String({ format: 'date-time', description });
+const DateOnly = (description: string) => Type.String({ format: 'date', description });
+const FieldValues = Type.Object({}, {
+  additionalProperties: Type.Union([Type.String(), Type.Number(), Type.Boolean()]),
+  description: "The hub's custom workspace fields by bare key (no `custom.` prefix). Archived fields are omitted; `{}` when the workspace has no values.",
+});
+
+export const OptInRowSchema = Type.Object({
+  id: Type.String({ description: 'Unique row key. Merge pages (and incremental pulls) by it.' }),
+  playbook: Type.Object({
+    id: Type.String({ description: 'Playbook identifier; group and filter by this, never by name.' }),
+    name: Type.String({ description: 'Display name exactly as stored: not unique, may carry trailing spaces.' }),
+    solutions: Type.Array(Type.Enum([...SOLUTIONS]), { description: 'Ad solutions the playbook runs on; usually one, several for a multi-platform playbook.' }),
+  }),
+  workspace: Type.Object({
+    id: Type.String({ description: 'Workspace (location) identifier; group and filter by this.' }),
+    name: Type.String({ description: 'Workspace display name; not a key.' }),
+    fields: FieldValues,
+  }),
+  status: Type.Enum([...OPT_IN_STATUSES], {
+    description: 'Opt-in status. Suggested labels: active = "Live", in_review = "Awaiting approval", questions_only = "Questions only".',
+  }),
+  optedInAt: Timestamp('When the workspace opted in (UTC, milliseconds). Decides whether a row is a new opt-in.'),
+  updatedAt: Timestamp('When the row last changed, including status changes (UTC, milliseconds). Rows are ordered by it.'),
+  budgetCents: Type.Union([Type.Integer(), Type.Null()], { description: 'Budget in cents (dollars = cents / 100); null e.g. on a questions-only opt-in.' }),
+  budgetType: Type.Union([Type.Enum(['lifetime', 'daily']), Type.Null()], { description: 'lifetime or daily budget; null e.g. on a questions-only opt-in.' }),
+  variant: Type.Object({}, { additionalProperties: Type.String(), description: 'Chosen copy/audience variant, dimension → option; `{}` when the playbook has no variants.' }),
+  responses: Type.Array(Type.Object({ question: Type.String(), answer: Type.String() }), { description: "The workspace's answers to the playbook's questions." }),
+});
+
+const OptInPageSchema = Type.Object({
+  data: Type.Array(OptInRowSchema),
+  nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` to get the next page; null on the last page.' }),
+});
+
+const RangeCounts = {
+  startDate: DateOnly('First UTC day of the range (inclusive).'),
+  endDate: DateOnly('Last UTC day of the range (inclusive).'),
+  optIns: Type.Integer({ description: 'Opt-ins (any status) whose optedInAt falls on a day of the range.' }),
+  workspaces: Type.Integer({ description: 'Distinct workspaces among those opt-ins.' }),
+};
+
+const OptInSummarySchema = Type.Object({
+  timezone: Type.Literal('UTC'),
+  asOf: Timestamp('When this summary was built.'),
+  activeOptIns: Type.Integer({ description: 'Opt-ins whose status is active now.' }),
+  periods: Type.Array(
+    Type.Object({
+      period: Type.Enum([...PERIODS]),
+      ...RangeCounts,
+      prior: Type.Object(RangeCounts, { description: 'The same number of days immediately before.' }),
+    }),
+    { description: 'One entry each for today (so far), yesterday, last_7_days (today and the 6 days before), last_30_days.' },
+  ),
+});
+
+const DateRangeSchema = Type.Object({ startDate: DateOnly('First UTC day (inclusive).'), endDate: DateOnly('Last UTC day (inclusive).') });
+
+const SpendSchema = Type.Object({
+  period: Type.Enum([...PERIODS]),
+  timezone: Type.Literal('UTC'),
+  current: DateRangeSchema,
+  prior: DateRangeSchema,
+  asOf: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: "The oldest completed ad-account sync behind the figures; null when no account has completed a sync. Check it (and freshness) before publishing numbers, especially early in the day.",
+  }),
+  freshness: Type.Enum([...FRESHNESS], {
+    description: 'no_accounts: the hub has no ad account; syncing: a sync is running; failed: an account’s latest sync failed; never_synced: an account never completed a sync; stale: asOf is older than 6 hours; fresh otherwise.',
+  }),
+  totals: Type.Object({
+    spendCents: Type.Integer({ description: "Sum of the workspaces' spendCents plus unattributedSpendCents." }),
+    priorSpendCents: Type.Integer({ description: "Sum of the workspaces' priorSpendCents plus priorUnattributedSpendCents." }),
+    unattributedSpendCents: Type.Integer({ description: 'Spend in the current range that could not be matched to a workspace.' }),
+    priorUnattributedSpendCents: Type.Integer({ description: 'Unattributed spend in the prior range.' }),
+  }),
+  workspaces: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      name: Type.String(),
+      fields: FieldValues,
+      spendCents: Type.Integer({ description: 'Spend in the current range, in cents.' }),
+      priorSpendCents: Type.Integer({ description: 'Spend in the prior range, in cents.' }),
+    }),
+    { description: 'Every workspace of the hub (0 when it had no spend), by spendCents descending, then id.' },
+  ),
+});
+
+const SUMMARY_LIMIT = 20;
+
+export const hubOperations = [
+  defineOperation({
+    name: 'list_playbook_opt_ins',
+    method: 'GET',
+    path: '/playbook-opt-ins',
+    title: 'List playbook opt-ins',
+    description: [
+      "Every workspace opt-in across the hub's playbooks: one row per workspace per playbook opt-in, the same data as the in-app bulk report download.",
+      'Rows are ordered by (updatedAt, id), oldest change first. Page with `cursor` until `nextCursor` is null.',
+      'For incremental pulls pass the largest `updatedAt` you have received as `since`: the boundary row comes back again, so merge rows by `id`; use `optedInAt` to tell new opt-ins from updates.',
+      'A row that changes while you page moves to the end and is returned again; nothing is skipped. A full pull every 15 minutes is plenty.',
+    ].join(' '),
+    input: Type.Object({
+      since: Type.Optional(Type.String({ format: 'timestamp-or-date', maxLength: 64, description: 'Only opt-ins created or changed at or after this instant (inclusive). ISO 8601 with Z or an offset, or a date (00:00 UTC).', examples: ['2026-11-02T09:00:00Z'] })),
+      playbookId: Type.Optional(Type.String({ maxLength: 64, description: 'Only this playbook. An unknown id gives an empty page.' })),
+      status: Type.Optional(Type.Enum([...OPT_IN_STATUSES], { description: 'Only opt-ins in this status.' })),
+      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: DEFAULT_PAGE_SIZE, description: 'Rows per page, 1 to 500.' })),
+      cursor: Type.Optional(Type.String({ format: 'opaque-cursor', maxLength: 1000, description: 'The nextCursor of the previous page, unchanged. Keep the other parameters the same while paging.' })),
+    }),
+    output: OptInPageSchema,
+    handler: (ctx: HubContext, input) => listOptIns(ctx.db, ctx.hubId, input),
+  }),
+  defineOperation({
+    name: 'get_opt_in_summary',
+    method: 'GET',
+    path: '/opt-in-summary',
+    title: 'Opt-in summary',
+    description: [
+      'Counts of new opt-ins for today (so far), yesterday, the last 7 days and the last 30 days (UTC days), each with the same-length period before it, plus the number of opt-ins active now.',
+      'It agrees exactly with /playbook-opt-ins: rows whose optedInAt falls in last_7_days count to its optIns; rows with status active count to activeOptIns.',
+      `Limited to ${SUMMARY_LIMIT} requests per minute per key.`,
+    ].join(' '),
+    input: Type.Object({}),
+    output: OptInSummarySchema,
+    extraLimit: { policy: 'opt-in-summary', limit: SUMMARY_LIMIT, windowMs: 60_000 },
+    handler: (ctx: HubContext) => optInSummary(ctx.db, ctx.hubId, ctx.clock),
+  }),
+  defineOperation({
+    name: 'get_spend_by_workspace',
+    method: 'GET',
+    path: '/spend-by-workspace',
+    title: 'Paid ad spend by workspace',
+    description: [
+      'Paid ad spend per workspace for a period (UTC days; today is partial), with the same-length prior period, unattributed spend, and how fresh the figures are.',
+      'Money is in integer cents (dollars = cents / 100). Check asOf and freshness before publishing numbers.',
+      `The first request for a period each day computes the figures; later ones are fast. Limited to ${SUMMARY_LIMIT} requests per minute per key.`,
+    ].join(' '),
+    input: Type.Object({
+      period: Type.Optional(Type.Enum([...PERIODS], { default: 'last_30_days', description: 'today [D, D], yesterday [D-1, D-1], last_7_days [D-6, D] or last_30_days [D-29, D], with D today in UTC.' })),
+    }),
+    output: SpendSchema,
+    extraLimit: { policy: 'spend-by-workspace', limit: SUMMARY_LIMIT, windowMs: 60_000 },
+    handler: (ctx: HubContext, input) => spendByWorkspace(ctx.db, ctx.hubId, input.period ?? 'last_30_days', ctx.clock, ctx.spendCache),
+  }),
+];

@@ -1,0 +1,136 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { Config } from '../../config.ts';
+import { ApiError } from '../../platform/errors.ts';
+import { serveMcp, type McpEndpoint } from '../mcp.ts';
+import { buildOpenApi } from '../openapi.ts';
+import type { Operation } from '../operation.ts';
+import { mountRest } from '../rest.ts';
+import { rateLimited, type CallerKey, type HubApiGuard } from './guard.ts';
+import { hubOperations, type HubContext } from './operations.ts';
+
+export const HUB_API_PREFIX = '/v1/hub';
+
+export interface HubApiDeps {
+  config: Config;
+  guard: HubApiGuard;
+  context: Omit<HubContext, 'hubId'>;
+  version: string;
+}
+
+const ErrorSchema = Type.Object({
+  error: Type.String({ description: 'Machine-readable code: invalid_request, invalid_api_key, hub_access_suspended, rate_limited, browser_request_rejected, not_found, service_unavailable, internal_error.' }),
+  message: Type.String({ description: 'What went wrong, for people.' }),
+  issues: Type.Optional(Type.Array(Type.Object({ field: Type.String(), message: Type.String() }), { description: 'On 400: one entry per invalid parameter.' })),
+  requestId: Type.Optional(Type.String({ description: 'On 500: quote it to support.' })),
+});
+
+const RATE_HEADERS = {
+  RateLimit: { description: 'Remaining requests (r) and seconds until a request frees up (t) per policy, e.g. `"per-key";r=87;t=41`.', schema: { type: 'string' } },
+  'RateLimit-Policy': { description: 'The limits that apply, e.g. `"per-key";q=120;w=60`.', schema: { type: 'string' } },
+};
+
+const operations = hubOperations as unknown as Operation<HubContext>[];
+
+export function hubOpenApi(config: Config, version: string): Record<string, unknown> {
+  return buildOpenApi(operations as Operation<never>[], {
+    title: 'hubops Hub API',
+    version,
+    description: [
+      "Read-only access to one hub's playbook opt-ins and paid ad spend, for dashboards, spreadsheets, automation tools, AI app builders and AI assistants.",
+      'Authenticate every request with `Authorization: Bearer <HUB_API_KEY>` (a read key created by a hub admin under profile menu → Manage Hub → API). A key reads only its own hub.',
+      'Call it from server-side code only: requests from browsers (an Origin header, a CORS preflight, or Sec-Fetch-Mode: cors with a Sec-Fetch-Site header) are refused with 403 browser_request_rejected.',
+      'Limits: 120 requests per key in any rolling 60 s, and in addition 20 per key per 60 s on each of /opt-in-summary and /spend-by-workspace. Every response carries RateLimit and RateLimit-Policy headers; a 429 carries Retry-After (seconds).',
+      `Errors have the body {"error": CODE, "message": TEXT} and, on 400, "issues": [{"field", "message"}]. Unknown query parameters are ignored. The same operations are MCP tools at ${config.baseUrl}${HUB_API_PREFIX}/mcp.`,
+    ].join('\n\n'),
+    serverUrl: `${config.baseUrl}${HUB_API_PREFIX}`,
+    securityScheme: { type: 'http', scheme: 'bearer', description: 'A Hub API read key, e.g. `hubops_…`.' },
+    errors: {
+      '400': { description: 'invalid_request: a query parameter is invalid; `issues` names each field.' },
+      '401': { description: 'invalid_api_key: the key is missing, mistyped, revoked, or an embed key.' },
+      '403': { description: 'hub_access_suspended: the hub’s access is suspended; or browser_request_rejected.' },
+      '429': { description: 'rate_limited: wait Retry-After seconds (the window rolls over about a minute).', headers: { 'Retry-After': { schema: { type: 'integer' } }, ...RATE_HEADERS } },
+      '503': { description: 'service_unavailable: a dependency is down; retry shortly.' },
+    },
+    successHeaders: RATE_HEADERS,
+    errorSchema: ErrorSchema,
+  });
+}
+
+export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Promise<void> {
+  const { guard } = deps;
+  const openApi = JSON.stringify(hubOpenApi(deps.config, deps.version));
+  const contextFor = (caller: CallerKey): HubContext => ({ ...deps.context, hubId: caller.hubId });
+
+  // Every response is about one hub's private data: never cached by intermediaries.
+  app.addHook('onSend', async (_request, reply) => {
+    reply.header('cache-control', 'no-store');
+  });
+
+  app.get('/openapi.json', async (_request, reply) => reply.type('application/json').send(openApi));
+
+  const authenticate = async (request: FastifyRequest, reply: FastifyReply): Promise<CallerKey> => {
+    guard.refuseBrowsers(request);
+    return guard.authenticate(request, reply);
+  };
+
+  mountRest(app, operations, async (request, reply, op) => {
+    const caller = await authenticate(request, reply);
+    if (op.extraLimit) {
+      const decision = await guard.limitOperation(caller, op.extraLimit, reply);
+      if (!decision.allowed) throw rateLimited(decision);
+    }
+    return contextFor(caller);
+  });
+
+  const mcp: Omit<McpEndpoint<HubContext>, 'beforeTool'> = {
+    name: 'hubops-hub-api',
+    version: deps.version,
+    instructions:
+      "Read-only tools over one hub's playbook opt-ins and paid ad spend. Group and filter by playbook.id and workspace.id, never by name. Money is in cents. Check asOf and freshness before quoting spend.",
+    operations,
+  };
+  app.post('/mcp', async (request, reply) => {
+    const caller = await authenticate(request, reply);
+    await serveMcp(
+      {
+        ...mcp,
+        beforeTool: async (op) => {
+          if (!op.extraLimit) return;
+          const decision = await guard.limitOperation(caller, op.extraLimit, undefined);
+          if (!decision.allowed) throw rateLimited(decision);
+        },
+      },
+      contextFor(caller),
+      request,
+      reply,
+    );
+  });
+
+  // Stateless MCP: no server-sent event stream to open and no session to delete.
+  app.route({
+    method: ['GET', 'DELETE'],
+    url: '/mcp',
+    handler: async (request, reply) => {
+      guard.refuseBrowsers(request);
+      reply.header('allow', 'POST');
+      throw new ApiError(405, 'method_not_allowed', 'This MCP endpoint is stateless: send JSON-RPC requests with POST.');
+    },
+  });
+
+  // Browsers preflight before any cross-origin call with a header: refuse it outright.
+  app.options('/*', async (request) => {
+    guard.refuseBrowsers(request);
+  });
+
+  for (const path of new Set(operations.map((op) => op.path))) {
+    app.route({
+      method: ['POST', 'PUT', 'PATCH', 'DELETE'],
+      url: path,
+      handler: async (_request, reply) => {
+        reply.header('allow', 'GET');
+        throw new ApiError(405, 'method_not_allowed', 'The Hub API is read-only: use GET.');
+      },
+    });
+  }
+}

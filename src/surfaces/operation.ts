@@ -1,0 +1,91 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { Static, TObject, TSchema } from 'typebox';
+import { invalidRequest, type Issue } from '../platform/errors.ts';
+import { JsonText } from '../platform/json-text.ts';
+
+/**
+ * One API operation, declared once and mounted as a REST route, an OpenAPI path and an MCP tool
+ * (architecture: "one declaration per operation"). The input schema validates query strings and
+ * tool arguments alike; the output schema documents REST and becomes the tool's outputSchema.
+ */
+export interface Operation<Ctx, In extends TObject = TObject, Out extends TSchema = TSchema> {
+  /** operationId in OpenAPI and the MCP tool name. */
+  name: string;
+  method: 'GET' | 'POST';
+  /** Path relative to the surface's base, e.g. `/playbook-opt-ins`. */
+  path: string;
+  title: string;
+  description: string;
+  input: In;
+  output: Out;
+  /** The MCP tool reaches outside hubops (e.g. fetches a URL): its openWorldHint. Default false. */
+  openWorld?: boolean;
+  /** An extra per-key limit for this operation, on top of the surface's (e.g. 20/min). */
+  extraLimit?: { policy: string; limit: number; windowMs: number };
+  handler(ctx: Ctx, input: Static<In>): Promise<Static<Out> | JsonText>;
+}
+
+/** Declares an operation with its input type inferred from the schema. */
+export function defineOperation<Ctx, In extends TObject, Out extends TSchema>(op: Operation<Ctx, In, Out>): Operation<Ctx, In, Out> {
+  return op;
+}
+
+// Query strings arrive as text: coerce "100" to 100 but never "1.5" or "abc" to an integer.
+const ajv = new Ajv({ coerceTypes: true, allErrors: true, useDefaults: true, strict: false, removeAdditional: false });
+const compiled = new WeakMap<TSchema, ValidateFunction>();
+
+// Semantic string formats, validated with everything else so one response names every bad field.
+const formats = new Map<string, { check: (value: string) => boolean; message: string }>();
+
+export function defineFormat(name: string, check: (value: string) => boolean, message: string): void {
+  formats.set(name, { check, message });
+  ajv.addFormat(name, { type: 'string', validate: check });
+}
+
+
+function fieldOf(error: ErrorObject): string {
+  const path = error.instancePath.replace(/^\//, '').replaceAll('/', '.');
+  if (error.keyword === 'required') return [path, (error.params as { missingProperty: string }).missingProperty].filter(Boolean).join('.');
+  return path || '(input)';
+}
+
+/** A sentence about what the field accepts, from its schema. */
+function expectation(schema: Record<string, unknown> | undefined, fallback: string): string {
+  if (!schema) return fallback;
+  if (typeof schema.format === 'string' && formats.has(schema.format)) return formats.get(schema.format)!.message;
+  if (Array.isArray(schema.enum)) return `must be one of: ${schema.enum.join(', ')}`;
+  if (schema.type === 'integer') {
+    const range = schema.minimum !== undefined && schema.maximum !== undefined ? ` from ${schema.minimum} to ${schema.maximum}` : '';
+    return `must be an integer${range}`;
+  }
+  if (schema.type === 'string' && typeof schema.maxLength === 'number') return `must be a string of at most ${schema.maxLength} characters`;
+  return fallback;
+}
+
+/** Validates (and coerces) `input` in place; throws 400 invalid_request naming every bad field. */
+export function validateInput<S extends TObject>(schema: S, input: unknown): Static<S> {
+  let validate = compiled.get(schema);
+  if (!validate) {
+    validate = ajv.compile(schema);
+    compiled.set(schema, validate);
+  }
+  const value = input ?? {};
+  if (validate(value)) return value as Static<S>;
+  const issues = new Map<string, Issue>();
+  for (const error of validate.errors ?? []) {
+    const field = fieldOf(error);
+    if (issues.has(field)) continue;
+    const top = field.split('.')[0]!;
+    const fieldSchema = (schema.properties as Record<string, Record<string, unknown>>)[top];
+    const message = error.keyword === 'required' ? 'is required' : expectation(fieldSchema, error.message ?? 'is invalid');
+    issues.set(field, { field, message });
+  }
+  throw invalidRequest([...issues.values()]);
+}
+
+/** Runs an operation: validate, then the handler. */
+export async function runOperation<Ctx>(op: Operation<Ctx>, ctx: Ctx, rawInput: unknown): Promise<unknown> {
+  // Copy: coercion and defaults must not write into Fastify's query object or the tool arguments.
+  const input = validateInput(op.input, { ...(rawInput as object) });
+  return op.handler(ctx, input);
+}

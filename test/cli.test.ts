@@ -1,0 +1,388 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { createTestDb, type TestDb } from './support/db.ts';
+import { snapshot } from './support/snapshot.ts';
+
+// The real `hubops` CLI in a child process against a real database (contract §2): exact JSON
+// shapes with --json, exit status 0 / 1 (refused, one line on stderr) / 2 (bad usage).
+
+const CLI = path.resolve(import.meta.dirname, '../src/cli/main.ts');
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+let db: TestDb;
+let dir: string;
+
+function hubops(args: string[], options: { url?: string; stdin?: string; env?: Record<string, string> } = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], {
+      env: { PATH: process.env.PATH, DATABASE_URL: options.url ?? db.url, LOG_LEVEL: 'info', ...options.env },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(options.stdin ?? '');
+  });
+}
+
+/** Runs with --json and expects success with exactly one JSON document on stdout. */
+async function json(args: string[], options?: { stdin?: string }): Promise<any> {
+  const run = await hubops([...args, '--json'], options);
+  assert.equal(run.code, 0, run.stderr);
+  assert.equal(run.stderr, '');
+  assert.ok(run.stdout.endsWith('}\n') || run.stdout.endsWith(']\n'), run.stdout);
+  return JSON.parse(run.stdout);
+}
+
+/** Expects a refusal (1) or bad usage (2): nothing on stdout, the reason on stderr. */
+async function fails(code: 1 | 2, args: string[], reason: RegExp, options?: { url?: string; env?: Record<string, string> }): Promise<Run> {
+  const run = await hubops([...args, '--json'], options);
+  assert.equal(run.code, code, `exit ${run.code}: ${run.stderr}`);
+  assert.equal(run.stdout, '');
+  const lines = run.stderr.trimEnd().split('\n');
+  assert.match(lines[0]!, reason);
+  assert.ok(lines[0]!.startsWith('hubops: '));
+  assert.doesNotMatch(run.stderr, /\n\s+at /, 'no stack trace');
+  // Refusals are one line; usage errors add one line of usage.
+  assert.equal(lines.length, code);
+  if (code === 2) assert.match(lines[1]!, /^usage: hubops|^run 'hubops --help'/);
+  return run;
+}
+
+before(async () => {
+  db = await createTestDb();
+  dir = await mkdtemp(path.join(tmpdir(), 'hubops-cli-'));
+});
+after(async () => {
+  await db.drop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('migrate', () => {
+  test('applies pending migrations once, then reports none', async () => {
+    // A database of our own, empty: the shared test database is migrated already.
+    const server = process.env.HUBOPS_TEST_SERVER_URL!;
+    const name = `hubops_t_${process.env.HUBOPS_TEST_TEMPLATE!.split('_').pop()}_${randomBytes(5).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: server });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name}`);
+    try {
+      const url = new URL(server);
+      url.pathname = `/${name}`;
+      const first = await hubops(['migrate', '--json'], { url: url.toString() });
+      assert.equal(first.code, 0, first.stderr);
+      const migrations = (await readdir(new URL('../src/db/migrations/', import.meta.url))).filter((f) => f.endsWith('.sql')).sort().map((f) => f.replace(/\.sql$/, ''));
+      assert.ok(migrations.includes('001_foundation'));
+      assert.equal(first.stdout, `${JSON.stringify({ applied: migrations })}\n`);
+      const second = await hubops(['migrate', '--json'], { url: url.toString() });
+      assert.equal(second.stdout, '{"applied":[]}\n');
+      const human = await hubops(['migrate'], { url: url.toString() });
+      assert.equal(human.code, 0);
+      assert.match(human.stdout, /up to date/);
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    }
+  });
+});
+
+describe('accounts, hubs, users', () => {
+  let accountId: string;
+  let hubId: string;
+  let otherHubId: string;
+
+  test('accounts create', async () => {
+    const out = await json(['accounts', 'create', '--name', 'Acme Franchising', '--plan', 'partner', '--api-access']);
+    assert.deepEqual(Object.keys(out), ['id']);
+    assert.match(out.id, /^acc_[A-Za-z0-9]{20}$/);
+    accountId = out.id;
+    const row = await db.kysely.selectFrom('accounts').select(['name', 'plan', 'api_access']).where('id', '=', accountId).executeTakeFirstOrThrow();
+    assert.deepEqual(row, { name: 'Acme Franchising', plan: 'partner', api_access: true });
+
+    const plain = await json(['accounts', 'create', '--name', 'Plain Co']);
+    const defaults = await db.kysely.selectFrom('accounts').select(['plan', 'api_access']).where('id', '=', plain.id).executeTakeFirstOrThrow();
+    assert.deepEqual(defaults, { plan: 'standard', api_access: false });
+  });
+
+  test('accounts create: bad usage exits 2 and creates nothing', async () => {
+    const before = await snapshot(db);
+    await fails(2, ['accounts', 'create', '--name', 'X', '--plan', 'gold'], /--plan must be one of standard, partner, got "gold"/);
+    await fails(2, ['accounts', 'create', '--plan', 'standard'], /missing required option --name/);
+    await fails(2, ['accounts', 'create', '--name', 'X', '--colour', 'red'], /unknown option '--colour'/);
+    await fails(2, ['accounts', 'create', '--name'], /--name/);
+    await fails(1, ['accounts', 'create', '--name', '  '], /^hubops: account name must not be blank$/);
+    assert.deepEqual(await snapshot(db), before);
+  });
+
+  test('hubs create', async () => {
+    const out = await json(['hubs', 'create', '--account', accountId, '--name', 'Acme US']);
+    assert.deepEqual(Object.keys(out), ['id']);
+    assert.match(out.id, /^hub_/);
+    hubId = out.id;
+    otherHubId = (await json(['hubs', 'create', '--account', accountId, '--name', 'Acme CA'])).id;
+    const row = await db.kysely.selectFrom('hubs').select(['account_id', 'name', 'suspended']).where('id', '=', hubId).executeTakeFirstOrThrow();
+    assert.deepEqual(row, { account_id: accountId, name: 'Acme US', suspended: false });
+  });
+
+  test('hubs create: unknown account exits 1, missing flag exits 2', async () => {
+    await fails(1, ['hubs', 'create', '--account', 'acc_nope', '--name', 'X'], /^hubops: account acc_nope does not exist$/);
+    await fails(2, ['hubs', 'create', '--name', 'X'], /missing required option --account/);
+  });
+
+  test('hubs suspend and resume', async () => {
+    assert.deepEqual(await json(['hubs', 'suspend', hubId]), { id: hubId, suspended: true });
+    assert.equal((await db.kysely.selectFrom('hubs').select('suspended').where('id', '=', hubId).executeTakeFirstOrThrow()).suspended, true);
+    assert.deepEqual(await json(['hubs', 'resume', hubId]), { id: hubId, suspended: false });
+    assert.equal((await db.kysely.selectFrom('hubs').select('suspended').where('id', '=', hubId).executeTakeFirstOrThrow()).suspended, false);
+    await fails(1, ['hubs', 'suspend', 'hub_nope'], /^hubops: hub hub_nope does not exist$/);
+    await fails(2, ['hubs', 'suspend'], /missing HUB/);
+    await fails(2, ['hubs', 'resume', hubId, 'extra'], /unexpected argument "extra"/);
+  });
+
+  test('users create', async () => {
+    await db.kysely.insertInto('workspaces').values([
+      { id: 'ws_cli_1', hub_id: hubId, name: 'Denver' },
+      { id: 'ws_cli_2', hub_id: otherHubId, name: 'Toronto' },
+    ]).execute();
+    const out = await json([
+      'users', 'create', '--email', 'Ada@Example.com', '--password', 'correct horse', '--firstname', 'Ada',
+      '--lastname', 'Lovelace', '--hub', hubId, '--role', 'member', '--workspace', 'ws_cli_1', '--staff',
+    ]);
+    assert.deepEqual(Object.keys(out), ['id']);
+    const user = await db.kysely
+      .selectFrom('users as u')
+      .innerJoin('memberships as m', 'm.user_id', 'u.id')
+      .select(['u.account_id', 'u.email', 'u.is_staff', 'm.hub_id', 'm.role', 'm.workspace_id'])
+      .where('u.id', '=', out.id)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(user, { account_id: accountId, email: 'ada@example.com', is_staff: true, hub_id: hubId, role: 'member', workspace_id: 'ws_cli_1' });
+
+    // The password can come from stdin, out of shell history.
+    const admin = await json(['users', 'create', '--email', 'grace@example.com', '--password', '-', '--firstname', 'Grace', '--lastname', 'Hopper', '--hub', hubId, '--role', 'hub_admin'], { stdin: 'from stdin 123\n' });
+    const { verifyPassword } = await import('../src/platform/password.ts');
+    const hash = (await db.kysely.selectFrom('users').select('password_hash').where('id', '=', admin.id).executeTakeFirstOrThrow()).password_hash;
+    assert.equal(await verifyPassword('from stdin 123', hash), true);
+  });
+
+  test('users create: refusals exit 1, bad usage exits 2, nothing is written', async () => {
+    const base = ['users', 'create', '--password', 'long enough', '--firstname', 'B', '--lastname', 'B', '--role', 'member'];
+    const before = await snapshot(db);
+    await fails(1, [...base, '--email', 'ADA@example.com', '--hub', hubId], /^hubops: a user with email ada@example.com already exists$/);
+    await fails(1, [...base, '--email', 'b@example.com', '--hub', 'hub_nope'], /^hubops: hub hub_nope does not exist$/);
+    await fails(1, [...base, '--email', 'b@example.com', '--hub', hubId, '--workspace', 'ws_cli_2'], /^hubops: workspace ws_cli_2 belongs to another hub/);
+    await fails(1, [...base, '--email', 'b@example.com', '--hub', hubId, '--workspace', 'ws_nope'], /^hubops: workspace ws_nope does not exist$/);
+    await fails(1, [...base, '--email', 'nope', '--hub', hubId], /^hubops: email must be an email address/);
+    await fails(1, ['users', 'create', '--password', 'short', '--firstname', 'B', '--lastname', 'B', '--role', 'member', '--email', 'b@example.com', '--hub', hubId], /^hubops: password must be at least 8 characters$/);
+    await fails(2, ['users', 'create', '--password', 'long enough', '--firstname', 'B', '--lastname', 'B', '--role', 'owner', '--email', 'b@example.com', '--hub', hubId], /--role must be one of hub_admin, member/);
+    await fails(2, [...base, '--hub', hubId], /missing required option --email/);
+    assert.deepEqual(await snapshot(db), before);
+  });
+
+  describe('keys', () => {
+    let created: { id: string; key: string; name: string; scope: string; hubId: string };
+
+    test('keys create prints the key once, in the documented shape', async () => {
+      created = await json(['keys', 'create', '--hub', hubId, '--name', 'Dashboard']);
+      assert.deepEqual(Object.keys(created), ['id', 'key', 'name', 'scope', 'hubId']);
+      assert.match(created.id, /^key_/);
+      assert.match(created.key, /^hubops_[0-9A-Za-z]{49}$/);
+      assert.deepEqual({ name: created.name, scope: created.scope, hubId: created.hubId }, { name: 'Dashboard', scope: 'read', hubId });
+      const embed = await json(['keys', 'create', '--hub', hubId, '--name', 'Embed', '--scope', 'embed']);
+      assert.equal(embed.scope, 'embed');
+    });
+
+    test('keys create: unknown hub exits 1, bad scope exits 2', async () => {
+      await fails(1, ['keys', 'create', '--hub', 'hub_nope', '--name', 'X'], /^hubops: hub hub_nope does not exist$/);
+      await fails(2, ['keys', 'create', '--hub', hubId, '--name', 'X', '--scope', 'admin'], /--scope must be one of read, embed/);
+      await fails(2, ['keys', 'create', '--hub', hubId], /missing required option --name/);
+    });
+
+    test('keys list shows start and usage, never the secret', async () => {
+      const run = await hubops(['keys', 'list', '--hub', hubId, '--json']);
+      assert.equal(run.code, 0, run.stderr);
+      assert.ok(!run.stdout.includes(created.key));
+      assert.ok(!run.stdout.includes(created.key.slice(12)), 'no part of the secret beyond the start');
+      const keys = JSON.parse(run.stdout);
+      assert.equal(keys.length, 2);
+      const [first] = keys;
+      assert.deepEqual(Object.keys(first), ['id', 'name', 'scope', 'start', 'requestCount', 'lastUsedAt', 'createdAt', 'revokedAt']);
+      assert.equal(first.id, created.id);
+      assert.equal(first.name, 'Dashboard');
+      assert.equal(first.scope, 'read');
+      assert.ok(created.key.startsWith(first.start) && first.start.length < 16, first.start);
+      assert.equal(first.requestCount, 0);
+      assert.equal(first.lastUsedAt, null);
+      assert.match(first.createdAt, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+      assert.equal(first.revokedAt, null);
+      assert.deepEqual(await json(['keys', 'list', '--hub', otherHubId]), []);
+    });
+
+    test('keys list: unknown hub exits 1', async () => {
+      await fails(1, ['keys', 'list', '--hub', 'hub_nope'], /^hubops: hub hub_nope does not exist$/);
+      await fails(2, ['keys', 'list'], /missing required option --hub/);
+    });
+
+    test('keys revoke sets revokedAt, which list then shows; revoking again keeps it', async () => {
+      const revoked = await json(['keys', 'revoke', created.id]);
+      assert.deepEqual(Object.keys(revoked), ['id', 'revokedAt']);
+      assert.equal(revoked.id, created.id);
+      assert.ok(Date.now() - Date.parse(revoked.revokedAt) < 60_000);
+      const listed = (await json(['keys', 'list', '--hub', hubId])).find((k: { id: string }) => k.id === created.id);
+      assert.equal(listed.revokedAt, revoked.revokedAt);
+      assert.deepEqual(await json(['keys', 'revoke', created.id]), revoked);
+      await fails(1, ['keys', 'revoke', 'key_nope'], /^hubops: key key_nope does not exist$/);
+    });
+
+    test('human output: the key is shown with a warning, the list is a table', async () => {
+      const run = await hubops(['keys', 'create', '--hub', hubId, '--name', 'Sheets']);
+      assert.equal(run.code, 0);
+      assert.match(run.stdout, /shown only now/);
+      assert.match(run.stdout, /^ {2}hubops_[0-9A-Za-z]{49}$/m);
+      const list = await hubops(['keys', 'list', '--hub', hubId]);
+      assert.match(list.stdout, /^ID\s+NAME\s+SCOPE\s+START\s+REQUESTS/);
+      assert.match(list.stdout, /Sheets/);
+    });
+  });
+});
+
+describe('import', () => {
+  test('a valid file imports and reports counts per type', async () => {
+    const file = path.join(dir, 'ok.ndjson');
+    await writeFile(file, [
+      '{"type":"account","id":"acc_imp","name":"Imported","plan":"standard","apiAccess":false}',
+      '{"type":"hub","id":"hub_imp","accountId":"acc_imp","name":"Imported hub"}',
+      '{"type":"workspace","id":"ws_imp","hubId":"hub_imp","name":"Imported shop"}',
+      '{"type":"adAccount","id":"aa_imp","hubId":"hub_imp","platform":"meta","name":"Meta"}',
+      '{"type":"spend","adAccountId":"aa_imp","workspaceId":"ws_imp","date":"2026-11-20","spendCents":100}',
+      '{"type":"spend","adAccountId":"aa_imp","workspaceId":"ws_imp","date":"2026-11-20","spendCents":23}',
+      '',
+    ].join('\n'));
+    assert.deepEqual(await json(['import', file]), {
+      imported: { account: 1, hub: 1, workspaceField: 0, workspace: 1, playbook: 0, optIn: 0, adAccount: 1, spend: 2, user: 0, channel: 0, media: 0, post: 0, organicMetrics: 0, paidMetrics: 0, reviewDay: 0, hubCpm: 0 },
+    });
+    const spend = await db.kysely.selectFrom('spend').select('spend_cents').where('ad_account_id', '=', 'aa_imp').execute();
+    assert.deepEqual(spend, [{ spend_cents: '123' }]);
+  });
+
+  test('a bad file exits 1 naming the line, and writes nothing', async () => {
+    const file = path.join(dir, 'bad.ndjson');
+    await writeFile(file, [
+      '{"type":"account","id":"acc_bad","name":"Bad"}',
+      '{"type":"hub","id":"hub_bad","accountId":"acc_bad","name":"Bad hub"}',
+      '{"type":"workspace","id":"ws_bad","hubId":"hub_bad","name":"Bad shop","fields":{"region":"West"}}',
+    ].join('\n'));
+    const before = await snapshot(db);
+    await fails(1, ['import', file], /^hubops: line 3: workspace\.fields\.region: hub hub_bad has no field "region"/);
+    assert.deepEqual(await snapshot(db), before);
+  });
+
+  test('several issues: one line each on stderr', async () => {
+    const file = path.join(dir, 'bad2.ndjson');
+    await writeFile(file, '{"type":"account","plan":"gold","name":"X"}\nnot json\n');
+    const run = await hubops(['import', file, '--json']);
+    assert.equal(run.code, 1);
+    assert.equal(run.stdout, '');
+    assert.deepEqual(run.stderr.trimEnd().split('\n').map((l) => l.replace(/\(.*\)$/, '(…)')), [
+      'hubops: line 1: account.plan: must be one of standard, partner; got "gold"',
+      'hubops: line 2: not valid JSON (…)',
+    ]);
+  });
+
+  test('stdin with -, and a missing file', async () => {
+    const out = await json(['import', '-'], { stdin: '{"type":"account","name":"From stdin"}\n' });
+    assert.equal(out.imported.account, 1);
+    await fails(1, ['import', path.join(dir, 'missing.ndjson')], /^hubops: cannot read .*missing\.ndjson: no such file$/);
+    await fails(2, ['import'], /missing FILE/);
+  });
+});
+
+describe('demo seed', () => {
+  test('twice: the same ids, and the second run writes nothing', async () => {
+    const first = await json(['demo', 'seed']);
+    const afterFirst = await snapshot(db);
+    const second = await json(['demo', 'seed']);
+    assert.deepEqual(await snapshot(db), afterFirst);
+    assert.equal(first.created, true);
+    assert.equal(second.created, false);
+    assert.deepEqual({ ...second, created: true }, first);
+    assert.equal(first.accountId, 'acc_demo');
+    assert.deepEqual(first.hubIds, ['hub_demo_brewline', 'hub_demo_pulse']);
+    assert.equal(first.adminEmail, 'admin@demo.hubops.dev');
+    assert.equal(first.adminPassword, 'hubops-demo');
+    assert.equal(first.workspaceIds.length, 40);
+    const hubs = await db.kysely.selectFrom('hubs').select('id').where('account_id', '=', 'acc_demo').orderBy('id').execute();
+    assert.deepEqual(hubs.map((h) => h.id), [...first.hubIds].sort());
+  });
+});
+
+describe('clients create', () => {
+  test('confidential and public clients; the secret is printed once and stored only as a hash', async () => {
+    const confidential = await json(['clients', 'create', '--name', 'Partner CRM', '--redirect-uri', 'https://crm.example/callback', '--redirect-uri', 'http://localhost:8080/cb']);
+    assert.deepEqual(Object.keys(confidential).sort(), ['client_id', 'client_secret']);
+    assert.ok(confidential.client_secret.length >= 43);
+    const stored = await db.kysely.selectFrom('oauth_clients').select(['metadata', 'provisioned']).where('client_id', '=', confidential.client_id).executeTakeFirstOrThrow();
+    assert.equal(stored.provisioned, true);
+    assert.deepEqual(stored.metadata.redirect_uris, ['https://crm.example/callback', 'http://localhost:8080/cb']);
+    assert.match(String(stored.metadata.client_secret), /^sha256:[0-9a-f]{64}$/);
+    assert.ok(!JSON.stringify(stored.metadata).includes(confidential.client_secret));
+    const pub = await json(['clients', 'create', '--name', 'Desktop', '--redirect-uri', 'http://127.0.0.1:5555/cb', '--public']);
+    assert.deepEqual(Object.keys(pub), ['client_id']);
+    await fails(2, ['clients', 'create', '--name', 'X'], /missing required option --redirect-uri/);
+    await fails(1, ['clients', 'create', '--name', 'X', '--redirect-uri', 'http://evil.example/cb'], /must use https/);
+    await fails(1, ['clients', 'create', '--name', 'X', '--redirect-uri', 'https://x.example/cb#frag'], /fragment/);
+  });
+});
+
+describe('usage, help and configuration', () => {
+  test('unknown commands and subcommands exit 2', async () => {
+    await fails(2, ['frobnicate'], /unknown command "frobnicate"/);
+    await fails(2, ['keys', 'rotate'], /unknown command "keys rotate"/);
+    await fails(2, ['keys'], /missing subcommand: hubops keys create\|list\|revoke/);
+    const none = await hubops([]);
+    assert.equal(none.code, 2);
+    assert.match(none.stderr, /missing command/);
+  });
+
+  test('--help prints usage on stdout and exits 0', async () => {
+    const run = await hubops(['--help']);
+    assert.equal(run.code, 0);
+    assert.equal(run.stderr, '');
+    for (const command of ['migrate', 'demo seed', 'import FILE', 'accounts create', 'hubs create', 'hubs suspend HUB', 'hubs resume HUB', 'users create', 'keys create', 'keys list', 'keys revoke KEY_ID', 'clients create']) {
+      assert.ok(run.stdout.includes(`  ${command}`), command);
+    }
+    const one = await hubops(['keys', 'create', '--help']);
+    assert.equal(one.code, 0);
+    assert.match(one.stdout, /^usage: hubops keys create --hub H --name N \[--scope read\|embed\] \[--json\]/);
+  });
+
+  test('invalid configuration exits 2 with one line naming the variable', async () => {
+    const url = await hubops(['keys', 'list', '--hub', 'x', '--json'], { url: 'mysql://localhost/x' });
+    assert.deepEqual(url, { code: 2, stdout: '', stderr: 'hubops: configuration error: DATABASE_URL must use postgres: or postgresql:, got mysql:\n' });
+    const level = await hubops(['migrate', '--json'], { env: { LOG_LEVEL: 'loud' } });
+    assert.equal(level.code, 2);
+    assert.match(level.stderr, /^hubops: configuration error: LOG_LEVEL must be one of .*, got "loud"\n$/);
+  });
+
+  test('an unreachable database exits 1 with one line, no stack trace', async () => {
+    await fails(1, ['migrate'], /^hubops: cannot reach the database: .*ECONNREFUSED/, { url: 'postgres://hubops:secret@127.0.0.1:1/hubops' });
+  });
+
+  test('human output without --json', async () => {
+    const run = await hubops(['accounts', 'create', '--name', 'Friendly']);
+    assert.equal(run.code, 0);
+    assert.match(run.stdout, /^Created account acc_\S+ "Friendly" \(plan standard, API access off\)\.\n$/);
+  });
+});

@@ -1,0 +1,148 @@
+// With PostgreSQL unreachable the Hub API answers 503 service_unavailable (never a 500 with
+// internals), liveness stays up while readiness goes down, and everything recovers when the
+// database comes back, including key revocations made while the app could not reach it.
+import assert from 'node:assert/strict';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { buildApp, type App } from '../../src/app.ts';
+import { loadConfig } from '../../src/config.ts';
+import { connect, type Db } from '../../src/db/database.ts';
+import { createKey, revokeKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { openDiskMediaStore } from '../../src/domain/media/media-store.ts';
+import { createTestDb, type TestDb } from '../support/db.ts';
+import * as fx from '../support/fixtures.ts';
+import { TcpProxy } from '../support/tcp-proxy.ts';
+
+let db: TestDb;
+let proxy: TcpProxy;
+let proxied: Db;
+let app: App;
+
+before(async () => {
+  db = await createTestDb();
+  const direct = new URL(db.url);
+  proxy = new TcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
+  const port = await proxy.start();
+  const viaProxy = new URL(db.url);
+  viaProxy.hostname = '127.0.0.1';
+  viaProxy.port = String(port);
+  proxied = connect(viaProxy.toString());
+  const config = loadConfig({ DATABASE_URL: viaProxy.toString(), LOG_LEVEL: 'silent' });
+  // No periodic usage flush during the test: the test flushes when it wants to.
+  app = await buildApp({ config, db: proxied, logger: false, usageFlushMs: 3_600_000, publisher: false, media: await openDiskMediaStore(await mkdtemp(path.join(tmpdir(), 'hubops-test-media-'))) });
+});
+
+after(async () => {
+  await app?.close();
+  await proxied?.close();
+  await proxy?.close();
+  await db?.drop();
+});
+
+async function get(url: string, key?: string): Promise<{ status: number; headers: Record<string, unknown>; text: string; json: any }> {
+  const response = await app.fastify.inject({ method: 'GET', url, headers: key ? { authorization: `Bearer ${key}` } : {} });
+  let json: unknown;
+  try {
+    json = response.json();
+  } catch {
+    json = undefined;
+  }
+  return { status: response.statusCode, headers: response.headers, text: response.body, json };
+}
+
+async function eventually<T>(attempt: () => Promise<T>, ok: (value: T) => boolean, what: string, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await attempt();
+    if (ok(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+test('database down: 503 service_unavailable, /healthz up, /readyz down; then recovery, and a key revoked meanwhile is refused', async () => {
+  await fx.account(db);
+  await fx.hub(db, 'hub_1');
+  await fx.workspace(db, 'hub_1', 'ws_1');
+  await fx.playbook(db, 'hub_1', 'pb_1');
+  await fx.optIns(db, [{ id: 'oi_1', hubId: 'hub_1', playbookId: 'pb_1', workspaceId: 'ws_1', optedInAt: '2026-11-01T10:00:00Z' }]);
+  const key = await createKey(db, { hubId: 'hub_1', name: 'stays' });
+  const doomed = await createKey(db, { hubId: 'hub_1', name: 'revoked during the outage' });
+  let served = 0;
+
+  // Up: both keys work.
+  for (const k of [key.key, key.key, doomed.key, doomed.key]) {
+    const response = await get('/v1/hub/playbook-opt-ins', k);
+    assert.equal(response.status, 200, response.text);
+    assert.equal(response.json.data[0].id, 'oi_1');
+    if (k === key.key) served += 1;
+  }
+  assert.equal((await get('/readyz')).status, 200);
+  assert.equal((await get('/healthz')).status, 200);
+  const connectionsBefore = proxy.accepted;
+  assert.ok(connectionsBefore >= 1, 'the app reaches PostgreSQL through the proxy');
+
+  // Down.
+  await proxy.cut();
+  await new Promise((resolve) => setTimeout(resolve, 100)); // let the app's pooled sockets see the drop
+  for (const path of ['/v1/hub/playbook-opt-ins', '/v1/hub/opt-in-summary', '/v1/hub/spend-by-workspace?period=today']) {
+    for (const k of [key.key, doomed.key]) {
+      const response = await get(path, k);
+      assert.equal(response.status, 503, `${path}: ${response.text}`);
+      assert.deepEqual(Object.keys(response.json).sort(), ['error', 'message']);
+      assert.equal(response.json.error, 'service_unavailable');
+      assert.match(String(response.headers['retry-after']), /^\d+$/);
+      assert.doesNotMatch(response.text, /SELECT|api_keys|ECONNREFUSED|at .*\.ts|stack/i, 'no internals in the body');
+    }
+  }
+  // The MCP endpoint too (before anything is hijacked).
+  const mcp = await app.fastify.inject({
+    method: 'POST',
+    url: '/v1/hub/mcp',
+    headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+  });
+  assert.equal(mcp.statusCode, 503, mcp.body);
+  assert.equal(mcp.json().error, 'service_unavailable');
+  // A mistyped key needs no database: still a clean 401.
+  assert.equal((await get('/v1/hub/playbook-opt-ins', `${key.key.slice(0, -1)}x`)).status, 401);
+
+  const ready = await get('/readyz');
+  assert.equal(ready.status, 503);
+  assert.equal(ready.json.error, 'service_unavailable');
+  assert.equal((await get('/healthz')).status, 200);
+
+  // A failed usage flush keeps the counts for later.
+  await app.usage.flush();
+
+  // Revoked while the app cannot reach the database (nothing it held from before may be trusted).
+  await revokeKey(db, doomed.id);
+
+  // Up again. The first answer for the key revoked during the outage is already a refusal: no
+  // verdict from before the outage survives it.
+  await proxy.restore();
+  const first = await eventually(() => get('/v1/hub/playbook-opt-ins', doomed.key), (r) => r.status !== 503, 'the Hub API to recover');
+  assert.equal(first.status, 401, first.text);
+  assert.equal(first.json.error, 'invalid_api_key');
+  const back = await get('/v1/hub/playbook-opt-ins', key.key);
+  assert.equal(back.status, 200, back.text);
+  assert.equal(back.json.data[0].id, 'oi_1');
+  served += 1;
+  assert.equal((await eventually(() => get('/readyz'), (r) => r.status === 200, 'readiness')).status, 200);
+  for (let i = 0; i < 3; i++) {
+    const refused = await get('/v1/hub/playbook-opt-ins', doomed.key);
+    assert.equal(refused.status, 401, refused.text);
+    const ok = await get('/v1/hub/opt-in-summary', key.key);
+    assert.equal(ok.status, 200, ok.text);
+    assert.equal(ok.json.activeOptIns, 1);
+    served += 1;
+  }
+
+  // The usage counted before the outage survived the failed flush.
+  await app.usage.flush();
+  const { rows } = await db.pool.query<{ request_count: string; last_used_at: Date | null }>('SELECT request_count, last_used_at FROM api_keys WHERE id = $1', [key.id]);
+  assert.equal(Number(rows[0]!.request_count), served);
+  assert.ok(rows[0]!.last_used_at);
+});

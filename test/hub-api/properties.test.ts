@@ -1,0 +1,186 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import fc from 'fast-check';
+import { OPT_IN_STATUSES } from '../../src/domain/opt-ins/opt-in.ts';
+import { addDays, utcDate } from '../../src/domain/periods.ts';
+import { startTestApp, readKey, type TestApp } from '../support/app.ts';
+import * as fx from '../support/fixtures.ts';
+
+// Invariants over random data: keyset paging never loses or reorders rows even while rows change
+// between page requests; the summary agrees with the rows (consistency rule 7); spend totals add up.
+
+let t: TestApp;
+let hubCount = 0;
+
+before(async () => {
+  t = await startTestApp();
+  await fx.account(t.db, 'acc');
+});
+after(async () => {
+  await t.close();
+});
+
+interface Row {
+  id: string;
+  status: string;
+  optedInAt: string;
+  updatedAt: string;
+  workspace: { id: string };
+}
+
+/** A fresh hub with `workspaces` workspaces and two playbooks; returns its id and a read key. */
+async function freshHub(workspaces: number): Promise<{ hubId: string; key: string; workspaceIds: string[]; playbookIds: string[] }> {
+  const hubId = `hub${++hubCount}`;
+  await fx.hub(t.db, hubId, 'acc');
+  const workspaceIds: string[] = [];
+  for (let i = 0; i < workspaces; i++) workspaceIds.push(await fx.workspace(t.db, hubId, `${hubId}-w${i}`));
+  const playbookIds = [await fx.playbook(t.db, hubId, `${hubId}-p0`), await fx.playbook(t.db, hubId, `${hubId}-p1`, 'Trailing ')];
+  return { hubId, key: await readKey(t.db, hubId), workspaceIds, playbookIds };
+}
+
+async function pullAll(key: string, query = ''): Promise<Row[]> {
+  const rows: Row[] = [];
+  let cursor: string | null = null;
+  do {
+    const r = await t.hubGet(`/playbook-opt-ins?limit=500${query}${cursor ? `&cursor=${cursor}` : ''}`, key);
+    assert.equal(r.status, 200);
+    rows.push(...r.body.data);
+    cursor = r.body.nextCursor;
+  } while (cursor);
+  return rows;
+}
+
+const position = (row: Row) => [row.updatedAt, row.id] as const;
+const before_ = (a: Row, b: Row) => position(a)[0] < position(b)[0] || (position(a)[0] === position(b)[0] && a.id < b.id);
+
+// Timestamps in the past (the update trigger stamps changed rows with the real current time).
+const pastInstant = fc.integer({ min: Date.parse('2025-01-01T00:00:00Z'), max: Date.parse('2026-06-01T00:00:00Z') }).map((ms) => new Date(ms).toISOString());
+const idChars = fc.constantFrom(...'ABCXYZabcxyz019_-');
+
+test('paging with random limits and rows updated between pages returns every row, in order', async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.uniqueArray(fc.record({ id: fc.string({ unit: idChars, minLength: 1, maxLength: 6 }), updatedAt: pastInstant, status: fc.constantFrom(...OPT_IN_STATUSES) }), { selector: (r) => r.id, maxLength: 40 }),
+      fc.integer({ min: 1, max: 12 }),
+      fc.array(fc.nat(), { maxLength: 30 }),
+      async (specs, limit, updatePicks) => {
+        const { hubId, key, workspaceIds, playbookIds } = await freshHub(2);
+        await fx.optIns(t.db, specs.map((s, i) => ({ id: `${hubId}.${s.id}`, hubId, playbookId: playbookIds[i % 2]!, workspaceId: workspaceIds[i % 2]!, status: s.status, optedInAt: '2024-12-01T00:00:00Z', updatedAt: s.updatedAt })));
+        const merged = new Map<string, Row>();
+        let previousLast: Row | undefined;
+        let cursor: string | null = null;
+        let picks = [...updatePicks];
+        let pages = 0;
+        do {
+          const r = await t.hubGet(`/playbook-opt-ins?limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`, key);
+          assert.equal(r.status, 200);
+          const data = r.body.data as Row[];
+          assert.ok(data.length <= limit);
+          for (let i = 1; i < data.length; i++) assert.ok(before_(data[i - 1]!, data[i]!), 'ordered by (updatedAt, id) within a page');
+          if (previousLast && data[0]) assert.ok(before_(previousLast, data[0]), 'pages continue after the cursor');
+          previousLast = data[data.length - 1] ?? previousLast;
+          for (const row of data) merged.set(row.id, row);
+          cursor = r.body.nextCursor;
+          // Between pages, change a few rows (status flips): they must show up again later.
+          if (cursor && specs.length > 0 && picks.length > 0) {
+            const victim = `${hubId}.${specs[picks.shift()! % specs.length]!.id}`;
+            await t.db.kysely.updateTable('opt_ins').set({ status: 'paused' }).where('id', '=', victim).where('status', '!=', 'paused').execute();
+          }
+          assert.ok(++pages <= specs.length + updatePicks.length + 2, 'paging terminates');
+        } while (cursor);
+        const truth = await t.db.kysely.selectFrom('opt_ins').select(['id', 'status', 'updated_at']).where('hub_id', '=', hubId).execute();
+        assert.deepEqual(
+          [...merged.values()].map((r) => [r.id, r.status, r.updatedAt]).sort(),
+          truth.map((r) => [r.id, r.status, r.updated_at.toISOString()]).sort(),
+          'merging the pages by id equals the hub’s opt-ins',
+        );
+      },
+    ),
+    { numRuns: 25 },
+  );
+});
+
+test('since is inclusive: exactly the rows with updatedAt >= since', async () => {
+  await fc.assert(
+    fc.asyncProperty(fc.array(pastInstant, { minLength: 1, maxLength: 25 }), fc.nat(), async (instants, pick) => {
+      const { hubId, key, workspaceIds, playbookIds } = await freshHub(1);
+      await fx.optIns(t.db, instants.map((at, i) => ({ id: `${hubId}-o${i}`, hubId, playbookId: playbookIds[0]!, workspaceId: workspaceIds[0]!, optedInAt: '2024-12-01T00:00:00Z', updatedAt: at })));
+      const since = instants[pick % instants.length]!;
+      const rows = await pullAll(key, `&since=${since}`);
+      const expected = instants.map((at, i) => [`${hubId}-o${i}`, at] as const).filter(([, at]) => at >= since).map(([id]) => id).sort();
+      assert.deepEqual(rows.map((r) => r.id).sort(), expected);
+    }),
+    { numRuns: 20 },
+  );
+});
+
+test('consistency rule 7: the summary agrees with the rows, at any instant including around midnight', async () => {
+  const nearMidnight = fc.tuple(fc.integer({ min: 0, max: 400 }), fc.constantFrom(0, 1, 999, 86_399_000, 86_399_999)).map(([day, ms]) => new Date(Date.parse('2026-01-01T00:00:00Z') + day * 86_400_000 + ms));
+  await fc.assert(
+    fc.asyncProperty(
+      nearMidnight,
+      fc.array(fc.record({ minutesAgo: fc.integer({ min: -60, max: 45 * 24 * 60 }), status: fc.constantFrom(...OPT_IN_STATUSES), ws: fc.nat(4) }), { maxLength: 40 }),
+      async (now, specs) => {
+        t.clock.set(now);
+        const { hubId, key, workspaceIds, playbookIds } = await freshHub(5);
+        await fx.optIns(t.db, specs.map((s, i) => {
+          const at = new Date(now.getTime() - s.minutesAgo * 60_000).toISOString();
+          return { id: `${hubId}-o${i}`, hubId, playbookId: playbookIds[0]!, workspaceId: workspaceIds[s.ws]!, status: s.status, optedInAt: at, updatedAt: at };
+        }));
+        const summary = await t.hubGet('/opt-in-summary', key);
+        assert.equal(summary.status, 200);
+        const rows = await pullAll(key);
+        assert.equal(summary.body.activeOptIns, rows.filter((r) => r.status === 'active').length);
+        const today = utcDate(now);
+        for (const p of summary.body.periods) {
+          for (const range of [p, p.prior]) {
+            const inRange = rows.filter((r) => utcDate(new Date(r.optedInAt)) >= range.startDate && utcDate(new Date(r.optedInAt)) <= range.endDate);
+            assert.equal(range.optIns, inRange.length, `${p.period} ${range.startDate}..${range.endDate}`);
+            assert.equal(range.workspaces, new Set(inRange.map((r) => r.workspace.id)).size);
+          }
+        }
+        const last7 = summary.body.periods.find((p: { period: string }) => p.period === 'last_7_days');
+        assert.deepEqual([last7.startDate, last7.endDate], [addDays(today, -6), today]);
+      },
+    ),
+    { numRuns: 25 },
+  );
+  t.clock.set('2026-11-21T12:00:00.000Z');
+});
+
+test('spend totals add up: totals = Σ workspaces + unattributed, for the current and prior ranges', async () => {
+  const now = new Date('2026-11-21T12:00:00.000Z');
+  t.clock.set(now);
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(fc.record({ ws: fc.integer({ min: -1, max: 5 }), daysAgo: fc.integer({ min: 0, max: 65 }), cents: fc.integer({ min: 0, max: 1_000_000 }), account: fc.nat(1) }), { maxLength: 60 }),
+      fc.constantFrom('today', 'yesterday', 'last_7_days', 'last_30_days'),
+      async (lines, period) => {
+        const { hubId, key, workspaceIds } = await freshHub(6);
+        const accounts = [await fx.adAccount(t.db, hubId, `${hubId}-a0`, 'idle', '2026-11-21T11:00:00Z'), await fx.adAccount(t.db, hubId, `${hubId}-a1`, 'idle', '2026-11-21T09:00:00Z')];
+        const rows = lines.map((l) => ({ hubId, adAccountId: accounts[l.account]!, workspaceId: l.ws < 0 ? null : workspaceIds[l.ws]!, date: addDays(utcDate(now), -l.daysAgo), cents: l.cents }));
+        await fx.spend(t.db, rows);
+        const r = await t.hubGet(`/spend-by-workspace?period=${period}`, key);
+        assert.equal(r.status, 200);
+        const { current, prior, totals, workspaces } = r.body;
+        const sum = (range: { startDate: string; endDate: string }, ws: string | null) =>
+          rows.filter((x) => x.workspaceId === ws && x.date >= range.startDate && x.date <= range.endDate).reduce((s, x) => s + x.cents, 0);
+        assert.equal(workspaces.length, workspaceIds.length, 'every workspace is listed');
+        for (const w of workspaces) {
+          assert.equal(w.spendCents, sum(current, w.id));
+          assert.equal(w.priorSpendCents, sum(prior, w.id));
+        }
+        for (let i = 1; i < workspaces.length; i++) {
+          const [a, b] = [workspaces[i - 1], workspaces[i]];
+          assert.ok(a.spendCents > b.spendCents || (a.spendCents === b.spendCents && a.id < b.id), 'ordered by spendCents desc, then id');
+        }
+        assert.equal(totals.unattributedSpendCents, sum(current, null));
+        assert.equal(totals.priorUnattributedSpendCents, sum(prior, null));
+        assert.equal(totals.spendCents, workspaces.reduce((s: number, w: { spendCents: number }) => s + w.spendCents, 0) + totals.unattributedSpendCents);
+        assert.equal(totals.priorSpendCents, workspaces.reduce((s: number, w: { priorSpendCents: number }) => s + w.priorSpendCents, 0) + totals.priorUnattributedSpendCents);
+        assert.equal(r.body.asOf, '2026-11-21T09:00:00.000Z', 'asOf is the oldest completed sync');
+      },
+    ),
+    { numRuns: 25 },
+  );
+});

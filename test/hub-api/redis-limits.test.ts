@@ -1,0 +1,144 @@
+// Rate limits shared through Redis: two app instances over the same database and the same Redis
+// enforce one per-key window between them (contract §4: 120 per key in any rolling 60 s, plus 20
+// per operation). With Redis unreachable the limiter fails open: requests are still served.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { RedisRateLimiter } from '../../src/platform/redis-rate-limit.ts';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { createTestDb, type TestDb } from '../support/db.ts';
+import * as fx from '../support/fixtures.ts';
+
+const REDIS_URL = process.env.REDIS_URL;
+const PREFIX = `hubops:test:${randomUUID()}:`;
+
+const cleanups: (() => Promise<void>)[] = [];
+after(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+async function seed(db: TestDb, hubId: string): Promise<void> {
+  await fx.account(db, `acc_${hubId}`);
+  await fx.hub(db, hubId, `acc_${hubId}`);
+  await fx.workspace(db, hubId, `ws_${hubId}`);
+  await fx.playbook(db, hubId, `pb_${hubId}`);
+  await fx.optIns(db, [{ id: `oi_${hubId}`, hubId, playbookId: `pb_${hubId}`, workspaceId: `ws_${hubId}`, optedInAt: '2026-11-20T10:00:00Z' }]);
+}
+
+/** Two instances (each with its own Redis connection) over one database. */
+async function twoInstances(): Promise<[TestApp, TestApp]> {
+  const db = await createTestDb();
+  const limiters = [new RedisRateLimiter(REDIS_URL!, PREFIX), new RedisRateLimiter(REDIS_URL!, PREFIX)];
+  await Promise.all(limiters.map((l) => l.ready()));
+  const a = await startTestApp({ db, limiter: limiters[0] });
+  const b = await startTestApp({ db, limiter: limiters[1] });
+  cleanups.push(async () => {
+    await a.close();
+    await b.close();
+    for (const limiter of limiters) await limiter.close();
+    await db.drop();
+    const redis = new Redis(REDIS_URL!);
+    const keys = await redis.keys(`${PREFIX}*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+  });
+  return [a, b];
+}
+
+describe('rate limits shared through Redis', { skip: !REDIS_URL && 'needs REDIS_URL' }, () => {
+  test('two instances share one per-key window: 60 + 60 pass, the 121st on either is 429', async () => {
+    const [a, b] = await twoInstances();
+    await seed(a.db, 'hub_r');
+    const { key } = await createKey(a.db, { hubId: 'hub_r', name: 'shared window' });
+
+    for (let i = 1; i <= 60; i++) {
+      const response = await a.hubGet('/playbook-opt-ins?limit=1', key);
+      assert.equal(response.status, 200, `A #${i}: ${JSON.stringify(response.body)}`);
+      assert.equal(response.headers.ratelimit, `"per-key";r=${120 - i};t=60`, `A #${i}`);
+    }
+    for (let i = 1; i <= 60; i++) {
+      const response = await b.hubGet('/playbook-opt-ins?limit=1', key);
+      assert.equal(response.status, 200, `B #${i}: ${JSON.stringify(response.body)}`);
+      // B continues where A left off: the window is shared, not per instance.
+      assert.equal(response.headers.ratelimit, `"per-key";r=${60 - i};t=60`, `B #${i}`);
+    }
+
+    for (const [name, app] of [['A', a], ['B', b]] as const) {
+      const refused = await app.hubGet('/playbook-opt-ins?limit=1', key);
+      assert.equal(refused.status, 429, `${name}: ${JSON.stringify(refused.body)}`);
+      assert.equal(refused.body.error, 'rate_limited');
+      assert.match(String(refused.headers['retry-after']), /^\d+$/);
+      const retryAfter = Number(refused.headers['retry-after']);
+      assert.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`);
+      assert.equal(refused.headers['ratelimit-policy'], '"per-key";q=120;w=60');
+      assert.match(String(refused.headers.ratelimit), /^"per-key";r=0;t=\d+$/);
+    }
+
+    // Another key of the same hub has its own window.
+    const other = await createKey(a.db, { hubId: 'hub_r', name: 'fresh window' });
+    const fresh = await b.hubGet('/playbook-opt-ins?limit=1', other.key);
+    assert.equal(fresh.status, 200);
+    assert.equal(fresh.headers.ratelimit, '"per-key";r=119;t=60');
+  });
+
+  test('the 20/min limit of /opt-in-summary is shared too, REST and MCP alike', async () => {
+    const [a, b] = await twoInstances();
+    await seed(a.db, 'hub_s');
+    const { key } = await createKey(a.db, { hubId: 'hub_s', name: 'summary' });
+    for (let i = 1; i <= 10; i++) {
+      assert.equal((await a.hubGet('/opt-in-summary', key)).status, 200, `A #${i}`);
+    }
+    for (let i = 1; i <= 9; i++) {
+      assert.equal((await b.hubGet('/opt-in-summary', key)).status, 200, `B #${i}`);
+    }
+    // The 20th, as an MCP tool call on instance A.
+    const call = (app: TestApp) =>
+      app.app.fastify.inject({
+        method: 'POST',
+        url: '/v1/hub/mcp',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        payload: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_opt_in_summary', arguments: {} } },
+      });
+    const twentieth = await call(a);
+    assert.equal(twentieth.statusCode, 200, twentieth.body);
+    assert.notEqual(twentieth.json().result.isError, true, twentieth.body);
+    const overMcp = await call(b);
+    assert.equal(overMcp.json().result.isError, true, overMcp.body);
+    assert.match(overMcp.json().result.content[0].text, /rate_limited/);
+    const overRest = await a.hubGet('/opt-in-summary', key);
+    assert.equal(overRest.status, 429);
+    assert.match(String(overRest.headers.ratelimit), /"opt-in-summary";r=0;t=\d+/);
+    // Only that operation is exhausted.
+    assert.equal((await b.hubGet('/playbook-opt-ins', key)).status, 200);
+  });
+});
+
+describe('Redis unreachable', () => {
+  test('requests are still served (the limiter fails open) and do not wait on Redis', async () => {
+    const limiter = new RedisRateLimiter('redis://127.0.0.1:1', PREFIX);
+    const t = await startTestApp({ limiter });
+    cleanups.push(async () => {
+      await t.close();
+      await limiter.close();
+    });
+    await seed(t.db, 'hub_u');
+    const { key } = await createKey(t.db, { hubId: 'hub_u', name: 'no redis' });
+
+    const started = Date.now();
+    for (let i = 1; i <= 25; i++) {
+      const list = await t.hubGet('/playbook-opt-ins', key);
+      assert.equal(list.status, 200, `#${i}: ${JSON.stringify(list.body)}`);
+      assert.equal(list.body.data[0].id, 'oi_hub_u');
+      // 25 > 20: the per-operation limit cannot be enforced without Redis either.
+      assert.equal((await t.hubGet('/opt-in-summary', key)).status, 200, `summary #${i}`);
+    }
+    assert.ok(Date.now() - started < 10_000, `50 requests took ${Date.now() - started} ms`);
+
+    // Authentication still works without the limiter: a wrong key is refused, not waved through.
+    const refused = await t.hubGet('/playbook-opt-ins', `${key.slice(0, -1)}x`);
+    assert.equal(refused.status, 401);
+    assert.equal(refused.body.error, 'invalid_api_key');
+  });
+});
