@@ -1,0 +1,142 @@
+import { createHash } from 'node:crypto';
+import type { MediaKind } from '../../db/schema.ts';
+import { ApiError, invalidRequest } from '../../platform/errors.ts';
+import { newId } from '../../platform/ids.ts';
+import { scopeOf, type MainContext } from '../../surfaces/main-api/context.ts';
+import { withIdempotency } from '../idempotency/idempotency.ts';
+import { DEFAULT_PAGE_SIZE, decodePosition, toPage, type Page } from '../keyset.ts';
+import { narrowScope, targetWorkspace } from '../scope.ts';
+import { EXTENSION, IMAGE_MAX_BYTES, MediaRejected, SNIFF_BYTES, VIDEO_MAX_BYTES, inspectMedia, kindOf, maxBytes, sniffContentType } from './media-info.ts';
+import { cleanFilename, type MediaAsset } from './media.ts';
+import { findMedia, findMediaPage, insertMedia } from './media.repository.ts';
+import type { StagedMedia } from './media-store.ts';
+
+export const MEDIA_CURSOR = 'media';
+
+export interface UploadDetails {
+  /** The client's file name (display only; the bytes decide the type). */
+  filename?: string | undefined;
+  /** The client's declared content type: never trusted, only quoted when the bytes disagree. */
+  declaredType?: string | undefined;
+  /** Required when acting hub-wide; otherwise the active workspace. */
+  workspaceId?: string | undefined;
+}
+
+const MB = 1024 * 1024;
+
+function unsupported(declaredType: string | undefined, reason: string): ApiError {
+  const claimed = declaredType ? ` (declared ${declaredType.slice(0, 100)})` : '';
+  const message = `${reason}${claimed}; upload a JPEG, PNG, WebP or GIF image or an MP4 or MOV video`;
+  return new ApiError(415, 'unsupported_media_type', `file: ${message}`, { issues: [{ field: 'file', message }] });
+}
+
+function tooLarge(kind: MediaKind | undefined): ApiError {
+  const message = kind === 'image' ? `is larger than ${IMAGE_MAX_BYTES / MB} MB, the limit for images`
+    : kind === 'video' ? `is larger than ${VIDEO_MAX_BYTES / MB} MB, the limit for videos`
+    : `is larger than ${VIDEO_MAX_BYTES / MB} MB`;
+  return new ApiError(413, 'payload_too_large', `file: ${message}`, { issues: [{ field: 'file', message }] });
+}
+
+/**
+ * Reads an upload into staging while enforcing the size limit of its kind: the type is sniffed
+ * from the first bytes (refused at once if unsupported) and the upload is refused as soon as it
+ * passes its limit, before anything is stored. Returns the SHA-256 of the bytes.
+ */
+async function stageUpload(content: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, staged: StagedMedia, declaredType: string | undefined): Promise<Buffer> {
+  const hash = createHash('sha256');
+  let head = Buffer.alloc(0);
+  let kind: MediaKind | undefined;
+  let limit = VIDEO_MAX_BYTES;
+  for await (const chunk of content) {
+    if (kind === undefined) {
+      head = Buffer.concat([head, chunk.subarray(0, SNIFF_BYTES - head.length)]);
+      if (head.length >= SNIFF_BYTES) {
+        const contentType = sniffContentType(head);
+        if (!contentType) throw unsupported(declaredType, 'is not a supported image or video');
+        kind = kindOf(contentType);
+        limit = maxBytes(kind);
+      }
+    }
+    if (staged.size + chunk.length > limit) throw tooLarge(kind);
+    hash.update(chunk);
+    await staged.write(chunk);
+  }
+  if (staged.size === 0) throw invalidRequest([{ field: 'file', message: 'is empty' }]);
+  if (kind === undefined && !sniffContentType(head)) throw unsupported(declaredType, 'is not a supported image or video');
+  return hash.digest();
+}
+
+/**
+ * Adds an upload to the media library: staged and checked (type from the bytes, size limits,
+ * dimensions and duration from the headers), then stored under its final key and recorded. The
+ * database row is written only after the file is complete, in the same transaction as the
+ * Idempotency-Key record; if that transaction fails the stored file is removed again.
+ */
+export async function uploadMedia(ctx: MainContext, content: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, details: UploadDetails): Promise<MediaAsset> {
+  const scope = scopeOf(ctx.principal);
+  const workspaceId = await targetWorkspace(ctx.db, scope, details.workspaceId);
+  const staged = await ctx.media.stage();
+  let storedKey: string | undefined;
+  try {
+    const sha256 = await stageUpload(content, staged, details.declaredType);
+    let info;
+    try {
+      info = await inspectMedia(staged);
+    } catch (error) {
+      if (error instanceof MediaRejected) throw invalidRequest([{ field: 'file', message: error.message }]);
+      throw error;
+    }
+    const filename = cleanFilename(details.filename, info.contentType);
+    const request = { workspaceId, filename, sha256: sha256.toString('hex') };
+    return await withIdempotency(ctx, 'upload_media', request, async (trx) => {
+      const id = newId('med');
+      const key = `${scope.hubId}/${workspaceId}/${id}.${EXTENSION[info.contentType]}`;
+      await staged.commit(key);
+      storedKey = key;
+      return insertMedia(trx, {
+        id,
+        hubId: scope.hubId,
+        workspaceId,
+        ...info,
+        filename,
+        byteSize: staged.size,
+        sha256,
+        storageKey: key,
+        createdBy: ctx.principal.user.id,
+        createdAt: ctx.clock.now().toISOString(),
+      });
+    });
+  } catch (error) {
+    if (storedKey !== undefined) await ctx.media.remove(storedKey);
+    throw error;
+  } finally {
+    await staged.discard();
+  }
+}
+
+/** The same as an upload, for bytes already in memory (the MCP tool's base64 or URL fetch). */
+export function addMediaFromBuffer(ctx: MainContext, bytes: Buffer, details: UploadDetails): Promise<MediaAsset> {
+  return uploadMedia(ctx, [bytes], details);
+}
+
+export interface ListMediaInput {
+  workspaceId?: string;
+  kind?: MediaKind;
+  limit?: number;
+  cursor?: string;
+}
+
+/** The media library in scope, oldest upload first. */
+export async function listMedia(ctx: MainContext, input: ListMediaInput): Promise<Page<MediaAsset>> {
+  const limit = input.limit ?? DEFAULT_PAGE_SIZE;
+  const scope = narrowScope(scopeOf(ctx.principal), input.workspaceId);
+  if (!scope) return { data: [], nextCursor: null };
+  const after = input.cursor === undefined ? undefined : decodePosition(MEDIA_CURSOR, input.cursor);
+  return toPage(MEDIA_CURSOR, await findMediaPage(ctx.db, { scope, kind: input.kind, after, limit }), limit);
+}
+
+export async function getMedia(ctx: MainContext, id: string): Promise<MediaAsset> {
+  const media = await findMedia(ctx.db, scopeOf(ctx.principal), id);
+  if (!media) throw new ApiError(404, 'not_found', `No media asset ${id}.`);
+  return media;
+}

@@ -1,0 +1,34 @@
+import type { Db } from '../../db/database.ts';
+import type { RateLimiter } from '../../platform/rate-limit.ts';
+import { checkCredentials } from './identity.repository.ts';
+
+/** Failed sign-ins allowed per email and per client address in a rolling 15 minutes. */
+export const SIGN_IN_LIMITS = { perEmail: 5, perAddress: 50, windowMs: 15 * 60_000 };
+
+export type SignInOutcome = { ok: true; user: { id: string; email: string } } | { ok: false; reason: 'throttled' | 'mismatch' };
+
+/**
+ * Checks email and password under the failed-attempt limits shared by every sign-in form (the
+ * OAuth sign-in and the web admin count against the same windows). While either window is full
+ * even the right password is refused, so guessing cannot continue on another page.
+ */
+export async function signIn(
+  deps: { db: Db; limiter: RateLimiter; nowMs: number },
+  attempt: { email: string; password: string; address: string },
+): Promise<SignInOutcome> {
+  const { limiter, nowMs } = deps;
+  const emailKey = `signin-fail:${attempt.email}`;
+  const addressKey = `signin-fail-ip:${attempt.address}`;
+  const [emailFailures, addressFailures] = await Promise.all([
+    limiter.count(emailKey, SIGN_IN_LIMITS.windowMs, nowMs),
+    limiter.count(addressKey, SIGN_IN_LIMITS.windowMs, nowMs),
+  ]);
+  if (emailFailures >= SIGN_IN_LIMITS.perEmail || addressFailures >= SIGN_IN_LIMITS.perAddress) return { ok: false, reason: 'throttled' };
+  const user = attempt.email && attempt.password ? await checkCredentials(deps.db, attempt.email, attempt.password) : undefined;
+  if (user) return { ok: true, user };
+  await Promise.all([
+    limiter.hit(emailKey, Number.MAX_SAFE_INTEGER, SIGN_IN_LIMITS.windowMs, nowMs),
+    limiter.hit(addressKey, Number.MAX_SAFE_INTEGER, SIGN_IN_LIMITS.windowMs, nowMs),
+  ]);
+  return { ok: false, reason: 'mismatch' };
+}

@@ -1,0 +1,153 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type Provider from 'oidc-provider';
+import type { Db } from '../../db/database.ts';
+import { createHash } from 'node:crypto';
+import { grantIdentity, type GrantIdentity } from '../../domain/oauth/identity.repository.ts';
+import type { Clock } from '../../platform/clock.ts';
+import { ApiError } from '../../platform/errors.ts';
+import type { RateDecision, RateLimiter } from '../../platform/rate-limit.ts';
+import { rateLimitHeaders } from '../hub-api/guard.ts';
+import { SCOPE } from '../oauth/provider.ts';
+import type { RevocationFeed } from '../oauth/revocations.ts';
+import type { Principal } from './context.ts';
+
+/** Requests per user and client per rolling minute, by the account's plan (contract §5). */
+export const PLAN_LIMITS = { standard: 60, partner: 300 } as const;
+const WINDOW_MS = 60_000;
+
+export interface BearerAuthDeps {
+  provider: Provider;
+  db: Db;
+  limiter: RateLimiter;
+  clock: Clock;
+  /** Revocation signals; without a reliable feed nothing is cached. */
+  revocations?: RevocationFeed;
+  onLimiterError?: (error: unknown) => void;
+}
+
+/** How long a token's resolved caller is reused, at most (and never past the token's expiry). */
+export const TOKEN_CACHE_TTL_MS = 30_000;
+const TOKEN_CACHE_MAX = 10_000;
+
+interface TokenVerdict {
+  audiences: string[];
+  scopes: Set<string>;
+  identity: GrantIdentity;
+  clientId: string;
+  /** Until when this verdict may be reused (epoch ms). */
+  reuseUntil: number;
+}
+
+/**
+ * Resolves the caller of the main API (REST and MCP) from `Authorization: Bearer <token>` — only
+ * from that header — and counts the request against the plan's limit. Tokens are checked by the
+ * authorization server's own model (expiry, revocation), then their audience and scope, then the
+ * grant's user, hub and workspace are read fresh so removed access takes effect at once.
+ */
+export class BearerAuth {
+  readonly #deps: BearerAuthDeps;
+  // Verdicts by token hash. Emptied on every revocation (synchronously on this instance, by NOTIFY
+  // on the others) and used only while the revocation feed is connected; identity changes
+  // (membership, suspension, API access) reach a cached token within TOKEN_CACHE_TTL_MS.
+  readonly #cache = new Map<string, TokenVerdict>();
+  #generation = 0;
+
+  constructor(deps: BearerAuthDeps) {
+    this.#deps = deps;
+    deps.revocations?.onRevocation(() => {
+      this.#generation += 1;
+      this.#cache.clear();
+    });
+  }
+
+  /** The token's verdict from the cache, or resolved (token model, then the grant's identity). */
+  async #verdict(token: string, invalid: (message: string) => ApiError): Promise<TokenVerdict> {
+    const cacheKey = createHash('sha256').update(token).digest('base64');
+    const useCache = this.#deps.revocations?.reliable === true;
+    const cached = useCache ? this.#cache.get(cacheKey) : undefined;
+    if (cached && cached.reuseUntil > Date.now()) return cached;
+    const generation = this.#generation;
+    const found = await this.#deps.provider.AccessToken.find(token);
+    if (!found || !found.grantId || !found.accountId) throw invalid('The access token is invalid, expired or revoked.');
+    const identity = await grantIdentity(this.#deps.db, found.grantId, found.accountId);
+    if (!identity) throw invalid('The user no longer has access to the hub or workspace this token was granted for.');
+    const verdict: TokenVerdict = {
+      audiences: (Array.isArray(found.aud) ? found.aud : [found.aud]).filter((a): a is string => typeof a === 'string'),
+      scopes: new Set(String(found.scope ?? '').split(' ')),
+      identity,
+      clientId: String(found.clientId),
+      reuseUntil: Math.min(Number(found.exp) * 1000, Date.now() + TOKEN_CACHE_TTL_MS),
+    };
+    if (useCache && generation === this.#generation) {
+      if (this.#cache.size >= TOKEN_CACHE_MAX) this.#cache.clear();
+      this.#cache.set(cacheKey, verdict);
+    }
+    return verdict;
+  }
+
+  async authenticate(request: FastifyRequest, reply: FastifyReply, options: { audience: string; challenge?: Record<string, string> }): Promise<Principal> {
+    const challenge = (params: Record<string, string>) =>
+      `Bearer ${Object.entries({ realm: 'hubops', ...options.challenge, ...params }).map(([k, v]) => `${k}="${v.replace(/["\\]/g, '')}"`).join(', ')}`;
+    const invalid = (message: string) =>
+      new ApiError(401, 'invalid_token', message, { headers: { 'www-authenticate': challenge({ error: 'invalid_token', error_description: message }) } });
+
+    const match = request.headers.authorization?.match(/^Bearer[ ]+([A-Za-z0-9._~+/-]+=*)\s*$/i);
+    if (!match) {
+      throw new ApiError(401, 'invalid_token', 'Missing access token: send `Authorization: Bearer <ACCESS_TOKEN>`.', {
+        headers: { 'www-authenticate': challenge({}) },
+      });
+    }
+    const { audiences, scopes, identity, clientId } = await this.#verdict(match[1]!, invalid);
+    if (!audiences.includes(options.audience)) throw invalid(`The access token was issued for another resource, not ${options.audience}.`);
+    if (!scopes.has(SCOPE)) {
+      throw new ApiError(403, 'insufficient_scope', `The access token lacks the ${SCOPE} scope.`, {
+        headers: { 'www-authenticate': challenge({ error: 'insufficient_scope', scope: SCOPE }) },
+      });
+    }
+    if (!identity.account.apiAccess && !identity.user.isStaff) throw invalid('API access is no longer enabled for this account.');
+    if (identity.hub.suspended) throw new ApiError(403, 'hub_access_suspended', "This hub's access is suspended. Contact your account manager.");
+
+    const decision = await this.#count(`main:${identity.user.id}:${clientId}`, PLAN_LIMITS[identity.account.plan]);
+    reply.headers(rateLimitHeaders([{ policy: { policy: 'per-user-client', limit: decision.limit, windowMs: WINDOW_MS }, decision }]));
+    if (!decision.allowed) throw this.#refused(decision, `the ${identity.account.plan} plan allows ${decision.limit} per minute per user and client`);
+    return {
+      user: identity.user,
+      account: { id: identity.account.id, plan: identity.account.plan },
+      hub: { id: identity.hub.id, name: identity.hub.name },
+      workspace: identity.workspace,
+      role: identity.role,
+      clientId,
+      scope: SCOPE,
+    };
+  }
+
+  /**
+   * Counts one more request for an authenticated caller, beyond the one `authenticate` counted:
+   * against the plan's limit, or against an operation's extra policy (e.g. 20/min on a report).
+   * An MCP request that carries several tool calls (a JSON-RPC batch) is charged once per call
+   * this way. Throws 429 `rate_limited` when over the limit.
+   */
+  async charge(principal: Principal, extra?: { policy: string; limit: number; windowMs: number }): Promise<void> {
+    const key = `main:${principal.user.id}:${principal.clientId}`;
+    const decision = extra
+      ? await this.#count(`${key}:${extra.policy}`, extra.limit, extra.windowMs)
+      : await this.#count(key, PLAN_LIMITS[principal.account.plan]);
+    if (!decision.allowed) {
+      throw this.#refused(decision, extra ? `${extra.policy} allows ${extra.limit} per ${extra.windowMs / 1000} s per user and client` : `the ${principal.account.plan} plan allows ${decision.limit} per minute per user and client`);
+    }
+  }
+
+  async #count(key: string, limit: number, windowMs = WINDOW_MS): Promise<RateDecision> {
+    const nowMs = this.#deps.clock.now().getTime();
+    return this.#deps.limiter.hit(key, limit, windowMs, nowMs).catch((error: unknown) => {
+      this.#deps.onLimiterError?.(error);
+      return { allowed: true, limit, remaining: limit, resetSeconds: windowMs / 1000 };
+    });
+  }
+
+  #refused(decision: RateDecision, rule: string): ApiError {
+    return new ApiError(429, 'rate_limited', `Too many requests: ${rule}; retry in ${decision.resetSeconds} s.`, {
+      headers: { 'retry-after': String(decision.resetSeconds) },
+    });
+  }
+}

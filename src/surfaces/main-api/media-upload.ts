@@ -1,0 +1,110 @@
+import multipart from '@fastify/multipart';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { IDEMPOTENCY_HEADER } from '../../domain/idempotency/idempotency.ts';
+import { IMAGE_MAX_BYTES, VIDEO_MAX_BYTES } from '../../domain/media/media-info.ts';
+import { uploadMedia } from '../../domain/media/media.service.ts';
+import type { MediaAsset } from '../../domain/media/media.ts';
+import { ApiError, invalidRequest } from '../../platform/errors.ts';
+import { MediaSchema } from './content.operations.ts';
+import type { MainContext } from './context.ts';
+
+// POST /media: multipart/form-data with one part named `file` (and, for a hub admin acting
+// hub-wide, a `workspaceId` field before it or in the query string). The bytes stream straight
+// into the media service, which sniffs, limits, inspects and stores them; nothing is buffered
+// whole in memory and nothing is stored unless the upload is accepted.
+
+export interface MediaUploadDeps {
+  /** Authenticates the request (and applies rate limits) and returns its context; throws ApiError. */
+  resolveContext(request: FastifyRequest, reply: FastifyReply): Promise<MainContext>;
+}
+
+// Room for the multipart envelope (boundaries, part headers, small fields) around the file.
+const ENVELOPE_BYTES = 64 * 1024;
+const FILE_FIELD = 'file';
+
+const MB = 1024 * 1024;
+
+/** The OpenAPI operation of POST /media (multipart, so not generated from a JSON declaration). */
+export const mediaUploadOpenApi = {
+  operationId: 'upload_media',
+  summary: 'Upload a media asset',
+  description: [
+    `Adds an image (JPEG, PNG, WebP, GIF; up to ${IMAGE_MAX_BYTES / MB} MB) or a video (MP4, MOV; up to ${VIDEO_MAX_BYTES / MB} MB) to the media library, for use in posts.`,
+    'Send multipart/form-data with the file in a part named `file`; a hub admin acting hub-wide also sends `workspaceId` (a form field before the file, or a query parameter).',
+    'The type is detected from the bytes (the declared type and the file name are not trusted; the name’s extension is corrected), and the dimensions and a video’s duration are read from the file.',
+    'Unsupported content is refused with 415 unsupported_media_type, oversize files with 413 payload_too_large as soon as they pass the limit; nothing is stored unless the upload is accepted.',
+    'Send an Idempotency-Key header to retry safely: the same key with the same file within 24 hours returns the first asset (Idempotent-Replayed: true); with another file, 422 idempotency_key_reused.',
+  ].join(' '),
+  parameters: [
+    { name: 'workspaceId', in: 'query', required: false, description: 'The workspace to add the asset to (hub-wide callers); otherwise the active workspace.', schema: { type: 'string', maxLength: 64 } },
+    { name: 'Idempotency-Key', in: 'header', required: false, description: '1 to 255 visible ASCII characters, e.g. a UUID.', schema: { type: 'string', maxLength: 255 } },
+  ],
+  requestBody: {
+    required: true,
+    content: {
+      'multipart/form-data': {
+        schema: {
+          type: 'object',
+          required: ['file'],
+          properties: {
+            workspaceId: { type: 'string', maxLength: 64, description: 'As the query parameter; put it before the file part.' },
+            file: { type: 'string', format: 'binary', description: 'The image or video.' },
+          },
+        },
+      },
+    },
+  },
+  responses: { '201': { description: 'The new asset.', content: { 'application/json': { schema: JSON.parse(JSON.stringify(MediaSchema)) } } } },
+};
+
+function unsupportedRequest(): ApiError {
+  const message = 'must be multipart/form-data with the media in a part named "file"';
+  return new ApiError(415, 'unsupported_media_type', `body: ${message}`, { issues: [{ field: 'body', message }] });
+}
+
+export async function registerMediaUpload(app: FastifyInstance, deps: MediaUploadDeps): Promise<void> {
+  await app.register(async (scope) => {
+    await scope.register(multipart, {
+      // The service enforces the real per-kind limits while streaming; these only bound the parser.
+      limits: { fileSize: VIDEO_MAX_BYTES + 1, files: 1, fields: 5, fieldSize: 1_000, parts: 6, headerPairs: 50 },
+    });
+
+    scope.post('/media', async (request, reply) => {
+      const ctx: MainContext = {
+        ...(await deps.resolveContext(request, reply)),
+        idempotencyKey: request.headers[IDEMPOTENCY_HEADER.toLowerCase()] as string | undefined,
+        setResponseHeader: (name, value) => void reply.header(name, value),
+      };
+      // Refuse a declared oversize body before reading any of it.
+      const length = Number(request.headers['content-length']);
+      if (Number.isFinite(length) && length > VIDEO_MAX_BYTES + ENVELOPE_BYTES) {
+        const message = `is larger than ${VIDEO_MAX_BYTES / MB} MB, the limit for videos`;
+        throw new ApiError(413, 'payload_too_large', `file: ${message}`, { issues: [{ field: 'file', message }] });
+      }
+      if (!request.isMultipart()) throw unsupportedRequest();
+
+      const query = request.query as Record<string, unknown>;
+      let workspaceId = typeof query.workspaceId === 'string' ? query.workspaceId : undefined;
+      let asset: MediaAsset | undefined;
+      try {
+        for await (const part of request.parts()) {
+          if (part.type === 'field') {
+            if (part.fieldname === 'workspaceId' && typeof part.value === 'string') workspaceId = part.value;
+            continue;
+          }
+          if (part.fieldname !== FILE_FIELD || asset) {
+            part.file.resume(); // drain it: only the one `file` part is read
+            continue;
+          }
+          asset = await uploadMedia(ctx, part.file, { filename: part.filename, declaredType: part.mimetype, workspaceId });
+        }
+      } catch (error) {
+        // A body the multipart parser cannot read (truncated, malformed) is the client's error.
+        if (error instanceof ApiError || (error as { statusCode?: number }).statusCode) throw error;
+        throw invalidRequest([{ field: 'body', message: `is not valid multipart/form-data (${(error as Error).message})` }]);
+      }
+      if (!asset) throw invalidRequest([{ field: FILE_FIELD, message: 'is required: send the media as a multipart part named "file"' }]);
+      return reply.code(201).send(asset);
+    });
+  });
+}

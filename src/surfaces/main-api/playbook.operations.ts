@@ -1,0 +1,62 @@
+import { Type } from 'typebox';
+import { QUESTION_TYPES } from '../../domain/import/import.ts';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../domain/keyset.ts';
+import { SOLUTIONS } from '../../domain/opt-ins/opt-in.ts';
+import { findPlaybooks } from '../../domain/playbooks/playbook.repository.ts';
+import { decodeCursor, isValidCursor, pageOf } from '../../platform/cursor.ts';
+import { defineFormat, defineOperation } from '../operation.ts';
+import type { MainContext } from './context.ts';
+
+// The hub's playbooks (Paid): the catalogue workspaces opt into. Hub-level records, so every
+// token of the hub sees them, workspace-bound or not; the opt-ins themselves are per workspace.
+
+const PLAYBOOK_CURSOR = 'playbooks';
+defineFormat(`${PLAYBOOK_CURSOR}-cursor`, (text) => isValidCursor(text, PLAYBOOK_CURSOR, 1), 'is not a cursor issued by this API for this list; pass nextCursor from the previous page unchanged');
+
+export const PlaybookSchema = Type.Object({
+  _id: Type.String({ description: 'Playbook id (the playbook.id of opt-in rows); group and filter by it, never by name.' }),
+  name: Type.String({ description: 'Display name exactly as stored: not unique, may carry trailing spaces.' }),
+  solutions: Type.Array(Type.Enum([...SOLUTIONS]), { description: 'Ad solutions the playbook runs on; usually one, several for a multi-platform playbook.' }),
+  variants: Type.Object({}, {
+    additionalProperties: Type.Array(Type.String()),
+    description: 'Variant dimensions and their options, e.g. {"audience": ["Families", "Seniors"]}; an opt-in picks one option per dimension. `{}` when the playbook has none.',
+  }),
+  questions: Type.Array(
+    Type.Object({
+      question: Type.String(),
+      type: Type.Enum([...QUESTION_TYPES]),
+      required: Type.Boolean(),
+      options: Type.Optional(Type.Array(Type.String(), { description: 'The choices of a single_select or multi_select question.' })),
+    }),
+    { description: 'Questions a workspace answers when it opts in (the responses of opt-in rows).' },
+  ),
+  createdAt: Type.String({ format: 'date-time' }),
+});
+
+export const playbookOperations = [
+  defineOperation({
+    name: 'list_playbooks',
+    method: 'GET',
+    path: '/playbooks',
+    title: 'List playbooks',
+    description: [
+      "The playbooks of the caller's hub — the paid campaigns (Meta, Google Ads, ChatGPT ads, organic social) that workspaces opt into — with their solutions, variant options and opt-in questions, by _id.",
+      'Every token of the hub sees them, including one bound to a workspace. Page with `cursor` until `nextCursor` is null.',
+    ].join(' '),
+    input: Type.Object({
+      solution: Type.Optional(Type.Enum([...SOLUTIONS], { description: 'Only playbooks that run on this solution.' })),
+      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE, description: `Playbooks per page, 1 to ${MAX_PAGE_SIZE}.` })),
+      cursor: Type.Optional(Type.String({ format: `${PLAYBOOK_CURSOR}-cursor`, maxLength: 1000, description: 'The nextCursor of the previous page, unchanged. Keep the other parameters the same while paging.' })),
+    }),
+    output: Type.Object({
+      data: Type.Array(PlaybookSchema),
+      nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` to get the next page; null on the last page.' }),
+    }),
+    handler: async (ctx: MainContext, input) => {
+      const limit = input.limit ?? DEFAULT_PAGE_SIZE;
+      const afterId = input.cursor === undefined ? undefined : decodeCursor(input.cursor, PLAYBOOK_CURSOR, 1)[0];
+      const rows = await findPlaybooks(ctx.db, ctx.principal.hub.id, { afterId, limit, solution: input.solution });
+      return pageOf(rows, limit, PLAYBOOK_CURSOR, (p) => [p._id]);
+    },
+  }),
+];

@@ -1,0 +1,90 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { Config } from '../../config.ts';
+import type { Db } from '../../db/database.ts';
+import { IDEMPOTENCY_HEADER } from '../../domain/idempotency/idempotency.ts';
+import type { MediaStore } from '../../domain/media/media-store.ts';
+import type { Clock } from '../../platform/clock.ts';
+import { buildOpenApi } from '../openapi.ts';
+import type { Operation } from '../operation.ts';
+import { oauthRoutes, SCOPE } from '../oauth/provider.ts';
+import { mountRest } from '../rest.ts';
+import type { BearerAuth } from './auth.ts';
+import type { MainContext } from './context.ts';
+import { mediaUploadOpenApi, registerMediaUpload } from './media-upload.ts';
+
+export interface MainApiDeps {
+  config: Config;
+  db: Db;
+  clock: Clock;
+  media: MediaStore;
+  auth: BearerAuth;
+  operations: Operation<MainContext>[];
+  version: string;
+}
+
+const ErrorSchema = Type.Object({
+  error: Type.String({ description: 'invalid_request, invalid_token, insufficient_scope, not_found, rate_limited, idempotency_key_reused, hub_access_suspended, service_unavailable, internal_error.' }),
+  message: Type.String(),
+  issues: Type.Optional(Type.Array(Type.Object({ field: Type.String(), message: Type.String() }))),
+  requestId: Type.Optional(Type.String()),
+});
+
+export function mainOpenApi(config: Config, version: string, operations: Operation<MainContext>[]): Record<string, unknown> {
+  const routes = oauthRoutes(config);
+  const document = buildOpenApi(operations as Operation<never>[], {
+    title: 'hubops API',
+    version,
+    description: [
+      "The main hubops API: the caller's hub and workspaces, posts, media, and organic, paid and review analytics.",
+      `Every request needs \`Authorization: Bearer <ACCESS_TOKEN>\` from the OAuth 2.1 authorization code flow with PKCE (S256) — discovery at ${config.siteUrl}/.well-known/oauth-authorization-server, scope \`${SCOPE}\`. Access tokens live 1 hour; refresh tokens rotate on every use.`,
+      'Records are identified by `_id`. Lists page with `limit` (1–500, default 100) and an opaque `cursor`, returning `{data, nextCursor}`.',
+      'Limits: 60 requests per minute per user and client on the Standard plan, 300 on Partner; a 429 carries Retry-After. Errors have the body {"error", "message"} (400 adds "issues").',
+      `The same operations are MCP tools at ${config.baseUrl}/mcp.`,
+    ].join('\n\n'),
+    serverUrl: config.baseUrl,
+    securityScheme: {
+      type: 'oauth2',
+      flows: {
+        authorizationCode: {
+          authorizationUrl: `${config.baseUrl.replace(/\/[^/]*$/, '')}${routes.authorization}`,
+          tokenUrl: `${new URL(config.baseUrl).origin}${routes.token}`,
+          refreshUrl: `${new URL(config.baseUrl).origin}${routes.token}`,
+          scopes: { [SCOPE]: 'Full access to the hub on the user’s behalf.' },
+        },
+      },
+    },
+    errors: {
+      '400': { description: 'invalid_request: a parameter or body field is invalid; `issues` names each.' },
+      '401': { description: 'invalid_token: missing, expired, revoked or for another resource (see WWW-Authenticate).' },
+      '403': { description: 'insufficient_scope, or hub_access_suspended.' },
+      '404': { description: 'not_found: does not exist or is outside what the token may see.' },
+      '429': { description: 'rate_limited: retry after Retry-After seconds.', headers: { 'Retry-After': { schema: { type: 'integer' } } } },
+    },
+    errorSchema: ErrorSchema,
+  });
+  // POST /media is multipart, so it is declared by hand next to its route.
+  const paths = document.paths as Record<string, Record<string, unknown>>;
+  (paths['/media'] ??= {}).post = mediaUploadOpenApi;
+  return document;
+}
+
+export async function mainApiPlugin(app: FastifyInstance, deps: MainApiDeps): Promise<void> {
+  const openApi = JSON.stringify(mainOpenApi(deps.config, deps.version, deps.operations));
+  app.get('/openapi.json', async (_request, reply) => reply.type('application/json').send(openApi));
+
+  app.addHook('onSend', async (request, reply) => {
+    if (request.headers.authorization) reply.header('cache-control', 'no-store');
+  });
+
+  const contextFor = async (request: FastifyRequest, reply: FastifyReply): Promise<MainContext> => ({
+    db: deps.db,
+    clock: deps.clock,
+    media: deps.media,
+    principal: await deps.auth.authenticate(request, reply, { audience: deps.config.baseUrl }),
+    idempotencyKey: request.headers[IDEMPOTENCY_HEADER.toLowerCase()] as string | undefined,
+    setResponseHeader: (name, value) => void reply.header(name, value),
+  });
+  mountRest(app, deps.operations, contextFor);
+  await registerMediaUpload(app, { resolveContext: contextFor });
+}

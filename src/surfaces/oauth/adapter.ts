@@ -1,0 +1,114 @@
+import { createHash } from 'node:crypto';
+import { sql } from 'kysely';
+import type { Adapter, AdapterPayload } from 'oidc-provider';
+import type { Db } from '../../db/database.ts';
+import { hashClientSecret, isHashedClientSecret } from '../../domain/oauth/secrets.ts';
+import { REVOCATION_CHANNEL, type RevocationFeed } from './revocations.ts';
+
+// oidc-provider storage in PostgreSQL. For tokens, codes, sessions and interactions the id is the
+// bearer secret, so rows are keyed by its SHA-256 and the payload is stored without it (`jti` is
+// put back from the id presented on lookup). Clients live in their own table with the secret hashed.
+
+const sha256 = (value: string): Buffer => createHash('sha256').update(value).digest();
+
+export class PostgresAdapter implements Adapter {
+  readonly #model: string;
+  readonly #db: Db;
+  readonly #revocations: RevocationFeed | undefined;
+
+  constructor(model: string, db: Db, revocations?: RevocationFeed) {
+    this.#model = model;
+    this.#db = db;
+    this.#revocations = revocations;
+  }
+
+  /** Deletes what `where` selects and tells every instance's token caches (NOTIFY in the same transaction). */
+  async #revoke(where: ReturnType<typeof sql>): Promise<void> {
+    await sql`WITH gone AS (DELETE FROM oauth_artifacts WHERE ${where} RETURNING 1)
+              SELECT pg_notify(${REVOCATION_CHANNEL}, '') FROM (SELECT count(*) FROM gone) AS n`.execute(this.#db.kysely);
+    this.#revocations?.revoked();
+  }
+
+  async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+    if (this.#model === 'Client') {
+      const metadata: Record<string, unknown> = { ...payload };
+      if (typeof metadata.client_secret === 'string' && !isHashedClientSecret(metadata.client_secret)) {
+        metadata.client_secret = hashClientSecret(metadata.client_secret);
+      }
+      await sql`INSERT INTO oauth_clients (client_id, metadata) VALUES (${id}, ${JSON.stringify(metadata)})
+                ON CONFLICT (client_id) DO UPDATE SET metadata = EXCLUDED.metadata`.execute(this.#db.kysely);
+      return;
+    }
+    const { jti: _secretId, ...stored } = payload;
+    const expiresAt = expiresIn ? new Date(Date.now() + expiresIn * 1000) : null;
+    await sql`
+      INSERT INTO oauth_artifacts (model, id_hash, payload, grant_id, uid_hash, expires_at)
+      VALUES (${this.#model}, ${sha256(id)}, ${JSON.stringify(stored)}, ${payload.grantId ?? null},
+              ${payload.uid ? sha256(payload.uid) : null}, ${expiresAt})
+      ON CONFLICT (model, id_hash) DO UPDATE
+        SET payload = EXCLUDED.payload, grant_id = EXCLUDED.grant_id,
+            uid_hash = EXCLUDED.uid_hash, expires_at = EXCLUDED.expires_at`.execute(this.#db.kysely);
+  }
+
+  async find(id: string): Promise<AdapterPayload | undefined> {
+    if (this.#model === 'Client') {
+      const row = await this.#db.kysely.selectFrom('oauth_clients').select('metadata').where('client_id', '=', id).executeTakeFirst();
+      return row?.metadata as AdapterPayload | undefined;
+    }
+    const payload = await this.#live('id_hash', sha256(id));
+    return payload && { ...payload, jti: id };
+  }
+
+  async findByUid(uid: string): Promise<AdapterPayload | undefined> {
+    // Sessions are found by uid but loaded by their id, which the payload does not keep: the
+    // provider only needs the payload (it re-saves under the cookie's id).
+    return this.#live('uid_hash', sha256(uid));
+  }
+
+  /** The unexpired artifact of this model with that hash, its consumption time put back. */
+  async #live(column: 'id_hash' | 'uid_hash', hash: Buffer): Promise<AdapterPayload | undefined> {
+    const row = await this.#db.kysely
+      .selectFrom('oauth_artifacts')
+      .select(['payload', 'consumed_at'])
+      .where('model', '=', this.#model)
+      .where(column, '=', hash)
+      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', new Date())]))
+      .executeTakeFirst();
+    if (!row) return undefined;
+    return { ...(row.payload as AdapterPayload), ...(row.consumed_at ? { consumed: Math.floor(row.consumed_at.getTime() / 1000) } : {}) };
+  }
+
+  async findByUserCode(): Promise<AdapterPayload | undefined> {
+    return undefined; // the device flow is not enabled
+  }
+
+  async consume(id: string): Promise<void> {
+    await this.#db.kysely
+      .updateTable('oauth_artifacts')
+      .set({ consumed_at: sql`coalesce(consumed_at, now())` })
+      .where('model', '=', this.#model)
+      .where('id_hash', '=', sha256(id))
+      .execute();
+  }
+
+  async destroy(id: string): Promise<void> {
+    if (this.#model === 'Client') {
+      await this.#db.kysely.deleteFrom('oauth_clients').where('client_id', '=', id).execute();
+      return;
+    }
+    await this.#revoke(sql`model = ${this.#model} AND id_hash = ${sha256(id)}`);
+  }
+
+  async revokeByGrantId(grantId: string): Promise<void> {
+    await this.#revoke(sql`grant_id = ${grantId}`);
+  }
+}
+
+/** Deletes artifacts that expired more than an hour ago (the hour keeps replay detection useful). */
+export async function deleteExpiredArtifacts(db: Db): Promise<number> {
+  const result = await db.kysely
+    .deleteFrom('oauth_artifacts')
+    .where('expires_at', '<', sql<Date>`now() - interval '1 hour'`)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

@@ -1,0 +1,143 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import formbody from '@fastify/formbody';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type Provider from 'oidc-provider';
+import type { Config } from '../../config.ts';
+import type { Db } from '../../db/database.ts';
+import { consentOptions, saveGrantContext } from '../../domain/oauth/identity.repository.ts';
+import { signIn } from '../../domain/oauth/sign-in.ts';
+import type { Clock } from '../../platform/clock.ts';
+import type { RateLimiter } from '../../platform/rate-limit.ts';
+import { consentPage, pageHeaders, refusalPage, signInPage } from './pages.ts';
+import { oauthRoutes } from './provider.ts';
+
+export interface OAuthDeps {
+  config: Config;
+  db: Db;
+  provider: Provider;
+  limiter: RateLimiter;
+  clock: Clock;
+  /** Signs per-interaction CSRF tokens (the server's shared cookie key). */
+  csrfKey: string;
+}
+
+
+type Form = Record<string, string | undefined>;
+
+export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promise<void> {
+  const routes = oauthRoutes(deps.config);
+  const providerHandler = deps.provider.callback();
+
+  // oidc-provider's own endpoints (and RFC 8414 discovery) are handed to it untouched: no body
+  // parsing on our side, so it reads the raw request exactly as it expects.
+  await app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', (_request, _payload, done) => done(null));
+    const delegate = async (request: FastifyRequest, reply: FastifyReply) => {
+      reply.hijack();
+      providerHandler(request.raw, reply.raw);
+    };
+    // `${authorization}/:uid` is where an interaction resumes after sign-in and consent.
+    const providerPaths = [routes.authorization, `${routes.authorization}/:uid`, routes.token, routes.registration, routes.revocation, routes.jwks, `${routes.registration}/:clientId`];
+    for (const url of providerPaths) scope.route({ method: ['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS'], url, handler: delegate });
+    const discoveryPath = `${new URL(deps.config.siteUrl).pathname.replace(/\/$/, '')}/.well-known/oauth-authorization-server`;
+    scope.route({ method: ['GET', 'OPTIONS'], url: discoveryPath, handler: delegate });
+  });
+
+  // Sign-in and consent.
+  await app.register(async (scope) => {
+    await scope.register(formbody);
+    const csrfFor = (uid: string) => createHmac('sha256', deps.csrfKey).update(`csrf:${uid}`).digest('base64url');
+    const csrfValid = (uid: string, presented: unknown) => {
+      const expected = Buffer.from(csrfFor(uid));
+      const actual = Buffer.from(typeof presented === 'string' ? presented : '');
+      return expected.length === actual.length && timingSafeEqual(expected, actual);
+    };
+    const send = (reply: FastifyReply, status: number, render: (nonce: string) => string) => {
+      const nonce = randomBytes(16).toString('base64url');
+      return reply.code(status).headers(pageHeaders(nonce)).send(render(nonce));
+    };
+    const finish = async (request: FastifyRequest, reply: FastifyReply, result: Parameters<Provider['interactionResult']>[2], merge: boolean) => {
+      const redirectTo = await deps.provider.interactionResult(request.raw, reply.raw, result, { mergeWithLastSubmission: merge });
+      return reply.code(303).header('cache-control', 'no-store').redirect(redirectTo, 303);
+    };
+    const clientName = async (clientId: string) => {
+      const client = await deps.provider.Client.find(clientId);
+      return (client?.clientName as string | undefined) || clientId;
+    };
+
+    scope.get<{ Params: { uid: string } }>(`${routes.interaction}/:uid`, async (request, reply) => {
+      const details = await deps.provider.interactionDetails(request.raw, reply.raw);
+      const uid = details.uid;
+      const name = await clientName(String(details.params.client_id));
+      if (details.prompt.name === 'login') {
+        return send(reply, 200, (nonce) => signInPage({ action: `${routes.interaction}/${uid}/login`, csrf: csrfFor(uid), clientName: name }, nonce));
+      }
+      return renderConsent(request, reply, uid, String(details.session?.accountId), String(details.params.client_id), name);
+    });
+
+    const renderConsent = async (_request: FastifyRequest, reply: FastifyReply, uid: string, userId: string, clientId: string, name: string) => {
+      const options = await consentOptions(deps.db, userId);
+      const action = `${routes.interaction}/${uid}/consent`;
+      if (!options || !options.apiAccess || options.hubs.length === 0) {
+        return send(reply, 403, (nonce) => refusalPage({ action, csrf: csrfFor(uid), clientName: name, userEmail: options?.user.email ?? '' }, nonce));
+      }
+      return send(reply, 200, (nonce) => consentPage({
+        action,
+        csrf: csrfFor(uid),
+        clientName: name,
+        clientId,
+        userEmail: options.user.email,
+        choices: options.hubs.map((h) => ({ hubId: h.hubId, hubName: h.hubName, workspaces: h.workspaces, pinned: h.pinned, hubWide: h.role === 'hub_admin' })),
+      }, nonce));
+    };
+
+    scope.post<{ Params: { uid: string }; Body: Form }>(`${routes.interaction}/:uid/login`, async (request, reply) => {
+      const details = await deps.provider.interactionDetails(request.raw, reply.raw);
+      const body = (request.body ?? {}) as Form;
+      if (details.prompt.name !== 'login' || !csrfValid(details.uid, body.csrf)) {
+        return send(reply, 400, (nonce) => signInPage({ action: request.url, csrf: csrfFor(details.uid), clientName: String(details.params.client_id), error: 'Your sign-in form expired. Please try again.' }, nonce));
+      }
+      const name = await clientName(String(details.params.client_id));
+      const email = String(body.email ?? '').trim().toLowerCase().slice(0, 320);
+      const password = String(body.password ?? '').slice(0, 1024);
+      const again = (status: number, error: string) =>
+        send(reply, status, (nonce) => signInPage({ action: request.url, csrf: csrfFor(details.uid), clientName: name, email, error }, nonce));
+      const outcome = await signIn({ db: deps.db, limiter: deps.limiter, nowMs: deps.clock.now().getTime() }, { email, password, address: request.ip });
+      if (!outcome.ok && outcome.reason === 'throttled') return again(429, 'Too many failed sign-in attempts. Wait 15 minutes and try again.');
+      if (!outcome.ok) return again(401, 'That email and password do not match an account.');
+      return finish(request, reply, { login: { accountId: outcome.user.id } }, false);
+    });
+
+    scope.post<{ Params: { uid: string }; Body: Form }>(`${routes.interaction}/:uid/consent`, async (request, reply) => {
+      const details = await deps.provider.interactionDetails(request.raw, reply.raw);
+      const body = (request.body ?? {}) as Form;
+      if (details.prompt.name !== 'consent' || !csrfValid(details.uid, body.csrf)) {
+        return send(reply, 400, (nonce) => signInPage({ action: `${routes.interaction}/${details.uid}`, csrf: '', clientName: String(details.params.client_id), error: 'This consent form expired. Start again from the app.' }, nonce));
+      }
+      const userId = String(details.session?.accountId);
+      const clientId = String(details.params.client_id);
+      if (body.decision !== 'allow') {
+        return finish(request, reply, { error: 'access_denied', error_description: 'The user denied access.' }, false);
+      }
+      const options = await consentOptions(deps.db, userId);
+      if (!options?.apiAccess) {
+        return finish(request, reply, { error: 'access_denied', error_description: 'API access is not enabled for this account.' }, false);
+      }
+      const hub = options.hubs.find((h) => h.hubId === body.hub) ?? (options.hubs.length === 1 ? options.hubs[0] : undefined);
+      const workspaceId = hub?.pinned?.id ?? (body.workspace ? body.workspace : null);
+      if (!hub || (workspaceId && !hub.pinned && !hub.workspaces.some((w) => w.id === workspaceId))) {
+        return renderConsent(request, reply, details.uid, userId, clientId, await clientName(clientId));
+      }
+      const grant = details.grantId ? await deps.provider.Grant.find(details.grantId) : new deps.provider.Grant({ accountId: userId, clientId });
+      if (!grant) return finish(request, reply, { error: 'access_denied', error_description: 'The grant expired.' }, false);
+      // Grant what the provider says is missing: the scope for each resource it validated.
+      const missing = details.prompt.details as { missingOIDCScope?: string[]; missingResourceScopes?: Record<string, string[]> };
+      if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
+      for (const [resource, scopes] of Object.entries(missing.missingResourceScopes ?? {})) grant.addResourceScope(resource, scopes.join(' '));
+      const grantId = await grant.save();
+      await saveGrantContext(deps.db, { grantId, userId, hubId: hub.hubId, workspaceId });
+      return finish(request, reply, { consent: { grantId } }, true);
+    });
+  });
+}
