@@ -1,0 +1,167 @@
+import { readFile } from 'node:fs/promises';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Config } from '../../config.ts';
+import type { Db } from '../../db/database.ts';
+import { DocIndex, openApiEntries, readmeEntries, type OpenApiDocument } from '../../domain/docs/docs.ts';
+import type { MediaStore } from '../../domain/media/media-store.ts';
+import type { SpendReportCache } from '../../domain/spend/spend.service.ts';
+import type { Clock } from '../../platform/clock.ts';
+import { ApiError } from '../../platform/errors.ts';
+import { hubOpenApi, HUB_API_PREFIX } from '../hub-api/plugin.ts';
+import type { BearerAuth } from '../main-api/auth.ts';
+import type { Principal } from '../main-api/context.ts';
+import { mainOperations } from '../main-api/operations.ts';
+import { mainOpenApi } from '../main-api/plugin.ts';
+import { serveMcp, type McpEndpoint } from '../mcp.ts';
+import { SCOPE } from '../oauth/provider.ts';
+import { ADD_MEDIA_BODY_LIMIT } from './add-media.ts';
+import { mainMcpTools, type McpMainContext } from './tools.ts';
+
+// The main MCP server at {base_url}/mcp: stateless Streamable HTTP (a new server and transport
+// per POST), protected by the same OAuth 2.1 server as the REST API and following the MCP
+// authorization specification (2025-11-25):
+// - RFC 9728 protected-resource metadata at /.well-known/oauth-protected-resource + the resource
+//   path (path-aware form), and the same document at the root form, which clients fall back to;
+// - a 401 carries `WWW-Authenticate: Bearer resource_metadata="…", scope="service:full"` (and
+//   error="invalid_token" when a token was presented), which starts a client's discovery;
+// - access tokens must have been issued for this resource (RFC 8707 audience `{base_url}/mcp`):
+//   a token for the REST API is refused here, as an MCP token is refused by the REST API;
+// - tokens only from the Authorization header; every POST counts against the plan's limit like a
+//   REST request, and each further tool call in a JSON-RPC batch counts once more;
+// - a request with a foreign Origin header (a web page) is refused with 403 (DNS rebinding).
+
+export interface McpMainDeps {
+  config: Config;
+  db: Db;
+  clock: Clock;
+  media: MediaStore;
+  auth: BearerAuth;
+  spendCache: SpendReportCache;
+  version: string;
+}
+
+const WELL_KNOWN = '/.well-known/oauth-protected-resource';
+const README = new URL('../../../README.md', import.meta.url);
+
+/** The MCP server as an OAuth protected resource: its identifier and where its metadata lives. */
+export function mcpResource(config: Config): { resource: string; path: string; metadataPath: string; metadataUrl: string } {
+  const resource = `${config.baseUrl}/mcp`;
+  const url = new URL(resource);
+  // RFC 9728 §3.1: the well-known segment goes between the host and the resource's path.
+  const metadataPath = `${WELL_KNOWN}${url.pathname}`;
+  return { resource, path: url.pathname, metadataPath, metadataUrl: `${url.origin}${metadataPath}` };
+}
+
+/** The RFC 9728 protected-resource metadata document of the MCP server. */
+export function protectedResourceMetadata(config: Config): Record<string, unknown> {
+  return {
+    resource: mcpResource(config).resource,
+    authorization_servers: [config.siteUrl],
+    scopes_supported: [SCOPE],
+    bearer_methods_supported: ['header'],
+    resource_name: 'hubops MCP server',
+    resource_documentation: `${config.baseUrl}/openapi.json`,
+  };
+}
+
+async function buildDocIndex(config: Config, version: string): Promise<DocIndex> {
+  const readme = await readFile(README, 'utf8').catch(() => '');
+  return new DocIndex([
+    ...readmeEntries(readme),
+    ...openApiEntries(mainOpenApi(config, version, mainOperations) as unknown as OpenApiDocument, 'openapi-main'),
+    ...openApiEntries(hubOpenApi(config, version) as unknown as OpenApiDocument, 'openapi-hub'),
+  ]);
+}
+
+function instructions(config: Config): string {
+  return [
+    'hubops: marketing operations for franchise networks. An account owns hubs (brands); a hub has workspaces (locations).',
+    'Call whoami first: it says which hub you act in and whether the token is bound to one workspace (workspace: null means a hub admin acting across the whole hub, who must pass workspaceId when creating posts or media).',
+    'Records are identified by _id; lists return {data, nextCursor} — pass nextCursor back as cursor until it is null. Money is in integer cents. Dates are UTC days (YYYY-MM-DD).',
+    'Organic: list_channels gives the channel ids a post targets; create_post drafts or schedules a post; organic_analytics and google_review_summaries report per workspace.',
+    'Paid: paid_analytics reports per workspace and campaign; list_playbooks lists the hub’s playbooks; list_playbook_opt_ins, get_opt_in_summary and get_spend_by_workspace are hub-wide and need a hub admin’s whole-hub token. Check asOf and freshness before quoting spend.',
+    'Media: list_media and get_media read the library; add_media adds an image or video from a public URL or base64 content, to use in a post’s mediaIds.',
+    `Docs: search_docs and read_doc search this service's README and its OpenAPI documents (${config.baseUrl}/openapi.json, ${config.baseUrl}${HUB_API_PREFIX}/openapi.json).`,
+  ].join('\n');
+}
+
+export async function mcpMainPlugin(app: FastifyInstance, deps: McpMainDeps): Promise<void> {
+  const resource = mcpResource(deps.config);
+  const metadata = JSON.stringify(protectedResourceMetadata(deps.config));
+  let docs: Promise<DocIndex> | undefined;
+  const docIndex = () => (docs ??= buildDocIndex(deps.config, deps.version).catch((error: unknown) => {
+    docs = undefined;
+    throw error;
+  }));
+  const endpoint: Omit<McpEndpoint<McpMainContext>, 'beforeTool'> = {
+    name: 'hubops',
+    version: deps.version,
+    instructions: instructions(deps.config),
+    operations: mainMcpTools,
+  };
+
+  // RFC 9728 metadata: the path-aware URL of the resource, and the root form. The root form
+  // describes the MCP server too — the REST API's clients are configured with the authorization
+  // server directly and never look for it, while MCP clients that cannot derive the path-aware
+  // URL fall back to the root.
+  for (const url of new Set([resource.metadataPath, WELL_KNOWN])) {
+    app.get(url, async (_request, reply) =>
+      reply.type('application/json').headers({ 'cache-control': 'public, max-age=3600', 'access-control-allow-origin': '*' }).send(metadata));
+  }
+
+  // Streamable HTTP: "servers MUST validate the Origin header" (DNS rebinding). Server-side
+  // clients send none; a browser page of another origin is refused (no CORS is offered either).
+  const ownOrigin = new URL(resource.resource).origin;
+  const refuseForeignOrigin = async (request: FastifyRequest) => {
+    const origin = request.headers.origin;
+    if (origin !== undefined && origin !== ownOrigin) {
+      throw new ApiError(403, 'origin_not_allowed', `Requests from the web origin ${origin.slice(0, 200)} are not accepted; MCP clients call this server from their own process.`);
+    }
+  };
+
+  const principals = new WeakMap<FastifyRequest, Principal>();
+  app.route({
+    method: 'POST',
+    url: resource.path,
+    // Room for add_media's base64 content; the caller is authenticated before the body is read.
+    bodyLimit: ADD_MEDIA_BODY_LIMIT,
+    onRequest: async (request, reply) => {
+      await refuseForeignOrigin(request);
+      const principal = await deps.auth.authenticate(request, reply, {
+        audience: resource.resource,
+        challenge: { resource_metadata: resource.metadataUrl, scope: SCOPE },
+      });
+      principals.set(request, principal);
+    },
+    handler: async (request, reply) => {
+      const principal = principals.get(request)!;
+      const ctx: McpMainContext = { db: deps.db, clock: deps.clock, media: deps.media, principal, spendCache: deps.spendCache, docs: docIndex };
+      let toolCalls = 0;
+      reply.header('cache-control', 'no-store');
+      await serveMcp(
+        {
+          ...endpoint,
+          beforeTool: async (op) => {
+            // The POST was counted when it was authenticated; more tool calls in it (a batch) count too.
+            if (++toolCalls > 1) await deps.auth.charge(principal);
+            if (op.extraLimit) await deps.auth.charge(principal, op.extraLimit);
+          },
+        },
+        ctx,
+        request,
+        reply,
+      );
+    },
+  });
+
+  // Stateless: no server-sent event stream to open and no session to delete.
+  app.route({
+    method: ['GET', 'DELETE'],
+    url: resource.path,
+    handler: async (request, reply) => {
+      await refuseForeignOrigin(request);
+      reply.header('allow', 'POST');
+      throw new ApiError(405, 'method_not_allowed', 'This MCP server is stateless: send JSON-RPC requests with POST.');
+    },
+  });
+}

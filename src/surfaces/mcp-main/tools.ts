@@ -1,0 +1,135 @@
+import { Type } from 'typebox';
+import type { DocIndex } from '../../domain/docs/docs.ts';
+import type { SpendReportCache } from '../../domain/spend/spend.service.ts';
+import { ApiError } from '../../platform/errors.ts';
+import { hubOperations, type HubContext } from '../hub-api/operations.ts';
+import type { MainContext } from '../main-api/context.ts';
+import { mainOperations } from '../main-api/operations.ts';
+import { defineOperation, type Operation } from '../operation.ts';
+import { addMediaOperation } from './add-media.ts';
+
+// The main MCP server's tools. Wherever a REST operation exists the tool IS that declaration
+// (same name, schemas, validation and handler), run with an MCP context that extends the main
+// API's. On top: the docs tools, the Hub API's three hub-wide operations mapped onto the token's
+// hub, and add_media (the JSON counterpart of the multipart POST /media).
+
+/** What every main MCP tool runs with: the main API's context plus what the extra tools need. */
+export interface McpMainContext extends MainContext {
+  spendCache: SpendReportCache;
+  /** The documentation corpus, built on first use. */
+  docs(): Promise<DocIndex>;
+}
+
+export const HUB_WIDE_ERROR = 'hub_wide_access_required';
+
+/**
+ * The Hub API's view of the caller's hub, for the hub-wide paid reports. Tenancy rule: those
+ * reports cover every workspace of the hub, so they need a hub admin acting across the whole hub
+ * (consent: "the whole hub"). A token bound to one workspace — and a member's, always — is
+ * refused with a tool error that says what to do instead.
+ */
+export function hubContextOf(ctx: McpMainContext, tool: string): HubContext {
+  const { principal } = ctx;
+  if (principal.role !== 'hub_admin' || principal.workspace !== null) {
+    const bound = principal.workspace ? `bound to the workspace ${principal.workspace.id}` : 'not a hub admin’s';
+    throw new ApiError(403, HUB_WIDE_ERROR,
+      `${tool} reports on every workspace of the hub, and this token is ${bound}. Hub-wide figures need a hub admin who chose "the whole hub" when connecting; for your own workspace use paid_analytics, list_playbooks and list_posts.`);
+  }
+  return { db: ctx.db, clock: ctx.clock, hubId: principal.hub.id, spendCache: ctx.spendCache };
+}
+
+function hubWide(op: Operation<HubContext>): Operation<McpMainContext> {
+  return {
+    ...op,
+    description: `${op.description.replaceAll('per key', 'per user and client')} Hub-wide: needs a hub admin's token granted for the whole hub; a token bound to one workspace gets a ${HUB_WIDE_ERROR} error.`,
+    handler: (ctx, input) => op.handler(hubContextOf(ctx, op.name), input),
+  };
+}
+
+/** The same operation with a description rewritten for MCP (REST-only advice removed). */
+const describedFor = (op: Operation<McpMainContext>, rewrite: (description: string) => string): Operation<McpMainContext> => ({ ...op, description: rewrite(op.description) });
+
+const DocSourceSchema = Type.Enum(['readme', 'openapi'], { description: 'readme: the guide (connecting, OAuth, limits, decisions); openapi: the REST operations of the main API and the Hub API.' });
+
+export const docsOperations = [
+  defineOperation({
+    name: 'search_docs',
+    method: 'GET',
+    path: '/docs/search', // MCP only: not mounted as a REST route
+    title: 'Search the hubops documentation',
+    description: [
+      "Searches hubops's own documentation: the README (connecting, OAuth, tenancy, limits, errors, what each record means) and both OpenAPI documents (the main API at /openapi.json and the Hub API at /v1/hub/openapi.json, one entry per operation with its parameters and response schema, plus an overview of each).",
+      'Give a few keywords (e.g. "schedule post instagram limit", "spend freshness", "refresh token"); results are ranked, each with an id to pass to read_doc. Without a query it lists every document.',
+    ].join(' '),
+    input: Type.Object({
+      query: Type.Optional(Type.String({ maxLength: 200, description: 'Keywords. Leave out to list every document (id and title).' })),
+      source: Type.Optional(DocSourceSchema),
+      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 50, default: 8, description: 'Results, 1 to 50 (ignored when listing).' })),
+    }),
+    output: Type.Object({
+      hits: Type.Array(Type.Object({
+        id: Type.String({ description: 'Pass to read_doc.' }),
+        title: Type.String(),
+        source: DocSourceSchema,
+        snippet: Type.String({ description: 'The text around the first match (empty when listing).' }),
+        score: Type.Number({ description: 'Relevance; higher is better (0 when listing).' }),
+      })),
+      totalDocuments: Type.Integer({ description: 'Documents in the corpus.' }),
+    }),
+    handler: async (ctx: McpMainContext, input) => {
+      const index = await ctx.docs();
+      const hits = input.query?.trim()
+        ? index.search(input.query, { limit: input.limit ?? 8, source: input.source })
+        : index.list(input.source).map((d) => ({ ...d, snippet: '', score: 0 }));
+      return { hits, totalDocuments: index.size };
+    },
+  }),
+  defineOperation({
+    name: 'read_doc',
+    method: 'GET',
+    path: '/docs/:id', // MCP only: not mounted as a REST route
+    title: 'Read a hubops document',
+    description: 'The full text of one document found with search_docs: a README section, an API overview, or one REST operation (method and URL, parameters, request body and response schema).',
+    input: Type.Object({ id: Type.String({ minLength: 1, maxLength: 200, description: 'A document id from search_docs, e.g. readme/quick-start or openapi-main/list_posts.' }) }),
+    output: Type.Object({ id: Type.String(), title: Type.String(), source: DocSourceSchema, text: Type.String() }),
+    handler: async (ctx: McpMainContext, input) => {
+      const entry = (await ctx.docs()).read(input.id);
+      if (!entry) throw new ApiError(404, 'not_found', `No document ${input.id}. Call search_docs (with no query to list them all) for valid ids.`);
+      return entry;
+    },
+  }),
+];
+
+/** Tool names by group, in the order tools/list gives them (the README lists the same). */
+export const TOOL_GROUPS = {
+  Account: ['whoami', 'list_workspaces', 'get_workspace', 'list_hubs'],
+  Docs: ['search_docs', 'read_doc'],
+  Organic: ['list_channels', 'list_posts', 'get_post', 'create_post', 'organic_analytics', 'google_review_summaries'],
+  Paid: ['paid_analytics', 'list_playbooks', 'list_playbook_opt_ins', 'get_opt_in_summary', 'get_spend_by_workspace'],
+  Media: ['list_media', 'get_media', 'add_media'],
+} as const;
+
+function assemble(): Operation<McpMainContext>[] {
+  const all = new Map<string, Operation<McpMainContext>>();
+  for (const op of mainOperations as unknown as Operation<McpMainContext>[]) all.set(op.name, op);
+  for (const op of docsOperations as unknown as Operation<McpMainContext>[]) all.set(op.name, op);
+  for (const op of hubOperations as unknown as Operation<HubContext>[]) all.set(op.name, hubWide(op));
+  all.set(addMediaOperation.name, addMediaOperation as unknown as Operation<McpMainContext>);
+  // REST-only advice does not apply to tools: there are no request headers to send, and media
+  // are added with add_media rather than a multipart upload.
+  const createPost = all.get('create_post')!;
+  all.set('create_post', describedFor(createPost, (d) => d.replace(/ ?Send an Idempotency-Key header.*$/s, ' A tool call is not idempotent: if a call fails mid-way, check list_posts before creating the post again.')));
+  const listMedia = all.get('list_media')!;
+  all.set('list_media', describedFor(listMedia, (d) => d.replace(/Upload new ones with POST \/media.*? MB\./s, 'Add new ones with add_media.')));
+
+  const ordered = Object.values(TOOL_GROUPS).flat().map((name) => {
+    const op = all.get(name);
+    if (!op) throw new Error(`MCP tool ${name} has no operation`);
+    all.delete(name);
+    return op;
+  });
+  // Any main API operation not placed in a group above still becomes a tool (REST and MCP never drift).
+  return [...ordered, ...all.values()];
+}
+
+export const mainMcpTools: Operation<McpMainContext>[] = assemble();
