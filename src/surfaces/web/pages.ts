@@ -1,0 +1,147 @@
+// Server-rendered pages of the web admin (/app) and the signed embeds (/embed). The look of the
+// OAuth pages (same palette), one inline stylesheet allowed by a per-response nonce, one small
+// script served from our own route (copy buttons, single-submit forms), nothing external.
+import { escapeHtml } from '../oauth/pages.ts';
+import type { OptInStatus } from '../../domain/opt-ins/opt-in.ts';
+import type { Membership, SessionUser } from './web.repository.ts';
+
+export { escapeHtml };
+const h = escapeHtml;
+
+const STYLE = `
+:root{color-scheme:light dark;--bg:#f5f6f8;--card:#fff;--text:#1c1f24;--muted:#5b6270;--line:#e2e5ea;--accent:#2956d6;--accent-text:#fff;--danger:#b42318;--ok:#137333;--warn:#9a6700}
+@media (prefers-color-scheme:dark){:root{--bg:#14161a;--card:#1d2026;--text:#e8eaee;--muted:#a0a7b4;--line:#30343c;--accent:#6f93ff;--accent-text:#0b0d10;--danger:#ff8a80;--ok:#7ee2a8;--warn:#f2cc60}}
+*{box-sizing:border-box}body{margin:0;background:var(--bg);color:var(--text);font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
+a{color:var(--accent)}header.top{display:flex;align-items:center;gap:16px;flex-wrap:wrap;padding:10px 24px;background:var(--card);border-bottom:1px solid var(--line)}
+.brand{font-weight:700;letter-spacing:.2px;color:var(--accent);margin:0;text-decoration:none}nav.main{display:flex;gap:14px;flex:1}nav.main a{text-decoration:none;color:var(--muted);font-weight:600}nav.main a.on{color:var(--text)}
+form.switch{display:flex;gap:6px;align-items:center}form.switch select{width:auto;padding:6px 8px}
+details.profile{position:relative}details.profile summary{cursor:pointer;list-style:none;padding:6px 10px;border:1px solid var(--line);border-radius:8px;font-weight:600}
+details.profile .menu{position:absolute;right:0;top:110%;min-width:220px;background:var(--card);border:1px solid var(--line);border-radius:10px;padding:8px;box-shadow:0 8px 30px rgba(0,0,0,.12);z-index:5}
+details.profile .menu a,details.profile .menu button{display:block;width:100%;text-align:left;padding:8px 10px;border:0;background:none;color:var(--text);font:inherit;border-radius:6px;text-decoration:none;cursor:pointer}
+details.profile .menu a:hover,details.profile .menu button:hover{background:var(--bg)}details.profile .menu small{display:block;padding:4px 10px}
+main{max-width:1100px;margin:24px auto;padding:0 24px}main.narrow{max-width:420px;margin-top:10vh}
+.card{background:var(--card);border:1px solid var(--line);border-radius:14px;padding:24px;margin:0 0 20px}
+h1{font-size:1.4rem;margin:0 0 12px}h2{font-size:1.1rem;margin:0 0 12px}p{margin:0 0 12px}.muted,small{color:var(--muted)}
+label{display:block;font-weight:600;margin:12px 0 6px}input,select{width:100%;padding:9px 11px;border:1px solid var(--line);border-radius:8px;background:var(--bg);color:var(--text);font:inherit}
+input:focus,select:focus{outline:2px solid var(--accent);outline-offset:1px}
+button,.button{display:inline-block;padding:9px 14px;border-radius:8px;border:1px solid var(--line);font:inherit;font-weight:600;cursor:pointer;background:transparent;color:var(--text);text-decoration:none}
+button.primary,.button.primary{background:var(--accent);border-color:var(--accent);color:var(--accent-text)}button.danger{background:var(--danger);border-color:var(--danger);color:#fff}button:disabled{opacity:.6;cursor:wait}
+.error{color:var(--danger);background:color-mix(in srgb,var(--danger) 10%,transparent);border-radius:8px;padding:10px 12px;margin:0 0 16px}
+.field-error{color:var(--danger);font-size:.9rem;margin:6px 0 0}.invalid{border-color:var(--danger)}
+.notice{background:color-mix(in srgb,var(--accent) 10%,transparent);border-radius:8px;padding:10px 12px;margin:0 0 16px}
+.banner{border-radius:10px;padding:12px 14px;margin:0 0 16px;border:1px solid var(--line)}.banner.fresh{border-color:var(--ok)}.banner.warn{border-color:var(--warn);background:color-mix(in srgb,var(--warn) 10%,transparent)}.banner.bad{border-color:var(--danger);background:color-mix(in srgb,var(--danger) 8%,transparent)}
+table{width:100%;border-collapse:collapse}th,td{text-align:left;padding:8px 10px;border-bottom:1px solid var(--line);vertical-align:top}th{font-size:.8rem;text-transform:uppercase;letter-spacing:.04em;color:var(--muted)}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+.urls{display:grid;grid-template-columns:max-content 1fr max-content;gap:8px 12px;align-items:center}code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;background:var(--bg);padding:3px 6px;border-radius:6px;overflow-wrap:anywhere}
+.secret{border:2px solid var(--warn);border-radius:12px;padding:16px;margin:0 0 20px;background:color-mix(in srgb,var(--warn) 8%,transparent)}.secret > code{display:block;padding:10px;margin:8px 0;font-size:1rem}
+.row{display:flex;gap:12px;flex-wrap:wrap;align-items:flex-end}.row>div{flex:1;min-width:150px}.radio{display:flex;gap:18px}.radio label{font-weight:400;display:flex;gap:6px;align-items:center;margin:6px 0}.radio input{width:auto}
+.pill{display:inline-block;padding:1px 8px;border-radius:99px;font-size:.85rem;border:1px solid var(--line)}.pill.live{border-color:var(--ok);color:var(--ok)}.pill.revoked{border-color:var(--danger);color:var(--danger)}
+.grid4{display:grid;grid-template-columns:repeat(auto-fit,minmax(200px,1fr));gap:12px;margin:0 0 20px}.stat{background:var(--card);border:1px solid var(--line);border-radius:12px;padding:14px}.stat a{text-decoration:none;color:inherit}.stat.on{outline:2px solid var(--accent)}.stat .big{font-size:1.5rem;font-weight:700}.up{color:var(--ok)}.down{color:var(--danger)}
+svg.chart text{fill:var(--text);font-size:12px}svg.chart rect.bar{fill:var(--accent)}svg.chart rect.prior{fill:var(--muted);opacity:.45}svg.chart rect.other{fill:var(--muted)}
+.pager{display:flex;gap:10px;margin-top:14px}.actions{display:flex;gap:10px;margin-top:16px}`;
+
+/** Headers of /app pages: no framing, scripts only from our own origin, nothing cached. */
+export function appHeaders(nonce: string): Record<string, string> {
+  return {
+    'content-type': 'text/html; charset=utf-8',
+    'content-security-policy': `default-src 'none'; style-src 'nonce-${nonce}'; script-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+    'x-frame-options': 'DENY',
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'same-origin',
+    'cache-control': 'no-store',
+  };
+}
+
+/** Headers of /embed views: frameable by any site, no script at all. */
+export function embedHeaders(nonce: string): Record<string, string> {
+  return {
+    'content-type': 'text/html; charset=utf-8',
+    'content-security-policy': `default-src 'none'; style-src 'nonce-${nonce}'; form-action 'none'; frame-ancestors *; base-uri 'none'`,
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer',
+    'cache-control': 'no-store',
+  };
+}
+
+export function document_(title: string, body: string, nonce: string, script?: string): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>${h(title)} · hubops</title><style nonce="${nonce}">${STYLE}</style>${script ? `<script src="${h(script)}" defer></script>` : ''}</head><body>${body}</body></html>`;
+}
+
+export interface Shell {
+  base: string; // e.g. "" or "/api" (the base URL's path)
+  user: SessionUser;
+  hub: Membership;
+  csrf: string;
+  active: 'home' | 'opt-ins' | 'spend' | 'manage';
+}
+
+const roleText = (m: Membership) => (m.role === 'hub_admin' ? 'hub admin' : m.workspaceName ? `member · ${m.workspaceName}` : 'member');
+
+export function shell(s: Shell, title: string, content: string, nonce: string): string {
+  const app = `${s.base}/app`;
+  const hubUrl = `${app}/hubs/${encodeURIComponent(s.hub.hubId)}`;
+  const admin = s.hub.role === 'hub_admin';
+  const nav = [
+    `<a href="${h(hubUrl)}"${s.active === 'home' ? ' class="on"' : ''}>Home</a>`,
+    ...(admin ? [
+      `<a href="${h(hubUrl)}/opt-ins"${s.active === 'opt-ins' ? ' class="on"' : ''}>Playbook opt-ins</a>`,
+      `<a href="${h(hubUrl)}/spend"${s.active === 'spend' ? ' class="on"' : ''}>Spend</a>`,
+    ] : []),
+  ].join('');
+  const switcher = `<form class="switch" method="get" action="${h(app)}/switch" data-autosubmit>
+<label class="sr" for="hub-switch" hidden>Hub</label><select id="hub-switch" name="hub" aria-label="Hub and workspace">${s.user.memberships
+    .map((m) => `<option value="${h(m.hubId)}"${m.hubId === s.hub.hubId ? ' selected' : ''}>${h(m.hubName)} — ${h(roleText(m))}</option>`).join('')}</select>
+<button type="submit">Switch</button></form>`;
+  const profile = `<details class="profile"><summary aria-label="Profile menu">${h(s.user.firstname || s.user.email)} ▾</summary><div class="menu" role="menu">
+<small>${h(s.user.email)}</small>
+${admin ? `<a role="menuitem" href="${h(hubUrl)}/settings/api">Manage Hub</a>` : ''}
+<form method="post" action="${h(app)}/sign-out"><input type="hidden" name="csrf" value="${h(s.csrf)}"><button role="menuitem" type="submit">Sign out</button></form>
+</div></details>`;
+  return document_(title, `<header class="top"><a class="brand" href="${h(app)}">hubops</a><nav class="main">${nav}</nav>${switcher}${profile}</header>
+<main>${content}</main>`, nonce, `${app}/assets/app.js`);
+}
+
+export function signInPage(o: { action: string; csrf: string; next: string; email?: string; error?: string; fieldErrors?: { email?: string; password?: string } }, nonce: string): string {
+  const fe = o.fieldErrors ?? {};
+  return document_('Sign in', `<main class="narrow"><div class="card"><p class="brand">hubops</p>
+<h1>Sign in</h1><p class="muted">to manage your hub</p>
+${o.error ? `<p class="error" role="alert">${h(o.error)}</p>` : ''}
+<form method="post" action="${h(o.action)}" novalidate>
+<input type="hidden" name="csrf" value="${h(o.csrf)}"><input type="hidden" name="next" value="${h(o.next)}">
+<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" autofocus value="${h(o.email ?? '')}"${fe.email ? ' class="invalid" aria-describedby="email-error"' : ''}>
+${fe.email ? `<p class="field-error" id="email-error">${h(fe.email)}</p>` : ''}
+<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password"${fe.password ? ' class="invalid" aria-describedby="password-error"' : ''}>
+${fe.password ? `<p class="field-error" id="password-error">${h(fe.password)}</p>` : ''}
+<div class="actions"><button class="primary" type="submit">Sign in</button></div></form></div></main>`, nonce);
+}
+
+export function messagePage(title: string, message: string, nonce: string, link?: { href: string; text: string }): string {
+  return document_(title, `<main class="narrow"><div class="card"><p class="brand">hubops</p><h1>${h(title)}</h1>
+<p class="error" role="alert">${h(message)}</p>${link ? `<p><a href="${h(link.href)}">${h(link.text)}</a></p>` : ''}</div></main>`, nonce);
+}
+
+// ── formatting helpers ──────────────────────────────────────────────────────────────────────
+
+const STATUS_LABELS: Partial<Record<OptInStatus, string>> = { active: 'Live', in_review: 'Awaiting approval', questions_only: 'Questions only' };
+export function statusLabel(status: string): string {
+  const label = STATUS_LABELS[status as OptInStatus];
+  if (label) return label;
+  const words = status.replace(/[_-]/g, ' ');
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+export function money(cents: number): string {
+  return `$${(cents / 100).toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
+}
+
+export function when(iso: string | null): string {
+  if (!iso) return '—';
+  return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
+}
+
+export function change(current: number, prior: number): string {
+  if (prior === 0) return current === 0 ? '<span class="muted">no change</span>' : '<span class="up">new vs. 0</span>';
+  const pct = ((current - prior) / prior) * 100;
+  const cls = pct > 0 ? 'up' : pct < 0 ? 'down' : 'muted';
+  return `<span class="${cls}">${pct > 0 ? '+' : ''}${pct.toFixed(1)}%</span>`;
+}

@@ -1,0 +1,124 @@
+// The web admin over plain HTTP (no browser): CSRF, cookies, one key per form, embed refusals.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { createKey, revokeKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { signEmbedToken } from '../../src/surfaces/web/embed-token.ts';
+import { Browser } from '../support/oauth-flow.ts';
+import { ADMIN, HUB, seedWebHub, startWebApp, type WebApp } from '../support/web.ts';
+
+let web: WebApp;
+before(async () => {
+  web = await startWebApp();
+  await seedWebHub(web.db);
+});
+after(async () => web?.close());
+
+const hidden = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? '';
+const form = (fields: Record<string, string>) => ({ method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
+
+async function signedIn(): Promise<Browser> {
+  const b = new Browser();
+  const page = await (await b.fetch(`${web.baseUrl}/app/sign-in`)).text();
+  const r = await b.fetch(`${web.baseUrl}/app/sign-in`, form({ csrf: hidden(page, 'csrf'), next: '/app', email: ADMIN.email, password: ADMIN.password }));
+  assert.equal(r.status, 303);
+  return b;
+}
+
+test('sign-in refuses a form without its CSRF token; the session cookie is HttpOnly, SameSite=Lax, stored hashed', async () => {
+  const b = new Browser();
+  await b.fetch(`${web.baseUrl}/app/sign-in`);
+  const forged = await b.fetch(`${web.baseUrl}/app/sign-in`, form({ csrf: 'x', email: ADMIN.email, password: ADMIN.password }));
+  assert.equal(forged.status, 400);
+  const page = await (await b.fetch(`${web.baseUrl}/app/sign-in`)).text();
+  const ok = await b.fetch(`${web.baseUrl}/app/sign-in`, form({ csrf: hidden(page, 'csrf'), next: 'https://evil.example/', email: ADMIN.email, password: ADMIN.password }));
+  assert.equal(ok.status, 303);
+  assert.equal(ok.headers.get('location'), '/app');
+  const line = ok.headers.getSetCookie().find((c) => c.startsWith('hubops_app='))!;
+  assert.match(line, /HttpOnly/);
+  assert.match(line, /SameSite=Lax/);
+  assert.doesNotMatch(line, /Secure/);
+  const sessionId = b.cookies.get('hubops_app')!;
+  const stored = await web.db.pool.query('SELECT encode(id_hash, $1) AS h FROM web_sessions', ['hex']);
+  assert.ok(stored.rows.every((r) => !String(r.h).includes(Buffer.from(sessionId).toString('hex'))));
+  // Key forms need the session's CSRF token.
+  const api = await (await b.fetch(`${web.baseUrl}/app/hubs/${HUB}/settings/api`)).text();
+  const refused = await b.fetch(`${web.baseUrl}/app/hubs/${HUB}/settings/api/keys`, form({ csrf: 'nope', form_token: hidden(api, 'form_token'), name: 'x', scope: 'read' }));
+  assert.equal(refused.status, 400);
+});
+
+test('with an https BASE_URL the session cookie is Secure', async () => {
+  const secure = await startWebApp({ baseUrl: 'https://hubops.example' });
+  try {
+    await seedWebHub(secure.db);
+    const r = await secure.app.fastify.inject({ method: 'GET', url: '/app/sign-in' });
+    assert.match(String(r.headers['set-cookie']), /; Secure/);
+    assert.match(String(r.headers['set-cookie']), /Path=\/app; HttpOnly; SameSite=Lax/);
+  } finally {
+    await secure.close();
+  }
+});
+
+test('a double submit of Create key makes exactly one key, and both land on the page that shows it once', async () => {
+  const b = await signedIn();
+  const api = await (await b.fetch(`${web.baseUrl}/app/hubs/${HUB}/settings/api`)).text();
+  const fields = { csrf: hidden(api, 'csrf'), form_token: hidden(api, 'form_token'), name: 'Zapier sync', scope: 'embed' };
+  const [one, two] = await Promise.all([b.fetch(`${web.baseUrl}/app/hubs/${HUB}/settings/api/keys`, form(fields)), b.fetch(`${web.baseUrl}/app/hubs/${HUB}/settings/api/keys`, form(fields))]);
+  assert.equal(one.status, 303);
+  assert.equal(two.status, 303);
+  assert.equal(one.headers.get('location'), two.headers.get('location'));
+  const keys = await web.db.kysely.selectFrom('api_keys').select(['name', 'scope']).where('name', '=', 'Zapier sync').execute();
+  assert.deepEqual(keys, [{ name: 'Zapier sync', scope: 'embed' }]);
+  const shown = await (await b.fetch(new URL(one.headers.get('location')!, web.baseUrl).toString())).text();
+  const key = /<code id="new-key">([^<]+)<\/code>/.exec(shown)?.[1];
+  assert.match(key ?? '', /^hubops_/);
+  const again = await (await b.fetch(new URL(one.headers.get('location')!, web.baseUrl).toString())).text();
+  assert.doesNotMatch(again, /id="new-key"/);
+  assert.ok(!again.includes(key!));
+  // An embed key is refused by the Hub API.
+  const hub = await web.app.fastify.inject({ url: '/v1/hub/opt-in-summary', headers: { authorization: `Bearer ${key}` } });
+  assert.equal(hub.statusCode, 401);
+});
+
+test('embeds: frameable by any site; expired, revoked-key, read-key, wrong-hub and wrong-view tokens get a 401 page', async () => {
+  const embed = await createKey(web.db, { hubId: HUB, name: 'embed', scope: 'embed' });
+  const read = await createKey(web.db, { hubId: HUB, name: 'read' });
+  const other = await createKey(web.db, { hubId: 'hub_other', name: 'other embed', scope: 'embed' });
+  const exp = Math.floor(Date.now() / 1000) + 300;
+  const get = (view: string, token: string) => web.app.fastify.inject({ url: `/embed/${view}?token=${encodeURIComponent(token)}` });
+  const ok = await get('opt-in-summary', signEmbedToken({ hub: HUB, view: 'opt-in-summary', exp, kid: embed.id }, embed.key));
+  assert.equal(ok.statusCode, 200);
+  assert.match(String(ok.headers['content-security-policy']), /frame-ancestors \*/);
+  assert.equal(ok.headers['x-frame-options'], undefined);
+  const refusals: [string, string, RegExp][] = [
+    ['expired', signEmbedToken({ hub: HUB, view: 'spend', exp: exp - 600, kid: embed.id }, embed.key), /expired/],
+    ['read key', signEmbedToken({ hub: HUB, view: 'spend', exp, kid: read.id }, read.key), /read key/],
+    ['wrong hub', signEmbedToken({ hub: HUB, view: 'spend', exp, kid: other.id }, other.key), /hub/],
+    ['wrong view', signEmbedToken({ hub: HUB, view: 'opt-in-summary', exp, kid: embed.id }, embed.key), /view/],
+    ['no token', '', /malformed/],
+  ];
+  for (const [label, token, reason] of refusals) {
+    const r = await get('spend', token);
+    assert.equal(r.statusCode, 401, label);
+    assert.match(r.body, reason, label);
+  }
+  await revokeKey(web.db, embed.id);
+  const revoked = await get('spend', signEmbedToken({ hub: HUB, view: 'spend', exp, kid: embed.id }, embed.key));
+  assert.equal(revoked.statusCode, 401);
+  assert.match(revoked.body, /revoked/);
+});
+
+test('signed-out requests go to sign-in; app pages refuse framing', async () => {
+  const r = await web.app.fastify.inject({ url: `/app/hubs/${HUB}/spend` });
+  assert.equal(r.statusCode, 303);
+  assert.equal(r.headers.location, `/app/sign-in?next=${encodeURIComponent(`/app/hubs/${HUB}/spend`)}`);
+  const page = await web.app.fastify.inject({ url: '/app/sign-in' });
+  assert.equal(page.headers['x-frame-options'], 'DENY');
+  assert.match(String(page.headers['content-security-policy']), /frame-ancestors 'none'/);
+});
+
+test('a cookie with a broken %-escape is ignored, never a 500', async () => {
+  for (const url of ['/app/sign-in', `/app/hubs/${HUB}/settings/api`]) {
+    const r = await web.app.fastify.inject({ url, headers: { cookie: 'hubops_app=%E0; other=%' } });
+    assert.ok(r.statusCode < 500, `${url}: ${r.statusCode}`);
+  }
+});
