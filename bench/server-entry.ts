@@ -1,0 +1,40 @@
+// A bench-only server entry: what src/main.ts does for HUBOPS_DEMO=0 without REDIS_URL
+// (configuration, database, buildApp, listen, graceful stop), with two differences:
+//
+// - The logger is given to buildApp as options rather than as a pino instance. At the time of
+//   writing src/main.ts passes its pino instance, which buildApp hands to Fastify as `logger`,
+//   and Fastify 5 refuses that (FST_ERR_LOG_INVALID_LOGGER_CONFIG: it wants `loggerInstance`),
+//   so the real entry does not start. run.ts uses src/main.ts whenever it starts and falls back
+//   to this file, saying so, when it does not.
+// - BENCH_RATE_LIMITS=off swaps in a limiter that allows everything, to measure the Hub API
+//   without its per-key limits. The real entry deliberately has no such switch.
+import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { openDatabase } from '../src/db/open.ts';
+import { MemoryRateLimiter, type RateDecision, type RateLimiter } from '../src/platform/rate-limit.ts';
+
+class UnlimitedRateLimiter implements RateLimiter {
+  async hit(_key: string, limit: number, windowMs: number): Promise<RateDecision> {
+    return { allowed: true, limit, remaining: limit, resetSeconds: windowMs / 1000 };
+  }
+  async count(): Promise<number> {
+    return 0;
+  }
+  async close(): Promise<void> {}
+}
+
+const config = loadConfig();
+if (!config.databaseUrl) throw new Error('bench/server-entry.ts needs DATABASE_URL');
+const database = await openDatabase(config, { applicationName: 'hubops-server' });
+const limiter: RateLimiter = process.env.BENCH_RATE_LIMITS === 'off' ? new UnlimitedRateLimiter() : new MemoryRateLimiter();
+const app = await buildApp({ config, db: database.db, limiter });
+await app.fastify.listen({ port: config.port, host: config.host });
+
+const stop = async () => {
+  await app.close();
+  await limiter.close();
+  await database.close();
+  process.exit(0);
+};
+process.on('SIGTERM', () => void stop());
+process.on('SIGINT', () => void stop());
