@@ -7,7 +7,7 @@ import http from 'node:http';
 import { connect } from '../src/db/database.ts';
 import { createUser } from '../src/domain/tenancy/tenancy.repository.ts';
 import { BIG_HUB, DEFAULT_SPEC, ensureDataset } from './dataset.ts';
-import { BENCH_ENTRY, ServerStartError, START_FLAGS, startServer, type RunningServer } from './server.ts';
+import { START_FLAGS, startServer, type RunningServer } from './server.ts';
 
 const serverUrl = process.env.DATABASE_URL?.trim() || 'postgres://postgres@127.0.0.1:5432/postgres';
 const say = (line: string) => process.stderr.write(`${line}\n`);
@@ -35,14 +35,7 @@ say(dataset.reused ? 'hubops_bench: reusing the data set' : `hubops_bench: built
   }
 }
 
-let server: RunningServer;
-try {
-  server = await startServer({ databaseUrl: dataset.url });
-} catch (error) {
-  if (!(error instanceof ServerStartError)) throw error;
-  say(`src/main.ts did not start; using ${BENCH_ENTRY} (see its header)`);
-  server = await startServer({ databaseUrl: dataset.url, entry: BENCH_ENTRY });
-}
+const server: RunningServer = await startServer({ databaseUrl: dataset.url });
 say(`server: ${server.entry} (pid ${server.pid}) with ${START_FLAGS.join(' ') || 'no flags'}`);
 
 function request(path: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }> {

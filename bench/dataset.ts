@@ -87,7 +87,8 @@ export async function ensureDataset(serverUrl: string, spec: DatasetSpec, option
   }
 
   const started = performance.now();
-  const db = connect(url, { max: 1, applicationName: 'hubops-bench-loader' });
+  // Loading statements run for minutes: no client-side read timeout (0 = none).
+  const db = connect(url, { max: 1, applicationName: 'hubops-bench-loader', queryTimeoutMs: 0 });
   let anchor: Date;
   try {
     await migrate(db.pool);
@@ -148,7 +149,7 @@ async function generate(db: Db, spec: DatasetSpec, log: (line: string) => void):
   };
   try {
     await client.query(`SET TimeZone = 'UTC'`);
-    // The loader's statements run longer than the application's 30 s statement timeout.
+    // The loader's statements run longer than the application's 15 s statement timeout.
     await client.query('SET statement_timeout = 0');
     await client.query(`SET maintenance_work_mem = '256MB'`);
     await client.query(`SET work_mem = '256MB'`); // the ORDER BYs below sort in memory

@@ -28,7 +28,7 @@ import {
   apiThroughput, bareThroughput, firstSpendRequest, fullPull, HUB, latencySeries, warmKeys,
   type PullResult, type ThroughputResult,
 } from './scenarios.ts';
-import { BENCH_ENTRY, MAIN_ENTRY, ServerStartError, startServer, type RunningServer, type ServerMemory } from './server.ts';
+import { BENCH_ENTRY, MAIN_ENTRY, startServer, type RunningServer, type ServerMemory } from './server.ts';
 import { int, ms, type Summary } from './stats.ts';
 
 const { values: args } = parseArgs({
@@ -92,24 +92,8 @@ const cpu = await cpuProbe(dataset.url);
 const since = new Date(dataset.anchor.getTime() - 365 * 86_400_000).toISOString();
 const pagePath = `${HUB}/playbook-opt-ins?limit=100&since=${since}`;
 
-// The real entry, src/main.ts; if it does not start, the bench stand-in (bench/server-entry.ts,
-// the same app built the same way), and the report says so at the top.
-let entry = MAIN_ENTRY;
-let entryProblem: string | undefined;
-async function startHub(): Promise<RunningServer> {
-  try {
-    return await startServer({ databaseUrl: dataset.url, entry });
-  } catch (error) {
-    if (!(error instanceof ServerStartError) || entry !== MAIN_ENTRY) throw error;
-    const lines = error.output.split('\n').map((l) => l.trim());
-    entryProblem = lines.find((l) => /^\w*Error\b.*:/.test(l)) ?? lines.find((l) => l !== '') ?? 'no output';
-    const code = error.output.match(/code: '(\w+)'/)?.[1];
-    if (code) entryProblem += ` (${code})`;
-    say(`WARNING: src/main.ts does not start: ${entryProblem}\n         measuring bench/server-entry.ts instead (see its header)`);
-    entry = BENCH_ENTRY;
-    return startServer({ databaseUrl: dataset.url, entry });
-  }
-}
+// The real entry, src/main.ts, started as `npm start` would.
+const startHub = (): Promise<RunningServer> => startServer({ databaseUrl: dataset.url, entry: MAIN_ENTRY });
 
 /** Runs `task` and says how much CPU the parties (and everything else) used meanwhile. */
 async function withCpu<T>(serverPid: number | undefined, requests: (result: T) => number, task: () => Promise<T>): Promise<{ result: T; cpu?: CpuShare }> {
@@ -274,7 +258,7 @@ const out = [
   `hubops Hub API benchmark · ${new Date().toISOString()}`,
   `machine: ${availableParallelism()} × ${cpus()[0]?.model ?? 'CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB · PostgreSQL ${pgVersion} · Node ${process.version}`,
   `code: ${codeVersion}`,
-  `server: ${serverA.entry}${entryProblem ? ` — src/main.ts does not start: ${entryProblem}` : ''}`,
+  `server: ${serverA.entry}`,
   `data: ${int(spec.optIns)} opt-ins, ${int(spec.workspaces)} workspaces (spend report lists ${int(first.workspaces)}), ${spec.adAccounts} ad accounts × ${spec.spendDays} days · ${keyCount} read keys`,
   '',
   renderTable(lines),

@@ -1,13 +1,7 @@
-// A bench-only server entry: what src/main.ts does for HUBOPS_DEMO=0 without REDIS_URL
-// (configuration, database, buildApp, listen, graceful stop), with two differences:
-//
-// - The logger is given to buildApp as options rather than as a pino instance. At the time of
-//   writing src/main.ts passes its pino instance, which buildApp hands to Fastify as `logger`,
-//   and Fastify 5 refuses that (FST_ERR_LOG_INVALID_LOGGER_CONFIG: it wants `loggerInstance`),
-//   so the real entry does not start. run.ts uses src/main.ts whenever it starts and falls back
-//   to this file, saying so, when it does not.
-// - BENCH_RATE_LIMITS=off swaps in a limiter that allows everything, to measure the Hub API
-//   without its per-key limits. The real entry deliberately has no such switch.
+// A bench-only server entry for the "rate limiter off" throughput variant: what src/main.ts does
+// for HUBOPS_DEMO=0 without REDIS_URL (configuration, database, buildApp, listen, graceful stop),
+// except that BENCH_RATE_LIMITS=off injects a limiter that allows everything through buildApp's
+// `limiter` dependency. The real entry deliberately has no such switch.
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/open.ts';

@@ -19,17 +19,8 @@ export const START_FLAGS: string[] = (() => {
 
 /** The real server process entry. */
 export const MAIN_ENTRY = path.join(ROOT, 'src', 'main.ts');
-/** The bench stand-in (see its header): used when the real entry does not start, and without rate limits. */
+/** The bench stand-in for the run without rate limits (see its header). */
 export const BENCH_ENTRY = path.join(ROOT, 'bench', 'server-entry.ts');
-
-/** The server exited before answering: `output` is the tail of what it printed. */
-export class ServerStartError extends Error {
-  readonly output: string;
-  constructor(message: string, output: string) {
-    super(`${message}:\n${output}`);
-    this.output = output;
-  }
-}
 
 const live = new Set<ChildProcess>();
 
@@ -96,7 +87,7 @@ export async function startServer(options: { databaseUrl: string; entry?: string
   const baseUrl = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
   for (;;) {
-    if (exited) throw new ServerStartError(`${label} exited (${exited.code ?? exited.signal}) before it was ready`, output);
+    if (exited) throw new Error(`${label} exited (${exited.code ?? exited.signal}) before it was ready:\n${output}`);
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
       throw new Error(`${label} did not answer /healthz within 60 s:\n${output}`);

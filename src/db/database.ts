@@ -13,7 +13,7 @@ export interface Db {
   close(): Promise<void>;
 }
 
-export function connect(url: string, options: { max?: number; applicationName?: string } = {}): Db {
+export function connect(url: string, options: { max?: number; applicationName?: string; queryTimeoutMs?: number } = {}): Db {
   const pool = new pg.Pool({
     connectionString: url,
     max: options.max ?? 10,
@@ -22,7 +22,7 @@ export function connect(url: string, options: { max?: number; applicationName?: 
     // A statement that runs away must not hold a connection for ever (enforced by the server)…
     statement_timeout: 15_000,
     // …and a server that stops answering must not hang requests for ever (enforced here).
-    query_timeout: 20_000,
+    query_timeout: options.queryTimeoutMs ?? 20_000,
     keepAlive: true,
   });
   // An idle client losing its server (database restart) must not crash the process; the pool
