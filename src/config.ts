@@ -1,5 +1,6 @@
 // The one place environment variables are read. Invalid values stop the process with one line
 // naming the variable (contract §1).
+import { redactQuery } from './platform/logger.ts';
 
 export interface Config {
   port: number;
@@ -30,9 +31,21 @@ function url(name: string, value: string, protocols: string[]): string {
   return value;
 }
 
-/** Hides a password embedded in a connection string before it reaches an error or log line. */
+/**
+ * Hides a password in a connection string (user info or `?password=`) before it reaches an error
+ * or log line. Text that does not parse as a URL (e.g. a raw `/` or `@` in the password) loses
+ * everything between the user name and the last `@`.
+ */
 export function redactUrl(value: string): string {
-  return value.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@');
+  let masked: string;
+  try {
+    const parsed = new URL(value);
+    if (parsed.password) parsed.password = '***';
+    masked = parsed.href;
+  } catch {
+    masked = value.replace(/\/\/([^:/@]*):.*@/, '//$1:***@');
+  }
+  return redactQuery(masked);
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {

@@ -12,6 +12,11 @@ test('credentials in query strings and headers never reach a log line', async ()
   assert.equal(redactQuery('/v1/hub/playbook-opt-ins?limit=5'), '/v1/hub/playbook-opt-ins?limit=5');
   // The connection string logged at start-up (main.ts) keeps the user, never the password.
   assert.equal(redactUrl('postgres://hubops:s3cretPW@db.internal:5432/hubops?sslmode=require'), 'postgres://hubops:***@db.internal:5432/hubops?sslmode=require');
+  assert.equal(redactUrl('postgres://db.internal/hubops?user=app&password=s3cretPW'), 'postgres://db.internal/hubops?user=app&password=[redacted]');
+  for (const awkward of ['postgres://app:p@ss@db.internal/hubops', 'postgres://app:pa/ss@db.internal/hubops', 'postgres://app:p%40ss@db.internal/hubops']) {
+    const shown = redactUrl(awkward);
+    assert.ok(!/ss@/.test(shown) && shown.includes('app:***@'), shown);
+  }
 
   const lines: string[] = [];
   const sink = new Writable({ write: (chunk, _encoding, done) => { lines.push(String(chunk)); done(); } });
