@@ -72,13 +72,15 @@ export async function createMcpServer<Ctx>(endpoint: McpEndpoint<Ctx>, ctx: Ctx,
   return server;
 }
 
-/** Serves one MCP HTTP request; the reply is hijacked (headers already set on it are kept). */
+/** Serves one MCP HTTP request; the reply is hijacked (headers already set on it are kept), never cached. */
 export async function serveMcp<Ctx>(endpoint: McpEndpoint<Ctx>, ctx: Ctx, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const server = await createMcpServer(endpoint, ctx, (error) => request.log.error({ err: error }, 'MCP tool failed'));
   const { StreamableHTTPServerTransport } = await sdk();
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   reply.hijack();
   for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value as string);
+  // Hijacked replies skip onSend hooks; every MCP answer is about one caller's data.
+  reply.raw.setHeader('cache-control', 'no-store');
   reply.raw.on('close', () => {
     void transport.close();
     void server.close();

@@ -18,7 +18,7 @@ const NOW = '2026-11-21T12:00:00.000Z';
 
 let t: TestApp;
 let mcpUrl: URL;
-const keys = { a: '', b: '', limits: '', revoked: '', embed: '' };
+const keys = { a: '', b: '', limits: '', batch: '', revoked: '', embed: '' };
 
 /** Records every output validation the SDK client performs, and its outcome. */
 class RecordingValidator implements jsonSchemaValidator {
@@ -127,6 +127,7 @@ before(async () => {
   keys.a = (await createKey(db, { hubId: 'hub_a', name: 'mcp a' })).key;
   keys.b = (await createKey(db, { hubId: 'hub_b', name: 'mcp b' })).key;
   keys.limits = (await createKey(db, { hubId: 'hub_a', name: 'mcp limits' })).key;
+  keys.batch = (await createKey(db, { hubId: 'hub_a', name: 'mcp batch' })).key;
   const revoked = await createKey(db, { hubId: 'hub_a', name: 'mcp revoked' });
   await revokeKey(db, revoked.id);
   keys.revoked = revoked.key;
@@ -382,6 +383,17 @@ describe('Hub MCP endpoint (SDK client over Streamable HTTP)', () => {
     } finally {
       await client.close();
     }
+  });
+
+  test('each tool call of a JSON-RPC batch counts against the per-key limit; answers are never cached', async () => {
+    const call = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'list_playbook_opt_ins', arguments: { limit: 1 } } });
+    const batch = await rawPost({ authorization: `Bearer ${keys.batch}` }, [call(1), call(2), call(3)]);
+    assert.equal(batch.status, 200, batch.text);
+    assert.equal(batch.json.length, 3);
+    assert.equal(batch.headers['cache-control'], 'no-store');
+    // The POST was counted once when authenticated, the two extra calls once each: 3 of 120 used.
+    const after = await t.hubGet('/playbook-opt-ins?limit=1', keys.batch);
+    assert.equal(after.headers.ratelimit, '"per-key";r=116;t=60');
   });
 
   test('a server-side Node.js MCP client with default fetch is not mistaken for a browser', async () => {

@@ -97,6 +97,15 @@ export class HubApiGuard {
     return { keyId: verdict.keyId, hubId: verdict.hubId };
   }
 
+  /**
+   * Counts one more request against the per-key limit: for the second and later tool calls of
+   * one MCP POST (a JSON-RPC batch), which `authenticate` counted once. Throws 429 when over.
+   */
+  async chargeKey(caller: CallerKey): Promise<void> {
+    const decision = await this.#limit(`key:${caller.keyId}`, KEY_LIMIT, this.#clock.now().getTime());
+    if (!decision.allowed) throw rateLimited(decision);
+  }
+
   /** The extra per-operation limit (e.g. 20/min on the summaries); headers list both policies. */
   async limitOperation(caller: CallerKey, policy: Policy, reply: FastifyReply | undefined): Promise<RateDecision> {
     const nowMs = this.#clock.now().getTime();

@@ -92,10 +92,13 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
   };
   app.post('/mcp', async (request, reply) => {
     const caller = await authenticate(request, reply);
+    let toolCalls = 0;
     await serveMcp(
       {
         ...mcp,
         beforeTool: async (op) => {
+          // The POST was counted when it was authenticated; more tool calls in it (a batch) count too.
+          if (++toolCalls > 1) await guard.chargeKey(caller);
           if (!op.extraLimit) return;
           const decision = await guard.limitOperation(caller, op.extraLimit, undefined);
           if (!decision.allowed) throw rateLimited(decision);

@@ -137,7 +137,6 @@ export async function mcpMainPlugin(app: FastifyInstance, deps: McpMainDeps): Pr
       const principal = principals.get(request)!;
       const ctx: McpMainContext = { db: deps.db, clock: deps.clock, media: deps.media, principal, spendCache: deps.spendCache, docs: docIndex };
       let toolCalls = 0;
-      reply.header('cache-control', 'no-store');
       await serveMcp(
         {
           ...endpoint,
