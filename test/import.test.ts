@@ -203,6 +203,9 @@ describe('a bad line fails the whole import with its line number and field, and 
 
   const cases: { name: string; lines: unknown[]; line: number; field?: string; message: RegExp }[] = [
     { name: 'bad JSON', lines: ['{"type":"playbook",'], line: 5, message: /not valid JSON/ },
+    // A broken line or a non-string password never quotes the password back (the CLI prints issues).
+    { name: 'bad JSON around a password', lines: ['{"type":"user","password":SuperSecretPassw0rd}'], line: 5, message: /^not valid JSON \((?:syntax error|at column \d+)\)$/ },
+    { name: 'non-string password', lines: [{ ...user, password: 31415926535 }], line: 5, field: 'user.password', message: /^must be a string, got number$/ },
     { name: 'not an object', lines: ['[1,2]'], line: 5, message: /must be a JSON object/ },
     { name: 'unknown type', lines: [{ type: 'widget' }], line: 5, field: 'type', message: /must be one of account, hub, workspaceField/ },
     { name: 'missing type', lines: [{ name: 'x' }], line: 5, field: 'type', message: /must be one of/ },

@@ -233,11 +233,12 @@ class LineReader {
     return value;
   }
 
-  text(field: string): string {
+  /** A string field; a `secret` one is never quoted back in an issue. */
+  text(field: string, options: { secret?: boolean } = {}): string {
     const value = this.#required(field);
     if (value === undefined) return '';
     if (typeof value !== 'string') {
-      this.fail(field, `must be a string, got ${shown(value)}`);
+      this.fail(field, options.secret ? `must be a string, got ${value === null ? 'null' : typeof value}` : `must be a string, got ${shown(value)}`);
       return '';
     }
     return value;
@@ -540,7 +541,7 @@ function readUser(r: LineReader): UserRecord {
   const email = normaliseEmail(r.text('email'));
   const emailIssue = typeof r.raw('email') === 'string' ? emailProblem(email) : undefined;
   if (emailIssue) r.fail('email', emailIssue);
-  const password = r.text('password');
+  const password = r.text('password', { secret: true });
   const passwordIssue = typeof r.raw('password') === 'string' ? passwordProblem(password) : undefined;
   if (passwordIssue) r.fail('password', passwordIssue);
   return {
@@ -686,7 +687,9 @@ class Checker {
     try {
       value = JSON.parse(text);
     } catch (error) {
-      this.issues.push({ line, message: `not valid JSON (${(error as Error).message})` });
+      // Only where it broke: V8's message quotes the text around it, which may be a password.
+      const position = /at position (\d+)/.exec((error as Error).message)?.[1];
+      this.issues.push({ line, message: `not valid JSON (${position === undefined ? 'syntax error' : `at column ${Number(position) + 1}`})` });
       this.items.push({ type: 'broken', line });
       return;
     }
