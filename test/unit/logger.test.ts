@@ -10,6 +10,7 @@ test('credentials in query strings and headers never reach a log line', async ()
   assert.equal(redactQuery('/embed/spend?token=abc.def&x=1'), '/embed/spend?token=[redacted]&x=1');
   assert.equal(redactQuery('/cb?code=xyz&state=s&password=p'), '/cb?code=[redacted]&state=s&password=[redacted]');
   assert.equal(redactQuery('/v1/hub/playbook-opt-ins?limit=5'), '/v1/hub/playbook-opt-ins?limit=5');
+  assert.equal(redactQuery('/app/hubs/h/settings/api?created=FORM-TOKEN'), '/app/hubs/h/settings/api?created=[redacted]');
   // The connection string logged at start-up (main.ts) keeps the user, never the password.
   assert.equal(redactUrl('postgres://hubops:s3cretPW@db.internal:5432/hubops?sslmode=require'), 'postgres://hubops:***@db.internal:5432/hubops?sslmode=require');
   assert.equal(redactUrl('postgres://db.internal/hubops?user=app&password=s3cretPW'), 'postgres://db.internal/hubops?user=app&password=[redacted]');
