@@ -1,5 +1,6 @@
 import type { Db } from '../../db/database.ts';
 import type { RateLimiter } from '../../platform/rate-limit.ts';
+import { normaliseEmail } from '../tenancy/tenancy.repository.ts';
 import { checkCredentials } from './identity.repository.ts';
 
 /** Failed sign-ins allowed per email and per client address in a rolling 15 minutes. */
@@ -17,14 +18,16 @@ export async function signIn(
   attempt: { email: string; password: string; address: string },
 ): Promise<SignInOutcome> {
   const { limiter, nowMs } = deps;
-  const emailKey = `signin-fail:${attempt.email}`;
+  // Normalised here, not by each form: one window per address however a caller spells it.
+  const email = normaliseEmail(attempt.email);
+  const emailKey = `signin-fail:${email}`;
   const addressKey = `signin-fail-ip:${attempt.address}`;
   const [emailFailures, addressFailures] = await Promise.all([
     limiter.count(emailKey, SIGN_IN_LIMITS.windowMs, nowMs),
     limiter.count(addressKey, SIGN_IN_LIMITS.windowMs, nowMs),
   ]);
   if (emailFailures >= SIGN_IN_LIMITS.perEmail || addressFailures >= SIGN_IN_LIMITS.perAddress) return { ok: false, reason: 'throttled' };
-  const user = attempt.email && attempt.password ? await checkCredentials(deps.db, attempt.email, attempt.password) : undefined;
+  const user = email && attempt.password ? await checkCredentials(deps.db, email, attempt.password) : undefined;
   if (user) return { ok: true, user };
   await Promise.all([
     limiter.hit(emailKey, Number.MAX_SAFE_INTEGER, SIGN_IN_LIMITS.windowMs, nowMs),
