@@ -22,9 +22,17 @@ export class PostgresAdapter implements Adapter {
     this.#revocations = revocations;
   }
 
-  /** Deletes what `where` selects and tells every instance's token caches (NOTIFY in the same transaction). */
-  async #revoke(where: ReturnType<typeof sql>): Promise<void> {
-    await sql`WITH gone AS (DELETE FROM oauth_artifacts WHERE ${where} RETURNING 1)
+  /**
+   * Deletes this model's artifacts that `where` selects. Access tokens are what the main API's
+   * verdict caches hold, so deleting one also tells every instance (NOTIFY in the same statement);
+   * other models (interactions on every sign-in, sessions, codes) leave the caches alone.
+   */
+  async #delete(where: ReturnType<typeof sql>): Promise<void> {
+    if (this.#model !== 'AccessToken') {
+      await sql`DELETE FROM oauth_artifacts WHERE model = ${this.#model} AND ${where}`.execute(this.#db.kysely);
+      return;
+    }
+    await sql`WITH gone AS (DELETE FROM oauth_artifacts WHERE model = ${this.#model} AND ${where} RETURNING 1)
               SELECT pg_notify(${REVOCATION_CHANNEL}, '') FROM (SELECT count(*) FROM gone) AS n`.execute(this.#db.kysely);
     this.#revocations?.revoked();
   }
@@ -96,11 +104,12 @@ export class PostgresAdapter implements Adapter {
       await this.#db.kysely.deleteFrom('oauth_clients').where('client_id', '=', id).execute();
       return;
     }
-    await this.#revoke(sql`model = ${this.#model} AND id_hash = ${sha256(id)}`);
+    await this.#delete(sql`id_hash = ${sha256(id)}`);
   }
 
+  /** oidc-provider revokes a grant by calling this on every token model's adapter, plus Grant's destroy. */
   async revokeByGrantId(grantId: string): Promise<void> {
-    await this.#revoke(sql`grant_id = ${grantId}`);
+    await this.#delete(sql`grant_id = ${grantId}`);
   }
 }
 
