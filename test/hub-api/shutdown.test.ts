@@ -107,6 +107,8 @@ test('SIGTERM finishes in-flight requests, flushes every request count, and exit
       slowStatus = response.status;
       return response;
     });
+    // Awaited further down: until then a failure must not surface as an unhandled rejection.
+    slow.catch(() => {});
     await waitFor(async () => {
       const { rowCount } = await db.pool.query(
         `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'hubops-server' AND wait_event_type = 'Lock'`,
