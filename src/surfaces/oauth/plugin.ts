@@ -8,7 +8,7 @@ import { consentOptions, saveGrantContext } from '../../domain/oauth/identity.re
 import { signIn } from '../../domain/oauth/sign-in.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { RateLimiter } from '../../platform/rate-limit.ts';
-import { consentPage, pageHeaders, refusalPage, signInPage } from './pages.ts';
+import { consentPage, errorPage, pageHeaders, refusalPage, signInPage } from './pages.ts';
 import { oauthRoutes } from './provider.ts';
 
 export interface OAuthDeps {
@@ -113,7 +113,8 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
       const details = await deps.provider.interactionDetails(request.raw, reply.raw);
       const body = (request.body ?? {}) as Form;
       if (details.prompt.name !== 'consent' || !csrfValid(details.uid, body.csrf)) {
-        return send(reply, 400, (nonce) => signInPage({ action: `${routes.interaction}/${details.uid}`, csrf: '', clientName: String(details.params.client_id), error: 'This consent form expired. Start again from the app.' }, nonce));
+        // No form to resubmit: the interaction cannot go on from here.
+        return send(reply, 400, (nonce) => errorPage('invalid_request', 'This consent form expired. Start again from the app.', nonce));
       }
       const userId = String(details.session?.accountId);
       const clientId = String(details.params.client_id);
