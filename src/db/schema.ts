@@ -113,10 +113,29 @@ export interface ApiKeysTable {
   scope: 'read' | 'embed';
   start: string;
   key_hash: Buffer;
-  request_count: DefaultInt8;
-  last_used_at: Timestamp | null;
   created_at: DefaultTimestamp;
   revoked_at: Timestamp | null;
+}
+
+/** Batched usage per key, apart from the key row every request reads (migration 007). */
+export interface ApiKeyUsageTable {
+  key_id: string;
+  request_count: Int8;
+  last_used_at: Timestamp;
+}
+
+/** Opt-ins per hub and UTC day of opted_in_at, kept by triggers (migration 006). */
+export interface OptInDayCountsTable {
+  hub_id: string;
+  day: string;
+  opt_ins: number;
+}
+
+/** Opt-ins per hub and status, kept by triggers (migration 006). */
+export interface OptInStatusCountsTable {
+  hub_id: string;
+  status: string;
+  opt_ins: number;
 }
 
 export type SocialPlatform = 'instagram' | 'facebook' | 'linkedin' | 'x' | 'tiktok' | 'google_business';
@@ -276,6 +295,9 @@ export interface Database {
   ad_accounts: AdAccountsTable;
   spend: SpendTable;
   api_keys: ApiKeysTable;
+  api_key_usage: ApiKeyUsageTable;
+  opt_in_day_counts: OptInDayCountsTable;
+  opt_in_status_counts: OptInStatusCountsTable;
   social_channels: SocialChannelsTable;
   media_assets: MediaAssetsTable;
   posts: PostsTable;

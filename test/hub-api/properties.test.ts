@@ -148,6 +148,44 @@ test('consistency rule 7: the summary agrees with the rows, at any instant inclu
   t.clock.set('2026-11-21T12:00:00.000Z');
 });
 
+test('the summary counts kept by triggers equal a recount after any inserts, updates and deletes', async () => {
+  const recount = async (hubId: string) => {
+    const { rows } = await t.db.pool.query(
+      `SELECT 'day' AS kind, (opted_in_at AT TIME ZONE 'UTC')::date::text AS k, count(*)::int AS n FROM opt_ins WHERE hub_id = $1 GROUP BY 1, 2
+       UNION ALL SELECT 'status', status, count(*)::int FROM opt_ins WHERE hub_id = $1 GROUP BY 1, 2`, [hubId]);
+    return rows.map((r) => `${r.kind} ${r.k} ${r.n}`).sort();
+  };
+  const kept = async (hubId: string) => {
+    const { rows } = await t.db.pool.query(
+      `SELECT 'day' AS kind, day::text AS k, opt_ins AS n FROM opt_in_day_counts WHERE hub_id = $1 AND opt_ins <> 0
+       UNION ALL SELECT 'status', status, opt_ins FROM opt_in_status_counts WHERE hub_id = $1 AND opt_ins <> 0`, [hubId]);
+    return rows.map((r) => `${r.kind} ${r.k} ${r.n}`).sort();
+  };
+  const day = fc.integer({ min: 0, max: 5 }).map((d) => new Date(Date.parse('2026-11-15T23:59:59.500Z') + d * 43_200_000).toISOString());
+  const change = fc.oneof(
+    fc.record({ op: fc.constant('status' as const), pick: fc.nat(), status: fc.constantFrom(...OPT_IN_STATUSES) }),
+    fc.record({ op: fc.constant('move' as const), pick: fc.nat(), at: day }),
+    fc.record({ op: fc.constant('delete' as const), pick: fc.nat() }),
+    fc.record({ op: fc.constant('all' as const), status: fc.constantFrom(...OPT_IN_STATUSES) }),
+  );
+  await fc.assert(
+    fc.asyncProperty(fc.array(fc.record({ at: day, status: fc.constantFrom(...OPT_IN_STATUSES) }), { minLength: 1, maxLength: 12 }), fc.array(change, { maxLength: 8 }), async (specs, changes) => {
+      const { hubId, workspaceIds, playbookIds } = await freshHub(2);
+      const ids = specs.map((_, i) => `${hubId}-o${i}`);
+      await fx.optIns(t.db, specs.map((s, i) => ({ id: ids[i]!, hubId, playbookId: playbookIds[0]!, workspaceId: workspaceIds[i % 2]!, status: s.status, optedInAt: s.at, updatedAt: s.at })));
+      for (const c of changes) {
+        const id = 'pick' in c ? ids[c.pick % ids.length]! : '';
+        if (c.op === 'status') await t.db.pool.query('UPDATE opt_ins SET status = $2 WHERE id = $1', [id, c.status]);
+        if (c.op === 'move') await t.db.pool.query('UPDATE opt_ins SET opted_in_at = $2 WHERE id = $1', [id, c.at]);
+        if (c.op === 'delete') await t.db.pool.query('DELETE FROM opt_ins WHERE id = $1', [id]);
+        if (c.op === 'all') await t.db.pool.query('UPDATE opt_ins SET status = $2 WHERE hub_id = $1', [hubId, c.status]);
+      }
+      assert.deepEqual(await kept(hubId), await recount(hubId));
+    }),
+    { numRuns: 30 },
+  );
+});
+
 test('spend totals add up: totals = Σ workspaces + unattributed, for the current and prior ranges', async () => {
   const now = new Date('2026-11-21T12:00:00.000Z');
   t.clock.set(now);

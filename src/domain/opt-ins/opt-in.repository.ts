@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { queryPrepared, type Db } from '../../db/database.ts';
-import type { DateRange } from '../periods.ts';
+import { addDays, type DateRange } from '../periods.ts';
 import type { PageCursor } from './opt-in.ts';
 
 // The hub's non-archived custom fields only: archived keys are removed from each workspace's
@@ -100,40 +100,56 @@ export interface PeriodCounts {
 }
 
 /**
- * Opt-ins whose optedInAt falls on a day of each range, and the distinct workspaces among them,
- * in one scan of the hub's opted_in_at index over the union of the ranges: rows are grouped by
- * workspace once (counting per range), so a distinct count is just "workspaces with a count > 0"
- * — no per-range sort.
+ * Opt-ins whose optedInAt falls on a day of each range, and the distinct workspaces among them.
+ * The opt-in counts add up the per-day counts the triggers of migration 006 keep (one row a day).
+ * Distinct workspaces need the rows: one pass over the hub's opted_in_at index for the union of
+ * the ranges folds each workspace's days into a bit mask (bit i = i days after the first day), and
+ * a workspace counts for a range when its mask shares a bit with the range's. Up to 63 days.
  */
 export async function countOptInsByRanges(db: Db, hubId: string, ranges: DateRange[]): Promise<PeriodCounts[]> {
   if (ranges.length === 0) return [];
   const from = ranges.reduce((min, r) => (r.startDate < min ? r.startDate : min), ranges[0]!.startDate);
   const to = ranges.reduce((max, r) => (r.endDate > max ? r.endDate : max), ranges[0]!.endDate);
-  const perWorkspace = ranges.map(
-    (r, i) => sql`count(*) FILTER (WHERE o.opted_in_at >= ${r.startDate}::date::timestamp AT TIME ZONE 'UTC'
-                                     AND o.opted_in_at < (${r.endDate}::date + 1)::timestamp AT TIME ZONE 'UTC') AS ${sql.raw(`n${i}`)}`,
-  );
-  const totals = ranges.map((_, i) => sql`coalesce(sum(${sql.raw(`n${i}`)}), 0) AS ${sql.raw(`n${i}`)}, count(*) FILTER (WHERE ${sql.raw(`n${i}`)} > 0) AS ${sql.raw(`w${i}`)}`);
-  const result = await sql<Record<string, string>>`
-    WITH per_workspace AS (
-      SELECT ${sql.join(perWorkspace)}
-        FROM opt_ins o
-       WHERE o.hub_id = ${hubId}
-         AND o.opted_in_at >= ${from}::date::timestamp AT TIME ZONE 'UTC'
-         AND o.opted_in_at < (${to}::date + 1)::timestamp AT TIME ZONE 'UTC'
-       GROUP BY o.workspace_id
-    )
-    SELECT ${sql.join(totals)} FROM per_workspace`.execute(db.kysely);
-  const row = result.rows[0]!;
-  return ranges.map((_, i) => ({ optIns: Number(row[`n${i}`]), workspaces: Number(row[`w${i}`]) }));
+  const dayIndex = (date: string) => Math.round((Date.parse(date) - Date.parse(from)) / 86_400_000);
+  const days = dayIndex(to) + 1;
+  if (days > 63) throw new Error(`countOptInsByRanges spans ${days} days; a bigint mask holds 63`);
+  const dayStarts = Array.from({ length: days }, (_, i) => `${addDays(from, i)}T00:00:00Z`);
+  const masks = ranges.map((r) => {
+    let mask = 0n;
+    for (let i = dayIndex(r.startDate); i <= dayIndex(r.endDate); i++) mask |= 1n << BigInt(i);
+    return mask;
+  });
+  const [perDay, distinct] = await Promise.all([
+    db.kysely
+      .selectFrom('opt_in_day_counts')
+      .select(['day', 'opt_ins'])
+      .where('hub_id', '=', hubId)
+      .where('day', '>=', from)
+      .where('day', '<=', to)
+      .execute(),
+    sql<Record<string, string>>`
+      SELECT ${sql.join(masks.map((mask, i) => sql`count(*) FILTER (WHERE days & ${mask.toString()}::bigint <> 0) AS ${sql.raw(`w${i}`)}`))}
+        FROM (SELECT bit_or(1::bigint << (width_bucket(o.opted_in_at, ${dayStarts}::timestamptz[]) - 1)) AS days
+                FROM opt_ins o
+               WHERE o.hub_id = ${hubId}
+                 AND o.opted_in_at >= ${dayStarts[0]}::timestamptz
+                 AND o.opted_in_at < ${`${addDays(to, 1)}T00:00:00Z`}::timestamptz
+               GROUP BY o.workspace_id) per_workspace`.execute(db.kysely),
+  ]);
+  const workspaces = distinct.rows[0]!;
+  return ranges.map((r, i) => ({
+    optIns: perDay.reduce((sum, d) => (d.day >= r.startDate && d.day <= r.endDate ? sum + d.opt_ins : sum), 0),
+    workspaces: Number(workspaces[`w${i}`]),
+  }));
 }
 
+/** Opt-ins whose status is active now (a count the triggers of migration 006 keep). */
 export async function countActiveOptIns(db: Db, hubId: string): Promise<number> {
   const row = await db.kysely
-    .selectFrom('opt_ins')
-    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .selectFrom('opt_in_status_counts')
+    .select('opt_ins')
     .where('hub_id', '=', hubId)
     .where('status', '=', 'active')
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
+    .executeTakeFirst();
+  return row?.opt_ins ?? 0;
 }
