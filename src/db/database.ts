@@ -11,6 +11,8 @@ export interface Db {
   pool: pg.Pool;
   url: string;
   close(): Promise<void>;
+  /** A check the next prepared query carries in its round trip (see RideAlongCheck). */
+  check?: RideAlongCheck;
 }
 
 export function connect(url: string, options: { max?: number; applicationName?: string; queryTimeoutMs?: number } = {}): Db {
@@ -24,6 +26,9 @@ export function connect(url: string, options: { max?: number; applicationName?: 
     // …and a server that stops answering must not hang requests for ever (enforced here).
     query_timeout: options.queryTimeoutMs ?? 20_000,
     keepAlive: true,
+    // Statements given to one connection together are written together, not one answer apart:
+    // what lets a request's key check ride along with its data query (RideAlongCheck).
+    pipeline: true,
   });
   // An idle client losing its server (database restart) must not crash the process; the pool
   // discards it and the next query reconnects.
@@ -49,13 +54,101 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Query read timeout/i.test(e.message ?? '');
 }
 
+/** A parameterised statement run as a named prepared statement (parsed and planned once per connection). */
+export interface Statement {
+  name: string;
+  text: string;
+  values: unknown[];
+}
+
+// Statement names by SQL text: a handful of query shapes, hashed once each.
+const statementNames = new Map<string, string>();
+
 /**
- * Runs a compiled query as a named prepared statement: PostgreSQL plans it once per connection
+ * A compiled query as a named prepared statement: PostgreSQL plans it once per connection
  * instead of on every call. For the hot per-request queries, where planning costs as much as
  * running them. The name is derived from the SQL text, so each query shape gets its own.
  */
-export async function queryPrepared<Row>(db: Db, query: CompiledQuery<Row>): Promise<Row[]> {
-  const name = `q_${createHash('sha1').update(query.sql).digest('hex').slice(0, 20)}`;
-  const result = await db.pool.query({ name, text: query.sql, values: query.parameters as unknown[] });
-  return result.rows as Row[];
+export function prepared(query: CompiledQuery): Statement {
+  let name = statementNames.get(query.sql);
+  if (name === undefined) {
+    name = `q_${createHash('sha1').update(query.sql).digest('hex').slice(0, 20)}`;
+    statementNames.set(query.sql, name);
+  }
+  return { name, text: query.sql, values: query.parameters as unknown[] };
+}
+
+/** Runs a prepared statement; on a Db with a pending RideAlongCheck, the check goes in the same round trip. */
+export async function queryPrepared<Row>(db: Db, query: CompiledQuery<Row> | Statement): Promise<Row[]> {
+  const statement = 'sql' in query ? prepared(query) : query;
+  if (db.check) return db.check.before<Row>(db.pool, statement);
+  return (await db.pool.query(statement)).rows as Row[];
+}
+
+/** Waits for the check `db` may carry (see RideAlongCheck); throws its refusal. */
+export async function settleCheck(db: Db): Promise<void> {
+  await db.check?.settle(db.pool);
+}
+
+/**
+ * A check that must hold, read fresh, before a request's result may be used (a key not revoked),
+ * without a round trip of its own: it is written on the same connection right in front of the
+ * request's first prepared query, and both answers come back together. `judge` reads the check's
+ * rows and throws to refuse; the query's result is then never returned. Queries after the first,
+ * and requests that make none, settle the check on its own with `settle`.
+ */
+export class RideAlongCheck {
+  readonly #statement: Statement;
+  readonly #judge: (rows: unknown[]) => void | Promise<void>;
+  /** Settles once the check has run: resolved if it holds, rejected with the refusal. */
+  #outcome: Promise<void> | undefined;
+
+  constructor(statement: Statement, judge: (rows: unknown[]) => void | Promise<void>) {
+    this.#statement = statement;
+    this.#judge = judge;
+  }
+
+  async before<Row>(pool: pg.Pool, query: Statement): Promise<Row[]> {
+    if (this.#outcome) {
+      await this.#outcome;
+      return (await pool.query(query)).rows as Row[];
+    }
+    const both = this.#together(pool, query);
+    this.#outcome = this.#decided(both.then(([checked]) => checked));
+    const [, result] = await both;
+    await this.#outcome;
+    if (result.status === 'rejected') throw result.reason;
+    return result.value.rows as Row[];
+  }
+
+  /** Resolves when the check holds (running it alone if no query carried it); throws the refusal. */
+  async settle(pool: pg.Pool): Promise<void> {
+    this.#outcome ??= this.#decided(pool.query(this.#statement));
+    await this.#outcome;
+  }
+
+  async #together(pool: pg.Pool, query: Statement): Promise<[PromiseSettledResult<pg.QueryResult>, PromiseSettledResult<pg.QueryResult>]> {
+    const client = await pool.connect();
+    // One write for both statements (pg corks each statement's own messages, not the pair).
+    const stream = (client as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection?.stream;
+    stream?.cork?.();
+    const pair = Promise.allSettled([client.query(this.#statement), client.query(query)]);
+    stream?.uncork?.();
+    const [checked, result] = await pair;
+    // As pool.query does: a connection that failed a statement is not reused.
+    client.release(checked.status === 'rejected' ? checked.reason : result.status === 'rejected' ? result.reason : undefined);
+    return [checked, result];
+  }
+
+  #decided(checked: Promise<pg.QueryResult | PromiseSettledResult<pg.QueryResult>>): Promise<void> {
+    const outcome = checked.then(async (value) => {
+      if ('status' in value) {
+        if (value.status === 'rejected') throw value.reason;
+        value = value.value;
+      }
+      await this.#judge(value.rows);
+    });
+    outcome.catch(() => {}); // every caller awaits it: never an unhandled rejection
+    return outcome;
+  }
 }

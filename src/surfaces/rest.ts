@@ -6,11 +6,14 @@ import { runOperation, type Operation } from './operation.ts';
  * Mounts operations as REST routes. The input is path parameters, query string and JSON body
  * merged (path parameters win), validated once by the operation's schema. `contextFor` does
  * authentication and anything per-request (limits); what it throws becomes the error response.
+ * `settle`, when given, runs after the operation and before any answer, success or error: what
+ * it throws wins (a provisional authentication refused after the fact).
  */
 export function mountRest<Ctx>(
   app: FastifyInstance,
   operations: Operation<Ctx>[],
   contextFor: (request: FastifyRequest, reply: FastifyReply, op: Operation<Ctx>) => Promise<Ctx>,
+  settle?: (ctx: Ctx) => Promise<void>,
 ): void {
   for (const op of operations) {
     app.route({
@@ -23,7 +26,13 @@ export function mountRest<Ctx>(
           ...(request.query as object),
           ...(request.params as object),
         };
-        const result = await runOperation(op, ctx, input);
+        const outcome = await runOperation(op, ctx, input).then(
+          (value) => ({ ok: true, value }) as const,
+          (error: unknown) => ({ ok: false, error }) as const,
+        );
+        await settle?.(ctx);
+        if (!outcome.ok) throw outcome.error;
+        const result = outcome.value;
         if (op.method === 'POST') reply.code(201);
         if (!(result instanceof JsonText)) return result;
         const { body, length } = result.body();

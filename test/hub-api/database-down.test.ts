@@ -142,7 +142,7 @@ test('database down: 503 service_unavailable, /healthz up, /readyz down; then re
 
   // The usage counted before the outage survived the failed flush.
   await app.usage.flush();
-  const { rows } = await db.pool.query<{ request_count: string; last_used_at: Date | null }>('SELECT request_count, last_used_at FROM api_keys WHERE id = $1', [key.id]);
+  const { rows } = await db.pool.query<{ request_count: string; last_used_at: Date | null }>('SELECT coalesce(u.request_count, 0) AS request_count, u.last_used_at FROM api_keys k LEFT JOIN api_key_usage u ON u.key_id = k.id WHERE k.id = $1', [key.id]);
   assert.equal(Number(rows[0]!.request_count), served);
   assert.ok(rows[0]!.last_used_at);
 });

@@ -224,11 +224,19 @@ describe('authentication and access', () => {
     assert.equal(basic.status, 401);
   });
 
-  test('revocation takes effect on the next request', async () => {
-    const created = await createKey(t.db, { hubId: 'h1', name: 'short-lived' });
-    assert.equal((await t.hubGet('/opt-in-summary', created.key)).status, 200);
-    await revokeKey(t.db, created.id);
-    assert.equal((await t.hubGet('/opt-in-summary', created.key)).status, 401);
+  test('revocation takes effect on the next request, whatever the request', async () => {
+    // A key seen before has its verdict read in the same round trip as the request's data (or
+    // on its own when the request reads none that way): the data of a revoked key's request
+    // must never come back, and its 401 wins over a 400.
+    const paths = ['/playbook-opt-ins?limit=2', '/opt-in-summary', '/spend-by-workspace?period=today', '/playbook-opt-ins?limit=0'];
+    for (const path of paths) {
+      const created = await createKey(t.db, { hubId: 'h1', name: 'short-lived' });
+      assert.equal((await t.hubGet('/playbook-opt-ins?limit=1', created.key)).status, 200);
+      await revokeKey(t.db, created.id);
+      const r = await t.hubGet(path, created.key);
+      assert.equal(r.status, 401, path);
+      assert.deepEqual(Object.keys(r.body).sort(), ['error', 'message'], `${path}: an error and nothing else`);
+    }
   });
 
   test('a suspended hub gets 403 hub_access_suspended, and access returns on resume', async () => {

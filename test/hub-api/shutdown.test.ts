@@ -117,7 +117,7 @@ test('SIGTERM finishes in-flight requests, flushes every request count, and exit
     }, 'the slow request to reach PostgreSQL');
 
     // Nothing has been written yet: the counts are all still in the server's memory.
-    const before = await db.pool.query<{ request_count: string; last_used_at: Date | null }>('SELECT request_count, last_used_at FROM api_keys WHERE id = $1', [key.id]);
+    const before = await db.pool.query<{ request_count: string; last_used_at: Date | null }>('SELECT coalesce(u.request_count, 0) AS request_count, u.last_used_at FROM api_keys k LEFT JOIN api_key_usage u ON u.key_id = k.id WHERE k.id = $1', [key.id]);
     assert.equal(Number(before.rows[0]!.request_count), 0, 'no usage flush may have happened before SIGTERM (the test must run within the 10 s interval)');
     assert.equal(before.rows[0]!.last_used_at, null);
     assert.ok(Date.now() - started < 9_000, 'reached SIGTERM before the first periodic flush could run');

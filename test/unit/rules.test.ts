@@ -4,11 +4,15 @@ import fc from 'fast-check';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { connect } from '../../src/db/database.ts';
 import { generateKey, isWellFormedKey, KEY_PREFIX, visibleStart } from '../../src/domain/api-keys/api-key.ts';
-import { verifyKey } from '../../src/domain/api-keys/key-verifier.ts';
 import { decodeOptInCursor, encodeOptInCursor, parseSince } from '../../src/domain/opt-ins/opt-in.ts';
 import { periodRanges } from '../../src/domain/periods.ts';
 import { spendFreshness } from '../../src/domain/spend/spend.ts';
 import { MemoryRateLimiter } from '../../src/platform/rate-limit.ts';
+import { UsageRecorder } from '../../src/domain/api-keys/usage-recorder.ts';
+import { systemClock } from '../../src/platform/clock.ts';
+import { ApiError } from '../../src/platform/errors.ts';
+import { HubApiGuard } from '../../src/surfaces/hub-api/guard.ts';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 
 describe('periods (UTC days, injected instants)', () => {
   const at = (iso: string) => new Date(iso);
@@ -76,13 +80,20 @@ describe('Hub API keys', () => {
   });
 
   test('a key with a wrong checksum is refused without a database read', async () => {
-    // A pool pointing nowhere: any query would fail, so answering null proves none was made.
+    // A pool pointing nowhere: any query would fail, so a clean 401 proves none was made.
     const unreachable = connect('postgres://nobody@127.0.0.1:1/none');
+    const limiter = new MemoryRateLimiter();
+    const guard = new HubApiGuard({ db: unreachable, limiter, usage: new UsageRecorder(unreachable), clock: systemClock });
+    const reply = { headers: () => reply } as unknown as FastifyReply;
+    const attempt = (authorization: string) =>
+      guard.authenticate({ ip: '192.0.2.1', headers: { authorization } } as FastifyRequest, reply, { rideAlong: true });
     const key = generateKey();
     const mistyped = key.slice(0, 10) + (key[10] === 'a' ? 'b' : 'a') + key.slice(11);
-    assert.equal(await verifyKey(unreachable, mistyped), null);
-    assert.equal(await verifyKey(unreachable, 'Bearer nonsense'), null);
-    await assert.rejects(verifyKey(unreachable, key), 'a well-formed key does reach the database');
+    for (const header of [`Bearer ${mistyped}`, 'Bearer nonsense']) {
+      await assert.rejects(attempt(header), (error) => error instanceof ApiError && error.status === 401);
+    }
+    await assert.rejects(attempt(`Bearer ${key}`), (error) => !(error instanceof ApiError), 'a well-formed key does reach the database');
+    await limiter.close();
     await unreachable.close();
   });
 });

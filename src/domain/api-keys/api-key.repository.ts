@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { queryPrepared, type Db } from '../../db/database.ts';
+import { queryPrepared, type Db, type Statement } from '../../db/database.ts';
 import { DomainError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { generateKey, hashKey, visibleStart, type KeyScope } from './api-key.ts';
@@ -56,18 +56,19 @@ export async function createKey(db: Db, input: { hubId: string; name: string; sc
 
 export async function listKeys(db: Db, hubId: string): Promise<KeySummary[]> {
   const rows = await db.kysely
-    .selectFrom('api_keys')
-    .select(['id', 'name', 'scope', 'start', 'request_count', 'last_used_at', 'created_at', 'revoked_at'])
-    .where('hub_id', '=', hubId)
-    .orderBy('created_at')
-    .orderBy('id')
+    .selectFrom('api_keys as k')
+    .leftJoin('api_key_usage as u', 'u.key_id', 'k.id')
+    .select(['k.id', 'k.name', 'k.scope', 'k.start', 'u.request_count', 'u.last_used_at', 'k.created_at', 'k.revoked_at'])
+    .where('k.hub_id', '=', hubId)
+    .orderBy('k.created_at')
+    .orderBy('k.id')
     .execute();
   return rows.map((r) => ({
     id: r.id,
     name: r.name,
     scope: r.scope,
     start: r.start,
-    requestCount: Number(r.request_count),
+    requestCount: Number(r.request_count ?? 0),
     lastUsedAt: r.last_used_at?.toISOString() ?? null,
     createdAt: r.created_at.toISOString(),
     revokedAt: r.revoked_at?.toISOString() ?? null,
@@ -86,26 +87,46 @@ export async function revokeKey(db: Db, keyId: string, hubId?: string): Promise<
   return { id: row.id, revokedAt: row.revoked_at.toISOString() };
 }
 
-export async function findKeyByHash(db: Db, hash: Buffer): Promise<KeyVerdict | undefined> {
-  // Every Hub API request runs this: a prepared statement spares the planning each time.
-  const [row] = await queryPrepared(db, db.kysely
-    .selectFrom('api_keys as k')
-    .innerJoin('hubs as h', 'h.id', 'k.hub_id')
-    .select(['k.id', 'k.hub_id', 'k.scope', 'k.revoked_at', 'h.suspended'])
-    .where('k.key_hash', '=', hash)
-    .compile());
+// Every Hub API request reads this: a fixed prepared statement (planned once per connection).
+const KEY_VERDICT_SQL = `
+  SELECT k.id, k.hub_id, k.scope, k.revoked_at IS NOT NULL AS revoked, h.suspended
+    FROM api_keys k JOIN hubs h ON h.id = k.hub_id
+   WHERE k.key_hash = $1`;
+
+interface KeyVerdictRow {
+  id: string;
+  hub_id: string;
+  scope: KeyScope;
+  revoked: boolean;
+  suspended: boolean;
+}
+
+/** The statement that reads a key's verdict by its hash (for RideAlongCheck). */
+export const keyVerdictStatement = (hash: Buffer): Statement => ({ name: 'key_verdict', text: KEY_VERDICT_SQL, values: [hash] });
+
+/** The verdict in the rows of keyVerdictStatement; undefined for an unknown key. */
+export function keyVerdictOf(rows: unknown[]): KeyVerdict | undefined {
+  const row = rows[0] as KeyVerdictRow | undefined;
   if (!row) return undefined;
-  return { keyId: row.id, hubId: row.hub_id, scope: row.scope, revoked: row.revoked_at !== null, hubSuspended: row.suspended };
+  return { keyId: row.id, hubId: row.hub_id, scope: row.scope, revoked: row.revoked, hubSuspended: row.suspended };
+}
+
+export async function findKeyByHash(db: Db, hash: Buffer): Promise<KeyVerdict | undefined> {
+  return keyVerdictOf(await queryPrepared(db, keyVerdictStatement(hash)));
 }
 
 /** Adds batched usage: one statement for any number of keys. */
 export async function addKeyUsage(db: Db, usage: { keyId: string; count: number; lastUsedAt: Date }[]): Promise<void> {
   if (usage.length === 0) return;
+  // Keys deleted meanwhile are skipped (their rows locked, so none can go before the insert).
   await sql`
-    UPDATE api_keys AS k
-       SET request_count = k.request_count + u.count,
-           last_used_at = greatest(k.last_used_at, u.last_used_at)
+    INSERT INTO api_key_usage AS a (key_id, request_count, last_used_at)
+    SELECT u.id, u.count, u.last_used_at
       FROM unnest(${usage.map((u) => u.keyId)}::text[], ${usage.map((u) => u.count)}::bigint[],
                   ${usage.map((u) => u.lastUsedAt.toISOString())}::timestamptz[]) AS u(id, count, last_used_at)
-     WHERE k.id = u.id`.execute(db.kysely);
+      JOIN api_keys k ON k.id = u.id
+     ORDER BY u.id
+       FOR KEY SHARE OF k
+    ON CONFLICT (key_id) DO UPDATE SET request_count = a.request_count + excluded.request_count,
+                                       last_used_at = greatest(a.last_used_at, excluded.last_used_at)`.execute(db.kysely);
 }

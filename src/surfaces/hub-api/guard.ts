@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Db } from '../../db/database.ts';
-import { verifyKey } from '../../domain/api-keys/key-verifier.ts';
+import { RideAlongCheck, type Db } from '../../db/database.ts';
+import { hashKey, isWellFormedKey } from '../../domain/api-keys/api-key.ts';
+import { findKeyByHash, keyVerdictOf, keyVerdictStatement, type KeyVerdict } from '../../domain/api-keys/api-key.repository.ts';
 import type { UsageRecorder } from '../../domain/api-keys/usage-recorder.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { ApiError } from '../../platform/errors.ts';
@@ -23,6 +24,18 @@ export interface CallerKey {
   hubId: string;
 }
 
+/**
+ * An authenticated request: who calls, and the database handle its reads go through — which may
+ * still carry the key's verdict (settleCheck(db) before answering).
+ */
+export interface Admission {
+  caller: CallerKey;
+  db: Db;
+}
+
+/** How many keys' ids and hubs are remembered (a bounded map; the oldest is forgotten first). */
+const KNOWN_KEYS = 50_000;
+
 /** RateLimit-Policy and RateLimit header values (draft-ietf-httpapi-ratelimit-headers). */
 export function rateLimitHeaders(entries: { policy: Policy; decision: RateDecision }[]): Record<string, string> {
   return {
@@ -37,6 +50,7 @@ export class HubApiGuard {
   readonly #usage: UsageRecorder;
   readonly #clock: Clock;
   readonly #onLimiterError: (error: unknown) => void;
+  readonly #known = new Map<string, CallerKey>();
 
   constructor(deps: { db: Db; limiter: RateLimiter; usage: UsageRecorder; clock: Clock; onLimiterError?: (error: unknown) => void }) {
     this.#db = deps.db;
@@ -65,8 +79,14 @@ export class HubApiGuard {
   /**
    * Authenticates the bearer key and applies the per-key limit; sets the RateLimit headers on
    * the reply. Counts the request towards the key's usage.
+   *
+   * The key's verdict (revoked? suspended?) is read fresh for every request. With `rideAlong`, a
+   * key seen before (its id and hub never change) is admitted provisionally: the returned `db`
+   * carries the verdict query in front of the request's first prepared query, one round trip for
+   * both, and `settleCheck(db)` must be awaited before anything is answered — it throws the 401/403.
+   * Without it (and for a key not seen before) the verdict is read before this returns.
    */
-  async authenticate(request: FastifyRequest, reply: FastifyReply): Promise<CallerKey> {
+  async authenticate(request: FastifyRequest, reply: FastifyReply, options: { rideAlong: boolean }): Promise<Admission> {
     const nowMs = this.#clock.now().getTime();
     const addressKey = `auth-fail:${request.ip}`;
     const failures = await this.#safe(() => this.#limiter.count(addressKey, FAILED_AUTH_LIMIT.windowMs, nowMs), 0);
@@ -77,24 +97,69 @@ export class HubApiGuard {
       });
     }
     const key = bearerToken(request.headers.authorization);
-    const verdict = key === undefined ? null : await verifyKey(this.#db, key);
-    if (!verdict || verdict.revoked || verdict.scope !== 'read') {
-      const decision = await this.#limit(addressKey, FAILED_AUTH_LIMIT, nowMs);
-      // A plain Bearer challenge (RFC 6750), deliberately without resource_metadata: this endpoint
-      // takes fixed keys, and an MCP client that saw OAuth metadata would start a sign-in dance.
-      const headers = { ...rateLimitHeaders([{ policy: FAILED_AUTH_LIMIT, decision }]), 'www-authenticate': 'Bearer realm="hubops-hub-api"' };
-      const message =
-        key === undefined ? 'Missing API key: send `Authorization: Bearer <HUB_API_KEY>`.'
-        : verdict?.scope === 'embed' && !verdict.revoked ? 'This is an embed key: it only signs embedded views. Create a read key for the Hub API.'
-        : 'The API key is not valid: it is mistyped, revoked or unknown.';
-      throw new ApiError(401, 'invalid_api_key', message, { headers });
+    // The checksum first: a mistyped or invented key costs no database read.
+    if (key === undefined || !isWellFormedKey(key)) throw await this.#refusal(key, undefined, addressKey, nowMs);
+    const hash = hashKey(key);
+    const known = options.rideAlong ? this.#known.get(hash.toString('latin1')) : undefined;
+    if (known) {
+      const decision = await this.#charge(known, reply, nowMs);
+      const check = new RideAlongCheck(keyVerdictStatement(hash), async (rows) => {
+        await this.#admit(key, hash, keyVerdictOf(rows), addressKey, nowMs);
+      });
+      // Over its limit: the verdict first all the same, so a revoked key still hears 401.
+      if (!decision.allowed) {
+        await check.settle(this.#db.pool);
+        throw rateLimited(decision);
+      }
+      return { caller: known, db: { ...this.#db, check } };
     }
-    this.#usage.record(verdict.keyId, new Date(nowMs));
-    const decision = await this.#limit(`key:${verdict.keyId}`, KEY_LIMIT, nowMs);
-    reply.headers(rateLimitHeaders([{ policy: KEY_LIMIT, decision }]));
+    const caller = await this.#admit(key, hash, await findKeyByHash(this.#db, hash), addressKey, nowMs);
+    const decision = await this.#charge(caller, reply, nowMs);
     if (!decision.allowed) throw rateLimited(decision);
+    return { caller, db: this.#db };
+  }
+
+  /**
+   * Admits a key by its verdict and counts the request towards its usage, or throws: 401 (unknown,
+   * revoked, embed) or 403 (hub suspended).
+   */
+  async #admit(key: string, hash: Buffer, verdict: KeyVerdict | undefined, addressKey: string, nowMs: number): Promise<CallerKey> {
+    const hashId = hash.toString('latin1');
+    if (!verdict || verdict.revoked || verdict.scope !== 'read') {
+      this.#known.delete(hashId);
+      throw await this.#refusal(key, verdict, addressKey, nowMs);
+    }
+    const caller = { keyId: verdict.keyId, hubId: verdict.hubId };
+    this.#remember(hashId, caller);
+    this.#usage.record(caller.keyId, new Date(nowMs));
     if (verdict.hubSuspended) throw new ApiError(403, 'hub_access_suspended', "This hub's API access is suspended. Contact your account manager.");
-    return { keyId: verdict.keyId, hubId: verdict.hubId };
+    return caller;
+  }
+
+  /** Counts the request against the per-key limit and sets the RateLimit headers. */
+  async #charge(caller: CallerKey, reply: FastifyReply, nowMs: number): Promise<RateDecision> {
+    const decision = await this.#limit(`key:${caller.keyId}`, KEY_LIMIT, nowMs);
+    reply.headers(rateLimitHeaders([{ policy: KEY_LIMIT, decision }]));
+    return decision;
+  }
+
+  async #refusal(key: string | undefined, verdict: KeyVerdict | undefined, addressKey: string, nowMs: number): Promise<ApiError> {
+    const decision = await this.#limit(addressKey, FAILED_AUTH_LIMIT, nowMs);
+    // A plain Bearer challenge (RFC 6750), deliberately without resource_metadata: this endpoint
+    // takes fixed keys, and an MCP client that saw OAuth metadata would start a sign-in dance.
+    const headers = { ...rateLimitHeaders([{ policy: FAILED_AUTH_LIMIT, decision }]), 'www-authenticate': 'Bearer realm="hubops-hub-api"' };
+    const message =
+      key === undefined ? 'Missing API key: send `Authorization: Bearer <HUB_API_KEY>`.'
+      : verdict?.scope === 'embed' && !verdict.revoked ? 'This is an embed key: it only signs embedded views. Create a read key for the Hub API.'
+      : 'The API key is not valid: it is mistyped, revoked or unknown.';
+    return new ApiError(401, 'invalid_api_key', message, { headers });
+  }
+
+  /** Keys admitted before, by hash: only their id and hub, which never change (never a verdict). */
+  #remember(hashId: string, caller: CallerKey): void {
+    if (this.#known.has(hashId)) return;
+    if (this.#known.size >= KNOWN_KEYS) this.#known.delete(this.#known.keys().next().value!);
+    this.#known.set(hashId, caller);
   }
 
   /**

@@ -1,12 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Config } from '../../config.ts';
+import { settleCheck } from '../../db/database.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { serveMcp, type McpEndpoint } from '../mcp.ts';
 import { buildOpenApi } from '../openapi.ts';
 import type { Operation } from '../operation.ts';
 import { mountRest } from '../rest.ts';
-import { rateLimited, type CallerKey, type HubApiGuard } from './guard.ts';
+import { rateLimited, type Admission, type HubApiGuard } from './guard.ts';
 import { hubOperations, type HubContext } from './operations.ts';
 
 export const HUB_API_PREFIX = '/v1/hub';
@@ -60,7 +61,7 @@ export function hubOpenApi(config: Config, version: string): Record<string, unkn
 export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Promise<void> {
   const { guard } = deps;
   const openApi = JSON.stringify(hubOpenApi(deps.config, deps.version));
-  const contextFor = (caller: CallerKey): HubContext => ({ ...deps.context, hubId: caller.hubId });
+  const contextFor = ({ caller, db }: Admission): HubContext => ({ ...deps.context, db, hubId: caller.hubId });
 
   // Every response is about one hub's private data: never cached by intermediaries.
   app.addHook('onSend', async (_request, reply) => {
@@ -69,19 +70,26 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
 
   app.get('/openapi.json', async (_request, reply) => reply.type('application/json').send(openApi));
 
-  const authenticate = async (request: FastifyRequest, reply: FastifyReply): Promise<CallerKey> => {
+  const authenticate = async (request: FastifyRequest, reply: FastifyReply, rideAlong: boolean): Promise<Admission> => {
     guard.refuseBrowsers(request);
-    return guard.authenticate(request, reply);
+    return guard.authenticate(request, reply, { rideAlong });
   };
 
-  mountRest(app, operations, async (request, reply, op) => {
-    const caller = await authenticate(request, reply);
-    if (op.extraLimit) {
-      const decision = await guard.limitOperation(caller, op.extraLimit, reply);
-      if (!decision.allowed) throw rateLimited(decision);
-    }
-    return contextFor(caller);
-  });
+  // REST answers only after the operation, so a known key's verdict can ride along with its
+  // first query and be settled before the answer (see HubApiGuard.authenticate).
+  mountRest(
+    app,
+    operations,
+    async (request, reply, op) => {
+      const admission = await authenticate(request, reply, true);
+      if (op.extraLimit) {
+        const decision = await guard.limitOperation(admission.caller, op.extraLimit, reply);
+        if (!decision.allowed) throw rateLimited(decision);
+      }
+      return contextFor(admission);
+    },
+    (ctx) => settleCheck(ctx.db),
+  );
 
   const mcp: Omit<McpEndpoint<HubContext>, 'beforeTool'> = {
     name: 'hubops-hub-api',
@@ -90,8 +98,10 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
       "Read-only tools over one hub's playbook opt-ins and paid ad spend. Group and filter by playbook.id and workspace.id, never by name. Money is in cents. Check asOf and freshness before quoting spend.",
     operations,
   };
+  // The MCP SDK writes the answer itself: the verdict is read before any tool runs.
   app.post('/mcp', async (request, reply) => {
-    const caller = await authenticate(request, reply);
+    const admission = await authenticate(request, reply, false);
+    const { caller } = admission;
     let toolCalls = 0;
     await serveMcp(
       {
@@ -104,7 +114,7 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
           if (!decision.allowed) throw rateLimited(decision);
         },
       },
-      contextFor(caller),
+      contextFor(admission),
       request,
       reply,
     );
