@@ -108,7 +108,7 @@ async function withCpu<T>(serverPid: number | undefined, requests: (result: T) =
 say('starting src/main.ts …');
 const serverA = await startHub();
 const clientA = new HubClient(serverA.baseUrl, ring);
-say(`warming ${keyCount} keys (one request each, so verdicts are cached as for a client's one key) …`);
+say(`warming ${keyCount} keys (one request each: the server then knows each key, as it would a client's one key) …`);
 await warmKeys(clientA, keys);
 
 const coldMs: number[] = [];
