@@ -297,6 +297,16 @@ describe('rate limits', () => {
     assert.equal((await t.hubGet('/playbook-opt-ins?limit=1', k)).status, 200, 'the window rolls on');
   });
 
+  test('a key revoked while over its limit hears 401, not 429', async () => {
+    const created = await createKey(t.db, { hubId: 'h1', name: 'busy then revoked' });
+    for (let i = 1; i <= 120; i++) assert.equal((await t.hubGet('/playbook-opt-ins?limit=1', created.key)).status, 200, `request ${i}`);
+    assert.equal((await t.hubGet('/playbook-opt-ins?limit=1', created.key)).status, 429);
+    await revokeKey(t.db, created.id);
+    const refused = await t.hubGet('/playbook-opt-ins?limit=1', created.key);
+    assert.equal(refused.status, 401);
+    assert.equal(refused.body.error, 'invalid_api_key');
+  });
+
   test('the 21st summary request in a window gets 429, with both policies in the headers', async () => {
     const k = await readKey(t.db, 'h1');
     for (let i = 1; i <= 20; i++) {
