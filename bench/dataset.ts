@@ -88,7 +88,7 @@ export async function ensureDataset(serverUrl: string, spec: DatasetSpec, option
 
   const started = performance.now();
   // Loading statements run for minutes: no client-side read timeout (0 = none).
-  const db = connect(url, { max: 1, applicationName: 'hubops-bench-loader', queryTimeoutMs: 0 });
+  const db = connect(url, { max: 1, applicationName: 'hubops-bench-loader', readTimeoutMs: 0 });
   let anchor: Date;
   try {
     await migrate(db.pool);

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Socket } from 'node:net';
 import { Kysely, PostgresDialect, type CompiledQuery } from 'kysely';
 import pg from 'pg';
 import type { Database } from './schema.ts';
@@ -15,7 +16,7 @@ export interface Db {
   check?: RideAlongCheck;
 }
 
-export function connect(url: string, options: { max?: number; applicationName?: string; queryTimeoutMs?: number } = {}): Db {
+export function connect(url: string, options: { max?: number; applicationName?: string; readTimeoutMs?: number } = {}): Db {
   const pool = new pg.Pool({
     connectionString: url,
     max: options.max ?? 10,
@@ -23,8 +24,6 @@ export function connect(url: string, options: { max?: number; applicationName?: 
     connectionTimeoutMillis: 5_000,
     // A statement that runs away must not hold a connection for ever (enforced by the server)…
     statement_timeout: 15_000,
-    // …and a server that stops answering must not hang requests for ever (enforced here).
-    query_timeout: options.queryTimeoutMs ?? 20_000,
     keepAlive: true,
     // Statements given to one connection together are written together, not one answer apart:
     // what lets a request's key check ride along with its data query (RideAlongCheck).
@@ -33,6 +32,14 @@ export function connect(url: string, options: { max?: number; applicationName?: 
   // An idle client losing its server (database restart) must not crash the process; the pool
   // discards it and the next query reconnects.
   pool.on('error', () => {});
+  const readTimeoutMs = options.readTimeoutMs ?? 20_000;
+  pool.on('connect', (client) => {
+    // A connection lost while checked out fails its queries with the error; the client's own
+    // 'error' event must not also reach the process (the pool listens only while it is idle).
+    client.on('error', () => {});
+    // …and a server that stops answering must not hang requests for ever (enforced here).
+    if (readTimeoutMs > 0) dropWhenSilent(client, readTimeoutMs);
+  });
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     kysely,
@@ -42,6 +49,24 @@ export function connect(url: string, options: { max?: number; applicationName?: 
       await kysely.destroy();
     },
   };
+}
+
+/**
+ * Drops the connection when a statement has waited `ms` for its answer with nothing arriving;
+ * its queries then fail as "database unavailable". An idle connection (a transaction waiting on
+ * other work, say) is left alone. One inactivity timer per connection, re-armed by traffic. pg's
+ * own query_timeout is not used: it arms a timer per query, and with it each query's rows
+ * survived young-generation collections (a loop of 500-row pages: 17 MB surviving each scavenge
+ * instead of 0.5 MB, five times the time in the collector, pages 25 % slower).
+ */
+function dropWhenSilent(client: pg.PoolClient, ms: number): void {
+  const internals = client as unknown as { connection: { stream: Socket }; _activeQuery: unknown; _sentQueryQueue?: unknown[] };
+  const socket = internals.connection.stream;
+  socket.setTimeout(ms);
+  socket.on('timeout', () => {
+    const awaitingAnswer = internals._activeQuery != null || (internals._sentQueryQueue?.length ?? 0) > 0;
+    if (awaitingAnswer) socket.destroy(new Error(`Query read timeout: the database sent nothing for ${ms} ms`));
+  });
 }
 
 /** True for errors that mean "the database cannot be reached" rather than "the query was wrong". */

@@ -28,7 +28,8 @@ before(async () => {
   const viaProxy = new URL(db.url);
   viaProxy.hostname = '127.0.0.1';
   viaProxy.port = String(port);
-  proxied = connect(viaProxy.toString());
+  // A short read timeout, so that the stalled database of the second test is noticed quickly.
+  proxied = connect(viaProxy.toString(), { readTimeoutMs: 1_500 });
   const config = loadConfig({ DATABASE_URL: viaProxy.toString(), LOG_LEVEL: 'silent' });
   // No periodic usage flush during the test: the test flushes when it wants to.
   app = await buildApp({ config, db: proxied, logger: false, usageFlushMs: 3_600_000, publisher: false, media: await openDiskMediaStore(await mkdtemp(path.join(tmpdir(), 'hubops-test-media-'))) });
@@ -145,4 +146,21 @@ test('database down: 503 service_unavailable, /healthz up, /readyz down; then re
   const { rows } = await db.pool.query<{ request_count: string; last_used_at: Date | null }>('SELECT coalesce(u.request_count, 0) AS request_count, u.last_used_at FROM api_keys k LEFT JOIN api_key_usage u ON u.key_id = k.id WHERE k.id = $1', [key.id]);
   assert.equal(Number(rows[0]!.request_count), served);
   assert.ok(rows[0]!.last_used_at);
+});
+
+test('a database that stops answering: 503 once nothing has arrived for the read timeout, never a hung request; then recovery', { timeout: 30_000 }, async () => {
+  const key = await createKey(db, { hubId: 'hub_1', name: 'stall' });
+  assert.equal((await get('/v1/hub/playbook-opt-ins', key.key)).status, 200);
+  // Connections stay open, but PostgreSQL's answers never arrive: pooled connections, with a
+  // statement waiting, must be dropped; new ones time out connecting.
+  proxy.stall();
+  for (const path of ['/v1/hub/playbook-opt-ins', '/v1/hub/opt-in-summary']) {
+    const response = await get(path, key.key);
+    assert.equal(response.status, 503, `${path}: ${response.text}`);
+    assert.equal(response.json.error, 'service_unavailable');
+    assert.doesNotMatch(response.text, /timeout|SELECT|at .*\.ts/i, 'no internals in the body');
+  }
+  proxy.unstall();
+  const back = await eventually(() => get('/v1/hub/playbook-opt-ins', key.key), (r) => r.status === 200, 'the Hub API to recover');
+  assert.equal(back.json.data[0].id, 'oi_1');
 });

@@ -3,13 +3,16 @@ import net from 'node:net';
 
 /**
  * A TCP proxy to simulate a dependency outage: `cut()` stops accepting and destroys every open
- * connection (both sides), `restore()` listens again on the same port.
+ * connection (both sides), `restore()` listens again on the same port. `stall()` simulates a
+ * dependency that stops answering: connections stay open but nothing is passed on, either way,
+ * until `unstall()` drops them.
  */
 export class TcpProxy {
   readonly #target: { host: string; port: number };
   readonly #sockets = new Set<net.Socket>();
   #server: net.Server | undefined;
   #port = 0;
+  #stalled = false;
   /** Connections accepted so far (both directions count as one). */
   accepted = 0;
 
@@ -28,6 +31,10 @@ export class TcpProxy {
   async start(): Promise<number> {
     const server = net.createServer((client) => {
       this.accepted += 1;
+      if (this.#stalled) {
+        this.#hold(client);
+        return;
+      }
       const upstream = net.connect(this.#target.port, this.#target.host);
       for (const socket of [client, upstream]) {
         this.#sockets.add(socket);
@@ -54,6 +61,28 @@ export class TcpProxy {
     const closed = server ? new Promise((resolve) => server.close(resolve)) : Promise.resolve();
     for (const socket of this.#sockets) socket.destroy();
     await closed;
+  }
+
+  /** Nothing passes any more; open connections and new ones hang. */
+  stall(): void {
+    this.#stalled = true;
+    for (const socket of this.#sockets) {
+      socket.unpipe();
+      socket.pause();
+    }
+  }
+
+  /** Drops every connection held by the stall (they are mid-conversation) and passes traffic again. */
+  unstall(): void {
+    this.#stalled = false;
+    for (const socket of this.#sockets) socket.destroy();
+  }
+
+  #hold(socket: net.Socket): void {
+    this.#sockets.add(socket);
+    socket.on('close', () => this.#sockets.delete(socket));
+    socket.on('error', () => socket.destroy());
+    socket.pause();
   }
 
   async restore(): Promise<void> {
