@@ -3,6 +3,7 @@
 // do in the server, on a connection with auto_explain loaded and its output sent to the client
 // as NOTICEs. Needs a superuser (LOAD), which the machine's default postgres user is.
 import { connect } from '../src/db/database.ts';
+import { HubCatalogCache } from '../src/domain/opt-ins/hub-catalog.ts';
 import { findOptInPage } from '../src/domain/opt-ins/opt-in.repository.ts';
 import { optInSummary } from '../src/domain/opt-ins/opt-in.service.ts';
 import { parseSince } from '../src/domain/opt-ins/opt-in.ts';
@@ -28,15 +29,17 @@ export async function explainQueries(databaseUrl: string, hubId: string, since: 
   };
   try {
     await db.pool.query('SELECT 1'); // opens the connection before the first measured statement
-    await show('/playbook-opt-ins?limit=500 (first page)', () => findOptInPage(db, { hubId, limit: 500 }));
+    // The first page also reads the hub's catalog (its workspaces and playbooks), once.
+    const catalogs = new HubCatalogCache();
+    await show('/playbook-opt-ins?limit=500 (first page, with the catalog read)', () => findOptInPage(db, catalogs, { hubId, limit: 500 }));
     // The cursor of the row in the middle of the hub's change history.
     const { rows: [middle] } = await db.pool.query<{ updated_at: string; id: string }>(
       `SELECT to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS updated_at, id
          FROM opt_ins WHERE hub_id = $1 ORDER BY updated_at, id
         OFFSET (SELECT count(*) / 2 FROM opt_ins WHERE hub_id = $1) LIMIT 1`, [hubId]);
     await show('/playbook-opt-ins?limit=500 (a page in the middle: cursor)', () =>
-      findOptInPage(db, { hubId, limit: 500, after: { updatedAt: middle!.updated_at, id: middle!.id } }));
-    await show(`/playbook-opt-ins?limit=100&since=${since}`, () => findOptInPage(db, { hubId, since: parseSince(since), limit: 100 }));
+      findOptInPage(db, catalogs, { hubId, limit: 500, after: { updatedAt: middle!.updated_at, id: middle!.id } }));
+    await show(`/playbook-opt-ins?limit=100&since=${since}`, () => findOptInPage(db, catalogs, { hubId, since: parseSince(since), limit: 100 }));
     await show('/opt-in-summary (both statements)', () => optInSummary(db, hubId, systemClock));
     await show('/spend-by-workspace?period=last_30_days (cache miss: state + sums)', () =>
       spendByWorkspace(db, hubId, 'last_30_days', systemClock, new SpendReportCache()));

@@ -2,6 +2,7 @@
 // run.ts decides the order and prints them.
 import autocannon from 'autocannon';
 import { connect } from '../src/db/database.ts';
+import { HubCatalogCache } from '../src/domain/opt-ins/hub-catalog.ts';
 import { findOptInPage } from '../src/domain/opt-ins/opt-in.repository.ts';
 import { parseSince } from '../src/domain/opt-ins/opt-in.ts';
 import { cpuShare, type CpuProbe, type CpuShare } from './cpu.ts';
@@ -160,6 +161,7 @@ export async function bareThroughput(options: {
 }): Promise<ThroughputResult> {
   // The server's pool: openDatabase → connect() with the default of 10 connections.
   const db = connect(options.databaseUrl, { max: 10, applicationName: 'hubops-bench-bare' });
+  const catalogs = new HubCatalogCache();
   const query = { hubId: options.hubId, since: parseSince(options.since), limit: options.limit };
   const loop = async (seconds: number, latencies: number[] | undefined) => {
     const until = performance.now() + seconds * 1000;
@@ -167,8 +169,8 @@ export async function bareThroughput(options: {
       Array.from({ length: options.connections }, async () => {
         while (performance.now() < until) {
           const t0 = performance.now();
-          const rows = await findOptInPage(db, query);
-          if (rows.length !== options.limit + 1) throw new Error(`findOptInPage returned ${rows.length} rows, expected ${options.limit + 1}`);
+          const page = await findOptInPage(db, catalogs, query);
+          if (page.rows !== options.limit || !page.next) throw new Error(`findOptInPage returned ${page.rows} rows and ${page.next ? 'a' : 'no'} next page; expected ${options.limit} and one`);
           latencies?.push(performance.now() - t0);
         }
       }),

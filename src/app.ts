@@ -7,6 +7,7 @@ import { UsageRecorder } from './domain/api-keys/usage-recorder.ts';
 import { openDiskMediaStore, type MediaStore } from './domain/media/media-store.ts';
 import { SandboxConnector } from './domain/posts/connector.ts';
 import { createPublisher } from './domain/posts/publisher.ts';
+import { HubCatalogCache } from './domain/opt-ins/hub-catalog.ts';
 import { SpendReportCache } from './domain/spend/spend.service.ts';
 import { systemClock, type Clock } from './platform/clock.ts';
 import { ApiError } from './platform/errors.ts';
@@ -145,20 +146,22 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   // One spend report cache for the Hub API and the main MCP server's hub-wide spend tool.
   const spendCache = new SpendReportCache();
+  // Workspaces and playbooks as opt-in rows embed them, for every surface that lists opt-ins.
+  const catalogs = new HubCatalogCache();
   // The main MCP server at {base_url}/mcp and its protected-resource metadata under /.well-known
   // (at the origin's root, so it is registered without the base path prefix).
-  await fastify.register(mcpMainPlugin, { config: deps.config, db: deps.db, clock, media, auth, spendCache, version: VERSION });
+  await fastify.register(mcpMainPlugin, { config: deps.config, db: deps.db, clock, media, auth, spendCache, catalogs, version: VERSION });
 
   await fastify.register(hubApiPlugin, {
     prefix: HUB_API_PREFIX,
     config: deps.config,
     guard,
-    context: { db: deps.db, clock, spendCache },
+    context: { db: deps.db, clock, spendCache, catalogs },
     version: VERSION,
   });
 
   // The web admin ({base_url}/app) and the signed embeds ({base_url}/embed).
-  await fastify.register(webPlugin, { config: deps.config, db: deps.db, clock, limiter, spendCache });
+  await fastify.register(webPlugin, { config: deps.config, db: deps.db, clock, limiter, spendCache, catalogs });
 
   await fastify.ready();
   if (deps.publisher !== false) publisher.start();

@@ -25,6 +25,7 @@ export interface HubsTable {
   name: string;
   suspended: Generated<boolean>;
   report_version: DefaultInt8;
+  catalog_version: DefaultInt8;
   created_at: DefaultTimestamp;
 }
 

@@ -10,10 +10,17 @@ export class JsonText {
   constructor(...parts: (string | Buffer)[]) {
     this.parts = parts;
   }
-  /** What to hand the HTTP reply: a string, or the parts as a stream (with their total length). */
-  body(): { body: string | Readable; length: number } {
-    if (this.parts.length === 1 && typeof this.parts[0] === 'string') {
-      return { body: this.parts[0], length: Buffer.byteLength(this.parts[0]) };
+  /**
+   * What to hand the HTTP reply. Strings are encoded straight into one buffer (measuring and
+   * writing each part once; concatenating them first would copy the whole body once more). A
+   * body with a byte part (a large cached one) is streamed, so that part is never copied.
+   */
+  body(): { body: Buffer | Readable; length: number } {
+    if (this.parts.every((part) => typeof part === 'string')) {
+      const buffer = Buffer.allocUnsafe(this.parts.reduce((n, part) => n + Buffer.byteLength(part), 0));
+      let offset = 0;
+      for (const part of this.parts) offset += buffer.write(part as string, offset);
+      return { body: buffer, length: buffer.length };
     }
     const buffers = this.parts.map((part) => (typeof part === 'string' ? Buffer.from(part) : part));
     return { body: Readable.from(buffers, { objectMode: false }), length: buffers.reduce((n, b) => n + b.length, 0) };

@@ -38,11 +38,11 @@ async function freshHub(workspaces: number): Promise<{ hubId: string; key: strin
   return { hubId, key: await readKey(t.db, hubId), workspaceIds, playbookIds };
 }
 
-async function pullAll(key: string, query = ''): Promise<Row[]> {
+async function pullAll(key: string, query = '', limit = 500): Promise<Row[]> {
   const rows: Row[] = [];
   let cursor: string | null = null;
   do {
-    const r = await t.hubGet(`/playbook-opt-ins?limit=500${query}${cursor ? `&cursor=${cursor}` : ''}`, key);
+    const r = await t.hubGet(`/playbook-opt-ins?limit=${limit}${query}${cursor ? `&cursor=${cursor}` : ''}`, key);
     assert.equal(r.status, 200);
     rows.push(...r.body.data);
     cursor = r.body.nextCursor;
@@ -96,6 +96,68 @@ test('paging with random limits and rows updated between pages returns every row
         );
       },
     ),
+    { numRuns: 25 },
+  );
+});
+
+test('every row embeds its workspace and playbook as they are now, whatever changed since the last page', async () => {
+  // The server keeps each hub's workspaces and playbooks ready-made (HubCatalogCache); this is
+  // what proves that no change to them (names, field values, archived fields, solutions, new
+  // ones) is ever served stale. The truth is read from the tables and built here independently.
+  const truth = async (hubId: string) => {
+    const archived = new Set((await t.db.kysely.selectFrom('workspace_fields').select('key').where('hub_id', '=', hubId).where('archived', '=', true).execute()).map((f) => f.key));
+    const workspaces = await t.db.kysely.selectFrom('workspaces').select(['id', 'name', 'fields']).where('hub_id', '=', hubId).execute();
+    const playbooks = await t.db.kysely.selectFrom('playbooks').select(['id', 'name', 'solutions']).where('hub_id', '=', hubId).execute();
+    return {
+      workspaces: new Map(workspaces.map((w) => [w.id, { id: w.id, name: w.name, fields: Object.fromEntries(Object.entries(w.fields as Record<string, unknown>).filter(([k]) => !archived.has(k))) }])),
+      playbooks: new Map(playbooks.map((p) => [p.id, { id: p.id, name: p.name, solutions: p.solutions }])),
+    };
+  };
+  const text = fc.string({ unit: fc.constantFrom(...'ab Zé"\\ '), minLength: 1, maxLength: 8 });
+  const change = fc.oneof(
+    fc.record({ op: fc.constant('rename workspace' as const), pick: fc.nat(), name: text }),
+    fc.record({ op: fc.constant('set field' as const), pick: fc.nat(), key: fc.constantFrom('region', 'tier'), value: fc.oneof(text, fc.integer(), fc.boolean()) }),
+    fc.record({ op: fc.constant('archive field' as const), key: fc.constantFrom('region', 'tier'), archived: fc.boolean() }),
+    fc.record({ op: fc.constant('rename playbook' as const), pick: fc.nat(), name: text }),
+    fc.record({ op: fc.constant('solutions' as const), pick: fc.nat(), solutions: fc.subarray(['meta', 'google_ads', 'chatgpt_ads', 'organic_social'], { minLength: 1 }) }),
+    fc.record({ op: fc.constant('new workspace and playbook' as const) }),
+  );
+  await fc.assert(
+    fc.asyncProperty(fc.array(change, { minLength: 1, maxLength: 8 }), fc.integer({ min: 4, max: 9 }), async (changes, limit) => {
+      const { hubId, key, workspaceIds, playbookIds } = await freshHub(3);
+      await fx.field(t.db, hubId, 'region');
+      await fx.field(t.db, hubId, 'tier');
+      // Opt-ins pairing the newest workspace with each playbook and the newest playbook with each
+      // workspace, so every workspace and playbook appears in some row.
+      const addOptIns = () => fx.optIns(t.db, [
+        ...playbookIds.map((playbookId, i) => ({ playbookId, workspaceId: workspaceIds.at(-1)!, id: `${hubId}-o${workspaceIds.length}-p${i}` })),
+        ...workspaceIds.slice(0, -1).map((workspaceId, i) => ({ playbookId: playbookIds.at(-1)!, workspaceId, id: `${hubId}-o${workspaceIds.length}-w${i}` })),
+      ].map((o) => ({ ...o, hubId, optedInAt: '2026-11-01T00:00:00Z' })));
+      await addOptIns();
+      const check = async () => {
+        const expected = await truth(hubId);
+        const rows = await pullAll(key, '', limit) as unknown as { workspace: { id: string }; playbook: { id: string } }[];
+        for (const row of rows) {
+          assert.deepEqual(row.workspace, expected.workspaces.get(row.workspace.id));
+          assert.deepEqual(row.playbook, expected.playbooks.get(row.playbook.id));
+        }
+      };
+      await check(); // the server now holds the hub's catalog
+      for (const c of changes) {
+        const pick = (ids: string[]) => ids['pick' in c ? c.pick % ids.length : 0]!;
+        if (c.op === 'rename workspace') await t.db.kysely.updateTable('workspaces').set({ name: c.name }).where('id', '=', pick(workspaceIds)).execute();
+        if (c.op === 'set field') await t.db.pool.query('UPDATE workspaces SET fields = fields || jsonb_build_object($2::text, $3::jsonb) WHERE id = $1', [pick(workspaceIds), c.key, JSON.stringify(c.value)]);
+        if (c.op === 'archive field') await t.db.kysely.updateTable('workspace_fields').set({ archived: c.archived }).where('hub_id', '=', hubId).where('key', '=', c.key).execute();
+        if (c.op === 'rename playbook') await t.db.kysely.updateTable('playbooks').set({ name: c.name }).where('id', '=', pick(playbookIds)).execute();
+        if (c.op === 'solutions') await t.db.kysely.updateTable('playbooks').set({ solutions: c.solutions }).where('id', '=', pick(playbookIds)).execute();
+        if (c.op === 'new workspace and playbook') {
+          workspaceIds.push(await fx.workspace(t.db, hubId, `${hubId}-w${workspaceIds.length}`, { region: 'New' }));
+          playbookIds.push(await fx.playbook(t.db, hubId, `${hubId}-p${playbookIds.length}`));
+          await addOptIns();
+        }
+        await check();
+      }
+    }),
     { numRuns: 25 },
   );
 });

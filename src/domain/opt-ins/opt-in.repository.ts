@@ -1,6 +1,8 @@
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../db/schema.ts';
 import { queryPrepared, type Db } from '../../db/database.ts';
 import { addDays, type DateRange } from '../periods.ts';
+import type { HubCatalog, HubCatalogCache } from './hub-catalog.ts';
 import type { PageCursor } from './opt-in.ts';
 
 // The hub's non-archived custom fields only: archived keys are removed from each workspace's
@@ -21,12 +23,13 @@ export interface OptInPageQuery {
   optedInBefore?: Date;
 }
 
-export interface OptInPageRow {
-  /** The row as Hub API JSON text. */
-  json: string;
-  /** updated_at at full database precision, for the cursor. */
-  cursorUpdatedAt: string;
-  id: string;
+/** A keyset page of opt-ins. */
+export interface OptInPage {
+  /** The page's rows as a Hub API JSON array, in (updatedAt, id) order, in pieces to concatenate. */
+  json: string[];
+  rows: number;
+  /** Where the next page starts (the last row's position), or null if this is the last page. */
+  next: PageCursor | null;
 }
 
 const q = JSON.stringify;
@@ -35,11 +38,7 @@ const q = JSON.stringify;
 interface OptInPageSqlRow {
   id: string;
   playbook_id: string;
-  playbook_name: string;
-  solutions: string;
   workspace_id: string;
-  workspace_name: string;
-  fields: string;
   status: string;
   opted_in_at: string;
   cursor_updated_at: string;
@@ -47,24 +46,45 @@ interface OptInPageSqlRow {
   budget_type: string | null;
   variant: string;
   responses: string;
+  /** The hub's catalog version, read once per statement: the same on every row. */
+  catalog_version: string;
 }
 
 /**
- * One keyset page ordered by (updated_at, id), fetching `limit + 1` rows to see if more follow.
- * The hot path of full pulls: PostgreSQL formats timestamps and hands JSON columns over as text,
- * and each row's JSON is spliced together here — no Date objects, no parse and re-serialise.
+ * One keyset page ordered by (updated_at, id); `limit + 1` rows are read to see if more follow.
+ * The hot path of full pulls: the statement reads opt-ins alone, PostgreSQL formats timestamps
+ * and hands JSON columns over as text, and the rows' JSON is spliced together here with each
+ * row's workspace and playbook taken from the hub's catalog at the version the statement saw —
+ * no joins, no Date objects, no parse and re-serialise.
  */
-export async function findOptInPage(db: Db, q_: OptInPageQuery): Promise<OptInPageRow[]> {
-  const query = sql<OptInPageSqlRow>`
-    SELECT o.id, p.id AS playbook_id, p.name AS playbook_name, array_to_json(p.solutions)::text AS solutions,
-           w.id AS workspace_id, w.name AS workspace_name, (${visibleFields(q_.hubId)})::text AS fields,
-           o.status,
+export async function findOptInPage(db: Db, catalogs: HubCatalogCache, q_: OptInPageQuery): Promise<OptInPage> {
+  const query = optInPageQuery(q_).compile(db.kysely);
+  const rows = await queryPrepared(db, query);
+  if (rows.length === 0) return { json: ['[]'], rows: 0, next: null };
+  const cached = catalogs.get(q_.hubId, rows[0]!.catalog_version);
+  const page = cached && splice(rows, q_.limit, cached);
+  if (page) return page;
+  // The hub's workspaces or playbooks changed since this process read them, or it never did:
+  // read them, and the page again, in one snapshot, so the two agree.
+  const [catalog, again] = await db.kysely
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .execute(async (trx) => [await readHubCatalog(trx, q_.hubId), (await trx.executeQuery(query)).rows] as const);
+  catalogs.set(q_.hubId, catalog);
+  const fresh = splice(again, q_.limit, catalog);
+  // Cannot happen: foreign keys tie every opt-in to a workspace and a playbook of its hub.
+  if (!fresh) throw new Error(`opt-in page of hub ${q_.hubId} refers to a workspace or playbook outside its catalog`);
+  return fresh;
+}
+
+function optInPageQuery(q_: OptInPageQuery) {
+  return sql<OptInPageSqlRow>`
+    SELECT o.id, o.playbook_id, o.workspace_id, o.status,
            to_char(o.opted_in_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS opted_in_at,
            to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_updated_at,
-           o.budget_cents, o.budget_type, o.variant::text AS variant, o.responses::text AS responses
+           o.budget_cents, o.budget_type, o.variant::text AS variant, o.responses::text AS responses,
+           (SELECT h.catalog_version::text FROM hubs h WHERE h.id = ${q_.hubId}) AS catalog_version
       FROM opt_ins o
-      JOIN playbooks p ON p.id = o.playbook_id
-      JOIN workspaces w ON w.id = o.workspace_id
      WHERE o.hub_id = ${q_.hubId}
        ${q_.playbookId !== undefined ? sql`AND o.playbook_id = ${q_.playbookId}` : sql``}
        ${q_.status !== undefined ? sql`AND o.status = ${q_.status}` : sql``}
@@ -74,24 +94,62 @@ export async function findOptInPage(db: Db, q_: OptInPageQuery): Promise<OptInPa
        ${q_.optedInBefore !== undefined ? sql`AND o.opted_in_at < ${q_.optedInBefore}` : sql``}
        ${q_.after ? sql`AND (o.updated_at, o.id) > (${q_.after.updatedAt}::timestamptz, ${q_.after.id})` : sql``}
      ORDER BY o.updated_at, o.id
-     LIMIT ${q_.limit + 1}`.compile(db.kysely);
-  const rows = await queryPrepared(db, query);
-  return rows.map(mapRow);
+     LIMIT ${q_.limit + 1}`;
 }
 
-function mapRow(r: OptInPageSqlRow): OptInPageRow {
-  // updatedAt is shown at millisecond precision (what the API promises); the cursor keeps all.
-  const updatedAt = `${r.cursor_updated_at.slice(0, 23)}Z`;
-  return {
-    json:
-      `{"id":${q(r.id)},"playbook":{"id":${q(r.playbook_id)},"name":${q(r.playbook_name)},"solutions":${r.solutions}},` +
-      `"workspace":{"id":${q(r.workspace_id)},"name":${q(r.workspace_name)},"fields":${r.fields}},` +
-      `"status":${q(r.status)},"optedInAt":"${r.opted_in_at}","updatedAt":"${updatedAt}",` +
-      `"budgetCents":${r.budget_cents ?? 'null'},"budgetType":${r.budget_type === null ? 'null' : q(r.budget_type)},` +
-      `"variant":${r.variant},"responses":${r.responses}}`,
-    cursorUpdatedAt: r.cursor_updated_at,
-    id: r.id,
-  };
+/** Rows per piece of a page's JSON: pieces stay small enough (~50 kB) to die young. */
+const ROWS_PER_PIECE = 100;
+
+/**
+ * The first `limit` rows as a JSON array in pieces, or undefined if one refers to a workspace or
+ * playbook the catalog lacks. Each piece is a list of strings joined once: a template per row
+ * would make a tree of thousands of small strings to walk, and one string for a whole 500-row
+ * page would be large enough to be allocated straight into the old generation, page after page.
+ */
+function splice(rows: OptInPageSqlRow[], limit: number, catalog: HubCatalog): OptInPage | undefined {
+  const count = Math.min(rows.length, limit);
+  const pieces: string[] = [];
+  let parts: string[] = ['['];
+  for (let i = 0; i < count; i++) {
+    const r = rows[i]!;
+    const playbook = catalog.playbooks.get(r.playbook_id);
+    const workspace = catalog.workspaces.get(r.workspace_id);
+    if (playbook === undefined || workspace === undefined) return undefined;
+    // updatedAt is shown at millisecond precision (what the API promises); the cursor keeps all.
+    // status and budget_type are plain words (CHECK constraints), so they need no escaping.
+    parts.push(
+      i === 0 ? '{"id":' : ',{"id":', q(r.id), ',"playbook":', playbook, ',"workspace":', workspace,
+      ',"status":"', r.status, '","optedInAt":"', r.opted_in_at, '","updatedAt":"', r.cursor_updated_at.slice(0, 23),
+      'Z","budgetCents":', r.budget_cents ?? 'null', ',"budgetType":', r.budget_type === null ? 'null' : `"${r.budget_type}"`,
+      ',"variant":', r.variant, ',"responses":', r.responses, '}',
+    );
+    if ((i + 1) % ROWS_PER_PIECE === 0) {
+      pieces.push(parts.join(''));
+      parts = [];
+    }
+  }
+  parts.push(']');
+  pieces.push(parts.join(''));
+  const last = rows[count - 1]!;
+  return { json: pieces, rows: count, next: rows.length > limit ? { updatedAt: last.cursor_updated_at, id: last.id } : null };
+}
+
+/** The hub's catalog (see HubCatalog) and the version it is at, in one statement. */
+export async function readHubCatalog(db: Kysely<Database>, hubId: string): Promise<HubCatalog> {
+  const { rows } = await sql<{ kind: 'version' | 'workspace' | 'playbook'; id: string; name: string | null; detail: string | null }>`
+    SELECT 'version' AS kind, h.catalog_version::text AS id, NULL AS name, NULL AS detail FROM hubs h WHERE h.id = ${hubId}
+    UNION ALL
+    SELECT 'workspace', w.id, w.name, (${visibleFields(hubId)})::text FROM workspaces w WHERE w.hub_id = ${hubId}
+    UNION ALL
+    SELECT 'playbook', p.id, p.name, array_to_json(p.solutions)::text FROM playbooks p WHERE p.hub_id = ${hubId}`.execute(db);
+  const catalog: HubCatalog = { version: '', workspaces: new Map(), playbooks: new Map() };
+  for (const r of rows) {
+    if (r.kind === 'version') catalog.version = r.id;
+    // Joined, not templated: a template makes a tree of strings that every page would walk again.
+    else if (r.kind === 'workspace') catalog.workspaces.set(r.id, ['{"id":', q(r.id), ',"name":', q(r.name), ',"fields":', r.detail, '}'].join(''));
+    else catalog.playbooks.set(r.id, ['{"id":', q(r.id), ',"name":', q(r.name), ',"solutions":', r.detail, '}'].join(''));
+  }
+  return catalog;
 }
 
 export interface PeriodCounts {

@@ -2,6 +2,7 @@ import type { Db } from '../../db/database.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { JsonText } from '../../platform/json-text.ts';
 import { PERIODS, periodRanges, type DateRange, type Period } from '../periods.ts';
+import type { HubCatalogCache } from './hub-catalog.ts';
 import { decodeOptInCursor, encodeOptInCursor, parseSince } from './opt-in.ts';
 import { countActiveOptIns, countOptInsByRanges, findOptInPage } from './opt-in.repository.ts';
 
@@ -16,20 +17,17 @@ export interface ListOptInsInput {
 export const DEFAULT_PAGE_SIZE = 100;
 
 /** A page of the hub's opt-ins, oldest change first, as `{data, nextCursor}` JSON text. */
-export async function listOptIns(db: Db, hubId: string, input: ListOptInsInput): Promise<JsonText> {
-  const limit = input.limit ?? DEFAULT_PAGE_SIZE;
-  const rows = await findOptInPage(db, {
+export async function listOptIns(db: Db, catalogs: HubCatalogCache, hubId: string, input: ListOptInsInput): Promise<JsonText> {
+  const page = await findOptInPage(db, catalogs, {
     hubId,
     since: input.since === undefined ? undefined : parseSince(input.since),
     playbookId: input.playbookId,
     status: input.status,
     after: input.cursor === undefined ? undefined : decodeOptInCursor(input.cursor),
-    limit,
+    limit: input.limit ?? DEFAULT_PAGE_SIZE,
   });
-  const page = rows.slice(0, limit);
-  const last = page[page.length - 1];
-  const nextCursor = rows.length > limit && last ? encodeOptInCursor({ updatedAt: last.cursorUpdatedAt, id: last.id }) : null;
-  return new JsonText(`{"data":[${page.map((r) => r.json).join(',')}],"nextCursor":${JSON.stringify(nextCursor)}}`);
+  const nextCursor = page.next && encodeOptInCursor(page.next);
+  return new JsonText('{"data":', ...page.json, `,"nextCursor":${JSON.stringify(nextCursor)}}`);
 }
 
 export interface PeriodSummary extends DateRange {

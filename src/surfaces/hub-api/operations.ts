@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import type { Db } from '../../db/database.ts';
 import { OPT_IN_STATUSES, SOLUTIONS, isValidOptInCursor, isValidSince } from '../../domain/opt-ins/opt-in.ts';
+import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
 import { DEFAULT_PAGE_SIZE, listOptIns, optInSummary } from '../../domain/opt-ins/opt-in.service.ts';
 import { PERIODS } from '../../domain/periods.ts';
 import { FRESHNESS } from '../../domain/spend/spend.ts';
@@ -14,6 +15,7 @@ export interface HubContext {
   clock: Clock;
   hubId: string;
   spendCache: SpendReportCache;
+  catalogs: HubCatalogCache;
 }
 
 defineFormat('timestamp-or-date', isValidSince,
@@ -130,7 +132,7 @@ export const hubOperations = [
       cursor: Type.Optional(Type.String({ format: 'opaque-cursor', maxLength: 1000, description: 'The nextCursor of the previous page, unchanged. Keep the other parameters the same while paging.' })),
     }),
     output: OptInPageSchema,
-    handler: (ctx: HubContext, input) => listOptIns(ctx.db, ctx.hubId, input),
+    handler: (ctx: HubContext, input) => listOptIns(ctx.db, ctx.catalogs, ctx.hubId, input),
   }),
   defineOperation({
     name: 'get_opt_in_summary',

@@ -4,6 +4,7 @@ import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import { DocIndex, openApiEntries, readmeEntries, type OpenApiDocument } from '../../domain/docs/docs.ts';
 import type { MediaStore } from '../../domain/media/media-store.ts';
+import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
 import type { SpendReportCache } from '../../domain/spend/spend.service.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { ApiError } from '../../platform/errors.ts';
@@ -37,6 +38,7 @@ export interface McpMainDeps {
   media: MediaStore;
   auth: BearerAuth;
   spendCache: SpendReportCache;
+  catalogs: HubCatalogCache;
   version: string;
 }
 
@@ -135,7 +137,7 @@ export async function mcpMainPlugin(app: FastifyInstance, deps: McpMainDeps): Pr
     },
     handler: async (request, reply) => {
       const principal = principals.get(request)!;
-      const ctx: McpMainContext = { db: deps.db, clock: deps.clock, media: deps.media, principal, spendCache: deps.spendCache, docs: docIndex };
+      const ctx: McpMainContext = { db: deps.db, clock: deps.clock, media: deps.media, principal, spendCache: deps.spendCache, catalogs: deps.catalogs, docs: docIndex };
       let toolCalls = 0;
       await serveMcp(
         {

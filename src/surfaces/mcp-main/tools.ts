@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import type { DocIndex } from '../../domain/docs/docs.ts';
+import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
 import type { SpendReportCache } from '../../domain/spend/spend.service.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { hubOperations, type HubContext } from '../hub-api/operations.ts';
@@ -16,6 +17,7 @@ import { addMediaOperation } from './add-media.ts';
 /** What every main MCP tool runs with: the main API's context plus what the extra tools need. */
 export interface McpMainContext extends MainContext {
   spendCache: SpendReportCache;
+  catalogs: HubCatalogCache;
   /** The documentation corpus, built on first use. */
   docs(): Promise<DocIndex>;
 }
@@ -35,7 +37,7 @@ export function hubContextOf(ctx: McpMainContext, tool: string): HubContext {
     throw new ApiError(403, HUB_WIDE_ERROR,
       `${tool} reports on every workspace of the hub, and this token is ${bound}. Hub-wide figures need a hub admin who chose "the whole hub" when connecting; for your own workspace use paid_analytics, list_playbooks and list_posts.`);
   }
-  return { db: ctx.db, clock: ctx.clock, hubId: principal.hub.id, spendCache: ctx.spendCache };
+  return { db: ctx.db, clock: ctx.clock, hubId: principal.hub.id, spendCache: ctx.spendCache, catalogs: ctx.catalogs };
 }
 
 function hubWide(op: Operation<HubContext>): Operation<McpMainContext> {

@@ -11,6 +11,7 @@ import { KEY_SCOPES, type KeyScope } from '../../domain/api-keys/api-key.ts';
 import { listKeys, revokeKey, validateKeyName } from '../../domain/api-keys/api-key.repository.ts';
 import { signIn } from '../../domain/oauth/sign-in.ts';
 import { decodeOptInCursor, encodeOptInCursor, OPT_IN_STATUSES, type OptInRow, type PageCursor } from '../../domain/opt-ins/opt-in.ts';
+import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
 import { findOptInPage, type OptInPageQuery } from '../../domain/opt-ins/opt-in.repository.ts';
 import { optInSummary } from '../../domain/opt-ins/opt-in.service.ts';
 import { PERIODS, type Period } from '../../domain/periods.ts';
@@ -33,6 +34,7 @@ export interface WebDeps {
   clock: Clock;
   limiter: RateLimiter;
   spendCache: SpendReportCache;
+  catalogs: HubCatalogCache;
 }
 
 export const SESSION_COOKIE = 'hubops_app';
@@ -383,14 +385,13 @@ ${e.scope ? `<p class="field-error" id="scope-error">${h(e.scope)}</p>` : ''}
       }
     }
     const valid = !f.errors.status && !f.errors.from && !f.errors.to;
-    const [playbooks, workspaces, rows] = await Promise.all([
+    const [playbooks, workspaces, found] = await Promise.all([
       hubPlaybooks(deps.db, hubId),
       hubWorkspaces(deps.db, hubId, WORKSPACE_SELECT_MAX + 1),
-      valid ? findOptInPage(deps.db, { hubId, ...f.query, after, limit: REPORT_PAGE_SIZE }) : Promise.resolve([]),
+      valid ? findOptInPage(deps.db, deps.catalogs, { hubId, ...f.query, after, limit: REPORT_PAGE_SIZE }) : undefined,
     ]);
-    const page = rows.slice(0, REPORT_PAGE_SIZE).map((r) => JSON.parse(r.json) as OptInRow);
-    const last = rows[REPORT_PAGE_SIZE - 1];
-    const next = rows.length > REPORT_PAGE_SIZE && last ? encodeOptInCursor({ updatedAt: last.cursorUpdatedAt, id: last.id }) : null;
+    const page = found ? (JSON.parse(found.json.join('')) as OptInRow[]) : [];
+    const next = found?.next ? encodeOptInCursor(found.next) : null;
     const u = `${hubUrl(hubId)}/opt-ins`;
     const v = f.values;
     const err = (k: string) => (f.errors[k] ? `<p class="field-error" id="${k}-error">${h(f.errors[k]!)}</p>` : '');
@@ -432,14 +433,12 @@ ${page.map((r) => `<tr data-id="${h(r.id)}"><td>${h(r.playbook.name)}</td><td>${
       yield csvLine(optInCsvHeader(fieldKeys));
       let after: PageCursor | undefined;
       for (;;) {
-        const rows = await findOptInPage(db, { hubId, ...f.query, after, limit: CSV_PAGE_SIZE });
-        const page = rows.length > CSV_PAGE_SIZE ? rows.slice(0, CSV_PAGE_SIZE) : rows;
+        const page = await findOptInPage(db, deps.catalogs, { hubId, ...f.query, after, limit: CSV_PAGE_SIZE });
         let chunk = '';
-        for (const r of page) chunk += csvLine(optInCsvValues(JSON.parse(r.json) as OptInRow, fieldKeys));
+        for (const row of JSON.parse(page.json.join('')) as OptInRow[]) chunk += csvLine(optInCsvValues(row, fieldKeys));
         if (chunk) yield chunk;
-        const last = page[page.length - 1];
-        if (rows.length <= CSV_PAGE_SIZE || !last) return;
-        after = { updatedAt: last.cursorUpdatedAt, id: last.id };
+        if (!page.next) return;
+        after = page.next;
       }
     }
     const stamp = deps.clock.now().toISOString().slice(0, 10);
