@@ -107,6 +107,15 @@ export interface SpendTable {
   spend_cents: Int8;
 }
 
+/** Running spend totals in 64-day blocks (migration 009), kept by triggers on spend. */
+export interface SpendPrefixSumsTable {
+  hub_id: string;
+  /** The workspace, or '' for unattributed spend. */
+  workspace_key: string;
+  block: number;
+  sums: string[];
+}
+
 export interface ApiKeysTable {
   id: string;
   hub_id: string;
@@ -295,6 +304,7 @@ export interface Database {
   opt_ins: OptInsTable;
   ad_accounts: AdAccountsTable;
   spend: SpendTable;
+  spend_prefix_sums: SpendPrefixSumsTable;
   api_keys: ApiKeysTable;
   api_key_usage: ApiKeyUsageTable;
   opt_in_day_counts: OptInDayCountsTable;

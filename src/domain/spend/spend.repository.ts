@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import { visibleFields } from '../opt-ins/opt-in.repository.ts';
-import type { PeriodRanges } from '../periods.ts';
+import type { DateRange, PeriodRanges } from '../periods.ts';
 import type { AdAccountSync } from './spend.ts';
 
 export interface SpendState {
@@ -30,25 +30,41 @@ export interface SpendByWorkspace {
   priorUnattributedSpendCents: number;
 }
 
-/** Sums spend per workspace over the current and prior ranges in one pass over the hub's index. */
+/** Days are grouped in aligned blocks of this many for the running totals (migration 009). */
+const BLOCK_DAYS = 64;
+const epochDay = (date: string) => Math.round(Date.parse(`${date}T00:00:00Z`) / 86_400_000);
+
+/**
+ * Spend of one range on a row of spend_prefix_sums: within the row's block, the running total
+ * at the range's last day minus the one on the day before its first (a subscript outside the
+ * array, such as 0, reads NULL). 0 for blocks the range does not touch.
+ */
+function rangeSum(range: DateRange) {
+  const [first, last] = [epochDay(range.startDate), epochDay(range.endDate)];
+  const start = sql`p.block * ${BLOCK_DAYS}`;
+  return sql`CASE WHEN p.block BETWEEN ${Math.floor(first / BLOCK_DAYS)} AND ${Math.floor(last / BLOCK_DAYS)}
+    THEN p.sums[least(${last}, ${start} + ${BLOCK_DAYS - 1}) - ${start} + 1] - coalesce(p.sums[greatest(${first}, ${start}) - ${start}], 0)
+    ELSE 0 END`;
+}
+
+/** Sums spend per workspace over the current and prior ranges from the running totals of migration 009. */
 export async function sumSpendByWorkspace(db: Db, hubId: string, ranges: PeriodRanges): Promise<SpendByWorkspace> {
   const { current, prior } = ranges;
-  // The unattributed line (workspace_id null) comes first, then every workspace of the hub.
+  // The unattributed line (workspace_key '') comes first, then every workspace of the hub.
   const result = await sql<{ id: string | null; name: string | null; fields: Record<string, string | number | boolean> | null; cur: string; prior: string }>`
     WITH sums AS (
-      SELECT s.workspace_id,
-             coalesce(sum(s.spend_cents) FILTER (WHERE s.date >= ${current.startDate}::date), 0) AS cur,
-             coalesce(sum(s.spend_cents) FILTER (WHERE s.date <= ${prior.endDate}::date), 0) AS prior
-        FROM spend s
-       WHERE s.hub_id = ${hubId} AND s.date BETWEEN ${prior.startDate}::date AND ${current.endDate}::date
-       GROUP BY s.workspace_id
+      SELECT p.workspace_key, sum(${rangeSum(current)}) AS cur, sum(${rangeSum(prior)}) AS prior
+        FROM spend_prefix_sums p
+       WHERE p.hub_id = ${hubId}
+         AND p.block BETWEEN ${Math.floor(epochDay(prior.startDate) / BLOCK_DAYS)} AND ${Math.floor(epochDay(current.endDate) / BLOCK_DAYS)}
+       GROUP BY p.workspace_key
     )
     SELECT * FROM (
       SELECT NULL::text COLLATE "C" AS id, NULL AS name, NULL::jsonb AS fields, coalesce(sum(cur), 0) AS cur, coalesce(sum(prior), 0) AS prior
-        FROM sums WHERE workspace_id IS NULL
+        FROM sums WHERE workspace_key = ''
       UNION ALL
       SELECT w.id, w.name, ${visibleFields(hubId)}, coalesce(x.cur, 0), coalesce(x.prior, 0)
-        FROM workspaces w LEFT JOIN sums x ON x.workspace_id = w.id
+        FROM workspaces w LEFT JOIN sums x ON x.workspace_key = w.id
        WHERE w.hub_id = ${hubId}
     ) lines
     ORDER BY id IS NULL DESC, cur DESC, id`.execute(db.kysely);
