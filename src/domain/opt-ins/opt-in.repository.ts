@@ -135,7 +135,7 @@ function splice(rows: OptInPageSqlRow[], limit: number, catalog: HubCatalog): Op
 }
 
 /** The hub's catalog (see HubCatalog) and the version it is at, in one statement. */
-export async function readHubCatalog(db: Kysely<Database>, hubId: string): Promise<HubCatalog> {
+async function readHubCatalog(db: Kysely<Database>, hubId: string): Promise<HubCatalog> {
   const { rows } = await sql<{ kind: 'version' | 'workspace' | 'playbook'; id: string; name: string | null; detail: string | null }>`
     SELECT 'version' AS kind, h.catalog_version::text AS id, NULL AS name, NULL AS detail FROM hubs h WHERE h.id = ${hubId}
     UNION ALL
