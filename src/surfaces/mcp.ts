@@ -44,12 +44,15 @@ function toolError(error: unknown, onUnexpected: (error: unknown) => void): Call
   return { isError: true, content: [{ type: 'text', text: 'internal_error: the tool failed unexpectedly; try again later.' }] };
 }
 
-export async function createMcpServer<Ctx>(endpoint: McpEndpoint<Ctx>, ctx: Ctx, onUnexpected: (error: unknown) => void): Promise<Server> {
-  const { Server, ListToolsRequestSchema, CallToolRequestSchema } = await sdk();
-  const server = new Server({ name: endpoint.name, version: endpoint.version }, { capabilities: { tools: {} }, instructions: endpoint.instructions });
-  const byName = new Map(endpoint.operations.map((op) => [op.name, op]));
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: endpoint.operations.map((op) => ({
+// The tool list of each list of operations, built once: a server is made per request, the
+// declarations never change.
+const toolLists = new WeakMap<Operation<never>[], unknown[]>();
+
+function toolsOf<Ctx>(operations: Operation<Ctx>[]): unknown[] {
+  const key = operations as Operation<never>[];
+  let tools = toolLists.get(key);
+  if (!tools) {
+    tools = operations.map((op) => ({
       name: op.name,
       title: op.title,
       description: op.description,
@@ -57,8 +60,17 @@ export async function createMcpServer<Ctx>(endpoint: McpEndpoint<Ctx>, ctx: Ctx,
       outputSchema: JSON.parse(JSON.stringify(op.output)),
       // GET operations only read; POST operations only create (nothing is overwritten or deleted).
       annotations: { title: op.title, readOnlyHint: op.method === 'GET', ...(op.method === 'GET' ? {} : { destructiveHint: false }), openWorldHint: op.openWorld ?? false },
-    })),
-  }));
+    }));
+    toolLists.set(key, tools);
+  }
+  return tools;
+}
+
+export async function createMcpServer<Ctx>(endpoint: McpEndpoint<Ctx>, ctx: Ctx, onUnexpected: (error: unknown) => void): Promise<Server> {
+  const { Server, ListToolsRequestSchema, CallToolRequestSchema } = await sdk();
+  const server = new Server({ name: endpoint.name, version: endpoint.version }, { capabilities: { tools: {} }, instructions: endpoint.instructions });
+  const byName = new Map(endpoint.operations.map((op) => [op.name, op]));
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: toolsOf(endpoint.operations) as never }));
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const op = byName.get(request.params.name);
     if (!op) return { isError: true, content: [{ type: 'text', text: `Unknown tool ${request.params.name}.` }] };

@@ -4,13 +4,16 @@ import type { Db } from '../../db/database.ts';
 
 /**
  * A secret every instance must share, created by whichever instance asks first (insert-if-absent,
- * then read what won), so N instances started together agree on one value.
+ * then read what won), so N instances started together agree on one value. Once it exists, a
+ * start only reads it: nothing is generated to be thrown away.
  */
 async function sharedSecret<T>(db: Db, name: string, create: () => T): Promise<T> {
+  const read = () => db.kysely.selectFrom('server_secrets').select('value').where('name', '=', name).executeTakeFirst();
+  const existing = await read();
+  if (existing) return existing.value as T;
   await sql`INSERT INTO server_secrets (name, value) VALUES (${name}, ${JSON.stringify(create())})
             ON CONFLICT (name) DO NOTHING`.execute(db.kysely);
-  const row = await db.kysely.selectFrom('server_secrets').select('value').where('name', '=', name).executeTakeFirstOrThrow();
-  return row.value as T;
+  return (await read())!.value as T;
 }
 
 export interface AuthorizationServerSecrets {
