@@ -3,7 +3,7 @@ import type { Db } from '../../db/database.ts';
 import { systemClock, type Clock } from '../../platform/clock.ts';
 import { importObjects, type Question } from '../import/import.ts';
 import { contentRecords, type DemoLocation } from './content-seed.ts';
-import { OPT_IN_STATUSES, type OptInStatus } from '../opt-ins/opt-in.ts';
+import { OPT_IN_STATUSES, type OptInRow, type OptInStatus } from '../opt-ins/opt-in.ts';
 import { utcDate } from '../periods.ts';
 
 // The demo data set: one franchise group with a coffee brand and a fitness brand. It is written
@@ -260,19 +260,8 @@ class Draw {
   }
 }
 
-interface DemoOptIn {
-  type: 'optIn';
-  id: string;
-  playbookId: string;
-  workspaceId: string;
-  status: OptInStatus;
-  optedInAt: string;
-  updatedAt: string;
-  budgetCents: number | null;
-  budgetType: 'lifetime' | 'daily' | null;
-  variant: Record<string, string>;
-  responses: { question: string; answer: string }[];
-}
+/** An opt-in as the import takes it: the Hub API row's own fields, with ids for its playbook and workspace. */
+type DemoOptIn = { type: 'optIn'; playbookId: string; workspaceId: string } & Omit<OptInRow, 'playbook' | 'workspace'>;
 
 function optIns(draw: Draw, now: number): DemoOptIn[] {
   const out: DemoOptIn[] = [];
