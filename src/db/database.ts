@@ -47,6 +47,9 @@ export function connect(url: string, options: { max?: number; applicationName?: 
     url,
     close: async () => {
       await kysely.destroy();
+      // Kysely ends the pool only if it ever ran a query; a pool used directly must be ended here,
+      // or its idle clients keep the process alive until pg's idle timeout.
+      if (!pool.ended) await pool.end();
     },
   };
 }
