@@ -3,6 +3,7 @@
 // where K = SHA-256(embed key) as 32 raw bytes. The server stores only that hash of each key, so
 // it can verify without ever holding the key; the signer computes the same hash from the key.
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { hasForbiddenCharacter } from '../../platform/text.ts';
 
 export const EMBED_VIEWS = ['spend', 'opt-in-summary'] as const;
 export type EmbedView = (typeof EMBED_VIEWS)[number];
@@ -39,20 +40,31 @@ export function signEmbedToken(payload: EmbedPayload, embedKey: string): string 
 }
 
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
+// Ids are short ASCII (platform/ids.ts): anything else cannot name a key or hub, so it is refused
+// before any database read (a NUL would otherwise reach PostgreSQL and fail there).
+const ID = /^[A-Za-z0-9_-]{1,100}$/;
 
-/** Parses without trusting: the signature is checked by verifyEmbedToken once the key is known. */
+/**
+ * Parses without trusting: the signature is checked by verifyEmbedToken once the key is known.
+ * Anything hostile (forbidden characters, bad base64url, non-JSON, odd shapes) is undefined,
+ * which the embed routes answer with their ordinary 401 page.
+ */
 export function parseEmbedToken(token: string): { part: string; signature: Buffer; payload: EmbedPayload } | undefined {
   if (token.length > 2048) return undefined;
   const [part, sig, extra] = token.split('.');
   if (!part || !sig || extra !== undefined || !BASE64URL.test(part) || !BASE64URL.test(sig)) return undefined;
+  const json = Buffer.from(part, 'base64url').toString('utf8');
+  if (hasForbiddenCharacter(json)) return undefined;
   let payload: unknown;
   try {
-    payload = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
+    payload = JSON.parse(json);
   } catch {
     return undefined;
   }
   const p = payload as Partial<EmbedPayload> | null;
   if (!p || typeof p !== 'object' || typeof p.hub !== 'string' || typeof p.kid !== 'string' || typeof p.exp !== 'number' || !Number.isFinite(p.exp)) return undefined;
+  // JSON escapes (\u0000, lone \ud800) only appear once parsed, hence the second check.
+  if (!ID.test(p.hub) || !ID.test(p.kid)) return undefined;
   if (!EMBED_VIEWS.includes(p.view as EmbedView)) return undefined;
   return { part, signature: Buffer.from(sig, 'base64url'), payload: { hub: p.hub, view: p.view as EmbedView, exp: p.exp, kid: p.kid } };
 }

@@ -1,0 +1,82 @@
+// Hostile embed tokens (issue 10, item 4): every malformed token is the ordinary 401 embed page,
+// never a 500, and nothing is logged at warn or above (anyone could otherwise flood the log).
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { after, before, test } from 'node:test';
+import pino from 'pino';
+import { buildApp, type App } from '../../src/app.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { createTestDb, type TestDb } from '../support/db.ts';
+import { account, hub } from '../support/fixtures.ts';
+
+const lines: { level: number; msg?: string; err?: unknown }[] = [];
+const sink = new Writable({ write(chunk, _encoding, done) { lines.push(JSON.parse(String(chunk))); done(); } });
+let db: TestDb;
+let app: App;
+let dataDir: string;
+let kid: string;
+
+before(async () => {
+  db = await createTestDb();
+  dataDir = await mkdtemp(path.join(tmpdir(), 'hubops-embed-hostile-'));
+  const config = loadConfig({ DATABASE_URL: db.url, BASE_URL: 'http://hubops.test', DATA_DIR: dataDir });
+  app = await buildApp({ config, db, logger: pino({ level: 'trace' }, sink), publisher: false });
+  await account(db);
+  await hub(db, 'hub_1');
+  kid = (await createKey(db, { hubId: 'hub_1', name: 'embed', scope: 'embed' })).id;
+});
+after(async () => {
+  await app?.close();
+  await db?.drop();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+const b64 = (text: string) => Buffer.from(text).toString('base64url');
+const exp = () => Math.floor(Date.now() / 1000) + 300;
+const json = (fields: Record<string, unknown>) => JSON.stringify({ hub: 'hub_1', view: 'spend', exp: exp(), kid, ...fields });
+
+test('malformed embed tokens of every kind get the 401 embed page and log nothing at warn or above', async () => {
+  const sig = b64('x'.repeat(64));
+  const header = b64(JSON.stringify({ alg: 'EdDSA', kid }));
+  const cases: [string, string][] = [
+    ['NUL in kid (JSON escape)', `${b64(json({ kid: `${kid}\u0000` }))}.${sig}`],
+    ['raw NUL byte in the payload', `${b64(json({}).replace(kid, `${kid}\0`))}.${sig}`],
+    ['NUL in hub', `${b64(json({ hub: 'hub_1\u0000' }))}.${sig}`],
+    ['lone surrogate in kid', `${b64(json({}).replace(`"${kid}"`, '"\\ud800"'))}.${sig}`],
+    ['control character in kid', `${b64(json({ kid: 'key_\u0007' }))}.${sig}`],
+    ['noncharacter in kid', `${b64(json({ kid: 'key_\uffff' }))}.${sig}`],
+    ['huge kid', `${b64(json({ kid: 'k'.repeat(1500) }))}.${sig}`],
+    ['huge token', 'a'.repeat(100_000)],
+    ['NUL in the token itself', `${b64(json({}))}\0.${sig}`],
+    ['bad base64url', `${b64(json({}))}!.${sig}`],
+    ['one segment', b64(json({}))],
+    ['four segments', `${header}.${b64(json({}))}.${sig}.${sig}`],
+    ['empty segments', '..'],
+    ['non-JSON payload', `${b64('{"hub":')}.${sig}`],
+    ['JSON null', `${b64('null')}.${sig}`],
+    ['JSON array', `${b64('[1,2]')}.${sig}`],
+    ['exp as string', `${b64(json({ exp: '9999999999' }))}.${sig}`],
+    ['kid as object', `${b64(json({ kid: { $ne: null } }))}.${sig}`],
+    ['wrong alg header', `${b64(JSON.stringify({ alg: 'none', kid }))}.${b64(json({}))}.`],
+    ['non-JSON header', `${b64('not json')}.${b64(json({}))}.${sig}`],
+    ['NUL in header kid', `${b64(JSON.stringify({ alg: 'EdDSA', kid: `${kid}\u0000` }))}.${b64(json({}))}.${sig}`],
+  ];
+  for (const [label, token] of cases) {
+    for (const view of ['spend', 'opt-in-summary']) {
+      lines.length = 0;
+      const r = await app.fastify.inject({ url: `/embed/${view}?token=${encodeURIComponent(token)}` });
+      assert.equal(r.statusCode, 401, `${label} (${view})`);
+      assert.match(r.body, /data-embed-error/, label);
+      const loud = lines.filter((l) => l.level >= 40);
+      assert.deepEqual(loud, [], `${label}: nothing at warn or above`);
+      assert.ok(lines.every((l) => l.err === undefined), `${label}: no error object (stack) in any line`);
+    }
+  }
+  // A repeated query parameter (an array) is no token either.
+  const twice = await app.fastify.inject({ url: '/embed/spend?token=a&token=b' });
+  assert.equal(twice.statusCode, 401);
+});
