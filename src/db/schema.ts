@@ -230,6 +230,10 @@ export interface SandboxPublicationsTable {
   text: string;
   media_count: number;
   published_at: Timestamp;
+  /** The key the publisher sent; a repeat publishes nothing and returns this row's id. */
+  idempotency_key: string | null;
+  /** Calls made under the key (1 + replays). */
+  requests: Generated<number>;
 }
 
 export interface OrganicMetricsTable {

@@ -3,9 +3,9 @@ import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { connect, type Db } from '../../src/db/database.ts';
 import type { SocialPlatform } from '../../src/db/schema.ts';
-import { SandboxConnector, type Connector } from '../../src/domain/posts/connector.ts';
+import { SandboxConnector, deliveryKey, type Connector } from '../../src/domain/posts/connector.ts';
 import { postRows } from '../../src/domain/posts/post.repository.ts';
-import { claimDue, reclaimExpired, recordOutcome } from '../../src/domain/posts/publisher.repository.ts';
+import { claimDue, reclaimExpired, recordDelivery, recordOutcome } from '../../src/domain/posts/publisher.repository.ts';
 import { createPublisher } from '../../src/domain/posts/publisher.ts';
 import { FixedClock } from '../../src/platform/clock.ts';
 import { channel } from '../support/content.ts';
@@ -62,9 +62,9 @@ test('two publisher loops on two pools publish 300 due posts to every channel ex
   const pools: Db[] = [connect(db.url, { max: 4 }), connect(db.url, { max: 4 })];
   // A little latency per call, so the two loops really interleave.
   const jittery = (inner: Connector): Connector => ({
-    publish: async (p, c) => {
+    publish: async (p, c, key) => {
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 2));
-      return inner.publish(p, c);
+      return inner.publish(p, c, key);
     },
   });
   const errors: unknown[] = [];
@@ -163,9 +163,11 @@ test('a publisher that lost its lease records its deliveries but not the outcome
   const fast = { claimant: 'fast', claimedAt: new Date(Date.parse(NOW) + 6 * MINUTE) };
   assert.ok((await reclaimExpired(db, fast, new Date(Date.parse(NOW) + MINUTE), 5, 10)).includes('post_slow'));
 
-  await recordOutcome(db, 'post_slow', slow, [{ channelId: 'ch_1_facebook', externalId: 'ext_slow' }], new Date(NOW));
+  await recordDelivery(db, 'post_slow', { channelId: 'ch_1_facebook', externalId: 'ext_slow' }, new Date(NOW));
+  await recordOutcome(db, 'post_slow', slow, new Date(NOW));
   assert.equal((await post('post_slow')).status, 'publishing', 'the slow publisher no longer holds the post');
-  await recordOutcome(db, 'post_slow', fast, [{ channelId: 'ch_1_facebook', externalId: 'ext_fast' }], fast.claimedAt);
+  await recordDelivery(db, 'post_slow', { channelId: 'ch_1_facebook', externalId: 'ext_fast' }, fast.claimedAt);
+  await recordOutcome(db, 'post_slow', fast, fast.claimedAt);
   assert.equal((await post('post_slow')).status, 'published');
   assert.equal((await deliveries('post_slow'))[0]!.external_id, 'ext_slow', 'one delivery, recorded once');
 });
@@ -179,4 +181,40 @@ test('start and stop: the loop publishes what becomes due, and stop waits for it
   await publisher.stop();
   assert.equal((await post('post_loop')).status, 'published');
   assert.equal((await sandboxCalls('post_loop')).length, 1);
+});
+
+test('each delivery is recorded before the next channel is sent, under a key the connector honours', async () => {
+  await schedule(['post_steps'], { workspace: 3 });
+  const sandbox = new SandboxConnector(db, clock);
+  const seen: { key: string; recordedBefore: string[] }[] = [];
+  const watching: Connector = {
+    publish: async (p, c, key) => {
+      const recordedBefore = (await deliveries(p.id)).filter((d) => d.status !== 'pending').map((d) => d.channel_id);
+      seen.push({ key, recordedBefore });
+      return sandbox.publish(p, c, key);
+    },
+  };
+  await createPublisher({ db, clock, connector: watching, intervalMs: 10, batchSize: 10 }).runOnce();
+  assert.deepEqual(seen, [
+    { key: deliveryKey('post_steps', 'ch_3_facebook'), recordedBefore: [] },
+    { key: deliveryKey('post_steps', 'ch_3_linkedin'), recordedBefore: ['ch_3_facebook'] },
+    { key: deliveryKey('post_steps', 'ch_3_google_business'), recordedBefore: ['ch_3_facebook', 'ch_3_linkedin'] },
+  ]);
+  assert.equal((await post('post_steps')).status, 'published');
+});
+
+test('the sandbox connector honours idempotency keys: a repeat publishes nothing and answers with the first id', async () => {
+  const sandbox = new SandboxConnector(db, clock);
+  const outgoing = { id: 'post_key', hubId: 'hub_a', workspaceId: 'ws_1', text: 'hello', media: [] };
+  const target = { id: 'ch_1_facebook', platform: 'facebook' as const, name: 'facebook ch_1_facebook', handle: null };
+  sandbox.failChannel(target.id, 'Facebook is down');
+  await assert.rejects(sandbox.publish(outgoing, target, 'key-1'), /Facebook is down/);
+  sandbox.restoreChannel(target.id);
+  // A failed call stored nothing under the key, so the next one publishes; then all answer alike.
+  const answers = await Promise.all([1, 2, 3].map(() => sandbox.publish(outgoing, target, 'key-1')));
+  assert.equal(new Set(answers.map((a) => a.externalId)).size, 1);
+  const other = await sandbox.publish(outgoing, target, 'key-2');
+  assert.notEqual(other.externalId, answers[0]!.externalId);
+  const rows = await sandboxCalls('post_key');
+  assert.deepEqual(rows.map((r) => [r.id, r.idempotency_key, r.requests]).sort(), [[answers[0]!.externalId, 'key-1', 3], [other.externalId, 'key-2', 1]].sort());
 });

@@ -22,17 +22,25 @@ export interface OutgoingChannel {
 /**
  * Sends a post to one social channel. Resolves with the platform's id for the publication, or
  * throws with a reason people can act on (the message is stored as the delivery's error).
- * The publisher calls it at most once per post and channel, unless a publisher dies between the
- * call and recording its result (then the post is retried after its lease); connectors whose
- * platform takes an idempotency key should pass `${post.id}:${channel.id}`.
+ * `idempotencyKey` is the same for every attempt at one post and channel
+ * (`${post.id}:${channel.id}`): a publisher that died between a platform's answer and recording
+ * it sends again after the post's lease, and the platform must then publish nothing and answer
+ * with the first result. Connectors pass it to platforms that take one (Stripe's and Meta's
+ * `Idempotency-Key`); for others they look the publication up by it before sending.
  */
 export interface Connector {
-  publish(post: OutgoingPost, channel: OutgoingChannel): Promise<{ externalId: string }>;
+  publish(post: OutgoingPost, channel: OutgoingChannel, idempotencyKey: string): Promise<{ externalId: string }>;
 }
+
+/** The key of a post's delivery to one channel, the same on every attempt. */
+export const deliveryKey = (postId: string, channelId: string): string => `${postId}:${channelId}`;
 
 /**
  * The default connector: publishes nowhere, records each publication in sandbox_publications and
- * answers with a `sandbox_…` id. Tests can make a channel fail.
+ * answers with a `sandbox_…` id. It honours idempotency keys as the real networks do: a call that
+ * repeats a key already published publishes nothing and answers with the first id (and counts
+ * the call in `requests`); a failed call stores nothing, so it may be tried again. Tests can make
+ * a channel fail.
  */
 export class SandboxConnector implements Connector {
   readonly #db: Db;
@@ -53,14 +61,14 @@ export class SandboxConnector implements Connector {
     this.#failing.delete(channelId);
   }
 
-  async publish(post: OutgoingPost, channel: OutgoingChannel): Promise<{ externalId: string }> {
+  async publish(post: OutgoingPost, channel: OutgoingChannel, idempotencyKey: string): Promise<{ externalId: string }> {
     const reason = this.#failing.get(channel.id);
     if (reason !== undefined) throw new Error(reason);
-    const externalId = newId('sandbox');
-    await this.#db.kysely
+    // One statement, so concurrent calls with one key wait for each other and agree on the id.
+    const row = await this.#db.kysely
       .insertInto('sandbox_publications')
       .values({
-        id: externalId,
+        id: newId('sandbox'),
         hub_id: post.hubId,
         post_id: post.id,
         channel_id: channel.id,
@@ -68,8 +76,11 @@ export class SandboxConnector implements Connector {
         text: post.text,
         media_count: post.media.length,
         published_at: this.#clock.now(),
+        idempotency_key: idempotencyKey,
       })
-      .execute();
-    return { externalId };
+      .onConflict((oc) => oc.columns(['hub_id', 'idempotency_key']).doUpdateSet((eb) => ({ requests: eb('sandbox_publications.requests', '+', 1) })))
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    return { externalId: row.id };
   }
 }

@@ -82,31 +82,40 @@ export async function loadPending(db: Db, ids: string[]): Promise<PendingPost[]>
 export type DeliveryResult = { channelId: string; externalId: string } | { channelId: string; error: string };
 
 /**
- * Records one post's deliveries and its outcome in one statement. A delivery is written only
- * while still pending (the first result recorded wins, so none is recorded twice). The post
- * becomes failed (with every failed channel's reason) or published, but only while this claim
- * still holds it: a publisher whose lease was taken over changes nothing but its deliveries.
+ * Records one channel's delivery as soon as it is known, before the next channel is sent, so a
+ * publisher that dies mid-post re-sends only what was not yet recorded (and that under the same
+ * idempotency key). Written only while still pending: the first result recorded wins.
  */
-export async function recordOutcome(db: Db, postId: string, claim: Claim, results: DeliveryResult[], now: Date): Promise<void> {
-  const channelIds = results.map((r) => r.channelId);
-  const externalIds = results.map((r) => ('externalId' in r ? r.externalId : null));
-  const errors = results.map((r) => ('error' in r ? r.error : null));
+export async function recordDelivery(db: Db, postId: string, result: DeliveryResult, now: Date): Promise<void> {
+  const published = 'externalId' in result;
+  await db.kysely
+    .updateTable('post_deliveries')
+    .set({
+      status: published ? 'published' : 'failed',
+      external_id: published ? result.externalId : null,
+      error: published ? null : result.error,
+      delivered_at: now,
+    })
+    .where('post_id', '=', postId)
+    .where('channel_id', '=', result.channelId)
+    .where('status', '=', 'pending')
+    .execute();
+}
+
+/**
+ * Records a post's outcome from its recorded deliveries: failed (with every failed channel's
+ * reason) or published, but only while this claim still holds it — a publisher whose lease was
+ * taken over changes nothing. A post with a delivery still pending is left as it is.
+ */
+export async function recordOutcome(db: Db, postId: string, claim: Claim, now: Date): Promise<void> {
   await sql`
-    WITH written AS (
-      UPDATE post_deliveries d
-         SET status = CASE WHEN r.external_id IS NULL THEN 'failed' ELSE 'published' END,
-             external_id = r.external_id, error = r.error, delivered_at = ${now}
-        FROM unnest(${channelIds}::text[], ${externalIds}::text[], ${errors}::text[]) AS r(channel_id, external_id, error)
-       WHERE d.post_id = ${postId} AND d.channel_id = r.channel_id AND d.status = 'pending'
-      RETURNING d.channel_id, d.status, d.error
-    ),
-    outcome AS (
-      SELECT count(*) FILTER (WHERE coalesce(w.status, d.status) = 'failed') AS failed,
-             string_agg(c.platform || ' channel ' || c.name || ': ' || coalesce(w.error, d.error), '; ' ORDER BY d.position)
-               FILTER (WHERE coalesce(w.status, d.status) = 'failed') AS errors
+    WITH outcome AS (
+      SELECT count(*) FILTER (WHERE d.status = 'pending') AS pending,
+             count(*) FILTER (WHERE d.status = 'failed') AS failed,
+             string_agg(c.platform || ' channel ' || c.name || ': ' || d.error, '; ' ORDER BY d.position)
+               FILTER (WHERE d.status = 'failed') AS errors
         FROM post_deliveries d
         JOIN social_channels c ON c.id = d.channel_id
-        LEFT JOIN written w ON w.channel_id = d.channel_id
        WHERE d.post_id = ${postId}
     )
     UPDATE posts p
@@ -115,5 +124,6 @@ export async function recordOutcome(db: Db, postId: string, claim: Claim, result
            error = o.errors,
            claimed_at = NULL, claimed_by = NULL
       FROM outcome o
-     WHERE p.id = ${postId} AND p.status = 'publishing' AND p.claimed_by = ${claim.claimant} AND p.claimed_at = ${claim.claimedAt}`.execute(db.kysely);
+     WHERE p.id = ${postId} AND o.pending = 0
+       AND p.status = 'publishing' AND p.claimed_by = ${claim.claimant} AND p.claimed_at = ${claim.claimedAt}`.execute(db.kysely);
 }

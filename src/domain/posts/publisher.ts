@@ -2,14 +2,16 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Db } from '../../db/database.ts';
 import type { Clock } from '../../platform/clock.ts';
-import type { Connector, OutgoingChannel, OutgoingPost } from './connector.ts';
-import { claimDue, loadPending, reclaimExpired, recordOutcome, type Claim, type DeliveryResult } from './publisher.repository.ts';
+import { deliveryKey, type Connector, type OutgoingChannel, type OutgoingPost } from './connector.ts';
+import { claimDue, loadPending, reclaimExpired, recordDelivery, recordOutcome, type Claim, type DeliveryResult } from './publisher.repository.ts';
 
 // The background publisher (issue 3 §4). Each round claims a small batch of due posts
 // (FOR UPDATE SKIP LOCKED: any number of loops and instances share the queue), marks them
 // publishing under a lease, sends each to each of its pending channels through the connector,
-// and records every delivery and the post's outcome. A post whose publisher died mid-way is
-// claimed again once its lease runs out; only its still-pending channels are sent.
+// recording each delivery before the next is sent, then the post's outcome. A post whose
+// publisher died mid-way is claimed again once its lease runs out; only its still-pending
+// channels are sent, each under the idempotency key of its first attempt, so a delivery the
+// platform made but the dead publisher had not recorded yet is answered, not made again.
 
 export interface PublisherOptions {
   db: Db;
@@ -63,7 +65,8 @@ export function createPublisher(options: PublisherOptions): Publisher {
   async function deliver(post: OutgoingPost, channel: OutgoingChannel & { connected: boolean }): Promise<DeliveryResult> {
     if (!channel.connected) return { channelId: channel.id, error: 'the channel is disconnected; reconnect it and schedule the post again' };
     try {
-      const { externalId } = await withTimeout(connector.publish(post, { id: channel.id, platform: channel.platform, name: channel.name, handle: channel.handle }), publishTimeoutMs);
+      const target = { id: channel.id, platform: channel.platform, name: channel.name, handle: channel.handle };
+      const { externalId } = await withTimeout(connector.publish(post, target, deliveryKey(post.id, channel.id)), publishTimeoutMs);
       return { channelId: channel.id, externalId };
     } catch (error) {
       return { channelId: channel.id, error: reasonOf(error) };
@@ -76,12 +79,14 @@ export function createPublisher(options: PublisherOptions): Publisher {
     const due = reclaimed.length < batchSize ? await claimDue(db, claim, batchSize - reclaimed.length) : [];
     const claimed = [...reclaimed, ...due];
     const posts = await loadPending(db, claimed);
-    await Promise.all(posts.map(async ({ post, pending }) => {
+    // Settled, not raced: a round (and so stop()) ends only when every post's work has.
+    const outcomes = await Promise.allSettled(posts.map(async ({ post, pending }) => {
       // One channel after another: a platform sees a post's deliveries in the order chosen.
-      const results: DeliveryResult[] = [];
-      for (const channel of pending) results.push(await deliver(post, channel));
-      await recordOutcome(db, post.id, claim, results, clock.now());
+      for (const channel of pending) await recordDelivery(db, post.id, await deliver(post, channel), clock.now());
+      await recordOutcome(db, post.id, claim, clock.now());
     }));
+    const failed = outcomes.find((o) => o.status === 'rejected');
+    if (failed) throw failed.reason;
     return claimed.length;
   }
 
