@@ -86,6 +86,10 @@ export interface AuthorizeOptions {
   resource?: string;
   /** Override the PKCE method / challenge to test refusals. */
   challengeMethod?: string;
+  /** `consent` asks the user again although the session's grant already covers the request. */
+  prompt?: string;
+  /** The scope parameter; `null` leaves it out. Default `service:full`. */
+  scope?: string | null;
   browser?: Browser;
 }
 
@@ -125,7 +129,8 @@ export async function authorize(live: LiveApp, registered: RegisteredClient, o: 
   url.searchParams.set('response_type', 'code');
   url.searchParams.set('client_id', registered.client.client_id);
   url.searchParams.set('redirect_uri', o.redirectUri);
-  url.searchParams.set('scope', 'service:full');
+  if (o.scope !== null) url.searchParams.set('scope', o.scope ?? 'service:full');
+  if (o.prompt) url.searchParams.set('prompt', o.prompt);
   url.searchParams.set('state', state);
   url.searchParams.set('code_challenge', o.challengeMethod === 'plain' ? codeVerifier : await oauth.calculatePKCECodeChallenge(codeVerifier));
   url.searchParams.set('code_challenge_method', o.challengeMethod ?? 'S256');

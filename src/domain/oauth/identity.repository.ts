@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import { hashPassword, verifyPassword } from '../../platform/password.ts';
 import { normaliseEmail } from '../tenancy/tenancy.repository.ts';
@@ -75,10 +74,15 @@ export async function consentOptions(db: Db, userId: string): Promise<ConsentOpt
   };
 }
 
+/**
+ * Records the hub and workspace a new grant acts in. Written once: a grant's context never
+ * changes after tokens were issued from it (a new consent makes a new grant; migration 011
+ * refuses updates), so a token never gains or moves access after it was issued.
+ */
 export async function saveGrantContext(db: Db, context: { grantId: string; userId: string; hubId: string; workspaceId: string | null }): Promise<void> {
-  await sql`INSERT INTO oauth_grant_contexts (grant_id, user_id, hub_id, workspace_id)
-            VALUES (${context.grantId}, ${context.userId}, ${context.hubId}, ${context.workspaceId})
-            ON CONFLICT (grant_id) DO UPDATE SET hub_id = EXCLUDED.hub_id, workspace_id = EXCLUDED.workspace_id`.execute(db.kysely);
+  await db.kysely.insertInto('oauth_grant_contexts')
+    .values({ grant_id: context.grantId, user_id: context.userId, hub_id: context.hubId, workspace_id: context.workspaceId })
+    .execute();
 }
 
 export interface GrantIdentity {

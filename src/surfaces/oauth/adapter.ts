@@ -1,15 +1,21 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
-import type { Adapter, AdapterPayload } from 'oidc-provider';
+import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import type { Db } from '../../db/database.ts';
 import { hashClientSecret, isHashedClientSecret } from '../../domain/oauth/secrets.ts';
+import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText, hasForbiddenCharacter } from '../../platform/text.ts';
 import { REVOCATION_CHANNEL, type RevocationFeed } from './revocations.ts';
 
 // oidc-provider storage in PostgreSQL. For tokens, codes, sessions and interactions the id is the
 // bearer secret, so rows are keyed by its SHA-256 and the payload is stored without it (`jti` is
 // put back from the id presented on lookup). Clients live in their own table with the secret hashed.
+// Ids and payloads come from requests: an id PostgreSQL could not store (NUL, lone surrogate) is
+// simply not found, and a payload holding such text is refused as a bad request, never a 500.
 
 const sha256 = (value: string): Buffer => createHash('sha256').update(value).digest();
+
+/** Models issued from a grant: stored only while the grant exists. */
+const ISSUED_FROM_GRANT = new Set(['AccessToken', 'RefreshToken', 'AuthorizationCode']);
 
 export class PostgresAdapter implements Adapter {
   readonly #model: string;
@@ -38,6 +44,11 @@ export class PostgresAdapter implements Adapter {
   }
 
   async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+    const field = hasForbiddenCharacter(id) ? 'id' : findForbiddenText(payload);
+    if (field) {
+      const message = `${field} ${FORBIDDEN_CHARACTER_MESSAGE}`;
+      throw this.#model === 'Client' ? new errors.InvalidClientMetadata(message) : new errors.InvalidRequest(message);
+    }
     if (this.#model === 'Client') {
       const metadata: Record<string, unknown> = { ...payload };
       if (typeof metadata.client_secret === 'string' && !isHashedClientSecret(metadata.client_secret)) {
@@ -49,10 +60,16 @@ export class PostgresAdapter implements Adapter {
     }
     const { jti: _secretId, ...stored } = payload;
     const expiresAt = expiresIn ? new Date(Date.now() + expiresIn * 1000) : null;
+    const grantId = ISSUED_FROM_GRANT.has(this.#model) && payload.grantId ? payload.grantId : null;
+    // A token of a revoked grant is never stored: a refresh that lost the race to a reuse (which
+    // revoked the family) must not leave its new tokens behind. The key-share lock on the grant
+    // row orders this insert against revokeFamily's delete of it.
     await sql`
       INSERT INTO oauth_artifacts (model, id_hash, payload, grant_id, uid_hash, expires_at)
-      VALUES (${this.#model}, ${sha256(id)}, ${JSON.stringify(stored)}, ${payload.grantId ?? null},
-              ${payload.uid ? sha256(payload.uid) : null}, ${expiresAt})
+      SELECT ${this.#model}, ${sha256(id)}, ${JSON.stringify(stored)}, ${payload.grantId ?? null},
+             ${payload.uid ? sha256(payload.uid) : null}, ${expiresAt}
+      WHERE ${grantId}::text IS NULL
+         OR EXISTS (SELECT 1 FROM oauth_artifacts WHERE model = 'Grant' AND id_hash = ${grantId ? sha256(grantId) : null} FOR KEY SHARE)
       ON CONFLICT (model, id_hash) DO UPDATE
         SET payload = EXCLUDED.payload, grant_id = EXCLUDED.grant_id,
             uid_hash = EXCLUDED.uid_hash, expires_at = EXCLUDED.expires_at`.execute(this.#db.kysely);
@@ -60,6 +77,7 @@ export class PostgresAdapter implements Adapter {
 
   async find(id: string): Promise<AdapterPayload | undefined> {
     if (this.#model === 'Client') {
+      if (hasForbiddenCharacter(id)) return undefined;
       const row = await this.#db.kysely.selectFrom('oauth_clients').select('metadata').where('client_id', '=', id).executeTakeFirst();
       return row?.metadata as AdapterPayload | undefined;
     }
@@ -90,27 +108,53 @@ export class PostgresAdapter implements Adapter {
     return undefined; // the device flow is not enabled
   }
 
+  /**
+   * Marks a code or refresh token used, atomically: of concurrent uses exactly one sets
+   * `consumed_at`. The others find it already set, which is a reuse (OAuth 2.1 §4.3.1): the
+   * whole grant is revoked and the request fails with invalid_grant.
+   */
   async consume(id: string): Promise<void> {
-    await this.#db.kysely
-      .updateTable('oauth_artifacts')
-      .set({ consumed_at: sql`coalesce(consumed_at, now())` })
-      .where('model', '=', this.#model)
-      .where('id_hash', '=', sha256(id))
-      .execute();
+    const won = await sql<{ grant_id: string | null }>`
+      UPDATE oauth_artifacts SET consumed_at = now()
+      WHERE model = ${this.#model} AND id_hash = ${sha256(id)} AND consumed_at IS NULL
+      RETURNING grant_id`.execute(this.#db.kysely);
+    if (won.rows.length > 0) return;
+    const row = await this.#db.kysely.selectFrom('oauth_artifacts').select('grant_id')
+      .where('model', '=', this.#model).where('id_hash', '=', sha256(id)).executeTakeFirst();
+    if (row?.grant_id) await revokeFamily(this.#db, row.grant_id, this.#revocations);
+    throw new errors.InvalidGrant(`${this.#model === 'RefreshToken' ? 'refresh token' : 'authorization code'} already used`);
   }
 
   async destroy(id: string): Promise<void> {
     if (this.#model === 'Client') {
+      if (hasForbiddenCharacter(id)) return;
       await this.#db.kysely.deleteFrom('oauth_clients').where('client_id', '=', id).execute();
       return;
     }
+    // A grant takes what was issued from it along, in an order no concurrent refresh can slip past.
+    if (this.#model === 'Grant') return revokeFamily(this.#db, id, this.#revocations);
     await this.#delete(sql`id_hash = ${sha256(id)}`);
   }
 
   /** oidc-provider revokes a grant by calling this on every token model's adapter, plus Grant's destroy. */
   async revokeByGrantId(grantId: string): Promise<void> {
+    if (hasForbiddenCharacter(grantId)) return;
     await this.#delete(sql`grant_id = ${grantId}`);
   }
+}
+
+/**
+ * Revokes a grant and everything issued from it. The grant row goes first (in its own statement,
+ * waiting for inserts that hold its key-share lock); the second statement then sees every token
+ * those inserts committed, and later inserts find no grant (see upsert).
+ */
+async function revokeFamily(db: Db, grantId: string, revocations: RevocationFeed | undefined): Promise<void> {
+  await db.kysely.transaction().execute(async (trx) => {
+    await sql`DELETE FROM oauth_artifacts WHERE model = 'Grant' AND id_hash = ${sha256(grantId)}`.execute(trx);
+    await sql`WITH gone AS (DELETE FROM oauth_artifacts WHERE grant_id = ${grantId} RETURNING 1)
+              SELECT pg_notify(${REVOCATION_CHANNEL}, '') FROM (SELECT count(*) FROM gone) AS n`.execute(trx);
+  });
+  revocations?.revoked();
 }
 
 /** Deletes artifacts that expired more than an hour ago (the hour keeps replay detection useful). */

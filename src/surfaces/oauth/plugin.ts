@@ -130,9 +130,13 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
       if (!hub || (workspaceId && !hub.pinned && !hub.workspaces.some((w) => w.id === workspaceId))) {
         return renderConsent(request, reply, details.uid, userId, clientId, await clientName(clientId));
       }
-      const grant = details.grantId ? await deps.provider.Grant.find(details.grantId) : new deps.provider.Grant({ accountId: userId, clientId });
-      if (!grant) return finish(request, reply, { error: 'access_denied', error_description: 'The grant expired.' }, false);
-      // Grant what the provider says is missing: the scope for each resource it validated.
+      // Every consent makes a new grant with its own context: tokens issued from an earlier grant
+      // keep exactly the hub and workspace chosen then (a context is never rewritten). The new
+      // grant holds what the earlier one did for this client plus what the provider says is missing.
+      const grant = new deps.provider.Grant({ accountId: userId, clientId });
+      const previous = details.grantId ? await deps.provider.Grant.find(details.grantId) : undefined;
+      if (previous?.openid?.scope) grant.addOIDCScope(previous.openid.scope);
+      for (const [resource, scope] of Object.entries(previous?.resources ?? {})) grant.addResourceScope(resource, scope);
       const missing = details.prompt.details as { missingOIDCScope?: string[]; missingResourceScopes?: Record<string, string[]> };
       if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
       for (const [resource, scopes] of Object.entries(missing.missingResourceScopes ?? {})) grant.addResourceScope(resource, scopes.join(' '));
