@@ -175,6 +175,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       await revocations.close();
       await usage.close();
       if (!deps.limiter) await limiter.close();
+      // After fastify.close: no upload is in flight, so this process's staging can go.
+      if (!deps.media) await media.close();
     },
   };
 }

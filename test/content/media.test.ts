@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { once } from 'node:events';
+import { readFile, stat } from 'node:fs/promises';
+import { connect } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -246,6 +248,31 @@ describe('POST /media (multipart)', () => {
     assert.deepEqual([missing.statusCode, missing.json().issues], [400, [{ field: 'file', message: 'is required: send the media as a multipart part named "file"' }]]);
     const json = await app.inject({ method: 'POST', url: '/media', payload: { file: 'x' } });
     assert.equal(json.statusCode, 415);
+  });
+
+  test('a client that disconnects mid-body: its staging file is deleted at once, nothing is stored', async () => {
+    const before = { files: await media.files(), rows: await rowCount() };
+    const address = await app.listen({ port: 0, host: '127.0.0.1' });
+    const head = Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="workspaceId"\r\n\r\nws_a1\r\n`
+      + `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="big.png"\r\nContent-Type: image/png\r\n\r\n`);
+    const socket = connect(Number(new URL(address).port), '127.0.0.1');
+    await once(socket, 'connect');
+    socket.write(`POST /media HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: multipart/form-data; boundary=${BOUNDARY}\r\nContent-Length: ${8 * 1024 * 1024}\r\n\r\n`);
+    socket.write(Buffer.concat([head, png(2, 2), Buffer.alloc(3 * 1024 * 1024)]));
+    const staged = async () => {
+      const files = (await media.files()).filter((f) => f.startsWith('.staging/'));
+      return Promise.all(files.map(async (f) => (await stat(path.join(media.root, f)).catch(() => ({ size: 0 }))).size));
+    };
+    for (let deadline = Date.now() + 10_000; !(await staged()).some((size) => size >= 2 * 1024 * 1024);) {
+      assert.ok(Date.now() < deadline, 'the upload reached staging');
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    socket.destroy();
+    for (let deadline = Date.now() + 1_000; (await staged()).length > 0;) {
+      assert.ok(Date.now() < deadline, 'the staging file was deleted within a second of the disconnect');
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    assert.deepEqual({ files: await media.files(), rows: await rowCount() }, before);
   });
 
   test('an oversize image is refused with 413 and leaves no file', async () => {

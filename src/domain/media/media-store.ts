@@ -1,5 +1,6 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, open, readdir, readFile, rename, rm, rmdir, stat, type FileHandle } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import path from 'node:path';
 import type { ByteSource } from './media-info.ts';
 
@@ -12,6 +13,8 @@ export interface MediaStore {
   stage(): Promise<StagedMedia>;
   /** Removes a committed object (used when its database row could not be written). */
   remove(key: string): Promise<void>;
+  /** Stops the store's housekeeping and drops this process's staging (call after the last upload). */
+  close(): Promise<void>;
 }
 
 export interface StagedMedia extends ByteSource {
@@ -26,39 +29,118 @@ export interface StagedMedia extends ByteSource {
 /** Keys are relative paths of safe segments, e.g. `hub_1/ws_1/med_abc.png`. */
 const KEY = /^[A-Za-z0-9_-]+(\/[A-Za-z0-9_-]+)*\/[A-Za-z0-9_-]+\.[a-z0-9]+$/;
 const STAGING_DIR = '.staging';
-// A staged file this old belongs to an upload that died with its process.
+// Staging whose owner cannot be told (another host's, or from before per-process directories)
+// is removed only once this old: no upload takes an hour.
 const STALE_STAGING_MS = 60 * 60 * 1000;
+const SWEEP_EVERY_MS = 60_000;
 
 function checkKey(key: string): string {
   if (!KEY.test(key)) throw new Error(`invalid media key ${JSON.stringify(key)}`);
   return key;
 }
 
-/** Files under `root` (e.g. `$DATA_DIR/media`): `root/<key>`, staged in `root/.staging`. */
-export async function openDiskMediaStore(root: string): Promise<MediaStore> {
+// Each process stages in a directory of its own named `<host>-<pid>-<start>`: the host (a hash of
+// its name) and the process's start time tell a directory whose process is gone from one whose
+// pid was reused, so a crashed process's staging can be removed at once, whatever its age.
+const HOST = createHash('sha256').update(hostname()).digest('hex').slice(0, 8);
+const OWNED = /^([0-9a-f]{8})-(\d+)-(\w+)$/;
+const startedAt = `t${Date.now() - Math.round(process.uptime() * 1000)}`;
+
+/** A process's start time in clock ticks since boot (Linux `/proc/<pid>/stat` field 22). */
+async function processStart(pid: number): Promise<string | undefined> {
+  try {
+    const fields = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) may hold spaces and parentheses: count from its closing one.
+    return fields.slice(fields.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
+
+function pidExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Whether a staging directory's process still runs: true, false, or undefined (cannot tell). */
+async function ownerAlive(name: string): Promise<boolean | undefined> {
+  const match = OWNED.exec(name);
+  if (!match || match[1] !== HOST) return undefined;
+  const pid = Number(match[2]);
+  const start = match[3]!;
+  // Where /proc exists the start time is exact; elsewhere (named `t<ms>`) the pid alone decides.
+  if (start.startsWith('t')) return pidExists(pid);
+  return (await processStart(pid)) === start;
+}
+
+export interface DiskMediaStoreOptions {
+  /** How often staging left by dead processes is swept; default one minute. */
+  sweepEveryMs?: number;
+}
+
+/** Files under `root` (e.g. `$DATA_DIR/media`): `root/<key>`, staged in `root/.staging/<process>`. */
+export async function openDiskMediaStore(root: string, options: DiskMediaStoreOptions = {}): Promise<MediaStore> {
   const staging = path.join(root, STAGING_DIR);
-  await mkdir(staging, { recursive: true, mode: 0o700 });
-  await sweepStaleStaging(staging);
+  const own = `${HOST}-${process.pid}-${(await processStart(process.pid)) ?? startedAt}`;
+  const mine = path.join(staging, own);
+  await mkdir(mine, { recursive: true, mode: 0o700 });
+  await sweepStaging(staging, own);
+  let sweeping: Promise<void> = Promise.resolve();
+  const timer = setInterval(() => {
+    sweeping = sweepStaging(staging, own).catch(() => {}); // the next sweep tries again
+  }, options.sweepEveryMs ?? SWEEP_EVERY_MS);
+  timer.unref();
+  let closed = false;
 
   return {
     async stage() {
-      const file = path.join(staging, `${randomBytes(16).toString('hex')}.part`);
+      if (closed) throw new Error('the media store is closed');
+      const file = path.join(mine, `${randomBytes(16).toString('hex')}.part`);
       const handle = await open(file, 'wx+', 0o600);
       return new DiskStagedMedia(root, file, handle);
     },
     async remove(key) {
       await rm(path.join(root, checkKey(key)), { force: true });
     },
+    async close() {
+      closed = true;
+      clearInterval(timer);
+      await sweeping;
+      await rm(mine, { recursive: true, force: true });
+    },
   };
 }
 
-async function sweepStaleStaging(staging: string): Promise<void> {
+/** Removes the staging of processes that are gone, and unowned staging older than an hour. */
+async function sweepStaging(staging: string, own: string): Promise<void> {
   const cutoff = Date.now() - STALE_STAGING_MS;
-  for (const name of await readdir(staging)) {
-    const file = path.join(staging, name);
-    const info = await stat(file).catch(() => undefined);
-    if (info && info.mtimeMs < cutoff) await rm(file, { force: true });
+  for (const entry of await readdir(staging, { withFileTypes: true })) {
+    if (entry.name === own) continue;
+    const target = path.join(staging, entry.name);
+    const alive = entry.isDirectory() ? await ownerAlive(entry.name) : undefined;
+    if (alive === false) {
+      await rm(target, { recursive: true, force: true });
+    } else if (alive === undefined) {
+      await removeOlderThan(target, cutoff);
+    }
   }
+}
+
+/** A file older than `cutoff`, or a directory's files that are (and then the directory if empty). */
+async function removeOlderThan(target: string, cutoff: number): Promise<void> {
+  const info = await stat(target).catch(() => undefined);
+  if (!info) return;
+  if (!info.isDirectory()) {
+    if (info.mtimeMs < cutoff) await rm(target, { force: true });
+    return;
+  }
+  for (const name of await readdir(target).catch(() => [])) await removeOlderThan(path.join(target, name), cutoff);
+  // rmdir, not rm -r: it fails if an upload has just begun staging there.
+  if (info.mtimeMs < cutoff) await rmdir(target).catch(() => {});
 }
 
 class DiskStagedMedia implements StagedMedia {
