@@ -10,9 +10,33 @@ export interface RateDecision {
   resetSeconds: number;
 }
 
+/** One rolling window a request is counted in. */
+export interface RateWindow {
+  key: string;
+  limit: number;
+  windowMs: number;
+}
+
+/** The outcome of counting one request against several windows at once. */
+export interface RateCharge {
+  /** True when the request fitted in every window (and was counted in all of them). */
+  allowed: boolean;
+  /** One decision per window, in order; a refused request leaves every `remaining` as it was. */
+  decisions: RateDecision[];
+  /** What was counted, so that `refund` can give it back (empty when refused). */
+  counted: { key: string; member: string }[];
+}
+
 export interface RateLimiter {
   /** Counts one request against `key` if it fits in the window; a refused request is not counted. */
   hit(key: string, limit: number, windowMs: number, nowMs: number): Promise<RateDecision>;
+  /**
+   * Counts one request against every window if it fits in all of them, atomically; otherwise
+   * counts it in none — a refused request consumes nothing, not even from the windows it passed.
+   */
+  hitAll(windows: RateWindow[], nowMs: number): Promise<RateCharge>;
+  /** Gives back what a charge counted (a request that turned out to be refused after all). */
+  refund(charge: RateCharge): Promise<void>;
   /** How many requests `key` has in the window now, without counting one. */
   count(key: string, windowMs: number, nowMs: number): Promise<number>;
   close(): Promise<void>;
@@ -26,6 +50,7 @@ export const decide = (allowed: boolean, limit: number, used: number, oldestMs: 
 });
 
 export class MemoryRateLimiter implements RateLimiter {
+  // Per key, the times of the counted requests, oldest first.
   readonly #logs = new Map<string, number[]>();
   readonly #sweeper: NodeJS.Timeout;
 
@@ -47,13 +72,31 @@ export class MemoryRateLimiter implements RateLimiter {
   }
 
   async hit(key: string, limit: number, windowMs: number, nowMs: number): Promise<RateDecision> {
-    const log = this.#window(key, windowMs, nowMs);
-    const allowed = log.length < limit;
+    return (await this.hitAll([{ key, limit, windowMs }], nowMs)).decisions[0]!;
+  }
+
+  async hitAll(windows: RateWindow[], nowMs: number): Promise<RateCharge> {
+    const logs = windows.map((w) => this.#window(w.key, w.windowMs, nowMs));
+    const allowed = windows.every((w, i) => logs[i]!.length < w.limit);
     if (allowed) {
-      log.push(nowMs);
-      this.#logs.set(key, log);
+      windows.forEach((w, i) => {
+        logs[i]!.push(nowMs);
+        this.#logs.set(w.key, logs[i]!);
+      });
     }
-    return decide(allowed, limit, log.length, log[0] ?? nowMs, windowMs, nowMs);
+    return {
+      allowed,
+      decisions: windows.map((w, i) => decide(logs[i]!.length < w.limit || allowed, w.limit, logs[i]!.length, logs[i]![0] ?? nowMs, w.windowMs, nowMs)),
+      counted: allowed ? windows.map((w) => ({ key: w.key, member: String(nowMs) })) : [],
+    };
+  }
+
+  async refund(charge: RateCharge): Promise<void> {
+    for (const { key, member } of charge.counted) {
+      const log = this.#logs.get(key);
+      const at = log?.lastIndexOf(Number(member)) ?? -1;
+      if (at >= 0) log!.splice(at, 1);
+    }
   }
 
   async count(key: string, windowMs: number, nowMs: number): Promise<number> {

@@ -1,24 +1,36 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { decide, type RateDecision, type RateLimiter } from './rate-limit.ts';
+import { decide, type RateCharge, type RateDecision, type RateLimiter, type RateWindow } from './rate-limit.ts';
 
 // The rate limiter for several instances: the sliding logs live in Redis. In a module of its
 // own so that ioredis is loaded only when REDIS_URL is set.
 
-// Trim, count and (if it fits) add, atomically. Returns {allowed, used, oldest}.
+// For every window KEYS[i] (ARGV: now, member, then window and limit per key): trim, count; if
+// the request fits in all of them, add it to all of them — atomically, so a request refused by
+// one window consumes nothing from the others. Returns {allowed, used1, oldest1, used2, …}.
+// (The keys of one request are used together in one script: a single Redis, not a Cluster.)
 const HIT_SCRIPT = `
-local key, now, window, limit, member = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
-redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
-local used = redis.call('ZCARD', key)
-local allowed = 0
-if used < limit then
-  redis.call('ZADD', key, now, member)
-  used = used + 1
-  allowed = 1
+local now, member = tonumber(ARGV[1]), ARGV[2]
+local used = {}
+local allowed = 1
+for i = 1, #KEYS do
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - tonumber(ARGV[1 + 2 * i]))
+  used[i] = redis.call('ZCARD', KEYS[i])
+  if used[i] >= tonumber(ARGV[2 + 2 * i]) then allowed = 0 end
 end
-redis.call('PEXPIRE', key, window)
-local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2] or now
-return {allowed, used, tostring(oldest)}`;
+local out = {allowed}
+for i = 1, #KEYS do
+  if allowed == 1 then
+    redis.call('ZADD', KEYS[i], now, member)
+    used[i] = used[i] + 1
+  end
+  redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[1 + 2 * i]))
+  out[2 * i] = used[i]
+  out[2 * i + 1] = redis.call('ZRANGE', KEYS[i], 0, 0, 'WITHSCORES')[2] or tostring(now)
+end
+return out`;
+
+type HitCommand = (numberOfKeys: number, ...args: (string | number)[]) => Promise<(number | string)[]>;
 
 export class RedisRateLimiter implements RateLimiter {
   readonly #redis: Redis;
@@ -28,16 +40,37 @@ export class RedisRateLimiter implements RateLimiter {
     this.#redis = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
     // Connection trouble is reported per call (and handled by the caller); don't crash on it.
     this.#redis.on('error', () => {});
-    this.#redis.defineCommand('hubopsHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
+    // No fixed key count: each call says how many windows it counts in.
+    this.#redis.defineCommand('hubopsHitAll', { lua: HIT_SCRIPT });
     this.#prefix = prefix;
   }
 
   async hit(key: string, limit: number, windowMs: number, nowMs: number): Promise<RateDecision> {
+    return (await this.hitAll([{ key, limit, windowMs }], nowMs)).decisions[0]!;
+  }
+
+  async hitAll(windows: RateWindow[], nowMs: number): Promise<RateCharge> {
     const member = `${nowMs}:${randomBytes(6).toString('hex')}`;
-    const [allowed, used, oldest] = (await (this.#redis as unknown as {
-      hubopsHit(key: string, now: number, window: number, limit: number, member: string): Promise<[number, number, string]>;
-    }).hubopsHit(this.#prefix + key, nowMs, windowMs, limit, member));
-    return decide(allowed === 1, limit, used, Number(oldest), windowMs, nowMs);
+    const keys = windows.map((w) => this.#prefix + w.key);
+    const args = windows.flatMap((w) => [w.windowMs, w.limit]);
+    const hitAll = (this.#redis as unknown as { hubopsHitAll: HitCommand }).hubopsHitAll.bind(this.#redis);
+    const [allowedFlag, ...rest] = await hitAll(keys.length, ...keys, nowMs, member, ...args);
+    const allowed = Number(allowedFlag) === 1;
+    return {
+      allowed,
+      decisions: windows.map((w, i) => {
+        const used = Number(rest[2 * i]);
+        return decide(allowed || used < w.limit, w.limit, used, Number(rest[2 * i + 1]), w.windowMs, nowMs);
+      }),
+      counted: allowed ? windows.map((w) => ({ key: w.key, member })) : [],
+    };
+  }
+
+  async refund(charge: RateCharge): Promise<void> {
+    if (charge.counted.length === 0) return;
+    const pipeline = this.#redis.pipeline();
+    for (const { key, member } of charge.counted) pipeline.zrem(this.#prefix + key, member);
+    await pipeline.exec();
   }
 
   async count(key: string, windowMs: number, nowMs: number): Promise<number> {

@@ -115,6 +115,37 @@ describe('rate limits shared through Redis', { skip: !REDIS_URL && 'needs REDIS_
   });
 });
 
+describe('refused requests through Redis', { skip: !REDIS_URL && 'needs REDIS_URL' }, () => {
+  test('a 429 consumes nothing from any window; after the window the full quota is back', async () => {
+    const [a, b] = await twoInstances();
+    await seed(a.db, 'hub_n');
+    const { key } = await createKey(a.db, { hubId: 'hub_n', name: 'refused' });
+    for (let i = 1; i <= 20; i++) {
+      const r = await (i % 2 ? a : b).hubGet('/opt-in-summary', key);
+      assert.equal(r.status, 200, `#${i}`);
+      assert.equal(r.headers.ratelimit, `"per-key";r=${120 - i};t=60, "opt-in-summary";r=${20 - i};t=60`);
+    }
+    for (let i = 1; i <= 6; i++) {
+      const refused = await (i % 2 ? a : b).hubGet('/opt-in-summary', key);
+      assert.equal(refused.status, 429, `refused #${i}`);
+      assert.equal(refused.headers.ratelimit, '"per-key";r=100;t=60, "opt-in-summary";r=0;t=60', `refused #${i}`);
+    }
+    // Nor does a tool call refused by the operation's limit (its POST's count is given back).
+    const overMcp = await a.app.fastify.inject({
+      method: 'POST',
+      url: '/v1/hub/mcp',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      payload: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_opt_in_summary', arguments: {} } },
+    });
+    assert.match(overMcp.json().result.content[0].text, /rate_limited/);
+    assert.equal((await b.hubGet('/playbook-opt-ins?limit=1', key)).headers.ratelimit, '"per-key";r=99;t=60');
+    for (const app of [a, b]) app.clock.advance(60_001);
+    const back = await a.hubGet('/opt-in-summary', key);
+    assert.equal(back.status, 200);
+    assert.equal(back.headers.ratelimit, '"per-key";r=119;t=60, "opt-in-summary";r=19;t=60');
+  });
+});
+
 describe('Redis unreachable', () => {
   test('requests are still served (the limiter fails open) and do not wait on Redis', async () => {
     const limiter = new RedisRateLimiter('redis://127.0.0.1:1', PREFIX);

@@ -326,8 +326,37 @@ describe('rate limits', () => {
     for (let i = 0; i < 32; i++) statuses.push((await t.app.fastify.inject({ method: 'GET', url: '/v1/hub/opt-in-summary', headers: { authorization: 'Bearer hubops_guess' }, remoteAddress: '203.0.113.9' })).statusCode);
     assert.deepEqual(statuses.slice(0, 30), Array(30).fill(401));
     assert.deepEqual(statuses.slice(30), [429, 429]);
-    const valid = await t.app.fastify.inject({ method: 'GET', url: '/v1/hub/opt-in-summary', headers: { authorization: `Bearer ${key}` }, remoteAddress: '203.0.113.9' });
-    assert.equal(valid.statusCode, 429, 'even a right key is not checked while the address is blocked');
+    const from = (k: string) => t.app.fastify.inject({ method: 'GET', url: '/v1/hub/playbook-opt-ins?limit=1', headers: { authorization: `Bearer ${k}` }, remoteAddress: '203.0.113.9' });
+    // A key in use (admitted before) keeps working behind the same address: one broken tool
+    // behind an office NAT must not lock out the others.
+    assert.equal((await from(key)).statusCode, 200, 'a key already admitted is not locked out');
+    // A key never admitted here is refused unread while the address is blocked: guesses are not tried.
+    const unseen = await readKey(t.db, 'h1');
+    const blocked = await from(unseen);
+    assert.equal(blocked.statusCode, 429);
+    assert.match(String(blocked.headers.ratelimit), /^"failed-auth";r=0;t=\d+$/);
+    t.clock.advance(60_001);
+    assert.equal((await from(unseen)).statusCode, 200, 'the block lifts with the window');
+  });
+
+  test('a refused request consumes nothing: not from the window that refused it, nor from the ones it passed', async () => {
+    const k = await readKey(t.db, 'h1');
+    for (let i = 1; i <= 20; i++) {
+      const r = await t.hubGet('/opt-in-summary', k);
+      assert.equal(r.status, 200, `request ${i}`);
+      assert.equal(r.headers.ratelimit, `"per-key";r=${120 - i};t=60, "opt-in-summary";r=${20 - i};t=60`);
+    }
+    for (let i = 1; i <= 5; i++) {
+      const refused = await t.hubGet('/opt-in-summary', k);
+      assert.equal(refused.status, 429, `refused ${i}`);
+      assert.equal(refused.headers.ratelimit, '"per-key";r=100;t=60, "opt-in-summary";r=0;t=60', `refused ${i}: per-key stays at 100`);
+      assert.equal(refused.headers['retry-after'], '60');
+    }
+    assert.equal((await t.hubGet('/playbook-opt-ins?limit=1', k)).headers.ratelimit, '"per-key";r=99;t=60');
+    t.clock.advance(60_001);
+    const back = await t.hubGet('/opt-in-summary', k);
+    assert.equal(back.status, 200);
+    assert.equal(back.headers.ratelimit, '"per-key";r=119;t=60, "opt-in-summary";r=19;t=60', 'the full quota is back');
   });
 });
 

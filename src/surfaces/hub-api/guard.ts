@@ -5,7 +5,7 @@ import { findKeyByHash, keyVerdictOf, keyVerdictStatement, type KeyVerdict } fro
 import type { UsageRecorder } from '../../domain/api-keys/usage-recorder.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { ApiError } from '../../platform/errors.ts';
-import type { RateDecision, RateLimiter } from '../../platform/rate-limit.ts';
+import type { RateCharge, RateDecision, RateLimiter, RateWindow } from '../../platform/rate-limit.ts';
 
 // Who may call the Hub API, and how often (contract §4).
 
@@ -31,6 +31,8 @@ export interface CallerKey {
 export interface Admission {
   caller: CallerKey;
   db: Db;
+  /** What this request was counted as (given back if a tool call in it is refused). */
+  charge: RateCharge;
 }
 
 /** How many keys' ids and hubs are remembered (a bounded map; the oldest is forgotten first). */
@@ -85,38 +87,48 @@ export class HubApiGuard {
    * carries the verdict query in front of the request's first prepared query, one round trip for
    * both, and `settleCheck(db)` must be awaited before anything is answered — it throws the 401/403.
    * Without it (and for a key not seen before) the verdict is read before this returns.
+   *
+   * `extra` is the operation's own limit: the request is counted in both windows or in neither.
+   *
+   * An address over its failed-authentication limit gets 429 for every key this instance has not
+   * admitted before, without a database read; keys it has admitted (real keys, in use) still
+   * work, so one misconfigured tool behind a shared address (an office NAT, an automation
+   * platform's egress) does not lock out everyone else there (see README, Limits).
    */
-  async authenticate(request: FastifyRequest, reply: FastifyReply, options: { rideAlong: boolean }): Promise<Admission> {
+  async authenticate(request: FastifyRequest, reply: FastifyReply, options: { rideAlong: boolean; extra?: Policy }): Promise<Admission> {
     const nowMs = this.#clock.now().getTime();
     const addressKey = `auth-fail:${request.ip}`;
-    const failures = await this.#safe(() => this.#limiter.count(addressKey, FAILED_AUTH_LIMIT.windowMs, nowMs), 0);
-    if (failures >= FAILED_AUTH_LIMIT.limit) {
-      const decision = await this.#limit(addressKey, FAILED_AUTH_LIMIT, nowMs);
-      throw new ApiError(429, 'rate_limited', 'Too many failed authentications from this address; wait a minute before trying again.', {
-        headers: { ...rateLimitHeaders([{ policy: FAILED_AUTH_LIMIT, decision }]), 'retry-after': String(decision.resetSeconds) },
-      });
-    }
     const key = bearerToken(request.headers.authorization);
     // The checksum first: a mistyped or invented key costs no database read.
-    if (key === undefined || !isWellFormedKey(key)) throw await this.#refusal(key, undefined, addressKey, nowMs);
-    const hash = hashKey(key);
-    const known = options.rideAlong ? this.#known.get(hash.toString('latin1')) : undefined;
+    const hash = key !== undefined && isWellFormedKey(key) ? hashKey(key) : undefined;
+    const seen = hash && this.#known.get(hash.toString('latin1'));
+    if (!seen) {
+      const failures = await this.#safe(() => this.#limiter.count(addressKey, FAILED_AUTH_LIMIT.windowMs, nowMs), 0);
+      if (failures >= FAILED_AUTH_LIMIT.limit) {
+        const decision = await this.#limit(addressKey, FAILED_AUTH_LIMIT, nowMs);
+        throw new ApiError(429, 'rate_limited', 'Too many failed authentications from this address; wait a minute before trying again.', {
+          headers: { ...rateLimitHeaders([{ policy: FAILED_AUTH_LIMIT, decision }]), 'retry-after': String(decision.resetSeconds) },
+        });
+      }
+    }
+    if (key === undefined || hash === undefined) throw await this.#refusal(key, undefined, addressKey, nowMs);
+    const known = options.rideAlong ? seen : undefined;
     if (known) {
-      const decision = await this.#charge(known, reply, nowMs);
+      const charge = await this.#charge(known, reply, nowMs, options.extra);
       const check = new RideAlongCheck(keyVerdictStatement(hash), async (rows) => {
         await this.#admit(key, hash, keyVerdictOf(rows), addressKey, nowMs);
       });
       // Over its limit: the verdict first all the same, so a revoked key still hears 401.
-      if (!decision.allowed) {
+      if (!charge.allowed) {
         await check.settle(this.#db.pool);
-        throw rateLimited(decision);
+        throw refusedBy(charge);
       }
-      return { caller: known, db: { ...this.#db, check } };
+      return { caller: known, db: { ...this.#db, check }, charge };
     }
     const caller = await this.#admit(key, hash, await findKeyByHash(this.#db, hash), addressKey, nowMs);
-    const decision = await this.#charge(caller, reply, nowMs);
-    if (!decision.allowed) throw rateLimited(decision);
-    return { caller, db: this.#db };
+    const charge = await this.#charge(caller, reply, nowMs, options.extra);
+    if (!charge.allowed) throw refusedBy(charge);
+    return { caller, db: this.#db, charge };
   }
 
   /**
@@ -136,11 +148,12 @@ export class HubApiGuard {
     return caller;
   }
 
-  /** Counts the request against the per-key limit and sets the RateLimit headers. */
-  async #charge(caller: CallerKey, reply: FastifyReply, nowMs: number): Promise<RateDecision> {
-    const decision = await this.#limit(`key:${caller.keyId}`, KEY_LIMIT, nowMs);
-    reply.headers(rateLimitHeaders([{ policy: KEY_LIMIT, decision }]));
-    return decision;
+  /** Counts the request against the per-key limit (and `extra`) and sets the RateLimit headers. */
+  async #charge(caller: CallerKey, reply: FastifyReply, nowMs: number, extra: Policy | undefined): Promise<RateCharge> {
+    const policies = extra ? [KEY_LIMIT, extra] : [KEY_LIMIT];
+    const charge = await this.#limitAll(caller, policies, nowMs);
+    reply.headers(rateLimitHeaders(policies.map((policy, i) => ({ policy, decision: charge.decisions[i]! }))));
+    return charge;
   }
 
   async #refusal(key: string | undefined, verdict: KeyVerdict | undefined, addressKey: string, nowMs: number): Promise<ApiError> {
@@ -163,26 +176,33 @@ export class HubApiGuard {
   }
 
   /**
-   * Counts one more request against the per-key limit: for the second and later tool calls of
-   * one MCP POST (a JSON-RPC batch), which `authenticate` counted once. Throws 429 when over.
+   * Charges the `nth` tool call of one MCP POST, which `authenticate` counted once per-key. The
+   * first call uses that count and adds only its operation's limit; later calls (a JSON-RPC
+   * batch) count per-key again, in the same atomic step. A refused call consumes nothing: when
+   * the first is refused, the POST's own count is given back. Throws 429 when refused.
    */
-  async chargeKey(caller: CallerKey): Promise<void> {
-    const decision = await this.#limit(`key:${caller.keyId}`, KEY_LIMIT, this.#clock.now().getTime());
-    if (!decision.allowed) throw rateLimited(decision);
+  async chargeToolCall(admission: Admission, extra: Policy | undefined, nth: number): Promise<void> {
+    const policies = [...(nth > 1 ? [KEY_LIMIT] : []), ...(extra ? [extra] : [])];
+    if (policies.length === 0) return;
+    const charge = await this.#limitAll(admission.caller, policies, this.#clock.now().getTime());
+    if (charge.allowed) return;
+    if (nth === 1) await this.#safe(() => this.#limiter.refund(admission.charge), undefined);
+    throw refusedBy(charge);
   }
 
-  /** The extra per-operation limit (e.g. 20/min on the summaries); headers list both policies. */
-  async limitOperation(caller: CallerKey, policy: Policy, reply: FastifyReply | undefined): Promise<RateDecision> {
-    const nowMs = this.#clock.now().getTime();
-    const decision = await this.#limit(`op:${policy.policy}:${caller.keyId}`, policy, nowMs);
-    if (reply) {
-      const current = reply.getHeader('ratelimit-policy');
-      const currentValue = reply.getHeader('ratelimit');
-      const extra = rateLimitHeaders([{ policy, decision }]);
-      reply.header('ratelimit-policy', current ? `${current}, ${extra['ratelimit-policy']}` : extra['ratelimit-policy']);
-      reply.header('ratelimit', currentValue ? `${currentValue}, ${extra.ratelimit}` : extra.ratelimit);
-    }
-    return decision;
+  /** Counts one request against the caller's windows for these policies (all or none). */
+  async #limitAll(caller: CallerKey, policies: Policy[], nowMs: number): Promise<RateCharge> {
+    const windows: RateWindow[] = policies.map((p) => ({
+      key: p === KEY_LIMIT ? `key:${caller.keyId}` : `op:${p.policy}:${caller.keyId}`,
+      limit: p.limit,
+      windowMs: p.windowMs,
+    }));
+    // A limiter outage (Redis down) must not take the API down with it: fail open, and say so.
+    return this.#safe(() => this.#limiter.hitAll(windows, nowMs), {
+      allowed: true,
+      decisions: policies.map((p) => ({ allowed: true, limit: p.limit, remaining: p.limit, resetSeconds: p.windowMs / 1000 })),
+      counted: [],
+    });
   }
 
   async #limit(key: string, policy: Policy, nowMs: number): Promise<RateDecision> {
@@ -205,7 +225,13 @@ export class HubApiGuard {
   }
 }
 
-export function rateLimited(decision: RateDecision): ApiError {
+/** The 429 of a refused charge: Retry-After is when every window that refused has room again. */
+export function refusedBy(charge: RateCharge): ApiError {
+  const refusing = charge.decisions.filter((d) => !d.allowed);
+  return rateLimited(refusing.reduce((a, b) => (b.resetSeconds > a.resetSeconds ? b : a), refusing[0] ?? charge.decisions[0]!));
+}
+
+function rateLimited(decision: RateDecision): ApiError {
   return new ApiError(429, 'rate_limited', `Too many requests for this key; retry in ${decision.resetSeconds} s.`, {
     headers: { 'retry-after': String(decision.resetSeconds) },
   });

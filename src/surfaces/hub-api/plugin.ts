@@ -7,7 +7,7 @@ import { serveMcp, type McpEndpoint } from '../mcp.ts';
 import { buildOpenApi } from '../openapi.ts';
 import type { Operation } from '../operation.ts';
 import { mountRest } from '../rest.ts';
-import { rateLimited, type Admission, type HubApiGuard } from './guard.ts';
+import type { Admission, HubApiGuard, Policy } from './guard.ts';
 import { hubOperations, type HubContext } from './operations.ts';
 
 export const HUB_API_PREFIX = '/v1/hub';
@@ -70,9 +70,9 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
 
   app.get('/openapi.json', async (_request, reply) => reply.type('application/json').send(openApi));
 
-  const authenticate = async (request: FastifyRequest, reply: FastifyReply, rideAlong: boolean): Promise<Admission> => {
+  const authenticate = async (request: FastifyRequest, reply: FastifyReply, rideAlong: boolean, extra?: Policy): Promise<Admission> => {
     guard.refuseBrowsers(request);
-    return guard.authenticate(request, reply, { rideAlong });
+    return guard.authenticate(request, reply, { rideAlong, extra });
   };
 
   // REST answers only after the operation, so a known key's verdict can ride along with its
@@ -80,14 +80,7 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
   mountRest(
     app,
     operations,
-    async (request, reply, op) => {
-      const admission = await authenticate(request, reply, true);
-      if (op.extraLimit) {
-        const decision = await guard.limitOperation(admission.caller, op.extraLimit, reply);
-        if (!decision.allowed) throw rateLimited(decision);
-      }
-      return contextFor(admission);
-    },
+    async (request, reply, op) => contextFor(await authenticate(request, reply, true, op.extraLimit)),
     (ctx) => settleCheck(ctx.db),
   );
 
@@ -101,18 +94,12 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
   // The MCP SDK writes the answer itself: the verdict is read before any tool runs.
   app.post('/mcp', async (request, reply) => {
     const admission = await authenticate(request, reply, false);
-    const { caller } = admission;
     let toolCalls = 0;
     await serveMcp(
       {
         ...mcp,
-        beforeTool: async (op) => {
-          // The POST was counted when it was authenticated; more tool calls in it (a batch) count too.
-          if (++toolCalls > 1) await guard.chargeKey(caller);
-          if (!op.extraLimit) return;
-          const decision = await guard.limitOperation(caller, op.extraLimit, undefined);
-          if (!decision.allowed) throw rateLimited(decision);
-        },
+        // The POST was counted when it was authenticated; more tool calls in it (a batch) count too.
+        beforeTool: (op) => guard.chargeToolCall(admission, op.extraLimit, ++toolCalls),
       },
       contextFor(admission),
       request,

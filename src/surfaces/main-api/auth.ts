@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { grantIdentity, type GrantIdentity } from '../../domain/oauth/identity.repository.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { ApiError } from '../../platform/errors.ts';
-import type { RateDecision, RateLimiter } from '../../platform/rate-limit.ts';
+import type { RateCharge, RateDecision, RateLimiter, RateWindow } from '../../platform/rate-limit.ts';
 import { rateLimitHeaders } from '../hub-api/guard.ts';
 import { SCOPE } from '../oauth/provider.ts';
 import type { RevocationFeed } from '../oauth/revocations.ts';
@@ -51,6 +51,8 @@ export class BearerAuth {
   // (membership, suspension, API access) reach a cached token within TOKEN_CACHE_TTL_MS.
   readonly #cache = new Map<string, TokenVerdict>();
   #generation = 0;
+  /** What each authenticated request was counted as (given back if its first tool call is refused). */
+  readonly #charges = new WeakMap<Principal, RateCharge>();
 
   constructor(deps: BearerAuthDeps) {
     this.#deps = deps;
@@ -107,10 +109,12 @@ export class BearerAuth {
     if (!identity.account.apiAccess && !identity.user.isStaff) throw invalid('API access is no longer enabled for this account.');
     if (identity.hub.suspended) throw new ApiError(403, 'hub_access_suspended', "This hub's access is suspended. Contact your account manager.");
 
-    const decision = await this.#count(`main:${identity.user.id}:${clientId}`, PLAN_LIMITS[identity.account.plan]);
+    const plan = this.#planWindow(identity.user.id, clientId, identity.account.plan);
+    const charge = await this.#count([plan]);
+    const decision = charge.decisions[0]!;
     reply.headers(rateLimitHeaders([{ policy: { policy: 'per-user-client', limit: decision.limit, windowMs: WINDOW_MS }, decision }]));
-    if (!decision.allowed) throw this.#refused(decision, `the ${identity.account.plan} plan allows ${decision.limit} per minute per user and client`);
-    return {
+    if (!charge.allowed) throw this.#refused(decision, `the ${identity.account.plan} plan allows ${decision.limit} per minute per user and client`);
+    const principal: Principal = {
       user: identity.user,
       account: { id: identity.account.id, plan: identity.account.plan },
       hub: { id: identity.hub.id, name: identity.hub.name },
@@ -119,29 +123,42 @@ export class BearerAuth {
       clientId,
       scope: SCOPE,
     };
+    this.#charges.set(principal, charge);
+    return principal;
   }
 
   /**
-   * Counts one more request for an authenticated caller, beyond the one `authenticate` counted:
-   * against the plan's limit, or against an operation's extra policy (e.g. 20/min on a report).
-   * An MCP request that carries several tool calls (a JSON-RPC batch) is charged once per call
-   * this way. Throws 429 `rate_limited` when over the limit.
+   * Charges the `nth` tool call of one MCP request, which `authenticate` counted once against the
+   * plan. The first call uses that count and adds only its operation's extra policy (e.g. 20/min
+   * on a report); later calls (a JSON-RPC batch) count against the plan again, in the same
+   * atomic step. A refused call consumes nothing: when the first is refused, the request's own
+   * count is given back. Throws 429 `rate_limited` when refused.
    */
-  async charge(principal: Principal, extra?: { policy: string; limit: number; windowMs: number }): Promise<void> {
-    const key = `main:${principal.user.id}:${principal.clientId}`;
-    const decision = extra
-      ? await this.#count(`${key}:${extra.policy}`, extra.limit, extra.windowMs)
-      : await this.#count(key, PLAN_LIMITS[principal.account.plan]);
-    if (!decision.allowed) {
-      throw this.#refused(decision, extra ? `${extra.policy} allows ${extra.limit} per ${extra.windowMs / 1000} s per user and client` : `the ${principal.account.plan} plan allows ${decision.limit} per minute per user and client`);
-    }
+  async chargeToolCall(principal: Principal, extra: { policy: string; limit: number; windowMs: number } | undefined, nth: number): Promise<void> {
+    const plan = this.#planWindow(principal.user.id, principal.clientId, principal.account.plan);
+    const windows = [...(nth > 1 ? [plan] : []), ...(extra ? [{ key: `${plan.key}:${extra.policy}`, limit: extra.limit, windowMs: extra.windowMs }] : [])];
+    if (windows.length === 0) return;
+    const charge = await this.#count(windows);
+    if (charge.allowed) return;
+    const first = this.#charges.get(principal);
+    if (nth === 1 && first) await this.#deps.limiter.refund(first).catch((error: unknown) => this.#deps.onLimiterError?.(error));
+    const at = charge.decisions.findIndex((d) => !d.allowed);
+    const refusedBy = windows[at]!;
+    throw this.#refused(charge.decisions[at]!, refusedBy === plan
+      ? `the ${principal.account.plan} plan allows ${plan.limit} per minute per user and client`
+      : `${extra!.policy} allows ${extra!.limit} per ${extra!.windowMs / 1000} s per user and client`);
   }
 
-  async #count(key: string, limit: number, windowMs = WINDOW_MS): Promise<RateDecision> {
+  #planWindow(userId: string, clientId: string, plan: keyof typeof PLAN_LIMITS): RateWindow {
+    return { key: `main:${userId}:${clientId}`, limit: PLAN_LIMITS[plan], windowMs: WINDOW_MS };
+  }
+
+  /** Counts one request in every window or in none; fails open when the limiter is down. */
+  async #count(windows: RateWindow[]): Promise<RateCharge> {
     const nowMs = this.#deps.clock.now().getTime();
-    return this.#deps.limiter.hit(key, limit, windowMs, nowMs).catch((error: unknown) => {
+    return this.#deps.limiter.hitAll(windows, nowMs).catch((error: unknown) => {
       this.#deps.onLimiterError?.(error);
-      return { allowed: true, limit, remaining: limit, resetSeconds: windowMs / 1000 };
+      return { allowed: true, decisions: windows.map((w) => ({ allowed: true, limit: w.limit, remaining: w.limit, resetSeconds: w.windowMs / 1000 })), counted: [] };
     });
   }
 

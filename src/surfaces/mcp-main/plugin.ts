@@ -142,11 +142,8 @@ export async function mcpMainPlugin(app: FastifyInstance, deps: McpMainDeps): Pr
       await serveMcp(
         {
           ...endpoint,
-          beforeTool: async (op) => {
-            // The POST was counted when it was authenticated; more tool calls in it (a batch) count too.
-            if (++toolCalls > 1) await deps.auth.charge(principal);
-            if (op.extraLimit) await deps.auth.charge(principal, op.extraLimit);
-          },
+          // The POST was counted when it was authenticated; more tool calls in it (a batch) count too.
+          beforeTool: (op) => deps.auth.chargeToolCall(principal, op.extraLimit, ++toolCalls),
         },
         ctx,
         request,
