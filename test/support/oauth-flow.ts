@@ -3,8 +3,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import * as oauth from 'oauth4webapi';
+import type { FastifyBaseLogger } from 'fastify';
 import { buildApp, type App } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
+import type { Db } from '../../src/db/database.ts';
+import type { RateLimiter } from '../../src/platform/rate-limit.ts';
 import { FixedClock } from '../../src/platform/clock.ts';
 import { REVOCATION_CHANNEL } from '../../src/surfaces/oauth/revocations.ts';
 import { createTestDb, type TestDb } from './db.ts';
@@ -26,14 +29,24 @@ export interface LiveApp {
   close(): Promise<void>;
 }
 
+export interface LiveAppOptions {
+  /** Served under this path of the origin (BASE_URL = origin + path), e.g. `/api`. */
+  basePath?: string;
+  limiter?: RateLimiter;
+  /** A logger to capture what the app logs; default none. */
+  logger?: FastifyBaseLogger;
+  /** The app's database handle (e.g. one through a TCP proxy); the test database is still created and dropped. */
+  appDb?: (db: TestDb) => Db;
+}
+
 /** The whole app listening on a real port (oauth4webapi speaks HTTP), on a fresh database. */
-export async function startLiveApp(): Promise<LiveApp> {
+export async function startLiveApp(options: LiveAppOptions = {}): Promise<LiveApp> {
   const db = await createTestDb();
   const port = await freePort();
-  const baseUrl = `http://127.0.0.1:${port}`;
+  const baseUrl = `http://127.0.0.1:${port}${options.basePath ?? ''}`;
   const config = loadConfig({ DATABASE_URL: db.url, LOG_LEVEL: 'silent', BASE_URL: baseUrl, PORT: String(port), DATA_DIR: await mkdtemp(path.join(tmpdir(), 'hubops-test-data-')) });
   const clock = new FixedClock(new Date());
-  const app = await buildApp({ config, db, clock, logger: false });
+  const app = await buildApp({ config, db: options.appDb?.(db) ?? db, clock, logger: options.logger ?? false, limiter: options.limiter });
   await app.fastify.listen({ port, host: '127.0.0.1' });
   const issuer = new URL(config.siteUrl);
   const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }));

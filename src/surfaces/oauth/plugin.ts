@@ -103,7 +103,8 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
       const password = String(body.password ?? '').slice(0, 1024);
       const again = (status: number, error: string) =>
         send(reply, status, (nonce) => signInPage({ action: request.url, csrf: csrfFor(details.uid), clientName: name, email, error }, nonce));
-      const outcome = await signIn({ db: deps.db, limiter: deps.limiter, nowMs: deps.clock.now().getTime() }, { email, password, address: request.ip });
+      const onLimiterError = (error: unknown) => request.log.warn({ err: error }, 'rate limiter unavailable; sign-in allowed unthrottled');
+      const outcome = await signIn({ db: deps.db, limiter: deps.limiter, nowMs: deps.clock.now().getTime(), onLimiterError }, { email, password, address: request.ip });
       if (!outcome.ok && outcome.reason === 'throttled') return again(429, 'Too many failed sign-in attempts. Wait 15 minutes and try again.');
       if (!outcome.ok) return again(401, 'That email and password do not match an account.');
       return finish(request, reply, { login: { accountId: outcome.user.id } }, false);

@@ -172,7 +172,8 @@ export async function webPlugin(app: FastifyInstance, deps: WebDeps): Promise<vo
     if (!password) fieldErrors.password = 'Enter your password.';
     if (fieldErrors.email || fieldErrors.password) return again(400, { fieldErrors });
     // The same throttle (and the same counters) as the OAuth sign-in.
-    const outcome = await signIn({ db: deps.db, limiter: deps.limiter, nowMs: deps.clock.now().getTime() }, { email, password, address: request.ip });
+    const onLimiterError = (error: unknown) => request.log.warn({ err: error }, 'rate limiter unavailable; sign-in allowed unthrottled');
+    const outcome = await signIn({ db: deps.db, limiter: deps.limiter, nowMs: deps.clock.now().getTime(), onLimiterError }, { email, password, address: request.ip });
     if (!outcome.ok && outcome.reason === 'throttled') return again(429, { error: 'Too many failed sign-in attempts. Wait 15 minutes and try again.' });
     if (!outcome.ok) return again(401, { error: 'That email and password do not match an account.' });
     const { user } = outcome;
