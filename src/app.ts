@@ -173,10 +173,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       await fastify.close();
       await publisher.stop();
       await revocations.close();
-      await usage.close();
       if (!deps.limiter) await limiter.close();
       // After fastify.close: no upload is in flight, so this process's staging can go.
       if (!deps.media) await media.close();
+      // Last: it may reject, reporting counts it could not write.
+      await usage.close();
     },
   };
 }

@@ -1,6 +1,9 @@
 import type { Db } from '../../db/database.ts';
 import { addKeyUsage } from './api-key.repository.ts';
 
+/** Waits between the shutdown flush's attempts: about 4 s in all, well inside a stop's grace. */
+const CLOSE_RETRY_DELAYS_MS = [250, 1_000, 3_000];
+
 /**
  * Request counts and last-use times per key, kept in memory and written in one statement per
  * flush (every `flushEveryMs`, and on shutdown), so authenticated requests never write to the
@@ -33,13 +36,39 @@ export class UsageRecorder {
   }
 
   /** Writes what has accumulated; on failure the counts are kept for the next flush. */
-  flush(): Promise<void> {
-    this.#flushing = this.#flushing.then(async () => {
-      if (this.#pending.size === 0) return;
+  async flush(): Promise<void> {
+    const error = await this.#write();
+    if (error) this.#onError(error);
+  }
+
+  /**
+   * The last flush, at shutdown: there is no next one, so a failure (the database restarting,
+   * a dropped connection) is retried for a few seconds, and counts that still cannot be written
+   * reject the close with how many were lost, rather than vanishing in a "will retry" warning.
+   */
+  async close(retryDelaysMs: readonly number[] = CLOSE_RETRY_DELAYS_MS): Promise<void> {
+    clearInterval(this.#timer);
+    for (let attempt = 0; ; attempt += 1) {
+      const error = await this.#write();
+      if (!error) return;
+      if (attempt === retryDelaysMs.length) {
+        const requests = [...this.#pending.values()].reduce((sum, u) => sum + u.count, 0);
+        throw new Error(`key usage not written at shutdown: ${requests} request(s) on ${this.#pending.size} key(s) are lost`, { cause: error });
+      }
+      this.#onError(error);
+      await new Promise((resolve) => setTimeout(resolve, retryDelaysMs[attempt]));
+    }
+  }
+
+  /** One write of the pending counts (serialised); returns the error, the counts kept, if it failed. */
+  #write(): Promise<unknown> {
+    const attempt = this.#flushing.then(async () => {
+      if (this.#pending.size === 0) return undefined;
       const batch = this.#pending;
       this.#pending = new Map();
       try {
         await addKeyUsage(this.#db, [...batch].map(([keyId, u]) => ({ keyId, ...u })));
+        return undefined;
       } catch (error) {
         for (const [keyId, u] of batch) {
           const entry = this.#pending.get(keyId);
@@ -50,14 +79,10 @@ export class UsageRecorder {
             this.#pending.set(keyId, u);
           }
         }
-        this.#onError(error);
+        return error;
       }
     });
-    return this.#flushing;
-  }
-
-  async close(): Promise<void> {
-    clearInterval(this.#timer);
-    await this.flush();
+    this.#flushing = attempt.then(() => {});
+    return attempt;
   }
 }
