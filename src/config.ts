@@ -54,12 +54,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`PORT must be an integer from 0 to 65535, got ${JSON.stringify(portText)}`);
   }
   const port = Number(portText);
-  const host = env.HOST?.trim() || '0.0.0.0';
   const baseUrl = url('BASE_URL', env.BASE_URL?.trim() || `http://localhost:${port}`, ['http:', 'https:']).replace(/\/+$/, '');
   const siteUrl = url('SITE_URL', env.SITE_URL?.trim() || new URL(baseUrl).origin, ['http:', 'https:']).replace(/\/+$/, '');
   const databaseUrl = env.DATABASE_URL?.trim()
     ? url('DATABASE_URL', env.DATABASE_URL.trim(), ['postgres:', 'postgresql:'])
     : undefined;
+  // The embedded database means the demo, whose admin password is in the README: loopback only
+  // unless HOST says otherwise (contract §1).
+  const host = env.HOST?.trim() || (databaseUrl ? '0.0.0.0' : '127.0.0.1');
   const redisUrl = env.REDIS_URL?.trim() ? url('REDIS_URL', env.REDIS_URL.trim(), ['redis:', 'rediss:']) : undefined;
   const demoText = env.HUBOPS_DEMO?.trim() || (databaseUrl ? '0' : '1');
   if (demoText !== '0' && demoText !== '1') {

@@ -1,7 +1,8 @@
 // Process entry: config → database → app → listen → graceful stop.
 import pino from 'pino';
-import { buildApp } from './app.ts';
-import { ConfigError, loadConfig, redactUrl } from './config.ts';
+import { buildApp, type App } from './app.ts';
+import { ConfigError, loadConfig, redactUrl, type Config } from './config.ts';
+import { EmbeddedDatabaseError } from './db/embedded.ts';
 import { openDatabase } from './db/open.ts';
 import { createKey } from './domain/api-keys/api-key.repository.ts';
 import { isDatabaseEmpty, seedDemo } from './domain/demo/seed.ts';
@@ -10,7 +11,7 @@ import { loggerOptions } from './platform/logger.ts';
 import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
 import { HUB_API_PREFIX } from './surfaces/hub-api/plugin.ts';
 
-let config;
+let config: Config;
 try {
   config = loadConfig();
 } catch (error) {
@@ -22,29 +23,50 @@ try {
 }
 
 const log = pino(loggerOptions(config.logLevel));
-const database = await openDatabase(config, { log: (line) => log.debug({ component: 'embedded-postgres' }, line), applicationName: 'hubops-server' });
+
+/** A start that cannot go on: one line on stderr (the stack only with LOG_LEVEL=debug), exit 1. */
+function startFailed(what: string, error: unknown): never {
+  if (config.logLevel === 'debug' || config.logLevel === 'trace') console.error(error);
+  const reason = error instanceof EmbeddedDatabaseError ? error.message : `${what}: ${String((error as Error)?.message ?? error).split('\n')[0]}`;
+  console.error(`hubops: ${reason}`);
+  process.exit(1);
+}
+
+const database = await openDatabase(config, { log: (line) => log.debug({ component: 'embedded-postgres' }, line), applicationName: 'hubops-server' }).catch((error: unknown) =>
+  startFailed('cannot open the database', error),
+);
 log.info({ database: database.embedded ? `embedded (${config.dataDir}/postgres)` : redactUrl(config.databaseUrl!), applied: database.applied }, 'database ready');
 
+let limiter: RateLimiter = new MemoryRateLimiter();
+let app: App | undefined;
 // First embedded start (or HUBOPS_DEMO=1 on an empty database): demo data and a key, printed once.
 let demo: { email: string; password: string; hubName: string; key: string } | undefined;
-if (config.demo && (await isDatabaseEmpty(database.db))) {
-  const seeded = await seedDemo(database.db);
-  const hubId = seeded.hubIds[0]!;
-  const key = await createKey(database.db, { hubId, name: 'Demo key (printed at first start)' });
-  const hub = await getHub(database.db, hubId);
-  demo = { email: seeded.adminEmail, password: seeded.adminPassword, hubName: `${hub?.name ?? hubId} (${hubId})`, key: key.key };
-}
+try {
+  if (config.demo && (await isDatabaseEmpty(database.db))) {
+    const seeded = await seedDemo(database.db);
+    const hubId = seeded.hubIds[0]!;
+    const key = await createKey(database.db, { hubId, name: 'Demo key (printed at first start)' });
+    const hub = await getHub(database.db, hubId);
+    demo = { email: seeded.adminEmail, password: seeded.adminPassword, hubName: `${hub?.name ?? hubId} (${hubId})`, key: key.key };
+  }
 
-let limiter: RateLimiter = new MemoryRateLimiter();
-if (config.redisUrl) {
-  const { RedisRateLimiter } = await import('./platform/redis-rate-limit.ts');
-  const redis = new RedisRateLimiter(config.redisUrl);
-  await redis.ready().catch((error) => log.warn({ err: error }, 'Redis not reachable yet; rate limits fail open until it is'));
-  limiter = redis;
-}
+  if (config.redisUrl) {
+    const { RedisRateLimiter } = await import('./platform/redis-rate-limit.ts');
+    const redis = new RedisRateLimiter(config.redisUrl);
+    await redis.ready().catch((error) => log.warn({ err: error }, 'Redis not reachable yet; rate limits fail open until it is'));
+    limiter = redis;
+  }
 
-const app = await buildApp({ config, db: database.db, limiter, logger: log });
-await app.fastify.listen({ port: config.port, host: config.host });
+  app = await buildApp({ config, db: database.db, limiter, logger: log });
+  await app.fastify.listen({ port: config.port, host: config.host });
+} catch (error) {
+  // The database (and our postmaster) started: stop them before saying why we cannot go on.
+  await app?.close().catch(() => {});
+  await limiter.close().catch(() => {});
+  await database.close().catch(() => {});
+  startFailed('cannot start', error);
+}
+const server = app;
 
 const hub = `${config.baseUrl}${HUB_API_PREFIX}`;
 const lines = [
@@ -73,31 +95,54 @@ if (demo) {
 process.stdout.write(`${lines.join('\n')}\n\n`);
 
 const STOP_GRACE_MS = 20_000;
-let stopping = false;
-async function stop(signal: string): Promise<void> {
-  if (stopping) {
-    log.warn({ signal }, 'second signal: exiting now');
-    process.exit(1);
+// `npm start` forwards the signals it gets, and a kill of the process group (Ctrl-C, systemd's
+// KillMode=control-group) also reaches us directly: one more signal soon after the first is that
+// duplicate. Any signal beyond it forces the exit.
+const DUPLICATE_SIGNAL_MS = 3_000;
+let stopping: { at: number; duplicateSeen: boolean } | undefined;
+
+function onStopRequest(reason: string, exitCode: number): void {
+  if (!stopping) {
+    stopping = { at: Date.now(), duplicateSeen: false };
+    void stop(reason, exitCode);
+    return;
   }
-  stopping = true;
-  log.info({ signal }, 'stopping: finishing in-flight requests');
+  if (!stopping.duplicateSeen && Date.now() - stopping.at < DUPLICATE_SIGNAL_MS) {
+    stopping.duplicateSeen = true;
+    log.warn({ signal: reason }, 'already stopping: signal ignored (send another to force the exit)');
+    return;
+  }
+  log.error({ signal: reason }, 'forced exit: in-flight requests are cut, unwritten key usage is lost');
+  process.exit(1);
+}
+
+async function stop(reason: string, exitCode: number): Promise<void> {
+  log.info({ reason }, 'stopping: finishing in-flight requests');
   // A client that never finishes its request must not hold the stop hostage: after the grace
   // period its connection is cut, and the usage flush and database stop still run.
   const deadline = setTimeout(() => {
     log.warn('grace period over: closing the remaining connections');
-    app.fastify.server.closeAllConnections();
+    server.fastify.server.closeAllConnections();
   }, STOP_GRACE_MS);
   deadline.unref();
-  try {
-    await app.close();
-    await limiter.close();
-    await database.close();
-    log.info('stopped');
-    process.exit(0);
-  } catch (error) {
-    log.error({ err: error }, 'unclean stop');
-    process.exit(1);
+  let code = exitCode;
+  // Each step runs even when one before it failed: the database is stopped in every case.
+  for (const [step, close] of [['app', () => server.close()], ['rate limiter', () => limiter.close()], ['database', () => database.close()]] as const) {
+    try {
+      await close();
+    } catch (error) {
+      log.error({ err: error, step }, 'unclean stop');
+      code = 1;
+    }
   }
+  log.info({ exitCode: code }, 'stopped');
+  process.exit(code);
 }
-process.on('SIGTERM', () => void stop('SIGTERM'));
-process.on('SIGINT', () => void stop('SIGINT'));
+process.on('SIGTERM', () => onStopRequest('SIGTERM', 0));
+process.on('SIGINT', () => onStopRequest('SIGINT', 0));
+// An error nothing caught (also an unhandled rejection) ends the process, but through the same
+// stop: requests finish, usage is written, the database goes down; the exit code says it failed.
+process.on('uncaughtException', (error) => {
+  log.fatal({ err: error }, 'uncaught error: stopping');
+  if (!stopping) onStopRequest('uncaughtException', 1);
+});

