@@ -1,6 +1,6 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../platform/errors.ts';
 import { JsonText } from '../platform/json-text.ts';
 import { runOperation, type Operation } from './operation.ts';
@@ -67,13 +67,16 @@ function toolsOf<Ctx>(operations: Operation<Ctx>[]): unknown[] {
 }
 
 export async function createMcpServer<Ctx>(endpoint: McpEndpoint<Ctx>, ctx: Ctx, onUnexpected: (error: unknown) => void): Promise<Server> {
-  const { Server, ListToolsRequestSchema, CallToolRequestSchema } = await sdk();
+  const { Server, ListToolsRequestSchema, CallToolRequestSchema, ErrorCode } = await sdk();
   const server = new Server({ name: endpoint.name, version: endpoint.version }, { capabilities: { tools: {} }, instructions: endpoint.instructions });
   const byName = new Map(endpoint.operations.map((op) => [op.name, op]));
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: toolsOf(endpoint.operations) as never }));
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const op = byName.get(request.params.name);
-    if (!op) return { isError: true, content: [{ type: 'text', text: `Unknown tool ${request.params.name}.` }] };
+    // A protocol error, as in the MCP specification's own "Unknown tool" example: the call names
+    // nothing that could run, unlike a tool that ran and failed (isError).
+    // (Not McpError, which would prefix the message with "MCP error -32602: ".)
+    if (!op) throw Object.assign(new Error(`Unknown tool: ${request.params.name.slice(0, 200)}`), { code: ErrorCode.InvalidParams });
     try {
       await endpoint.beforeTool?.(op);
       return toolResult(await runOperation(op, ctx, request.params.arguments ?? {}));
@@ -84,8 +87,54 @@ export async function createMcpServer<Ctx>(endpoint: McpEndpoint<Ctx>, ctx: Ctx,
   return server;
 }
 
+/** The body of a POST whose JSON did not parse (see acceptAnyJson). */
+const UNPARSABLE = Symbol('unparsable JSON');
+
+/**
+ * Makes JSON bodies in this Fastify scope never fail to parse: an unparsable one (or one with
+ * `__proto__` keys) reaches serveMcp, which answers it as JSON-RPC requires (-32700), where
+ * Fastify's parser would have answered with our REST error body.
+ */
+export function acceptAnyJson(scope: FastifyInstance): void {
+  const parseJson = scope.getDefaultJsonParser('error', 'error');
+  scope.removeContentTypeParser('application/json');
+  scope.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    parseJson(request, body as string, (error: Error | null, value: unknown) => done(null, error ? UNPARSABLE : value));
+  });
+}
+
+/**
+ * JSON-RPC 2.0's answer to a body that is not JSON (-32700) or not a request, notification or
+ * response (-32600: a non-object, no `method`, an empty batch). The SDK would call the latter a
+ * parse error, and take an empty batch as nothing to do.
+ */
+async function invalidBody(body: unknown): Promise<{ code: number; message: string; id: string | number | null } | undefined> {
+  if (body === UNPARSABLE) return { code: -32700, message: 'Parse error: the body is not valid JSON.', id: null };
+  const { JSONRPCMessageSchema } = await sdk();
+  const messages = Array.isArray(body) ? body : [body];
+  if (messages.length === 0) return { code: -32600, message: 'Invalid Request: an empty batch.', id: null };
+  for (const message of messages) {
+    if (JSONRPCMessageSchema.safeParse(message).success) continue;
+    const fields = message !== null && typeof message === 'object' && !Array.isArray(message) ? (message as { id?: unknown; method?: unknown }) : undefined;
+    const fault = !fields ? 'is not a JSON object' : typeof fields.method !== 'string' ? 'has no method' : 'is not a JSON-RPC 2.0 message';
+    return {
+      code: -32600,
+      message: `Invalid Request: ${Array.isArray(body) ? 'a message of the batch' : 'the message'} ${fault}; send {"jsonrpc": "2.0", "id", "method", "params"}.`,
+      // The id when it can be told (a single message), as JSON-RPC asks; otherwise null.
+      id: !Array.isArray(body) && (typeof fields?.id === 'string' || typeof fields?.id === 'number') ? fields.id : null,
+    };
+  }
+  return undefined;
+}
+
 /** Serves one MCP HTTP request; the reply is hijacked (headers already set on it are kept), never cached. */
 export async function serveMcp<Ctx>(endpoint: McpEndpoint<Ctx>, ctx: Ctx, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const invalid = await invalidBody(request.body);
+  if (invalid) {
+    const { id, ...error } = invalid;
+    await reply.code(400).header('cache-control', 'no-store').send({ jsonrpc: '2.0', id, error });
+    return;
+  }
   const server = await createMcpServer(endpoint, ctx, (error) => request.log.error({ err: error }, 'MCP tool failed'));
   const { StreamableHTTPServerTransport } = await sdk();
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });

@@ -357,6 +357,42 @@ describe('Hub MCP endpoint (SDK client over Streamable HTTP)', () => {
     assert.equal(preflight.headers['access-control-allow-origin'], undefined);
   });
 
+  test('a body that is not JSON is -32700, one that is not a JSON-RPC message -32600, with the key checked first', async () => {
+    const post = (body: string, key = keys.a) => httpRequest(mcpUrl, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body,
+    });
+    for (const body of ['{"jsonrpc":"2.0","id":1,', '', '{"__proto__":{},"jsonrpc":"2.0","id":1,"method":"tools/list"}']) {
+      const response = await post(body);
+      assert.equal(response.status, 400, body);
+      assert.equal(response.headers['cache-control'], 'no-store');
+      assert.deepEqual(response.json, { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the body is not valid JSON.' } }, body);
+    }
+    for (const [body, id] of [['[]', null], ['true', null], ['{"jsonrpc":"2.0","id":9,"params":{}}', 9], ['[{"jsonrpc":"2.0","id":1,"method":"tools/list"},[]]', null]] as const) {
+      const response = await post(body);
+      assert.equal(response.status, 400, body);
+      assert.equal(response.json.id, id, body);
+      assert.equal(response.json.error.code, -32600, body);
+    }
+    const unauthenticated = await post('{bad', keys.revoked);
+    assert.equal(unauthenticated.status, 401);
+    assert.equal(unauthenticated.json.error, 'invalid_api_key');
+  });
+
+  test('an unknown tool is the JSON-RPC error -32602 (raw and through the SDK client)', async () => {
+    const raw = await rawPost({ authorization: `Bearer ${keys.a}` }, { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'drop_tables', arguments: {} } });
+    assert.equal(raw.status, 200);
+    assert.deepEqual(raw.json, { jsonrpc: '2.0', id: 4, error: { code: -32602, message: 'Unknown tool: drop_tables' } });
+    const { client } = await mcpClient(keys.a);
+    try {
+      await assert.rejects(client.callTool({ name: 'drop_tables', arguments: {} }), (error: Error & { code?: number }) => error.code === -32602 && /Unknown tool: drop_tables/.test(error.message));
+      await callOk(client, 'get_opt_in_summary');
+    } finally {
+      await client.close();
+    }
+  });
+
   test('GET on the MCP endpoint is 405 (stateless: no event stream)', async () => {
     const response = await httpRequest(mcpUrl, { headers: { authorization: `Bearer ${keys.a}`, accept: 'text/event-stream' } });
     assert.equal(response.status, 405);

@@ -245,7 +245,68 @@ describe('tenancy of hub-wide paid figures', () => {
   }
 });
 
+describe('JSON-RPC errors', () => {
+  /** A POST with a raw body, as a hand-written or broken client would send it. */
+  async function rawPost(token: string, body: string): Promise<{ status: number; body: any }> {
+    const response = await fetch(mcpUrl, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' },
+      body,
+    });
+    return { status: response.status, body: await response.json() };
+  }
+
+  test('a body that is not JSON is -32700; a non-object, a message without method or an empty batch is -32600', async () => {
+    const { access } = await tokensFor(MEMBER, { resource: mcpUrl });
+    for (const body of ['{"jsonrpc":"2.0","id":1,', 'not json', '', '{"__proto__":{"x":1},"jsonrpc":"2.0","id":1,"method":"tools/list"}']) {
+      const response = await rawPost(access, body);
+      assert.equal(response.status, 400, body);
+      assert.deepEqual(response.body, { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the body is not valid JSON.' } }, body);
+    }
+    for (const [body, id] of [['[]', null], ['42', null], ['"tools/list"', null], ['null', null], ['{"jsonrpc":"2.0","id":7}', 7], ['{"jsonrpc":"2.0","id":"a","method":5}', 'a'], ['[{"jsonrpc":"2.0","id":1,"method":"tools/list"},3]', null]] as const) {
+      const response = await rawPost(access, body);
+      assert.equal(response.status, 400, body);
+      assert.equal(response.body.jsonrpc, '2.0', body);
+      assert.equal(response.body.id, id, body);
+      assert.equal(response.body.error.code, -32600, body);
+      assert.match(response.body.error.message, /^Invalid Request: /, body);
+    }
+  });
+
+  test('an unknown tool is the JSON-RPC error -32602, through raw HTTP and the SDK client', async () => {
+    const { access } = await tokensFor(MEMBER, { resource: mcpUrl });
+    const raw = await post(access, toolCall(3, 'no_such_tool'));
+    assert.equal(raw.status, 200);
+    assert.deepEqual(raw.body, { jsonrpc: '2.0', id: 3, error: { code: -32602, message: 'Unknown tool: no_such_tool' } });
+    const client = newClient();
+    await client.connect(transport(new URL(mcpUrl), { token: access }));
+    try {
+      await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }), (error: Error & { code?: number }) => error.code === -32602 && /Unknown tool: no_such_tool/.test(error.message));
+      assert.equal((await callOk(client, 'whoami')).user.email, MEMBER.email, 'the connection carries on');
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 describe('rate limits', () => {
+  test('a tool call refused by its own limit consumes nothing from the plan', async () => {
+    const { access } = await tokensFor(ADMIN, { resource: mcpUrl });
+    let last = 0;
+    for (let i = 1; i <= 20; i++) {
+      const ok = await post(access, toolCall(i, 'get_opt_in_summary'));
+      assert.notEqual(ok.body.result.isError, true, JSON.stringify(ok.body));
+      last = remaining(ok.headers)!;
+    }
+    assert.equal(last, 40);
+    for (let i = 21; i <= 25; i++) {
+      const refused = await post(access, toolCall(i, 'get_opt_in_summary'));
+      assert.match(refused.body.result.content[0].text, /^rate_limited: Too many requests: opt-in-summary allows 20 per 60 s/);
+    }
+    // The five refused calls gave their POSTs' counts back: this one is the 21st counted.
+    assert.equal(remaining((await post(access, toolCall(26))).headers), 39);
+  });
+
   test('every tool call counts against the plan (a batch counts each call); over the limit is 429', async () => {
     const { access } = await tokensFor(MEMBER, { resource: mcpUrl });
     const first = await post(access, toolCall(1));

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { Config } from '../../config.ts';
 import { settleCheck } from '../../db/database.ts';
 import { ApiError } from '../../platform/errors.ts';
-import { serveMcp, type McpEndpoint } from '../mcp.ts';
+import { acceptAnyJson, serveMcp, type McpEndpoint } from '../mcp.ts';
 import { buildOpenApi } from '../openapi.ts';
 import type { Operation } from '../operation.ts';
 import { mountRest } from '../rest.ts';
@@ -91,20 +91,24 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
       "Read-only tools over one hub's playbook opt-ins and paid ad spend. Group and filter by playbook.id and workspace.id, never by name. Money is in cents. Check asOf and freshness before quoting spend.",
     operations,
   };
-  // The MCP SDK writes the answer itself: the verdict is read before any tool runs.
-  app.post('/mcp', async (request, reply) => {
-    const admission = await authenticate(request, reply, false);
-    let toolCalls = 0;
-    await serveMcp(
-      {
-        ...mcp,
-        // The POST was counted when it was authenticated; more tool calls in it (a batch) count too.
-        beforeTool: (op) => guard.chargeToolCall(admission, op.extraLimit, ++toolCalls),
-      },
-      contextFor(admission),
-      request,
-      reply,
-    );
+  // The MCP SDK writes the answer itself: the verdict is read before any tool runs. In a scope
+  // of its own, so that a body that is not JSON gets JSON-RPC's parse error.
+  await app.register(async (scope) => {
+    acceptAnyJson(scope);
+    scope.post('/mcp', async (request, reply) => {
+      const admission = await authenticate(request, reply, false);
+      let toolCalls = 0;
+      await serveMcp(
+        {
+          ...mcp,
+          // The POST was counted when it was authenticated; more tool calls in it (a batch) count too.
+          beforeTool: (op) => guard.chargeToolCall(admission, op.extraLimit, ++toolCalls),
+        },
+        contextFor(admission),
+        request,
+        reply,
+      );
+    });
   });
 
   // Stateless MCP: no server-sent event stream to open and no session to delete.

@@ -13,7 +13,7 @@ import type { BearerAuth } from '../main-api/auth.ts';
 import type { Principal } from '../main-api/context.ts';
 import { mainOperations } from '../main-api/operations.ts';
 import { mainOpenApi } from '../main-api/plugin.ts';
-import { serveMcp, type McpEndpoint } from '../mcp.ts';
+import { acceptAnyJson, serveMcp, type McpEndpoint } from '../mcp.ts';
 import { SCOPE } from '../oauth/provider.ts';
 import { ADD_MEDIA_BODY_LIMIT } from './add-media.ts';
 import { mainMcpTools, type McpMainContext } from './tools.ts';
@@ -122,34 +122,38 @@ export async function mcpMainPlugin(app: FastifyInstance, deps: McpMainDeps): Pr
   };
 
   const principals = new WeakMap<FastifyRequest, Principal>();
-  app.route({
-    method: 'POST',
-    url: resource.path,
-    // Room for add_media's base64 content; the caller is authenticated before the body is read.
-    bodyLimit: ADD_MEDIA_BODY_LIMIT,
-    onRequest: async (request, reply) => {
-      await refuseForeignOrigin(request);
-      const principal = await deps.auth.authenticate(request, reply, {
-        audience: resource.resource,
-        challenge: { resource_metadata: resource.metadataUrl, scope: SCOPE },
-      });
-      principals.set(request, principal);
-    },
-    handler: async (request, reply) => {
-      const principal = principals.get(request)!;
-      const ctx: McpMainContext = { db: deps.db, clock: deps.clock, media: deps.media, principal, spendCache: deps.spendCache, catalogs: deps.catalogs, docs: docIndex };
-      let toolCalls = 0;
-      await serveMcp(
-        {
-          ...endpoint,
-          // The POST was counted when it was authenticated; more tool calls in it (a batch) count too.
-          beforeTool: (op) => deps.auth.chargeToolCall(principal, op.extraLimit, ++toolCalls),
-        },
-        ctx,
-        request,
-        reply,
-      );
-    },
+  // In a scope of its own, so that a body that is not JSON gets JSON-RPC's parse error.
+  await app.register(async (scope) => {
+    acceptAnyJson(scope);
+    scope.route({
+      method: 'POST',
+      url: resource.path,
+      // Room for add_media's base64 content; the caller is authenticated before the body is read.
+      bodyLimit: ADD_MEDIA_BODY_LIMIT,
+      onRequest: async (request, reply) => {
+        await refuseForeignOrigin(request);
+        const principal = await deps.auth.authenticate(request, reply, {
+          audience: resource.resource,
+          challenge: { resource_metadata: resource.metadataUrl, scope: SCOPE },
+        });
+        principals.set(request, principal);
+      },
+      handler: async (request, reply) => {
+        const principal = principals.get(request)!;
+        const ctx: McpMainContext = { db: deps.db, clock: deps.clock, media: deps.media, principal, spendCache: deps.spendCache, catalogs: deps.catalogs, docs: docIndex };
+        let toolCalls = 0;
+        await serveMcp(
+          {
+            ...endpoint,
+            // The POST was counted when it was authenticated; more tool calls in it (a batch) count too.
+            beforeTool: (op) => deps.auth.chargeToolCall(principal, op.extraLimit, ++toolCalls),
+          },
+          ctx,
+          request,
+          reply,
+        );
+      },
+    });
   });
 
   // Stateless: no server-sent event stream to open and no session to delete.
