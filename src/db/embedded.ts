@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { DomainError } from '../platform/errors.ts';
 import { freePort } from '../platform/net.ts';
 
 // The embedded default (contract §1): a real PostgreSQL under $DATA_DIR/postgres, started and
@@ -20,8 +21,11 @@ export interface EmbeddedDatabase {
   stop(): Promise<void>;
 }
 
-/** The embedded database cannot run here; the message is one line saying why and what to do. */
-export class EmbeddedDatabaseError extends Error {}
+/**
+ * The embedded database cannot run here; the message is one line saying why and what to do (a
+ * DomainError, so the CLI prints it as such and exits 1).
+ */
+export class EmbeddedDatabaseError extends DomainError {}
 
 const USER = 'postgres';
 const run = promisify(execFile);
