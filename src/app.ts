@@ -115,7 +115,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const secrets = await loadServerSecrets(deps.db);
   const revocations = new RevocationFeed(deps.db);
   await revocations.start().catch((error) => fastify.log.warn({ err: error }, 'revocation listener not started; token verdicts are not cached until it is'));
-  const provider = createAuthorizationServer(deps.config, deps.db, secrets, revocations);
+  const provider = createAuthorizationServer(deps.config, deps.db, secrets, { revocations, limiter, clock, log: fastify.log });
   await fastify.register(oauthPlugin, { config: deps.config, db: deps.db, provider, limiter, clock, csrfKey: secrets.cookieKeys[0]! });
   // Expired tokens, codes and sessions are deleted in the background (any instance may do it).
   const cleanup = setInterval(() => {

@@ -36,7 +36,7 @@ export interface LiveAppOptions {
   /** A logger to capture what the app logs; default none. */
   logger?: FastifyBaseLogger;
   /** The app's database handle (e.g. one through a TCP proxy); the test database is still created and dropped. */
-  appDb?: (db: TestDb) => Db;
+  appDb?: (db: TestDb) => Promise<Db>;
 }
 
 /** The whole app listening on a real port (oauth4webapi speaks HTTP), on a fresh database. */
@@ -46,7 +46,7 @@ export async function startLiveApp(options: LiveAppOptions = {}): Promise<LiveAp
   const baseUrl = `http://127.0.0.1:${port}${options.basePath ?? ''}`;
   const config = loadConfig({ DATABASE_URL: db.url, LOG_LEVEL: 'silent', BASE_URL: baseUrl, PORT: String(port), DATA_DIR: await mkdtemp(path.join(tmpdir(), 'hubops-test-data-')) });
   const clock = new FixedClock(new Date());
-  const app = await buildApp({ config, db: options.appDb?.(db) ?? db, clock, logger: options.logger ?? false, limiter: options.limiter });
+  const app = await buildApp({ config, db: (await options.appDb?.(db)) ?? db, clock, logger: options.logger ?? false, limiter: options.limiter });
   await app.fastify.listen({ port, host: '127.0.0.1' });
   const issuer = new URL(config.siteUrl);
   const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }));

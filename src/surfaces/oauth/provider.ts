@@ -1,8 +1,13 @@
 import { randomBytes } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
 import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../../config.ts';
-import type { Db } from '../../db/database.ts';
+import { isDatabaseUnavailable, type Db } from '../../db/database.ts';
+import { redirectUriProblem } from '../../domain/oauth/clients.repository.ts';
 import { clientSecretMatches } from '../../domain/oauth/secrets.ts';
+import type { Clock } from '../../platform/clock.ts';
+import type { RateLimiter } from '../../platform/rate-limit.ts';
+import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText } from '../../platform/text.ts';
 import { PostgresAdapter } from './adapter.ts';
 import { errorPage, pageHeaders } from './pages.ts';
 import type { RevocationFeed } from './revocations.ts';
@@ -35,7 +40,30 @@ export function resources(config: Config): string[] {
   return [config.baseUrl, `${config.baseUrl}/mcp`];
 }
 
-export function createAuthorizationServer(config: Config, db: Db, secrets: AuthorizationServerSecrets, revocations?: RevocationFeed): Provider {
+/** Failed client authentications per client id, and registrations per address (README, OAuth). */
+export const OAUTH_LIMITS = {
+  clientAuthFailures: { limit: 20, windowMs: 15 * 60_000 },
+  registrations: { limit: 30, windowMs: 60 * 60_000 },
+};
+const RETRY_AFTER_UNAVAILABLE = 5;
+
+/** A 429 in the shape of an OAuth error; oidc-provider's error handlers render it as such. */
+class TooManyRequests extends errors.OIDCProviderError {
+  constructor(description: string) {
+    super(429, 'rate_limited');
+    Object.assign(this, { error_description: description });
+  }
+}
+
+export interface AuthorizationServerOptions {
+  revocations?: RevocationFeed;
+  limiter: RateLimiter;
+  clock: Clock;
+  log: FastifyBaseLogger;
+}
+
+export function createAuthorizationServer(config: Config, db: Db, secrets: AuthorizationServerSecrets, options: AuthorizationServerOptions): Provider {
+  const { revocations, limiter, clock, log } = options;
   const routes = oauthRoutes(config);
   const secure = config.baseUrl.startsWith('https:');
   const knownResources = new Set(resources(config));
@@ -56,6 +84,32 @@ export function createAuthorizationServer(config: Config, db: Db, secrets: Autho
       jwks: routes.jwks,
     },
     scopes: [SCOPE],
+    // Checked after client, redirect URI and PKCE, so a bad scope goes back to the client as
+    // invalid_scope (RFC 6749 §4.1.2.1) before any page. No scope means the only one there is.
+    extraParams: {
+      scope: async (ctx: KoaContextWithOIDC, value: string | undefined) => {
+        if (value === undefined) {
+          ctx.oidc.params!.scope = SCOPE;
+          return;
+        }
+        const unknown = value.split(' ').filter((scope) => scope !== SCOPE);
+        if (unknown.length > 0) throw new errors.InvalidScope(`unsupported scope ${unknown.join(' ')}; the only scope is ${SCOPE}`, unknown.join(' '));
+      },
+    },
+    // Registration (RFC 7591) accepts only what can be stored and the MCP authorization spec's
+    // redirect URIs: https, or http to a loopback address (private-use schemes for native apps).
+    extraClientMetadata: {
+      properties: ['client_name'],
+      validator: (ctx: KoaContextWithOIDC | undefined, key: string, _value: unknown, metadata: Record<string, unknown>) => {
+        if (key !== 'client_name' || ctx?.oidc?.route !== 'registration') return;
+        const field = findForbiddenText(metadata);
+        if (field) throw new errors.InvalidClientMetadata(`${field} ${FORBIDDEN_CHARACTER_MESSAGE}`);
+        for (const uri of Array.isArray(metadata.redirect_uris) ? metadata.redirect_uris : []) {
+          const problem = typeof uri === 'string' ? redirectUriProblem(uri) : undefined;
+          if (problem) throw new errors.InvalidClientMetadata(`redirect_uris: ${problem}`);
+        }
+      },
+    },
     claims: {},
     responseTypes: ['code'],
     clientAuthMethods: ['client_secret_post', 'none'],
@@ -115,14 +169,86 @@ export function createAuthorizationServer(config: Config, db: Db, secrets: Autho
   const provider = new Provider(config.siteUrl, configuration);
   if (secure) provider.proxy = true;
 
+  /** Limits fail open: a limiter that cannot answer (Redis down) is logged and lets the request through. */
+  const charge = (key: string, window: { limit: number; windowMs: number }) =>
+    limiter.hitAll([{ key, ...window }], clock.now().getTime()).catch((error: unknown) => {
+      log.warn({ err: error }, 'rate limiter unavailable; request allowed');
+      return undefined;
+    });
+
   // Client secrets are stored hashed (see adapter.ts), so compare the hash of what was presented.
-  // oidc-provider still does all of client authentication; only the comparison is ours.
+  // oidc-provider still does all of client authentication; only the comparison is ours. Each
+  // attempt takes a unit of the client's failure window and a match gives it back, so only
+  // failures count; once the window is full every attempt is refused (429), the right secret too.
   (provider.Client.prototype as unknown as { compareClientSecret(actual: string): Promise<boolean> }).compareClientSecret = async function (
-    this: { clientSecret?: string },
+    this: { clientId: string; clientSecret?: string },
     actual: string,
   ) {
-    return clientSecretMatches(this.clientSecret, actual);
+    const attempt = await charge(`oauth-client-auth-fail:${this.clientId}`, OAUTH_LIMITS.clientAuthFailures);
+    if (attempt && !attempt.allowed) {
+      const retryAfter = attempt.decisions[0]!.resetSeconds;
+      Provider.ctx?.set('retry-after', String(retryAfter));
+      throw new TooManyRequests(`too many failed authentications for this client; retry in ${retryAfter} s`);
+    }
+    const matches = clientSecretMatches(this.clientSecret, actual);
+    if (matches && attempt) await limiter.refund(attempt).catch((error: unknown) => log.warn({ err: error }, 'rate limiter refund failed'));
+    return matches;
   };
+
+  // Every server error is logged (with its stack; never a request body, where secrets travel).
+  provider.on('server_error', (ctx: KoaContextWithOIDC, error: Error) => {
+    ctx.state.serverError = error;
+    const where = { route: ctx.oidc?.route, method: ctx.method, path: ctx.path };
+    if (isDatabaseUnavailable(error)) log.warn({ err: error, ...where }, 'authorization server: database unavailable');
+    else log.error({ err: error, ...where }, 'authorization server error');
+  });
+
+  // Outermost: a database outage is a 503 with Retry-After (an OAuth error body, or the error
+  // page for a browser), whether oidc-provider's handlers caught it or it escaped them.
+  provider.use(async (ctx, next) => {
+    try {
+      await next();
+    } catch (error) {
+      ctx.state.serverError = error;
+      if (!isDatabaseUnavailable(error)) log.error({ err: error, method: ctx.method, path: ctx.path }, 'authorization server error');
+      ctx.status = 500;
+      ctx.body = { error: 'server_error', error_description: 'Something went wrong on our side.' };
+    }
+    if (ctx.status === 500 && isDatabaseUnavailable(ctx.state.serverError)) {
+      ctx.status = 503;
+      ctx.set('retry-after', String(RETRY_AFTER_UNAVAILABLE));
+      const description = 'The service is temporarily unavailable; retry shortly.';
+      if (ctx.response.is('html')) {
+        const nonce = randomBytes(16).toString('base64url');
+        ctx.set(pageHeaders(nonce));
+        ctx.body = errorPage('temporarily_unavailable', description, nonce);
+      } else {
+        ctx.body = { error: 'temporarily_unavailable', error_description: description };
+      }
+    }
+  });
+
+  // Registrations per client address (RFC 7591 is open to anyone).
+  provider.use(async (ctx, next) => {
+    if (ctx.method === 'POST' && ctx.path === routes.registration) {
+      const attempt = await charge(`oauth-register:${ctx.ip}`, OAUTH_LIMITS.registrations);
+      if (attempt && !attempt.allowed) {
+        const retryAfter = attempt.decisions[0]!.resetSeconds;
+        ctx.status = 429;
+        ctx.set('retry-after', String(retryAfter));
+        ctx.set('cache-control', 'no-store');
+        ctx.body = { error: 'rate_limited', error_description: `too many client registrations from this address; retry in ${retryAfter} s` };
+        return;
+      }
+    }
+    await next();
+  });
+
+  // The client read endpoint (RFC 7592) never shows a secret (or its stored hash) after creation.
+  provider.use(async (ctx, next) => {
+    await next();
+    if (ctx.oidc?.route === 'client' && ctx.body && typeof ctx.body === 'object') delete (ctx.body as Record<string, unknown>).client_secret;
+  });
 
   // RFC 8414 metadata states exactly what we support (oidc-provider lists OpenID extras too).
   provider.use(async (ctx, next) => {

@@ -1,0 +1,97 @@
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { after, before, test } from 'node:test';
+import pino from 'pino';
+import { connect, type Db } from '../../src/db/database.ts';
+import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
+import * as fx from '../support/fixtures.ts';
+import { authorize, exchangeCode, oauth, refresh, registerClient, startLiveApp, type LiveApp } from '../support/oauth-flow.ts';
+import { TcpProxy } from '../support/tcp-proxy.ts';
+
+// With PostgreSQL unreachable the OAuth endpoints answer 503 with Retry-After and an OAuth error
+// body (an error page for the browser), never a 500; oidc-provider's server errors are logged
+// with their stack and without secrets; everything works again when the database is back
+// (issue 10, item 7).
+
+const REDIRECT = 'http://127.0.0.1:9/callback';
+const ADMIN = { email: 'ada@acme.test', password: 'correct horse battery' };
+
+const lines: Record<string, any>[] = [];
+const sink = new Writable({ write(chunk, _encoding, done) { lines.push(JSON.parse(String(chunk))); done(); } });
+let proxy: TcpProxy;
+let proxied: Db;
+let live: LiveApp;
+
+before(async () => {
+  live = await startLiveApp({
+    logger: pino({ level: 'info' }, sink),
+    appDb: async (db) => {
+      const direct = new URL(db.url);
+      proxy = new TcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
+      const viaProxy = new URL(db.url);
+      viaProxy.hostname = '127.0.0.1';
+      viaProxy.port = String(await proxy.start());
+      proxied = connect(viaProxy.toString());
+      return proxied;
+    },
+  });
+});
+
+after(async () => {
+  await live?.close();
+  await proxied?.close();
+  await proxy?.close();
+});
+
+test('database down: every OAuth endpoint answers 503 with Retry-After, the errors are logged; then recovery', async () => {
+  await fx.account(live.db, 'acc_api');
+  await fx.hub(live.db, 'h1', 'acc_api');
+  await createUser(live.db, { ...ADMIN, firstname: 'Ada', lastname: 'Lee', hubId: 'h1', role: 'hub_admin' });
+  const client = await registerClient(live, { confidential: true, redirectUri: REDIRECT });
+  const result = await authorize(live, client, { ...ADMIN, redirectUri: REDIRECT });
+  const tokens = await exchangeCode(live, client, result, REDIRECT);
+
+  await proxy.cut();
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  const form = (fields: Record<string, string>) => ({ method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) });
+  const authorizeUrl = new URL(live.as.authorization_endpoint!);
+  authorizeUrl.search = new URLSearchParams({ response_type: 'code', client_id: client.client.client_id, redirect_uri: REDIRECT, scope: 'service:full', code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()), code_challenge_method: 'S256' }).toString();
+  const calls: [string, () => Promise<Response>][] = [
+    ['token', () => fetch(live.as.token_endpoint!, form({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token!, client_id: client.client.client_id, client_secret: client.secret! }))],
+    ['revocation', () => fetch(live.as.revocation_endpoint!, form({ token: tokens.access_token, client_id: client.client.client_id, client_secret: client.secret! }))],
+    ['registration', () => fetch(live.as.registration_endpoint!, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'x', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' }) })],
+    ['authorization', () => fetch(authorizeUrl, { redirect: 'manual', headers: { accept: 'text/html' } })],
+  ];
+  for (const [name, call] of calls) {
+    const response = await call();
+    const text = await response.text();
+    assert.equal(response.status, 503, `${name}: ${text.slice(0, 300)}`);
+    assert.match(response.headers.get('retry-after') ?? '', /^\d+$/, name);
+    assert.doesNotMatch(text, /ECONNREFUSED|127\.0\.0\.1|SELECT .* FROM|oauth_(artifacts|clients)|\.(ts|js):\d+/i, `${name}: no internals`);
+    if (name === 'authorization') {
+      assert.match(response.headers.get('content-type') ?? '', /text\/html/);
+      assert.match(text, /temporarily_unavailable/);
+    } else {
+      assert.deepEqual(JSON.parse(text), { error: 'temporarily_unavailable', error_description: 'The service is temporarily unavailable; retry shortly.' });
+    }
+  }
+
+  const logged = lines.filter((l) => /authorization server/.test(l.msg));
+  assert.ok(logged.length >= 3, `the server errors are logged (${logged.length})`);
+  for (const line of logged) {
+    assert.ok(line.err?.stack, 'with the stack');
+    assert.ok(line.route && line.path, 'and where it happened');
+  }
+  const everything = JSON.stringify(lines);
+  for (const secret of [client.secret!, tokens.refresh_token!, tokens.access_token]) assert.ok(!everything.includes(secret), 'no secret in the log');
+
+  await proxy.restore();
+  let refreshed: Awaited<ReturnType<typeof refresh>> | undefined;
+  for (const deadline = Date.now() + 10_000; !refreshed && Date.now() < deadline; ) {
+    refreshed = await refresh(live, client, tokens.refresh_token!).catch(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      return undefined;
+    });
+  }
+  assert.ok(refreshed?.access_token, 'the token endpoint works again');
+});
