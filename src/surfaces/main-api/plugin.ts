@@ -7,7 +7,7 @@ import type { MediaStore } from '../../domain/media/media-store.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { buildOpenApi } from '../openapi.ts';
 import type { Operation } from '../operation.ts';
-import { oauthRoutes, SCOPE } from '../oauth/provider.ts';
+import { oauthUrl, SCOPE } from '../oauth/provider.ts';
 import { mountRest } from '../rest.ts';
 import type { BearerAuth } from './auth.ts';
 import type { MainContext } from './context.ts';
@@ -31,7 +31,6 @@ const ErrorSchema = Type.Object({
 });
 
 export function mainOpenApi(config: Config, version: string, operations: Operation<MainContext>[]): Record<string, unknown> {
-  const routes = oauthRoutes(config);
   const document = buildOpenApi(operations as Operation<never>[], {
     title: 'hubops API',
     version,
@@ -47,9 +46,9 @@ export function mainOpenApi(config: Config, version: string, operations: Operati
       type: 'oauth2',
       flows: {
         authorizationCode: {
-          authorizationUrl: `${config.baseUrl.replace(/\/[^/]*$/, '')}${routes.authorization}`,
-          tokenUrl: `${new URL(config.baseUrl).origin}${routes.token}`,
-          refreshUrl: `${new URL(config.baseUrl).origin}${routes.token}`,
+          authorizationUrl: oauthUrl(config, 'authorization'),
+          tokenUrl: oauthUrl(config, 'token'),
+          refreshUrl: oauthUrl(config, 'token'),
           scopes: { [SCOPE]: 'Full access to the hub on the user’s behalf.' },
         },
       },

@@ -35,6 +35,14 @@ export function oauthRoutes(config: Config) {
   };
 }
 
+/**
+ * The absolute URL of one of the provider's endpoints. Its path already holds BASE_URL's path, so
+ * it is resolved against the origin (never by cutting segments off BASE_URL).
+ */
+export function oauthUrl(config: Config, endpoint: keyof ReturnType<typeof oauthRoutes>): string {
+  return new URL(oauthRoutes(config)[endpoint], config.baseUrl).href;
+}
+
 /** The protected resources tokens can be issued for (RFC 8707): the REST API and the MCP server. */
 export function resources(config: Config): string[] {
   return [config.baseUrl, `${config.baseUrl}/mcp`];

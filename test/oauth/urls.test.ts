@@ -1,0 +1,58 @@
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
+import * as fx from '../support/fixtures.ts';
+import { api, authorize, exchangeCode, registerClient, startLiveApp, type LiveApp } from '../support/oauth-flow.ts';
+
+// Every URL built from BASE_URL points where the server really answers, with BASE_URL at the
+// origin's root and under a path (issue 10, item 16): the OpenAPI OAuth flow, discovery, the
+// MCP server's protected-resource metadata and its WWW-Authenticate pointer.
+
+const REDIRECT = 'http://127.0.0.1:9/callback';
+const ADMIN = { email: 'ada@acme.test', password: 'correct horse battery' };
+
+const apps: LiveApp[] = [];
+after(async () => {
+  for (const live of apps) await live.close();
+});
+
+for (const basePath of ['', '/api']) {
+  describe(`BASE_URL ${basePath ? `with the path ${basePath}` : 'at the origin'}`, () => {
+    test('the OpenAPI flow, discovery and the MCP metadata all lead to working endpoints', async () => {
+      const live = await startLiveApp({ basePath });
+      apps.push(live);
+      assert.equal(live.baseUrl.endsWith(basePath), true);
+      await fx.account(live.db, 'acc_api');
+      await fx.hub(live.db, 'h1', 'acc_api');
+      await createUser(live.db, { ...ADMIN, firstname: 'Ada', lastname: 'Lee', hubId: 'h1', role: 'hub_admin' });
+
+      const openapi = await api(live, '/openapi.json', undefined);
+      assert.equal(openapi.status, 200);
+      const flow = openapi.body.components.securitySchemes.bearer.flows.authorizationCode;
+      assert.equal(flow.authorizationUrl, `${live.baseUrl}/oauth/authorize`);
+      assert.equal(flow.tokenUrl, `${live.baseUrl}/oauth/token`);
+      assert.equal(flow.refreshUrl, `${live.baseUrl}/oauth/token`);
+      assert.equal(flow.authorizationUrl, live.as.authorization_endpoint, 'the same URL discovery gives');
+      assert.equal(flow.tokenUrl, live.as.token_endpoint);
+
+      // The URLs work: a whole flow through them, then the API under BASE_URL.
+      const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
+      const result = await authorize(live, client, { ...ADMIN, redirectUri: REDIRECT });
+      assert.ok(result.callback?.searchParams.get('code'), `a code (got ${result.response.status})`);
+      const tokens = await exchangeCode(live, client, result, REDIRECT);
+      assert.equal((await api(live, '/whoami', tokens.access_token)).status, 200);
+
+      // MCP: the 401 points at metadata that exists and names this resource.
+      const unauthorised = await fetch(`${live.baseUrl}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+      assert.equal(unauthorised.status, 401);
+      const metadataUrl = /resource_metadata="([^"]+)"/.exec(unauthorised.headers.get('www-authenticate') ?? '')?.[1];
+      assert.ok(metadataUrl, 'resource_metadata in the challenge');
+      const metadata = await fetch(metadataUrl);
+      assert.equal(metadata.status, 200, metadataUrl);
+      const body = (await metadata.json()) as { resource: string; authorization_servers: string[] };
+      assert.equal(body.resource, `${live.baseUrl}/mcp`);
+      const discovery = await fetch(`${body.authorization_servers[0]}/.well-known/oauth-authorization-server`);
+      assert.equal(discovery.status, 200);
+    });
+  });
+}
