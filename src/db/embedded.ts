@@ -28,6 +28,7 @@ export interface EmbeddedDatabase {
 export class EmbeddedDatabaseError extends DomainError {}
 
 const USER = 'postgres';
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 const run = promisify(execFile);
 
 interface Binaries {
@@ -121,12 +122,15 @@ async function runningPort(dir: string): Promise<number | undefined> {
   return pid > 0 && port > 0 && isAlive(pid) ? port : undefined;
 }
 
-/** Starts the postmaster in its own session, so signals for the terminal's process group miss it. */
-async function startPostmaster(file: string, dir: string, port: number, user: { uid: number; gid: number } | undefined, log: (line: string) => void): Promise<ChildProcess> {
+/**
+ * Spawns the postmaster in its own session, so signals for the terminal's process group miss it;
+ * `ready` settles when it accepts connections, or rejects saying why it did not start.
+ */
+function spawnPostmaster(file: string, dir: string, port: number, user: { uid: number; gid: number } | undefined, log: (line: string) => void): { child: ChildProcess; ready: Promise<void> } {
   const args = ['-D', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200', '-c', 'lc_messages=C'];
   const child = spawn(file, args, { ...user, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
   let recent = '';
-  await new Promise<void>((resolve, reject) => {
+  const ready = new Promise<void>((resolve, reject) => {
     child.stderr!.on('data', (chunk: Buffer) => {
       const text = chunk.toString();
       for (const line of text.split('\n')) if (line.trim()) log(line.trim());
@@ -139,7 +143,7 @@ async function startPostmaster(file: string, dir: string, port: number, user: { 
       reject(new EmbeddedDatabaseError(`the embedded PostgreSQL cannot start: ${reason ?? 'postgres exited'}`));
     });
   });
-  return child;
+  return { child, ready };
 }
 
 export async function startEmbedded(dataDir: string, options: { persistent?: boolean; log?: (line: string) => void } = {}): Promise<EmbeddedDatabase> {
@@ -173,21 +177,34 @@ export async function startEmbedded(dataDir: string, options: { persistent?: boo
   }
 
   const port = await freePort();
-  const postmaster = await startPostmaster(bin.postgres, dir, port, user, options.log ?? (() => {}));
+  const { child: postmaster, ready } = spawnPostmaster(bin.postgres, dir, port, user, options.log ?? (() => {}));
   const exited = new Promise<void>((resolve) => postmaster.once('exit', () => resolve()));
-  // Whatever ends this process (process.exit, a forced stop, an uncaught error), the detached
-  // postmaster must not outlive it: SIGINT is PostgreSQL's fast shutdown.
+  // From here on, whatever ends this process (process.exit, a forced stop, an uncaught error),
+  // the detached postmaster must not outlive it: SIGINT is PostgreSQL's fast shutdown.
   const onExit = () => postmaster.kill('SIGINT');
   process.once('exit', onExit);
-  let stopping: Promise<void> | undefined;
-  return {
-    url: urlFor(port),
-    stop: () =>
-      (stopping ??= (async () => {
-        process.off('exit', onExit);
-        if (postmaster.exitCode === null && postmaster.signalCode === null) postmaster.kill('SIGINT');
-        await exited;
-        if (options.persistent === false) await rm(dir, { recursive: true, force: true });
-      })()),
+  // A signal nobody else handles (the CLI's, the test runner's Ctrl-C) ends this process by its
+  // default action, without 'exit': stop the postmaster, then let the signal do that. The server
+  // handles its signals itself, stopping the database last.
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (process.listenerCount(signal) > 1) return;
+    onExit();
+    for (const name of STOP_SIGNALS) process.off(name, onSignal);
+    process.kill(process.pid, signal);
   };
+  for (const name of STOP_SIGNALS) process.on(name, onSignal);
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      process.off('exit', onExit);
+      for (const name of STOP_SIGNALS) process.off(name, onSignal);
+      if (postmaster.exitCode === null && postmaster.signalCode === null) postmaster.kill('SIGINT');
+      await exited;
+      if (options.persistent === false) await rm(dir, { recursive: true, force: true });
+    })());
+  await ready.catch(async (error) => {
+    await stop();
+    throw error;
+  });
+  return { url: urlFor(port), stop };
 }
