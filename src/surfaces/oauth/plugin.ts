@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import formbody from '@fastify/formbody';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import type Provider from 'oidc-provider';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
@@ -24,6 +24,20 @@ export interface OAuthDeps {
 
 type Form = Record<string, string | undefined>;
 
+const HTTP_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'];
+
+/** Answers every method `url` does not take with 405 and `Allow`, in OAuth's error shape. */
+function refuseOtherMethods(scope: FastifyInstance, url: string, methods: HTTPMethods[]): void {
+  const allow = methods.includes('GET') ? [...methods, 'HEAD'] : methods; // Fastify serves HEAD for GET
+  scope.route({
+    method: HTTP_METHODS.filter((method) => !allow.includes(method)),
+    url,
+    handler: async (request, reply) =>
+      reply.code(405).headers({ allow: allow.join(', '), 'cache-control': 'no-store' })
+        .send({ error: 'method_not_allowed', error_description: `${request.method} is not allowed here; use ${allow.join(', ')}.` }),
+  });
+}
+
 export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promise<void> {
   const routes = oauthRoutes(deps.config);
   const providerHandler = deps.provider.callback();
@@ -37,11 +51,23 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
       reply.hijack();
       providerHandler(request.raw, reply.raw);
     };
-    // `${authorization}/:uid` is where an interaction resumes after sign-in and consent.
-    const providerPaths = [routes.authorization, `${routes.authorization}/:uid`, routes.token, routes.registration, routes.revocation, routes.jwks, `${routes.registration}/:clientId`];
-    for (const url of providerPaths) scope.route({ method: ['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS'], url, handler: delegate });
+    // Each path takes exactly the methods oidc-provider serves on it (OPTIONS where it answers
+    // CORS preflights); any other method is a 405 naming them, in OAuth's error shape.
     const discoveryPath = `${new URL(deps.config.siteUrl).pathname.replace(/\/$/, '')}/.well-known/oauth-authorization-server`;
-    scope.route({ method: ['GET', 'OPTIONS'], url: discoveryPath, handler: delegate });
+    const endpoints: [string, HTTPMethods[]][] = [
+      [routes.authorization, ['GET']],
+      [`${routes.authorization}/:uid`, ['GET']], // where an interaction resumes after sign-in and consent
+      [routes.token, ['POST', 'OPTIONS']],
+      [routes.registration, ['POST']],
+      [`${routes.registration}/:clientId`, ['GET']], // RFC 7592 read (no update or delete)
+      [routes.revocation, ['POST', 'OPTIONS']],
+      [routes.jwks, ['GET', 'OPTIONS']],
+      [discoveryPath, ['GET', 'OPTIONS']],
+    ];
+    for (const [url, methods] of endpoints) {
+      scope.route({ method: methods, url, handler: delegate });
+      refuseOtherMethods(scope, url, methods);
+    }
   });
 
   // Sign-in and consent.
@@ -66,6 +92,9 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
       return (client?.clientName as string | undefined) || clientId;
     };
 
+    refuseOtherMethods(scope, `${routes.interaction}/:uid`, ['GET']);
+    refuseOtherMethods(scope, `${routes.interaction}/:uid/login`, ['POST']);
+    refuseOtherMethods(scope, `${routes.interaction}/:uid/consent`, ['POST']);
     scope.get<{ Params: { uid: string } }>(`${routes.interaction}/:uid`, async (request, reply) => {
       const details = await deps.provider.interactionDetails(request.raw, reply.raw);
       const uid = details.uid;
