@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import path from 'node:path';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Config } from './config.ts';
 import { isDatabaseUnavailable, type Db } from './db/database.ts';
 import { UsageRecorder } from './domain/api-keys/usage-recorder.ts';
@@ -10,7 +10,8 @@ import { createPublisher } from './domain/posts/publisher.ts';
 import { HubCatalogCache } from './domain/opt-ins/hub-catalog.ts';
 import { SpendReportCache } from './domain/spend/spend.service.ts';
 import { systemClock, type Clock } from './platform/clock.ts';
-import { ApiError } from './platform/errors.ts';
+import { configureCursorKey } from './platform/cursor.ts';
+import { ApiError, fromFrameworkError } from './platform/errors.ts';
 import { loggerOptions } from './platform/logger.ts';
 import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
 import { HubApiGuard } from './surfaces/hub-api/guard.ts';
@@ -25,10 +26,13 @@ import { createAuthorizationServer } from './surfaces/oauth/provider.ts';
 import { RevocationFeed } from './surfaces/oauth/revocations.ts';
 import { loadServerSecrets } from './surfaces/oauth/server-secrets.ts';
 import { webPlugin } from './surfaces/web/plugin.ts';
+import { checkInbound, RouteMethods } from './surfaces/rest.ts';
+import { oauthRoutes } from './surfaces/oauth/provider.ts';
 
 export const VERSION = '0.1.0';
 const ARTIFACT_CLEANUP_MS = 10 * 60_000;
 const PUBLISH_INTERVAL_MS = 1_000;
+const BODY_LIMIT = 1024 * 1024;
 
 export interface AppDeps {
   config: Config;
@@ -61,7 +65,20 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     requestIdHeader: false,
     // Query strings like ?a=1&a=2 become arrays and then fail validation, as they should.
     routerOptions: { ignoreTrailingSlash: true },
-    bodyLimit: 1024 * 1024,
+    bodyLimit: BODY_LIMIT,
+    // A malformed URL or an overlong path segment: our error body, not Fastify's.
+    frameworkErrors: (error, _request, reply) => {
+      const refusal = fromFrameworkError(error, BODY_LIMIT)!;
+      return (reply as FastifyReply).code(refusal.status).send(refusal.body());
+    },
+  });
+  const routeMethods = new RouteMethods();
+  fastify.addHook('onRoute', (route) => routeMethods.add(route.url, route.method));
+  // OAuth endpoints hand the raw request to oidc-provider, which answers in OAuth's own shape.
+  const oauthBase = oauthRoutes(deps.config).token.replace(/token$/, '');
+  fastify.addHook('preValidation', async (request) => {
+    const url = request.routeOptions.url ?? '';
+    if (!url.startsWith(oauthBase) && !url.startsWith('/.well-known/oauth-authorization-server')) checkInbound(request);
   });
 
   const usage = new UsageRecorder(deps.db, {
@@ -88,19 +105,20 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       request.log.warn({ err: error }, 'database unavailable');
       return reply.code(503).header('retry-after', '5').send({ error: 'service_unavailable', message: 'The service is temporarily unavailable; retry shortly.' });
     }
-    const status = (error as FastifyError).statusCode;
-    if (status && status >= 400 && status < 500) {
-      // Fastify's own refusals: malformed JSON, body too large, unsupported content type.
-      const code = status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : 'invalid_request';
-      return reply.code(status).send({ error: code, message: error.message });
-    }
+    const refusal = fromFrameworkError(error as FastifyError, BODY_LIMIT);
+    if (refusal) return reply.code(refusal.status).send(refusal.body());
     request.log.error({ err: error }, 'request failed');
     return reply.code(500).send({ error: 'internal_error', message: 'Something went wrong on our side.', requestId: request.id });
   });
 
-  fastify.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({ error: 'not_found', message: `No endpoint ${request.method} ${request.url.split('?')[0]}.` }),
-  );
+  fastify.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0]!;
+    const allow = routeMethods.allowed(path);
+    if (allow.length > 0) {
+      return reply.code(405).header('allow', allow.join(', ')).send({ error: 'method_not_allowed', message: `${request.method} is not allowed on ${path}; use ${allow.join(', ')}.` });
+    }
+    return reply.code(404).send({ error: 'not_found', message: `No endpoint ${request.method} ${path}.` });
+  });
 
   fastify.get('/healthz', async () => ({ status: 'ok' }));
   fastify.get('/readyz', async (_request, reply) => {
@@ -113,6 +131,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
 
   const secrets = await loadServerSecrets(deps.db);
+  // Cursors are signed with a key every instance derives alike from the shared server secrets.
+  configureCursorKey(createHmac('sha256', secrets.cookieKeys[0]!).update('cursor v2').digest());
   const revocations = new RevocationFeed(deps.db);
   await revocations.start().catch((error) => fastify.log.warn({ err: error }, 'revocation listener not started; token verdicts are not cached until it is'));
   const provider = createAuthorizationServer(deps.config, deps.db, secrets, { revocations, limiter, clock, log: fastify.log });

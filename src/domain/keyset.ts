@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import { decodeCursor, encodeCursor, isValidCursor } from '../platform/cursor.ts';
+import { parseTimestamp } from '../platform/time.ts';
 
 // Keyset pages of the main API's lists, like the Hub API's: ordered by (timestamp, id) ascending,
 // ids compared byte by byte, `limit + 1` rows fetched to know whether another page follows, and
@@ -20,7 +21,7 @@ export interface Page<T> {
 }
 
 const TIMESTAMP_IN_CURSOR = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
-const validPart = (part: string, index: number) => index !== 0 || (TIMESTAMP_IN_CURSOR.test(part) && !Number.isNaN(Date.parse(part)));
+const validPart = (part: string, index: number) => index !== 0 || (TIMESTAMP_IN_CURSOR.test(part) && parseTimestamp(part) !== undefined);
 
 export function decodePosition(kind: string, cursor: string): Position {
   const [at, id] = decodeCursor(cursor, kind, 2, validPart) as [string, string];

@@ -1,25 +1,43 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { invalidRequest } from './errors.ts';
 
-// Opaque keyset cursors: base64url of ["v1", kind, ...position]. They carry no secret and no
-// tenant, so a forged one can only move a caller within rows it may already see; still, anything
-// we did not issue (wrong shape, wrong kind) is refused with 400 on `cursor`.
+// Opaque keyset cursors: base64url of ["v2", kind, ...position], then "." and a truncated
+// HMAC-SHA256 of that text under a server-kept key. Only cursors we issued pass (contract §4): an
+// edited one is refused with 400 on `cursor` before its position is even parsed. The key is
+// derived from the server secrets in the database (configureCursorKey, at start), so every
+// instance accepts every instance's cursors; until configured, a random per-process key.
+
+const TAG_BYTES = 16;
+let key: Buffer = randomBytes(32);
+
+/** Sets the key cursors are signed with (buildApp: derived from the shared server secrets). */
+export function configureCursorKey(secret: Buffer): void {
+  key = Buffer.from(secret);
+}
+
+const tagOf = (payload: string): Buffer => createHmac('sha256', key).update(payload).digest().subarray(0, TAG_BYTES);
 
 export function encodeCursor(kind: string, position: string[]): string {
-  return Buffer.from(JSON.stringify(['v1', kind, ...position])).toString('base64url');
+  const payload = Buffer.from(JSON.stringify(['v2', kind, ...position])).toString('base64url');
+  return `${payload}.${tagOf(payload).toString('base64url')}`;
 }
 
 const refuse = () => invalidRequest([{ field: 'cursor', message: 'is not a cursor issued by this API; pass nextCursor from the previous page unchanged' }]);
 
 /** The position in a cursor of `kind` with `length` parts, each checked by `valid`. */
 export function decodeCursor(text: string, kind: string, length: number, valid: (part: string, index: number) => boolean = () => true): string[] {
-  if (!/^[A-Za-z0-9_-]{1,1000}$/.test(text)) throw refuse();
+  const match = /^([A-Za-z0-9_-]{1,1000})\.([A-Za-z0-9_-]{22})$/.exec(text);
+  if (!match) throw refuse();
+  const [, payload, tag] = match as unknown as [string, string, string];
+  // Compared as text: base64url's spare low bits would let two spellings decode to one tag.
+  if (!timingSafeEqual(Buffer.from(tag), Buffer.from(tagOf(payload).toString('base64url')))) throw refuse();
   let parsed: unknown;
   try {
-    parsed = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
+    parsed = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
   } catch {
     throw refuse();
   }
-  if (!Array.isArray(parsed) || parsed.length !== length + 2 || parsed[0] !== 'v1' || parsed[1] !== kind) throw refuse();
+  if (!Array.isArray(parsed) || parsed.length !== length + 2 || parsed[0] !== 'v2' || parsed[1] !== kind) throw refuse();
   const position = parsed.slice(2);
   if (!position.every((part, i) => typeof part === 'string' && part.length >= 1 && part.length <= 256 && valid(part, i))) throw refuse();
   return position as string[];

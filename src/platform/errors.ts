@@ -28,3 +28,32 @@ export const invalidRequest = (issues: Issue[]): ApiError =>
 
 /** A refused operation in the domain (duplicate name, unknown hub, …): the CLI exits 1 with it. */
 export class DomainError extends Error {}
+
+/**
+ * Fastify's own refusals (unreadable body, bad URL, …) as our errors, in our words: its codes and
+ * messages never reach a client. Undefined when `error` is not one of them.
+ */
+export function fromFrameworkError(error: { code?: unknown; statusCode?: unknown; name?: unknown }, bodyLimit: number): ApiError | undefined {
+  const refuse = (message: string) => new ApiError(400, 'invalid_request', message);
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError(413, 'payload_too_large', `The request body is larger than ${bodyLimit} bytes.`);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ApiError(415, 'unsupported_media_type', 'This endpoint does not accept that Content-Type; send application/json (or what the endpoint documents).');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return refuse('The body does not match its Content-Length header.');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return refuse('The body is empty but its Content-Type is application/json; send a JSON object.');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return refuse('The body is not valid JSON.');
+    case 'FST_ERR_BAD_URL':
+      return refuse('The URL is not valid: it holds a malformed percent-encoding.');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return refuse('A path segment is longer than 100 characters; no id is that long.');
+  }
+  const status = typeof error.statusCode === 'number' ? error.statusCode : undefined;
+  // The JSON parser's SyntaxError (also a forbidden key such as __proto__).
+  if (status === 400 && error.name === 'SyntaxError') return refuse('The body is not valid JSON (keys such as __proto__ are refused).');
+  if (status !== undefined && status >= 400 && status < 500) return new ApiError(status, 'invalid_request', 'The request could not be read.');
+  return undefined;
+}

@@ -1,6 +1,13 @@
 // Strict parsers for the two time formats the contract accepts: ISO 8601 timestamps with `Z` or
-// an offset, and calendar dates `YYYY-MM-DD` (UTC days). `Date.parse` is not used because it
+// an offset, and calendar dates `YYYY-MM-DD` (UTC days), both within 1970-01-01 … 9999-12-31. `Date.parse` is not used because it
 // accepts far more (no zone = local time, `2026-02-30` rolls over to March).
+
+// The one range every date and timestamp we accept must fall in (inclusive). Outside it
+// PostgreSQL or JavaScript disagree (year 0, five-digit years) and no real record lives there.
+export const MIN_INSTANT = Date.UTC(1970, 0, 1);
+export const MAX_INSTANT = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+export const DATE_RANGE_MESSAGE = 'must be between 1970-01-01 and 9999-12-31 (UTC)';
+const inRange = (at: number): Date | undefined => (at >= MIN_INSTANT && at <= MAX_INSTANT ? new Date(at) : undefined);
 
 const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:(Z)|([+-])(\d{2}):?(\d{2}))$/;
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
@@ -31,13 +38,13 @@ export function parseTimestamp(text: string): Date | undefined {
     if (offsetHours > 23 || offsetMins > 59) return undefined;
     offsetMinutes = (m[9] === '-' ? -1 : 1) * (offsetHours * 60 + offsetMins);
   }
-  return new Date(day + ((hour * 60 + minute - offsetMinutes) * 60 + second) * 1000 + millis);
+  return inRange(day + ((hour * 60 + minute - offsetMinutes) * 60 + second) * 1000 + millis);
 }
 
-/** Parses a real calendar date `YYYY-MM-DD` to its 00:00 UTC instant; undefined when invalid. */
+/** Parses a real calendar date `YYYY-MM-DD` to its 00:00 UTC instant; undefined when invalid or out of range. */
 export function parseDate(text: string): Date | undefined {
   const m = DATE.exec(text);
   if (!m) return undefined;
   const day = utcDay(Number(m[1]), Number(m[2]), Number(m[3]));
-  return day === undefined ? undefined : new Date(day);
+  return day === undefined ? undefined : inRange(day);
 }

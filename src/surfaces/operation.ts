@@ -2,6 +2,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { Static, TObject, TSchema } from 'typebox';
 import { invalidRequest, type Issue } from '../platform/errors.ts';
 import { JsonText } from '../platform/json-text.ts';
+import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText } from '../platform/text.ts';
 
 /**
  * One API operation, declared once and mounted as a REST route, an OpenAPI path and an MCP tool
@@ -30,8 +31,10 @@ export function defineOperation<Ctx, In extends TObject, Out extends TSchema>(op
   return op;
 }
 
-// Query strings arrive as text: coerce "100" to 100 but never "1.5" or "abc" to an integer.
-const ajv = new Ajv({ coerceTypes: true, allErrors: true, useDefaults: true, strict: false, removeAdditional: false });
+// No type coercion: JSON bodies and tool arguments must carry the declared types ("text": 16 is
+// refused, not turned into "16"). Query-string text is converted beforehand, strictly, by
+// `fromQueryText`.
+const ajv = new Ajv({ coerceTypes: false, allErrors: true, useDefaults: true, strict: false, removeAdditional: false });
 const compiled = new WeakMap<TSchema, ValidateFunction>();
 
 // Semantic string formats, validated with everything else so one response names every bad field.
@@ -62,8 +65,36 @@ function expectation(schema: Record<string, unknown> | undefined, fallback: stri
   return fallback;
 }
 
-/** Validates (and coerces) `input` in place; throws 400 invalid_request naming every bad field. */
+const INTEGER_TEXT = /^(0|-?[1-9][0-9]{0,15})$/;
+const NUMBER_TEXT = /^-?(0|[1-9][0-9]{0,15})(\.[0-9]{1,15})?$/;
+
+/**
+ * Query-string and path text as the types the schema declares, parsed strictly: integers only as
+ * plain decimal digits (no `0x10`, `1e2`, `+5`, `05`, ` 5`, `1.0`), booleans only as `true` or
+ * `false`. Anything else stays text, so validation refuses it with the field's expectation.
+ */
+export function fromQueryText(schema: TObject, text: Record<string, unknown>): Record<string, unknown> {
+  const properties = schema.properties as Record<string, { type?: unknown }>;
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(text)) {
+    const type = Object.hasOwn(properties, name) ? properties[name]!.type : undefined;
+    if (typeof value !== 'string') out[name] = value;
+    else if (type === 'integer' && INTEGER_TEXT.test(value) && Number.isSafeInteger(Number(value))) out[name] = Number(value);
+    else if (type === 'number' && NUMBER_TEXT.test(value)) out[name] = Number(value);
+    else if (type === 'boolean' && (value === 'true' || value === 'false')) out[name] = value === 'true';
+    else out[name] = value;
+  }
+  return out;
+}
+
+/**
+ * Validates `input` (defaults filled in place); throws 400 invalid_request naming every bad field.
+ * First the one rule for inbound text, on every surface: no string or key with NUL, other
+ * controls, lone surrogates or noncharacters ever reaches a handler (or PostgreSQL).
+ */
 export function validateInput<S extends TObject>(schema: S, input: unknown): Static<S> {
+  const forbidden = findForbiddenText(input);
+  if (forbidden !== undefined) throw invalidRequest([{ field: forbidden, message: FORBIDDEN_CHARACTER_MESSAGE }]);
   let validate = compiled.get(schema);
   if (!validate) {
     validate = ajv.compile(schema);
@@ -85,7 +116,7 @@ export function validateInput<S extends TObject>(schema: S, input: unknown): Sta
 
 /** Runs an operation: validate, then the handler. */
 export async function runOperation<Ctx>(op: Operation<Ctx>, ctx: Ctx, rawInput: unknown): Promise<unknown> {
-  // Copy: coercion and defaults must not write into Fastify's query object or the tool arguments.
+  // Copy: defaults must not write into Fastify's query object or the tool arguments.
   const input = validateInput(op.input, { ...(rawInput as object) });
   return op.handler(ctx, input);
 }

@@ -1,10 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { invalidRequest } from '../platform/errors.ts';
 import { JsonText } from '../platform/json-text.ts';
-import { runOperation, type Operation } from './operation.ts';
+import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText } from '../platform/text.ts';
+import { fromQueryText, runOperation, type Operation } from './operation.ts';
 
 /**
  * Mounts operations as REST routes. The input is path parameters, query string and JSON body
- * merged (path parameters win), validated once by the operation's schema. `contextFor` does
+ * merged (path parameters win), validated once by the operation's schema; only the query and path
+ * text is converted to the declared types (strictly), the JSON body never is. `contextFor` does
  * authentication and anything per-request (limits); what it throws becomes the error response.
  * `settle`, when given, runs after the operation and before any answer, success or error: what
  * it throws wins (a provisional authentication refused after the fact).
@@ -23,8 +26,8 @@ export function mountRest<Ctx>(
         const ctx = await contextFor(request, reply, op);
         const input = {
           ...(request.body && typeof request.body === 'object' ? request.body : {}),
-          ...(request.query as object),
-          ...(request.params as object),
+          ...fromQueryText(op.input, request.query as Record<string, unknown>),
+          ...fromQueryText(op.input, request.params as Record<string, unknown>),
         };
         const outcome = await runOperation(op, ctx, input).then(
           (value) => ({ ok: true, value }) as const,
@@ -39,5 +42,66 @@ export function mountRest<Ctx>(
         return reply.type('application/json').header('content-length', length).send(body);
       },
     });
+  }
+}
+
+/** JSON bodies may nest objects and arrays this deep at most (README: limits). */
+export const MAX_JSON_DEPTH = 32;
+
+/** True when `value` nests objects or arrays deeper than `max`. Iterative: hostile depth cannot overflow the stack. */
+export function nestsDeeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [current, depth] = stack.pop()!;
+    if (current === null || typeof current !== 'object') continue;
+    if (depth > max) return true;
+    for (const child of Object.values(current)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
+/**
+ * The input rule at the door of every route, operation or not (a preValidation hook): JSON bodies
+ * no deeper than MAX_JSON_DEPTH, so nothing recursive ever meets hostile nesting, and path
+ * parameters and query strings without forbidden characters (platform/text.ts), so none reaches
+ * SQL. Bodies' text is checked by each operation (validateInput), where MCP tool arguments are
+ * too, so that a tool gets a tool error rather than an HTTP one.
+ */
+export function checkInbound(request: FastifyRequest): void {
+  if (request.body !== null && typeof request.body === 'object' && nestsDeeperThan(request.body, MAX_JSON_DEPTH)) {
+    throw invalidRequest([{ field: '(body)', message: `must not nest objects and arrays more than ${MAX_JSON_DEPTH} levels deep` }]);
+  }
+  for (const part of [request.params, request.query]) {
+    const field = findForbiddenText(part);
+    if (field !== undefined) throw invalidRequest([{ field, message: FORBIDDEN_CHARACTER_MESSAGE }]);
+  }
+}
+
+/**
+ * Which methods each registered path answers, for 405s: a request that matched no route but whose
+ * path exists under other methods gets 405 with `Allow`, not 404. Fed by an onRoute hook; wildcard
+ * routes (a catch-all OPTIONS, say) say nothing about which paths exist and are left out.
+ */
+export class RouteMethods {
+  private readonly routes = new Map<string, { pattern: RegExp; methods: Set<string> }>();
+
+  add(url: string, method: string | string[]): void {
+    if (url.includes('*')) return;
+    const path = url.replace(/\/+$/, '') || '/';
+    let route = this.routes.get(path);
+    if (!route) {
+      const source = path.split(/(:[A-Za-z0-9_]+)/).map((piece) => (piece.startsWith(':') ? '[^/]+' : piece.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('');
+      route = { pattern: new RegExp(`^${source}/?$`), methods: new Set() };
+      this.routes.set(path, route);
+    }
+    for (const m of Array.isArray(method) ? method : [method]) route.methods.add(m);
+  }
+
+  /** The methods `path` answers (HEAD wherever GET is), sorted; empty when no route has it. */
+  allowed(path: string): string[] {
+    const methods = new Set<string>();
+    for (const route of this.routes.values()) if (route.pattern.test(path)) for (const m of route.methods) methods.add(m);
+    if (methods.has('GET')) methods.add('HEAD');
+    return [...methods].sort();
   }
 }

@@ -140,7 +140,7 @@ describe('scheduling', () => {
     assert.ok((await refused(call('create_post', member(), scheduled({ scheduledAt: NOW }))))['scheduledAt']);
     assert.ok((await refused(call('create_post', member(), scheduled({ scheduledAt: inHours(-1) }))))['scheduledAt']);
     assert.ok((await refused(call('create_post', member(), scheduled({ scheduledAt: inHours(367 * 24) }))))['scheduledAt']);
-    assert.equal((await refused(call('create_post', member(), scheduled({ scheduledAt: 'tomorrow' }))))['scheduledAt'], 'must be an ISO 8601 timestamp with Z or an offset, like 2026-11-02T09:00:00Z');
+    assert.equal((await refused(call('create_post', member(), scheduled({ scheduledAt: 'tomorrow' }))))['scheduledAt'], 'must be an ISO 8601 timestamp with Z or an offset, like 2026-11-02T09:00:00Z, between 1970-01-01 and 9999-12-31');
     const later = await call('create_post', member(), scheduled({ scheduledAt: '2026-11-21T14:30:00+02:00' }));
     assert.equal(later.scheduledAt, '2026-11-21T12:30:00.000Z');
     const now = await call('create_post', member(), scheduled({ scheduledAt: undefined, publishNow: true }));
@@ -203,7 +203,7 @@ describe('lists', () => {
     const seen: { _id: string; calendarAt: string }[] = [];
     let cursor: string | undefined;
     do {
-      const page = await call('list_posts', ctx, { limit: '3', ...(cursor ? { cursor } : {}) });
+      const page = await call('list_posts', ctx, { limit: 3, ...(cursor ? { cursor } : {}) });
       assert.ok(page.data.length <= 3);
       seen.push(...page.data);
       cursor = page.nextCursor ?? undefined;

@@ -1,10 +1,11 @@
 import { invalidRequest } from '../../platform/errors.ts';
-import { parseDate } from '../../platform/time.ts';
+import { MIN_INSTANT, parseDate } from '../../platform/time.ts';
 import { addDays, utcDate, type DateRange } from '../periods.ts';
 
 // The date range of every analytics report: UTC days from `from` to `to`, both inclusive, at most
 // 366 days; by default the last 30 days (today and the 29 before). With only `from`, up to today;
-// with only `to`, the 30 days ending then.
+// with only `to`, the 30 days ending then, never before 1970-01-01 (the first day any date may
+// name: a derived `from` is clamped to it rather than refused, as the caller asked for no `from`).
 
 export const MAX_RANGE_DAYS = 366;
 export const DEFAULT_RANGE_DAYS = 30;
@@ -16,7 +17,7 @@ export function isValidDate(text: string): boolean {
 
 export function reportRange(input: { from?: string; to?: string }, now: Date): DateRange {
   const endDate = input.to ?? (input.from === undefined ? utcDate(now) : maxDate(input.from, utcDate(now)));
-  const startDate = input.from ?? addDays(endDate, -(DEFAULT_RANGE_DAYS - 1));
+  const startDate = input.from ?? maxDate(addDays(endDate, -(DEFAULT_RANGE_DAYS - 1)), utcDate(new Date(MIN_INSTANT)));
   const days = (Date.parse(endDate) - Date.parse(startDate)) / DAY_MS + 1;
   if (days < 1) throw invalidRequest([{ field: 'to', message: `must not be before from (${startDate})` }]);
   if (days > MAX_RANGE_DAYS) throw invalidRequest([{ field: 'from', message: `must be at most ${MAX_RANGE_DAYS} days before to (${endDate}); this range has ${days}` }]);

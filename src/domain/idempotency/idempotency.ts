@@ -16,14 +16,39 @@ export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
-/** JSON with object keys sorted, so equal requests fingerprint equally whatever their key order. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+/**
+ * JSON with object keys sorted, so equal requests fingerprint equally whatever their key order.
+ * Iterative (an explicit stack of pieces still to write), so no nesting can overflow the stack.
+ */
+function canonicalJson(root: unknown): string {
+  const out: string[] = [];
+  // Either a value still to write or literal text (punctuation) to emit as is.
+  const todo: ({ value: unknown } | string)[] = [{ value: root }];
+  while (todo.length > 0) {
+    const next = todo.pop()!;
+    if (typeof next === 'string') {
+      out.push(next);
+      continue;
+    }
+    const { value } = next;
+    if (value === null || typeof value !== 'object') {
+      out.push(JSON.stringify(value) ?? '');
+      continue;
+    }
+    const entries: [string | undefined, unknown][] = Array.isArray(value)
+      ? value.map((v) => [undefined, v])
+      : Object.entries(value).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const [open, close] = Array.isArray(value) ? ['[', ']'] : ['{', '}'];
+    // Pushed in reverse: the stack pops them in order.
+    todo.push(close);
+    entries.reverse().forEach(([key, child], i) => {
+      todo.push({ value: child });
+      if (key !== undefined) todo.push(`${JSON.stringify(key)}:`);
+      if (i < entries.length - 1) todo.push(',');
+    });
+    out.push(open);
   }
-  return JSON.stringify(value);
+  return out.join('');
 }
 
 export function requestFingerprint(operation: string, request: unknown): Buffer {

@@ -33,7 +33,7 @@ export interface PageCursor {
 
 const CURSOR_KIND = 'opt-ins';
 const TIMESTAMP_IN_CURSOR = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
-const validPart = (part: string, index: number) => index !== 0 || (TIMESTAMP_IN_CURSOR.test(part) && !Number.isNaN(Date.parse(part)));
+const validPart = (part: string, index: number) => index !== 0 || (TIMESTAMP_IN_CURSOR.test(part) && parseTimestamp(part) !== undefined);
 
 export function encodeOptInCursor(cursor: PageCursor): string {
   return encodeCursor(CURSOR_KIND, [cursor.updatedAt, cursor.id]);

@@ -19,7 +19,7 @@ export interface HubContext {
 }
 
 defineFormat('timestamp-or-date', isValidSince,
-  'must be an ISO 8601 timestamp with Z or an offset (2026-11-02T09:00:00Z) or a date (2026-11-02, meaning 00:00 UTC)');
+  'must be an ISO 8601 timestamp with Z or an offset (2026-11-02T09:00:00Z) or a date (2026-11-02, meaning 00:00 UTC), between 1970-01-01 and 9999-12-31');
 defineFormat('opaque-cursor', isValidOptInCursor,
   'is not a cursor issued by this API; pass nextCursor from the previous page unchanged');
 

@@ -19,10 +19,10 @@ import type { MainContext } from './context.ts';
 // tool from this one declaration. POST /media is multipart and lives in media-upload.ts.
 
 defineFormat('instant', (text) => parseTimestamp(text) !== undefined,
-  'must be an ISO 8601 timestamp with Z or an offset, like 2026-11-02T09:00:00Z');
+  'must be an ISO 8601 timestamp with Z or an offset, like 2026-11-02T09:00:00Z, between 1970-01-01 and 9999-12-31');
 defineFormat('instant-or-date', (text) => (parseTimestamp(text) ?? parseDate(text)) !== undefined,
-  'must be an ISO 8601 timestamp with Z or an offset (2026-11-02T09:00:00Z) or a date (2026-11-02)');
-defineFormat('calendar-date', isValidDate, 'must be a real date YYYY-MM-DD (a UTC day)');
+  'must be an ISO 8601 timestamp with Z or an offset (2026-11-02T09:00:00Z) or a date (2026-11-02), between 1970-01-01 and 9999-12-31');
+defineFormat('calendar-date', isValidDate, 'must be a real date YYYY-MM-DD (a UTC day) between 1970-01-01 and 9999-12-31');
 for (const kind of [POST_CURSOR, MEDIA_CURSOR, CHANNEL_CURSOR]) {
   defineFormat(`${kind}-cursor`, isValidPosition(kind), 'is not a cursor issued by this API for this list; pass nextCursor from the previous page unchanged');
 }
