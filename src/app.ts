@@ -72,6 +72,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       return (reply as FastifyReply).code(refusal.status).send(refusal.body());
     },
   });
+  // Bodies are JSON (or what a route parses itself): a text/plain body is refused with 415, not
+  // read as a string the operation would silently ignore.
+  fastify.removeContentTypeParser('text/plain');
   const routeMethods = new RouteMethods();
   fastify.addHook('onRoute', (route) => routeMethods.add(route.url, route.method));
   // OAuth endpoints hand the raw request to oidc-provider, which answers in OAuth's own shape.
