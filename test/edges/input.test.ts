@@ -165,13 +165,20 @@ describe('strict parsing', () => {
 });
 
 describe('signed cursors', () => {
-  /** Each character position of `cursor` edited to another base64url character. */
-  function edits(cursor: string): string[] {
+  /**
+   * Well-formed forgeries of `cursor`: its position edited by one character (re-encoded, the
+   * signature kept), and its signature edited by one character.
+   */
+  function forgeries(cursor: string): string[] {
+    const [payload, tag] = cursor.split('.') as [string, string | undefined];
+    const position = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as string[];
     const out: string[] = [];
-    for (const i of [0, Math.floor(cursor.length / 3), Math.floor(cursor.length / 2), cursor.indexOf('.') - 1, cursor.length - 1]) {
-      const c = cursor[i]!;
-      out.push(cursor.slice(0, i) + (c === 'A' ? 'B' : 'A') + cursor.slice(i + 1));
+    for (const index of [2, position.length - 1]) {
+      const part = position[index]!;
+      const edited = position.with(index, part.slice(0, -1) + (part.endsWith('1') ? '2' : '1'));
+      out.push([Buffer.from(JSON.stringify(edited)).toString('base64url'), ...(tag === undefined ? [] : [tag])].join('.'));
     }
+    if (tag !== undefined) for (const i of [0, 10, tag.length - 1]) out.push(`${payload}.${tag.slice(0, i)}${tag[i] === 'A' ? 'B' : 'A'}${tag.slice(i + 1)}`);
     return out;
   }
 
@@ -186,7 +193,7 @@ describe('signed cursors', () => {
       const cursor = first.body.nextCursor as string;
       assert.equal(typeof cursor, 'string', `${path} should issue a cursor`);
       assert.equal((await get(`${path}&cursor=${cursor}`)).status, 200, `${path}: its own cursor works`);
-      for (const forged of edits(cursor)) assertRefused(await get(`${path}&cursor=${forged}`), 'cursor', `${path} forged ${forged}`);
+      for (const forged of forgeries(cursor)) assertRefused(await get(`${path}&cursor=${forged}`), 'cursor', `${path} forged ${forged}`);
     }
   });
 
