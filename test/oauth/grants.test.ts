@@ -104,6 +104,19 @@ describe('refresh tokens are consumed exactly once (item 12)', () => {
     }
   });
 
+  test('the same holds for an authorization code: of N concurrent exchanges one gets tokens, and they are revoked', async () => {
+    const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
+    for (let trial = 0; trial < 3; trial++) {
+      const result = await authorize(live, client, { ...ADMIN, redirectUri: REDIRECT, browser: new Browser(), hub: 'h1', workspace: '' });
+      const outcomes = await Promise.allSettled(Array.from({ length: 6 }, () => exchangeCode(live, client, result, REDIRECT)));
+      const won = outcomes.filter((o) => o.status === 'fulfilled');
+      assert.equal(won.length, 1, `trial ${trial}: exactly one exchange succeeds (got ${won.length})`);
+      for (const o of outcomes) if (o.status === 'rejected') assert.equal((o.reason as { error?: string }).error, 'invalid_grant');
+      const tokens = (won[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof exchangeCode>>>).value;
+      assert.equal((await api(live, '/whoami', tokens.access_token)).status, 401, 'a replayed code revokes what it issued');
+    }
+  });
+
   test('a refresh token used once, alone, rotates normally', async () => {
     const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
     const tokens = await tokensFor(client, new Browser(), { hub: 'h1', workspace: 'w2' });
