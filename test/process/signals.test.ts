@@ -5,14 +5,14 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import pg from 'pg';
-import { createTestDb, type TestDb } from '../support/db.ts';
+import { createTestDb } from '../support/db.ts';
 import { httpRequest } from '../support/http.ts';
 import { demoKey, demoKeyRequests, hubopsEnv, isAlive, killGroup, NODE, postmasterPid, ROOT, serverPid, startServer, waitUntil, type Running } from './support.ts';
 
@@ -40,9 +40,10 @@ async function embeddedDir(): Promise<string> {
   return dataDir;
 }
 
-/** A request held in flight by a lock on opt_ins, so a stop has something to wait for. */
-async function holdRequest(db: TestDb, server: Running, key: string): Promise<{ release: () => Promise<number> }> {
-  const locker = new pg.Client({ connectionString: db.url });
+/** A request held in flight by a lock on opt_ins (in the database at `url`), so a stop has something to wait for. */
+async function holdRequest(url: string, server: Running, key: string): Promise<{ release: () => Promise<number> }> {
+  const locker = new pg.Client({ connectionString: url });
+  locker.on('error', () => {}); // a forced exit takes the database away under it
   await locker.connect();
   await locker.query('BEGIN');
   await locker.query('LOCK TABLE opt_ins IN ACCESS EXCLUSIVE MODE');
@@ -51,7 +52,7 @@ async function holdRequest(db: TestDb, server: Running, key: string): Promise<{ 
     () => 0,
   );
   await waitUntilAsync(async () => {
-    const { rowCount } = await db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'hubops-server' AND wait_event_type = 'Lock'`);
+    const { rowCount } = await locker.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'hubops-server' AND wait_event_type = 'Lock'`);
     return (rowCount ?? 0) > 0;
   });
   return {
@@ -79,7 +80,7 @@ test('a second signal during a stop is ignored (logged); the stop finishes its r
   running.push(server);
   const { key, hubId } = demoKey(server.output());
   await callHubApi(server, key, N);
-  const held = await holdRequest(db, server, key);
+  const held = await holdRequest(db.url, server, key);
 
   killGroup(server.child, 'SIGTERM');
   await new Promise((resolve) => setTimeout(resolve, 200));
@@ -93,13 +94,16 @@ test('a second signal during a stop is ignored (logged); the stop finishes its r
   assert.equal(await demoKeyRequests(hubId, env), N + 1);
 });
 
-test('a third signal forces the exit (exit code 1, logged)', { timeout: 120_000 }, async () => {
-  const db = await createTestDb();
-  cleanups.push(() => db.drop());
-  const server = await startServer(NODE, [MAIN], hubopsEnv({ url: db.url }));
+test('a third signal forces the exit (exit code 1, logged), and the embedded postmaster still stops', { timeout: 180_000 }, async () => {
+  const dataDir = await embeddedDir();
+  const server = await startServer(NODE, [MAIN], hubopsEnv({ dataDir }));
   running.push(server);
   const { key } = demoKey(server.output());
-  const held = await holdRequest(db, server, key);
+  const postmaster = postmasterPid(dataDir)!;
+  // The embedded database, reached as the server reaches it.
+  const port = Number(readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[3]);
+  const password = readFileSync(path.join(dataDir, 'postgres.password'), 'utf8').trim();
+  const held = await holdRequest(`postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`, server, key);
   try {
     for (const signal of ['SIGINT', 'SIGTERM', 'SIGINT'] as const) {
       killGroup(server.child, signal);
@@ -108,6 +112,7 @@ test('a third signal forces the exit (exit code 1, logged)', { timeout: 120_000 
     const [code] = await server.exited;
     assert.equal(code, 1, server.output());
     assert.match(server.output(), /forced exit/);
+    await waitUntil(() => !isAlive(postmaster), 'the postmaster to stop after a forced exit', 15_000);
   } finally {
     await held.release();
   }
