@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { buildApp } from '../../src/app.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createClient } from '../../src/domain/oauth/clients.repository.ts';
 import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
 import { OAUTH_LIMITS } from '../../src/surfaces/oauth/provider.ts';
 import * as fx from '../support/fixtures.ts';
-import { api, authorize, exchangeCode, insecure, oauth, refresh, registerClient, startLiveApp, type LiveApp } from '../support/oauth-flow.ts';
+import { api, authorize, exchangeCode, insecure, oauth, refresh, registerClient, startLiveApp, type LiveApp, type RegisteredClient } from '../support/oauth-flow.ts';
 
 // Scope checked before any page (issue 10, item 13); dynamic registration: redirect URIs per the
 // MCP authorization spec, no secret or hash on the client read endpoint, and limits on secret
@@ -130,5 +133,35 @@ describe('dynamic registration (item 14)', () => {
     assert.equal(limited.body.error, 'rate_limited');
     assert.equal(typeof limited.body.error_description, 'string');
     await assert.rejects(oauth.processDynamicClientRegistrationResponse(await oauth.dynamicClientRegistrationRequest(live.as, { redirect_uris: [REDIRECT] }, insecure)));
+  });
+
+  test('behind https (provider.proxy), a made-up X-Forwarded-For does not give a fresh registration window', async () => {
+    const config = loadConfig({ DATABASE_URL: live.db.url, LOG_LEVEL: 'silent', BASE_URL: 'https://hubops.example', DATA_DIR: live.config.dataDir });
+    const app = await buildApp({ config, db: live.db, logger: false, publisher: false });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < OAUTH_LIMITS.registrations.limit + 1; i++) {
+        const response = await app.fastify.inject({
+          method: 'POST',
+          url: '/oauth/register',
+          headers: { 'content-type': 'application/json', 'x-forwarded-for': `203.0.113.${i}`, 'x-forwarded-proto': 'https' },
+          payload: { client_name: `p${i}`, redirect_uris: ['https://app.example.com/cb'], token_endpoint_auth_method: 'none' },
+        });
+        statuses.push(response.statusCode);
+      }
+      assert.deepEqual(statuses, [...Array(OAUTH_LIMITS.registrations.limit).fill(201), 429]);
+    } finally {
+      await app.close();
+    }
+  });
+
+  test('a pre-provisioned client with a private-use redirect URI (a native app) completes the flow', async () => {
+    const redirect = 'com.example.app:/oauth/cb';
+    const provisioned = await createClient(live.db, { name: 'Native App', redirectUris: [redirect], public: true });
+    const registered: RegisteredClient = { client: { client_id: provisioned.client_id, token_endpoint_auth_method: 'none' }, clientAuth: oauth.None() };
+    const result = await authorize(live, registered, { ...ADMIN, redirectUri: redirect });
+    assert.ok(result.callback?.searchParams.get('code'), `a code at the app's URI (got ${result.response.status} ${result.pages.at(-1)?.slice(0, 300)})`);
+    const tokens = await exchangeCode(live, registered, result, redirect);
+    assert.equal((await api(live, '/whoami', tokens.access_token)).status, 200);
   });
 });

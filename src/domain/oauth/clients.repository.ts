@@ -8,6 +8,13 @@ export interface ProvisionedClient {
   client_secret?: string;
 }
 
+const PRIVATE_USE_SCHEME = /^[a-z][a-z0-9+.-]*\.[a-z0-9+.-]+:$/;
+
+/** Whether a redirect URI uses an app's private-use scheme (RFC 8252 §7.1), so its client is native. */
+export function isPrivateUseRedirect(uri: string): boolean {
+  return PRIVATE_USE_SCHEME.test(URL.parse(uri)?.protocol ?? '');
+}
+
 /** A redirect URI we accept: absolute, no fragment, https — or http only to a loopback address. */
 export function redirectUriProblem(uri: string): string | undefined {
   let url: URL;
@@ -18,7 +25,7 @@ export function redirectUriProblem(uri: string): string | undefined {
   }
   if (url.hash) return `redirect URI ${uri} must not have a fragment`;
   const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback) && !/^[a-z][a-z0-9+.-]*\.[a-z0-9+.-]+:$/.test(url.protocol)) {
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback) && !PRIVATE_USE_SCHEME.test(url.protocol)) {
     return `redirect URI ${uri} must use https (http only for localhost, or an app's private-use scheme like com.example.app:)`;
   }
   return undefined;
@@ -43,6 +50,8 @@ export async function createClient(db: Db, input: { name: string; redirectUris: 
     client_name: name,
     client_id_issued_at: Math.floor(Date.now() / 1000),
     redirect_uris: input.redirectUris,
+    // oidc-provider takes private-use schemes only from native clients.
+    application_type: input.redirectUris.some(isPrivateUseRedirect) ? 'native' : 'web',
     grant_types: ['authorization_code', 'refresh_token'],
     response_types: ['code'],
     token_endpoint_auth_method: input.public ? 'none' : 'client_secret_post',

@@ -236,10 +236,12 @@ export function createAuthorizationServer(config: Config, db: Db, secrets: Autho
     }
   });
 
-  // Registrations per client address (RFC 7591 is open to anyone).
+  // Registrations per client address (RFC 7591 is open to anyone). The address is the socket's,
+  // as Fastify's request.ip elsewhere: with provider.proxy set, ctx.ip would trust a client's
+  // own X-Forwarded-For, and each made-up address would get a fresh window.
   provider.use(async (ctx, next) => {
     if (ctx.method === 'POST' && ctx.path === routes.registration) {
-      const attempt = await charge(`oauth-register:${ctx.ip}`, OAUTH_LIMITS.registrations);
+      const attempt = await charge(`oauth-register:${ctx.req.socket.remoteAddress}`, OAUTH_LIMITS.registrations);
       if (attempt && !attempt.allowed) {
         const retryAfter = attempt.decisions[0]!.resetSeconds;
         ctx.status = 429;
