@@ -88,6 +88,21 @@ describe('hostile text on the OAuth endpoints', () => {
     assert.equal(result.callback?.searchParams.get('error'), 'invalid_request', `got ${result.response.status}`);
   });
 
+  test('NUL in any other authorization parameter or OAuth path: never a 500', async () => {
+    const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
+    const base = { response_type: 'code', client_id: client.client.client_id, redirect_uri: REDIRECT, scope: 'service:full', state: 's', code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()), code_challenge_method: 'S256' };
+    for (const param of ['redirect_uri', 'scope', 'code_challenge', 'code_challenge_method', 'resource', 'prompt', 'response_type', 'response_mode', 'nonce']) {
+      const url = new URL(live.as.authorization_endpoint!);
+      url.search = new URLSearchParams({ ...base, [param]: 'x\u0000y' }).toString();
+      const response = await fetch(url, { redirect: 'manual' });
+      assert.ok(response.status < 500, `${param}: ${response.status}`);
+    }
+    for (const path of ['/oauth/authorize/%00', '/oauth/interaction/%00', '/oauth/register/%00', '/oauth/interaction/%00/login']) {
+      const response = await fetch(`${live.baseUrl}${path}`, { method: path.endsWith('login') ? 'POST' : 'GET', headers: { authorization: 'Bearer x' }, redirect: 'manual' });
+      assert.ok(response.status >= 400 && response.status < 500, `${path}: ${response.status}`);
+    }
+  });
+
   test('sign-in form: a NUL in the email is a failed sign-in (401), never a 500', async () => {
     const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
     const browser = new Browser();
