@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -202,6 +202,13 @@ describe('accounts, hubs, users', () => {
       assert.deepEqual({ name: created.name, scope: created.scope, hubId: created.hubId }, { name: 'Dashboard', scope: 'read', hubId });
       const embed = await json(['keys', 'create', '--hub', hubId, '--name', 'Embed', '--scope', 'embed']);
       assert.equal(embed.scope, 'embed');
+      // An embed key is an Ed25519 key pair: the private key (PKCS#8) is printed once.
+      assert.equal(createPrivateKey({ key: Buffer.from(embed.key.slice('hubops_esk_'.length), 'base64url'), format: 'der', type: 'pkcs8' }).asymmetricKeyType, 'ed25519');
+      // Or the customer keeps the whole pair and hands over only the public key.
+      const pem = generateKeyPairSync('ed25519').publicKey.export({ format: 'pem', type: 'spki' }).toString();
+      const own = await json(['keys', 'create', '--hub', hubId, '--name', 'Own pair', '--scope', 'embed', `--public-key=${pem}`]);
+      assert.deepEqual([own.scope, 'key' in own, own.start.startsWith('ed25519:')], ['embed', false, true]);
+      await fails(1, ['keys', 'create', '--hub', hubId, '--name', 'X', '--scope', 'embed', '--public-key', 'not a key'], /Ed25519 public key/);
     });
 
     test('keys create: unknown hub exits 1, bad scope exits 2', async () => {
@@ -216,9 +223,11 @@ describe('accounts, hubs, users', () => {
       assert.ok(!run.stdout.includes(created.key));
       assert.ok(!run.stdout.includes(created.key.slice(12)), 'no part of the secret beyond the start');
       const keys = JSON.parse(run.stdout);
-      assert.equal(keys.length, 2);
+      assert.equal(keys.length, 3);
       const [first] = keys;
-      assert.deepEqual(Object.keys(first), ['id', 'name', 'scope', 'start', 'requestCount', 'lastUsedAt', 'createdAt', 'revokedAt']);
+      assert.deepEqual(keys.map((k: { scope: string; legacyEmbed: boolean }) => [k.scope, k.legacyEmbed]), [['read', false], ['embed', false], ['embed', false]]);
+      assert.ok(keys.slice(1).every((k: { start: string }) => k.start.startsWith('ed25519:')), 'key pairs are listed by their public key');
+      assert.deepEqual(Object.keys(first), ['id', 'name', 'scope', 'start', 'requestCount', 'lastUsedAt', 'createdAt', 'revokedAt', 'legacyEmbed']);
       assert.equal(first.id, created.id);
       assert.equal(first.name, 'Dashboard');
       assert.equal(first.scope, 'read');
@@ -365,7 +374,7 @@ describe('usage, help and configuration', () => {
     }
     const one = await hubops(['keys', 'create', '--help']);
     assert.equal(one.code, 0);
-    assert.match(one.stdout, /^usage: hubops keys create --hub H --name N \[--scope read\|embed\] \[--json\]/);
+    assert.match(one.stdout, /^usage: hubops keys create --hub H --name N \[--scope read\|embed\] \[--public-key PEM\|BASE64URL\] \[--json\]/);
   });
 
   test('invalid configuration exits 2 with one line naming the variable', async () => {

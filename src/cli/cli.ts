@@ -4,7 +4,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, loadConfig } from '../config.ts';
 import { isDatabaseUnavailable } from '../db/database.ts';
 import { openDatabase, type OpenedDatabase } from '../db/open.ts';
-import { createKey, listKeys, revokeKey } from '../domain/api-keys/api-key.repository.ts';
+import { createEmbedKeyFromPublicKey, createKey, listKeys, revokeKey } from '../domain/api-keys/api-key.repository.ts';
 import { KEY_SCOPES, type KeyScope } from '../domain/api-keys/api-key.ts';
 import { seedDemo } from '../domain/demo/seed.ts';
 import { IMPORT_TYPES, importNdjson } from '../domain/import/import.ts';
@@ -219,19 +219,30 @@ const COMMANDS: Command[] = [
   },
   {
     name: 'keys create',
-    args: '--hub H --name N [--scope read|embed]',
-    summary: 'create a Hub API key (the key is printed once; only its hash is kept)',
-    options: { hub: { type: 'string' }, name: { type: 'string' }, scope: { type: 'string' } },
+    args: '--hub H --name N [--scope read|embed] [--public-key PEM|BASE64URL]',
+    summary: 'create a Hub API key, printed once (hubops keeps a hash; for an embed key pair only the public key)',
+    options: { hub: { type: 'string' }, name: { type: 'string' }, scope: { type: 'string' }, 'public-key': { type: 'string' } },
     positionals: [],
     prepare: async (values) => {
       const input = { hubId: required(values, 'hub'), name: required(values, 'name'), scope: choice<KeyScope>(values, 'scope', KEY_SCOPES, 'read') };
+      const publicKey = values['public-key'];
+      if (publicKey !== undefined && (typeof publicKey !== 'string' || values.scope !== 'embed')) throw new UsageError('--public-key goes with --scope embed');
       return async ({ db }) => {
+        if (typeof publicKey === 'string') {
+          const key = await createEmbedKeyFromPublicKey(db, { ...input, publicKey });
+          return {
+            json: { id: key.id, name: key.name, scope: key.scope, hubId: key.hubId, start: key.start },
+            human: `Created embed key ${key.id} ${JSON.stringify(key.name)} for hub ${key.hubId} from your public key: sign embed tokens with your private key, kid ${key.id}.`,
+          };
+        }
         const key = await createKey(db, input);
         return {
           json: { id: key.id, key: key.key, name: key.name, scope: key.scope, hubId: key.hubId },
           human: [
             `Created ${key.scope} key ${key.id} ${JSON.stringify(key.name)} for hub ${key.hubId}.`,
-            'The key is shown only now; store it in a secret manager:',
+            key.scope === 'embed'
+              ? `This Ed25519 private key signs embed tokens (kid ${key.id}); hubops keeps only its public key. Shown only now; store it in a secret manager:`
+              : 'The key is shown only now; store it in a secret manager:',
             `  ${key.key}`,
           ].join('\n'),
         };
@@ -249,11 +260,11 @@ const COMMANDS: Command[] = [
       return async ({ db }) => {
         await getHub(db, hubId);
         const keys = await listKeys(db, hubId);
-        const rows = keys.map((k) => [k.id, k.name, k.scope, `${k.start}…`, String(k.requestCount), k.lastUsedAt ?? '-', k.createdAt, k.revokedAt ?? '-']);
+        const rows = keys.map((k) => [k.id, k.name, k.legacyEmbed ? 'embed (legacy: replace)' : k.scope, `${k.start}…`, String(k.requestCount), k.lastUsedAt ?? '-', k.createdAt, k.revokedAt ?? '-']);
         return {
           json: keys.map((k) => ({
             id: k.id, name: k.name, scope: k.scope, start: k.start, requestCount: k.requestCount,
-            lastUsedAt: k.lastUsedAt, createdAt: k.createdAt, revokedAt: k.revokedAt,
+            lastUsedAt: k.lastUsedAt, createdAt: k.createdAt, revokedAt: k.revokedAt, legacyEmbed: k.legacyEmbed,
           })),
           human: keys.length
             ? table(['ID', 'NAME', 'SCOPE', 'START', 'REQUESTS', 'LAST USED', 'CREATED', 'REVOKED'], rows)

@@ -122,7 +122,10 @@ export interface ApiKeysTable {
   name: string;
   scope: 'read' | 'embed';
   start: string;
-  key_hash: Buffer;
+  /** SHA-256 of a read key, or of an embed key made before key pairs; null for an embed key pair. */
+  key_hash: Buffer | null;
+  /** An embed key pair's raw Ed25519 public key (migration 012); the private key is never stored. */
+  public_key: Buffer | null;
   created_at: DefaultTimestamp;
   revoked_at: Timestamp | null;
 }

@@ -246,10 +246,9 @@ describe('web admin in Chromium', { skip: chromiumMissing }, () => {
     const exp = Math.floor(Date.now() / 1000) + 600;
     const good = signEmbedToken({ hub: HUB, view: 'spend', exp, kid: embedKey.id }, embedKey.key);
     const summary = signEmbedToken({ hub: HUB, view: 'opt-in-summary', exp, kid: embedKey.id }, embedKey.key);
-    const [part, sig] = good.split('.');
-    const forged = Buffer.from(JSON.stringify({ hub: HUB, view: 'spend', exp: exp + 60, kid: embedKey.id })).toString('base64url');
-    const tampered = `${forged}.${sig}`;
-    assert.ok(part);
+    const [header, , sig] = good.split('.');
+    const forged = Buffer.from(JSON.stringify({ hub: HUB, view: 'spend', exp: exp + 60 })).toString('base64url');
+    const tampered = `${header}.${forged}.${sig}`;
     // The embedding site: another origin (another port).
     const port = await freePort();
     const site = http.createServer((_request, response) => {

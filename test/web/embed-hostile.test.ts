@@ -80,3 +80,18 @@ test('malformed embed tokens of every kind get the 401 embed page and log nothin
   const twice = await app.fastify.inject({ url: '/embed/spend?token=a&token=b' });
   assert.equal(twice.statusCode, 401);
 });
+
+test('the input rule at the door (NUL in any query parameter or path) is a 401 embed page or a 400 app page, never a 500', async () => {
+  for (const [url, status] of [
+    ['/embed/spend?token=x&other=%00', 401],
+    ['/embed/opt-in-summary?token=%00', 401],
+    ['/app/sign-in?next=%00', 400],
+    ['/app/hubs/hub%00/spend', 400],
+  ] as const) {
+    lines.length = 0;
+    const r = await app.fastify.inject({ url });
+    assert.equal(r.statusCode, status, url);
+    assert.match(String(r.headers['content-type']), /text\/html/, url);
+    assert.deepEqual(lines.filter((l) => l.level >= 40), [], `${url}: nothing at warn or above`);
+  }
+});

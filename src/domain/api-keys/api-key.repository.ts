@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { queryPrepared, type Db, type Statement } from '../../db/database.ts';
 import { DomainError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
-import { generateKey, hashKey, visibleStart, type KeyScope } from './api-key.ts';
+import { embedMaterialFromPublicKey, newKeyMaterial, type KeyMaterial, type KeyScope } from './api-key.ts';
 
 export interface KeySummary {
   id: string;
@@ -13,10 +13,13 @@ export interface KeySummary {
   lastUsedAt: string | null;
   createdAt: string;
   revokedAt: string | null;
+  /** An embed key made before key pairs: its tokens are HMACs over a hash the database holds. */
+  legacyEmbed: boolean;
 }
 
 export interface CreatedKey {
   id: string;
+  /** The secret, shown once: a read key, or an embed key pair's private key. */
   key: string;
   name: string;
   scope: KeyScope;
@@ -41,24 +44,36 @@ export function validateKeyName(name: string): string {
 }
 
 export async function createKey(db: Db, input: { hubId: string; name: string; scope?: KeyScope }): Promise<CreatedKey> {
-  const name = validateKeyName(input.name);
   const scope = input.scope ?? 'read';
+  const material = newKeyMaterial(scope);
+  const created = await insertKey(db, { hubId: input.hubId, name: input.name, scope }, material);
+  return { ...created, key: material.secret };
+}
+
+/** An embed key whose private key the customer made and keeps: only its public key is given. */
+export async function createEmbedKeyFromPublicKey(db: Db, input: { hubId: string; name: string; publicKey: string }): Promise<Omit<CreatedKey, 'key'>> {
+  const material = embedMaterialFromPublicKey(input.publicKey);
+  if (!material) throw new DomainError('public key must be an Ed25519 public key (PEM, or the 32 raw bytes in base64url)');
+  return insertKey(db, { hubId: input.hubId, name: input.name, scope: 'embed' }, material);
+}
+
+async function insertKey(db: Db, input: { hubId: string; name: string; scope: KeyScope }, material: KeyMaterial): Promise<Omit<CreatedKey, 'key'>> {
+  const name = validateKeyName(input.name);
   const hub = await db.kysely.selectFrom('hubs').select('id').where('id', '=', input.hubId).executeTakeFirst();
   if (!hub) throw new DomainError(`hub ${input.hubId} does not exist`);
-  const key = generateKey();
   const row = await db.kysely
     .insertInto('api_keys')
-    .values({ id: newId('key'), hub_id: input.hubId, name, scope, start: visibleStart(key), key_hash: hashKey(key) })
+    .values({ id: newId('key'), hub_id: input.hubId, name, scope: input.scope, start: material.start, key_hash: material.keyHash, public_key: material.publicKey })
     .returning(['id', 'created_at'])
     .executeTakeFirstOrThrow();
-  return { id: row.id, key, name, scope, hubId: input.hubId, start: visibleStart(key), createdAt: row.created_at.toISOString() };
+  return { id: row.id, name, scope: input.scope, hubId: input.hubId, start: material.start, createdAt: row.created_at.toISOString() };
 }
 
 export async function listKeys(db: Db, hubId: string): Promise<KeySummary[]> {
   const rows = await db.kysely
     .selectFrom('api_keys as k')
     .leftJoin('api_key_usage as u', 'u.key_id', 'k.id')
-    .select(['k.id', 'k.name', 'k.scope', 'k.start', 'u.request_count', 'u.last_used_at', 'k.created_at', 'k.revoked_at'])
+    .select(['k.id', 'k.name', 'k.scope', 'k.start', 'u.request_count', 'u.last_used_at', 'k.created_at', 'k.revoked_at', sql<boolean>`k.scope = 'embed' AND k.public_key IS NULL`.as('legacy_embed')])
     .where('k.hub_id', '=', hubId)
     .orderBy('k.created_at')
     .orderBy('k.id')
@@ -72,6 +87,7 @@ export async function listKeys(db: Db, hubId: string): Promise<KeySummary[]> {
     lastUsedAt: r.last_used_at?.toISOString() ?? null,
     createdAt: r.created_at.toISOString(),
     revokedAt: r.revoked_at?.toISOString() ?? null,
+    legacyEmbed: r.legacy_embed,
   }));
 }
 

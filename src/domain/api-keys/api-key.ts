@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { randomBase62 } from '../../platform/ids.ts';
 
@@ -46,3 +46,51 @@ export function visibleStart(key: string): string {
 
 export const KEY_SCOPES = ['read', 'embed'] as const;
 export type KeyScope = (typeof KEY_SCOPES)[number];
+
+// Embed keys are Ed25519 key pairs: the customer signs embed tokens with the private key and
+// hubops stores only the public key, so nothing in the database is enough to sign. The private
+// key is handed over once as `hubops_esk_` + base64url(PKCS#8 DER): one line for an environment
+// variable, and a prefix secret scanners can recognise.
+export const EMBED_SECRET_PREFIX = 'hubops_esk_';
+
+/** What a new key stores, and the secret shown once (for a key pair: its private key). */
+export interface KeyMaterial {
+  secret: string;
+  start: string;
+  keyHash: Buffer | null;
+  publicKey: Buffer | null;
+}
+
+/** Lists show an embed key pair by the start of its public key (the private key is not ours). */
+const publicStart = (raw: Buffer) => `ed25519:${raw.toString('base64url').slice(0, 8)}`;
+
+export function newKeyMaterial(scope: KeyScope): KeyMaterial {
+  if (scope === 'read') {
+    const key = generateKey();
+    return { secret: key, start: visibleStart(key), keyHash: hashKey(key), publicKey: null };
+  }
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const raw = rawPublicKey(publicKey);
+  const secret = EMBED_SECRET_PREFIX + privateKey.export({ format: 'der', type: 'pkcs8' }).toString('base64url');
+  return { secret, start: publicStart(raw), keyHash: null, publicKey: raw };
+}
+
+/** An embed key pair whose private key the customer made and keeps: we are given the public key only. */
+export function embedMaterialFromPublicKey(text: string): KeyMaterial | undefined {
+  let key: KeyObject;
+  try {
+    const trimmed = text.trim();
+    key = trimmed.startsWith('-----BEGIN')
+      ? createPublicKey(trimmed)
+      : createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: trimmed }, format: 'jwk' });
+  } catch {
+    return undefined;
+  }
+  if (key.asymmetricKeyType !== 'ed25519') return undefined;
+  const raw = rawPublicKey(key);
+  return raw.length === 32 ? { secret: '', start: publicStart(raw), keyHash: null, publicKey: raw } : undefined;
+}
+
+function rawPublicKey(key: KeyObject): Buffer {
+  return Buffer.from(key.export({ format: 'jwk' }).x!, 'base64url');
+}

@@ -17,6 +17,7 @@ import { optInSummary } from '../../domain/opt-ins/opt-in.service.ts';
 import { PERIODS, type Period } from '../../domain/periods.ts';
 import { spendByWorkspace, type SpendReportCache } from '../../domain/spend/spend.service.ts';
 import type { Clock } from '../../platform/clock.ts';
+import { ApiError } from '../../platform/errors.ts';
 import type { RateLimiter } from '../../platform/rate-limit.ts';
 import { APP_JS } from './assets.ts';
 import { csvLine, optInCsvHeader, optInCsvValues } from './csv.ts';
@@ -99,8 +100,13 @@ export async function webPlugin(app: FastifyInstance, deps: WebDeps): Promise<vo
       request.log.warn({ err: error }, 'database unavailable');
       return refuse(reply.header('retry-after', '5'), 503, 'Temporarily unavailable', 'hubops cannot reach its database right now. Try again in a few seconds.');
     }
-    const status = (error as { statusCode?: number }).statusCode;
-    if (status && status >= 400 && status < 500) return refuse(reply, status, 'Bad request', error.message);
+    // Fastify's refusals carry statusCode; ours (the input rule at the door, rest.ts) are ApiErrors.
+    const status = error instanceof ApiError ? error.status : (error as { statusCode?: number }).statusCode;
+    if (status && status >= 400 && status < 500) {
+      // Whatever is wrong with an embed request, the embedding site gets the embed refusal page.
+      if (request.url.startsWith(`${base}/embed/`)) return embedRefusal(reply, 'The embed token is malformed.');
+      return refuse(reply, status, 'Bad request', error.message);
+    }
     request.log.error({ err: error }, 'web request failed');
     return refuse(reply, 500, 'Something went wrong', `Something went wrong on our side (request ${request.id}).`);
   });
@@ -235,13 +241,15 @@ ${admin ? `<ul><li><a href="${h(u)}/opt-ins">Playbook opt-ins report</a> — fil
     const createdKey = state.created ? keys.find((k) => k.id === state.created!.keyId) : undefined;
     const reveal = state.created
       ? state.created.key
-        ? `<div class="secret" role="alert" data-new-key><h2>Your new key “${h(createdKey?.name ?? '')}”</h2>
-<p><strong>Copy it now: it will not be shown again.</strong> hubops keeps only a fingerprint of it. Store it in the tool's secret settings, never in a page or a spreadsheet cell.</p>
+        ? `<div class="secret" role="alert" data-new-key><h2>Your new ${createdKey?.scope === 'embed' ? 'embed signing key' : 'key'} “${h(createdKey?.name ?? '')}”</h2>
+<p><strong>Copy it now: it will not be shown again.</strong> ${createdKey?.scope === 'embed'
+    ? 'This is the private key your server signs embed tokens with (Ed25519); hubops keeps only its public key. Store it in your server\'s secret settings; it must never reach a browser.'
+    : 'hubops keeps only a fingerprint of it. Store it in the tool\'s secret settings, never in a page or a spreadsheet cell.'}</p>
 <code id="new-key">${h(state.created.key)}</code><button type="button" class="primary" data-copy-target="new-key">Copy key</button>
 <p><small>Key id (not secret; embed tokens name it as <code>kid</code>): <code>${h(state.created.keyId)}</code></small></p></div>`
         : `<p class="notice" role="status">The key “${h(createdKey?.name ?? '')}” was created and has already been shown once; it cannot be shown again. If you did not copy it, revoke it and create another.</p>`
       : '';
-    const rows = keys.map((k) => `<tr data-key-id="${h(k.id)}"><td>${h(k.name)}<br><small>id <code>${h(k.id)}</code></small></td><td>${k.scope === 'read' ? 'read' : 'embed'}</td><td><code>${h(k.start)}…</code></td>
+    const rows = keys.map((k) => `<tr data-key-id="${h(k.id)}"><td>${h(k.name)}<br><small>id <code>${h(k.id)}</code></small></td><td>${k.scope === 'read' ? 'read' : k.legacyEmbed ? 'embed <span class="pill revoked" title="Made before embed key pairs: anyone who can read hubops\'s database could sign with it. Create a new embed key and revoke this one.">legacy: replace</span>' : 'embed'}</td><td><code>${h(k.start)}…</code></td>
 <td>${h(when(k.createdAt))}</td><td class="num" data-requests>${k.requestCount}</td><td>${h(when(k.lastUsedAt))}</td>
 <td>${k.revokedAt ? `<span class="pill revoked">Revoked ${h(k.revokedAt.slice(0, 10))}</span>` : '<span class="pill live">Active</span>'}</td>
 <td>${k.revokedAt ? '' : `<a class="button" href="${h(u)}/settings/api/keys/${encodeURIComponent(k.id)}/revoke">Revoke</a>`}</td></tr>`).join('');
@@ -467,15 +475,18 @@ ${page.map((r) => `<tr data-id="${h(r.id)}"><td>${h(r.playbook.name)}</td><td>${
   });
 
   // ── Signed embeds ──────────────────────────────────────────────────────────────────────────
-  const embed = (view: EmbedView) => async (request: FastifyRequest<{ Querystring: Query }>, reply: FastifyReply) => {
+  function embedPage(reply: FastifyReply, status: number, title: string, body: string) {
     const n = nonce();
-    const send = (status: number, title: string, body: string) =>
-      reply.code(status).headers(embedHeaders(n)).send(document_(title, `<main>${body}<p class="muted"><small>Powered by hubops</small></p></main>`, n));
-    const verdict = await verifyEmbedToken(one(request.query.token) ?? '', view, deps.clock.now(), (kid) => findEmbedKey(deps.db, kid));
-    if (!verdict.ok) {
-      return send(401, 'Not authorised', `<div class="card"><h1>This view cannot be shown</h1><p class="error" role="alert" data-embed-error>${h(verdict.reason)}</p>
+    return reply.code(status).headers(embedHeaders(n)).send(document_(title, `<main>${body}<p class="muted"><small>Powered by hubops</small></p></main>`, n));
+  }
+  function embedRefusal(reply: FastifyReply, reason: string) {
+    return embedPage(reply, 401, 'Not authorised', `<div class="card"><h1>This view cannot be shown</h1><p class="error" role="alert" data-embed-error>${h(reason)}</p>
 <p class="muted">The site that embeds it must sign a fresh token with an active embed key of the hub.</p></div>`);
-    }
+  }
+  const embed = (view: EmbedView) => async (request: FastifyRequest<{ Querystring: Query }>, reply: FastifyReply) => {
+    const send = (status: number, title: string, body: string) => embedPage(reply, status, title, body);
+    const verdict = await verifyEmbedToken(one(request.query.token) ?? '', view, deps.clock.now(), (kid) => findEmbedKey(deps.db, kid));
+    if (!verdict.ok) return embedRefusal(reply, verdict.reason);
     const hubId = verdict.payload.hub;
     const name = (await hubName(deps.db, hubId)) ?? hubId;
     if (view === 'spend') {

@@ -3,7 +3,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from '../../db/database.ts';
-import { generateKey, hashKey, visibleStart, type KeyScope } from '../../domain/api-keys/api-key.ts';
+import { newKeyMaterial, type KeyScope } from '../../domain/api-keys/api-key.ts';
 import { newId } from '../../platform/ids.ts';
 import type { EmbedKeyRecord } from './embed-token.ts';
 
@@ -109,11 +109,11 @@ export async function createKeyOnce(db: Db, input: { sessionId: string; formToke
     const row = token.rows[0];
     if (!row) return { kind: 'expired' as const };
     if (row.key_id) return { kind: 'already' as const, keyId: row.key_id };
-    const key = generateKey();
+    const key = newKeyMaterial(input.scope);
     const id = newId('key');
-    await sql`INSERT INTO api_keys (id, hub_id, name, scope, start, key_hash)
-              VALUES (${id}, ${input.hubId}, ${input.name}, ${input.scope}, ${visibleStart(key)}, ${hashKey(key)})`.execute(trx);
-    await sql`UPDATE web_form_tokens SET key_id = ${id}, key_sealed = ${sealKey(input.sessionId, key)}
+    await sql`INSERT INTO api_keys (id, hub_id, name, scope, start, key_hash, public_key)
+              VALUES (${id}, ${input.hubId}, ${input.name}, ${input.scope}, ${key.start}, ${key.keyHash}, ${key.publicKey})`.execute(trx);
+    await sql`UPDATE web_form_tokens SET key_id = ${id}, key_sealed = ${sealKey(input.sessionId, key.secret)}
                WHERE token_hash = ${sha256(input.formToken)}`.execute(trx);
     return { kind: 'created' as const, keyId: id };
   });
@@ -136,11 +136,11 @@ export async function revealKeyOnce(db: Db, sessionId: string, formToken: string
 // ── Reads for pages and embeds ──────────────────────────────────────────────────────────────
 
 export async function findEmbedKey(db: Db, keyId: string): Promise<EmbedKeyRecord | undefined> {
-  const result = await sql<{ id: string; hub_id: string; scope: KeyScope; revoked_at: Date | null; suspended: boolean; key_hash: Buffer }>`
-    SELECT k.id, k.hub_id, k.scope, k.revoked_at, h.suspended, k.key_hash
+  const result = await sql<{ id: string; hub_id: string; scope: KeyScope; revoked_at: Date | null; suspended: boolean; public_key: Buffer | null; key_hash: Buffer | null }>`
+    SELECT k.id, k.hub_id, k.scope, k.revoked_at, h.suspended, k.public_key, k.key_hash
       FROM api_keys k JOIN hubs h ON h.id = k.hub_id WHERE k.id = ${keyId}`.execute(db.kysely);
   const r = result.rows[0];
-  return r && { id: r.id, hubId: r.hub_id, scope: r.scope, revoked: r.revoked_at !== null, hubSuspended: r.suspended, keyHash: r.key_hash };
+  return r && { id: r.id, hubId: r.hub_id, scope: r.scope, revoked: r.revoked_at !== null, hubSuspended: r.suspended, publicKey: r.public_key, keyHash: r.key_hash };
 }
 
 export async function hubName(db: Db, hubId: string): Promise<string | undefined> {
