@@ -5,7 +5,7 @@ import pino from 'pino';
 import { connect, type Db } from '../../src/db/database.ts';
 import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
 import * as fx from '../support/fixtures.ts';
-import { authorize, exchangeCode, oauth, refresh, registerClient, startLiveApp, type LiveApp } from '../support/oauth-flow.ts';
+import { authorize, Browser, exchangeCode, oauth, refresh, registerClient, startLiveApp, type LiveApp } from '../support/oauth-flow.ts';
 import { TcpProxy } from '../support/tcp-proxy.ts';
 
 // With PostgreSQL unreachable the OAuth endpoints answer 503 with Retry-After and an OAuth error
@@ -51,6 +51,13 @@ test('database down: every OAuth endpoint answers 503 with Retry-After, the erro
   const result = await authorize(live, client, { ...ADMIN, redirectUri: REDIRECT });
   const tokens = await exchangeCode(live, client, result, REDIRECT);
 
+  // A user who reached the sign-in page just before the outage.
+  const browser = new Browser();
+  const started = new URL(live.as.authorization_endpoint!);
+  started.search = new URLSearchParams({ response_type: 'code', client_id: client.client.client_id, redirect_uri: REDIRECT, scope: 'service:full', code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()), code_challenge_method: 'S256' }).toString();
+  const interaction = new URL((await browser.fetch(started.toString())).headers.get('location')!, live.baseUrl).toString();
+  assert.equal((await browser.fetch(interaction)).status, 200);
+
   await proxy.cut();
   await new Promise((resolve) => setTimeout(resolve, 100));
   const form = (fields: Record<string, string>) => ({ method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) });
@@ -74,6 +81,12 @@ test('database down: every OAuth endpoint answers 503 with Retry-After, the erro
     } else {
       assert.deepEqual(JSON.parse(text), { error: 'temporarily_unavailable', error_description: 'The service is temporarily unavailable; retry shortly.' });
     }
+  }
+
+  for (const [method, url] of [['GET', interaction], ['POST', `${interaction}/login`]] as const) {
+    const response = await browser.fetch(url, { method, ...(method === 'POST' ? { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ email: ADMIN.email, password: ADMIN.password }) } : {}) });
+    assert.equal(response.status, 503, `${method} sign-in page`);
+    assert.match(response.headers.get('retry-after') ?? '', /^\d+$/);
   }
 
   const logged = lines.filter((l) => /authorization server/.test(l.msg));
