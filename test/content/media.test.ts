@@ -64,6 +64,9 @@ describe('inspection from the bytes', () => {
     ['WebP extended (VP8X)', WEBP_ALPHA_1X1, { contentType: 'image/webp', width: 1, height: 1 }],
     ['MP4 with an audio track first', movie({ width: 1920, height: 1080, durationMs: 12_345, audioFirst: true }), { contentType: 'video/mp4', kind: 'video', width: 1920, height: 1080, durationMs: 12_345 }],
     ['MP4 with moov at the end, 64-bit boxes', movie({ width: 640, height: 360, durationMs: 90_000, version1: true, moovAtEnd: true, timescale: 90_000 }), { contentType: 'video/mp4', width: 640, height: 360, durationMs: 90_000 }],
+    ['MP4 of exactly 24 hours, the longest accepted', movie({ width: 8, height: 8, durationMs: 0, timescale: 1, durationUnits: 86_400n }), { durationMs: 86_400_000 }],
+    ['MP4 whose duration is unknown (all bits set, 64-bit)', movie({ width: 8, height: 8, durationMs: 0, version1: true, durationUnits: 2n ** 64n - 1n }), { durationMs: null }],
+    ['PNG 65,535 pixels wide, the widest accepted', png(65_535, 1), { width: 65_535, height: 1 }],
     ['MOV shot upright (rotated a quarter turn)', movie({ brand: 'qt  ', width: 1920, height: 1080, durationMs: 5_000, rotated: true }), { contentType: 'video/quicktime', width: 1080, height: 1920, durationMs: 5_000 }],
   ];
   for (const [name, bytes, expected] of cases) {
@@ -81,6 +84,9 @@ describe('inspection from the bytes', () => {
       ['PNG of 0×5', (() => { const b = png(1, 5); b.writeUInt32BE(0, 16); return b; })(), /dimensions are 0×5/],
       ['JPEG without a frame', Buffer.from([0xff, 0xd8, 0xff, 0xda, 0, 2, 0xff, 0xd9]), /no frame header/],
       ['MP4 with sound only', (() => { const b = movie({ width: 0, height: 0, durationMs: 10 }); return b; })(), /no video track/],
+      ['PNG 65,536 pixels wide', png(65_536, 1), /dimensions are 65536×1 \(each side must be 1 to 65,535 pixels\)/],
+      ['WebP canvas of 16,777,216 pixels a side', (() => { const b = Buffer.from(WEBP_ALPHA_1X1); b.writeUIntLE(0xffffff, 24, 3); return b; })(), /dimensions are 16777216×1 /],
+      ['MP4 one second over 24 hours', movie({ width: 8, height: 8, durationMs: 0, timescale: 1, durationUnits: 86_401n }), /duration of 86,401 seconds; videos are accepted up to 24 hours \(86,400 seconds\)/],
       ['MP4 whose box overruns the file', movie({ width: 8, height: 8, durationMs: 10 }).subarray(0, 100), /overruns|ends too early/],
     ];
     for (const [name, bytes, message] of bad) {

@@ -144,7 +144,7 @@ const box = (type: string, ...payload: Buffer[]) => {
   const body = Buffer.concat(payload);
   return Buffer.concat([u32be(body.length + 8), Buffer.from(type, 'latin1'), body]);
 };
-const u64be = (n: number) => {
+const u64be = (n: number | bigint) => {
   const b = Buffer.alloc(8);
   b.writeBigUInt64BE(BigInt(n));
   return b;
@@ -171,22 +171,24 @@ export interface MovieOptions {
   /** An audio track (0×0) before the video track. */
   audioFirst?: boolean;
   mdatBytes?: number;
+  /** The raw duration field (in timescale units), as a crafted file would set it; default from durationMs. */
+  durationUnits?: bigint;
 }
 
 /** An ISO base media file (MP4, or MOV with brand `qt  `): ftyp, moov (mvhd, traks) and mdat. */
 export function movie(o: MovieOptions): Buffer {
   const timescale = o.timescale ?? 600;
-  const duration = Math.round((o.durationMs * timescale) / 1000);
+  const duration = o.durationUnits ?? BigInt(Math.round((o.durationMs * timescale) / 1000));
   const v1 = o.version1 === true;
   const times = (trackId?: number) => v1
     ? Buffer.concat([u64be(0), u64be(0), ...(trackId === undefined ? [u32be(timescale)] : [u32be(trackId), u32be(0)]), u64be(duration)])
-    : Buffer.concat([u32be(0), u32be(0), ...(trackId === undefined ? [u32be(timescale)] : [u32be(trackId), u32be(0)]), u32be(duration)]);
+    : Buffer.concat([u32be(0), u32be(0), ...(trackId === undefined ? [u32be(timescale)] : [u32be(trackId), u32be(0)]), u32be(Number(duration & 0xffffffffn))]);
   const version = Buffer.from([v1 ? 1 : 0, 0, 0, 0]);
   const mvhd = box('mvhd', version, times(), u32be(0x10000), u16be(0x100), Buffer.alloc(10), matrix(IDENTITY), Buffer.alloc(24), u32be(3));
   const trak = (id: number, handler: string, w: number, h: number, m: number[]) => box('trak',
     box('tkhd', Buffer.from([v1 ? 1 : 0, 0, 0, 3]), times(id), Buffer.alloc(8), u16be(0), u16be(0), u16be(handler === 'soun' ? 0x100 : 0), u16be(0), matrix(m), u32be(w * 0x10000), u32be(h * 0x10000)),
     box('mdia',
-      box('mdhd', Buffer.from([0, 0, 0, 0]), u32be(0), u32be(0), u32be(timescale), u32be(duration), u16be(0x55c4), u16be(0)),
+      box('mdhd', Buffer.from([0, 0, 0, 0]), u32be(0), u32be(0), u32be(timescale), u32be(Number(duration & 0xffffffffn)), u16be(0x55c4), u16be(0)),
       box('hdlr', Buffer.from([0, 0, 0, 0]), u32be(0), Buffer.from(handler, 'latin1'), Buffer.alloc(12), Buffer.from('handler\0', 'latin1'))));
   const tracks = [
     ...(o.audioFirst ? [trak(1, 'soun', 0, 0, IDENTITY)] : []),

@@ -7,6 +7,13 @@ import type { MediaContentType, MediaKind } from '../../db/schema.ts';
 
 export const IMAGE_MAX_BYTES = 10 * 1024 * 1024;
 export const VIDEO_MAX_BYTES = 200 * 1024 * 1024;
+/**
+ * The most pixels on a side: what JPEG, GIF, WebP and MP4 headers can express at all (a PNG
+ * header could claim 2^31 − 1). A header claiming more is refused, never stored.
+ */
+export const MAX_DIMENSION = 65_535;
+/** The longest video accepted (24 hours); a header claiming more is wrong (no network takes such a post). */
+export const MAX_DURATION_MS = 86_400_000;
 /** Enough bytes to recognise every supported format. */
 export const SNIFF_BYTES = 16;
 
@@ -93,8 +100,10 @@ const NAMES: Record<MediaContentType, string> = {
 };
 
 function checked(size: { width: number; height: number }, contentType: MediaContentType): { width: number; height: number } {
-  const ok = (n: number) => Number.isInteger(n) && n > 0 && n <= 2 ** 31 - 1;
-  if (!ok(size.width) || !ok(size.height)) throw new MediaRejected(`is not a valid ${NAMES[contentType]}: its dimensions are ${size.width}×${size.height}`);
+  const ok = (n: number) => Number.isInteger(n) && n >= 1 && n <= MAX_DIMENSION;
+  if (!ok(size.width) || !ok(size.height)) {
+    throw new MediaRejected(`is not a valid ${NAMES[contentType]}: its dimensions are ${size.width}×${size.height} (each side must be 1 to ${MAX_DIMENSION.toLocaleString('en-US')} pixels)`);
+  }
   return { width: size.width, height: size.height };
 }
 
@@ -208,7 +217,22 @@ async function children(source: ByteSource, from: number, to: number, contentTyp
   return boxes;
 }
 
-async function movieInfo(source: ByteSource, contentType: MediaContentType): Promise<{ width: number; height: number; durationMs: number }> {
+/**
+ * The movie's duration in milliseconds from mvhd's duration and timescale: null when the header
+ * says it is unknown (all bits set, ISO/IEC 14496-12 §8.2.2.3); refused when longer than
+ * MAX_DURATION_MS. Computed in BigInt, so no 64-bit value is rounded on the way.
+ */
+function movieDuration(duration: bigint, timescale: bigint, allOnes: bigint, contentType: MediaContentType): number | null {
+  if (duration === allOnes) return null;
+  const ms = (duration * 1000n + timescale / 2n) / timescale;
+  if (ms > BigInt(MAX_DURATION_MS)) {
+    const seconds = (ms / 1000n).toLocaleString('en-US');
+    throw corrupt(contentType, `its header gives a duration of ${seconds} seconds; videos are accepted up to 24 hours (86,400 seconds)`);
+  }
+  return Number(ms);
+}
+
+async function movieInfo(source: ByteSource, contentType: MediaContentType): Promise<{ width: number; height: number; durationMs: number | null }> {
   const moov = (await children(source, 0, source.size, contentType)).find((b) => b.type === 'moov');
   if (!moov) throw corrupt(contentType, 'no moov box');
   const inMoov = await children(source, moov.start, moov.end, contentType);
@@ -217,11 +241,11 @@ async function movieInfo(source: ByteSource, contentType: MediaContentType): Pro
   if (!mvhd) throw corrupt(contentType, 'no mvhd box');
   const header = await exactly(source, mvhd.start, 32, contentType);
   const version = header[0];
-  const [timescale, duration] = version === 1
-    ? [header.readUInt32BE(20), Number(header.readBigUInt64BE(24))]
-    : [header.readUInt32BE(12), header.readUInt32BE(16)];
+  const [timescale, duration, allOnes] = version === 1
+    ? [header.readUInt32BE(20), header.readBigUInt64BE(24), 2n ** 64n - 1n]
+    : [header.readUInt32BE(12), BigInt(header.readUInt32BE(16)), 2n ** 32n - 1n];
   if (timescale === 0) throw corrupt(contentType, 'a zero timescale');
-  const durationMs = Math.round((duration * 1000) / timescale);
+  const durationMs = movieDuration(duration, BigInt(timescale), allOnes, contentType);
 
   for (const trak of inMoov.filter((b) => b.type === 'trak')) {
     const tkhd = (await children(source, trak.start, trak.end, contentType)).find((b) => b.type === 'tkhd');

@@ -57,6 +57,41 @@ export const mediaUploadOpenApi = {
   responses: { '201': { description: 'The new asset.', content: { 'application/json': { schema: JSON.parse(JSON.stringify(MediaSchema)) } } } },
 };
 
+/** What the multipart parser threw while reading the body, kept apart from errors of our own. */
+class UnreadableBody extends Error {
+  readonly reason: unknown;
+
+  constructor(reason: unknown) {
+    super('the request body is not readable multipart/form-data');
+    this.reason = reason;
+  }
+}
+
+/**
+ * The parser's parts or a part's bytes, with whatever the parser throws wrapped as UnreadableBody.
+ * Errors thrown by the consumer (the media service, the database) never pass through here.
+ */
+async function* fromParser<T>(source: AsyncIterable<T>): AsyncGenerator<T> {
+  try {
+    for await (const item of source) yield item;
+  } catch (error) {
+    throw new UnreadableBody(error);
+  }
+}
+
+/** A body the parser refused, in our words: its messages (and busboy's) are not for clients. */
+function unreadable(reason: unknown): ApiError {
+  const code = (reason as { code?: unknown } | null)?.code;
+  if (code === 'FST_REQ_FILE_TOO_LARGE') {
+    const message = `is larger than ${VIDEO_MAX_BYTES / MB} MB, the limit for videos`;
+    return new ApiError(413, 'payload_too_large', `file: ${message}`, { issues: [{ field: 'file', message }] });
+  }
+  const message = code === 'FST_FILES_LIMIT' || code === 'FST_PARTS_LIMIT' || code === 'FST_FIELDS_LIMIT'
+    ? 'has more parts than an upload takes: one part named "file", and optionally a "workspaceId" field'
+    : 'is not valid multipart/form-data: it is cut short or malformed (check the boundary, and that the whole body was sent)';
+  return invalidRequest([{ field: 'body', message }]);
+}
+
 function unsupportedRequest(): ApiError {
   const message = 'must be multipart/form-data with the media in a part named "file"';
   return new ApiError(415, 'unsupported_media_type', `body: ${message}`, { issues: [{ field: 'body', message }] });
@@ -87,7 +122,7 @@ export async function registerMediaUpload(app: FastifyInstance, deps: MediaUploa
       let workspaceId = typeof query.workspaceId === 'string' ? query.workspaceId : undefined;
       let asset: MediaAsset | undefined;
       try {
-        for await (const part of request.parts()) {
+        for await (const part of fromParser(request.parts())) {
           if (part.type === 'field') {
             if (part.fieldname === 'workspaceId' && typeof part.value === 'string') workspaceId = part.value;
             continue;
@@ -96,12 +131,13 @@ export async function registerMediaUpload(app: FastifyInstance, deps: MediaUploa
             part.file.resume(); // drain it: only the one `file` part is read
             continue;
           }
-          asset = await uploadMedia(ctx, part.file, { filename: part.filename, declaredType: part.mimetype, workspaceId });
+          asset = await uploadMedia(ctx, fromParser(part.file), { filename: part.filename, declaredType: part.mimetype, workspaceId });
         }
       } catch (error) {
-        // A body the multipart parser cannot read (truncated, malformed) is the client's error.
-        if (error instanceof ApiError || (error as { statusCode?: number }).statusCode) throw error;
-        throw invalidRequest([{ field: 'body', message: `is not valid multipart/form-data (${(error as Error).message})` }]);
+        // Only what the parser threw is the client's 400; anything else (the database down, a
+        // disk error, a bug) goes to the app's handler: 503, or a 500 logged with its stack.
+        if (error instanceof UnreadableBody) throw unreadable(error.reason);
+        throw error;
       }
       if (!asset) throw invalidRequest([{ field: FILE_FIELD, message: 'is required: send the media as a multipart part named "file"' }]);
       return reply.code(201).send(asset);
