@@ -74,7 +74,10 @@ async function ownerAlive(name: string): Promise<boolean | undefined> {
   const start = match[3]!;
   // Where /proc exists the start time is exact; elsewhere (named `t<ms>`) the pid alone decides.
   if (start.startsWith('t')) return pidExists(pid);
-  return (await processStart(pid)) === start;
+  const actual = await processStart(pid);
+  if (actual !== undefined) return actual === start;
+  // No /proc entry: gone, unless the pid exists but is hidden from us (hidepid) — then unknown.
+  return pidExists(pid) ? undefined : false;
 }
 
 export interface DiskMediaStoreOptions {
