@@ -114,11 +114,10 @@ export class PostgresAdapter implements Adapter {
    * whole grant is revoked and the request fails with invalid_grant.
    */
   async consume(id: string): Promise<void> {
-    const won = await sql<{ grant_id: string | null }>`
-      UPDATE oauth_artifacts SET consumed_at = now()
-      WHERE model = ${this.#model} AND id_hash = ${sha256(id)} AND consumed_at IS NULL
-      RETURNING grant_id`.execute(this.#db.kysely);
-    if (won.rows.length > 0) return;
+    const won = await this.#db.kysely.updateTable('oauth_artifacts').set({ consumed_at: sql`now()` })
+      .where('model', '=', this.#model).where('id_hash', '=', sha256(id)).where('consumed_at', 'is', null)
+      .executeTakeFirst();
+    if (won.numUpdatedRows > 0n) return;
     const row = await this.#db.kysely.selectFrom('oauth_artifacts').select('grant_id')
       .where('model', '=', this.#model).where('id_hash', '=', sha256(id)).executeTakeFirst();
     if (row?.grant_id) await revokeFamily(this.#db, row.grant_id, this.#revocations);
