@@ -70,3 +70,13 @@ test('a path that exists under other methods: 405 with Allow; a path that does n
     assertOurs(await send(method!, url!), 404, 'not_found', `${method} ${url}`);
   }
 });
+
+test('routes that are not operations (web admin, embeds) hold to the input rule too: refused, never a 500', async () => {
+  // The web admin renders the 400 as a page; embeds answer their own 401 refusal page.
+  for (const [url, status] of [['/app/hubs/%00', 400], ['/app/hubs/h1/opt-ins?status=%00', 400], ['/app/sign-in?next=%00', 400], ['/embed/spend?token=%00', 401], ['/embed/opt-in-summary?token=a%EF%BF%BEb', 401]] as const) {
+    const response = await t.app.fastify.inject({ method: 'GET', url });
+    assert.equal(response.statusCode, status, url);
+  }
+  const deep = await t.app.fastify.inject({ method: 'POST', url: '/app/sign-in', headers: { 'content-type': 'application/json' }, payload: `{"a":${'['.repeat(40)}${']'.repeat(40)}}` });
+  assert.equal(deep.statusCode, 400, 'deep JSON to a web form');
+});
