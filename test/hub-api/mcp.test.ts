@@ -310,27 +310,28 @@ describe('Hub MCP endpoint (SDK client over Streamable HTTP)', () => {
     }
   });
 
-  test('missing, revoked and embed keys get 401 invalid_api_key without an OAuth resource_metadata challenge', async () => {
+  test('missing, revoked and embed keys get 403 invalid_api_key, without an OAuth challenge (a 401 would send MCP clients into OAuth)', async () => {
     const cases: [string, Record<string, string>][] = [
       ['no key', {}],
       ['revoked key', { authorization: `Bearer ${keys.revoked}` }],
       ['embed key', { authorization: `Bearer ${keys.embed}` }],
-      ['mistyped key', { authorization: `Bearer ${keys.a.slice(0, -1)}x` }],
+      // Its last character changed (to one it is not already).
+      ['mistyped key', { authorization: `Bearer ${keys.a.slice(0, -1)}${keys.a.endsWith('x') ? 'y' : 'x'}` }],
     ];
     for (const [label, headers] of cases) {
       const response = await rawPost(headers);
-      assert.equal(response.status, 401, label);
+      assert.equal(response.status, 403, label);
       assert.equal(response.json?.error, 'invalid_api_key', label);
       assert.ok(typeof response.json.message === 'string' && response.json.message.length > 0);
-      const challenge = response.headers['www-authenticate'];
-      assert.ok(challenge === undefined || !/resource_metadata/i.test(challenge), `${label}: WWW-Authenticate ${challenge}`);
+      assert.equal(response.headers['www-authenticate'], undefined, label);
+      assert.match(String(response.headers['ratelimit-policy']), /"failed-auth"/, label);
     }
-    // The real SDK client gives up with the 401 (no OAuth discovery attempted: it has no provider
-    // and the server offered no metadata).
+    // The real SDK client gives up with the 403 and our message (third-party clients:
+    // test/mcp/third-party-clients.test.ts).
     for (const key of [undefined, keys.revoked, keys.embed]) {
       await assert.rejects(mcpClient(key), (error: unknown) => {
         assert.ok(error instanceof StreamableHTTPError, String(error));
-        assert.equal(error.code, 401);
+        assert.equal(error.code, 403);
         assert.match(error.message, /invalid_api_key/);
         return true;
       });
@@ -376,7 +377,7 @@ describe('Hub MCP endpoint (SDK client over Streamable HTTP)', () => {
       assert.equal(response.json.error.code, -32600, body);
     }
     const unauthenticated = await post('{bad', keys.revoked);
-    assert.equal(unauthenticated.status, 401);
+    assert.equal(unauthenticated.status, 403);
     assert.equal(unauthenticated.json.error, 'invalid_api_key');
   });
 

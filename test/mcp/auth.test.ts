@@ -80,7 +80,7 @@ function assertChallenge(response: { status: number; headers: Headers; body: any
 }
 
 describe('protected-resource metadata (RFC 9728)', () => {
-  test('at the path-aware URL and at the root, the same document for the MCP server', async () => {
+  test('at the path-aware URL only: no root document a client of another endpoint could take for its own', async () => {
     const expected = {
       resource: mcpUrl,
       authorization_servers: [live.config.siteUrl],
@@ -89,12 +89,17 @@ describe('protected-resource metadata (RFC 9728)', () => {
       resource_name: 'hubops MCP server',
       resource_documentation: `${live.baseUrl}/openapi.json`,
     };
-    for (const url of [prmUrl, `${live.baseUrl}/.well-known/oauth-protected-resource`]) {
-      const response = await fetch(url);
-      assert.equal(response.status, 200, url);
-      assert.match(response.headers.get('content-type') ?? '', /^application\/json/);
-      assert.equal(response.headers.get('access-control-allow-origin'), '*');
-      assert.deepEqual(await response.json(), expected, url);
+    const response = await fetch(prmUrl);
+    assert.equal(response.status, 200);
+    assert.match(response.headers.get('content-type') ?? '', /^application\/json/);
+    assert.equal(response.headers.get('access-control-allow-origin'), '*');
+    assert.deepEqual(await response.json(), expected);
+    // RFC 9728 §3.3: a root document would have to describe the origin; the Hub MCP endpoint is
+    // not an OAuth protected resource at all.
+    for (const path of ['', '/v1/hub/mcp']) {
+      const missing = await fetch(`${live.baseUrl}/.well-known/oauth-protected-resource${path}`);
+      assert.equal(missing.status, 404, path);
+      assert.equal(((await missing.json()) as { error: string }).error, 'not_found');
     }
     // The authorization server it names answers RFC 8414 discovery; dynamic registration is on,
     // Client ID Metadata Documents are not advertised (see the README).

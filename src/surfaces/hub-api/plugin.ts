@@ -58,6 +58,19 @@ export function hubOpenApi(config: Config, version: string): Record<string, unkn
   });
 }
 
+/**
+ * A refused key on the MCP endpoint is 403 `invalid_api_key`, where the REST API answers 401: to
+ * an MCP client an HTTP 401 means "start OAuth" (MCP authorization spec), and real clients (the
+ * MCP Inspector, mcp-remote) do so on any 401 — discovering the main API's authorization server
+ * on this origin and opening a sign-in page that can never give them a Hub API key. A 403 they
+ * report as it is, with our message (see README, Hub MCP endpoint).
+ */
+function refusedForMcp(error: unknown): unknown {
+  if (!(error instanceof ApiError) || error.status !== 401) return error;
+  const { 'www-authenticate': _challenge, ...headers } = error.headers;
+  return new ApiError(403, error.code, error.message, { headers });
+}
+
 export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Promise<void> {
   const { guard } = deps;
   const openApi = JSON.stringify(hubOpenApi(deps.config, deps.version));
@@ -96,7 +109,9 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
   await app.register(async (scope) => {
     acceptAnyJson(scope);
     scope.post('/mcp', async (request, reply) => {
-      const admission = await authenticate(request, reply, false);
+      const admission = await authenticate(request, reply, false).catch((error: unknown) => {
+        throw refusedForMcp(error);
+      });
       let toolCalls = 0;
       await serveMcp(
         {

@@ -22,7 +22,7 @@ import { mainMcpTools, type McpMainContext } from './tools.ts';
 // per POST), protected by the same OAuth 2.1 server as the REST API and following the MCP
 // authorization specification (2025-11-25):
 // - RFC 9728 protected-resource metadata at /.well-known/oauth-protected-resource + the resource
-//   path (path-aware form), and the same document at the root form, which clients fall back to;
+//   path (path-aware form) only: the root form would describe a resource that is the origin;
 // - a 401 carries `WWW-Authenticate: Bearer resource_metadata="…", scope="service:full"` (and
 //   error="invalid_token" when a token was presented), which starts a client's discovery;
 // - access tokens must have been issued for this resource (RFC 8707 audience `{base_url}/mcp`):
@@ -102,14 +102,12 @@ export async function mcpMainPlugin(app: FastifyInstance, deps: McpMainDeps): Pr
     operations: mainMcpTools,
   };
 
-  // RFC 9728 metadata: the path-aware URL of the resource, and the root form. The root form
-  // describes the MCP server too — the REST API's clients are configured with the authorization
-  // server directly and never look for it, while MCP clients that cannot derive the path-aware
-  // URL fall back to the root.
-  for (const url of new Set([resource.metadataPath, WELL_KNOWN])) {
-    app.get(url, async (_request, reply) =>
-      reply.type('application/json').headers({ 'cache-control': 'public, max-age=3600', 'access-control-allow-origin': '*' }).send(metadata));
-  }
+  // RFC 9728 metadata at the path-aware URL of the resource only (clients find it through the
+  // 401's resource_metadata). No root document: RFC 9728 §3.3 would make its resource the origin,
+  // which is no protected resource here, and a client probing for another endpoint of this origin
+  // (/v1/hub/mcp) must not find a document that it could take for its own.
+  app.get(resource.metadataPath, async (_request, reply) =>
+    reply.type('application/json').headers({ 'cache-control': 'public, max-age=3600', 'access-control-allow-origin': '*' }).send(metadata));
 
   // Streamable HTTP: "servers MUST validate the Origin header" (DNS rebinding). Server-side
   // clients send none; a browser page of another origin is refused (no CORS is offered either).
