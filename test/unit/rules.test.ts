@@ -13,6 +13,10 @@ import { UsageRecorder } from '../../src/domain/api-keys/usage-recorder.ts';
 import { systemClock } from '../../src/platform/clock.ts';
 import { ApiError } from '../../src/platform/errors.ts';
 import { HubApiGuard } from '../../src/surfaces/hub-api/guard.ts';
+import { configureCursorKey, decodeCursor, encodeCursor } from '../../src/platform/cursor.ts';
+import { fromQueryText } from '../../src/surfaces/operation.ts';
+import { nestsDeeperThan, RouteMethods } from '../../src/surfaces/rest.ts';
+import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 describe('periods (UTC days, injected instants)', () => {
@@ -109,6 +113,19 @@ describe('cursors and since', () => {
       assert.throws(() => decodeOptInCursor(bad), /cursor/, bad);
     }
   });
+  test('signed cursors: any one-character edit is refused, and another key refuses them all', () => {
+    const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.';
+    fc.assert(fc.property(fc.string({ minLength: 1, maxLength: 64 }), fc.nat(), fc.constantFrom(...ALPHABET), (id, at, c) => {
+      const cursor = encodeCursor('posts', [id]);
+      assert.deepEqual(decodeCursor(cursor, 'posts', 1), [id]);
+      const i = at % cursor.length;
+      if (cursor[i] === c) return;
+      assert.throws(() => decodeCursor(cursor.slice(0, i) + c + cursor.slice(i + 1), 'posts', 1), /cursor/);
+    }));
+    const cursor = encodeCursor('posts', ['p1']);
+    configureCursorKey(Buffer.from('another server'));
+    assert.throws(() => decodeCursor(cursor, 'posts', 1), /cursor/);
+  });
   test('since takes Z, offsets with and without colon, and dates; refuses the rest', () => {
     assert.equal((parseSince('2026-11-02')).toISOString(), '2026-11-02T00:00:00.000Z');
     assert.equal((parseSince('2026-11-02T10:00:00+02:00')).toISOString(), '2026-11-02T08:00:00.000Z');
@@ -181,5 +198,37 @@ describe('configuration', () => {
       assert.throws(() => loadConfig(env), (error: Error) => error instanceof ConfigError && error.message.startsWith(name));
     }
     assert.throws(() => loadConfig({ DATABASE_URL: 'bad://user:s3cret@host' }), (error: Error) => !error.message.includes('s3cret'));
+  });
+});
+
+describe('strict query text and bounded input', () => {
+  const schema = Type.Object({ limit: Type.Integer(), flag: Type.Boolean(), name: Type.String() });
+  test('integers only as plain decimal digits, booleans only true/false, strings untouched', () => {
+    fc.assert(fc.property(fc.oneof(fc.string(), fc.integer().map(String), fc.constantFrom('0x10', '1e2', '0b11', '0o7', '1.0', '+5', '05', '5.', ' 5', '5 ', '-0', '')), (text) => {
+      const out = fromQueryText(schema, { limit: text, flag: text, name: text });
+      const plain = /^(0|-?[1-9][0-9]*)$/.test(text) && Number.isSafeInteger(Number(text));
+      assert.equal(out.limit, plain ? Number(text) : text, text);
+      assert.equal(out.flag, text === 'true' ? true : text === 'false' ? false : text);
+      assert.equal(out.name, text);
+    }));
+  });
+  test('depth is measured without recursion', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    assert.equal(nestsDeeperThan(deep, 32), true);
+    assert.equal(nestsDeeperThan({ a: [{ b: [] }] }, 4), false);
+    assert.equal(nestsDeeperThan({ a: [{ b: [] }] }, 3), true);
+  });
+  test('405 needs a path some route answers; wildcards say nothing', () => {
+    const routes = new RouteMethods();
+    routes.add('/posts', 'GET');
+    routes.add('/posts', 'POST');
+    routes.add('/posts/:id', ['GET', 'HEAD']);
+    routes.add('/v1/hub/*', 'OPTIONS');
+    assert.deepEqual(routes.allowed('/posts'), ['GET', 'HEAD', 'POST']);
+    assert.deepEqual(routes.allowed('/posts/'), ['GET', 'HEAD', 'POST']);
+    assert.deepEqual(routes.allowed('/posts/p%FF1'), ['GET', 'HEAD']);
+    assert.deepEqual(routes.allowed('/posts/p1/x'), []);
+    assert.deepEqual(routes.allowed('/v1/hub/anything'), []);
   });
 });
