@@ -84,7 +84,32 @@ export async function createMcpServer<Ctx>(endpoint: McpEndpoint<Ctx>, ctx: Ctx,
       return toolError(error, onUnexpected);
     }
   });
+  reportInvalidParams(server);
   return server;
+}
+
+type RequestHandler = (request: unknown, extra: unknown) => Promise<unknown>;
+
+/**
+ * The SDK checks each request's params against its schema before the handler runs and reports a
+ * mismatch (tools/call without a name, arguments that are not an object) as -32603 Internal
+ * error quoting the validator; JSON-RPC calls it -32602 Invalid params. The check throws
+ * synchronously, a handler's failure rejects: only the former is rewritten. (The handler map is
+ * the SDK's own, pinned; test/hub-api/mcp.test.ts notices if it moves.)
+ */
+function reportInvalidParams(server: Server): void {
+  const handlers = (server as unknown as { _requestHandlers: Map<string, RequestHandler> })._requestHandlers;
+  for (const [method, handle] of handlers) {
+    handlers.set(method, (request, extra) => {
+      try {
+        return handle(request, extra);
+      } catch (error) {
+        const issues = (error as { issues?: { path: PropertyKey[]; message: string }[] }).issues ?? [];
+        const detail = issues.map((i) => `${i.path.map(String).join('.') || 'params'}: ${i.message}`).join('; ');
+        throw Object.assign(new Error(`Invalid params for ${method}${detail ? `: ${detail}` : '.'}`), { code: -32602 });
+      }
+    });
+  }
 }
 
 /** The body of a POST whose JSON did not parse (see acceptAnyJson). */

@@ -394,6 +394,20 @@ describe('Hub MCP endpoint (SDK client over Streamable HTTP)', () => {
     }
   });
 
+  test('params that do not fit the method are -32602 Invalid params naming the field, never -32603', async () => {
+    for (const [message, field] of [
+      [{ jsonrpc: '2.0', id: 5, method: 'tools/call', params: {} }, 'params.name'],
+      [{ jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'get_opt_in_summary', arguments: 'x' } }, 'params.arguments'],
+      [{ jsonrpc: '2.0', id: 7, method: 'initialize', params: { capabilities: {} } }, 'params.protocolVersion'],
+    ] as const) {
+      const response = await rawPost({ authorization: `Bearer ${keys.a}` }, message);
+      assert.equal(response.status, 200, JSON.stringify(message));
+      assert.equal(response.json.id, message.id);
+      assert.equal(response.json.error.code, -32602, response.text);
+      assert.match(response.json.error.message, new RegExp(`^Invalid params for ${message.method}: .*${field.replace('.', '\\.')}`), response.text);
+    }
+  });
+
   test('GET on the MCP endpoint is 405 (stateless: no event stream)', async () => {
     const response = await httpRequest(mcpUrl, { headers: { authorization: `Bearer ${keys.a}`, accept: 'text/event-stream' } });
     assert.equal(response.status, 405);
