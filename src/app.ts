@@ -68,7 +68,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     bodyLimit: BODY_LIMIT,
     // A malformed URL or an overlong path segment: our error body, not Fastify's.
     frameworkErrors: (error, _request, reply) => {
-      const refusal = fromFrameworkError(error, BODY_LIMIT)!;
+      const refusal = fromFrameworkError(error, BODY_LIMIT) ?? new ApiError(500, 'internal_error', 'Something went wrong on our side.');
       return (reply as FastifyReply).code(refusal.status).send(refusal.body());
     },
   });
