@@ -226,7 +226,7 @@ export class HubApiGuard {
 }
 
 /** The 429 of a refused charge: Retry-After is when every window that refused has room again. */
-export function refusedBy(charge: RateCharge): ApiError {
+function refusedBy(charge: RateCharge): ApiError {
   const refusing = charge.decisions.filter((d) => !d.allowed);
   return rateLimited(refusing.reduce((a, b) => (b.resetSeconds > a.resetSeconds ? b : a), refusing[0] ?? charge.decisions[0]!));
 }
