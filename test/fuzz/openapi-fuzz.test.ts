@@ -214,7 +214,7 @@ async function fuzzRest(surface: 'main' | 'hub', documentPath: string): Promise<
     }
   }
   let runs = 0;
-  await fc.assert(
+  const counted = fc.assert(
     fc.asyncProperty(fc.oneof(...cases), async ({ method, url, body, op }) => {
       runs++;
       const operation = operations.get(op);
@@ -234,7 +234,8 @@ async function fuzzRest(surface: 'main' | 'hub', documentPath: string): Promise<
     }),
     { seed: SEED, numRuns: 1_000_000, interruptAfterTimeLimit: BUDGET_MS, markInterruptAsFailure: false, endOnFailure: true, includeErrorInReport: true },
   );
-  counts[`${surface} REST`] = runs;
+  // Counted whatever the outcome, so a failing run still says how far it got.
+  await counted.finally(() => (counts[`${surface} REST`] = runs));
 }
 
 async function fuzzMcp(surface: 'main' | 'hub'): Promise<void> {
@@ -242,7 +243,7 @@ async function fuzzMcp(surface: 'main' | 'hub'): Promise<void> {
   try {
     const tools = (await client.listTools()).tools.filter((t) => t.annotations?.openWorldHint !== true);
     let runs = 0;
-    await fc.assert(
+    const counted = fc.assert(
       fc.asyncProperty(
         fc.constantFrom(...tools.map((t) => t.name)).chain((name) => fc.record({ name: fc.constant(name), args: fc.oneof({ weight: 5, arbitrary: valid(tools.find((t) => t.name === name)!.inputSchema as Schema, hostileForTools) }, { weight: 1, arbitrary: fc.dictionary(fc.string({ maxLength: 5 }).filter((k) => k !== '__proto__'), hostileForTools, { maxKeys: 3 }) }) })),
         async ({ name, args }) => {
@@ -266,7 +267,7 @@ async function fuzzMcp(surface: 'main' | 'hub'): Promise<void> {
       ),
       { seed: SEED, numRuns: 1_000_000, interruptAfterTimeLimit: BUDGET_MS, markInterruptAsFailure: false, endOnFailure: true, includeErrorInReport: true },
     );
-    counts[`${surface} MCP`] = runs;
+    await counted.finally(() => (counts[`${surface} MCP`] = runs));
   } finally {
     await client.close();
   }
