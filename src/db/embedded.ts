@@ -29,6 +29,8 @@ export class EmbeddedDatabaseError extends DomainError {}
 
 const USER = 'postgres';
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+/** How long a starting server waits for a postmaster another process runs in its DATA_DIR to stop. */
+const OWNER_WAIT_MS = 15_000;
 const run = promisify(execFile);
 
 interface Binaries {
@@ -146,7 +148,12 @@ function spawnPostmaster(file: string, dir: string, port: number, user: { uid: n
   return { child, ready };
 }
 
-export async function startEmbedded(dataDir: string, options: { persistent?: boolean; log?: (line: string) => void } = {}): Promise<EmbeddedDatabase> {
+/**
+ * `exclusive` (the server): a postmaster some other process started stops when that process does,
+ * so rather than connect to it, wait a little for it to go (a CLI command is short) and start our
+ * own; one still running after that belongs to another server, and sharing it is refused.
+ */
+export async function startEmbedded(dataDir: string, options: { persistent?: boolean; exclusive?: boolean; log?: (line: string) => void } = {}): Promise<EmbeddedDatabase> {
   const root = path.resolve(dataDir);
   const dir = path.join(root, 'postgres');
   const passwordFile = path.join(root, 'postgres.password');
@@ -157,7 +164,15 @@ export async function startEmbedded(dataDir: string, options: { persistent?: boo
   const password = (await readFile(passwordFile, 'utf8')).trim();
   const urlFor = (port: number) => `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
 
-  const existing = await runningPort(dir);
+  let existing = await runningPort(dir);
+  if (existing && options.exclusive) {
+    for (const deadline = Date.now() + OWNER_WAIT_MS; existing && Date.now() < deadline; existing = await runningPort(dir)) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    if (existing) {
+      throw new EmbeddedDatabaseError(`the embedded PostgreSQL in ${dir} is in use by another hubops process; stop that one first, or give every instance the same DATABASE_URL`);
+    }
+  }
   if (existing) return { url: urlFor(existing), stop: async () => {} };
 
   const bin = await binaries();

@@ -15,9 +15,9 @@ export interface OpenedDatabase {
 /** The database the configuration names (or the embedded default), migrated. */
 export async function openDatabase(
   config: Pick<Config, 'databaseUrl' | 'dataDir'>,
-  options: { log?: (line: string) => void; poolSize?: number; applicationName?: string } = {},
+  options: { log?: (line: string) => void; poolSize?: number; applicationName?: string; exclusive?: boolean } = {},
 ): Promise<OpenedDatabase> {
-  const embedded = config.databaseUrl ? undefined : await startEmbedded(config.dataDir, { log: options.log });
+  const embedded = config.databaseUrl ? undefined : await startEmbedded(config.dataDir, { log: options.log, exclusive: options.exclusive });
   const db = connect(config.databaseUrl ?? embedded!.url, { max: options.poolSize, applicationName: options.applicationName });
   try {
     const applied = await migrate(db.pool);

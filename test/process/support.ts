@@ -28,10 +28,18 @@ export function hubopsEnv(database: { url: string } | { dataDir: string }, extra
   return env;
 }
 
+const spawned = new Set<ChildProcess>();
+
+/** For `after`: ends every process group a test started, also those that never got ready. */
+export function killStarted(): void {
+  for (const child of spawned) if (child.exitCode === null && child.signalCode === null) killGroup(child, 'SIGKILL');
+}
+
 /** Starts `command` detached (leader of its own process group) and waits for the banner. */
 export async function startServer(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<Running> {
   const port = await freePort();
   const child = spawn(command, args, { cwd: ROOT, env: { ...env, PORT: String(port) }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  spawned.add(child);
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
