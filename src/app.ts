@@ -24,7 +24,7 @@ import { deleteExpiredArtifacts } from './surfaces/oauth/adapter.ts';
 import { oauthPlugin } from './surfaces/oauth/plugin.ts';
 import { createAuthorizationServer } from './surfaces/oauth/provider.ts';
 import { RevocationFeed } from './surfaces/oauth/revocations.ts';
-import { loadServerSecrets } from './surfaces/oauth/server-secrets.ts';
+import { loadServerSecrets, resolveSecretsKeys } from './surfaces/oauth/server-secrets.ts';
 import { webPlugin } from './surfaces/web/plugin.ts';
 import { checkInbound, RouteMethods } from './surfaces/rest.ts';
 import { oauthRoutes } from './surfaces/oauth/provider.ts';
@@ -133,7 +133,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     }
   });
 
-  const secrets = await loadServerSecrets(deps.db);
+  const secretsKeys = await resolveSecretsKeys(deps.config);
+  if (secretsKeys.fromFile && deps.config.databaseUrl) {
+    fastify.log.warn({ keyFile: secretsKeys.fromFile }, 'HUBOPS_SECRETS_KEY is not set: server secrets are encrypted under this key file; every instance sharing the database needs the same key');
+  }
+  const secrets = await loadServerSecrets(deps.db, { keys: secretsKeys.keys });
   // Cursors are signed with a key every instance derives alike from the shared server secrets.
   configureCursorKey(createHmac('sha256', secrets.cookieKeys[0]!).update('cursor v2').digest());
   const revocations = new RevocationFeed(deps.db);

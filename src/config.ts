@@ -12,6 +12,11 @@ export interface Config {
   redisUrl: string | undefined;
   demo: boolean;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /**
+   * HUBOPS_SECRETS_KEY: keys that encrypt the server secrets at rest (32 bytes each), the current
+   * one first, then earlier ones still accepted for rotation; empty: a key file under DATA_DIR.
+   */
+  secretsKeys: Buffer[];
 }
 
 export class ConfigError extends Error {}
@@ -71,6 +76,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
   }
+  const secretsKeys = (env.HUBOPS_SECRETS_KEY?.trim() || '').split(',').filter((k) => k.trim() !== '').map((k, i) => {
+    // Never echo the value: it is a secret.
+    if (!/^[A-Za-z0-9_-]{43}$/.test(k.trim())) {
+      throw new ConfigError(`HUBOPS_SECRETS_KEY must be 32 bytes in base64url (43 characters${i > 0 ? `; key ${i + 1} of the list is not` : ''}), e.g. from: openssl rand -base64 32 | tr '+/' '-_' | tr -d '='`);
+    }
+    return Buffer.from(k.trim(), 'base64url');
+  });
   return {
     port,
     host,
@@ -81,5 +93,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl,
     demo: demoText === '1',
     logLevel,
+    secretsKeys,
   };
 }

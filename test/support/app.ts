@@ -18,11 +18,14 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+export const TEST_SECRETS_KEY = 'dGVzdC1vbmx5LXNlY3JldHMta2V5LTMyLWJ5dGVzISE';
+
 /** Boots the whole app on a fresh database, with a clock the test controls. */
 export async function startTestApp(options: { now?: string; limiter?: RateLimiter; db?: TestDb } = {}): Promise<TestApp> {
   const db = options.db ?? (await createTestDb());
   const clock = new FixedClock(options.now ?? '2026-11-21T12:00:00.000Z');
-  const config = loadConfig({ DATABASE_URL: db.url, LOG_LEVEL: 'silent', BASE_URL: 'http://hubops.test', DATA_DIR: await mkdtemp(path.join(tmpdir(), 'hubops-test-data-')) });
+  // One secrets key for every test app, so several apps on one database (instances) can share it.
+  const config = loadConfig({ DATABASE_URL: db.url, LOG_LEVEL: 'silent', BASE_URL: 'http://hubops.test', DATA_DIR: await mkdtemp(path.join(tmpdir(), 'hubops-test-data-')), HUBOPS_SECRETS_KEY: TEST_SECRETS_KEY });
   const app = await buildApp({ config, db, clock, limiter: options.limiter, logger: false, publisher: false });
   return {
     app,
