@@ -6,7 +6,7 @@ import { createHash, createHmac, createPrivateKey, sign } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
-import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { createKey, listKeys } from '../../src/domain/api-keys/api-key.repository.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { account, hub } from '../support/fixtures.ts';
 
@@ -97,6 +97,8 @@ test('an embed key made before key pairs keeps working until revoked', async () 
   const part = b64({ hub: 'hub_1', view: 'spend', exp: Math.floor(Date.now() / 1000) + 600, kid: 'key_legacy' });
   const token = `${part}.${createHmac('sha256', hash).update(part).digest('base64url')}`;
   assert.equal((await get(token)).statusCode, 200);
+  // Listed as legacy, so the hub admin knows to replace it.
+  assert.deepEqual((await listKeys(t.db, 'hub_1')).filter((k) => k.legacyEmbed).map((k) => k.id), ['key_legacy']);
   await sql`UPDATE api_keys SET revoked_at = now() WHERE id = 'key_legacy'`.execute(t.db.kysely);
   const revoked = await get(token);
   assert.equal(revoked.statusCode, 401);
