@@ -19,7 +19,7 @@ import { migrate } from '../src/db/migrate.ts';
 import { openDiskMediaStore } from '../src/domain/media/media-store.ts';
 import { createUser } from '../src/domain/tenancy/tenancy.repository.ts';
 import { systemClock } from '../src/platform/clock.ts';
-import type { RateLimiter } from '../src/platform/rate-limit.ts';
+import { UnlimitedRateLimiter } from './unlimited-limiter.ts';
 import type { MainContext, Principal } from '../src/surfaces/main-api/context.ts';
 import { mainOperations } from '../src/surfaces/main-api/operations.ts';
 import { mountRest } from '../src/surfaces/rest.ts';
@@ -47,11 +47,7 @@ await db.kysely.insertInto('hubs').values({ id: 'hub_bench', account_id: 'acc_be
 await db.kysely.insertInto('workspaces').values(Array.from({ length: WORKSPACES }, (_, i) => ({ id: `ws_${String(i).padStart(4, '0')}`, hub_id: 'hub_bench', name: `Location ${i}` }))).execute();
 const user = await createUser(db, { email: 'bench@hubops.dev', password: 'bench password 1', firstname: 'Bench', lastname: 'Mark', hubId: 'hub_bench', role: 'hub_admin' });
 
-const unlimited: RateLimiter = {
-  hit: async (_key, limit) => ({ allowed: true, limit, remaining: limit, resetSeconds: 60 }),
-  count: async () => 0,
-  close: async () => {},
-};
+const unlimited = new UnlimitedRateLimiter();
 
 // Side A: the real app, token checked on every request.
 const portA = await freePort();

@@ -5,17 +5,8 @@
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/open.ts';
-import { MemoryRateLimiter, type RateDecision, type RateLimiter } from '../src/platform/rate-limit.ts';
-
-class UnlimitedRateLimiter implements RateLimiter {
-  async hit(_key: string, limit: number, windowMs: number): Promise<RateDecision> {
-    return { allowed: true, limit, remaining: limit, resetSeconds: windowMs / 1000 };
-  }
-  async count(): Promise<number> {
-    return 0;
-  }
-  async close(): Promise<void> {}
-}
+import { MemoryRateLimiter, type RateLimiter } from '../src/platform/rate-limit.ts';
+import { UnlimitedRateLimiter } from './unlimited-limiter.ts';
 
 const config = loadConfig();
 if (!config.databaseUrl) throw new Error('bench/server-entry.ts needs DATABASE_URL');

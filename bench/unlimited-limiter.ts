@@ -1,0 +1,16 @@
+import type { RateCharge, RateDecision, RateLimiter, RateWindow } from '../src/platform/rate-limit.ts';
+
+/** Bench-only: a limiter that lets everything through, to measure the API without its limits. */
+export class UnlimitedRateLimiter implements RateLimiter {
+  async hit(_key: string, limit: number, windowMs: number): Promise<RateDecision> {
+    return { allowed: true, limit, remaining: limit, resetSeconds: windowMs / 1000 };
+  }
+  async hitAll(windows: RateWindow[]): Promise<RateCharge> {
+    return { allowed: true, decisions: windows.map((w) => ({ allowed: true, limit: w.limit, remaining: w.limit, resetSeconds: w.windowMs / 1000 })), counted: [] };
+  }
+  async refund(): Promise<void> {}
+  async count(): Promise<number> {
+    return 0;
+  }
+  async close(): Promise<void> {}
+}
