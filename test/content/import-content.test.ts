@@ -112,6 +112,27 @@ test('bad lines are reported with their field, and nothing is written', async ()
   assert.equal(row.impressions, '9');
 });
 
+test('numbers beyond what their columns hold are refused by field, never by PostgreSQL', async () => {
+  const before = await snapshot(db);
+  const huge = [
+    { type: 'media', workspaceId: 'ws_1', contentType: 'video/mp4', filename: 'long.mp4', byteSize: 10, width: 70_000, height: 10, durationMs: 4_294_967_295_000, sha256: SHA },
+    { type: 'organicMetrics', workspaceId: 'ws_1', date: '2026-11-18', platform: 'x', posts: 2 ** 31, impressions: 2 ** 40, reach: 1, likes: 0, comments: 0, shares: 0, saves: 0 },
+    { type: 'reviewDay', workspaceId: 'ws_1', date: '2026-11-18', newReviews: { 5: 2 ** 31 }, responded: 2 ** 31 },
+    { type: 'hubCpm', hubId: 'hub_1', platform: 'x', cpmCents: 2 ** 31 },
+  ];
+  await assert.rejects(importNdjson(db, ndjson(huge)), (error: ImportError) => {
+    assert.deepEqual(error.issues.map((i) => `${i.line}:${i.field ?? ''}`), [
+      '1:media.width', '1:media.durationMs',
+      '2:organicMetrics.posts',
+      '3:reviewDay.newReviews.5', '3:reviewDay.responded',
+      '4:hubCpm.cpmCents',
+    ]);
+    assert.doesNotMatch(error.message, /out of range|integer/);
+    return true;
+  });
+  assert.deepEqual(await snapshot(db), before);
+});
+
 test('the demo seed gives every content endpoint real numbers', async () => {
   const demo = await createTestDb();
   try {

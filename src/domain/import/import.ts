@@ -6,7 +6,7 @@ import { ID_PATTERN, newId } from '../../platform/ids.ts';
 import { hashPassword } from '../../platform/password.ts';
 import { parseDate, parseTimestamp } from '../../platform/time.ts';
 import { SOCIAL_PLATFORMS } from '../channels/channel.ts';
-import { CONTENT_TYPES, kindOf, maxBytes } from '../media/media-info.ts';
+import { CONTENT_TYPES, kindOf, MAX_DIMENSION, MAX_DURATION_MS, maxBytes } from '../media/media-info.ts';
 import { OPT_IN_STATUSES, SOLUTIONS, type OptInStatus } from '../opt-ins/opt-in.ts';
 import { MAX_CHANNELS, MAX_IMAGES, MAX_TEXT_LENGTH, postProblems } from '../posts/post.ts';
 import { postRows } from '../posts/post.repository.ts';
@@ -44,6 +44,8 @@ export const AD_PLATFORMS: readonly AdPlatform[] = ['meta', 'google_ads', 'chatg
 /** Post statuses an import may set; `publishing` only exists while the publisher works. */
 export const IMPORT_POST_STATUSES = ['draft', 'scheduled', 'published', 'failed'] as const;
 const MAX_ERROR_TEXT = 1_000;
+/** The largest value of an `integer` column. */
+const INT32_MAX = 2 ** 31 - 1;
 export const SYNC_STATES = ['idle', 'syncing', 'failed'] as const;
 export const BUDGET_TYPES = ['lifetime', 'daily'] as const;
 export const QUESTION_TYPES = ['short_answer', 'single_select', 'multi_select'] as const;
@@ -292,25 +294,26 @@ class LineReader {
     return '';
   }
 
-  cents(field: string): number {
+  /** Whole cents from 0 to `max` (the column's range: a value beyond it is refused here, not by PostgreSQL). */
+  cents(field: string, max = Number.MAX_SAFE_INTEGER): number {
     const value = this.#required(field);
     if (value === undefined) return 0;
-    if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;
-    this.fail(field, `must be a whole number of cents, 0 or more; got ${shown(value)}`);
+    if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 && value <= max) return value;
+    this.fail(field, max === Number.MAX_SAFE_INTEGER ? `must be a whole number of cents, 0 or more; got ${shown(value)}` : `must be a whole number of cents from 0 to ${max}; got ${shown(value)}`);
     return 0;
   }
 
-  /** A whole number, 0 or more (a metric count). */
-  count(field: string): number {
+  /** A whole number from 0 to `max` (a metric count; `max` is the column's range where it is narrower). */
+  count(field: string, max = Number.MAX_SAFE_INTEGER): number {
     const value = this.#required(field);
     if (value === undefined) return 0;
-    if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;
-    this.fail(field, `must be a whole number, 0 or more; got ${shown(value)}`);
+    if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 && value <= max) return value;
+    this.fail(field, max === Number.MAX_SAFE_INTEGER ? `must be a whole number, 0 or more; got ${shown(value)}` : `must be a whole number from 0 to ${max}; got ${shown(value)}`);
     return 0;
   }
 
   /** A whole number from 1 to `max`. */
-  positive(field: string, max = 2 ** 31 - 1): number {
+  positive(field: string, max = INT32_MAX): number {
     const value = this.#required(field);
     if (value === undefined) return 1;
     if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 1 && value <= max) return value;
@@ -576,12 +579,12 @@ function readMedia(r: LineReader): MediaRecord {
   const kind = kindOf(contentType);
   const filename = r.name('filename', 255);
   const byteSize = r.positive('byteSize', maxBytes(kind));
-  const width = r.positive('width');
-  const height = r.positive('height');
+  const width = r.positive('width', MAX_DIMENSION);
+  const height = r.positive('height', MAX_DIMENSION);
   let durationMs: number | null = null;
   if (r.raw('durationMs') !== undefined && r.raw('durationMs') !== null) {
     if (kind === 'image') r.fail('durationMs', 'is only for videos');
-    else durationMs = r.count('durationMs');
+    else durationMs = r.count('durationMs', MAX_DURATION_MS);
   }
   const hex = r.raw('sha256');
   let sha256 = Buffer.alloc(32);
@@ -620,7 +623,7 @@ function readPost(r: LineReader): PostRecord {
 function readOrganic(r: LineReader): OrganicRecord {
   return {
     type: 'organicMetrics', line: r.line, workspaceId: r.ref('workspaceId'), date: r.date('date'), platform: r.oneOf('platform', SOCIAL_PLATFORMS),
-    posts: r.count('posts'), impressions: r.count('impressions'), reach: r.count('reach'), likes: r.count('likes'),
+    posts: r.count('posts', INT32_MAX), impressions: r.count('impressions'), reach: r.count('reach'), likes: r.count('likes'),
     comments: r.count('comments'), shares: r.count('shares'), saves: r.count('saves'),
   };
 }
@@ -641,18 +644,18 @@ function readReviewDay(r: LineReader): ReviewDayRecord {
   } else {
     for (const [rating, count] of Object.entries(raw)) {
       if (!['1', '2', '3', '4', '5'].includes(rating)) r.fail(`newReviews.${rating}`, 'is not a star rating (1 to 5)');
-      else if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 0 || count > 2 ** 31 - 1) r.fail(`newReviews.${rating}`, `must be a whole number, 0 or more; got ${shown(count)}`);
+      else if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 0 || count > INT32_MAX) r.fail(`newReviews.${rating}`, `must be a whole number, 0 or more; got ${shown(count)}`);
       else newReviews[Number(rating) - 1] = count;
     }
   }
-  const responded = r.count('responded');
+  const responded = r.count('responded', INT32_MAX);
   const received = newReviews.reduce((a, b) => a + b, 0);
   if (responded > received) r.fail('responded', `must not exceed the ${received} new reviews of the day`);
   return { type: 'reviewDay', line: r.line, workspaceId: r.ref('workspaceId'), date: r.date('date'), newReviews, responded };
 }
 
 function readHubCpm(r: LineReader): HubCpmRecord {
-  return { type: 'hubCpm', line: r.line, hubId: r.ref('hubId'), platform: r.oneOf('platform', SOCIAL_PLATFORMS), cpmCents: r.cents('cpmCents') };
+  return { type: 'hubCpm', line: r.line, hubId: r.ref('hubId'), platform: r.oneOf('platform', SOCIAL_PLATFORMS), cpmCents: r.cents('cpmCents', INT32_MAX) };
 }
 
 const READERS: Record<ImportType, (r: LineReader) => ImportRecord> = {
