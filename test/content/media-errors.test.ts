@@ -6,26 +6,24 @@
 import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { sql } from 'kysely';
-import pino from 'pino';
 import { connect, type Db } from '../../src/db/database.ts';
 import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
 import * as fx from '../support/fixtures.ts';
 import { callError, callOk, newClient, transport } from '../support/mcp-client.ts';
 import { movie, png } from '../support/media-files.ts';
 import { api, authorize, exchangeCode, registerClient, startLiveApp, type LiveApp } from '../support/oauth-flow.ts';
-import { TcpProxy } from '../support/tcp-proxy.ts';
+import { captureLog } from '../support/log.ts';
+import { proxyDatabase, type TcpProxy } from '../support/tcp-proxy.ts';
 
 const REDIRECT = 'http://127.0.0.1:9/callback';
 const USER = { email: 'pat@acme.test', password: 'pat password 12' };
 // What no response body may ever contain: PostgreSQL's words, addresses, the parser's words.
 const LEAKS = /out of range|integer|ECONN|127\.0\.0\.1|postgres|busboy|Unexpected end|terminated early|secret internals|at \S+\.ts/i;
 
-const lines: Record<string, any>[] = [];
-const sink = new Writable({ write(chunk, _encoding, done) { lines.push(JSON.parse(String(chunk))); done(); } });
+const { logger, lines } = captureLog('info');
 let proxy: TcpProxy;
 let proxied: Db;
 let live: LiveApp;
@@ -34,14 +32,11 @@ let mcp: Client;
 
 before(async () => {
   live = await startLiveApp({
-    logger: pino({ level: 'info' }, sink),
+    logger,
     appDb: async (db) => {
-      const direct = new URL(db.url);
-      proxy = new TcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
-      const viaProxy = new URL(db.url);
-      viaProxy.hostname = '127.0.0.1';
-      viaProxy.port = String(await proxy.start());
-      proxied = connect(viaProxy.toString());
+      const through = await proxyDatabase(db.url);
+      proxy = through.proxy;
+      proxied = connect(through.url);
       return proxied;
     },
   });

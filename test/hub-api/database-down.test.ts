@@ -13,7 +13,7 @@ import { createKey, revokeKey } from '../../src/domain/api-keys/api-key.reposito
 import { openDiskMediaStore } from '../../src/domain/media/media-store.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import * as fx from '../support/fixtures.ts';
-import { TcpProxy } from '../support/tcp-proxy.ts';
+import { proxyDatabase, type TcpProxy } from '../support/tcp-proxy.ts';
 
 let db: TestDb;
 let proxy: TcpProxy;
@@ -22,15 +22,11 @@ let app: App;
 
 before(async () => {
   db = await createTestDb();
-  const direct = new URL(db.url);
-  proxy = new TcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
-  const port = await proxy.start();
-  const viaProxy = new URL(db.url);
-  viaProxy.hostname = '127.0.0.1';
-  viaProxy.port = String(port);
+  const through = await proxyDatabase(db.url);
+  proxy = through.proxy;
   // A short read timeout, so that the stalled database of the second test is noticed quickly.
-  proxied = connect(viaProxy.toString(), { readTimeoutMs: 1_500 });
-  const config = loadConfig({ DATABASE_URL: viaProxy.toString(), LOG_LEVEL: 'silent' });
+  proxied = connect(through.url, { readTimeoutMs: 1_500 });
+  const config = loadConfig({ DATABASE_URL: through.url, LOG_LEVEL: 'silent' });
   // No periodic usage flush during the test: the test flushes when it wants to.
   app = await buildApp({ config, db: proxied, logger: false, usageFlushMs: 3_600_000, publisher: false, media: await openDiskMediaStore(await mkdtemp(path.join(tmpdir(), 'hubops-test-media-'))) });
 });

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
-import pino from 'pino';
 import { connect, type Db } from '../../src/db/database.ts';
 import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
 import * as fx from '../support/fixtures.ts';
 import { authorize, Browser, exchangeCode, oauth, refresh, registerClient, startLiveApp, type LiveApp } from '../support/oauth-flow.ts';
-import { TcpProxy } from '../support/tcp-proxy.ts';
+import { captureLog } from '../support/log.ts';
+import { proxyDatabase, type TcpProxy } from '../support/tcp-proxy.ts';
 
 // With PostgreSQL unreachable the OAuth endpoints answer 503 with Retry-After and an OAuth error
 // body (an error page for the browser), never a 500; oidc-provider's server errors are logged
@@ -16,22 +15,18 @@ import { TcpProxy } from '../support/tcp-proxy.ts';
 const REDIRECT = 'http://127.0.0.1:9/callback';
 const ADMIN = { email: 'ada@acme.test', password: 'correct horse battery' };
 
-const lines: Record<string, any>[] = [];
-const sink = new Writable({ write(chunk, _encoding, done) { lines.push(JSON.parse(String(chunk))); done(); } });
+const { logger, lines } = captureLog('info');
 let proxy: TcpProxy;
 let proxied: Db;
 let live: LiveApp;
 
 before(async () => {
   live = await startLiveApp({
-    logger: pino({ level: 'info' }, sink),
+    logger,
     appDb: async (db) => {
-      const direct = new URL(db.url);
-      proxy = new TcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
-      const viaProxy = new URL(db.url);
-      viaProxy.hostname = '127.0.0.1';
-      viaProxy.port = String(await proxy.start());
-      proxied = connect(viaProxy.toString());
+      const through = await proxyDatabase(db.url);
+      proxy = through.proxy;
+      proxied = connect(through.url);
       return proxied;
     },
   });

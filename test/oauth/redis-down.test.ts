@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
-import pino from 'pino';
 import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
 import { freePort } from '../../src/platform/net.ts';
 import { RedisRateLimiter } from '../../src/platform/redis-rate-limit.ts';
 import * as fx from '../support/fixtures.ts';
+import { captureLog } from '../support/log.ts';
 import { authorize, Browser, exchangeCode, registerClient, startLiveApp, type LiveApp } from '../support/oauth-flow.ts';
 
 // With Redis down, sign-in still works — the web admin form and the OAuth sign-in page — as the
@@ -17,8 +16,7 @@ import { authorize, Browser, exchangeCode, registerClient, startLiveApp, type Li
 const REDIRECT = 'http://127.0.0.1:9/callback';
 const ADMIN = { email: 'ada@acme.test', password: 'correct horse battery' };
 
-const lines: Record<string, any>[] = [];
-const sink = new Writable({ write(chunk, _encoding, done) { lines.push(JSON.parse(String(chunk))); done(); } });
+const { logger, lines } = captureLog('info');
 let redis: ChildProcess;
 let limiter: RedisRateLimiter;
 let live: LiveApp;
@@ -35,7 +33,7 @@ before(async () => {
       if (Date.now() > deadline) throw error;
     }
   }
-  live = await startLiveApp({ limiter, logger: pino({ level: 'info' }, sink) });
+  live = await startLiveApp({ limiter, logger });
   await fx.account(live.db, 'acc_api');
   await fx.hub(live.db, 'h1', 'acc_api');
   await createUser(live.db, { ...ADMIN, firstname: 'Ada', lastname: 'Lee', hubId: 'h1', role: 'hub_admin' });

@@ -8,7 +8,7 @@ import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
 import { UsageRecorder } from '../../src/domain/api-keys/usage-recorder.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import * as fx from '../support/fixtures.ts';
-import { TcpProxy } from '../support/tcp-proxy.ts';
+import { proxyDatabase, type TcpProxy } from '../support/tcp-proxy.ts';
 
 let db: TestDb;
 let proxy: TcpProxy;
@@ -16,12 +16,9 @@ let proxied: Db;
 
 before(async () => {
   db = await createTestDb();
-  const direct = new URL(db.url);
-  proxy = new TcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
-  const viaProxy = new URL(db.url);
-  viaProxy.hostname = '127.0.0.1';
-  viaProxy.port = String(await proxy.start());
-  proxied = connect(viaProxy.toString());
+  const through = await proxyDatabase(db.url);
+  proxy = through.proxy;
+  proxied = connect(through.url);
   await fx.account(db, 'acc_u');
   await fx.hub(db, 'hub_u', 'acc_u');
 });

@@ -93,3 +93,13 @@ export class TcpProxy {
     await this.cut();
   }
 }
+
+/** A started proxy in front of the database at `url`, and the URL that goes through it. */
+export async function proxyDatabase(url: string): Promise<{ proxy: TcpProxy; url: string }> {
+  const direct = new URL(url);
+  const proxy = new TcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
+  const viaProxy = new URL(url);
+  viaProxy.hostname = '127.0.0.1';
+  viaProxy.port = String(await proxy.start());
+  return { proxy, url: viaProxy.toString() };
+}

@@ -4,17 +4,15 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
-import pino from 'pino';
 import { buildApp, type App } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { account, hub } from '../support/fixtures.ts';
+import { captureLog } from '../support/log.ts';
 
-const lines: { level: number; msg?: string; err?: unknown }[] = [];
-const sink = new Writable({ write(chunk, _encoding, done) { lines.push(JSON.parse(String(chunk))); done(); } });
+const { logger, lines } = captureLog('trace');
 let db: TestDb;
 let app: App;
 let dataDir: string;
@@ -24,7 +22,7 @@ before(async () => {
   db = await createTestDb();
   dataDir = await mkdtemp(path.join(tmpdir(), 'hubops-embed-hostile-'));
   const config = loadConfig({ DATABASE_URL: db.url, BASE_URL: 'http://hubops.test', DATA_DIR: dataDir });
-  app = await buildApp({ config, db, logger: pino({ level: 'trace' }, sink), publisher: false });
+  app = await buildApp({ config, db, logger, publisher: false });
   await account(db);
   await hub(db, 'hub_1');
   kid = (await createKey(db, { hubId: 'hub_1', name: 'embed', scope: 'embed' })).id;
