@@ -67,9 +67,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     routerOptions: { ignoreTrailingSlash: true },
     bodyLimit: BODY_LIMIT,
     // A malformed URL or an overlong path segment: our error body, not Fastify's.
-    frameworkErrors: (error, _request, reply) => {
-      const refusal = fromFrameworkError(error, BODY_LIMIT) ?? new ApiError(500, 'internal_error', 'Something went wrong on our side.');
-      return (reply as FastifyReply).code(refusal.status).send(refusal.body());
+    frameworkErrors: (error, request, reply) => {
+      const refusal = fromFrameworkError(error, request.routeOptions?.bodyLimit ?? BODY_LIMIT);
+      if (refusal) return (reply as FastifyReply).code(refusal.status).send(refusal.body());
+      request.log.error({ err: error }, 'request failed');
+      return (reply as FastifyReply).code(500).send({ error: 'internal_error', message: 'Something went wrong on our side.', requestId: request.id });
     },
   });
   // Bodies are JSON (or what a route parses itself): a text/plain body is refused with 415, not
@@ -108,7 +110,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       request.log.warn({ err: error }, 'database unavailable');
       return reply.code(503).header('retry-after', '5').send({ error: 'service_unavailable', message: 'The service is temporarily unavailable; retry shortly.' });
     }
-    const refusal = fromFrameworkError(error as FastifyError, BODY_LIMIT);
+    const refusal = fromFrameworkError(error as FastifyError, request.routeOptions.bodyLimit ?? BODY_LIMIT);
     if (refusal) return reply.code(refusal.status).send(refusal.body());
     request.log.error({ err: error }, 'request failed');
     return reply.code(500).send({ error: 'internal_error', message: 'Something went wrong on our side.', requestId: request.id });

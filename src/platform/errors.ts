@@ -54,6 +54,7 @@ export function fromFrameworkError(error: { code?: unknown; statusCode?: unknown
   const status = typeof error.statusCode === 'number' ? error.statusCode : undefined;
   // The JSON parser's SyntaxError (also a forbidden key such as __proto__).
   if (status === 400 && error.name === 'SyntaxError') return refuse('The body is not valid JSON (keys such as __proto__ are refused).');
+  if (status === 413) return new ApiError(413, 'payload_too_large', `The request body is larger than ${bodyLimit} bytes.`);
   if (status !== undefined && status >= 400 && status < 500) return new ApiError(status, 'invalid_request', 'The request could not be read.');
   return undefined;
 }

@@ -53,17 +53,20 @@ export class MemoryRateLimiter implements RateLimiter {
   // Per key, the times of the counted requests, oldest first.
   readonly #logs = new Map<string, number[]>();
   readonly #sweeper: NodeJS.Timeout;
+  // The longest window asked for so far: a key is forgotten only once it cannot matter to any.
+  #longestWindowMs = 60_000;
 
   constructor(sweepEveryMs = 60_000) {
     // Forget keys whose newest request is older than any window we use (a bounded map).
     this.#sweeper = setInterval(() => {
-      const cutoff = Date.now() - 10 * 60_000;
+      const cutoff = Date.now() - this.#longestWindowMs;
       for (const [key, log] of this.#logs) if ((log[log.length - 1] ?? 0) < cutoff) this.#logs.delete(key);
     }, sweepEveryMs);
     this.#sweeper.unref();
   }
 
   #window(key: string, windowMs: number, nowMs: number): number[] {
+    if (windowMs > this.#longestWindowMs) this.#longestWindowMs = windowMs;
     const log = this.#logs.get(key) ?? [];
     let drop = 0;
     while (drop < log.length && log[drop]! <= nowMs - windowMs) drop++;

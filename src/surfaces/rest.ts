@@ -63,15 +63,16 @@ export function nestsDeeperThan(value: unknown, max: number): boolean {
 /**
  * The input rule at the door of every route, operation or not (a preValidation hook): JSON bodies
  * no deeper than MAX_JSON_DEPTH, so nothing recursive ever meets hostile nesting, and path
- * parameters and query strings without forbidden characters (platform/text.ts), so none reaches
- * SQL. Bodies' text is checked by each operation (validateInput), where MCP tool arguments are
- * too, so that a tool gets a tool error rather than an HTTP one.
+ * parameters, query strings and HTML form bodies without forbidden characters (platform/text.ts),
+ * so none reaches SQL. JSON bodies' text is checked by each operation (validateInput), where MCP
+ * tool arguments are too, so that a tool gets a tool error rather than an HTTP one.
  */
 export function checkInbound(request: FastifyRequest): void {
   if (request.body !== null && typeof request.body === 'object' && nestsDeeperThan(request.body, MAX_JSON_DEPTH)) {
     throw invalidRequest([{ field: '(body)', message: `must not nest objects and arrays more than ${MAX_JSON_DEPTH} levels deep` }]);
   }
-  for (const part of [request.params, request.query]) {
+  const form = request.headers['content-type']?.startsWith('application/x-www-form-urlencoded') ? request.body : undefined;
+  for (const part of [request.params, request.query, form]) {
     const field = findForbiddenText(part);
     if (field !== undefined) throw invalidRequest([{ field, message: FORBIDDEN_CHARACTER_MESSAGE }]);
   }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { request } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
@@ -100,10 +101,20 @@ describe('dynamic registration (item 14)', () => {
     assert.ok(!text.includes('sha256:') && !text.includes(created.body.client_secret), text);
   });
 
-  test('failed client authentication is limited per client id: 429 with Retry-After, the right secret too, until the window moves', async () => {
+  test('failed client authentication is limited per client id and address: 429 with Retry-After, the right secret too, until the window moves', async () => {
     const client = await registerClient(live, { confidential: true, redirectUri: REDIRECT });
-    const attempt = (secret: string) =>
-      fetch(live.as.token_endpoint!, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: 'x', client_id: client.client.client_id, client_secret: secret }) });
+    const form = (secret: string) => new URLSearchParams({ grant_type: 'refresh_token', refresh_token: 'x', client_id: client.client.client_id, client_secret: secret });
+    const attempt = (secret: string) => fetch(live.as.token_endpoint!, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form(secret) });
+    /** The same request from another loopback address (fetch cannot choose its source address). */
+    const attemptFrom = (localAddress: string, secret: string) =>
+      new Promise<number>((resolve, reject) => {
+        const sent = request(live.as.token_endpoint!, { method: 'POST', localAddress, headers: { 'content-type': 'application/x-www-form-urlencoded' } }, (response) => {
+          response.resume();
+          resolve(response.statusCode!);
+        });
+        sent.on('error', reject);
+        sent.end(form(secret).toString());
+      });
     assert.equal((await attempt(client.secret!)).status, 400, 'right secret: authenticated (then invalid_grant); not counted');
     const statuses: number[] = [];
     for (let i = 0; i < OAUTH_LIMITS.clientAuthFailures.limit + 1; i++) statuses.push((await attempt(`wrong-${i}`)).status);
@@ -114,6 +125,8 @@ describe('dynamic registration (item 14)', () => {
     const body = (await limited.json()) as { error?: string; error_description?: string };
     assert.equal(body.error, 'rate_limited');
     assert.equal(typeof body.error_description, 'string');
+    // A client id is public: failures from one address must not lock the client out elsewhere.
+    assert.equal(await attemptFrom('127.0.0.2', client.secret!), 400, 'the same client from another address: authenticated');
     const other = await registerClient(live, { confidential: true, redirectUri: REDIRECT });
     await assert.rejects(refresh(live, other, 'x'), (error: { error?: string }) => error.error === 'invalid_grant', 'another client is not affected');
     live.clock.advance(OAUTH_LIMITS.clientAuthFailures.windowMs + 1_000);

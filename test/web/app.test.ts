@@ -123,3 +123,19 @@ test('a cookie with a broken %-escape is ignored, never a 500', async () => {
     assert.ok(r.statusCode < 500, `${url}: ${r.statusCode}`);
   }
 });
+
+test('a form field with a NUL (or another forbidden character) is a 400 page naming it, never a 500; nothing is written', async () => {
+  const b = await signedIn();
+  const api = await (await b.fetch(`${web.baseUrl}/app/hubs/${HUB}/settings/api`)).text();
+  const keysBefore = await web.db.kysely.selectFrom('api_keys').select((e) => e.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+  for (const name of ['bad\u0000name', 'bell \u0007 character']) {
+    const refused = await b.fetch(`${web.baseUrl}/app/hubs/${HUB}/settings/api/keys`, form({ csrf: hidden(api, 'csrf'), form_token: hidden(api, 'form_token'), name, scope: 'read' }));
+    assert.equal(refused.status, 400, name);
+    assert.match(refused.headers.get('content-type') ?? '', /text\/html/);
+    assert.match(await refused.text(), /name: must not contain control characters/);
+  }
+  const signIn = await new Browser().fetch(`${web.baseUrl}/app/sign-in`, form({ csrf: 'x', email: 'a\u0000@b.test', password: 'p' }));
+  assert.equal(signIn.status, 400);
+  const keysAfter = await web.db.kysely.selectFrom('api_keys').select((e) => e.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+  assert.deepEqual(keysAfter, keysBefore);
+});

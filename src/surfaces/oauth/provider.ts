@@ -186,13 +186,15 @@ export function createAuthorizationServer(config: Config, db: Db, secrets: Autho
 
   // Client secrets are stored hashed (see adapter.ts), so compare the hash of what was presented.
   // oidc-provider still does all of client authentication; only the comparison is ours. Each
-  // attempt takes a unit of the client's failure window and a match gives it back, so only
-  // failures count; once the window is full every attempt is refused (429), the right secret too.
+  // attempt takes a unit of the failure window of this client *from this address* and a match
+  // gives it back, so only failures count; once the window is full every attempt from that
+  // address is refused (429), the right secret too. Per address, because a client id is public:
+  // failures sent from elsewhere must not lock the client's own servers out.
   (provider.Client.prototype as unknown as { compareClientSecret(actual: string): Promise<boolean> }).compareClientSecret = async function (
     this: { clientId: string; clientSecret?: string },
     actual: string,
   ) {
-    const attempt = await charge(`oauth-client-auth-fail:${this.clientId}`, OAUTH_LIMITS.clientAuthFailures);
+    const attempt = await charge(`oauth-client-auth-fail:${this.clientId}:${Provider.ctx?.req.socket.remoteAddress ?? ''}`, OAUTH_LIMITS.clientAuthFailures);
     if (attempt && !attempt.allowed) {
       const retryAfter = attempt.decisions[0]!.resetSeconds;
       Provider.ctx?.set('retry-after', String(retryAfter));

@@ -17,7 +17,7 @@ import { optInSummary } from '../../domain/opt-ins/opt-in.service.ts';
 import { PERIODS, type Period } from '../../domain/periods.ts';
 import { spendByWorkspace, type SpendReportCache } from '../../domain/spend/spend.service.ts';
 import type { Clock } from '../../platform/clock.ts';
-import { ApiError } from '../../platform/errors.ts';
+import { ApiError, fromFrameworkError } from '../../platform/errors.ts';
 import type { RateLimiter } from '../../platform/rate-limit.ts';
 import { APP_JS } from './assets.ts';
 import { csvLine, optInCsvHeader, optInCsvValues } from './csv.ts';
@@ -100,12 +100,12 @@ export async function webPlugin(app: FastifyInstance, deps: WebDeps): Promise<vo
       request.log.warn({ err: error }, 'database unavailable');
       return refuse(reply.header('retry-after', '5'), 503, 'Temporarily unavailable', 'hubops cannot reach its database right now. Try again in a few seconds.');
     }
-    // Fastify's refusals carry statusCode; ours (the input rule at the door, rest.ts) are ApiErrors.
-    const status = error instanceof ApiError ? error.status : (error as { statusCode?: number }).statusCode;
-    if (status && status >= 400 && status < 500) {
+    // Ours (the input rule at the door, rest.ts) are ApiErrors; Fastify's own, in our words.
+    const refusal = error instanceof ApiError ? error : fromFrameworkError(error, request.routeOptions.bodyLimit ?? 0);
+    if (refusal && refusal.status < 500) {
       // Whatever is wrong with an embed request, the embedding site gets the embed refusal page.
       if (request.url.startsWith(`${base}/embed/`)) return embedRefusal(reply, 'The embed token is malformed.');
-      return refuse(reply, status, 'Bad request', error.message);
+      return refuse(reply, refusal.status, 'Bad request', refusal.message);
     }
     request.log.error({ err: error }, 'web request failed');
     return refuse(reply, 500, 'Something went wrong', `Something went wrong on our side (request ${request.id}).`);
