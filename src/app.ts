@@ -199,14 +199,17 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     usage,
     close: async () => {
       clearInterval(cleanup);
-      await fastify.close();
-      await publisher.stop();
-      await revocations.close();
-      if (!deps.limiter) await limiter.close();
-      // After fastify.close: no upload is in flight, so this process's staging can go.
-      if (!deps.media) await media.close();
-      // Last: it may reject, reporting counts it could not write.
-      await usage.close();
+      try {
+        await fastify.close();
+        await publisher.stop();
+        await revocations.close();
+        if (!deps.limiter) await limiter.close();
+        // After fastify.close: no upload is in flight, so this process's staging can go.
+        if (!deps.media) await media.close();
+      } finally {
+        // Last, and whatever failed before: it may reject, reporting counts it could not write.
+        await usage.close();
+      }
     },
   };
 }

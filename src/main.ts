@@ -96,6 +96,8 @@ if (demo) {
 process.stdout.write(`${lines.join('\n')}\n\n`);
 
 const STOP_GRACE_MS = 20_000;
+/** After the grace period, how long the closing steps (flush retries, database stop) may take. */
+const STOP_STEPS_MS = 15_000;
 // `npm start` forwards the signals it gets, and a kill of the process group (Ctrl-C, systemd's
 // KillMode=control-group) also reaches us directly: one more signal soon after the first is that
 // duplicate. Any signal beyond it forces the exit.
@@ -126,6 +128,13 @@ async function stop(reason: string, exitCode: number): Promise<void> {
     server.fastify.server.closeAllConnections();
   }, STOP_GRACE_MS);
   deadline.unref();
+  // Nor may a step that hangs (a database that stopped answering): past this, exit regardless —
+  // after an uncaught error no signal may come to force it. The postmaster stops on exit.
+  const lastResort = setTimeout(() => {
+    log.error('stop did not finish in time: exiting; unwritten key usage is lost');
+    process.exit(1);
+  }, STOP_GRACE_MS + STOP_STEPS_MS);
+  lastResort.unref();
   let code = exitCode;
   // Each step runs even when one before it failed: the database is stopped in every case.
   for (const [step, close] of [['app', () => server.close()], ['rate limiter', () => limiter.close()], ['database', () => database.close()]] as const) {

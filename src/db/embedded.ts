@@ -6,6 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { DomainError } from '../platform/errors.ts';
 import { freePort } from '../platform/net.ts';
+import { ownProcessMark, pidExists, processRunning } from '../platform/process.ts';
 
 // The embedded default (contract §1): a real PostgreSQL under $DATA_DIR/postgres, started and
 // stopped with the process. When another hubops process (the server, say, while the CLI runs)
@@ -31,6 +32,8 @@ const USER = 'postgres';
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 /** How long a starting server waits for a postmaster another process runs in its DATA_DIR to stop. */
 const OWNER_WAIT_MS = 15_000;
+/** Names the process that started the running postmaster (see stopOrphan). */
+const OWNER_FILE = 'postgres.owner';
 const run = promisify(execFile);
 
 interface Binaries {
@@ -87,9 +90,37 @@ async function checkReachable(paths: string[], user: { uid: number; gid: number 
   }
 }
 
+/**
+ * The environment of PostgreSQL's programs: what they need and nothing of ours (the server's own
+ * variables, HUBOPS_SECRETS_KEY among them, must not be readable through the postmaster).
+ */
+function programEnv(): NodeJS.ProcessEnv {
+  return { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C', ...(process.env.TZ ? { TZ: process.env.TZ } : {}) };
+}
+
+/**
+ * A postmaster whose owner (the process that started it, named in `postgres.owner`) is gone —
+ * killed with SIGKILL, say — is stopped, so that a new start does not wait on it or share it.
+ */
+async function stopOrphan(root: string, dir: string): Promise<void> {
+  const mark = await readFile(path.join(root, OWNER_FILE), 'utf8').catch(() => '');
+  if ((await processRunning(mark.trim())) !== false) return;
+  const pid = Number((await readFile(path.join(dir, 'postmaster.pid'), 'utf8').catch(() => '')).split('\n')[0]);
+  if (!(pid > 0)) return;
+  try {
+    process.kill(pid, 'SIGINT');
+  } catch {
+    return;
+  }
+  // Its pid file goes when it has shut down (the pid itself may linger as a zombie nobody reaps).
+  for (const deadline = Date.now() + OWNER_WAIT_MS; existsSync(path.join(dir, 'postmaster.pid')) && Date.now() < deadline; ) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 /** Runs a PostgreSQL program to completion; on failure, an error quoting the end of its output. */
 async function runProgram(file: string, args: string[], user: { uid: number; gid: number } | undefined): Promise<void> {
-  const child = spawn(file, args, { ...user, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
+  const child = spawn(file, args, { ...user, stdio: ['ignore', 'pipe', 'pipe'], env: programEnv() });
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -105,15 +136,6 @@ async function runProgram(file: string, args: string[], user: { uid: number; gid
   }
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** The port of a live postmaster in `dir`, read from postmaster.pid (line 1 pid, line 4 port). */
 async function runningPort(dir: string): Promise<number | undefined> {
   const pidFile = path.join(dir, 'postmaster.pid');
@@ -121,7 +143,7 @@ async function runningPort(dir: string): Promise<number | undefined> {
   const lines = (await readFile(pidFile, 'utf8')).split('\n');
   const pid = Number(lines[0]);
   const port = Number(lines[3]);
-  return pid > 0 && port > 0 && isAlive(pid) ? port : undefined;
+  return pid > 0 && port > 0 && pidExists(pid) ? port : undefined;
 }
 
 /**
@@ -130,7 +152,7 @@ async function runningPort(dir: string): Promise<number | undefined> {
  */
 function spawnPostmaster(file: string, dir: string, port: number, user: { uid: number; gid: number } | undefined, log: (line: string) => void): { child: ChildProcess; ready: Promise<void> } {
   const args = ['-D', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200', '-c', 'lc_messages=C'];
-  const child = spawn(file, args, { ...user, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
+  const child = spawn(file, args, { ...user, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: programEnv() });
   let recent = '';
   const ready = new Promise<void>((resolve, reject) => {
     child.stderr!.on('data', (chunk: Buffer) => {
@@ -164,6 +186,7 @@ export async function startEmbedded(dataDir: string, options: { persistent?: boo
   const password = (await readFile(passwordFile, 'utf8')).trim();
   const urlFor = (port: number) => `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
 
+  if (await runningPort(dir)) await stopOrphan(root, dir);
   let existing = await runningPort(dir);
   if (existing && options.exclusive) {
     for (const deadline = Date.now() + OWNER_WAIT_MS; existing && Date.now() < deadline; existing = await runningPort(dir)) {
@@ -194,6 +217,8 @@ export async function startEmbedded(dataDir: string, options: { persistent?: boo
   const port = await freePort();
   const { child: postmaster, ready } = spawnPostmaster(bin.postgres, dir, port, user, options.log ?? (() => {}));
   const exited = new Promise<void>((resolve) => postmaster.once('exit', () => resolve()));
+  const ownerFile = path.join(root, OWNER_FILE);
+  await writeFile(ownerFile, await ownProcessMark());
   // From here on, whatever ends this process (process.exit, a forced stop, an uncaught error),
   // the detached postmaster must not outlive it: SIGINT is PostgreSQL's fast shutdown.
   const onExit = () => postmaster.kill('SIGINT');
@@ -215,6 +240,7 @@ export async function startEmbedded(dataDir: string, options: { persistent?: boo
       for (const name of STOP_SIGNALS) process.off(name, onSignal);
       if (postmaster.exitCode === null && postmaster.signalCode === null) postmaster.kill('SIGINT');
       await exited;
+      await rm(ownerFile, { force: true });
       if (options.persistent === false) await rm(dir, { recursive: true, force: true });
     })());
   await ready.catch(async (error) => {

@@ -3,7 +3,7 @@
 // on the embedded database and on an external one; the process exits 0 and leaves no postmaster.
 // Item 19 (binding): with the embedded database and no HOST the server listens on 127.0.0.1 only.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -92,4 +92,27 @@ test('HOST overrides the loopback default of the embedded database', { timeout: 
   running.push(server);
   assert.equal(await reachableBeyond127001(server), true);
   await stopGroup(server, 'SIGTERM', dataDir);
+});
+
+test('after kill -9 of the server, the next start stops the orphaned postmaster and starts at once, on the same data', { timeout: 300_000 }, async () => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'hubops-kill9-'));
+  await chmod(dataDir, 0o755);
+  cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+  const env = hubopsEnv({ dataDir });
+  const first = await startServer(NODE, [path.join(ROOT, 'src/main.ts')], env);
+  running.push(first);
+  const { key } = demoKey(first.output());
+  const orphan = postmasterPid(dataDir)!;
+  process.kill(serverPid(first.output()), 'SIGKILL');
+  await first.exited;
+  assert.ok(isAlive(orphan), 'the postmaster, in its own session, outlives a SIGKILLed server');
+
+  const startedAt = Date.now();
+  const second = await startServer(NODE, [path.join(ROOT, 'src/main.ts')], env);
+  running.push(second);
+  assert.ok(Date.now() - startedAt < 12_000, `started in ${Date.now() - startedAt} ms, without waiting out the owner timeout`);
+  assert.ok(!isAlive(orphan) || /\) Z /.test(readFileSync(`/proc/${orphan}/stat`, 'utf8')), 'the orphaned postmaster was stopped');
+  assert.notEqual(postmasterPid(dataDir), orphan);
+  await callHubApi(second, key, 1);
+  await stopGroup(second, 'SIGTERM', dataDir);
 });

@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rename, rm, rmdir, stat, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, rmdir, stat, type FileHandle } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
+import { ownProcessMark, processRunning } from '../../platform/process.ts';
 import type { ByteSource } from './media-info.ts';
 
 /**
@@ -43,41 +44,13 @@ function checkKey(key: string): string {
 // its name) and the process's start time tell a directory whose process is gone from one whose
 // pid was reused, so a crashed process's staging can be removed at once, whatever its age.
 const HOST = createHash('sha256').update(hostname()).digest('hex').slice(0, 8);
-const OWNED = /^([0-9a-f]{8})-(\d+)-(\w+)$/;
-const startedAt = `t${Date.now() - Math.round(process.uptime() * 1000)}`;
-
-/** A process's start time in clock ticks since boot (Linux `/proc/<pid>/stat` field 22). */
-async function processStart(pid: number): Promise<string | undefined> {
-  try {
-    const fields = await readFile(`/proc/${pid}/stat`, 'utf8');
-    // The command name (field 2) may hold spaces and parentheses: count from its closing one.
-    return fields.slice(fields.lastIndexOf(')') + 2).split(' ')[19];
-  } catch {
-    return undefined;
-  }
-}
-
-function pidExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+const OWNED = /^([0-9a-f]{8})-(\d+-\w+)$/;
 
 /** Whether a staging directory's process still runs: true, false, or undefined (cannot tell). */
 async function ownerAlive(name: string): Promise<boolean | undefined> {
   const match = OWNED.exec(name);
   if (!match || match[1] !== HOST) return undefined;
-  const pid = Number(match[2]);
-  const start = match[3]!;
-  // Where /proc exists the start time is exact; elsewhere (named `t<ms>`) the pid alone decides.
-  if (start.startsWith('t')) return pidExists(pid);
-  const actual = await processStart(pid);
-  if (actual !== undefined) return actual === start;
-  // No /proc entry: gone, unless the pid exists but is hidden from us (hidepid) — then unknown.
-  return pidExists(pid) ? undefined : false;
+  return processRunning(match[2]!);
 }
 
 export interface DiskMediaStoreOptions {
@@ -88,7 +61,7 @@ export interface DiskMediaStoreOptions {
 /** Files under `root` (e.g. `$DATA_DIR/media`): `root/<key>`, staged in `root/.staging/<process>`. */
 export async function openDiskMediaStore(root: string, options: DiskMediaStoreOptions = {}): Promise<MediaStore> {
   const staging = path.join(root, STAGING_DIR);
-  const own = `${HOST}-${process.pid}-${(await processStart(process.pid)) ?? startedAt}`;
+  const own = `${HOST}-${await ownProcessMark()}`;
   const mine = path.join(staging, own);
   await mkdir(mine, { recursive: true, mode: 0o700 });
   await sweepStaging(staging, own);
