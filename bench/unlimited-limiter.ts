@@ -1,4 +1,4 @@
-import type { RateCharge, RateDecision, RateLimiter, RateWindow } from '../src/platform/rate-limit.ts';
+import { allowedCharge, type RateCharge, type RateDecision, type RateLimiter, type RateWindow } from '../src/platform/rate-limit.ts';
 
 /** Bench-only: a limiter that lets everything through, to measure the API without its limits. */
 export class UnlimitedRateLimiter implements RateLimiter {
@@ -6,7 +6,7 @@ export class UnlimitedRateLimiter implements RateLimiter {
     return { allowed: true, limit, remaining: limit, resetSeconds: windowMs / 1000 };
   }
   async hitAll(windows: RateWindow[]): Promise<RateCharge> {
-    return { allowed: true, decisions: windows.map((w) => ({ allowed: true, limit: w.limit, remaining: w.limit, resetSeconds: w.windowMs / 1000 })), counted: [] };
+    return allowedCharge(windows);
   }
   async refund(): Promise<void> {}
   async count(): Promise<number> {

@@ -42,6 +42,11 @@ export interface RateLimiter {
   close(): Promise<void>;
 }
 
+/** A charge that counted nothing and refused nothing: what a limiter that cannot answer yields (limits fail open). */
+export function allowedCharge(windows: RateWindow[]): RateCharge {
+  return { allowed: true, decisions: windows.map((w) => ({ allowed: true, limit: w.limit, remaining: w.limit, resetSeconds: w.windowMs / 1000 })), counted: [] };
+}
+
 export const decide = (allowed: boolean, limit: number, used: number, oldestMs: number, windowMs: number, nowMs: number): RateDecision => ({
   allowed,
   limit,

@@ -5,7 +5,7 @@ import { findKeyByHash, keyVerdictOf, keyVerdictStatement, type KeyVerdict } fro
 import type { UsageRecorder } from '../../domain/api-keys/usage-recorder.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { ApiError } from '../../platform/errors.ts';
-import type { RateCharge, RateDecision, RateLimiter, RateWindow } from '../../platform/rate-limit.ts';
+import { allowedCharge, type RateCharge, type RateDecision, type RateLimiter, type RateWindow } from '../../platform/rate-limit.ts';
 
 // Who may call the Hub API, and how often (contract §4).
 
@@ -198,11 +198,7 @@ export class HubApiGuard {
       windowMs: p.windowMs,
     }));
     // A limiter outage (Redis down) must not take the API down with it: fail open, and say so.
-    return this.#safe(() => this.#limiter.hitAll(windows, nowMs), {
-      allowed: true,
-      decisions: policies.map((p) => ({ allowed: true, limit: p.limit, remaining: p.limit, resetSeconds: p.windowMs / 1000 })),
-      counted: [],
-    });
+    return this.#safe(() => this.#limiter.hitAll(windows, nowMs), allowedCharge(windows));
   }
 
   async #limit(key: string, policy: Policy, nowMs: number): Promise<RateDecision> {

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { grantIdentity, type GrantIdentity } from '../../domain/oauth/identity.repository.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { ApiError } from '../../platform/errors.ts';
-import type { RateCharge, RateDecision, RateLimiter, RateWindow } from '../../platform/rate-limit.ts';
+import { allowedCharge, type RateCharge, type RateDecision, type RateLimiter, type RateWindow } from '../../platform/rate-limit.ts';
 import { rateLimitHeaders } from '../hub-api/guard.ts';
 import { SCOPE } from '../oauth/provider.ts';
 import type { RevocationFeed } from '../oauth/revocations.ts';
@@ -158,7 +158,7 @@ export class BearerAuth {
     const nowMs = this.#deps.clock.now().getTime();
     return this.#deps.limiter.hitAll(windows, nowMs).catch((error: unknown) => {
       this.#deps.onLimiterError?.(error);
-      return { allowed: true, decisions: windows.map((w) => ({ allowed: true, limit: w.limit, remaining: w.limit, resetSeconds: w.windowMs / 1000 })), counted: [] };
+      return allowedCharge(windows);
     });
   }
 
