@@ -14,7 +14,7 @@ import { after, test } from 'node:test';
 import pg from 'pg';
 import { createTestDb } from '../support/db.ts';
 import { httpRequest } from '../support/http.ts';
-import { demoKey, demoKeyRequests, hubopsEnv, isAlive, killGroup, NODE, postmasterPid, ROOT, serverPid, startServer, waitUntil, type Running } from './support.ts';
+import { callHubApi, demoKey, demoKeyRequests, hubopsEnv, isAlive, killGroup, NODE, postmasterPid, ROOT, serverPid, startServer, waitUntil, type Running } from './support.ts';
 
 const MAIN = path.join(ROOT, 'src/main.ts');
 const N = 11;
@@ -25,13 +25,6 @@ after(async () => {
   for (const server of running) if (server.child.exitCode === null) killGroup(server.child, 'SIGKILL');
   for (const cleanup of cleanups) await cleanup();
 });
-
-async function callHubApi(server: Running, key: string, count: number): Promise<void> {
-  for (let i = 0; i < count; i += 1) {
-    const response = await httpRequest(`${server.base}/v1/hub/playbook-opt-ins?limit=1`, { headers: { authorization: `Bearer ${key}` } });
-    assert.equal(response.status, 200, response.text);
-  }
-}
 
 async function embeddedDir(): Promise<string> {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'hubops-signals-'));

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { httpRequest } from '../support/http.ts';
-import { demoKey, demoKeyRequests, hubopsEnv, isAlive, killGroup, NODE, postmasterPid, ROOT, serverPid, startServer, waitUntil, type Running } from './support.ts';
+import { callHubApi, demoKey, demoKeyRequests, hubopsEnv, isAlive, killGroup, NODE, postmasterPid, ROOT, serverPid, startServer, waitUntil, type Running } from './support.ts';
 
 const N = 23;
 const running: Running[] = [];
@@ -20,13 +20,6 @@ after(async () => {
   for (const server of running) if (server.child.exitCode === null) killGroup(server.child, 'SIGKILL');
   for (const cleanup of cleanups) await cleanup();
 });
-
-async function callHubApi(server: Running, key: string, count: number): Promise<void> {
-  for (let i = 0; i < count; i += 1) {
-    const response = await httpRequest(`${server.base}/v1/hub/playbook-opt-ins?limit=1`, { headers: { authorization: `Bearer ${key}` } });
-    assert.equal(response.status, 200, response.text);
-  }
-}
 
 /** Can a client reach the server through 127.0.0.2 (another loopback address, so only a 0.0.0.0 bind answers)? */
 async function reachableBeyond127001(server: Running): Promise<boolean> {

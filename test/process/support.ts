@@ -1,5 +1,6 @@
 // Running hubops as a user would: `npm start` (or node src/main.ts) in its own process group, as a
 // terminal or systemd starts it, and the CLI afterwards.
+import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
@@ -110,5 +111,13 @@ export async function waitUntil(check: () => boolean, what: string, timeoutMs = 
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** `count` Hub API requests with `key`, each answered 200. */
+export async function callHubApi(server: Running, key: string, count: number): Promise<void> {
+  for (let i = 0; i < count; i += 1) {
+    const response = await httpRequest(`${server.base}/v1/hub/playbook-opt-ins?limit=1`, { headers: { authorization: `Bearer ${key}` } });
+    assert.equal(response.status, 200, response.text);
   }
 }
