@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../platform/errors.ts';
 import { JsonText } from '../platform/json-text.ts';
 import { runOperation, type Operation } from './operation.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from './rest.ts';
 
 // MCP tools from the operation declarations, served over stateless Streamable HTTP: a new server
 // and transport per request (no sessions to share between instances). The SDK is loaded on the
@@ -114,17 +115,20 @@ function reportInvalidParams(server: Server): void {
 
 /** The body of a POST whose JSON did not parse (see acceptAnyJson). */
 const UNPARSABLE = Symbol('unparsable JSON');
+/** The body of a POST whose JSON nests deeper than any message may (see acceptAnyJson). */
+const TOO_DEEP = Symbol('JSON too deep');
 
 /**
  * Makes JSON bodies in this Fastify scope never fail to parse: an unparsable one (or one with
  * `__proto__` keys) reaches serveMcp, which answers it as JSON-RPC requires (-32700), where
- * Fastify's parser would have answered with our REST error body.
+ * Fastify's parser would have answered with our REST error body. So does one nested deeper than
+ * MAX_JSON_DEPTH (-32600), which the input rule at the door would refuse in REST's shape.
  */
 export function acceptAnyJson(scope: FastifyInstance): void {
   const parseJson = scope.getDefaultJsonParser('error', 'error');
   scope.removeContentTypeParser('application/json');
   scope.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    parseJson(request, body as string, (error: Error | null, value: unknown) => done(null, error ? UNPARSABLE : value));
+    parseJson(request, body as string, (error: Error | null, value: unknown) => done(null, error ? UNPARSABLE : nestsDeeperThan(value, MAX_JSON_DEPTH) ? TOO_DEEP : value));
   });
 }
 
@@ -135,6 +139,7 @@ export function acceptAnyJson(scope: FastifyInstance): void {
  */
 async function invalidBody(body: unknown): Promise<{ code: number; message: string; id: string | number | null } | undefined> {
   if (body === UNPARSABLE) return { code: -32700, message: 'Parse error: the body is not valid JSON.', id: null };
+  if (body === TOO_DEEP) return { code: -32600, message: `Invalid Request: the body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep.`, id: null };
   const { JSONRPCMessageSchema } = await sdk();
   const messages = Array.isArray(body) ? body : [body];
   if (messages.length === 0) return { code: -32600, message: 'Invalid Request: an empty batch.', id: null };

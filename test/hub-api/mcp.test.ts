@@ -376,6 +376,10 @@ describe('Hub MCP endpoint (SDK client over Streamable HTTP)', () => {
       assert.equal(response.json.id, id, body);
       assert.equal(response.json.error.code, -32600, body);
     }
+    // Nested deeper than any message may: a JSON-RPC error too, not the REST body of the door check.
+    const deep = await post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_opt_in_summary","arguments":{"x":${'['.repeat(5_000)}${']'.repeat(5_000)}}}}`);
+    assert.equal(deep.status, 400);
+    assert.deepEqual(deep.json, { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid Request: the body nests objects and arrays more than 32 levels deep.' } });
     const unauthenticated = await post('{bad', keys.revoked);
     assert.equal(unauthenticated.status, 403);
     assert.equal(unauthenticated.json.error, 'invalid_api_key');
