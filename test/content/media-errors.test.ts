@@ -9,14 +9,12 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { sql } from 'kysely';
-import { connect, type Db } from '../../src/db/database.ts';
 import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
 import * as fx from '../support/fixtures.ts';
 import { callError, callOk, newClient, transport } from '../support/mcp-client.ts';
 import { movie, png } from '../support/media-files.ts';
 import { api, authorize, exchangeCode, registerClient, startLiveApp, type LiveApp } from '../support/oauth-flow.ts';
 import { captureLog } from '../support/log.ts';
-import { proxyDatabase, type TcpProxy } from '../support/tcp-proxy.ts';
 
 const REDIRECT = 'http://127.0.0.1:9/callback';
 const USER = { email: 'pat@acme.test', password: 'pat password 12' };
@@ -24,8 +22,6 @@ const USER = { email: 'pat@acme.test', password: 'pat password 12' };
 const LEAKS = /out of range|integer|ECONN|127\.0\.0\.1|postgres|busboy|Unexpected end|terminated early|secret internals|at \S+\.ts/i;
 
 const { logger, lines } = captureLog('info');
-let proxy: TcpProxy;
-let proxied: Db;
 let live: LiveApp;
 let token: string;
 let mcp: Client;
@@ -33,12 +29,7 @@ let mcp: Client;
 before(async () => {
   live = await startLiveApp({
     logger,
-    appDb: async (db) => {
-      const through = await proxyDatabase(db.url);
-      proxy = through.proxy;
-      proxied = connect(through.url);
-      return proxied;
-    },
+    throughProxy: true,
   });
   await fx.account(live.db, 'acc_1');
   await fx.hub(live.db, 'h1', 'acc_1');
@@ -54,8 +45,6 @@ before(async () => {
 after(async () => {
   await mcp?.close();
   await live?.close();
-  await proxied?.close();
-  await proxy?.close();
 });
 
 const upload = (bytes: Buffer, name = 'clip.mp4') => {
@@ -167,12 +156,12 @@ test('the database going away mid-upload is a 503, not a 400 quoting the connect
     assert.ok(Date.now() < deadline, 'the upload reached staging');
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
-  await proxy.cut();
+  await live.proxy!.cut();
   send.enqueue(Buffer.from(`\r\n--${boundary}--\r\n`));
   send.close();
   const response = await responding;
   const text = await response.text();
-  await proxy.restore();
+  await live.proxy!.restore();
   assert.equal(response.status, 503, text);
   assert.equal(response.headers.get('retry-after'), '5');
   assert.equal(JSON.parse(text).error, 'service_unavailable');

@@ -11,9 +11,8 @@ import { after, before, test } from 'node:test';
 import { sql, type RawBuilder } from 'kysely';
 import type { SocialPlatform } from '../../src/db/schema.ts';
 import { postRows } from '../../src/domain/posts/post.repository.ts';
-import { channel } from '../support/content.ts';
+import { publishingHub } from '../support/content.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
-import { account, hub, workspace } from '../support/fixtures.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const NODE = path.join(ROOT, 'node_modules/.bin/node');
@@ -27,12 +26,7 @@ const children: ChildProcess[] = [];
 
 before(async () => {
   db = await createTestDb();
-  await account(db);
-  await hub(db, 'hub_a');
-  for (let w = 1; w <= 3; w++) {
-    await workspace(db, 'hub_a', `ws_${w}`);
-    for (const platform of PLATFORMS) await channel(db, 'hub_a', `ws_${w}`, `ch_${w}_${platform}`, platform);
-  }
+  await publishingHub(db, PLATFORMS);
 });
 after(async () => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

@@ -8,9 +8,8 @@ import { postRows } from '../../src/domain/posts/post.repository.ts';
 import { claimDue, reclaimExpired, recordDelivery, recordOutcome } from '../../src/domain/posts/publisher.repository.ts';
 import { createPublisher } from '../../src/domain/posts/publisher.ts';
 import { FixedClock } from '../../src/platform/clock.ts';
-import { channel } from '../support/content.ts';
+import { publishingHub } from '../support/content.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
-import { account, hub, workspace } from '../support/fixtures.ts';
 
 // The publisher against a real PostgreSQL: exactly-once publication with two loops on separate
 // connection pools (as two instances), failures recorded with their reason, and posts whose
@@ -24,12 +23,7 @@ const PLATFORMS: SocialPlatform[] = ['facebook', 'linkedin', 'google_business'];
 
 before(async () => {
   db = await createTestDb();
-  await account(db);
-  await hub(db, 'hub_a');
-  for (let w = 1; w <= 3; w++) {
-    await workspace(db, 'hub_a', `ws_${w}`);
-    for (const platform of PLATFORMS) await channel(db, 'hub_a', `ws_${w}`, `ch_${w}_${platform}`, platform);
-  }
+  await publishingHub(db, PLATFORMS);
 });
 after(async () => {
   await db.drop();

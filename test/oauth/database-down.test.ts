@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { connect, type Db } from '../../src/db/database.ts';
 import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
 import * as fx from '../support/fixtures.ts';
 import { authorize, Browser, exchangeCode, oauth, refresh, registerClient, startLiveApp, type LiveApp } from '../support/oauth-flow.ts';
 import { captureLog } from '../support/log.ts';
-import { proxyDatabase, type TcpProxy } from '../support/tcp-proxy.ts';
 
 // With PostgreSQL unreachable the OAuth endpoints answer 503 with Retry-After and an OAuth error
 // body (an error page for the browser), never a 500; oidc-provider's server errors are logged
@@ -16,26 +14,17 @@ const REDIRECT = 'http://127.0.0.1:9/callback';
 const ADMIN = { email: 'ada@acme.test', password: 'correct horse battery' };
 
 const { logger, lines } = captureLog('info');
-let proxy: TcpProxy;
-let proxied: Db;
 let live: LiveApp;
 
 before(async () => {
   live = await startLiveApp({
     logger,
-    appDb: async (db) => {
-      const through = await proxyDatabase(db.url);
-      proxy = through.proxy;
-      proxied = connect(through.url);
-      return proxied;
-    },
+    throughProxy: true,
   });
 });
 
 after(async () => {
   await live?.close();
-  await proxied?.close();
-  await proxy?.close();
 });
 
 test('database down: every OAuth endpoint answers 503 with Retry-After, the errors are logged; then recovery', async () => {
@@ -53,7 +42,7 @@ test('database down: every OAuth endpoint answers 503 with Retry-After, the erro
   const interaction = new URL((await browser.fetch(started.toString())).headers.get('location')!, live.baseUrl).toString();
   assert.equal((await browser.fetch(interaction)).status, 200);
 
-  await proxy.cut();
+  await live.proxy!.cut();
   await new Promise((resolve) => setTimeout(resolve, 100));
   const form = (fields: Record<string, string>) => ({ method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) });
   const authorizeUrl = new URL(live.as.authorization_endpoint!);
@@ -93,7 +82,7 @@ test('database down: every OAuth endpoint answers 503 with Retry-After, the erro
   const everything = JSON.stringify(lines);
   for (const secret of [client.secret!, tokens.refresh_token!, tokens.access_token]) assert.ok(!everything.includes(secret), 'no secret in the log');
 
-  await proxy.restore();
+  await live.proxy!.restore();
   let refreshed: Awaited<ReturnType<typeof refresh>> | undefined;
   for (const deadline = Date.now() + 10_000; !refreshed && Date.now() < deadline; ) {
     refreshed = await refresh(live, client, tokens.refresh_token!).catch(async () => {

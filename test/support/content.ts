@@ -57,6 +57,16 @@ export async function channel(db: Db, hubId: string, workspaceId: string, id: st
   return id;
 }
 
+/** The publisher tests' world: hub_a with ws_1..ws_3, each with a channel `ch_<w>_<platform>` per platform. */
+export async function publishingHub(db: Db, platforms: SocialPlatform[]): Promise<void> {
+  await account(db);
+  await hub(db, 'hub_a');
+  for (let w = 1; w <= 3; w++) {
+    await workspace(db, 'hub_a', `ws_${w}`);
+    for (const platform of platforms) await channel(db, 'hub_a', `ws_${w}`, `ch_${w}_${platform}`, platform);
+  }
+}
+
 export interface TempMediaStore {
   store: MediaStore;
   root: string;

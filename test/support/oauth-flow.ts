@@ -6,11 +6,12 @@ import * as oauth from 'oauth4webapi';
 import type { FastifyBaseLogger } from 'fastify';
 import { buildApp, type App } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
-import type { Db } from '../../src/db/database.ts';
+import { connect } from '../../src/db/database.ts';
 import type { RateLimiter } from '../../src/platform/rate-limit.ts';
 import { FixedClock } from '../../src/platform/clock.ts';
 import { REVOCATION_CHANNEL } from '../../src/surfaces/oauth/revocations.ts';
 import { createTestDb, type TestDb } from './db.ts';
+import { proxyDatabase, type TcpProxy } from './tcp-proxy.ts';
 import { freePort } from '../../src/platform/net.ts';
 
 // Drives the OAuth 2.1 flow the way a real client and a real user would: oauth4webapi for the
@@ -26,6 +27,8 @@ export interface LiveApp {
   clock: FixedClock;
   baseUrl: string;
   as: oauth.AuthorizationServer;
+  /** With `throughProxy`: the proxy between the app and its database, to cut and restore. */
+  proxy?: TcpProxy;
   close(): Promise<void>;
 }
 
@@ -35,8 +38,8 @@ export interface LiveAppOptions {
   limiter?: RateLimiter;
   /** A logger to capture what the app logs; default none. */
   logger?: FastifyBaseLogger;
-  /** The app's database handle (e.g. one through a TCP proxy); the test database is still created and dropped. */
-  appDb?: (db: TestDb) => Promise<Db>;
+  /** The app reaches its database through a TCP proxy (`live.proxy`), so a test can take it away. */
+  throughProxy?: boolean;
 }
 
 /** The whole app listening on a real port (oauth4webapi speaks HTTP), on a fresh database. */
@@ -46,11 +49,22 @@ export async function startLiveApp(options: LiveAppOptions = {}): Promise<LiveAp
   const baseUrl = `http://127.0.0.1:${port}${options.basePath ?? ''}`;
   const config = loadConfig({ DATABASE_URL: db.url, LOG_LEVEL: 'silent', BASE_URL: baseUrl, PORT: String(port), DATA_DIR: await mkdtemp(path.join(tmpdir(), 'hubops-test-data-')) });
   const clock = new FixedClock(new Date());
-  const app = await buildApp({ config, db: (await options.appDb?.(db)) ?? db, clock, logger: options.logger ?? false, limiter: options.limiter });
+  const through = options.throughProxy ? await proxyDatabase(db.url) : undefined;
+  const appDb = through ? connect(through.url) : db;
+  const app = await buildApp({ config, db: appDb, clock, logger: options.logger ?? false, limiter: options.limiter });
   await app.fastify.listen({ port, host: '127.0.0.1' });
   const issuer = new URL(config.siteUrl);
   const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }));
-  return { app, db, config, clock, baseUrl, as, close: async () => { await app.close(); await db.drop(); await rm(config.dataDir, { recursive: true, force: true }); } };
+  const close = async () => {
+    await app.close();
+    if (through) {
+      await appDb.close();
+      await through.proxy.close();
+    }
+    await db.drop();
+    await rm(config.dataDir, { recursive: true, force: true });
+  };
+  return { app, db, config, clock, baseUrl, as, proxy: through?.proxy, close };
 }
 
 /** A browser's cookie jar, good enough for one origin. */
