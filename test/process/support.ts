@@ -84,14 +84,7 @@ export async function demoKeyRequests(hubId: string, env: NodeJS.ProcessEnv): Pr
   return demo.requestCount;
 }
 
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+export { pidExists as isAlive } from '../../src/platform/process.ts';
 
 /** The pid of the embedded postmaster under `dataDir`, if its pid file is there. */
 export function postmasterPid(dataDir: string): number | undefined {
