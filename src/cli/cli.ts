@@ -4,6 +4,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, loadConfig } from '../config.ts';
 import { isDatabaseUnavailable } from '../db/database.ts';
 import { openDatabase, type OpenedDatabase } from '../db/open.ts';
+import { EmbeddedDatabaseError } from '../db/embedded.ts';
 import { createEmbedKeyFromPublicKey, createKey, listKeys, revokeKey } from '../domain/api-keys/api-key.repository.ts';
 import { KEY_SCOPES, type KeyScope } from '../domain/api-keys/api-key.ts';
 import { seedDemo } from '../domain/demo/seed.ts';
@@ -124,7 +125,7 @@ const COMMANDS: Command[] = [
       let input: NodeJS.ReadableStream = io.stdin;
       if (file !== '-') {
         const handle = await open(file!).catch((error: NodeJS.ErrnoException) => {
-          throw new DomainError(`cannot read ${file}: ${error.code === 'ENOENT' ? 'no such file' : error.message}`);
+          throw new DomainError('invalid', `cannot read ${file}: ${error.code === 'ENOENT' ? 'no such file' : error.message}`);
         });
         input = handle.createReadStream({ encoding: 'utf8' });
       }
@@ -415,7 +416,7 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
       io.stderr(`hubops: configuration error: ${error.message}\n`);
       return 2;
     }
-    if (error instanceof DomainError) {
+    if (error instanceof DomainError || error instanceof EmbeddedDatabaseError) {
       for (const line of error.message.split('\n')) io.stderr(`hubops: ${line}\n`);
       return 1;
     }

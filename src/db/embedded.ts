@@ -4,7 +4,6 @@ import { existsSync } from 'node:fs';
 import { chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { DomainError } from '../platform/errors.ts';
 import { freePort } from '../platform/net.ts';
 import { ownProcessMark, pidExists, processRunning } from '../platform/process.ts';
 
@@ -23,10 +22,10 @@ export interface EmbeddedDatabase {
 }
 
 /**
- * The embedded database cannot run here; the message is one line saying why and what to do (a
- * DomainError, so the CLI prints it as such and exits 1).
+ * The embedded database cannot run here; the message is one line saying why and what to do (the
+ * CLI prints it as it prints a domain refusal, and exits 1).
  */
-export class EmbeddedDatabaseError extends DomainError {}
+export class EmbeddedDatabaseError extends Error {}
 
 const USER = 'postgres';
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;

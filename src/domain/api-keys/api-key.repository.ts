@@ -39,7 +39,7 @@ export interface KeyVerdict {
 
 export function validateKeyName(name: string): string {
   const trimmed = name.trim();
-  if (trimmed.length < 1 || trimmed.length > 100) throw new DomainError('key name must be 1 to 100 characters');
+  if (trimmed.length < 1 || trimmed.length > 100) throw new DomainError('invalid', 'key name must be 1 to 100 characters');
   return trimmed;
 }
 
@@ -53,14 +53,14 @@ export async function createKey(db: Db, input: { hubId: string; name: string; sc
 /** An embed key whose private key the customer made and keeps: only its public key is given. */
 export async function createEmbedKeyFromPublicKey(db: Db, input: { hubId: string; name: string; publicKey: string }): Promise<Omit<CreatedKey, 'key'>> {
   const material = embedMaterialFromPublicKey(input.publicKey);
-  if (!material) throw new DomainError('public key must be an Ed25519 public key (PEM, or the 32 raw bytes in base64url)');
+  if (!material) throw new DomainError('invalid', 'public key must be an Ed25519 public key (PEM, or the 32 raw bytes in base64url)');
   return insertKey(db, { hubId: input.hubId, name: input.name, scope: 'embed' }, material);
 }
 
 async function insertKey(db: Db, input: { hubId: string; name: string; scope: KeyScope }, material: KeyMaterial): Promise<Omit<CreatedKey, 'key'>> {
   const name = validateKeyName(input.name);
   const hub = await db.kysely.selectFrom('hubs').select('id').where('id', '=', input.hubId).executeTakeFirst();
-  if (!hub) throw new DomainError(`hub ${input.hubId} does not exist`);
+  if (!hub) throw new DomainError('not_found', `hub ${input.hubId} does not exist`);
   const row = await db.kysely
     .insertInto('api_keys')
     .values({ id: newId('key'), hub_id: input.hubId, name, scope: input.scope, start: material.start, key_hash: material.keyHash, public_key: material.publicKey })
@@ -99,7 +99,7 @@ export async function revokeKey(db: Db, keyId: string, hubId?: string): Promise<
     .where('id', '=', keyId);
   if (hubId) query = query.where('hub_id', '=', hubId);
   const row = await query.returning(['id', 'revoked_at']).executeTakeFirst();
-  if (!row?.revoked_at) throw new DomainError(`key ${keyId} does not exist`);
+  if (!row?.revoked_at) throw new DomainError('not_found', `key ${keyId} does not exist`);
   return { id: row.id, revokedAt: row.revoked_at.toISOString() };
 }
 

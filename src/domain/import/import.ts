@@ -80,13 +80,12 @@ function formatIssue(issue: ImportIssue): string {
 }
 
 /** A rejected import: one line per issue (first 20, by line number); nothing was written. */
-export class ImportError extends DomainError {
-  readonly issues: ImportIssue[];
+export class ImportError extends DomainError<ImportIssue> {
+  declare readonly issues: ImportIssue[];
   constructor(issues: ImportIssue[]) {
     const lines = issues.slice(0, MAX_REPORTED_ISSUES).map(formatIssue);
     if (issues.length > MAX_REPORTED_ISSUES) lines.push(`… and ${issues.length - MAX_REPORTED_ISSUES} more issues`);
-    super(lines.join('\n'));
-    this.issues = issues;
+    super('invalid', lines.join('\n'), { issues });
   }
 }
 
@@ -1196,7 +1195,7 @@ export async function importNdjson(db: Db, input: string | Iterable<string> | As
     const e = error as { code?: string; constraint?: string };
     // Another writer created the same ids (or removed a referenced row) while this import ran.
     if (e.code === '23505' || e.code === '23503') {
-      throw new DomainError(`the import conflicts with data written while it ran (${e.constraint ?? 'constraint'}); nothing was imported, run it again`);
+      throw new DomainError('conflict', `the import conflicts with data written while it ran (${e.constraint ?? 'constraint'}); nothing was imported, run it again`);
     }
     throw error;
   }

@@ -37,11 +37,11 @@ export function redirectUriProblem(uri: string): string | undefined {
  */
 export async function createClient(db: Db, input: { name: string; redirectUris: string[]; public: boolean }): Promise<ProvisionedClient> {
   const name = input.name.trim();
-  if (name.length < 1 || name.length > 200) throw new DomainError('client name must be 1 to 200 characters');
-  if (input.redirectUris.length === 0) throw new DomainError('at least one --redirect-uri is required');
+  if (name.length < 1 || name.length > 200) throw new DomainError('invalid', 'client name must be 1 to 200 characters');
+  if (input.redirectUris.length === 0) throw new DomainError('invalid', 'at least one --redirect-uri is required');
   for (const uri of input.redirectUris) {
     const problem = redirectUriProblem(uri);
-    if (problem) throw new DomainError(problem);
+    if (problem) throw new DomainError('invalid', problem);
   }
   const clientId = randomBytes(24).toString('base64url');
   const secret = input.public ? undefined : randomBytes(48).toString('base64url');

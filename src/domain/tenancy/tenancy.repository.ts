@@ -68,7 +68,7 @@ export function passwordProblem(password: string): string | undefined {
 }
 
 function check(subject: string, problem: string | undefined): void {
-  if (problem) throw new DomainError(`${subject} ${problem}`);
+  if (problem) throw new DomainError('invalid', `${subject} ${problem}`);
 }
 
 function isUniqueViolation(error: unknown, constraint: string): boolean {
@@ -79,7 +79,7 @@ function isUniqueViolation(error: unknown, constraint: string): boolean {
 export async function createAccount(db: Db, input: { name: string; plan?: Plan; apiAccess?: boolean }): Promise<Account> {
   check('account name', nameProblem(input.name));
   const plan = input.plan ?? 'standard';
-  if (!PLANS.includes(plan)) throw new DomainError(`plan must be one of ${PLANS.join(', ')}`);
+  if (!PLANS.includes(plan)) throw new DomainError('invalid', `plan must be one of ${PLANS.join(', ')}`);
   const account = { id: newId('acc'), name: input.name, plan, apiAccess: input.apiAccess ?? false };
   await db.kysely
     .insertInto('accounts')
@@ -93,7 +93,7 @@ export async function createHub(db: Db, input: { accountId: string; name: string
   return db.kysely.transaction().execute(async (trx) => {
     // FOR SHARE: the account cannot disappear between this check and the insert.
     const account = await trx.selectFrom('accounts').select('id').where('id', '=', input.accountId).forShare().executeTakeFirst();
-    if (!account) throw new DomainError(`account ${input.accountId} does not exist`);
+    if (!account) throw new DomainError('not_found', `account ${input.accountId} does not exist`);
     const hub = { id: newId('hub'), accountId: input.accountId, name: input.name, suspended: false };
     await trx.insertInto('hubs').values({ id: hub.id, account_id: hub.accountId, name: hub.name }).execute();
     return hub;
@@ -106,7 +106,7 @@ export async function getHub(db: Db, hubId: string): Promise<Hub> {
     .select(['id', 'account_id', 'name', 'suspended'])
     .where('id', '=', hubId)
     .executeTakeFirst();
-  if (!row) throw new DomainError(`hub ${hubId} does not exist`);
+  if (!row) throw new DomainError('not_found', `hub ${hubId} does not exist`);
   return { id: row.id, accountId: row.account_id, name: row.name, suspended: row.suspended };
 }
 
@@ -118,7 +118,7 @@ export async function setHubSuspended(db: Db, hubId: string, suspended: boolean)
     .where('id', '=', hubId)
     .returning(['id', 'suspended'])
     .executeTakeFirst();
-  if (!row) throw new DomainError(`hub ${hubId} does not exist`);
+  if (!row) throw new DomainError('not_found', `hub ${hubId} does not exist`);
   return { id: row.id, suspended: row.suspended };
 }
 
@@ -141,20 +141,20 @@ export async function createUser(db: Db, input: NewUser): Promise<User> {
   check('password', passwordProblem(input.password));
   check('firstname', nameProblem(input.firstname, 100));
   check('lastname', nameProblem(input.lastname, 100));
-  if (!ROLES.includes(input.role)) throw new DomainError(`role must be one of ${ROLES.join(', ')}`);
+  if (!ROLES.includes(input.role)) throw new DomainError('invalid', `role must be one of ${ROLES.join(', ')}`);
   // Hashing takes ~0.1 s: do it before the transaction, not while holding locks.
   const passwordHash = await hashPassword(input.password);
   try {
     return await db.kysely.transaction().execute(async (trx) => {
       const hub = await trx.selectFrom('hubs').select(['id', 'account_id']).where('id', '=', input.hubId).forShare().executeTakeFirst();
-      if (!hub) throw new DomainError(`hub ${input.hubId} does not exist`);
+      if (!hub) throw new DomainError('not_found', `hub ${input.hubId} does not exist`);
       if (input.workspaceId !== undefined) {
         const workspace = await trx.selectFrom('workspaces').select('hub_id').where('id', '=', input.workspaceId).forShare().executeTakeFirst();
-        if (!workspace) throw new DomainError(`workspace ${input.workspaceId} does not exist`);
-        if (workspace.hub_id !== hub.id) throw new DomainError(`workspace ${input.workspaceId} belongs to another hub, not ${hub.id}`);
+        if (!workspace) throw new DomainError('not_found', `workspace ${input.workspaceId} does not exist`);
+        if (workspace.hub_id !== hub.id) throw new DomainError('invalid', `workspace ${input.workspaceId} belongs to another hub, not ${hub.id}`);
       }
       const taken = await trx.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst();
-      if (taken) throw new DomainError(`a user with email ${email} already exists`);
+      if (taken) throw new DomainError('conflict', `a user with email ${email} already exists`);
       const user: User = {
         id: newId('usr'),
         accountId: hub.account_id,
@@ -183,7 +183,7 @@ export async function createUser(db: Db, input: NewUser): Promise<User> {
     });
   } catch (error) {
     // Two concurrent creations of the same address: the unique index decides, the reason stays human.
-    if (isUniqueViolation(error, 'users_email_key')) throw new DomainError(`a user with email ${email} already exists`);
+    if (isUniqueViolation(error, 'users_email_key')) throw new DomainError('conflict', `a user with email ${email} already exists`);
     throw error;
   }
 }
