@@ -1,0 +1,115 @@
+// The layers of src/, top to bottom: main and cli → app → surfaces → domain → db → config →
+// platform. A file may import its own layer or any layer below it, never one above. Within
+// surfaces, each surface (a folder under src/surfaces) stands alone: it imports only itself, the
+// surface toolkit (src/surfaces/*.ts and src/surfaces/shared), and the layers below, except where
+// one surface composes another's operations.
+import assert from 'node:assert/strict';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { test } from 'node:test';
+import ts from 'typescript';
+
+const root = path.resolve(import.meta.dirname, '../..');
+const src = path.join(root, 'src');
+
+/** Higher imports lower. config is read by db (to open the database) and above; it reads only platform. */
+const LAYERS: [prefix: string, rank: number][] = [
+  ['main.ts', 6],
+  ['cli/', 6],
+  ['app.ts', 5],
+  ['surfaces/', 4],
+  ['domain/', 3],
+  ['db/', 2],
+  ['config.ts', 1],
+  ['platform/', 0],
+];
+
+/** A surface composing another: the main MCP server serves the main API's and the Hub API's operations. */
+const COMPOSES: Record<string, string[]> = {
+  'mcp-main': ['main-api', 'hub-api'],
+};
+
+/** The surface toolkit every surface may use: not a surface of its own. */
+const TOOLKIT = 'shared';
+
+/**
+ * Imports known to break the rules, to be removed as they are fixed (`from -> to`, paths under
+ * src/). An entry that no longer matches an import fails the test, so the list only shrinks.
+ */
+const KNOWN: string[] = [
+  'domain/analytics/analytics.repository.ts -> surfaces/main-api/context.ts',
+  'domain/analytics/analytics.service.ts -> surfaces/main-api/context.ts',
+  'domain/channels/channel.repository.ts -> surfaces/main-api/context.ts',
+  'domain/channels/channel.service.ts -> surfaces/main-api/context.ts',
+  'domain/idempotency/idempotency.ts -> surfaces/main-api/context.ts',
+  'domain/media/media.repository.ts -> surfaces/main-api/context.ts',
+  'domain/media/media.service.ts -> surfaces/main-api/context.ts',
+  'domain/posts/post.repository.ts -> surfaces/main-api/context.ts',
+  'domain/posts/post.service.ts -> surfaces/main-api/context.ts',
+  'domain/reviews/review.repository.ts -> surfaces/main-api/context.ts',
+  'domain/reviews/review.service.ts -> surfaces/main-api/context.ts',
+  'domain/scope.ts -> surfaces/main-api/context.ts',
+  'domain/workspaces/workspace.repository.ts -> surfaces/main-api/context.ts',
+  'surfaces/main-api/auth.ts -> surfaces/hub-api/guard.ts',
+  'surfaces/main-api/auth.ts -> surfaces/oauth/provider.ts',
+  'surfaces/main-api/auth.ts -> surfaces/oauth/revocations.ts',
+  'surfaces/main-api/plugin.ts -> surfaces/oauth/provider.ts',
+  'surfaces/mcp-main/plugin.ts -> surfaces/oauth/provider.ts',
+  'surfaces/web/pages.ts -> surfaces/oauth/pages.ts',
+];
+
+function rankOf(file: string): number {
+  const layer = LAYERS.find(([prefix]) => file === prefix || file.startsWith(prefix));
+  if (!layer) throw new Error(`${file} is in no layer: add its place to LAYERS`);
+  return layer[1];
+}
+
+/** The surface a file belongs to (the folder under surfaces/), or the toolkit. */
+function surfaceOf(file: string): string | undefined {
+  if (!file.startsWith('surfaces/')) return undefined;
+  const parts = file.split('/');
+  return parts.length > 2 ? parts[1] : TOOLKIT;
+}
+
+function breaks(from: string, to: string): string | undefined {
+  if (rankOf(to) > rankOf(from)) return 'imports upwards';
+  const fromSurface = surfaceOf(from);
+  const toSurface = surfaceOf(to);
+  if (fromSurface === undefined || toSurface === undefined) return undefined;
+  if (toSurface === fromSurface || toSurface === TOOLKIT) return undefined;
+  if (COMPOSES[fromSurface]?.includes(toSurface)) return undefined;
+  return fromSurface === TOOLKIT ? 'the surface toolkit imports a surface' : 'imports a sibling surface';
+}
+
+async function sourceFiles(): Promise<string[]> {
+  const entries = await readdir(src, { withFileTypes: true, recursive: true });
+  return entries
+    .filter((e) => e.isFile() && e.name.endsWith('.ts'))
+    .map((e) => path.relative(src, path.join(e.parentPath, e.name)).split(path.sep).join('/'))
+    .sort();
+}
+
+/** Every file under src/ a file imports, statically or dynamically (`import()`), as paths under src/. */
+async function importsOf(file: string): Promise<string[]> {
+  const text = await readFile(path.join(src, file), 'utf8');
+  return ts
+    .preProcessFile(text, true, true)
+    .importedFiles.map((i) => i.fileName)
+    .filter((specifier) => specifier.startsWith('.'))
+    .map((specifier) => path.posix.normalize(path.posix.join(path.posix.dirname(file), specifier)))
+    .filter((target) => !target.startsWith('../'));
+}
+
+test('no import in src/ runs up a layer or sideways between surfaces', async () => {
+  const violations: string[] = [];
+  for (const file of await sourceFiles()) {
+    for (const target of await importsOf(file)) {
+      const why = breaks(file, target);
+      if (why) violations.push(`${file} -> ${target} (${why})`);
+    }
+  }
+  const unexpected = violations.filter((v) => !KNOWN.some((k) => v.startsWith(`${k} `)));
+  const stale = KNOWN.filter((k) => !violations.some((v) => v.startsWith(`${k} `)));
+  assert.deepEqual(unexpected, [], `imports that break the layering:\n${unexpected.join('\n')}`);
+  assert.deepEqual(stale, [], `allowed exceptions that no longer occur (remove them from KNOWN):\n${stale.join('\n')}`);
+});
