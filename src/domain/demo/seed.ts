@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import { systemClock, type Clock } from '../../platform/clock.ts';
-import { importObjects, type Question } from '../import/import.ts';
+import { importObjects } from '../import/import.ts';
+import type { Question } from '../playbooks/playbook.ts';
 import { contentRecords, type DemoLocation } from './content-seed.ts';
 import { OPT_IN_STATUSES, type OptInRow, type OptInStatus } from '../opt-ins/opt-in.ts';
 import { utcDate } from '../periods.ts';

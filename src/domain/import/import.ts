@@ -7,7 +7,10 @@ import { hashPassword } from '../../platform/password.ts';
 import { parseDate, parseTimestamp } from '../../platform/time.ts';
 import { SOCIAL_PLATFORMS } from '../channels/channel.ts';
 import { CONTENT_TYPES, kindOf, MAX_DIMENSION, MAX_DURATION_MS, maxBytes } from '../media/media-info.ts';
-import { OPT_IN_STATUSES, SOLUTIONS, type OptInStatus } from '../opt-ins/opt-in.ts';
+import { BUDGET_TYPES, type BudgetType } from '../opt-ins/budget-types.ts';
+import { OPT_IN_STATUSES, SOLUTIONS, type OptInStatus, type Solution } from '../opt-ins/opt-in.ts';
+import { QUESTION_TYPES, type Question } from '../playbooks/playbook.ts';
+import { AD_ACCOUNT_SYNC_STATES, AD_PLATFORMS, type AdAccountSyncState } from '../spend/spend.ts';
 import { MAX_CHANNELS, MAX_IMAGES, MAX_TEXT_LENGTH, postProblems } from '../posts/post.ts';
 import { postRows } from '../posts/post.repository.ts';
 import { mediaRow } from '../media/media.repository.ts';
@@ -39,24 +42,11 @@ export const IMPORT_TYPES = [
 ] as const;
 export type ImportType = (typeof IMPORT_TYPES)[number];
 
-type Solution = (typeof SOLUTIONS)[number];
-export const AD_PLATFORMS: readonly AdPlatform[] = ['meta', 'google_ads', 'chatgpt_ads'];
 /** Post statuses an import may set; `publishing` only exists while the publisher works. */
 export const IMPORT_POST_STATUSES = ['draft', 'scheduled', 'published', 'failed'] as const;
 const MAX_ERROR_TEXT = 1_000;
 /** The largest value of an `integer` column. */
 const INT32_MAX = 2 ** 31 - 1;
-export const SYNC_STATES = ['idle', 'syncing', 'failed'] as const;
-export const BUDGET_TYPES = ['lifetime', 'daily'] as const;
-export const QUESTION_TYPES = ['short_answer', 'single_select', 'multi_select'] as const;
-
-/** Playbook question as stored in playbooks.questions. */
-export interface Question {
-  question: string;
-  type: (typeof QUESTION_TYPES)[number];
-  required: boolean;
-  options?: string[];
-}
 
 export interface ImportIssue {
   line: number;
@@ -99,12 +89,12 @@ interface WorkspaceRecord { type: 'workspace'; line: number; id: string; hubId: 
 interface PlaybookRecord { type: 'playbook'; line: number; id: string; hubId: string; name: string; solutions: Solution[]; variants: Record<string, string[]>; questions: Question[] }
 interface OptInRecord {
   type: 'optIn'; line: number; id: string; playbookId: string; workspaceId: string; status: OptInStatus;
-  optedInAt: string; updatedAt: string; budgetCents: number | null; budgetType: 'lifetime' | 'daily' | null;
+  optedInAt: string; updatedAt: string; budgetCents: number | null; budgetType: BudgetType | null;
   variant: Record<string, string>; responses: { question: string; answer: string }[];
   /** The playbook's hub, resolved in step 2. */
   hubId?: string;
 }
-interface AdAccountRecord { type: 'adAccount'; line: number; id: string; hubId: string; platform: string; name: string; syncState: 'idle' | 'syncing' | 'failed'; lastSyncedAt: string | null }
+interface AdAccountRecord { type: 'adAccount'; line: number; id: string; hubId: string; platform: string; name: string; syncState: AdAccountSyncState; lastSyncedAt: string | null }
 interface SpendRecord { type: 'spend'; line: number; adAccountId: string; workspaceId: string | null; date: string; spendCents: number; hubId?: string }
 interface UserRecord {
   type: 'user'; line: number; id: string; email: string; password: string; firstname: string; lastname: string;
@@ -521,7 +511,7 @@ function readAdAccount(r: LineReader): AdAccountRecord {
     hubId: r.ref('hubId'),
     platform: r.oneOf('platform', AD_PLATFORMS),
     name: r.name('name'),
-    syncState: r.oneOf('syncState', SYNC_STATES, 'idle'),
+    syncState: r.oneOf('syncState', AD_ACCOUNT_SYNC_STATES, 'idle'),
     lastSyncedAt: r.timestampOrNull('lastSyncedAt'),
   };
 }

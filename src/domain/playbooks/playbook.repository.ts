@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../../db/database.ts';
-import type { Question } from '../import/import.ts';
+import type { Question } from './playbook.ts';
 import type { Solution } from '../opt-ins/opt-in.ts';
 
 export interface PlaybookRecord {

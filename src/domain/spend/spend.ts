@@ -1,5 +1,13 @@
-// Spend freshness (contract §4), first match wins:
+// Ad accounts and their spend: the ad platforms, an account's sync state, and how fresh a hub's
+// spend is. Freshness, first match wins:
 // no_accounts → syncing → failed → never_synced → stale (asOf older than 6 h) → fresh.
+
+import type { AdPlatform } from '../../db/schema.ts';
+
+export const AD_PLATFORMS: readonly AdPlatform[] = ['meta', 'google_ads', 'chatgpt_ads'];
+
+export const AD_ACCOUNT_SYNC_STATES = ['idle', 'syncing', 'failed'] as const;
+export type AdAccountSyncState = (typeof AD_ACCOUNT_SYNC_STATES)[number];
 
 export const FRESHNESS = ['fresh', 'stale', 'syncing', 'failed', 'never_synced', 'no_accounts'] as const;
 export type Freshness = (typeof FRESHNESS)[number];
@@ -7,7 +15,7 @@ export type Freshness = (typeof FRESHNESS)[number];
 export const STALE_AFTER_MS = 6 * 60 * 60 * 1000;
 
 export interface AdAccountSync {
-  syncState: 'idle' | 'syncing' | 'failed';
+  syncState: AdAccountSyncState;
   lastSyncedAt: Date | null;
 }
 

@@ -3,7 +3,7 @@ import { organicAnalytics, paidAnalytics } from '../../domain/analytics/analytic
 import { DEFAULT_RANGE_DAYS, MAX_RANGE_DAYS, isValidDate } from '../../domain/analytics/date-range.ts';
 import { SOCIAL_PLATFORMS } from '../../domain/channels/channel.ts';
 import { CHANNEL_CURSOR, listChannels } from '../../domain/channels/channel.service.ts';
-import { AD_PLATFORMS } from '../../domain/import/import.ts';
+import { AD_PLATFORMS } from '../../domain/spend/spend.ts';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, isValidPosition } from '../../domain/keyset.ts';
 import { IMAGE_MAX_BYTES, VIDEO_MAX_BYTES } from '../../domain/media/media-info.ts';
 import { MEDIA_CURSOR, getMedia, listMedia } from '../../domain/media/media.service.ts';

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { QUESTION_TYPES } from '../../domain/import/import.ts';
+import { QUESTION_TYPES } from '../../domain/playbooks/playbook.ts';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../domain/keyset.ts';
 import { SOLUTIONS } from '../../domain/opt-ins/opt-in.ts';
 import { findPlaybooks } from '../../domain/playbooks/playbook.repository.ts';
