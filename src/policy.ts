@@ -1,0 +1,103 @@
+// Every limit, lifetime and timeout hubops promises, in one place. Each line says what it
+// affects; the README states the same numbers, and test/docs/policy.test.ts fails when the two
+// disagree. Change a number here, then the sentence the test names.
+
+const SECOND = 1_000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/** A rolling-window rate limit: at most `limit` counted requests in any `windowMs`. */
+export interface RateWindow {
+  /** The name clients see in `RateLimit-Policy` and in 429 messages. */
+  readonly policy: string;
+  readonly limit: number;
+  readonly windowMs: number;
+}
+
+const window = (policy: string, limit: number, windowMs: number): RateWindow => Object.freeze({ policy, limit, windowMs });
+
+// --- Hub API (API keys) ---------------------------------------------------------------------
+
+/** Requests per API key, every Hub API and Hub MCP request counted. */
+export const HUB_KEY_LIMIT = window('per-key', 120, MINUTE);
+/** On top of the per-key window, for each of the two aggregate reports (REST and MCP alike). */
+export const HUB_SUMMARY_LIMIT = window('opt-in-summary', 20, MINUTE);
+export const HUB_SPEND_LIMIT = window('spend-by-workspace', 20, MINUTE);
+/** Failed key checks per client address; beyond it the address gets 429 without a key check. */
+export const FAILED_AUTH_LIMIT = window('failed-auth', 30, MINUTE);
+/** How often counted key usage (request count, last used) is written to the database. */
+export const USAGE_FLUSH_MS = 10 * SECOND;
+
+// --- Main API and main MCP server (OAuth tokens) --------------------------------------------
+
+/** Requests (REST) and tool calls (MCP) per user and OAuth client, by the account's plan. */
+export const PLAN_LIMITS = Object.freeze({ standard: 60, partner: 300 });
+export const PLAN_WINDOW_MS = MINUTE;
+/** How long an instance may reuse a token's checked identity: revocation reaches it within this. */
+export const TOKEN_CHECK_CACHE_MS = 30 * SECOND;
+/** How long an Idempotency-Key is remembered for a user and client. */
+export const IDEMPOTENCY_KEY_TTL_MS = DAY;
+
+// --- Media and publishing ------------------------------------------------------------------
+
+const MB = 1024 * 1024;
+/** Largest upload, by kind; an upload is refused (413) as soon as its stream passes the limit. */
+export const IMAGE_MAX_BYTES = 10 * MB;
+export const VIDEO_MAX_BYTES = 200 * MB;
+/** add_media's inline base64 content, decoded (larger files go by url). */
+export const BASE64_MEDIA_MAX_BYTES = 5 * MB;
+/** add_media's url: the whole download must finish within this, following at most so many redirects. */
+export const URL_FETCH_TIMEOUT_MS = MINUTE;
+export const URL_FETCH_MAX_REDIRECTS = 3;
+/** A publisher claims due posts for this long; a claim older than this is taken over by another. */
+export const PUBLISH_LEASE_MS = 5 * MINUTE;
+
+// --- OAuth authorization server -------------------------------------------------------------
+
+export const ACCESS_TOKEN_TTL_S = HOUR / SECOND;
+/** Authorization codes are also single-use. */
+export const AUTHORIZATION_CODE_TTL_S = MINUTE / SECOND;
+/** Refresh tokens rotate on every use; the grant they belong to lives as long. */
+export const REFRESH_TOKEN_TTL_S = (30 * DAY) / SECOND;
+/** The browser session at the authorization server (sign in once, consent per client). */
+export const OAUTH_SESSION_TTL_S = (14 * DAY) / SECOND;
+/** How long a sign-in + consent interaction may take. */
+export const OAUTH_INTERACTION_TTL_S = HOUR / SECOND;
+/** Failed client authentications per client id and address; then even the right secret is refused. */
+export const CLIENT_AUTH_FAILURE_LIMIT = window('client-auth-failures', 20, 15 * MINUTE);
+/** Dynamic client registrations per client address. */
+export const REGISTRATION_LIMIT = window('registrations', 30, HOUR);
+
+// --- Sign-in (OAuth pages and web admin share the same windows) ------------------------------
+
+/** Failed sign-ins per email and per client address; while either is full, even the right password is refused. */
+export const SIGN_IN_LIMITS = Object.freeze({ perEmail: 5, perAddress: 50, windowMs: 15 * MINUTE });
+
+// --- Web admin and embeds -------------------------------------------------------------------
+
+export const WEB_SESSION_TTL_MS = 12 * HOUR;
+/** A "Create key" form token: the one-time reveal of the new key is possible for this long. */
+export const FORM_TOKEN_TTL_MS = HOUR;
+/** The longest an embed token may live (`exp - iat`), and the clock skew allowed on `iat`. */
+export const EMBED_TOKEN_MAX_LIFETIME_S = HOUR / SECOND;
+export const EMBED_CLOCK_SKEW_S = MINUTE / SECOND;
+
+// --- Database -------------------------------------------------------------------------------
+
+/** PostgreSQL ends any statement after this (server side). */
+export const STATEMENT_TIMEOUT_MS = 15 * SECOND;
+/** A connection on which a running statement has heard nothing for this long is dropped. */
+export const READ_TIMEOUT_MS = 20 * SECOND;
+export const CONNECT_TIMEOUT_MS = 5 * SECOND;
+/** The Retry-After of a 503 while the database is unreachable. */
+export const DATABASE_RETRY_AFTER_S = 5;
+
+// --- Process --------------------------------------------------------------------------------
+
+/** On SIGINT/SIGTERM: in-flight requests get this long to finish. */
+export const STOP_GRACE_MS = 20 * SECOND;
+/** Then the final steps (usage flush, closing the database) get this long; the process exits regardless. */
+export const STOP_STEPS_MS = 15 * SECOND;
+/** A repeat of the stop signal within this is taken as the same keypress (npm forwards it) and ignored. */
+export const DUPLICATE_SIGNAL_MS = 3 * SECOND;
