@@ -1,9 +1,6 @@
 // Server-rendered pages of the authorization server: sign-in, consent, refusal, error. One small
 // stylesheet inline (allowed by a per-response nonce), no script, no external asset.
-
-export function escapeHtml(value: string): string {
-  return value.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-}
+import { escapeHtml } from '../shared/html.ts';
 
 const STYLE = `
 :root{color-scheme:light dark;--bg:#f5f6f8;--card:#fff;--text:#1c1f24;--muted:#5b6270;--line:#e2e5ea;--accent:#2956d6;--accent-text:#fff;--danger:#b42318}

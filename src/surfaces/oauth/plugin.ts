@@ -1,4 +1,4 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import type Provider from 'oidc-provider';
@@ -7,7 +7,9 @@ import type { Db } from '../../db/database.ts';
 import { consentOptions, saveGrantContext } from '../../domain/oauth/identity.repository.ts';
 import { signIn } from '../../domain/oauth/sign-in.ts';
 import type { Clock } from '../../platform/clock.ts';
+import { sameSecret } from '../../platform/constant-time.ts';
 import type { RateLimiter } from '../../platform/rate-limit.ts';
+import { sendPage } from '../shared/html.ts';
 import { consentPage, errorPage, pageHeaders, refusalPage, signInPage } from './pages.ts';
 import { oauthRoutes } from './provider.ts';
 
@@ -74,15 +76,8 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
   await app.register(async (scope) => {
     await scope.register(formbody);
     const csrfFor = (uid: string) => createHmac('sha256', deps.csrfKey).update(`csrf:${uid}`).digest('base64url');
-    const csrfValid = (uid: string, presented: unknown) => {
-      const expected = Buffer.from(csrfFor(uid));
-      const actual = Buffer.from(typeof presented === 'string' ? presented : '');
-      return expected.length === actual.length && timingSafeEqual(expected, actual);
-    };
-    const send = (reply: FastifyReply, status: number, render: (nonce: string) => string) => {
-      const nonce = randomBytes(16).toString('base64url');
-      return reply.code(status).headers(pageHeaders(nonce)).send(render(nonce));
-    };
+    const csrfValid = (uid: string, presented: unknown) => sameSecret(csrfFor(uid), presented);
+    const send = (reply: FastifyReply, status: number, render: (nonce: string) => string) => sendPage(reply, status, pageHeaders, render);
     const finish = async (request: FastifyRequest, reply: FastifyReply, result: Parameters<Provider['interactionResult']>[2], merge: boolean) => {
       const redirectTo = await deps.provider.interactionResult(request.raw, reply.raw, result, { mergeWithLastSubmission: merge });
       return reply.code(303).header('cache-control', 'no-store').redirect(redirectTo, 303);

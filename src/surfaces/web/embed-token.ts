@@ -4,8 +4,9 @@
 //   base64url(JSON {alg: "EdDSA", kid}) + "." + base64url(JSON {hub, view, exp}) + "." + base64url(Ed25519 signature)
 // Embed keys made before key pairs (no public key) still verify their legacy tokens until revoked:
 //   base64url(JSON {hub, view, exp, kid}) + "." + base64url(HMAC-SHA256(payload part, SHA-256(key)))
-import { createHmac, createPrivateKey, createPublicKey, sign, timingSafeEqual, verify } from 'node:crypto';
+import { createHmac, createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
 import { EMBED_SECRET_PREFIX } from '../../domain/api-keys/api-key.ts';
+import { sameSecret } from '../../platform/constant-time.ts';
 import { hasForbiddenCharacter } from '../../platform/text.ts';
 
 export const EMBED_VIEWS = ['spend', 'opt-in-summary'] as const;
@@ -113,8 +114,7 @@ function signatureMatches(token: ParsedToken, key: EmbedKeyRecord | undefined): 
   }
   // Legacy HMAC tokens only for keys without a key pair; computed even for an unknown key.
   const expected = createHmac('sha256', (!key?.publicKey && key?.keyHash) || Buffer.alloc(32)).update(token.signed).digest();
-  const equal = token.signature.length === expected.length && timingSafeEqual(token.signature, expected);
-  return equal && !!key && !key.publicKey && !!key.keyHash;
+  return sameSecret(expected, token.signature) && !!key && !key.publicKey && !!key.keyHash;
 }
 
 /**

@@ -1,7 +1,7 @@
 // Server-rendered pages of the web admin (/app) and the signed embeds (/embed). The look of the
 // OAuth pages (same palette), one inline stylesheet allowed by a per-response nonce, one small
 // script served from our own route (copy buttons, single-submit forms), nothing external.
-import { escapeHtml } from '../oauth/pages.ts';
+import { escapeHtml } from '../shared/html.ts';
 import type { OptInStatus } from '../../domain/opt-ins/opt-in.ts';
 import type { Membership, SessionUser } from './web.repository.ts';
 

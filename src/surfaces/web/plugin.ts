@@ -1,7 +1,7 @@
 // The web admin under {base_url}/app (sign-in, hub switcher, profile menu, Manage Hub → API tab,
 // playbook opt-ins report with a streamed CSV download, spend dashboard) and the signed embeds
 // under {base_url}/embed. Server-rendered; see README "The web admin".
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -17,8 +17,10 @@ import { optInSummary } from '../../domain/opt-ins/opt-in.service.ts';
 import { PERIODS, type Period } from '../../domain/periods.ts';
 import { spendByWorkspace, type SpendReportCache } from '../../domain/spend/spend.service.ts';
 import type { Clock } from '../../platform/clock.ts';
-import { ApiError, fromFrameworkError } from '../../platform/errors.ts';
+import { ApiError, fromFrameworkError } from '../shared/errors.ts';
+import { sameSecret } from '../../platform/constant-time.ts';
 import type { RateLimiter } from '../../platform/rate-limit.ts';
+import { newNonce } from '../shared/html.ts';
 import { APP_JS } from './assets.ts';
 import { csvLine, optInCsvHeader, optInCsvValues } from './csv.ts';
 import { verifyEmbedToken, type EmbedView } from './embed-token.ts';
@@ -63,12 +65,6 @@ function cookies(request: FastifyRequest): Map<string, string> {
 }
 
 const hmac = (secret: string, label: string) => createHmac('sha256', secret).update(label).digest('base64url');
-function sameText(a: string, b: unknown): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(typeof b === 'string' ? b : '');
-  return x.length === y.length && timingSafeEqual(x, y);
-}
-const nonce = () => randomBytes(16).toString('base64url');
 const one = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
 interface Ctx {
@@ -89,7 +85,7 @@ export async function webPlugin(app: FastifyInstance, deps: WebDeps): Promise<vo
   await app.register(formbody);
 
   const html = (reply: FastifyReply, status: number, render: (n: string) => string) => {
-    const n = nonce();
+    const n = newNonce();
     return reply.code(status).headers(appHeaders(n)).send(render(n));
   };
   const refuse = (reply: FastifyReply, status: number, title: string, message: string, link?: { href: string; text: string }) =>
@@ -140,7 +136,7 @@ export async function webPlugin(app: FastifyInstance, deps: WebDeps): Promise<vo
     }
     return { sessionId: who.sessionId, user: who.user, hub, csrf: csrfOf(who.sessionId) };
   };
-  const csrfOk = (ctx: { sessionId: string }, body: Form) => sameText(csrfOf(ctx.sessionId), body.csrf);
+  const csrfOk = (ctx: { sessionId: string }, body: Form) => sameSecret(csrfOf(ctx.sessionId), body.csrf);
   const shellOf = (ctx: Ctx, active: Shell['active']): Shell => ({ base, user: ctx.user, hub: ctx.hub, csrf: ctx.csrf, active });
 
   app.get(`${appPath}/assets/app.js`, async (_request, reply) =>
@@ -165,7 +161,7 @@ export async function webPlugin(app: FastifyInstance, deps: WebDeps): Promise<vo
     const next = safeNext(body.next);
     const email = String(body.email ?? '').trim().toLowerCase().slice(0, 320);
     const password = String(body.password ?? '').slice(0, 1024);
-    if (!pre || !sameText(hmac(pre, 'hubops-web-signin'), body.csrf)) {
+    if (!pre || !sameSecret(hmac(pre, 'hubops-web-signin'), body.csrf)) {
       const fresh = randomBytes(24).toString('base64url');
       reply.header('set-cookie', `${SIGNIN_COOKIE}=${fresh}; ${cookieAttrs}; Max-Age=3600`);
       return html(reply, 400, (n) => signInPage({ action: `${appPath}/sign-in`, csrf: hmac(fresh, 'hubops-web-signin'), next, email, error: 'Your sign-in form expired. Please try again.' }, n));
@@ -194,7 +190,7 @@ export async function webPlugin(app: FastifyInstance, deps: WebDeps): Promise<vo
   app.post<{ Body: Form }>(`${appPath}/sign-out`, async (request, reply) => {
     const sessionId = cookies(request).get(SESSION_COOKIE);
     if (sessionId) {
-      if (!sameText(csrfOf(sessionId), ((request.body ?? {}) as Form).csrf)) return refuse(reply, 400, 'Form expired', 'That form expired. Reload the page and try again.');
+      if (!sameSecret(csrfOf(sessionId), ((request.body ?? {}) as Form).csrf)) return refuse(reply, 400, 'Form expired', 'That form expired. Reload the page and try again.');
       await deleteSession(deps.db, sessionId);
     }
     reply.header('set-cookie', `${SESSION_COOKIE}=; ${cookieAttrs}; Max-Age=0`);
@@ -476,7 +472,7 @@ ${page.map((r) => `<tr data-id="${h(r.id)}"><td>${h(r.playbook.name)}</td><td>${
 
   // ── Signed embeds ──────────────────────────────────────────────────────────────────────────
   function embedPage(reply: FastifyReply, status: number, title: string, body: string) {
-    const n = nonce();
+    const n = newNonce();
     return reply.code(status).headers(embedHeaders(n)).send(document_(title, `<main>${body}<p class="muted"><small>Powered by hubops</small></p></main>`, n));
   }
   function embedRefusal(reply: FastifyReply, reason: string) {
