@@ -4,13 +4,18 @@ import { createPrivateKey, generateKeyPairSync, randomBytes } from 'node:crypto'
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
+import { runCli } from '../src/cli/cli.ts';
 import { createTestDb, type TestDb } from './support/db.ts';
 import { snapshot } from './support/snapshot.ts';
 
-// The real `hubops` CLI in a child process against a real database (contract §2): exact JSON
-// shapes with --json, exit status 0 / 1 (refused, one line on stderr) / 2 (bad usage).
+// The `hubops` CLI against a real database (contract §2): exact JSON shapes with --json, exit
+// status 0 / 1 (refused, one line on stderr) / 2 (bad usage). Commands run in this process through
+// runCli (the CLI's entry, with its stdout, stderr, stdin and environment given), which spares a
+// Node start per command; 'as a process' runs the real `node src/cli/main.ts` for what only a
+// process shows: its exit status, what reaches its stdout and stderr, its stdin.
 
 const CLI = path.resolve(import.meta.dirname, '../src/cli/main.ts');
 
@@ -23,11 +28,27 @@ interface Run {
 let db: TestDb;
 let dir: string;
 
-function hubops(args: string[], options: { url?: string; stdin?: string; env?: Record<string, string> } = {}): Promise<Run> {
+function cliEnv(options: { url?: string; env?: Record<string, string> }): Record<string, string | undefined> {
+  return { PATH: process.env.PATH, DATABASE_URL: options.url ?? db.url, LOG_LEVEL: 'info', ...options.env };
+}
+
+/** One CLI invocation, in this process. */
+async function hubops(args: string[], options: { url?: string; stdin?: string; env?: Record<string, string> } = {}): Promise<Run> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(args, {
+    stdout: (text) => (stdout += text),
+    stderr: (text) => (stderr += text),
+    env: cliEnv(options),
+    stdin: Readable.from(options.stdin ? [Buffer.from(options.stdin)] : []),
+  });
+  return { code, stdout, stderr };
+}
+
+/** One CLI invocation as a process of its own: `node src/cli/main.ts …`. */
+function spawnHubops(args: string[], options: { url?: string; stdin?: string; env?: Record<string, string> } = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      env: { PATH: process.env.PATH, DATABASE_URL: options.url ?? db.url, LOG_LEVEL: 'info', ...options.env },
-    });
+    const child = spawn(process.execPath, [CLI, ...args], { env: cliEnv(options) });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk) => (stdout += chunk));
@@ -49,7 +70,10 @@ async function json(args: string[], options?: { stdin?: string }): Promise<any> 
 
 /** Expects a refusal (1) or bad usage (2): nothing on stdout, the reason on stderr. */
 async function fails(code: 1 | 2, args: string[], reason: RegExp, options?: { url?: string; env?: Record<string, string> }): Promise<Run> {
-  const run = await hubops([...args, '--json'], options);
+  return failed(await hubops([...args, '--json'], options), code, reason);
+}
+
+function failed(run: Run, code: 1 | 2, reason: RegExp): Run {
   assert.equal(run.code, code, `exit ${run.code}: ${run.stderr}`);
   assert.equal(run.stdout, '');
   const lines = run.stderr.trimEnd().split('\n');
@@ -393,5 +417,45 @@ describe('usage, help and configuration', () => {
     const run = await hubops(['accounts', 'create', '--name', 'Friendly']);
     assert.equal(run.code, 0);
     assert.match(run.stdout, /^Created account acc_\S+ "Friendly" \(plan standard, API access off\)\.\n$/);
+  });
+});
+
+describe('as a process', () => {
+  // The same contract through `node src/cli/main.ts`: the process exits with the command's status
+  // once its output is flushed, stdout carries only the result, stdin is the process's.
+  test('exit 0: exactly one JSON document on stdout, nothing on stderr; help on stdout; stdin read', async () => {
+    const [created, imported, helped] = await Promise.all([
+      spawnHubops(['accounts', 'create', '--name', 'Spawned Co', '--json']),
+      spawnHubops(['import', '-', '--json'], { stdin: '{"type":"account","name":"Spawned from stdin"}\n' }),
+      spawnHubops(['--help']),
+    ]);
+    for (const run of [created, imported]) {
+      assert.equal(run.code, 0, run.stderr);
+      assert.equal(run.stderr, '');
+      assert.ok(run.stdout.endsWith('}\n') && run.stdout.indexOf('\n') === run.stdout.length - 1, run.stdout);
+    }
+    const { id } = JSON.parse(created.stdout);
+    assert.deepEqual(Object.keys(JSON.parse(created.stdout)), ['id']);
+    assert.equal((await db.kysely.selectFrom('accounts').select('name').where('id', '=', id).executeTakeFirstOrThrow()).name, 'Spawned Co');
+    assert.equal(JSON.parse(imported.stdout).imported.account, 1);
+    assert.equal((await db.kysely.selectFrom('accounts').select('id').where('name', '=', 'Spawned from stdin').execute()).length, 1);
+    assert.equal(helped.code, 0);
+    assert.equal(helped.stderr, '');
+    assert.ok(helped.stdout.includes('  keys create'), helped.stdout);
+  });
+
+  test('exit 1 and 2: nothing on stdout, the reason in one line on stderr (usage adds a line)', async () => {
+    const [refused, usage, none, config, unreachable] = await Promise.all([
+      spawnHubops(['hubs', 'create', '--account', 'acc_nope', '--name', 'X', '--json']),
+      spawnHubops(['accounts', 'create', '--plan', 'standard', '--json']),
+      spawnHubops([]),
+      spawnHubops(['keys', 'list', '--hub', 'x', '--json'], { url: 'mysql://localhost/x' }),
+      spawnHubops(['migrate', '--json'], { url: 'postgres://hubops:secret@127.0.0.1:1/hubops' }),
+    ]);
+    failed(refused, 1, /^hubops: account acc_nope does not exist$/);
+    failed(usage, 2, /missing required option --name/);
+    assert.deepEqual({ ...none, stderr: none.stderr.split('\n')[0] }, { code: 2, stdout: '', stderr: 'hubops: missing command' });
+    assert.deepEqual(config, { code: 2, stdout: '', stderr: 'hubops: configuration error: DATABASE_URL must use postgres: or postgresql:, got mysql:\n' });
+    failed(unreachable, 1, /^hubops: cannot reach the database: .*ECONNREFUSED/);
   });
 });
