@@ -1,0 +1,192 @@
+// The import's reads and writes: the stored rows its lines refer to, and the multi-row inserts of its records.
+
+import { sql, type Insertable, type Kysely } from 'kysely';
+import type { Database, MediaKind, SocialPlatform } from '../../db/schema.ts';
+import { hashPassword } from '../../platform/password.ts';
+import { kindOf } from '../media/media-info.ts';
+import { mediaRow } from '../media/media.repository.ts';
+import { postRows } from '../posts/post.repository.ts';
+import { saveReviewDays } from '../reviews/review.repository.ts';
+import type { ImportRecord, ImportType, Kind, RecordOf } from './records.ts';
+
+// PostgreSQL allows 65,535 bind parameters per statement; stay well below.
+const MAX_PARAMS_PER_STATEMENT = 30_000;
+
+/** What the reference checks need to know of a stored row. */
+export interface StoredRow {
+  hubId?: string;
+  accountId?: string;
+  /** Channels and media: where they belong and what posts need to know of them. */
+  workspaceId?: string;
+  platform?: SocialPlatform;
+  connected?: boolean;
+  mediaKind?: MediaKind;
+}
+
+/** The stored rows a file may refer to or collide with. */
+export interface Wanted {
+  ids: Map<Kind, Set<string>>;
+  /** Hubs whose workspace field keys matter. */
+  fieldHubs: Set<string>;
+  emails: string[];
+}
+
+export interface StoredRows {
+  byId: Map<Kind, Map<string, StoredRow>>;
+  /** Field keys by hub. */
+  fieldKeys: Map<string, Set<string>>;
+  emails: Set<string>;
+}
+
+type Trx = Kysely<Database>;
+
+const any = (values: Iterable<string>) => sql<string>`ANY(${[...values]}::text[])`;
+
+/** Per kind: the stored rows among `ids`, with what the reference checks need of them. */
+const STORED_BY_ID: Record<Kind, (trx: Trx, ids: Set<string>) => Promise<({ id: string } & StoredRow)[]>> = {
+  account: (trx, ids) => trx.selectFrom('accounts').select('id').where('id', '=', any(ids)).execute(),
+  hub: (trx, ids) => trx.selectFrom('hubs').select(['id', 'account_id as accountId']).where('id', '=', any(ids)).execute(),
+  workspace: (trx, ids) => trx.selectFrom('workspaces').select(['id', 'hub_id as hubId']).where('id', '=', any(ids)).execute(),
+  playbook: (trx, ids) => trx.selectFrom('playbooks').select(['id', 'hub_id as hubId']).where('id', '=', any(ids)).execute(),
+  optIn: (trx, ids) => trx.selectFrom('opt_ins').select('id').where('id', '=', any(ids)).execute(),
+  adAccount: (trx, ids) => trx.selectFrom('ad_accounts').select(['id', 'hub_id as hubId']).where('id', '=', any(ids)).execute(),
+  user: (trx, ids) => trx.selectFrom('users').select('id').where('id', '=', any(ids)).execute(),
+  channel: (trx, ids) => trx.selectFrom('social_channels')
+    .select(['id', 'hub_id as hubId', 'workspace_id as workspaceId', 'platform', 'connected']).where('id', '=', any(ids)).execute(),
+  media: (trx, ids) => trx.selectFrom('media_assets').select(['id', 'hub_id as hubId', 'workspace_id as workspaceId', 'kind as mediaKind']).where('id', '=', any(ids)).execute(),
+  post: (trx, ids) => trx.selectFrom('posts').select('id').where('id', '=', any(ids)).execute(),
+};
+
+export async function findStoredRows(trx: Trx, wanted: Wanted): Promise<StoredRows> {
+  const kinds = Object.keys(STORED_BY_ID) as Kind[];
+  const [found, fields, emails] = await Promise.all([
+    Promise.all(kinds.map((kind) => STORED_BY_ID[kind](trx, wanted.ids.get(kind) ?? new Set()))),
+    trx.selectFrom('workspace_fields').select(['hub_id', 'key']).where('hub_id', '=', any(wanted.fieldHubs)).execute(),
+    trx.selectFrom('users').select('email').where('email', '=', any(wanted.emails)).execute(),
+  ]);
+  const byId = new Map(kinds.map((kind, i) => [kind, new Map(found[i]!.map(({ id, ...row }) => [id, row]))]));
+  const fieldKeys = new Map<string, Set<string>>();
+  for (const row of fields) {
+    if (!fieldKeys.has(row.hub_id)) fieldKeys.set(row.hub_id, new Set());
+    fieldKeys.get(row.hub_id)!.add(row.key);
+  }
+  return { byId, fieldKeys, emails: new Set(emails.map((r) => r.email)) };
+}
+
+/** Runs `statement` over `rows` in slices that stay under the bind-parameter limit. */
+async function inBatches<R extends object>(rows: R[], statement: (batch: R[]) => Promise<unknown>): Promise<void> {
+  if (rows.length === 0) return;
+  const perStatement = Math.max(1, Math.floor(MAX_PARAMS_PER_STATEMENT / Object.keys(rows[0]!).length));
+  for (let i = 0; i < rows.length; i += perStatement) await statement(rows.slice(i, i + perStatement));
+}
+
+async function insertAll<T extends keyof Database & string>(trx: Trx, table: T, rows: Insertable<Database[T]>[]): Promise<void> {
+  await inBatches(rows, (batch) => trx.insertInto(table).values(batch as never).execute());
+}
+
+/** Rows of `table` keyed by `key`: a row replaces the stored figures for its key. */
+async function upsertAll<T extends 'organic_metrics' | 'paid_metrics' | 'hub_cpm'>(trx: Trx, table: T, key: string[], rows: Insertable<Database[T]>[]): Promise<void> {
+  if (rows.length === 0) return;
+  const replace = Object.fromEntries(Object.keys(rows[0]!).filter((c) => !key.includes(c)).map((c) => [c, sql.ref(`excluded.${c}`)]));
+  await inBatches(rows, (batch) => trx.insertInto(table).values(batch as never).onConflict((oc) => oc.columns(key as never).doUpdateSet(replace as never)).execute());
+}
+
+async function writeUsers(trx: Trx, users: RecordOf<'user'>[]): Promise<void> {
+  // scrypt runs on libuv's thread pool, so hashing in parallel uses every pool thread.
+  const hashes = await Promise.all(users.map((u) => hashPassword(u.password)));
+  await insertAll(trx, 'users', users.map((u, i) => ({
+    id: u.id, account_id: u.accountId!, email: u.email, password_hash: hashes[i]!, firstname: u.firstname, lastname: u.lastname, is_staff: u.staff,
+  })));
+  await insertAll(trx, 'memberships', users.map((u) => ({ user_id: u.id, hub_id: u.hubId, role: u.role, workspace_id: u.workspaceId })));
+}
+
+/**
+ * Lines for the same (ad account, workspace, date) add up, with each other and with stored spend.
+ * They are summed here first, as one INSERT may not touch the same row twice, even through ON
+ * CONFLICT. Sums are BigInt: many safe integers can add up to an unsafe one.
+ */
+async function writeSpend(trx: Trx, lines: RecordOf<'spend'>[]): Promise<void> {
+  const spend = new Map<string, { hub_id: string; ad_account_id: string; workspace_id: string | null; date: string; cents: bigint }>();
+  for (const s of lines) {
+    const key = `${s.adAccountId}\u0000${s.date}\u0000${s.workspaceId ?? ''}`;
+    const sum = spend.get(key);
+    if (sum) sum.cents += BigInt(s.spendCents);
+    else spend.set(key, { hub_id: s.hubId!, ad_account_id: s.adAccountId, workspace_id: s.workspaceId, date: s.date, cents: BigInt(s.spendCents) });
+  }
+  const rows = [...spend.values()].map(({ cents, ...row }) => ({ ...row, spend_cents: cents.toString() }));
+  await inBatches(rows, (batch) => trx
+    .insertInto('spend')
+    .values(batch)
+    .onConflict((oc) => oc.expression(sql`ad_account_id, date, (coalesce(workspace_id, ''))`).doUpdateSet({ spend_cents: sql`spend.spend_cents + excluded.spend_cents` }))
+    .execute());
+}
+
+async function writePosts(trx: Trx, records: RecordOf<'post'>[]): Promise<void> {
+  const posts = records.map((p) => {
+    const rows = postRows({ ...p, hubId: p.hubId!, createdBy: null, createdAt: p.createdAt ?? undefined });
+    // Imported outcomes: every channel of a published post has it; every channel of a failed one failed.
+    const deliveries = rows.deliveries.map((d) =>
+      p.status === 'published' ? { ...d, status: 'published' as const, external_id: p.externalIds[d.channel_id] ?? 'imported', delivered_at: p.publishedAt }
+      : p.status === 'failed' ? { ...d, status: 'failed' as const, error: p.error, delivered_at: p.scheduledAt }
+      : { ...d, status: 'pending' as const });
+    return { ...rows, deliveries };
+  });
+  await insertAll(trx, 'posts', posts.map((p) => p.post));
+  await insertAll(trx, 'post_deliveries', posts.flatMap((p) => p.deliveries));
+  await insertAll(trx, 'post_media', posts.flatMap((p) => p.media));
+}
+
+type RecordsOf = { [T in ImportType]: RecordOf<T>[] };
+
+/** How each type's records are written, in this order: a type after every type it refers to. */
+const WRITERS: { [T in ImportType]: (trx: Trx, records: RecordsOf[T]) => Promise<void> } = {
+  account: (trx, accounts) => insertAll(trx, 'accounts', accounts.map((a) => ({ id: a.id, name: a.name, plan: a.plan, api_access: a.apiAccess }))),
+  hub: (trx, hubs) => insertAll(trx, 'hubs', hubs.map((h) => ({ id: h.id, account_id: h.accountId, name: h.name, suspended: h.suspended }))),
+  workspaceField: (trx, fields) => insertAll(trx, 'workspace_fields', fields.map((f) => ({ hub_id: f.hubId, key: f.key, label: f.label, archived: f.archived }))),
+  workspace: (trx, workspaces) => insertAll(trx, 'workspaces', workspaces.map((w) => ({
+    id: w.id, hub_id: w.hubId, name: w.name, timezone: w.timezone, fields: JSON.stringify(w.fields),
+  }))),
+  playbook: (trx, playbooks) => insertAll(trx, 'playbooks', playbooks.map((p) => ({
+    id: p.id, hub_id: p.hubId, name: p.name, solutions: p.solutions, variants: JSON.stringify(p.variants), questions: JSON.stringify(p.questions),
+  }))),
+  adAccount: (trx, accounts) => insertAll(trx, 'ad_accounts', accounts.map((a) => ({
+    id: a.id, hub_id: a.hubId, platform: a.platform, name: a.name, sync_state: a.syncState, last_synced_at: a.lastSyncedAt,
+  }))),
+  user: writeUsers,
+  optIn: (trx, optIns) => insertAll(trx, 'opt_ins', optIns.map((o) => ({
+    id: o.id, hub_id: o.hubId!, playbook_id: o.playbookId, workspace_id: o.workspaceId, status: o.status,
+    opted_in_at: o.optedInAt, updated_at: o.updatedAt, budget_cents: o.budgetCents, budget_type: o.budgetType,
+    variant: JSON.stringify(o.variant), responses: JSON.stringify(o.responses),
+  }))),
+  spend: writeSpend,
+  channel: (trx, channels) => insertAll(trx, 'social_channels', channels.map((c) => ({
+    id: c.id, hub_id: c.hubId!, workspace_id: c.workspaceId, platform: c.platform, name: c.name, handle: c.handle, connected: c.connected,
+  }))),
+  media: (trx, media) => insertAll(trx, 'media_assets', media.map((m) => mediaRow({
+    ...m, hubId: m.hubId!, kind: kindOf(m.contentType), storageKey: null, createdBy: null, createdAt: m.createdAt ?? undefined,
+  }))),
+  post: writePosts,
+  organicMetrics: (trx, metrics) => upsertAll(trx, 'organic_metrics', ['hub_id', 'workspace_id', 'date', 'platform'], metrics.map((m) => ({
+    hub_id: m.hubId!, workspace_id: m.workspaceId, date: m.date, platform: m.platform,
+    posts: m.posts, impressions: m.impressions, reach: m.reach, likes: m.likes, comments: m.comments, shares: m.shares, saves: m.saves,
+  }))),
+  paidMetrics: (trx, metrics) => upsertAll(trx, 'paid_metrics', ['hub_id', 'workspace_id', 'date', 'platform', 'campaign_id'], metrics.map((m) => ({
+    hub_id: m.hubId!, workspace_id: m.workspaceId, date: m.date, platform: m.platform, campaign_id: m.campaignId, campaign_name: m.campaignName,
+    spend_cents: m.spendCents, impressions: m.impressions, clicks: m.clicks, results: m.results,
+  }))),
+  hubCpm: (trx, cpms) => upsertAll(trx, 'hub_cpm', ['hub_id', 'platform'], cpms.map((c) => ({ hub_id: c.hubId, platform: c.platform, cpm_cents: c.cpmCents }))),
+  reviewDay: (trx, days) => saveReviewDays(trx, days.map((d) => ({ hubId: d.hubId!, workspaceId: d.workspaceId, date: d.date, newReviews: d.newReviews, responded: d.responded }))),
+};
+
+function recordsOf<T extends ImportType>(records: ImportRecord[], type: T): RecordsOf[T] {
+  return records.filter((record): record is RecordOf<T> => record.type === type) as RecordsOf[T];
+}
+
+async function writeType<T extends ImportType>(trx: Trx, records: ImportRecord[], type: T): Promise<void> {
+  await WRITERS[type](trx, recordsOf(records, type));
+}
+
+/** Writes checked records, type after type in the order of WRITERS. */
+export async function writeRecords(trx: Trx, records: ImportRecord[]): Promise<void> {
+  for (const type of Object.keys(WRITERS) as ImportType[]) await writeType(trx, records, type);
+}
