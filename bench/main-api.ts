@@ -20,7 +20,8 @@ import { openDiskMediaStore } from '../src/domain/media/media-store.ts';
 import { createUser } from '../src/domain/tenancy/tenancy.repository.ts';
 import { systemClock } from '../src/platform/clock.ts';
 import { UnlimitedRateLimiter } from './unlimited-limiter.ts';
-import type { MainContext, Principal } from '../src/surfaces/main-api/context.ts';
+import type { Caller } from '../src/domain/caller.ts';
+import type { MainContext } from '../src/surfaces/main-api/context.ts';
 import { mainOperations } from '../src/surfaces/main-api/operations.ts';
 import { mountRest } from '../src/surfaces/rest.ts';
 import { freePort } from '../src/platform/net.ts';
@@ -63,18 +64,17 @@ const flow = await authorize(live, client, { email: 'bench@hubops.dev', password
 const { access_token: token } = await exchangeCode(live, client, flow, redirectUri);
 
 // Side B: the same operations and REST mounting, with a fixed caller instead of a token.
-const principal: Principal = {
+const benchCaller: Caller = {
   user: { id: user.id, email: user.email, firstname: 'Bench', lastname: 'Mark', isStaff: false },
   account: { id: 'acc_bench', plan: 'partner' },
   hub: { id: 'hub_bench', name: 'Bench Hub' },
   workspace: null,
   role: 'hub_admin',
   clientId: client.client.client_id,
-  scope: 'service:full',
 };
 const bare = Fastify({ logger: false });
 const media = await openDiskMediaStore(await mkdtemp(path.join(tmpdir(), 'hubops-bench-media-')));
-mountRest<MainContext>(bare, mainOperations, async () => ({ db, clock: systemClock, media, principal }));
+mountRest<MainContext>(bare, mainOperations, async () => ({ db, clock: systemClock, media, caller: benchCaller }));
 const portB = await freePort();
 await bare.listen({ port: portB, host: '127.0.0.1' });
 

@@ -11,7 +11,6 @@ import { HubCatalogCache } from './domain/opt-ins/hub-catalog.ts';
 import { SpendReportCache } from './domain/spend/spend.service.ts';
 import { systemClock, type Clock } from './platform/clock.ts';
 import { configureCursorKey } from './platform/cursor.ts';
-import { ApiError, fromFrameworkError } from './platform/errors.ts';
 import { loggerOptions } from './platform/logger.ts';
 import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
 import { HubApiGuard } from './surfaces/hub-api/guard.ts';
@@ -27,7 +26,8 @@ import { RevocationFeed } from './surfaces/oauth/revocations.ts';
 import { loadServerSecrets, resolveSecretsKeys } from './surfaces/oauth/server-secrets.ts';
 import { webPlugin } from './surfaces/web/plugin.ts';
 import { checkInbound, RouteMethods } from './surfaces/rest.ts';
-import { oauthRoutes } from './surfaces/oauth/provider.ts';
+import { fromFrameworkError, refusalOf } from './surfaces/shared/errors.ts';
+import { oauthRoutes } from './surfaces/shared/oauth.ts';
 
 export const VERSION = '0.1.0';
 const ARTIFACT_CLEANUP_MS = 10 * 60_000;
@@ -102,10 +102,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     reply.header('x-request-id', request.id);
   });
 
-  fastify.setErrorHandler((error: FastifyError | ApiError | Error, request, reply) => {
-    if (error instanceof ApiError) {
-      return reply.code(error.status).headers(error.headers).send(error.body());
-    }
+  // Every refusal (a surface's ApiError, the domain's DomainError) answers as refusalOf maps it.
+  fastify.setErrorHandler((error: FastifyError | Error, request, reply) => {
+    const refused = refusalOf(error);
+    if (refused) return reply.code(refused.status).headers(refused.headers).send(refused.body());
     if (isDatabaseUnavailable(error)) {
       request.log.warn({ err: error }, 'database unavailable');
       return reply.code(503).header('retry-after', '5').send({ error: 'service_unavailable', message: 'The service is temporarily unavailable; retry shortly.' });

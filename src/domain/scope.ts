@@ -1,11 +1,22 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../db/database.ts';
-import { invalidRequest } from '../platform/errors.ts';
-import type { WorkspaceScope } from '../surfaces/main-api/context.ts';
+import { invalid } from '../platform/errors.ts';
+import type { Caller } from './caller.ts';
 import { workspaceExistsInHub } from './scope.repository.ts';
 
+/** The tenancy every query for a caller filters by: the hub, and the workspace when one is active. */
+export interface WorkspaceScope {
+  hubId: string;
+  /** null: every workspace of the hub (a hub admin acting hub-wide). */
+  workspaceId: string | null;
+}
+
+export function scopeOf(caller: Caller): WorkspaceScope {
+  return { hubId: caller.hub.id, workspaceId: caller.workspace?.id ?? null };
+}
+
 /**
- * The tenancy filter of every main API query: `alias.hub_id = hub [AND alias.workspace_id = ws]`.
+ * The tenancy filter of every query for a caller: `alias.hub_id = hub [AND alias.workspace_id = ws]`.
  * Rows outside it are never read, so "not found" and "not yours" cannot be told apart.
  */
 export function inScope(scope: WorkspaceScope, alias: string): RawBuilder<unknown> {
@@ -28,19 +39,19 @@ export function narrowScope(scope: WorkspaceScope, workspaceId: string | undefin
 
 /**
  * The workspace a new record goes into: the caller's active workspace, or for a hub admin acting
- * hub-wide the `workspaceId` they name (required, and in their hub). Refused with 400 on the
+ * hub-wide the `workspaceId` they name (required, and in their hub). Refused as invalid on the
  * `workspaceId` field, with the same words whether the workspace exists elsewhere or not at all.
  */
 export async function targetWorkspace(db: Db, scope: WorkspaceScope, workspaceId: string | undefined): Promise<string> {
   if (scope.workspaceId !== null) {
     if (workspaceId !== undefined && workspaceId !== scope.workspaceId) {
-      throw invalidRequest([{ field: 'workspaceId', message: `must be your active workspace (${scope.workspaceId}) or be left out` }]);
+      throw invalid([{ field: 'workspaceId', message: `must be your active workspace (${scope.workspaceId}) or be left out` }]);
     }
     return scope.workspaceId;
   }
-  if (workspaceId === undefined) throw invalidRequest([{ field: 'workspaceId', message: 'is required when acting across the whole hub' }]);
+  if (workspaceId === undefined) throw invalid([{ field: 'workspaceId', message: 'is required when acting across the whole hub' }]);
   if (!(await workspaceExistsInHub(db, scope.hubId, workspaceId))) {
-    throw invalidRequest([{ field: 'workspaceId', message: 'is not a workspace of your hub' }]);
+    throw invalid([{ field: 'workspaceId', message: 'is not a workspace of your hub' }]);
   }
   return workspaceId;
 }

@@ -1,9 +1,9 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { invalidRequest } from './errors.ts';
+import { invalid } from './errors.ts';
 
 // Opaque keyset cursors: base64url of ["v2", kind, ...position], then "." and a truncated
-// HMAC-SHA256 of that text under a server-kept key. Only cursors we issued pass (contract §4): an
-// edited one is refused with 400 on `cursor` before its position is even parsed. The key is
+// HMAC-SHA256 of that text under a server-kept key. Only cursors we issued pass: an edited one is
+// refused as invalid on `cursor` before its position is even parsed. The key is
 // derived from the server secrets in the database (configureCursorKey, at start), so every
 // instance accepts every instance's cursors; until configured, a random per-process key.
 
@@ -22,7 +22,7 @@ export function encodeCursor(kind: string, position: string[]): string {
   return `${payload}.${tagOf(payload).toString('base64url')}`;
 }
 
-const refuse = () => invalidRequest([{ field: 'cursor', message: 'is not a cursor issued by this API; pass nextCursor from the previous page unchanged' }]);
+const refuse = () => invalid([{ field: 'cursor', message: 'is not a cursor issued by this API; pass nextCursor from the previous page unchanged' }]);
 
 /** The position in a cursor of `kind` with `length` parts, each checked by `valid`. */
 export function decodeCursor(text: string, kind: string, length: number, valid: (part: string, index: number) => boolean = () => true): string[] {

@@ -1,10 +1,10 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError } from '../platform/errors.ts';
 import { JsonText } from '../platform/json-text.ts';
-import { runOperation, type Operation } from './operation.ts';
+import { Replayed, runOperation, type Operation } from './operation.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './rest.ts';
+import { refusalOf } from './shared/errors.ts';
 
 // MCP tools from the operation declarations, served over stateless Streamable HTTP: a new server
 // and transport per request (no sessions to share between instances). The SDK is loaded on the
@@ -26,20 +26,23 @@ export interface McpEndpoint<Ctx> {
   version: string;
   instructions: string;
   operations: Operation<Ctx>[];
-  /** Called before each tool runs (e.g. an operation's extra rate limit); throw ApiError to refuse. */
+  /** Called before each tool runs (e.g. an operation's extra rate limit); throw a refusal to refuse. */
   beforeTool?: (op: Operation<Ctx>) => Promise<void>;
 }
 
-function toolResult(value: unknown): CallToolResult {
+function toolResult(result: unknown): CallToolResult {
+  const value = result instanceof Replayed ? result.value : result;
   const structured = value instanceof JsonText ? value.value() : value;
   const text = value instanceof JsonText ? value.text : JSON.stringify(value);
   return { content: [{ type: 'text', text }], structuredContent: structured as Record<string, unknown> };
 }
 
+/** A refusal as a tool error, worded as its REST answer: `code: message`, then each bad field. */
 function toolError(error: unknown, onUnexpected: (error: unknown) => void): CallToolResult {
-  if (error instanceof ApiError) {
-    const detail = error.issues ? ` ${error.issues.map((i) => `${i.field}: ${i.message}`).join('; ')}` : '';
-    return { isError: true, content: [{ type: 'text', text: `${error.code}: ${error.message}${detail}` }] };
+  const refusal = refusalOf(error);
+  if (refusal) {
+    const detail = refusal.issues ? ` ${refusal.issues.map((i) => `${i.field}: ${i.message}`).join('; ')}` : '';
+    return { isError: true, content: [{ type: 'text', text: `${refusal.code}: ${refusal.message}${detail}` }] };
   }
   onUnexpected(error);
   return { isError: true, content: [{ type: 'text', text: 'internal_error: the tool failed unexpectedly; try again later.' }] };

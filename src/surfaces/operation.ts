@@ -1,8 +1,10 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { Static, TObject, TSchema } from 'typebox';
-import { invalidRequest, type Issue } from '../platform/errors.ts';
+import type { Replayable } from '../domain/idempotency/idempotency.ts';
+import type { Issue } from '../platform/errors.ts';
 import { JsonText } from '../platform/json-text.ts';
 import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText } from '../platform/text.ts';
+import { invalidRequest } from './shared/errors.ts';
 
 /**
  * One API operation, declared once and mounted as a REST route, an OpenAPI path and an MCP tool
@@ -23,7 +25,21 @@ export interface Operation<Ctx, In extends TObject = TObject, Out extends TSchem
   openWorld?: boolean;
   /** An extra per-key limit for this operation, on top of the surface's (e.g. 20/min). */
   extraLimit?: { policy: string; limit: number; windowMs: number };
-  handler(ctx: Ctx, input: Static<In>): Promise<Static<Out> | JsonText>;
+  handler(ctx: Ctx, input: Static<In>): Promise<Static<Out> | JsonText | Replayed<Static<Out>>>;
+}
+
+/** An operation's result given again for a retried request (the same idempotency key). */
+export class Replayed<T> {
+  readonly value: T;
+
+  constructor(value: T) {
+    this.value = value;
+  }
+}
+
+/** A service's idempotent result as an operation's: marked when it is a replay (REST says so in a header). */
+export function replayable<T>(result: Replayable<T>): T | Replayed<T> {
+  return result.replayed ? new Replayed(result.value) : result.value;
 }
 
 /** Declares an operation with its input type inferred from the schema. */

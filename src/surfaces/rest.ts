@@ -1,8 +1,17 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { invalidRequest } from '../platform/errors.ts';
+import { IDEMPOTENCY_KEY } from '../domain/idempotency/idempotency.ts';
 import { JsonText } from '../platform/json-text.ts';
 import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText } from '../platform/text.ts';
-import { fromQueryText, runOperation, type Operation } from './operation.ts';
+import { fromQueryText, Replayed, runOperation, type Operation } from './operation.ts';
+import { invalidRequest } from './shared/errors.ts';
+
+/** The response header that marks a replayed result (draft-ietf-httpapi-idempotency-key-header). */
+export const REPLAYED_HEADER = 'Idempotent-Replayed';
+
+/** The request's `Idempotency-Key` header; undefined when none was sent. */
+export function idempotencyKeyOf(request: FastifyRequest): string | undefined {
+  return request.headers[IDEMPOTENCY_KEY.toLowerCase()] as string | undefined;
+}
 
 /**
  * Mounts operations as REST routes. The input is path parameters, query string and JSON body
@@ -35,7 +44,11 @@ export function mountRest<Ctx>(
         );
         await settle?.(ctx);
         if (!outcome.ok) throw outcome.error;
-        const result = outcome.value;
+        let result = outcome.value;
+        if (result instanceof Replayed) {
+          reply.header(REPLAYED_HEADER, 'true');
+          result = result.value;
+        }
         if (op.method === 'POST') reply.code(201);
         if (!(result instanceof JsonText)) return result;
         const { body, length } = result.body();

@@ -1,5 +1,5 @@
 // The layers of src/, top to bottom: main and cli → app → surfaces → domain → db → config →
-// platform. A file may import its own layer or any layer below it, never one above. Within
+// platform and policy. A file may import its own layer or any layer below it, never one above. Within
 // surfaces, each surface (a folder under src/surfaces) stands alone: it imports only itself, the
 // surface toolkit (src/surfaces/*.ts and src/surfaces/shared), and the layers below, except where
 // one surface composes another's operations.
@@ -12,7 +12,10 @@ import ts from 'typescript';
 const root = path.resolve(import.meta.dirname, '../..');
 const src = path.join(root, 'src');
 
-/** Higher imports lower. config is read by db (to open the database) and above; it reads only platform. */
+/**
+ * Higher imports lower. config is read by db (to open the database) and above, and reads only
+ * platform; policy (the numbers hubops promises) imports nothing and may be read by anything.
+ */
 const LAYERS: [prefix: string, rank: number][] = [
   ['main.ts', 6],
   ['cli/', 6],
@@ -22,6 +25,7 @@ const LAYERS: [prefix: string, rank: number][] = [
   ['db/', 2],
   ['config.ts', 1],
   ['platform/', 0],
+  ['policy.ts', 0],
 ];
 
 /** A surface composing another: the main MCP server serves the main API's and the Hub API's operations. */
@@ -36,27 +40,7 @@ const TOOLKIT = 'shared';
  * Imports known to break the rules, to be removed as they are fixed (`from -> to`, paths under
  * src/). An entry that no longer matches an import fails the test, so the list only shrinks.
  */
-const KNOWN: string[] = [
-  'domain/analytics/analytics.repository.ts -> surfaces/main-api/context.ts',
-  'domain/analytics/analytics.service.ts -> surfaces/main-api/context.ts',
-  'domain/channels/channel.repository.ts -> surfaces/main-api/context.ts',
-  'domain/channels/channel.service.ts -> surfaces/main-api/context.ts',
-  'domain/idempotency/idempotency.ts -> surfaces/main-api/context.ts',
-  'domain/media/media.repository.ts -> surfaces/main-api/context.ts',
-  'domain/media/media.service.ts -> surfaces/main-api/context.ts',
-  'domain/posts/post.repository.ts -> surfaces/main-api/context.ts',
-  'domain/posts/post.service.ts -> surfaces/main-api/context.ts',
-  'domain/reviews/review.repository.ts -> surfaces/main-api/context.ts',
-  'domain/reviews/review.service.ts -> surfaces/main-api/context.ts',
-  'domain/scope.ts -> surfaces/main-api/context.ts',
-  'domain/workspaces/workspace.repository.ts -> surfaces/main-api/context.ts',
-  'surfaces/main-api/auth.ts -> surfaces/hub-api/guard.ts',
-  'surfaces/main-api/auth.ts -> surfaces/oauth/provider.ts',
-  'surfaces/main-api/auth.ts -> surfaces/oauth/revocations.ts',
-  'surfaces/main-api/plugin.ts -> surfaces/oauth/provider.ts',
-  'surfaces/mcp-main/plugin.ts -> surfaces/oauth/provider.ts',
-  'surfaces/web/pages.ts -> surfaces/oauth/pages.ts',
-];
+const KNOWN: string[] = [];
 
 function rankOf(file: string): number {
   const layer = LAYERS.find(([prefix]) => file === prefix || file.startsWith(prefix));

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { divideRounded, earnedMediaValueCents, ratio } from '../../src/domain/analytics/metrics.ts';
 import { importNdjson } from '../../src/domain/import/import.ts';
 import { FixedClock } from '../../src/platform/clock.ts';
-import { ApiError } from '../../src/platform/errors.ts';
+import { refusalOf } from '../../src/surfaces/shared/errors.ts';
 import { call, caller, principal, tempMediaStore, type TempMediaStore } from '../support/content.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 
@@ -156,8 +156,9 @@ describe('date ranges', () => {
     try {
       await call('paid_analytics', as('hub_a', null), input);
     } catch (error) {
-      assert.ok(error instanceof ApiError && error.status === 400);
-      return error.issues!.map((i) => i.field);
+      const answer = refusalOf(error);
+      assert.ok(answer && answer.status === 400);
+      return answer.issues!.map((i) => i.field);
     }
     assert.fail('expected 400');
   };

@@ -8,11 +8,11 @@ import { after, before, describe, test } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { IMAGE_MAX_BYTES, MediaRejected, bufferSource, inspectMedia } from '../../src/domain/media/media-info.ts';
 import { cleanFilename } from '../../src/domain/media/media.ts';
-import { addMediaFromBuffer, uploadMedia } from '../../src/domain/media/media.service.ts';
+import { addMediaFromBuffer } from '../../src/domain/media/media.service.ts';
 import { FixedClock } from '../../src/platform/clock.ts';
-import { ApiError } from '../../src/platform/errors.ts';
 import { registerMediaUpload } from '../../src/surfaces/main-api/media-upload.ts';
-import { call, caller, principal, seedTwoHubs, tempMediaStore, type TempMediaStore } from '../support/content.ts';
+import { refusalOf, type ApiError } from '../../src/surfaces/shared/errors.ts';
+import { call, caller, principal, seedTwoHubs, tempMediaStore, upload, type TempMediaStore } from '../support/content.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { WEBP_ALPHA_1X1, WEBP_LOSSY_1X1, gif, jpeg, movie, png, webpLossless } from '../support/media-files.ts';
 
@@ -33,12 +33,14 @@ async function* chunks(bytes: Buffer, size = 64 * 1024): AsyncGenerator<Buffer> 
   for (let i = 0; i < bytes.length; i += size) yield bytes.subarray(i, i + size);
 }
 
+/** The answer REST gives to a refused call. */
 async function refusal(promise: Promise<unknown>): Promise<ApiError> {
   try {
     await promise;
   } catch (error) {
-    assert.ok(error instanceof ApiError, String(error));
-    return error;
+    const refused = refusalOf(error);
+    assert.ok(refused, String(error));
+    return refused;
   }
   assert.fail('expected a refusal');
 }
@@ -107,7 +109,7 @@ describe('inspection from the bytes', () => {
 describe('uploads', () => {
   test('a PNG is stored whole under its key and recorded with what the bytes say', async () => {
     const bytes = png(64, 48);
-    const asset = await uploadMedia(member(), chunks(bytes, 100), { filename: 'logo.png', declaredType: 'image/png' });
+    const asset = await upload(member(), chunks(bytes, 100), { filename: 'logo.png', declaredType: 'image/png' });
     assert.deepEqual(
       { ...asset, _id: undefined },
       { _id: undefined, workspaceId: 'ws_a1', kind: 'image', contentType: 'image/png', filename: 'logo.png', byteSize: bytes.length, width: 64, height: 48, durationMs: null, sha256: sha256(bytes), createdBy: 'usr_a1', createdAt: NOW },
@@ -119,36 +121,36 @@ describe('uploads', () => {
   });
 
   test('a PNG named .mp4 and declared video/mp4 is stored as the PNG it is', async () => {
-    const asset = await uploadMedia(member(), chunks(png(3, 3)), { filename: 'clip.mp4', declaredType: 'video/mp4' });
+    const asset = await upload(member(), chunks(png(3, 3)), { filename: 'clip.mp4', declaredType: 'video/mp4' });
     assert.equal(asset.contentType, 'image/png');
     assert.equal(asset.filename, 'clip.png');
   });
 
   test('videos: MP4 and MOV with their duration, from memory too (the MCP path)', async () => {
-    const mp4 = await uploadMedia(member(), chunks(movie({ width: 1280, height: 720, durationMs: 15_000, moovAtEnd: true, mdatBytes: 300_000 })), { filename: 'reel.mp4' });
+    const mp4 = await upload(member(), chunks(movie({ width: 1280, height: 720, durationMs: 15_000, moovAtEnd: true, mdatBytes: 300_000 })), { filename: 'reel.mp4' });
     assert.deepEqual([mp4.kind, mp4.contentType, mp4.width, mp4.height, mp4.durationMs], ['video', 'video/mp4', 1280, 720, 15_000]);
-    const mov = await addMediaFromBuffer(member(), movie({ brand: 'qt  ', width: 1920, height: 1080, durationMs: 2_500 }), { filename: 'take.mov', declaredType: 'application/octet-stream' });
+    const mov = await addMediaFromBuffer(member(), principal('hub_a', 'ws_a1', 'usr_a1'), movie({ brand: 'qt  ', width: 1920, height: 1080, durationMs: 2_500 }), { filename: 'take.mov', declaredType: 'application/octet-stream' });
     assert.deepEqual([mov.contentType, mov.durationMs], ['video/quicktime', 2_500]);
   });
 
   test('refused before anything is stored: HTML claiming image/png, oversize, empty, broken', async () => {
     const before = { files: await media.files(), rows: await rowCount() };
-    const html = await refusal(uploadMedia(member(), chunks(Buffer.from('<html><script>alert(1)</script></html>'.padEnd(2_000, ' '))), { filename: 'cat.png', declaredType: 'image/png' }));
+    const html = await refusal(upload(member(), chunks(Buffer.from('<html><script>alert(1)</script></html>'.padEnd(2_000, ' '))), { filename: 'cat.png', declaredType: 'image/png' }));
     assert.deepEqual([html.status, html.code, html.issues?.[0]?.field], [415, 'unsupported_media_type', 'file']);
     assert.match(html.message, /declared image\/png/);
 
     // Exactly the limit passes; one byte more is refused while streaming.
     const atLimit = Buffer.concat([png(2, 2), Buffer.alloc(IMAGE_MAX_BYTES - png(2, 2).length)]);
-    const accepted = await uploadMedia(member(), chunks(atLimit, 1024 * 1024), { filename: 'big.png' });
+    const accepted = await upload(member(), chunks(atLimit, 1024 * 1024), { filename: 'big.png' });
     assert.equal(accepted.byteSize, IMAGE_MAX_BYTES);
     await media.store.remove(`hub_a/ws_a1/${accepted._id}.png`);
     await db.kysely.deleteFrom('media_assets').where('id', '=', accepted._id).execute();
-    const tooBig = await refusal(uploadMedia(member(), chunks(Buffer.concat([atLimit, Buffer.from([0])]), 1024 * 1024), { filename: 'big.png' }));
+    const tooBig = await refusal(upload(member(), chunks(Buffer.concat([atLimit, Buffer.from([0])]), 1024 * 1024), { filename: 'big.png' }));
     assert.deepEqual([tooBig.status, tooBig.code], [413, 'payload_too_large']);
     assert.match(tooBig.issues![0]!.message, /larger than 10 MB, the limit for images/);
 
-    assert.equal((await refusal(uploadMedia(member(), [], { filename: 'empty.png' }))).issues?.[0]?.message, 'is empty');
-    const cut = await refusal(uploadMedia(member(), chunks(jpeg(100, 100).subarray(0, 30)), { filename: 'cut.jpg' }));
+    assert.equal((await refusal(upload(member(), [], { filename: 'empty.png' }))).issues?.[0]?.message, 'is empty');
+    const cut = await refusal(upload(member(), chunks(jpeg(100, 100).subarray(0, 30)), { filename: 'cut.jpg' }));
     assert.deepEqual([cut.status, cut.issues?.[0]?.field], [400, 'file']);
 
     assert.deepEqual({ files: await media.files(), rows: await rowCount() }, before, 'no file (staging included) and no row left behind');
@@ -160,15 +162,15 @@ describe('uploads', () => {
       yield png(10, 10);
       throw new Error('client went away');
     }
-    await assert.rejects(uploadMedia(member(), breaksOff(), { filename: 'x.png' }), /client went away/);
+    await assert.rejects(upload(member(), breaksOff(), { filename: 'x.png' }), /client went away/);
     // A user that does not exist: the row fails its foreign key after the file was committed.
     const ghost = caller(db, clock, media.store, principal('hub_a', 'ws_a1', 'usr_ghost'));
-    await assert.rejects(uploadMedia(ghost, chunks(png(4, 4)), { filename: 'ghost.png' }), /foreign key/);
+    await assert.rejects(upload(ghost, chunks(png(4, 4)), { filename: 'ghost.png' }), /foreign key/);
     assert.deepEqual({ files: await media.files(), rows: await rowCount() }, before);
   });
 
   test('tenancy: only the workspace and its hub admin see an asset; admins name the workspace', async () => {
-    const asset = await uploadMedia(member(), chunks(gif(2, 2)), { filename: 'dot.gif' });
+    const asset = await upload(member(), chunks(gif(2, 2)), { filename: 'dot.gif' });
     const admin = caller(db, clock, media.store, principal('hub_a', null, 'usr_admin'));
     assert.equal((await call('get_media', admin, { id: asset._id }))._id, asset._id);
     for (const other of [principal('hub_a', 'ws_a2', 'usr_a2'), principal('hub_b', 'ws_b1', 'usr_b')]) {
@@ -176,10 +178,10 @@ describe('uploads', () => {
       const page = await call('list_media', caller(db, clock, media.store, other), {});
       assert.ok(page.data.every((m: { _id: string }) => m._id !== asset._id));
     }
-    assert.equal((await refusal(uploadMedia(admin, chunks(gif(2, 2)), {}))).issues?.[0]?.field, 'workspaceId');
-    const forA2 = await uploadMedia(admin, chunks(gif(2, 2)), { workspaceId: 'ws_a2' });
+    assert.equal((await refusal(upload(admin, chunks(gif(2, 2)), {}))).issues?.[0]?.field, 'workspaceId');
+    const forA2 = await upload(admin, chunks(gif(2, 2)), { workspaceId: 'ws_a2' });
     assert.equal(forA2.workspaceId, 'ws_a2');
-    assert.equal((await refusal(uploadMedia(member(), chunks(gif(2, 2)), { workspaceId: 'ws_a2' }))).issues?.[0]?.field, 'workspaceId');
+    assert.equal((await refusal(upload(member(), chunks(gif(2, 2)), { workspaceId: 'ws_a2' }))).issues?.[0]?.field, 'workspaceId');
   });
 
   test('list_media pages oldest first and filters by kind', async () => {
@@ -197,12 +199,12 @@ describe('uploads', () => {
 
   test('Idempotency-Key: the same bytes replay; other bytes under the key are refused', async () => {
     const bytes = png(7, 7);
-    const first = await uploadMedia(member('up-1'), chunks(bytes), { filename: 'a.png' });
+    const first = await upload(member('up-1'), chunks(bytes), { filename: 'a.png' });
     const files = await media.files();
     const again = member('up-1');
-    assert.deepEqual(await uploadMedia(again, chunks(bytes), { filename: 'a.png' }), first);
+    assert.deepEqual(await upload(again, chunks(bytes), { filename: 'a.png' }), first);
     assert.equal(again.headers['Idempotent-Replayed'], 'true');
-    assert.equal((await refusal(uploadMedia(member('up-1'), chunks(png(8, 8)), { filename: 'a.png' }))).code, 'idempotency_key_reused');
+    assert.equal((await refusal(upload(member('up-1'), chunks(png(8, 8)), { filename: 'a.png' }))).code, 'idempotency_key_reused');
     assert.deepEqual(await media.files(), files, 'neither the replay nor the refusal stored a file');
   });
 });
@@ -212,7 +214,8 @@ describe('POST /media (multipart)', () => {
   before(async () => {
     app = Fastify();
     app.setErrorHandler((error: Error & { statusCode?: number }, _request, reply) => {
-      if (error instanceof ApiError) return reply.code(error.status).send(error.body());
+      const refused = refusalOf(error);
+      if (refused) return reply.code(refused.status).send(refused.body());
       return reply.code(error.statusCode ?? 500).send({ error: 'other', message: error.message });
     });
     await registerMediaUpload(app, { resolveContext: async () => caller(db, clock, media.store, principal('hub_a', null, 'usr_admin')) });

@@ -6,7 +6,7 @@ import type { SocialPlatform } from '../../src/db/schema.ts';
 import { SOCIAL_PLATFORMS } from '../../src/domain/channels/channel.ts';
 import { TEXT_LIMITS } from '../../src/domain/posts/post.ts';
 import { FixedClock } from '../../src/platform/clock.ts';
-import { ApiError } from '../../src/platform/errors.ts';
+import { refusalOf, type ApiError } from '../../src/surfaces/shared/errors.ts';
 import { call, caller, channel, principal, seedTwoHubs, tempMediaStore, user, type TempMediaStore } from '../support/content.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { workspace } from '../support/fixtures.ts';
@@ -37,17 +37,21 @@ async function mediaRow(id: string, workspaceId: string, kind: 'image' | 'video'
 }
 const images = (n: number) => Array.from({ length: n }, (_, i) => `img_${i + 1}`);
 
-/** The issues of a refused call, as { field: message }. */
+/** The issues of a refused call (as REST answers it), as { field: message }. */
 async function refused(promise: Promise<unknown>, status = 400): Promise<Record<string, string>> {
   try {
     await promise;
   } catch (error) {
-    assert.ok(error instanceof ApiError, String(error));
-    assert.equal(error.status, status, error.message);
-    return Object.fromEntries((error.issues ?? []).map((i) => [i.field, i.message]));
+    const answer = refusalOf(error);
+    assert.ok(answer, String(error));
+    assert.equal(answer.status, status, answer.message);
+    return Object.fromEntries((answer.issues ?? []).map((i) => [i.field, i.message]));
   }
   assert.fail('expected a refusal');
 }
+
+/** REST's 422 idempotency_key_reused. */
+const isReused = (answer: ApiError | undefined) => answer?.status === 422 && answer.code === 'idempotency_key_reused';
 
 before(async () => {
   db = await createTestDb();
@@ -245,7 +249,7 @@ describe('Idempotency-Key', () => {
 
   test('the same key with another body is refused; other users and clients have their own keys', async () => {
     await call('create_post', keyed('key-2'), scheduled({ text: 'idempotent 2' }));
-    await assert.rejects(call('create_post', keyed('key-2'), scheduled({ text: 'idempotent 2b' })), (e: ApiError) => e.status === 422 && e.code === 'idempotency_key_reused');
+    await assert.rejects(call('create_post', keyed('key-2'), scheduled({ text: 'idempotent 2b' })), (e) => isReused(refusalOf(e)));
     await call('create_post', keyed('key-2', 'usr_a2'), scheduled({ text: 'idempotent 2' }));
     await call('create_post', keyed('key-2', 'usr_a1', 'other_client'), scheduled({ text: 'idempotent 2' }));
     assert.equal(await countPosts('idempotent 2'), 3);
@@ -256,7 +260,7 @@ describe('Idempotency-Key', () => {
     const draft = { text: 'idempotent across workspaces', status: 'draft' };
     await call('create_post', caller(db, clock, media.store, principal('hub_a', 'ws_a1', 'usr_a1'), 'key-ws'), draft);
     const elsewhere = caller(db, clock, media.store, principal('hub_a', 'ws_a2', 'usr_a1'), 'key-ws');
-    await assert.rejects(call('create_post', elsewhere, draft), (e: ApiError) => e.status === 422 && e.code === 'idempotency_key_reused');
+    await assert.rejects(call('create_post', elsewhere, draft), (e) => isReused(refusalOf(e)));
     assert.equal(elsewhere.headers['Idempotent-Replayed'], undefined);
     assert.equal(await countPosts('idempotent across workspaces'), 1);
   });

@@ -6,11 +6,10 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { uploadMedia } from '../../src/domain/media/media.service.ts';
 import { FixedClock } from '../../src/platform/clock.ts';
 import { isPublicAddress, nonPublicReason } from '../../src/platform/public-address.ts';
 import { safeFetch, UrlFetchFailed, UrlRefused, UrlTooLarge, type SafeFetchOptions } from '../../src/platform/safe-fetch.ts';
-import { caller, principal, tempMediaStore, user } from '../support/content.ts';
+import { caller, principal, tempMediaStore, upload, user } from '../support/content.ts';
 import { createTestDb } from '../support/db.ts';
 import * as fx from '../support/fixtures.ts';
 import { png } from '../support/media-files.ts';
@@ -205,10 +204,10 @@ describe('safeFetch', () => {
       await user(db, 'usr_1');
       const ctx = caller(db, new FixedClock('2026-11-21T12:00:00Z'), media.store, principal('h1', 'w1', 'usr_1'));
       const fetched = await safeFetch(`${origin}/hop/1`, only127);
-      const asset = await uploadMedia(ctx, fetched.body, { filename: 'hop', declaredType: fetched.contentType });
+      const asset = await upload(ctx, fetched.body, { filename: 'hop', declaredType: fetched.contentType });
       assert.deepEqual([asset.kind, asset.width, asset.height, asset.byteSize, asset.workspaceId], ['image', 9, 4, image.length, 'w1']);
       const notMedia = await safeFetch(`${origin}/chunked`, only127);
-      await assert.rejects(uploadMedia(ctx, notMedia.body, {}), /not a supported image or video/);
+      await assert.rejects(upload(ctx, notMedia.body, {}), /not a supported image or video/);
       notMedia.close();
       assert.equal((await media.files()).length, 1, 'only the image was stored');
     } finally {

@@ -6,12 +6,16 @@ import type { SocialPlatform } from '../../src/db/schema.ts';
 import { openDiskMediaStore } from '../../src/domain/media/media-store.ts';
 import { account, hub, workspace } from './fixtures.ts';
 import type { Clock } from '../../src/platform/clock.ts';
-import { runOperation, type Operation } from '../../src/surfaces/operation.ts';
+import { Replayed, runOperation, type Operation } from '../../src/surfaces/operation.ts';
+import { REPLAYED_HEADER } from '../../src/surfaces/rest.ts';
 import { contentOperations } from '../../src/surfaces/main-api/content.operations.ts';
-import type { MainContext, Principal } from '../../src/surfaces/main-api/context.ts';
+import type { MainContext } from '../../src/surfaces/main-api/context.ts';
+import type { Caller } from '../../src/domain/caller.ts';
 import type { MediaStore } from '../../src/domain/media/media-store.ts';
+import { uploadMedia, type UploadDetails } from '../../src/domain/media/media.service.ts';
+import type { MediaAsset } from '../../src/domain/media/media.ts';
 
-// Callers and fixtures for the main API's content: principals as the OAuth layer would resolve
+// Callers and fixtures for the main API's content: callers as the OAuth layer would resolve
 // them, a disk media store in a temporary directory, and channels written straight to the table.
 
 export async function user(db: Db, id: string, accountId = 'acc_1'): Promise<string> {
@@ -30,7 +34,7 @@ export async function seedTwoHubs(db: Db): Promise<void> {
   for (const id of ['usr_a1', 'usr_a2', 'usr_admin', 'usr_b']) await user(db, id);
 }
 
-export function principal(hubId: string, workspaceId: string | null, userId: string, clientId = 'client_test'): Principal {
+export function principal(hubId: string, workspaceId: string | null, userId: string, clientId = 'client_test'): Caller {
   return {
     user: { id: userId, email: `${userId}@example.test`, firstname: 'Test', lastname: userId, isStaff: false },
     account: { id: 'acc_1', plan: 'standard' },
@@ -38,18 +42,23 @@ export function principal(hubId: string, workspaceId: string | null, userId: str
     workspace: workspaceId === null ? null : { id: workspaceId, name: `Workspace ${workspaceId}` },
     role: workspaceId === null ? 'hub_admin' : 'member',
     clientId,
-    scope: 'service:full',
   };
 }
 
-export interface Caller extends MainContext {
-  /** Headers set on the "response" (Idempotent-Replayed). */
+/** A main API context that also records the headers a REST answer would carry (Idempotent-Replayed). */
+export interface TestContext extends MainContext {
   headers: Record<string, string>;
 }
 
-export function caller(db: Db, clock: Clock, media: MediaStore, who: Principal, idempotencyKey?: string): Caller {
-  const headers: Record<string, string> = {};
-  return { db, clock, media, principal: who, idempotencyKey, setResponseHeader: (name, value) => void (headers[name] = value), headers };
+export function caller(db: Db, clock: Clock, media: MediaStore, who: Caller, idempotencyKey?: string): TestContext {
+  return { db, clock, media, caller: who, idempotencyKey, headers: {} };
+}
+
+/** A replay as REST answers it: the result, with Idempotent-Replayed: true recorded on the context. */
+function answered(ctx: MainContext | TestContext, result: unknown): unknown {
+  if (!(result instanceof Replayed)) return result;
+  if ('headers' in ctx) ctx.headers[REPLAYED_HEADER] = 'true';
+  return result.value;
 }
 
 export async function channel(db: Db, hubId: string, workspaceId: string, id: string, platform: SocialPlatform, connected = true): Promise<string> {
@@ -89,8 +98,15 @@ export async function tempMediaStore(): Promise<TempMediaStore> {
 const byName = new Map(contentOperations.map((op) => [op.name, op as unknown as Operation<MainContext>]));
 
 /** Runs a content operation as REST and MCP do: the input validated by its schema, then the handler. */
-export function call(name: string, ctx: MainContext, input: Record<string, unknown> = {}): Promise<any> {
+export async function call(name: string, ctx: MainContext, input: Record<string, unknown> = {}): Promise<any> {
   const op = byName.get(name);
   if (!op) throw new Error(`no operation ${name}`);
-  return runOperation(op, ctx, input);
+  return answered(ctx, await runOperation(op, ctx, input));
+}
+
+/** Uploads through the media service as POST /media does: the asset, a replay recorded on the context. */
+export async function upload(ctx: TestContext, content: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, details: UploadDetails): Promise<MediaAsset> {
+  const { value, replayed } = await uploadMedia(ctx, ctx.caller, content, details, ctx.idempotencyKey);
+  if (replayed) ctx.headers[REPLAYED_HEADER] = 'true';
+  return value;
 }

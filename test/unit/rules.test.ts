@@ -11,7 +11,7 @@ import { spendFreshness } from '../../src/domain/spend/spend.ts';
 import { MemoryRateLimiter } from '../../src/platform/rate-limit.ts';
 import { UsageRecorder } from '../../src/domain/api-keys/usage-recorder.ts';
 import { systemClock } from '../../src/platform/clock.ts';
-import { ApiError } from '../../src/platform/errors.ts';
+import { ApiError } from '../../src/surfaces/shared/errors.ts';
 import { HubApiGuard } from '../../src/surfaces/hub-api/guard.ts';
 import { configureCursorKey, decodeCursor, encodeCursor } from '../../src/platform/cursor.ts';
 import { fromQueryText } from '../../src/surfaces/operation.ts';

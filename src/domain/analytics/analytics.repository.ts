@@ -1,9 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { AdPlatform, SocialPlatform } from '../../db/schema.ts';
-import type { WorkspaceScope } from '../../surfaces/main-api/context.ts';
 import type { DateRange } from '../periods.ts';
-import { inScope, workspacesInScope } from '../scope.ts';
+import { inScope, workspacesInScope, type WorkspaceScope } from '../scope.ts';
 import type { OrganicCounts, PaidCounts } from './metrics.ts';
 
 // Daily metrics summed over a date range per workspace of the scope; every workspace is listed,

@@ -1,7 +1,9 @@
+import type { Db } from '../../db/database.ts';
 import type { AdPlatform, SocialPlatform } from '../../db/schema.ts';
-import { scopeOf, type MainContext, type WorkspaceScope } from '../../surfaces/main-api/context.ts';
+import type { Clock } from '../../platform/clock.ts';
+import type { Caller } from '../caller.ts';
 import type { DateRange } from '../periods.ts';
-import { narrowScope } from '../scope.ts';
+import { narrowScope, scopeOf, type WorkspaceScope } from '../scope.ts';
 import { findHubCpm, sumOrganic, sumPaidByCampaign, sumPaidByWorkspace } from './analytics.repository.ts';
 import { reportRange } from './date-range.ts';
 import {
@@ -35,8 +37,8 @@ export interface PaidReport extends Report<PaidFigures & { workspace: WorkspaceR
 }
 
 /** The range and the scope of a report; no scope when the workspace filter is outside the caller's. */
-export function reportScope(ctx: MainContext, input: ReportInput): { range: DateRange; scope: WorkspaceScope | undefined } {
-  return { range: reportRange(input, ctx.clock.now()), scope: narrowScope(scopeOf(ctx.principal), input.workspaceId) };
+export function reportScope(clock: Clock, caller: Caller, input: ReportInput): { range: DateRange; scope: WorkspaceScope | undefined } {
+  return { range: reportRange(input, clock.now()), scope: narrowScope(scopeOf(caller), input.workspaceId) };
 }
 
 const byIdThen = <T extends { workspace: WorkspaceRef }>(metric: (row: T) => number) => (a: T, b: T) =>
@@ -46,10 +48,10 @@ const byIdThen = <T extends { workspace: WorkspaceRef }>(metric: (row: T) => num
  * Organic performance per workspace and in total. Earned media value uses the hub's CPM per
  * platform (a platform without one contributes 0); the total is the sum of the workspaces'.
  */
-export async function organicAnalytics(ctx: MainContext, input: ReportInput & { platform?: SocialPlatform }): Promise<OrganicReport> {
-  const { range, scope } = reportScope(ctx, input);
-  const cpm = await findHubCpm(ctx.db, ctx.principal.hub.id);
-  const sums = scope ? await sumOrganic(ctx.db, scope, range, input.platform) : [];
+export async function organicAnalytics(deps: { db: Db; clock: Clock }, caller: Caller, input: ReportInput & { platform?: SocialPlatform }): Promise<OrganicReport> {
+  const { range, scope } = reportScope(deps.clock, caller, input);
+  const cpm = await findHubCpm(deps.db, caller.hub.id);
+  const sums = scope ? await sumOrganic(deps.db, scope, range, input.platform) : [];
   const workspaces = sums.map((s) => {
     const counts = s.byPlatform.reduce(addOrganic, ZERO_ORGANIC);
     const emv = earnedMediaValueCents(new Map(s.byPlatform.map((p) => [p.platform, p.impressions])), cpm);
@@ -66,10 +68,10 @@ export async function organicAnalytics(ctx: MainContext, input: ReportInput & { 
 }
 
 /** Paid performance per workspace, per campaign, and in total. */
-export async function paidAnalytics(ctx: MainContext, input: ReportInput & { platform?: AdPlatform }): Promise<PaidReport> {
-  const { range, scope } = reportScope(ctx, input);
+export async function paidAnalytics(deps: { db: Db; clock: Clock }, caller: Caller, input: ReportInput & { platform?: AdPlatform }): Promise<PaidReport> {
+  const { range, scope } = reportScope(deps.clock, caller, input);
   const [byWorkspace, byCampaign] = scope
-    ? await Promise.all([sumPaidByWorkspace(ctx.db, scope, range, input.platform), sumPaidByCampaign(ctx.db, scope, range, input.platform)])
+    ? await Promise.all([sumPaidByWorkspace(deps.db, scope, range, input.platform), sumPaidByCampaign(deps.db, scope, range, input.platform)])
     : [[], []];
   const workspaces = byWorkspace
     .map(({ workspaceId, workspaceName, ...counts }) => ({ workspace: { _id: workspaceId, name: workspaceName }, ...paidFigures(counts) }))

@@ -1,4 +1,4 @@
-import { invalidRequest } from '../../platform/errors.ts';
+import { invalid } from '../../platform/errors.ts';
 import { MIN_INSTANT, parseDate } from '../../platform/time.ts';
 import { addDays, utcDate, type DateRange } from '../periods.ts';
 
@@ -19,8 +19,8 @@ export function reportRange(input: { from?: string; to?: string }, now: Date): D
   const endDate = input.to ?? (input.from === undefined ? utcDate(now) : maxDate(input.from, utcDate(now)));
   const startDate = input.from ?? maxDate(addDays(endDate, -(DEFAULT_RANGE_DAYS - 1)), utcDate(new Date(MIN_INSTANT)));
   const days = (Date.parse(endDate) - Date.parse(startDate)) / DAY_MS + 1;
-  if (days < 1) throw invalidRequest([{ field: 'to', message: `must not be before from (${startDate})` }]);
-  if (days > MAX_RANGE_DAYS) throw invalidRequest([{ field: 'from', message: `must be at most ${MAX_RANGE_DAYS} days before to (${endDate}); this range has ${days}` }]);
+  if (days < 1) throw invalid([{ field: 'to', message: `must not be before from (${startDate})` }]);
+  if (days > MAX_RANGE_DAYS) throw invalid([{ field: 'from', message: `must be at most ${MAX_RANGE_DAYS} days before to (${endDate}); this range has ${days}` }]);
   return { startDate, endDate };
 }
 

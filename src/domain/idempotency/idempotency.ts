@@ -1,19 +1,20 @@
 import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
-import { ApiError, invalidRequest } from '../../platform/errors.ts';
-import type { MainContext } from '../../surfaces/main-api/context.ts';
+import type { Clock } from '../../platform/clock.ts';
+import { DomainError, invalid } from '../../platform/errors.ts';
+import type { Caller } from '../caller.ts';
 import { claimKey, findResponse, saveResponse } from './idempotency.repository.ts';
 
-// Idempotency-Key for the main API's POSTs (contract §5; draft-ietf-httpapi-idempotency-key-header):
-// the same key from the same user and OAuth client with the same request returns the first
-// response and does nothing again; with a different request it is refused. Keys live 24 hours.
-// Only successes are recorded: a failed request rolls its key back with everything else, so a
-// retry runs again.
+// Idempotency keys (draft-ietf-httpapi-idempotency-key-header): the same key from the same user
+// and client with the same request returns the first result and does nothing again; with a
+// different request it is refused. Keys live 24 hours. Only successes are recorded: a failed
+// request rolls its key back with everything else, so a retry runs again.
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
-export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
-export const REPLAYED_HEADER = 'Idempotent-Replayed';
+/** The name clients give the key by (the REST header), and the field a malformed one is refused on. */
+export const IDEMPOTENCY_KEY = 'Idempotency-Key';
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 /**
@@ -55,39 +56,47 @@ export function requestFingerprint(operation: string, request: unknown): Buffer 
   return createHash('sha256').update(canonicalJson({ operation, request })).digest();
 }
 
+/** A result, and whether it is the stored result of an earlier request with the same key. */
+export interface Replayable<T> {
+  value: T;
+  replayed: boolean;
+}
+
 /**
- * Runs `work` in a transaction, once per Idempotency-Key. `operation` and `request` identify what
- * was asked: a key reused for anything else is refused with 422 idempotency_key_reused. Without
- * a key it simply runs in a transaction.
+ * Runs `work` in a transaction, once per idempotency key. `operation` and `request` identify what
+ * was asked: a key reused for anything else is refused (rejected, idempotency_key_reused).
+ * Without a key it simply runs in a transaction.
  */
 export async function withIdempotency<T>(
-  ctx: MainContext,
+  deps: { db: Db; clock: Clock },
+  caller: Caller,
+  key: string | undefined,
   operation: string,
   request: unknown,
   work: (trx: Kysely<Database>) => Promise<T>,
-): Promise<T> {
-  const key = ctx.idempotencyKey;
-  if (key === undefined) return ctx.db.kysely.transaction().execute(work);
+): Promise<Replayable<T>> {
+  const fresh = async (trx: Kysely<Database>) => ({ value: await work(trx), replayed: false });
+  if (key === undefined) return deps.db.kysely.transaction().execute(fresh);
   if (!KEY_PATTERN.test(key)) {
-    throw invalidRequest([{ field: IDEMPOTENCY_HEADER, message: 'must be 1 to 255 visible ASCII characters (a UUID is a good choice)' }]);
+    throw invalid([{ field: IDEMPOTENCY_KEY, message: 'must be 1 to 255 visible ASCII characters (a UUID is a good choice)' }]);
   }
-  const ref = { userId: ctx.principal.user.id, clientId: ctx.principal.clientId, key };
-  // The token's hub and workspace are part of the request: the same key used under another
-  // workspace's token is a different request (422), never a replay of that workspace's record.
-  const fingerprint = requestFingerprint(operation, { hubId: ctx.principal.hub.id, workspaceId: ctx.principal.workspace?.id ?? null, request });
-  const now = ctx.clock.now();
-  return ctx.db.kysely.transaction().execute(async (trx) => {
+  const ref = { userId: caller.user.id, clientId: caller.clientId, key };
+  // The caller's hub and workspace are part of the request: the same key used under another
+  // workspace's token is a different request (refused), never a replay of that workspace's record.
+  const fingerprint = requestFingerprint(operation, { hubId: caller.hub.id, workspaceId: caller.workspace?.id ?? null, request });
+  const now = deps.clock.now();
+  return deps.db.kysely.transaction().execute(async (trx) => {
     if (await claimKey(trx, ref, fingerprint, now, new Date(now.getTime() + IDEMPOTENCY_TTL_MS))) {
-      const result = await work(trx);
-      await saveResponse(trx, ref, result);
+      const result = await fresh(trx);
+      await saveResponse(trx, ref, result.value);
       return result;
     }
     const stored = await findResponse(trx, ref);
     if (!stored || !stored.requestHash.equals(fingerprint)) {
-      throw new ApiError(422, 'idempotency_key_reused',
-        'This Idempotency-Key was already used for a different request in the last 24 hours; send a new key for a new request.');
+      throw new DomainError('rejected',
+        'This Idempotency-Key was already used for a different request in the last 24 hours; send a new key for a new request.',
+        { code: 'idempotency_key_reused' });
     }
-    ctx.setResponseHeader?.(REPLAYED_HEADER, 'true');
-    return stored.body as T;
+    return { value: stored.body as T, replayed: true };
   });
 }

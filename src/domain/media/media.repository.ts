@@ -1,9 +1,8 @@
 import { sql, type Kysely } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { Database, MediaContentType, MediaKind } from '../../db/schema.ts';
-import type { WorkspaceScope } from '../../surfaces/main-api/context.ts';
 import { after, cursorText, type Position } from '../keyset.ts';
-import { inScope } from '../scope.ts';
+import { inScope, type WorkspaceScope } from '../scope.ts';
 import type { MediaAsset } from './media.ts';
 
 interface MediaRow {

@@ -1,15 +1,17 @@
 import { createHash } from 'node:crypto';
+import type { Db } from '../../db/database.ts';
 import type { MediaKind } from '../../db/schema.ts';
-import { ApiError, invalidRequest } from '../../platform/errors.ts';
+import type { Clock } from '../../platform/clock.ts';
+import { invalid, notFound, refuseFields, type DomainError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
-import { scopeOf, type MainContext } from '../../surfaces/main-api/context.ts';
-import { withIdempotency } from '../idempotency/idempotency.ts';
+import type { Caller } from '../caller.ts';
+import { withIdempotency, type Replayable } from '../idempotency/idempotency.ts';
 import { DEFAULT_PAGE_SIZE, decodePosition, toPage, type Page } from '../keyset.ts';
-import { narrowScope, targetWorkspace } from '../scope.ts';
+import { narrowScope, scopeOf, targetWorkspace } from '../scope.ts';
 import { EXTENSION, IMAGE_MAX_BYTES, MediaRejected, SNIFF_BYTES, VIDEO_MAX_BYTES, inspectMedia, kindOf, maxBytes, sniffContentType } from './media-info.ts';
 import { cleanFilename, type MediaAsset } from './media.ts';
 import { findMedia, findMediaPage, insertMedia } from './media.repository.ts';
-import type { StagedMedia } from './media-store.ts';
+import type { MediaStore, StagedMedia } from './media-store.ts';
 
 export const MEDIA_CURSOR = 'media';
 
@@ -24,17 +26,17 @@ export interface UploadDetails {
 
 const MB = 1024 * 1024;
 
-function unsupported(declaredType: string | undefined, reason: string): ApiError {
+function unsupported(declaredType: string | undefined, reason: string): DomainError {
   const claimed = declaredType ? ` (declared ${declaredType.slice(0, 100)})` : '';
   const message = `${reason}${claimed}; upload a JPEG, PNG, WebP or GIF image or an MP4 or MOV video`;
-  return new ApiError(415, 'unsupported_media_type', `file: ${message}`, { issues: [{ field: 'file', message }] });
+  return refuseFields('unsupported_type', [{ field: 'file', message }]);
 }
 
-function tooLarge(kind: MediaKind | undefined): ApiError {
+function tooLarge(kind: MediaKind | undefined): DomainError {
   const message = kind === 'image' ? `is larger than ${IMAGE_MAX_BYTES / MB} MB, the limit for images`
     : kind === 'video' ? `is larger than ${VIDEO_MAX_BYTES / MB} MB, the limit for videos`
     : `is larger than ${VIDEO_MAX_BYTES / MB} MB`;
-  return new ApiError(413, 'payload_too_large', `file: ${message}`, { issues: [{ field: 'file', message }] });
+  return refuseFields('too_large', [{ field: 'file', message }]);
 }
 
 /**
@@ -61,7 +63,7 @@ async function stageUpload(content: AsyncIterable<Uint8Array> | Iterable<Uint8Ar
     hash.update(chunk);
     await staged.write(chunk);
   }
-  if (staged.size === 0) throw invalidRequest([{ field: 'file', message: 'is empty' }]);
+  if (staged.size === 0) throw invalid([{ field: 'file', message: 'is empty' }]);
   if (kind === undefined && !sniffContentType(head)) throw unsupported(declaredType, 'is not a supported image or video');
   return hash.digest();
 }
@@ -70,12 +72,18 @@ async function stageUpload(content: AsyncIterable<Uint8Array> | Iterable<Uint8Ar
  * Adds an upload to the media library: staged and checked (type from the bytes, size limits,
  * dimensions and duration from the headers), then stored under its final key and recorded. The
  * database row is written only after the file is complete, in the same transaction as the
- * Idempotency-Key record; if that transaction fails the stored file is removed again.
+ * idempotency key's record; if that transaction fails the stored file is removed again.
  */
-export async function uploadMedia(ctx: MainContext, content: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, details: UploadDetails): Promise<MediaAsset> {
-  const scope = scopeOf(ctx.principal);
-  const workspaceId = await targetWorkspace(ctx.db, scope, details.workspaceId);
-  const staged = await ctx.media.stage();
+export async function uploadMedia(
+  deps: { db: Db; clock: Clock; media: MediaStore },
+  caller: Caller,
+  content: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+  details: UploadDetails,
+  idempotencyKey?: string,
+): Promise<Replayable<MediaAsset>> {
+  const scope = scopeOf(caller);
+  const workspaceId = await targetWorkspace(deps.db, scope, details.workspaceId);
+  const staged = await deps.media.stage();
   let storedKey: string | undefined;
   try {
     const sha256 = await stageUpload(content, staged, details.declaredType);
@@ -83,12 +91,12 @@ export async function uploadMedia(ctx: MainContext, content: AsyncIterable<Uint8
     try {
       info = await inspectMedia(staged);
     } catch (error) {
-      if (error instanceof MediaRejected) throw invalidRequest([{ field: 'file', message: error.message }]);
+      if (error instanceof MediaRejected) throw invalid([{ field: 'file', message: error.message }]);
       throw error;
     }
     const filename = cleanFilename(details.filename, info.contentType);
     const request = { workspaceId, filename, sha256: sha256.toString('hex') };
-    return await withIdempotency(ctx, 'upload_media', request, async (trx) => {
+    return await withIdempotency(deps, caller, idempotencyKey, 'upload_media', request, async (trx) => {
       const id = newId('med');
       const key = `${scope.hubId}/${workspaceId}/${id}.${EXTENSION[info.contentType]}`;
       await staged.commit(key);
@@ -102,21 +110,21 @@ export async function uploadMedia(ctx: MainContext, content: AsyncIterable<Uint8
         byteSize: staged.size,
         sha256,
         storageKey: key,
-        createdBy: ctx.principal.user.id,
-        createdAt: ctx.clock.now().toISOString(),
+        createdBy: caller.user.id,
+        createdAt: deps.clock.now().toISOString(),
       });
     });
   } catch (error) {
-    if (storedKey !== undefined) await ctx.media.remove(storedKey);
+    if (storedKey !== undefined) await deps.media.remove(storedKey);
     throw error;
   } finally {
     await staged.discard();
   }
 }
 
-/** The same as an upload, for bytes already in memory (the MCP tool's base64 or URL fetch). */
-export function addMediaFromBuffer(ctx: MainContext, bytes: Buffer, details: UploadDetails): Promise<MediaAsset> {
-  return uploadMedia(ctx, [bytes], details);
+/** The same as an upload, for bytes already in memory (the MCP tool's base64 content). */
+export async function addMediaFromBuffer(deps: { db: Db; clock: Clock; media: MediaStore }, caller: Caller, bytes: Buffer, details: UploadDetails): Promise<MediaAsset> {
+  return (await uploadMedia(deps, caller, [bytes], details)).value;
 }
 
 export interface ListMediaInput {
@@ -127,16 +135,16 @@ export interface ListMediaInput {
 }
 
 /** The media library in scope, oldest upload first. */
-export async function listMedia(ctx: MainContext, input: ListMediaInput): Promise<Page<MediaAsset>> {
+export async function listMedia(db: Db, caller: Caller, input: ListMediaInput): Promise<Page<MediaAsset>> {
   const limit = input.limit ?? DEFAULT_PAGE_SIZE;
-  const scope = narrowScope(scopeOf(ctx.principal), input.workspaceId);
+  const scope = narrowScope(scopeOf(caller), input.workspaceId);
   if (!scope) return { data: [], nextCursor: null };
   const after = input.cursor === undefined ? undefined : decodePosition(MEDIA_CURSOR, input.cursor);
-  return toPage(MEDIA_CURSOR, await findMediaPage(ctx.db, { scope, kind: input.kind, after, limit }), limit);
+  return toPage(MEDIA_CURSOR, await findMediaPage(db, { scope, kind: input.kind, after, limit }), limit);
 }
 
-export async function getMedia(ctx: MainContext, id: string): Promise<MediaAsset> {
-  const media = await findMedia(ctx.db, scopeOf(ctx.principal), id);
-  if (!media) throw new ApiError(404, 'not_found', `No media asset ${id}.`);
+export async function getMedia(db: Db, caller: Caller, id: string): Promise<MediaAsset> {
+  const media = await findMedia(db, scopeOf(caller), id);
+  if (!media) throw notFound(`No media asset ${id}.`);
   return media;
 }

@@ -1,5 +1,5 @@
 import { decodeCursor, encodeCursor, isValidCursor } from '../../platform/cursor.ts';
-import { invalidRequest } from '../../platform/errors.ts';
+import { invalid } from '../../platform/errors.ts';
 import { parseDate, parseTimestamp } from '../../platform/time.ts';
 
 export const OPT_IN_STATUSES = [
@@ -46,11 +46,11 @@ export function decodeOptInCursor(text: string): PageCursor {
 
 export const isValidOptInCursor = (text: string): boolean => isValidCursor(text, CURSOR_KIND, 2, validPart);
 
-/** `since`: an ISO 8601 timestamp with Z or an offset, or a date meaning 00:00 UTC (contract §4). */
+/** `since`: an ISO 8601 timestamp with Z or an offset, or a date meaning 00:00 UTC. */
 export function parseSince(text: string): Date {
   const at = parseTimestamp(text) ?? parseDate(text);
   if (!at) {
-    throw invalidRequest([{ field: 'since', message: 'must be an ISO 8601 timestamp with Z or an offset (2026-11-02T09:00:00Z) or a date (2026-11-02)' }]);
+    throw invalid([{ field: 'since', message: 'must be an ISO 8601 timestamp with Z or an offset (2026-11-02T09:00:00Z) or a date (2026-11-02)' }]);
   }
   return at;
 }

@@ -1,9 +1,8 @@
 import { sql, type Kysely } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { Database, PostStatus } from '../../db/schema.ts';
-import type { WorkspaceScope } from '../../surfaces/main-api/context.ts';
 import { after, cursorText, type Position } from '../keyset.ts';
-import { inScope } from '../scope.ts';
+import { inScope, type WorkspaceScope } from '../scope.ts';
 import type { Delivery, Post } from './post.ts';
 
 const iso = (column: string) => sql.raw(`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`);

@@ -1,13 +1,15 @@
+import type { Db } from '../../db/database.ts';
 import type { PostStatus } from '../../db/schema.ts';
-import { ApiError, invalidRequest } from '../../platform/errors.ts';
+import type { Clock } from '../../platform/clock.ts';
+import { invalid, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { parseDate, parseTimestamp } from '../../platform/time.ts';
-import { scopeOf, type MainContext } from '../../surfaces/main-api/context.ts';
+import type { Caller } from '../caller.ts';
 import { findWorkspaceChannels } from '../channels/channel.repository.ts';
-import { withIdempotency } from '../idempotency/idempotency.ts';
+import { withIdempotency, type Replayable } from '../idempotency/idempotency.ts';
 import { DEFAULT_PAGE_SIZE, decodePosition, toPage, type Page } from '../keyset.ts';
 import { findWorkspaceMedia } from '../media/media.repository.ts';
-import { narrowScope, targetWorkspace } from '../scope.ts';
+import { narrowScope, scopeOf, targetWorkspace } from '../scope.ts';
 import { postProblems, type NEW_POST_STATUSES, type Post } from './post.ts';
 import { findPost, findPostPage, insertPost } from './post.repository.ts';
 
@@ -26,11 +28,16 @@ export interface CreatePostInput {
 
 /**
  * Creates a draft or a scheduled post in the caller's workspace (or, hub-wide, the one named),
- * after checking it against every rule at once. Honours the request's Idempotency-Key.
+ * after checking it against every rule at once. With an idempotency key, a retry gets the first post.
  */
-export async function createPost(ctx: MainContext, input: CreatePostInput): Promise<Post> {
-  const scope = scopeOf(ctx.principal);
-  const workspaceId = await targetWorkspace(ctx.db, scope, input.workspaceId);
+export async function createPost(
+  deps: { db: Db; clock: Clock },
+  caller: Caller,
+  input: CreatePostInput,
+  idempotencyKey?: string,
+): Promise<Replayable<Post>> {
+  const scope = scopeOf(caller);
+  const workspaceId = await targetWorkspace(deps.db, scope, input.workspaceId);
   const draft = {
     workspaceId,
     text: input.text,
@@ -40,12 +47,12 @@ export async function createPost(ctx: MainContext, input: CreatePostInput): Prom
     channelIds: input.channelIds ?? [],
     mediaIds: input.mediaIds ?? [],
   };
-  return withIdempotency(ctx, 'create_post', { ...input, workspaceId }, async (trx) => {
-    const now = ctx.clock.now();
+  return withIdempotency(deps, caller, idempotencyKey, 'create_post', { ...input, workspaceId }, async (trx) => {
+    const now = deps.clock.now();
     const channels = await findWorkspaceChannels(trx, scope.hubId, workspaceId, draft.channelIds);
     const media = await findWorkspaceMedia(trx, scope.hubId, workspaceId, draft.mediaIds);
     const issues = postProblems(draft, new Map(channels.map((c) => [c._id, c])), new Map(media.map((m) => [m._id, m])), now);
-    if (issues.length > 0) throw invalidRequest(issues);
+    if (issues.length > 0) throw invalid(issues);
     const id = newId('post');
     await insertPost(trx, {
       id,
@@ -54,7 +61,7 @@ export async function createPost(ctx: MainContext, input: CreatePostInput): Prom
       text: draft.text,
       status: draft.status,
       scheduledAt: draft.publishNow ? now : draft.scheduledAt,
-      createdBy: ctx.principal.user.id,
+      createdBy: caller.user.id,
       createdAt: now.toISOString(),
       channelIds: draft.channelIds,
       mediaIds: draft.mediaIds,
@@ -63,9 +70,9 @@ export async function createPost(ctx: MainContext, input: CreatePostInput): Prom
   });
 }
 
-export async function getPost(ctx: MainContext, id: string): Promise<Post> {
-  const post = await findPost(ctx.db.kysely, scopeOf(ctx.principal), id);
-  if (!post) throw new ApiError(404, 'not_found', `No post ${id}.`);
+export async function getPost(db: Db, caller: Caller, id: string): Promise<Post> {
+  const post = await findPost(db.kysely, scopeOf(caller), id);
+  if (!post) throw notFound(`No post ${id}.`);
   return post;
 }
 
@@ -91,13 +98,13 @@ function rangeEndExclusive(text: string): Date {
 }
 
 /** Posts in scope ordered by (calendarAt, _id), optionally by workspace, status and date range. */
-export async function listPosts(ctx: MainContext, input: ListPostsInput): Promise<Page<Post>> {
+export async function listPosts(db: Db, caller: Caller, input: ListPostsInput): Promise<Page<Post>> {
   const limit = input.limit ?? DEFAULT_PAGE_SIZE;
   const from = input.from === undefined ? undefined : rangeStart(input.from);
   const before = input.to === undefined ? undefined : rangeEndExclusive(input.to);
-  if (from && before && before.getTime() <= from.getTime()) throw invalidRequest([{ field: 'to', message: 'must not be before from' }]);
-  const scope = narrowScope(scopeOf(ctx.principal), input.workspaceId);
+  if (from && before && before.getTime() <= from.getTime()) throw invalid([{ field: 'to', message: 'must not be before from' }]);
+  const scope = narrowScope(scopeOf(caller), input.workspaceId);
   if (!scope) return { data: [], nextCursor: null };
   const after = input.cursor === undefined ? undefined : decodePosition(POST_CURSOR, input.cursor);
-  return toPage(POST_CURSOR, await findPostPage(ctx.db, { scope, status: input.status, from, before, after, limit }), limit);
+  return toPage(POST_CURSOR, await findPostPage(db, { scope, status: input.status, from, before, after, limit }), limit);
 }

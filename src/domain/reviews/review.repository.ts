@@ -1,9 +1,8 @@
 import { sql, type Kysely } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
-import type { WorkspaceScope } from '../../surfaces/main-api/context.ts';
 import type { DateRange } from '../periods.ts';
-import { workspacesInScope } from '../scope.ts';
+import { workspacesInScope, type WorkspaceScope } from '../scope.ts';
 import type { RatingCounts, ReviewCounts } from './review.ts';
 
 export interface ReviewDay {

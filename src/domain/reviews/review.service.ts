@@ -1,4 +1,6 @@
-import type { MainContext } from '../../surfaces/main-api/context.ts';
+import type { Db } from '../../db/database.ts';
+import type { Clock } from '../../platform/clock.ts';
+import type { Caller } from '../caller.ts';
 import { reportScope, type ReportInput, type WorkspaceRef } from '../analytics/analytics.service.ts';
 import type { DateRange } from '../periods.ts';
 import { countReviews } from './review.repository.ts';
@@ -11,9 +13,9 @@ export interface ReviewReport extends DateRange {
 }
 
 /** Google review summaries per workspace (most new reviews first) and for the whole scope. */
-export async function googleReviewSummaries(ctx: MainContext, input: ReportInput): Promise<ReviewReport> {
-  const { range, scope } = reportScope(ctx, input);
-  const counts = scope ? await countReviews(ctx.db, scope, range) : [];
+export async function googleReviewSummaries(deps: { db: Db; clock: Clock }, caller: Caller, input: ReportInput): Promise<ReviewReport> {
+  const { range, scope } = reportScope(deps.clock, caller, input);
+  const counts = scope ? await countReviews(deps.db, scope, range) : [];
   const workspaces = counts
     .map((c) => ({ workspace: { _id: c.workspaceId, name: c.workspaceName }, ...reviewSummary(c) }))
     .sort((a, b) => b.newReviews - a.newReviews || (a.workspace._id < b.workspace._id ? -1 : 1));

@@ -1,5 +1,5 @@
 import type { Db } from '../../db/database.ts';
-import type { WorkspaceScope } from '../../surfaces/main-api/context.ts';
+import type { WorkspaceScope } from '../scope.ts';
 import { visibleFields } from '../opt-ins/opt-in.repository.ts';
 import { sql } from 'kysely';
 

@@ -4,20 +4,15 @@ import { hashKey, isWellFormedKey } from '../../domain/api-keys/api-key.ts';
 import { findKeyByHash, keyVerdictOf, keyVerdictStatement, type KeyVerdict } from '../../domain/api-keys/api-key.repository.ts';
 import type { UsageRecorder } from '../../domain/api-keys/usage-recorder.ts';
 import type { Clock } from '../../platform/clock.ts';
-import { ApiError } from '../../platform/errors.ts';
 import { allowedCharge, type RateCharge, type RateDecision, type RateLimiter, type RateWindow } from '../../platform/rate-limit.ts';
+import { ApiError } from '../shared/errors.ts';
+import { rateLimitHeaders, rateLimited, type Policy } from '../shared/rate-limit.ts';
 
-// Who may call the Hub API, and how often (contract §4).
+// Who may call the Hub API, and how often.
 
 export const KEY_LIMIT = { policy: 'per-key', limit: 120, windowMs: 60_000 };
 /** Failed authentications per client address, so keys cannot be guessed at speed. */
 export const FAILED_AUTH_LIMIT = { policy: 'failed-auth', limit: 30, windowMs: 60_000 };
-
-export interface Policy {
-  policy: string;
-  limit: number;
-  windowMs: number;
-}
 
 export interface CallerKey {
   keyId: string;
@@ -37,14 +32,6 @@ export interface Admission {
 
 /** How many keys' ids and hubs are remembered (a bounded map; the oldest is forgotten first). */
 const KNOWN_KEYS = 50_000;
-
-/** RateLimit-Policy and RateLimit header values (draft-ietf-httpapi-ratelimit-headers). */
-export function rateLimitHeaders(entries: { policy: Policy; decision: RateDecision }[]): Record<string, string> {
-  return {
-    'ratelimit-policy': entries.map((e) => `"${e.policy.policy}";q=${e.policy.limit};w=${e.policy.windowMs / 1000}`).join(', '),
-    ratelimit: entries.map((e) => `"${e.policy.policy}";r=${e.decision.remaining};t=${e.decision.resetSeconds}`).join(', '),
-  };
-}
 
 export class HubApiGuard {
   readonly #db: Db;
@@ -106,9 +93,8 @@ export class HubApiGuard {
       const failures = await this.#safe(() => this.#limiter.count(addressKey, FAILED_AUTH_LIMIT.windowMs, nowMs), 0);
       if (failures >= FAILED_AUTH_LIMIT.limit) {
         const decision = await this.#limit(addressKey, FAILED_AUTH_LIMIT, nowMs);
-        throw new ApiError(429, 'rate_limited', 'Too many failed authentications from this address; wait a minute before trying again.', {
-          headers: { ...rateLimitHeaders([{ policy: FAILED_AUTH_LIMIT, decision }]), 'retry-after': String(decision.resetSeconds) },
-        });
+        throw rateLimited('Too many failed authentications from this address; wait a minute before trying again.', decision,
+          rateLimitHeaders([{ policy: FAILED_AUTH_LIMIT, decision }]));
       }
     }
     if (key === undefined || hash === undefined) throw await this.#refusal(key, undefined, addressKey, nowMs);
@@ -224,13 +210,8 @@ export class HubApiGuard {
 /** The 429 of a refused charge: Retry-After is when every window that refused has room again. */
 function refusedBy(charge: RateCharge): ApiError {
   const refusing = charge.decisions.filter((d) => !d.allowed);
-  return rateLimited(refusing.reduce((a, b) => (b.resetSeconds > a.resetSeconds ? b : a), refusing[0] ?? charge.decisions[0]!));
-}
-
-function rateLimited(decision: RateDecision): ApiError {
-  return new ApiError(429, 'rate_limited', `Too many requests for this key; retry in ${decision.resetSeconds} s.`, {
-    headers: { 'retry-after': String(decision.resetSeconds) },
-  });
+  const decision = refusing.reduce((a, b) => (b.resetSeconds > a.resetSeconds ? b : a), refusing[0] ?? charge.decisions[0]!);
+  return rateLimited(`Too many requests for this key; retry in ${decision.resetSeconds} s.`, decision);
 }
 
 function bearerToken(header: string | undefined): string | undefined {

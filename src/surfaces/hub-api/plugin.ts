@@ -2,12 +2,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Config } from '../../config.ts';
 import { settleCheck } from '../../db/database.ts';
-import { ApiError } from '../../platform/errors.ts';
 import { acceptAnyJson, serveMcp, type McpEndpoint } from '../mcp.ts';
 import { buildOpenApi } from '../openapi.ts';
 import type { Operation } from '../operation.ts';
 import { mountRest } from '../rest.ts';
-import type { Admission, HubApiGuard, Policy } from './guard.ts';
+import { ApiError } from '../shared/errors.ts';
+import type { Policy } from '../shared/rate-limit.ts';
+import type { Admission, HubApiGuard } from './guard.ts';
 import { hubOperations, type HubContext } from './operations.ts';
 
 export const HUB_API_PREFIX = '/v1/hub';

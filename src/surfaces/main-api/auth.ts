@@ -2,16 +2,15 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
 import type { Db } from '../../db/database.ts';
 import { createHash } from 'node:crypto';
+import type { Caller } from '../../domain/caller.ts';
 import { grantIdentity, type GrantIdentity } from '../../domain/oauth/identity.repository.ts';
 import type { Clock } from '../../platform/clock.ts';
-import { ApiError } from '../../platform/errors.ts';
 import { allowedCharge, type RateCharge, type RateDecision, type RateLimiter, type RateWindow } from '../../platform/rate-limit.ts';
-import { rateLimitHeaders } from '../hub-api/guard.ts';
-import { SCOPE } from '../oauth/provider.ts';
-import type { RevocationFeed } from '../oauth/revocations.ts';
-import type { Principal } from './context.ts';
+import { ApiError } from '../shared/errors.ts';
+import { SCOPE, type RevocationSignal } from '../shared/oauth.ts';
+import { rateLimitHeaders, rateLimited } from '../shared/rate-limit.ts';
 
-/** Requests per user and client per rolling minute, by the account's plan (contract §5). */
+/** Requests per user and client per rolling minute, by the account's plan. */
 export const PLAN_LIMITS = { standard: 60, partner: 300 } as const;
 const WINDOW_MS = 60_000;
 
@@ -21,7 +20,7 @@ export interface BearerAuthDeps {
   limiter: RateLimiter;
   clock: Clock;
   /** Revocation signals; without a reliable feed nothing is cached. */
-  revocations?: RevocationFeed;
+  revocations?: RevocationSignal;
   onLimiterError?: (error: unknown) => void;
 }
 
@@ -52,7 +51,7 @@ export class BearerAuth {
   readonly #cache = new Map<string, TokenVerdict>();
   #generation = 0;
   /** What each authenticated request was counted as (given back if its first tool call is refused). */
-  readonly #charges = new WeakMap<Principal, RateCharge>();
+  readonly #charges = new WeakMap<Caller, RateCharge>();
 
   constructor(deps: BearerAuthDeps) {
     this.#deps = deps;
@@ -87,7 +86,7 @@ export class BearerAuth {
     return verdict;
   }
 
-  async authenticate(request: FastifyRequest, reply: FastifyReply, options: { audience: string; challenge?: Record<string, string> }): Promise<Principal> {
+  async authenticate(request: FastifyRequest, reply: FastifyReply, options: { audience: string; challenge?: Record<string, string> }): Promise<Caller> {
     const challenge = (params: Record<string, string>) =>
       `Bearer ${Object.entries({ realm: 'hubops', ...options.challenge, ...params }).map(([k, v]) => `${k}="${v.replace(/["\\]/g, '')}"`).join(', ')}`;
     const invalid = (message: string) =>
@@ -114,17 +113,16 @@ export class BearerAuth {
     const decision = charge.decisions[0]!;
     reply.headers(rateLimitHeaders([{ policy: { policy: 'per-user-client', limit: decision.limit, windowMs: WINDOW_MS }, decision }]));
     if (!charge.allowed) throw this.#refused(decision, `the ${identity.account.plan} plan allows ${decision.limit} per minute per user and client`);
-    const principal: Principal = {
+    const caller: Caller = {
       user: identity.user,
       account: { id: identity.account.id, plan: identity.account.plan },
       hub: { id: identity.hub.id, name: identity.hub.name },
       workspace: identity.workspace,
       role: identity.role,
       clientId,
-      scope: SCOPE,
     };
-    this.#charges.set(principal, charge);
-    return principal;
+    this.#charges.set(caller, charge);
+    return caller;
   }
 
   /**
@@ -134,18 +132,18 @@ export class BearerAuth {
    * atomic step. A refused call consumes nothing: when the first is refused, the request's own
    * count is given back. Throws 429 `rate_limited` when refused.
    */
-  async chargeToolCall(principal: Principal, extra: { policy: string; limit: number; windowMs: number } | undefined, nth: number): Promise<void> {
-    const plan = this.#planWindow(principal.user.id, principal.clientId, principal.account.plan);
+  async chargeToolCall(caller: Caller, extra: { policy: string; limit: number; windowMs: number } | undefined, nth: number): Promise<void> {
+    const plan = this.#planWindow(caller.user.id, caller.clientId, caller.account.plan);
     const windows = [...(nth > 1 ? [plan] : []), ...(extra ? [{ key: `${plan.key}:${extra.policy}`, limit: extra.limit, windowMs: extra.windowMs }] : [])];
     if (windows.length === 0) return;
     const charge = await this.#count(windows);
     if (charge.allowed) return;
-    const first = this.#charges.get(principal);
+    const first = this.#charges.get(caller);
     if (nth === 1 && first) await this.#deps.limiter.refund(first).catch((error: unknown) => this.#deps.onLimiterError?.(error));
     const at = charge.decisions.findIndex((d) => !d.allowed);
     const refusedBy = windows[at]!;
     throw this.#refused(charge.decisions[at]!, refusedBy === plan
-      ? `the ${principal.account.plan} plan allows ${plan.limit} per minute per user and client`
+      ? `the ${caller.account.plan} plan allows ${plan.limit} per minute per user and client`
       : `${extra!.policy} allows ${extra!.limit} per ${extra!.windowMs / 1000} s per user and client`);
   }
 
@@ -163,8 +161,6 @@ export class BearerAuth {
   }
 
   #refused(decision: RateDecision, rule: string): ApiError {
-    return new ApiError(429, 'rate_limited', `Too many requests: ${rule}; retry in ${decision.resetSeconds} s.`, {
-      headers: { 'retry-after': String(decision.resetSeconds) },
-    });
+    return rateLimited(`Too many requests: ${rule}; retry in ${decision.resetSeconds} s.`, decision);
   }
 }

@@ -11,7 +11,7 @@ import { MAX_CHANNELS, MAX_IMAGES, MAX_TEXT_LENGTH, NEW_POST_STATUSES, POST_STAT
 import { POST_CURSOR, createPost, getPost, listPosts } from '../../domain/posts/post.service.ts';
 import { googleReviewSummaries } from '../../domain/reviews/review.service.ts';
 import { parseDate, parseTimestamp } from '../../platform/time.ts';
-import { defineFormat, defineOperation } from '../operation.ts';
+import { defineFormat, defineOperation, replayable } from '../operation.ts';
 import type { MainContext } from './context.ts';
 
 // The main API's content operations: posts and channels (Organic), the media library (Media),
@@ -172,7 +172,7 @@ export const contentOperations = [
       ...paging(CHANNEL_CURSOR, 'Channels'),
     }),
     output: Page(ChannelSchema),
-    handler: (ctx: MainContext, input) => listChannels(ctx, input),
+    handler: (ctx: MainContext, input) => listChannels(ctx.db, ctx.caller, input),
   }),
   defineOperation({
     name: 'list_posts',
@@ -191,7 +191,7 @@ export const contentOperations = [
       ...paging(POST_CURSOR, 'Posts'),
     }),
     output: Page(PostSchema),
-    handler: (ctx: MainContext, input) => listPosts(ctx, input),
+    handler: (ctx: MainContext, input) => listPosts(ctx.db, ctx.caller, input),
   }),
   defineOperation({
     name: 'get_post',
@@ -201,7 +201,7 @@ export const contentOperations = [
     description: 'One post with its per-channel delivery state. 404 when it does not exist or is outside your scope.',
     input: Type.Object({ id: Id('The post’s _id.') }),
     output: PostSchema,
-    handler: (ctx: MainContext, input) => getPost(ctx, input.id),
+    handler: (ctx: MainContext, input) => getPost(ctx.db, ctx.caller, input.id),
   }),
   defineOperation({
     name: 'create_post',
@@ -224,7 +224,7 @@ export const contentOperations = [
       publishNow: Type.Optional(Type.Boolean({ description: 'With status scheduled and no scheduledAt: publish as soon as possible (within seconds).' })),
     }),
     output: PostSchema,
-    handler: (ctx: MainContext, input) => createPost(ctx, input),
+    handler: async (ctx: MainContext, input) => replayable(await createPost(ctx, ctx.caller, input, ctx.idempotencyKey)),
   }),
   defineOperation({
     name: 'list_media',
@@ -242,7 +242,7 @@ export const contentOperations = [
       ...paging(MEDIA_CURSOR, 'Assets'),
     }),
     output: Page(MediaSchema),
-    handler: (ctx: MainContext, input) => listMedia(ctx, input),
+    handler: (ctx: MainContext, input) => listMedia(ctx.db, ctx.caller, input),
   }),
   defineOperation({
     name: 'get_media',
@@ -252,7 +252,7 @@ export const contentOperations = [
     description: 'One media asset. 404 when it does not exist or is outside your scope.',
     input: Type.Object({ id: Id('The asset’s _id.') }),
     output: MediaSchema,
-    handler: (ctx: MainContext, input) => getMedia(ctx, input.id),
+    handler: (ctx: MainContext, input) => getMedia(ctx.db, ctx.caller, input.id),
   }),
   defineOperation({
     name: 'organic_analytics',
@@ -275,7 +275,7 @@ export const contentOperations = [
       workspaces: Type.Array(Type.Object({ workspace: WorkspaceRef, ...OrganicFigures })),
       totals: Type.Object(OrganicFigures),
     }),
-    handler: (ctx: MainContext, input) => organicAnalytics(ctx, input),
+    handler: (ctx: MainContext, input) => organicAnalytics(ctx, ctx.caller, input),
   }),
   defineOperation({
     name: 'paid_analytics',
@@ -304,7 +304,7 @@ export const contentOperations = [
       })),
       totals: Type.Object(PaidFigures),
     }),
-    handler: (ctx: MainContext, input) => paidAnalytics(ctx, input),
+    handler: (ctx: MainContext, input) => paidAnalytics(ctx, ctx.caller, input),
   }),
   defineOperation({
     name: 'google_review_summaries',
@@ -322,6 +322,6 @@ export const contentOperations = [
       workspaces: Type.Array(Type.Object({ workspace: WorkspaceRef, ...ReviewFigures })),
       totals: Type.Object(ReviewFigures),
     }),
-    handler: (ctx: MainContext, input) => googleReviewSummaries(ctx, input),
+    handler: (ctx: MainContext, input) => googleReviewSummaries(ctx, ctx.caller, input),
   }),
 ];

@@ -1,9 +1,11 @@
 import { Type } from 'typebox';
+import { scopeOf } from '../../domain/scope.ts';
 import { findHubs, findWorkspaces } from '../../domain/workspaces/workspace.repository.ts';
 import { decodeCursor, isValidCursor, pageOf } from '../../platform/cursor.ts';
-import { ApiError } from '../../platform/errors.ts';
+import { notFound } from '../../platform/errors.ts';
 import { defineFormat, defineOperation } from '../operation.ts';
-import { scopeOf, type MainContext } from './context.ts';
+import { SCOPE } from '../shared/oauth.ts';
+import type { MainContext } from './context.ts';
 
 // Who am I, and where: whoami, workspaces, hubs.
 
@@ -42,12 +44,12 @@ export const identityOperations = [
       clientId: Type.String(),
     }),
     handler: async (ctx: MainContext) => {
-      const { user, hub, workspace, scope, clientId } = ctx.principal;
+      const { user, hub, workspace, clientId } = ctx.caller;
       return {
         user: { _id: user.id, email: user.email, firstname: user.firstname, lastname: user.lastname },
         workspace: workspace ? { _id: workspace.id, name: workspace.name } : null,
         hub: { _id: hub.id, name: hub.name },
-        scope,
+        scope: SCOPE,
         clientId,
       };
     },
@@ -63,7 +65,7 @@ export const identityOperations = [
     handler: async (ctx: MainContext, input) => {
       const limit = input.limit ?? 100;
       const afterId = input.cursor === undefined ? undefined : decodeCursor(input.cursor, 'workspaces', 1)[0];
-      const rows = await findWorkspaces(ctx.db, scopeOf(ctx.principal), { afterId, limit });
+      const rows = await findWorkspaces(ctx.db, scopeOf(ctx.caller), { afterId, limit });
       return pageOf(rows, limit, 'workspaces', (w) => [w._id]);
     },
   }),
@@ -76,8 +78,8 @@ export const identityOperations = [
     input: Type.Object({ id: Id }, { required: ['id'] }),
     output: Workspace,
     handler: async (ctx: MainContext, input) => {
-      const [workspace] = await findWorkspaces(ctx.db, scopeOf(ctx.principal), { id: input.id, limit: 1 });
-      if (!workspace) throw new ApiError(404, 'not_found', `No workspace ${input.id}.`);
+      const [workspace] = await findWorkspaces(ctx.db, scopeOf(ctx.caller), { id: input.id, limit: 1 });
+      if (!workspace) throw notFound(`No workspace ${input.id}.`);
       return workspace;
     },
   }),
@@ -92,7 +94,7 @@ export const identityOperations = [
     handler: async (ctx: MainContext, input) => {
       const limit = input.limit ?? 100;
       const afterId = input.cursor === undefined ? undefined : decodeCursor(input.cursor, 'hubs', 1)[0];
-      return pageOf(await findHubs(ctx.db, ctx.principal.account.id, { afterId, limit }), limit, 'hubs', (h) => [h._id]);
+      return pageOf(await findHubs(ctx.db, ctx.caller.account.id, { afterId, limit }), limit, 'hubs', (h) => [h._id]);
     },
   }),
 ];

@@ -1,10 +1,11 @@
 import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { IDEMPOTENCY_HEADER } from '../../domain/idempotency/idempotency.ts';
+import type { Replayable } from '../../domain/idempotency/idempotency.ts';
 import { IMAGE_MAX_BYTES, MAX_DIMENSION, VIDEO_MAX_BYTES } from '../../domain/media/media-info.ts';
 import { uploadMedia } from '../../domain/media/media.service.ts';
 import type { MediaAsset } from '../../domain/media/media.ts';
-import { ApiError, invalidRequest } from '../../platform/errors.ts';
+import { idempotencyKeyOf, REPLAYED_HEADER } from '../rest.ts';
+import { ApiError, invalidRequest } from '../shared/errors.ts';
 import { MediaSchema } from './content.operations.ts';
 import type { MainContext } from './context.ts';
 
@@ -106,11 +107,7 @@ export async function registerMediaUpload(app: FastifyInstance, deps: MediaUploa
     });
 
     scope.post('/media', async (request, reply) => {
-      const ctx: MainContext = {
-        ...(await deps.resolveContext(request, reply)),
-        idempotencyKey: request.headers[IDEMPOTENCY_HEADER.toLowerCase()] as string | undefined,
-        setResponseHeader: (name, value) => void reply.header(name, value),
-      };
+      const ctx = await deps.resolveContext(request, reply);
       // Refuse a declared oversize body before reading any of it.
       const length = Number(request.headers['content-length']);
       if (Number.isFinite(length) && length > VIDEO_MAX_BYTES + ENVELOPE_BYTES) {
@@ -121,18 +118,18 @@ export async function registerMediaUpload(app: FastifyInstance, deps: MediaUploa
 
       const query = request.query as Record<string, unknown>;
       let workspaceId = typeof query.workspaceId === 'string' ? query.workspaceId : undefined;
-      let asset: MediaAsset | undefined;
+      let upload: Replayable<MediaAsset> | undefined;
       try {
         for await (const part of fromParser(request.parts())) {
           if (part.type === 'field') {
             if (part.fieldname === 'workspaceId' && typeof part.value === 'string') workspaceId = part.value;
             continue;
           }
-          if (part.fieldname !== FILE_FIELD || asset) {
+          if (part.fieldname !== FILE_FIELD || upload) {
             part.file.resume(); // drain it: only the one `file` part is read
             continue;
           }
-          asset = await uploadMedia(ctx, fromParser(part.file), { filename: part.filename, declaredType: part.mimetype, workspaceId });
+          upload = await uploadMedia(ctx, ctx.caller, fromParser(part.file), { filename: part.filename, declaredType: part.mimetype, workspaceId }, idempotencyKeyOf(request));
         }
       } catch (error) {
         // Only what the parser threw is the client's 400; anything else (the database down, a
@@ -140,8 +137,9 @@ export async function registerMediaUpload(app: FastifyInstance, deps: MediaUploa
         if (error instanceof UnreadableBody) throw unreadable(error.reason);
         throw error;
       }
-      if (!asset) throw invalidRequest([{ field: FILE_FIELD, message: 'is required: send the media as a multipart part named "file"' }]);
-      return reply.code(201).send(asset);
+      if (!upload) throw invalidRequest([{ field: FILE_FIELD, message: 'is required: send the media as a multipart part named "file"' }]);
+      if (upload.replayed) reply.header(REPLAYED_HEADER, 'true');
+      return reply.code(201).send(upload.value);
     });
   });
 }

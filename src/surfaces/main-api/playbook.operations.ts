@@ -55,7 +55,7 @@ export const playbookOperations = [
     handler: async (ctx: MainContext, input) => {
       const limit = input.limit ?? DEFAULT_PAGE_SIZE;
       const afterId = input.cursor === undefined ? undefined : decodeCursor(input.cursor, PLAYBOOK_CURSOR, 1)[0];
-      const rows = await findPlaybooks(ctx.db, ctx.principal.hub.id, { afterId, limit, solution: input.solution });
+      const rows = await findPlaybooks(ctx.db, ctx.caller.hub.id, { afterId, limit, solution: input.solution });
       return pageOf(rows, limit, PLAYBOOK_CURSOR, (p) => [p._id]);
     },
   }),

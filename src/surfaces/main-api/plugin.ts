@@ -2,13 +2,12 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
-import { IDEMPOTENCY_HEADER } from '../../domain/idempotency/idempotency.ts';
 import type { MediaStore } from '../../domain/media/media-store.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { buildOpenApi } from '../openapi.ts';
 import type { Operation } from '../operation.ts';
-import { oauthUrl, SCOPE } from '../oauth/provider.ts';
-import { mountRest } from '../rest.ts';
+import { idempotencyKeyOf, mountRest } from '../rest.ts';
+import { oauthUrl, SCOPE } from '../shared/oauth.ts';
 import type { BearerAuth } from './auth.ts';
 import type { MainContext } from './context.ts';
 import { mediaUploadOpenApi, registerMediaUpload } from './media-upload.ts';
@@ -80,9 +79,8 @@ export async function mainApiPlugin(app: FastifyInstance, deps: MainApiDeps): Pr
     db: deps.db,
     clock: deps.clock,
     media: deps.media,
-    principal: await deps.auth.authenticate(request, reply, { audience: deps.config.baseUrl }),
-    idempotencyKey: request.headers[IDEMPOTENCY_HEADER.toLowerCase()] as string | undefined,
-    setResponseHeader: (name, value) => void reply.header(name, value),
+    caller: await deps.auth.authenticate(request, reply, { audience: deps.config.baseUrl }),
+    idempotencyKey: idempotencyKeyOf(request),
   });
   mountRest(app, deps.operations, contextFor);
   await registerMediaUpload(app, { resolveContext: contextFor });

@@ -1,12 +1,12 @@
 import { Type } from 'typebox';
 import { IMAGE_MAX_BYTES, VIDEO_MAX_BYTES } from '../../domain/media/media-info.ts';
 import { addMediaFromBuffer, uploadMedia } from '../../domain/media/media.service.ts';
-import { targetWorkspace } from '../../domain/scope.ts';
-import { ApiError, invalidRequest } from '../../platform/errors.ts';
+import { scopeOf, targetWorkspace } from '../../domain/scope.ts';
 import { UrlFetchFailed, UrlRefused, UrlTooLarge, safeFetch, type FetchedUrl, type SafeFetchOptions } from '../../platform/safe-fetch.ts';
 import { MediaSchema } from '../main-api/content.operations.ts';
-import { scopeOf, type MainContext } from '../main-api/context.ts';
+import type { MainContext } from '../main-api/context.ts';
 import { defineOperation } from '../operation.ts';
+import { ApiError, invalidRequest } from '../shared/errors.ts';
 
 // add_media: the MCP counterpart of the multipart POST /media. An agent cannot stream a file
 // part, so it gives either a URL, fetched here (public internet only: platform/safe-fetch.ts)
@@ -93,14 +93,15 @@ export const addMediaOperation = defineOperation({
       throw invalidRequest([{ field: input.url === undefined ? 'url' : 'base64', message }]);
     }
     if (input.base64 !== undefined) {
-      return addMediaFromBuffer(ctx, decodeBase64(input.base64), { filename: input.filename, workspaceId: input.workspaceId });
+      return addMediaFromBuffer(ctx, ctx.caller, decodeBase64(input.base64), { filename: input.filename, workspaceId: input.workspaceId });
     }
     // Refuse a missing or foreign workspace before downloading anything.
-    const workspaceId = await targetWorkspace(ctx.db, scopeOf(ctx.principal), input.workspaceId);
+    const workspaceId = await targetWorkspace(ctx.db, scopeOf(ctx.caller), input.workspaceId);
     let fetched: FetchedUrl | undefined;
     try {
       fetched = await safeFetch(input.url!, URL_FETCH);
-      return await uploadMedia(ctx, fetched.body, { filename: input.filename ?? filenameOf(fetched.url), declaredType: fetched.contentType, workspaceId });
+      const upload = await uploadMedia(ctx, ctx.caller, fetched.body, { filename: input.filename ?? filenameOf(fetched.url), declaredType: fetched.contentType, workspaceId });
+      return upload.value;
     } catch (error) {
       throw urlError(error);
     } finally {

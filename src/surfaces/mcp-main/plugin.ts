@@ -2,19 +2,19 @@ import { readFile } from 'node:fs/promises';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
+import type { Caller } from '../../domain/caller.ts';
 import { DocIndex, openApiEntries, readmeEntries, type OpenApiDocument } from '../../domain/docs/docs.ts';
 import type { MediaStore } from '../../domain/media/media-store.ts';
 import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
 import type { SpendReportCache } from '../../domain/spend/spend.service.ts';
 import type { Clock } from '../../platform/clock.ts';
-import { ApiError } from '../../platform/errors.ts';
 import { hubOpenApi, HUB_API_PREFIX } from '../hub-api/plugin.ts';
 import type { BearerAuth } from '../main-api/auth.ts';
-import type { Principal } from '../main-api/context.ts';
 import { mainOperations } from '../main-api/operations.ts';
 import { mainOpenApi } from '../main-api/plugin.ts';
 import { acceptAnyJson, serveMcp, type McpEndpoint } from '../mcp.ts';
-import { SCOPE } from '../oauth/provider.ts';
+import { ApiError } from '../shared/errors.ts';
+import { SCOPE } from '../shared/oauth.ts';
 import { ADD_MEDIA_BODY_LIMIT } from './add-media.ts';
 import { mainMcpTools, type McpMainContext } from './tools.ts';
 
@@ -119,7 +119,7 @@ export async function mcpMainPlugin(app: FastifyInstance, deps: McpMainDeps): Pr
     }
   };
 
-  const principals = new WeakMap<FastifyRequest, Principal>();
+  const callers = new WeakMap<FastifyRequest, Caller>();
   // In a scope of its own, so that a body that is not JSON gets JSON-RPC's parse error.
   await app.register(async (scope) => {
     acceptAnyJson(scope);
@@ -130,21 +130,21 @@ export async function mcpMainPlugin(app: FastifyInstance, deps: McpMainDeps): Pr
       bodyLimit: ADD_MEDIA_BODY_LIMIT,
       onRequest: async (request, reply) => {
         await refuseForeignOrigin(request);
-        const principal = await deps.auth.authenticate(request, reply, {
+        const caller = await deps.auth.authenticate(request, reply, {
           audience: resource.resource,
           challenge: { resource_metadata: resource.metadataUrl, scope: SCOPE },
         });
-        principals.set(request, principal);
+        callers.set(request, caller);
       },
       handler: async (request, reply) => {
-        const principal = principals.get(request)!;
-        const ctx: McpMainContext = { db: deps.db, clock: deps.clock, media: deps.media, principal, spendCache: deps.spendCache, catalogs: deps.catalogs, docs: docIndex };
+        const caller = callers.get(request)!;
+        const ctx: McpMainContext = { db: deps.db, clock: deps.clock, media: deps.media, caller, spendCache: deps.spendCache, catalogs: deps.catalogs, docs: docIndex };
         let toolCalls = 0;
         await serveMcp(
           {
             ...endpoint,
             // The POST was counted when it was authenticated; more tool calls in it (a batch) count too.
-            beforeTool: (op) => deps.auth.chargeToolCall(principal, op.extraLimit, ++toolCalls),
+            beforeTool: (op) => deps.auth.chargeToolCall(caller, op.extraLimit, ++toolCalls),
           },
           ctx,
           request,

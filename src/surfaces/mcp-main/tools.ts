@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { DocIndex } from '../../domain/docs/docs.ts';
 import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
 import type { SpendReportCache } from '../../domain/spend/spend.service.ts';
-import { ApiError } from '../../platform/errors.ts';
+import { DomainError, notFound } from '../../platform/errors.ts';
 import { hubOperations, type HubContext } from '../hub-api/operations.ts';
 import type { MainContext } from '../main-api/context.ts';
 import { mainOperations } from '../main-api/operations.ts';
@@ -31,13 +31,14 @@ export const HUB_WIDE_ERROR = 'hub_wide_access_required';
  * refused with a tool error that says what to do instead.
  */
 export function hubContextOf(ctx: McpMainContext, tool: string): HubContext {
-  const { principal } = ctx;
-  if (principal.role !== 'hub_admin' || principal.workspace !== null) {
-    const bound = principal.workspace ? `bound to the workspace ${principal.workspace.id}` : 'not a hub admin’s';
-    throw new ApiError(403, HUB_WIDE_ERROR,
-      `${tool} reports on every workspace of the hub, and this token is ${bound}. Hub-wide figures need a hub admin who chose "the whole hub" when connecting; for your own workspace use paid_analytics, list_playbooks and list_posts.`);
+  const { caller } = ctx;
+  if (caller.role !== 'hub_admin' || caller.workspace !== null) {
+    const bound = caller.workspace ? `bound to the workspace ${caller.workspace.id}` : 'not a hub admin’s';
+    throw new DomainError('forbidden',
+      `${tool} reports on every workspace of the hub, and this token is ${bound}. Hub-wide figures need a hub admin who chose "the whole hub" when connecting; for your own workspace use paid_analytics, list_playbooks and list_posts.`,
+      { code: HUB_WIDE_ERROR });
   }
-  return { db: ctx.db, clock: ctx.clock, hubId: principal.hub.id, spendCache: ctx.spendCache, catalogs: ctx.catalogs };
+  return { db: ctx.db, clock: ctx.clock, hubId: caller.hub.id, spendCache: ctx.spendCache, catalogs: ctx.catalogs };
 }
 
 function hubWide(op: Operation<HubContext>): Operation<McpMainContext> {
@@ -96,7 +97,7 @@ export const docsOperations = [
     output: Type.Object({ id: Type.String(), title: Type.String(), source: DocSourceSchema, text: Type.String() }),
     handler: async (ctx: McpMainContext, input) => {
       const entry = (await ctx.docs()).read(input.id);
-      if (!entry) throw new ApiError(404, 'not_found', `No document ${input.id}. Call search_docs (with no query to list them all) for valid ids.`);
+      if (!entry) throw notFound(`No document ${input.id}. Call search_docs (with no query to list them all) for valid ids.`);
       return entry;
     },
   }),

@@ -8,40 +8,23 @@ import { clientSecretMatches } from '../../domain/oauth/secrets.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { RateLimiter } from '../../platform/rate-limit.ts';
 import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText } from '../../platform/text.ts';
+import { oauthRoutes, SCOPE } from '../shared/oauth.ts';
 import { PostgresAdapter } from './adapter.ts';
 import { errorPage, pageHeaders } from './pages.ts';
 import type { RevocationFeed } from './revocations.ts';
 import type { AuthorizationServerSecrets } from './server-secrets.ts';
 
-// The OAuth 2.1 authorization server: oidc-provider configured down to what the reference
-// allows (contract §5). It does the protocol — PKCE, code and refresh grants, rotation and reuse
-// detection, registration, revocation, resource indicators; we supply storage, accounts, pages.
+/** Also here for oauth/plugin.ts, which imported it from this file before it moved to shared/oauth.ts. */
+export { oauthRoutes };
 
-export const SCOPE = 'service:full';
+// The OAuth 2.1 authorization server: oidc-provider configured down to what hubops allows (one
+// scope, opaque access tokens). It does the protocol — PKCE, code and refresh grants, rotation
+// and reuse detection, registration, revocation, resource indicators; we supply storage,
+// accounts, pages.
+
 export const ACCESS_TOKEN_TTL = 60 * 60;
 export const AUTHORIZATION_CODE_TTL = 60;
 export const REFRESH_TOKEN_TTL = 30 * 24 * 60 * 60;
-
-/** Paths of the provider's endpoints under {base_url}. */
-export function oauthRoutes(config: Config) {
-  const base = new URL(config.baseUrl).pathname.replace(/\/$/, '');
-  return {
-    authorization: `${base}/oauth/authorize`,
-    token: `${base}/oauth/token`,
-    registration: `${base}/oauth/register`,
-    revocation: `${base}/oauth/revoke`,
-    jwks: `${base}/oauth/jwks`,
-    interaction: `${base}/oauth/interaction`,
-  };
-}
-
-/**
- * The absolute URL of one of the provider's endpoints. Its path already holds BASE_URL's path, so
- * it is resolved against the origin (never by cutting segments off BASE_URL).
- */
-export function oauthUrl(config: Config, endpoint: keyof ReturnType<typeof oauthRoutes>): string {
-  return new URL(oauthRoutes(config)[endpoint], config.baseUrl).href;
-}
 
 /** The protected resources tokens can be issued for (RFC 8707): the REST API and the MCP server. */
 export function resources(config: Config): string[] {
