@@ -3,6 +3,8 @@ import type { Db } from '../../db/database.ts';
 import { systemClock, type Clock } from '../../platform/clock.ts';
 import { importObjects } from '../import/import.ts';
 import type { Question } from '../playbooks/playbook.ts';
+import type { AdAccountSyncState } from '../spend/spend.ts';
+import type { BudgetType } from '../opt-ins/budget-types.ts';
 import { contentRecords, type DemoLocation } from './content-seed.ts';
 import { OPT_IN_STATUSES, type OptInRow, type OptInStatus } from '../opt-ins/opt-in.ts';
 import { utcDate } from '../periods.ts';
@@ -112,7 +114,7 @@ interface DemoPlaybook {
   /** Exactly as stored; some carry trailing spaces, as real playbook names do. */
   name: string;
   solutions: string[];
-  budgetType: 'lifetime' | 'daily' | null;
+  budgetType: BudgetType | null;
   variants?: Record<string, string[]>;
   questions?: Question[];
   /** Answers to draw from, per short-answer question. */
@@ -182,7 +184,7 @@ interface DemoAdAccount {
   hubId: string;
   platform: string;
   name: string;
-  syncState: 'idle' | 'syncing' | 'failed';
+  syncState: AdAccountSyncState;
   /** How long ago the last completed sync was. */
   syncedAgo: number;
 }

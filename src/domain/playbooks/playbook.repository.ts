@@ -1,3 +1,5 @@
+// Reads the playbooks of a hub, keyset-paged.
+
 import { sql } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { Question } from './playbook.ts';
