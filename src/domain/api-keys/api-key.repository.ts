@@ -1,8 +1,9 @@
-import { sql } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import { queryPrepared, type Db, type Statement } from '../../db/database.ts';
+import type { Database } from '../../db/schema.ts';
 import { DomainError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
-import { embedMaterialFromPublicKey, newKeyMaterial, type KeyMaterial, type KeyScope } from './api-key.ts';
+import { embedMaterialFromPublicKey, keyNameProblem, newKeyMaterial, type KeyMaterial, type KeyScope } from './api-key.ts';
 
 export interface KeySummary {
   id: string;
@@ -37,16 +38,37 @@ export interface KeyVerdict {
   hubSuspended: boolean;
 }
 
-export function validateKeyName(name: string): string {
-  const trimmed = name.trim();
-  if (trimmed.length < 1 || trimmed.length > 100) throw new DomainError('invalid', 'key name must be 1 to 100 characters');
-  return trimmed;
+/** What an embed token's verification needs to know about the key it names. */
+export interface EmbedKeyRecord {
+  id: string;
+  hubId: string;
+  scope: KeyScope;
+  revoked: boolean;
+  hubSuspended: boolean;
+  /** An embed key pair's raw Ed25519 public key. */
+  publicKey: Buffer | null;
+  /** SHA-256 of the key for read keys and legacy embed keys (what api_keys.key_hash holds). */
+  keyHash: Buffer | null;
+}
+
+function validateKeyName(name: string): string {
+  if (keyNameProblem(name)) throw new DomainError('invalid', 'key name must be 1 to 100 characters');
+  return name.trim();
 }
 
 export async function createKey(db: Db, input: { hubId: string; name: string; scope?: KeyScope }): Promise<CreatedKey> {
+  return createKeyIn(db.kysely, input);
+}
+
+/** createKey inside the caller's transaction (the key commits or rolls back with the rest). */
+export async function createKeyInTransaction(trx: Transaction<Database>, input: { hubId: string; name: string; scope?: KeyScope }): Promise<CreatedKey> {
+  return createKeyIn(trx, input);
+}
+
+async function createKeyIn(executor: Kysely<Database>, input: { hubId: string; name: string; scope?: KeyScope }): Promise<CreatedKey> {
   const scope = input.scope ?? 'read';
   const material = newKeyMaterial(scope);
-  const created = await insertKey(db, { hubId: input.hubId, name: input.name, scope }, material);
+  const created = await insertKey(executor, { hubId: input.hubId, name: input.name, scope }, material);
   return { ...created, key: material.secret };
 }
 
@@ -54,14 +76,14 @@ export async function createKey(db: Db, input: { hubId: string; name: string; sc
 export async function createEmbedKeyFromPublicKey(db: Db, input: { hubId: string; name: string; publicKey: string }): Promise<Omit<CreatedKey, 'key'>> {
   const material = embedMaterialFromPublicKey(input.publicKey);
   if (!material) throw new DomainError('invalid', 'public key must be an Ed25519 public key (PEM, or the 32 raw bytes in base64url)');
-  return insertKey(db, { hubId: input.hubId, name: input.name, scope: 'embed' }, material);
+  return insertKey(db.kysely, { hubId: input.hubId, name: input.name, scope: 'embed' }, material);
 }
 
-async function insertKey(db: Db, input: { hubId: string; name: string; scope: KeyScope }, material: KeyMaterial): Promise<Omit<CreatedKey, 'key'>> {
+async function insertKey(executor: Kysely<Database>, input: { hubId: string; name: string; scope: KeyScope }, material: KeyMaterial): Promise<Omit<CreatedKey, 'key'>> {
   const name = validateKeyName(input.name);
-  const hub = await db.kysely.selectFrom('hubs').select('id').where('id', '=', input.hubId).executeTakeFirst();
+  const hub = await executor.selectFrom('hubs').select('id').where('id', '=', input.hubId).executeTakeFirst();
   if (!hub) throw new DomainError('not_found', `hub ${input.hubId} does not exist`);
-  const row = await db.kysely
+  const row = await executor
     .insertInto('api_keys')
     .values({ id: newId('key'), hub_id: input.hubId, name, scope: input.scope, start: material.start, key_hash: material.keyHash, public_key: material.publicKey })
     .returning(['id', 'created_at'])
@@ -129,6 +151,17 @@ export function keyVerdictOf(rows: unknown[]): KeyVerdict | undefined {
 
 export async function findKeyByHash(db: Db, hash: Buffer): Promise<KeyVerdict | undefined> {
   return keyVerdictOf(await queryPrepared(db, keyVerdictStatement(hash)));
+}
+
+/** The key an embed token names (by id: the token carries it as `kid`); undefined for an unknown id. */
+export async function findEmbedKey(db: Db, keyId: string): Promise<EmbedKeyRecord | undefined> {
+  const row = await db.kysely
+    .selectFrom('api_keys as k')
+    .innerJoin('hubs as h', 'h.id', 'k.hub_id')
+    .select(['k.id', 'k.hub_id', 'k.scope', 'k.revoked_at', 'h.suspended', 'k.public_key', 'k.key_hash'])
+    .where('k.id', '=', keyId)
+    .executeTakeFirst();
+  return row && { id: row.id, hubId: row.hub_id, scope: row.scope, revoked: row.revoked_at !== null, hubSuspended: row.suspended, publicKey: row.public_key, keyHash: row.key_hash };
 }
 
 /** Adds batched usage: one statement for any number of keys. */

@@ -46,6 +46,17 @@ export function visibleStart(key: string): string {
 
 export const KEY_SCOPES = ['read', 'embed'] as const;
 export type KeyScope = (typeof KEY_SCOPES)[number];
+export const isKeyScope = (value: unknown): value is KeyScope => KEY_SCOPES.includes(value as KeyScope);
+
+// A key is named after the tool that uses it, so a list of keys says which tool makes which requests.
+export const KEY_NAME_MAX_LENGTH = 100;
+
+/** What is wrong with a key name (surrounding spaces do not count), or undefined. */
+export function keyNameProblem(name: string): 'blank' | 'too_long' | undefined {
+  const trimmed = name.trim();
+  if (trimmed === '') return 'blank';
+  return trimmed.length > KEY_NAME_MAX_LENGTH ? 'too_long' : undefined;
+}
 
 // Embed keys are Ed25519 key pairs: the customer signs embed tokens with the private key and
 // hubops stores only the public key, so nothing in the database is enough to sign. The private

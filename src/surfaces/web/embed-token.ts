@@ -5,6 +5,7 @@
 // Embed keys made before key pairs (no public key) still verify their legacy tokens until revoked:
 //   base64url(JSON {hub, view, exp, kid}) + "." + base64url(HMAC-SHA256(payload part, SHA-256(key)))
 import { createHmac, createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
+import type { EmbedKeyRecord } from '../../domain/api-keys/api-key.repository.ts';
 import { EMBED_SECRET_PREFIX } from '../../domain/api-keys/api-key.ts';
 import { sameSecret } from '../../platform/constant-time.ts';
 import { hasForbiddenCharacter } from '../../platform/text.ts';
@@ -24,17 +25,7 @@ export interface EmbedPayload {
   kid: string;
 }
 
-export interface EmbedKeyRecord {
-  id: string;
-  hubId: string;
-  scope: 'read' | 'embed';
-  revoked: boolean;
-  hubSuspended: boolean;
-  /** An embed key pair's raw Ed25519 public key. */
-  publicKey: Buffer | null;
-  /** SHA-256 of the key for read keys and legacy embed keys (what api_keys.key_hash holds). */
-  keyHash: Buffer | null;
-}
+export type { EmbedKeyRecord };
 
 export type EmbedVerdict = { ok: true; payload: EmbedPayload } | { ok: false; reason: string };
 

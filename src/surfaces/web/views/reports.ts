@@ -1,8 +1,9 @@
 // Report bodies shared by the app pages and the embeds: the spend dashboard and the opt-in summary.
-import type { OptInSummary } from '../../domain/opt-ins/opt-in.service.ts';
-import { PERIODS, type Period } from '../../domain/periods.ts';
-import type { Freshness } from '../../domain/spend/spend.ts';
-import { change, escapeHtml as h, money, when } from './pages.ts';
+import type { OptInSummary } from '../../../domain/opt-ins/opt-in.service.ts';
+import { PERIODS, type Period } from '../../../domain/periods.ts';
+import type { Freshness } from '../../../domain/spend/spend.ts';
+import { escapeHtml as h } from '../../shared/html.ts';
+import { change, money, when } from './layout.ts';
 
 export interface SpendReport {
   period: Period;

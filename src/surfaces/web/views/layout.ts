@@ -1,12 +1,9 @@
 // Server-rendered pages of the web admin (/app) and the signed embeds (/embed). The look of the
 // OAuth pages (same palette), one inline stylesheet allowed by a per-response nonce, one small
 // script served from our own route (copy buttons, single-submit forms), nothing external.
-import { escapeHtml } from '../shared/html.ts';
-import type { OptInStatus } from '../../domain/opt-ins/opt-in.ts';
-import type { Membership, SessionUser } from './web.repository.ts';
-
-export { escapeHtml };
-const h = escapeHtml;
+import type { OptInStatus } from '../../../domain/opt-ins/opt-in.ts';
+import type { Membership, SessionUser } from '../../../domain/web-sessions/web-session.service.ts';
+import { escapeHtml as h } from '../../shared/html.ts';
 
 const STYLE = `
 :root{color-scheme:light dark;--bg:#f5f6f8;--card:#fff;--text:#1c1f24;--muted:#5b6270;--line:#e2e5ea;--accent:#2956d6;--accent-text:#fff;--danger:#b42318;--ok:#137333;--warn:#9a6700}
@@ -113,6 +110,10 @@ ${fe.email ? `<p class="field-error" id="email-error">${h(fe.email)}</p>` : ''}
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password"${fe.password ? ' class="invalid" aria-describedby="password-error"' : ''}>
 ${fe.password ? `<p class="field-error" id="password-error">${h(fe.password)}</p>` : ''}
 <div class="actions"><button class="primary" type="submit">Sign in</button></div></form></div></main>`, nonce);
+}
+
+export function embedDocument(title: string, body: string, nonce: string): string {
+  return document_(title, `<main>${body}<p class="muted"><small>Powered by hubops</small></p></main>`, nonce);
 }
 
 export function messagePage(title: string, message: string, nonce: string, link?: { href: string; text: string }): string {

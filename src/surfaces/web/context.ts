@@ -1,0 +1,69 @@
+// What every part of the web admin is given: its dependencies, its paths, and the ways it answers
+// with a page (each response with a fresh nonce and the headers made for it).
+import type { FastifyReply } from 'fastify';
+import type { Config } from '../../config.ts';
+import type { Db } from '../../db/database.ts';
+import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
+import type { SpendReportCache } from '../../domain/spend/spend.service.ts';
+import type { Clock } from '../../platform/clock.ts';
+import type { RateLimiter } from '../../platform/rate-limit.ts';
+import { sendPage } from '../shared/html.ts';
+import type { Sessions } from './session.ts';
+import { embedRefusalView } from './views/embed.ts';
+import { appHeaders, embedDocument, embedHeaders, messagePage } from './views/layout.ts';
+
+export interface WebDeps {
+  config: Config;
+  db: Db;
+  clock: Clock;
+  limiter: RateLimiter;
+  spendCache: SpendReportCache;
+  catalogs: HubCatalogCache;
+}
+
+export interface WebPaths {
+  /** The base URL's path, e.g. "" or "/api". */
+  base: string;
+  /** The web admin's root: {base}/app. */
+  app: string;
+  hub(hubId: string): string;
+}
+
+export function webPaths(config: Config): WebPaths {
+  const base = new URL(config.baseUrl).pathname.replace(/\/$/, '');
+  const app = `${base}/app`;
+  return { base, app, hub: (hubId) => `${app}/hubs/${encodeURIComponent(hubId)}` };
+}
+
+/** What each route module of the web admin is given. */
+export interface Web {
+  deps: WebDeps;
+  paths: WebPaths;
+  sessions: Sessions;
+}
+
+export type Query = Record<string, string | undefined>;
+export type Form = Record<string, string | undefined>;
+
+/** A query or form value given once (a repeated one is an array: not accepted). */
+export const one = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+
+export interface Link {
+  href: string;
+  text: string;
+}
+
+/** An /app page: no framing, scripts only from our origin, nothing cached. */
+export const appPage = (reply: FastifyReply, status: number, render: (nonce: string) => string): FastifyReply =>
+  sendPage(reply, status, appHeaders, render);
+
+/** An /app page that only says why the request was not done. */
+export const refuse = (reply: FastifyReply, status: number, title: string, message: string, link?: Link): FastifyReply =>
+  appPage(reply, status, (nonce) => messagePage(title, message, nonce, link));
+
+/** An /embed page: frameable by any site, no script. */
+export const embedPage = (reply: FastifyReply, status: number, title: string, body: string): FastifyReply =>
+  sendPage(reply, status, embedHeaders, (nonce) => embedDocument(title, body, nonce));
+
+/** Whatever is wrong with an embed request, the embedding site gets this page. */
+export const embedRefusal = (reply: FastifyReply, reason: string): FastifyReply => embedPage(reply, 401, 'Not authorised', embedRefusalView(reason));

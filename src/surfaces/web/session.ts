@@ -1,0 +1,129 @@
+// Who is signed in to the web admin: the session cookie, the CSRF tokens derived from it, the
+// member and admin checks of hub pages, and the sign-in and sign-out routes.
+import { createHmac, randomBytes } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { createSession, endSession, sessionUser, type Membership, type SessionUser } from '../../domain/web-sessions/web-session.service.ts';
+import { sameSecret } from '../../platform/constant-time.ts';
+import { submitSignInForm } from '../shared/sign-in-form.ts';
+import { appPage, one, refuse, type Form, type Query, type WebDeps, type WebPaths } from './context.ts';
+import { signInPage, type Shell } from './views/layout.ts';
+
+export const SESSION_COOKIE = 'hubops_app';
+/** Before sign-in: a random value the sign-in form's CSRF token is derived from. */
+const SIGNIN_COOKIE = 'hubops_signin';
+
+/** A signed-in request to a hub's page: the session, its user, their membership of the hub. */
+export interface HubCtx {
+  sessionId: string;
+  user: SessionUser;
+  hub: Membership;
+  csrf: string;
+}
+
+function cookies(request: FastifyRequest): Map<string, string> {
+  const jar = new Map<string, string>();
+  for (const part of (request.headers.cookie ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq <= 0) continue;
+    try {
+      jar.set(part.slice(0, eq).trim(), decodeURIComponent(part.slice(eq + 1).trim()));
+    } catch {
+      // A cookie with a broken %-escape (ours never have one) is ignored, not a 500.
+    }
+  }
+  return jar;
+}
+
+const hmac = (secret: string, label: string) => createHmac('sha256', secret).update(label).digest('base64url');
+const csrfOf = (sessionId: string) => hmac(sessionId, 'hubops-web-csrf');
+const signInCsrfOf = (preSession: string) => hmac(preSession, 'hubops-web-signin');
+
+export interface Sessions {
+  /** The signed-in user, or undefined once answered with a redirect to sign-in (GET) or a 401. */
+  signedIn(request: FastifyRequest, reply: FastifyReply): Promise<{ sessionId: string; user: SessionUser } | undefined>;
+  /** Signed in, a member of the hub and, for admin pages, its hub admin; otherwise answered here. */
+  hubCtx(request: FastifyRequest, reply: FastifyReply, hubId: string, adminOnly: boolean): Promise<HubCtx | undefined>;
+  /** Whether a posted form carries the session's CSRF token. */
+  csrfOk(ctx: { sessionId: string }, body: Form): boolean;
+  shellOf(ctx: HubCtx, active: Shell['active']): Shell;
+}
+
+export function webSessions(deps: WebDeps, paths: WebPaths): Sessions {
+  const signedIn: Sessions['signedIn'] = async (request, reply) => {
+    const sessionId = cookies(request).get(SESSION_COOKIE);
+    const user = sessionId ? await sessionUser(deps.db, sessionId, deps.clock.now()) : undefined;
+    if (sessionId && user) return { sessionId, user };
+    if (request.method === 'GET') {
+      const next = request.url.startsWith(`${paths.app}/`) ? request.url : paths.app;
+      await reply.code(303).header('cache-control', 'no-store').redirect(`${paths.app}/sign-in?next=${encodeURIComponent(next)}`, 303);
+    } else {
+      await refuse(reply, 401, 'Signed out', 'Your session has ended. Sign in again.', { href: `${paths.app}/sign-in`, text: 'Sign in' });
+    }
+    return undefined;
+  };
+  return {
+    signedIn,
+    async hubCtx(request, reply, hubId, adminOnly) {
+      const who = await signedIn(request, reply);
+      if (!who) return undefined;
+      const hub = who.user.memberships.find((m) => m.hubId === hubId);
+      if (!hub) {
+        await refuse(reply, 403, 'No access to this hub', 'You are not a member of this hub.', { href: paths.app, text: 'Back to your hub' });
+        return undefined;
+      }
+      if (adminOnly && hub.role !== 'hub_admin') {
+        await refuse(reply, 403, 'Hub admins only', 'Only the hub\'s administrators can open this page. Ask one of them if you need access.', { href: paths.hub(hubId), text: 'Back to the hub' });
+        return undefined;
+      }
+      return { sessionId: who.sessionId, user: who.user, hub, csrf: csrfOf(who.sessionId) };
+    },
+    csrfOk: (ctx, body) => sameSecret(csrfOf(ctx.sessionId), body.csrf),
+    shellOf: (ctx, active) => ({ base: paths.base, user: ctx.user, hub: ctx.hub, csrf: ctx.csrf, active }),
+  };
+}
+
+export function sessionRoutes(app: FastifyInstance, deps: WebDeps, paths: WebPaths): void {
+  const secure = deps.config.baseUrl.startsWith('https:');
+  const cookieAttrs = `Path=${paths.app}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
+  const action = `${paths.app}/sign-in`;
+  /** Only our own pages: no other origin, no protocol-relative or backslash tricks. */
+  const safeNext = (next: unknown) => (typeof next === 'string' && next.startsWith(`${paths.app}/`) && !next.startsWith('//') && !/[\\\r\n]/.test(next) ? next : paths.app);
+  const newPreSession = (reply: FastifyReply) => {
+    const preSession = randomBytes(24).toString('base64url');
+    reply.header('set-cookie', `${SIGNIN_COOKIE}=${preSession}; ${cookieAttrs}; Max-Age=3600`);
+    return preSession;
+  };
+
+  app.get<{ Querystring: Query }>(action, async (request, reply) => {
+    let preSession = cookies(request).get(SIGNIN_COOKIE);
+    if (!preSession || preSession.length < 20) preSession = newPreSession(reply);
+    return appPage(reply, 200, (n) => signInPage({ action, csrf: signInCsrfOf(preSession), next: safeNext(one(request.query.next)) }, n));
+  });
+
+  app.post<{ Body: Form }>(action, async (request, reply) => {
+    const preSession = cookies(request).get(SIGNIN_COOKIE);
+    const next = safeNext((request.body ?? {}).next);
+    const result = await submitSignInForm(deps, request, preSession && signInCsrfOf(preSession));
+    if (!result.ok) {
+      // An expired form gets a fresh pre-session, so the form shown again can be sent.
+      const csrf = signInCsrfOf(result.expired || !preSession ? newPreSession(reply) : preSession);
+      return appPage(reply, result.status, (n) => signInPage({ action, csrf, next, email: result.email, error: result.error, fieldErrors: result.fieldErrors }, n));
+    }
+    const sessionId = await createSession(deps.db, result.user.id, deps.clock.now());
+    reply.header('set-cookie', [
+      `${SESSION_COOKIE}=${sessionId}; ${cookieAttrs}`,
+      `${SIGNIN_COOKIE}=; ${cookieAttrs}; Max-Age=0`,
+    ]);
+    return reply.code(303).header('cache-control', 'no-store').redirect(next, 303);
+  });
+
+  app.post<{ Body: Form }>(`${paths.app}/sign-out`, async (request, reply) => {
+    const sessionId = cookies(request).get(SESSION_COOKIE);
+    if (sessionId) {
+      if (!sameSecret(csrfOf(sessionId), (request.body ?? {}).csrf)) return refuse(reply, 400, 'Form expired', 'That form expired. Reload the page and try again.');
+      await endSession(deps.db, sessionId);
+    }
+    reply.header('set-cookie', `${SESSION_COOKIE}=; ${cookieAttrs}; Max-Age=0`);
+    return reply.code(303).redirect(`${paths.app}/sign-in`, 303);
+  });
+}

@@ -1,0 +1,11 @@
+// The signed embeds' bodies: a report under the hub's name, or why it cannot be shown.
+import { escapeHtml as h } from '../../shared/html.ts';
+
+export function embedRefusalView(reason: string): string {
+  return `<div class="card"><h1>This view cannot be shown</h1><p class="error" role="alert" data-embed-error>${h(reason)}</p>
+<p class="muted">The site that embeds it must sign a fresh token with an active embed key of the hub.</p></div>`;
+}
+
+export function embedReportView(heading: string, report: string): string {
+  return `<h1>${h(heading)}</h1>${report}`;
+}

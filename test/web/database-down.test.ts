@@ -1,0 +1,79 @@
+// With PostgreSQL unreachable the web admin answers its 503 page with Retry-After, never "No such
+// key" or a 500, whichever query of the request is the one that fails; then it recovers.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { sql } from 'kysely';
+import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { Browser, startLiveApp, type LiveApp } from '../support/oauth-flow.ts';
+import { ADMIN, HUB, seedWebHub } from '../support/web.ts';
+
+let live: LiveApp;
+before(async () => {
+  live = await startLiveApp({ throughProxy: true });
+  await seedWebHub(live.db);
+});
+after(async () => live?.close());
+
+const hidden = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? '';
+const form = (fields: Record<string, string>) => ({ method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
+
+async function signedIn(): Promise<{ browser: Browser; csrf: string }> {
+  const browser = new Browser();
+  const page = await (await browser.fetch(`${live.baseUrl}/app/sign-in`)).text();
+  const r = await browser.fetch(`${live.baseUrl}/app/sign-in`, form({ csrf: hidden(page, 'csrf'), next: '/app', email: ADMIN.email, password: ADMIN.password }));
+  assert.equal(r.status, 303);
+  const api = await (await browser.fetch(`${live.baseUrl}/app/hubs/${HUB}/settings/api`)).text();
+  return { browser, csrf: hidden(api, 'csrf') };
+}
+
+async function assertUnavailablePage(response: Response, what: string): Promise<void> {
+  const text = await response.text();
+  assert.equal(response.status, 503, `${what}: ${text.slice(0, 300)}`);
+  assert.match(response.headers.get('retry-after') ?? '', /^\d+$/, what);
+  assert.match(response.headers.get('content-type') ?? '', /text\/html/, what);
+  assert.match(text, /cannot reach its database/, what);
+  assert.doesNotMatch(text, /No such key|ECONNREFUSED|Connection terminated|api_keys/, what);
+}
+
+test('the connection dies while a key is revoked: the 503 page, not "No such key"; the key still works until revoked again', async () => {
+  const key = await createKey(live.db, { hubId: HUB, name: 'Looker dashboard' });
+  const { browser, csrf } = await signedIn();
+  const revoke = `${live.baseUrl}/app/hubs/${HUB}/settings/api/keys/${key.id}/revoke`;
+  // The session is read, then the database goes away in the middle of the revocation itself.
+  await sql`CREATE FUNCTION test_connection_dies() RETURNS trigger LANGUAGE plpgsql AS $$
+              BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); RETURN NEW; END $$`.execute(live.db.kysely);
+  await sql`CREATE TRIGGER test_connection_dies BEFORE UPDATE ON api_keys FOR EACH ROW EXECUTE FUNCTION test_connection_dies()`.execute(live.db.kysely);
+  try {
+    await assertUnavailablePage(await browser.fetch(revoke, form({ csrf })), 'revoke');
+  } finally {
+    await sql`DROP TRIGGER test_connection_dies ON api_keys`.execute(live.db.kysely);
+    await sql`DROP FUNCTION test_connection_dies()`.execute(live.db.kysely);
+  }
+  const row = await live.db.kysely.selectFrom('api_keys').select('revoked_at').where('id', '=', key.id).executeTakeFirstOrThrow();
+  assert.equal(row.revoked_at, null);
+  const again = await browser.fetch(revoke, form({ csrf }));
+  assert.equal(again.status, 303);
+});
+
+test('database unreachable: the admin pages, sign-in and the key forms answer the 503 page; then recovery', async () => {
+  const key = await createKey(live.db, { hubId: HUB, name: 'Zapier sync' });
+  const { browser, csrf } = await signedIn();
+  const hubUrl = `${live.baseUrl}/app/hubs/${HUB}`;
+  await live.proxy!.cut();
+  try {
+    await assertUnavailablePage(await browser.fetch(`${hubUrl}/settings/api`), 'API tab');
+    await assertUnavailablePage(await browser.fetch(`${hubUrl}/settings/api/keys/${key.id}/revoke`), 'revoke confirmation');
+    await assertUnavailablePage(await browser.fetch(`${hubUrl}/settings/api/keys/${key.id}/revoke`, form({ csrf })), 'revoke');
+    await assertUnavailablePage(await browser.fetch(`${hubUrl}/opt-ins`), 'opt-ins report');
+    const signInPage = await (await new Browser().fetch(`${live.baseUrl}/app/sign-in`)).text();
+    assert.match(signInPage, /name="csrf"/, 'the sign-in form itself needs no database');
+  } finally {
+    await live.proxy!.restore();
+  }
+  let page: Response | undefined;
+  for (const deadline = Date.now() + 10_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 100))) {
+    page = await browser.fetch(`${hubUrl}/settings/api`);
+    if (page.status === 200) break;
+  }
+  assert.equal(page?.status, 200, 'the API tab works again');
+});
