@@ -5,11 +5,11 @@ import type Provider from 'oidc-provider';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import { consentOptions, saveGrantContext } from '../../domain/oauth/identity.repository.ts';
-import { signIn } from '../../domain/oauth/sign-in.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { sameSecret } from '../../platform/constant-time.ts';
 import type { RateLimiter } from '../../platform/rate-limit.ts';
 import { sendPage } from '../shared/html.ts';
+import { submitSignInForm } from '../shared/sign-in-form.ts';
 import { consentPage, errorPage, pageHeaders, refusalPage, signInPage } from './pages.ts';
 import { oauthRoutes } from './provider.ts';
 
@@ -118,20 +118,13 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
 
     scope.post<{ Params: { uid: string }; Body: Form }>(`${routes.interaction}/:uid/login`, async (request, reply) => {
       const details = await deps.provider.interactionDetails(request.raw, reply.raw);
-      const body = (request.body ?? {}) as Form;
-      if (details.prompt.name !== 'login' || !csrfValid(details.uid, body.csrf)) {
-        return send(reply, 400, (nonce) => signInPage({ action: request.url, csrf: csrfFor(details.uid), clientName: String(details.params.client_id), error: 'Your sign-in form expired. Please try again.' }, nonce));
-      }
+      const expectedCsrf = details.prompt.name === 'login' ? csrfFor(details.uid) : undefined;
+      const result = await submitSignInForm(deps, request, expectedCsrf);
+      if (result.ok) return finish(request, reply, { login: { accountId: result.user.id } }, false);
       const name = await clientName(String(details.params.client_id));
-      const email = String(body.email ?? '').trim().toLowerCase().slice(0, 320);
-      const password = String(body.password ?? '').slice(0, 1024);
-      const again = (status: number, error: string) =>
-        send(reply, status, (nonce) => signInPage({ action: request.url, csrf: csrfFor(details.uid), clientName: name, email, error }, nonce));
-      const onLimiterError = (error: unknown) => request.log.warn({ err: error }, 'rate limiter unavailable; sign-in allowed unthrottled');
-      const outcome = await signIn({ db: deps.db, limiter: deps.limiter, nowMs: deps.clock.now().getTime(), onLimiterError }, { email, password, address: request.ip });
-      if (!outcome.ok && outcome.reason === 'throttled') return again(429, 'Too many failed sign-in attempts. Wait 15 minutes and try again.');
-      if (!outcome.ok) return again(401, 'That email and password do not match an account.');
-      return finish(request, reply, { login: { accountId: outcome.user.id } }, false);
+      // This page shows one message: the first field's problem, when it is about a field.
+      const error = result.error ?? result.fieldErrors?.email ?? result.fieldErrors?.password;
+      return send(reply, result.status, (nonce) => signInPage({ action: request.url, csrf: csrfFor(details.uid), clientName: name, email: result.email, error }, nonce));
     });
 
     scope.post<{ Params: { uid: string }; Body: Form }>(`${routes.interaction}/:uid/consent`, async (request, reply) => {
