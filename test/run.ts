@@ -32,6 +32,13 @@ if (!serverUrl) {
   console.log('# PostgreSQL from DATABASE_URL');
 }
 
+// A DATA_DIR whose embedded cluster is initialised (initdb run, started and stopped once), made
+// alongside the template database: process tests that need a fresh DATA_DIR but not initdb itself
+// copy it (test/process/support.ts) instead of running initdb, which costs seconds of CPU each.
+const dataDirTemplate = await mkdtemp(path.join(tmpdir(), 'hubops-datadir-tpl-'));
+await chmod(dataDirTemplate, 0o755);
+const initialised = startEmbedded(dataDirTemplate).then((database) => database.stop());
+
 const template = `hubops_tpl_${process.pid}`;
 const admin = new pg.Client({ connectionString: serverUrl });
 await admin.connect();
@@ -46,12 +53,13 @@ await templateDb.close();
 while ((await admin.query('SELECT 1 FROM pg_stat_activity WHERE datname = $1', [template])).rowCount) {
   await new Promise((resolve) => setTimeout(resolve, 20));
 }
+await initialised;
 
 const files = process.argv.length > 2 ? process.argv.slice(2) : await testFiles('test');
 const code = await new Promise<number>((resolve) => {
   const child = spawn(process.execPath, ['--test', '--test-concurrency=2', ...files], {
     stdio: 'inherit',
-    env: { ...process.env, HUBOPS_TEST_SERVER_URL: serverUrl, HUBOPS_TEST_TEMPLATE: template },
+    env: { ...process.env, HUBOPS_TEST_SERVER_URL: serverUrl, HUBOPS_TEST_TEMPLATE: template, HUBOPS_TEST_DATA_DIR_TEMPLATE: dataDirTemplate },
   });
   child.on('exit', (exitCode) => resolve(exitCode ?? 1));
 });
@@ -63,4 +71,5 @@ await admin.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`);
 await admin.end();
 await embedded?.stop();
 if (tempDir) await rm(tempDir, { recursive: true, force: true });
+await rm(dataDirTemplate, { recursive: true, force: true });
 process.exit(code);

@@ -3,11 +3,10 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { hubopsEnv, isAlive, NODE, postmasterPid, ROOT, waitUntil } from './support.ts';
+import { dataDir as newDataDir, hubopsEnv, isAlive, NODE, postmasterPid, ROOT, waitUntil } from './support.ts';
 
 let dataDir: string | undefined;
 after(async () => {
@@ -15,8 +14,7 @@ after(async () => {
 });
 
 test('Ctrl-C on a CLI command that started the embedded database leaves no postmaster', { timeout: 120_000 }, async () => {
-  dataDir = await mkdtemp(path.join(tmpdir(), 'hubops-cli-signal-'));
-  await chmod(dataDir, 0o755); // as root, PostgreSQL runs as `postgres`
+  dataDir = await newDataDir('hubops-cli-signal-', { initialised: true });
   // `import -` waits on stdin, which stays open: the command is mid-way when Ctrl-C comes. The
   // postmaster's pid file exists only once the CLI spawned it, and by then it guards it.
   const cli = spawn(NODE, [path.join(ROOT, 'src/cli/main.ts'), 'import', '-'], { cwd: ROOT, env: hubopsEnv({ dataDir }), detached: true, stdio: ['pipe', 'ignore', 'pipe'] });

@@ -5,12 +5,11 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { httpRequest } from '../support/http.ts';
-import { demoKey, hubopsEnv, isAlive, killGroup, killStarted, NODE, postmasterPid, ROOT, startServer, waitUntil } from './support.ts';
+import { dataDir as newDataDir, demoKey, hubopsEnv, isAlive, killGroup, killStarted, NODE, postmasterPid, ROOT, startServer, waitUntil } from './support.ts';
 
 const MAIN = path.join(ROOT, 'src/main.ts');
 let dataDir: string | undefined;
@@ -24,8 +23,7 @@ after(async () => {
 });
 
 test('a server started while a CLI command holds the embedded database gets its own postmaster, and keeps it after the CLI ends', { timeout: 120_000 }, async () => {
-  dataDir = await mkdtemp(path.join(tmpdir(), 'hubops-shared-'));
-  await chmod(dataDir, 0o755); // as root, PostgreSQL runs as `postgres`
+  dataDir = await newDataDir('hubops-shared-', { initialised: true });
   const env = hubopsEnv({ dataDir });
   // `import -` holds the database until its stdin ends.
   cli = spawn(NODE, [path.join(ROOT, 'src/cli/main.ts'), 'import', '-'], { cwd: ROOT, env, detached: true, stdio: ['pipe', 'ignore', 'pipe'] });

@@ -6,15 +6,14 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import pg from 'pg';
 import { createTestDb } from '../support/db.ts';
 import { httpRequest } from '../support/http.ts';
-import { callHubApi, demoKey, demoKeyRequests, hubopsEnv, isAlive, killGroup, NODE, postmasterPid, ROOT, serverPid, startServer, waitUntil, type Running } from './support.ts';
+import { callHubApi, dataDir, demoKey, demoKeyRequests, hubopsEnv, isAlive, killGroup, NODE, postmasterPid, ROOT, serverPid, startServer, waitUntil, type Running } from './support.ts';
 
 const MAIN = path.join(ROOT, 'src/main.ts');
 const N = 11;
@@ -26,11 +25,11 @@ after(async () => {
   for (const cleanup of cleanups) await cleanup();
 });
 
-async function embeddedDir(): Promise<string> {
-  const dataDir = await mkdtemp(path.join(tmpdir(), 'hubops-signals-'));
-  await chmod(dataDir, 0o755); // as root, PostgreSQL runs as `postgres`
-  cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
-  return dataDir;
+/** A DATA_DIR for the embedded database; `initialised` skips initdb (see dataDir). */
+async function embeddedDir(options: { initialised: boolean }): Promise<string> {
+  const dir = await dataDir('hubops-signals-', options);
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  return dir;
 }
 
 /** A request held in flight by a lock on opt_ins (in the database at `url`), so a stop has something to wait for. */
@@ -88,7 +87,7 @@ test('a second signal during a stop is ignored (logged); the stop finishes its r
 });
 
 test('a third signal forces the exit (exit code 1, logged), and the embedded postmaster still stops', { timeout: 180_000 }, async () => {
-  const dataDir = await embeddedDir();
+  const dataDir = await embeddedDir({ initialised: true });
   const server = await startServer(NODE, [MAIN], hubopsEnv({ dataDir }));
   running.push(server);
   const { key } = demoKey(server.output());
@@ -112,7 +111,7 @@ test('a third signal forces the exit (exit code 1, logged), and the embedded pos
 });
 
 test('an uncaught error stops through the graceful path: counts written, postmaster stopped, exit code 1', { timeout: 180_000 }, async () => {
-  const dataDir = await embeddedDir();
+  const dataDir = await embeddedDir({ initialised: true });
   const env = hubopsEnv({ dataDir });
   const server = await startServer(NODE, ['--import', path.join(import.meta.dirname, 'uncaught-on-sigusr2.ts'), MAIN], env);
   running.push(server);
@@ -130,7 +129,8 @@ test('an uncaught error stops through the graceful path: counts written, postmas
 });
 
 test('a start that fails after the database started: one line, exit 1, no postmaster left', { timeout: 180_000 }, async () => {
-  const dataDir = await embeddedDir();
+  // An empty DATA_DIR: this start runs initdb itself, and the failure comes after that.
+  const dataDir = await embeddedDir({ initialised: false });
   const taken = net.createServer().listen(0, '127.0.0.1');
   await once(taken, 'listening');
   cleanups.push(() => new Promise((resolve) => taken.close(resolve)));

@@ -4,13 +4,12 @@
 // Item 19 (binding): with the embedded database and no HOST the server listens on 127.0.0.1 only.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { httpRequest } from '../support/http.ts';
-import { callHubApi, demoKey, demoKeyRequests, hubopsEnv, isAlive, killGroup, NODE, postmasterPid, ROOT, serverPid, startServer, waitUntil, type Running } from './support.ts';
+import { callHubApi, dataDir as newDataDir, demoKey, demoKeyRequests, hubopsEnv, isAlive, killGroup, NODE, postmasterPid, ROOT, serverPid, startServer, waitUntil, type Running } from './support.ts';
 
 const N = 23;
 const running: Running[] = [];
@@ -64,9 +63,8 @@ async function twoStops(env: NodeJS.ProcessEnv, options: { dataDir?: string; lis
 }
 
 test('embedded database: Ctrl-C and a group SIGTERM on `npm start` keep every request count; it listens on 127.0.0.1 only', { timeout: 300_000 }, async () => {
-  const dataDir = await mkdtemp(path.join(tmpdir(), 'hubops-stop-'));
-  // As root, PostgreSQL runs as `postgres`, which must enter the directory.
-  await chmod(dataDir, 0o755);
+  // Empty: the first `npm start` initialises the embedded database, as a new install's does.
+  const dataDir = await newDataDir('hubops-stop-', { initialised: false });
   cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
   await twoStops(hubopsEnv({ dataDir }), { dataDir, listensEverywhere: false });
 });
@@ -78,8 +76,7 @@ test('external database: the same, and without HOST it listens on every address'
 });
 
 test('HOST overrides the loopback default of the embedded database', { timeout: 300_000 }, async () => {
-  const dataDir = await mkdtemp(path.join(tmpdir(), 'hubops-host-'));
-  await chmod(dataDir, 0o755);
+  const dataDir = await newDataDir('hubops-host-', { initialised: true });
   cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
   const server = await startServer(NODE, [path.join(ROOT, 'src/main.ts')], hubopsEnv({ dataDir }, { HOST: '0.0.0.0' }));
   running.push(server);
@@ -88,8 +85,7 @@ test('HOST overrides the loopback default of the embedded database', { timeout: 
 });
 
 test('after kill -9 of the server, the next start stops the orphaned postmaster and starts at once, on the same data', { timeout: 300_000 }, async () => {
-  const dataDir = await mkdtemp(path.join(tmpdir(), 'hubops-kill9-'));
-  await chmod(dataDir, 0o755);
+  const dataDir = await newDataDir('hubops-kill9-', { initialised: true });
   cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
   const env = hubopsEnv({ dataDir });
   const first = await startServer(NODE, [path.join(ROOT, 'src/main.ts')], env);

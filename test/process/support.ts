@@ -4,8 +4,12 @@ import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
+import { chmod, mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
+import { runCli } from '../../src/cli/cli.ts';
 import { freePort } from '../../src/platform/net.ts';
 import { httpRequest } from '../support/http.ts';
 
@@ -18,6 +22,20 @@ export interface Running {
   base: string;
   output: () => string;
   exited: Promise<[number | null, NodeJS.Signals | null]>;
+}
+
+/**
+ * A new DATA_DIR (removed by the caller). `initialised`: a copy of the run's initialised one
+ * (test/run.ts), so the first start skips initdb, as every start after a real first one does;
+ * otherwise empty, for a test of the first start itself.
+ */
+export async function dataDir(prefix: string, options: { initialised: boolean }): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), prefix));
+  await chmod(dir, 0o755); // as root, PostgreSQL runs as `postgres`, which must enter it
+  const template = process.env.HUBOPS_TEST_DATA_DIR_TEMPLATE;
+  // `cp -a` keeps the owner (as root, `postgres`) and the modes PostgreSQL insists on.
+  if (options.initialised && template) await promisify(execFile)('cp', ['-a', `${template}/.`, dir]);
+  return dir;
 }
 
 /** Environment for a server or CLI on `database` (a URL, or a DATA_DIR for the embedded one). */
@@ -55,7 +73,7 @@ export async function startServer(command: string, args: string[], env: NodeJS.P
       killGroup(child, 'SIGKILL');
       throw new Error(`server did not start within 120 s:\n${output}`);
     }
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await new Promise((resolve) => setTimeout(resolve, 25));
   }
   return { child, port, base, output: () => output, exited };
 }
@@ -75,9 +93,16 @@ export function demoKey(output: string): { key: string; hubId: string } {
   return { hubId: match[1]!, key: match[2]! };
 }
 
-/** `npm run --silent hubops -- keys list --hub H --json`: the demo key's request count. */
+/**
+ * `hubops keys list --hub H --json` (the CLI's entry, run in this process: a process of its own
+ * adds nothing to reading a count): the demo key's request count.
+ */
 export async function demoKeyRequests(hubId: string, env: NodeJS.ProcessEnv): Promise<number> {
-  const { stdout } = await promisify(execFile)('npm', ['run', '--silent', 'hubops', '--', 'keys', 'list', '--hub', hubId, '--json'], { cwd: ROOT, env });
+  let stdout = '';
+  let stderr = '';
+  const io = { stdout: (text: string) => (stdout += text), stderr: (text: string) => (stderr += text), env, stdin: Readable.from([]) };
+  const code = await runCli(['keys', 'list', '--hub', hubId, '--json'], io);
+  if (code !== 0) throw new Error(`hubops keys list exited ${code}:\n${stderr}`);
   const keys = JSON.parse(stdout) as { name: string; requestCount: number }[];
   const demo = keys.find((k) => k.name.startsWith('Demo key'));
   if (!demo) throw new Error(`no demo key listed:\n${stdout}`);
@@ -103,7 +128,7 @@ export async function waitUntil(check: () => boolean, what: string, timeoutMs = 
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
 
