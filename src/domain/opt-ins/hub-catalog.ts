@@ -1,3 +1,5 @@
+import { LruCache } from '../../platform/lru.ts';
+
 /**
  * A hub's workspaces and playbooks as the JSON objects each opt-in row embeds, as they were at one
  * catalog version (hubs.catalog_version, bumped by triggers in the transaction of every change;
@@ -19,38 +21,18 @@ export interface HubCatalog {
  * hub used last always stays, whatever its size.
  */
 export class HubCatalogCache {
-  readonly #catalogs = new Map<string, HubCatalog>();
-  readonly #maxEntries: number;
-  #entries = 0;
+  readonly #catalogs: LruCache<string, HubCatalog>;
 
   constructor(maxEntries = 100_000) {
-    this.#maxEntries = maxEntries;
+    this.#catalogs = new LruCache({ max: maxEntries, weigh: (catalog) => catalog.workspaces.size + catalog.playbooks.size });
   }
 
   get(hubId: string, version: string): HubCatalog | undefined {
-    const catalog = this.#catalogs.get(hubId);
-    if (!catalog || catalog.version !== version) return undefined;
-    this.#catalogs.delete(hubId);
-    this.#catalogs.set(hubId, catalog);
-    return catalog;
+    if (this.#catalogs.peek(hubId)?.version !== version) return undefined;
+    return this.#catalogs.get(hubId);
   }
 
   set(hubId: string, catalog: HubCatalog): void {
-    this.#remove(hubId);
     this.#catalogs.set(hubId, catalog);
-    this.#entries += sizeOf(catalog);
-    for (const oldest of this.#catalogs.keys()) {
-      if (this.#entries <= this.#maxEntries || oldest === hubId) break;
-      this.#remove(oldest);
-    }
-  }
-
-  #remove(hubId: string): void {
-    const catalog = this.#catalogs.get(hubId);
-    if (!catalog) return;
-    this.#catalogs.delete(hubId);
-    this.#entries -= sizeOf(catalog);
   }
 }
-
-const sizeOf = (catalog: HubCatalog) => catalog.workspaces.size + catalog.playbooks.size;

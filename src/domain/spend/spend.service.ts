@@ -1,6 +1,7 @@
 import type { Db } from '../../db/database.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { JsonText } from '../../platform/json-text.ts';
+import { LruCache } from '../../platform/lru.ts';
 import { periodRanges, utcDate, type Period } from '../periods.ts';
 import { spendFreshness } from './spend.ts';
 import { readSpendState, sumSpendByWorkspace, type SpendByWorkspace } from './spend.repository.ts';
@@ -11,22 +12,16 @@ import { readSpendState, sumSpendByWorkspace, type SpendByWorkspace } from './sp
  * accounts' sync state, which is always read fresh). Bounded: least recently used entries go.
  */
 export class SpendReportCache {
-  readonly #entries = new Map<string, { version: string; sums: SpendByWorkspace }>();
-  readonly #max: number;
+  readonly #entries: LruCache<string, { version: string; sums: SpendByWorkspace }>;
   constructor(max = 16) {
-    this.#max = max;
+    this.#entries = new LruCache({ max });
   }
   get(key: string, version: string): SpendByWorkspace | undefined {
-    const entry = this.#entries.get(key);
-    if (!entry || entry.version !== version) return undefined;
-    this.#entries.delete(key);
-    this.#entries.set(key, entry);
-    return entry.sums;
+    if (this.#entries.peek(key)?.version !== version) return undefined;
+    return this.#entries.get(key)!.sums;
   }
   set(key: string, version: string, sums: SpendByWorkspace): void {
-    this.#entries.delete(key);
     this.#entries.set(key, { version, sums });
-    while (this.#entries.size > this.#max) this.#entries.delete(this.#entries.keys().next().value!);
   }
 }
 

@@ -4,15 +4,13 @@ import { hashKey, isWellFormedKey } from '../../domain/api-keys/api-key.ts';
 import { findKeyByHash, keyVerdictOf, keyVerdictStatement, type KeyVerdict } from '../../domain/api-keys/api-key.repository.ts';
 import type { UsageRecorder } from '../../domain/api-keys/usage-recorder.ts';
 import type { Clock } from '../../platform/clock.ts';
+import { LruCache } from '../../platform/lru.ts';
 import { allowedCharge, type RateCharge, type RateDecision, type RateLimiter, type RateWindow } from '../../platform/rate-limit.ts';
+import { FAILED_AUTH_LIMIT, HUB_KEY_LIMIT } from '../../policy.ts';
 import { ApiError } from '../shared/errors.ts';
 import { rateLimitHeaders, rateLimited, type Policy } from '../shared/rate-limit.ts';
 
 // Who may call the Hub API, and how often.
-
-export const KEY_LIMIT = { policy: 'per-key', limit: 120, windowMs: 60_000 };
-/** Failed authentications per client address, so keys cannot be guessed at speed. */
-export const FAILED_AUTH_LIMIT = { policy: 'failed-auth', limit: 30, windowMs: 60_000 };
 
 export interface CallerKey {
   keyId: string;
@@ -30,7 +28,10 @@ export interface Admission {
   charge: RateCharge;
 }
 
-/** How many keys' ids and hubs are remembered (a bounded map; the oldest is forgotten first). */
+/**
+ * How many keys' ids and hubs are remembered. The first admission places a key; later uses do not
+ * move it, so the key remembered longest ago is forgotten first.
+ */
 const KNOWN_KEYS = 50_000;
 
 export class HubApiGuard {
@@ -39,7 +40,7 @@ export class HubApiGuard {
   readonly #usage: UsageRecorder;
   readonly #clock: Clock;
   readonly #onLimiterError: (error: unknown) => void;
-  readonly #known = new Map<string, CallerKey>();
+  readonly #known = new LruCache<string, CallerKey>({ max: KNOWN_KEYS });
 
   constructor(deps: { db: Db; limiter: RateLimiter; usage: UsageRecorder; clock: Clock; onLimiterError?: (error: unknown) => void }) {
     this.#db = deps.db;
@@ -88,7 +89,7 @@ export class HubApiGuard {
     const key = bearerToken(request.headers.authorization);
     // The checksum first: a mistyped or invented key costs no database read.
     const hash = key !== undefined && isWellFormedKey(key) ? hashKey(key) : undefined;
-    const seen = hash && this.#known.get(hash.toString('latin1'));
+    const seen = hash && this.#known.peek(hash.toString('latin1'));
     if (!seen) {
       const failures = await this.#safe(() => this.#limiter.count(addressKey, FAILED_AUTH_LIMIT.windowMs, nowMs), 0);
       if (failures >= FAILED_AUTH_LIMIT.limit) {
@@ -136,7 +137,7 @@ export class HubApiGuard {
 
   /** Counts the request against the per-key limit (and `extra`) and sets the RateLimit headers. */
   async #charge(caller: CallerKey, reply: FastifyReply, nowMs: number, extra: Policy | undefined): Promise<RateCharge> {
-    const policies = extra ? [KEY_LIMIT, extra] : [KEY_LIMIT];
+    const policies = extra ? [HUB_KEY_LIMIT, extra] : [HUB_KEY_LIMIT];
     const charge = await this.#limitAll(caller, policies, nowMs);
     reply.headers(rateLimitHeaders(policies.map((policy, i) => ({ policy, decision: charge.decisions[i]! }))));
     return charge;
@@ -156,9 +157,7 @@ export class HubApiGuard {
 
   /** Keys admitted before, by hash: only their id and hub, which never change (never a verdict). */
   #remember(hashId: string, caller: CallerKey): void {
-    if (this.#known.has(hashId)) return;
-    if (this.#known.size >= KNOWN_KEYS) this.#known.delete(this.#known.keys().next().value!);
-    this.#known.set(hashId, caller);
+    if (this.#known.peek(hashId) === undefined) this.#known.set(hashId, caller);
   }
 
   /**
@@ -168,7 +167,7 @@ export class HubApiGuard {
    * the first is refused, the POST's own count is given back. Throws 429 when refused.
    */
   async chargeToolCall(admission: Admission, extra: Policy | undefined, nth: number): Promise<void> {
-    const policies = [...(nth > 1 ? [KEY_LIMIT] : []), ...(extra ? [extra] : [])];
+    const policies = [...(nth > 1 ? [HUB_KEY_LIMIT] : []), ...(extra ? [extra] : [])];
     if (policies.length === 0) return;
     const charge = await this.#limitAll(admission.caller, policies, this.#clock.now().getTime());
     if (charge.allowed) return;
@@ -179,7 +178,7 @@ export class HubApiGuard {
   /** Counts one request against the caller's windows for these policies (all or none). */
   async #limitAll(caller: CallerKey, policies: Policy[], nowMs: number): Promise<RateCharge> {
     const windows: RateWindow[] = policies.map((p) => ({
-      key: p === KEY_LIMIT ? `key:${caller.keyId}` : `op:${p.policy}:${caller.keyId}`,
+      key: p === HUB_KEY_LIMIT ? `key:${caller.keyId}` : `op:${p.policy}:${caller.keyId}`,
       limit: p.limit,
       windowMs: p.windowMs,
     }));

@@ -5,14 +5,12 @@ import { createHash } from 'node:crypto';
 import type { Caller } from '../../domain/caller.ts';
 import { grantIdentity, type GrantIdentity } from '../../domain/oauth/identity.repository.ts';
 import type { Clock } from '../../platform/clock.ts';
+import { LruCache } from '../../platform/lru.ts';
 import { allowedCharge, type RateCharge, type RateDecision, type RateLimiter, type RateWindow } from '../../platform/rate-limit.ts';
+import { PLAN_LIMITS, PLAN_WINDOW_MS, TOKEN_CHECK_CACHE_MS } from '../../policy.ts';
 import { ApiError } from '../shared/errors.ts';
 import { SCOPE, type RevocationSignal } from '../shared/oauth.ts';
 import { rateLimitHeaders, rateLimited } from '../shared/rate-limit.ts';
-
-/** Requests per user and client per rolling minute, by the account's plan. */
-export const PLAN_LIMITS = { standard: 60, partner: 300 } as const;
-const WINDOW_MS = 60_000;
 
 export interface BearerAuthDeps {
   provider: Provider;
@@ -24,8 +22,7 @@ export interface BearerAuthDeps {
   onLimiterError?: (error: unknown) => void;
 }
 
-/** How long a token's resolved caller is reused, at most (and never past the token's expiry). */
-export const TOKEN_CACHE_TTL_MS = 30_000;
+/** How many tokens' verdicts are kept; the least recently used goes first. */
 const TOKEN_CACHE_MAX = 10_000;
 
 interface TokenVerdict {
@@ -33,8 +30,6 @@ interface TokenVerdict {
   scopes: Set<string>;
   identity: GrantIdentity;
   clientId: string;
-  /** Until when this verdict may be reused (epoch ms). */
-  reuseUntil: number;
 }
 
 /**
@@ -47,8 +42,9 @@ export class BearerAuth {
   readonly #deps: BearerAuthDeps;
   // Verdicts by token hash. Emptied on every revocation (synchronously on this instance, by NOTIFY
   // on the others) and used only while the revocation feed is connected; identity changes
-  // (membership, suspension, API access) reach a cached token within TOKEN_CACHE_TTL_MS.
-  readonly #cache = new Map<string, TokenVerdict>();
+  // (membership, suspension, API access) reach a cached token within TOKEN_CHECK_CACHE_MS. A
+  // verdict is reused until then at most, and never past the token's expiry.
+  readonly #cache = new LruCache<string, TokenVerdict>({ max: TOKEN_CACHE_MAX });
   #generation = 0;
   /** What each authenticated request was counted as (given back if its first tool call is refused). */
   readonly #charges = new WeakMap<Caller, RateCharge>();
@@ -66,7 +62,7 @@ export class BearerAuth {
     const cacheKey = createHash('sha256').update(token).digest('base64');
     const useCache = this.#deps.revocations?.reliable === true;
     const cached = useCache ? this.#cache.get(cacheKey) : undefined;
-    if (cached && cached.reuseUntil > Date.now()) return cached;
+    if (cached) return cached;
     const generation = this.#generation;
     const found = await this.#deps.provider.AccessToken.find(token);
     if (!found || !found.grantId || !found.accountId) throw invalid('The access token is invalid, expired or revoked.');
@@ -77,11 +73,9 @@ export class BearerAuth {
       scopes: new Set(String(found.scope ?? '').split(' ')),
       identity,
       clientId: String(found.clientId),
-      reuseUntil: Math.min(Number(found.exp) * 1000, Date.now() + TOKEN_CACHE_TTL_MS),
     };
     if (useCache && generation === this.#generation) {
-      if (this.#cache.size >= TOKEN_CACHE_MAX) this.#cache.clear();
-      this.#cache.set(cacheKey, verdict);
+      this.#cache.set(cacheKey, verdict, { expiresAt: Math.min(Number(found.exp) * 1000, Date.now() + TOKEN_CHECK_CACHE_MS) });
     }
     return verdict;
   }
@@ -111,7 +105,7 @@ export class BearerAuth {
     const plan = this.#planWindow(identity.user.id, clientId, identity.account.plan);
     const charge = await this.#count([plan]);
     const decision = charge.decisions[0]!;
-    reply.headers(rateLimitHeaders([{ policy: { policy: 'per-user-client', limit: decision.limit, windowMs: WINDOW_MS }, decision }]));
+    reply.headers(rateLimitHeaders([{ policy: { policy: 'per-user-client', limit: decision.limit, windowMs: PLAN_WINDOW_MS }, decision }]));
     if (!charge.allowed) throw this.#refused(decision, `the ${identity.account.plan} plan allows ${decision.limit} per minute per user and client`);
     const caller: Caller = {
       user: identity.user,
@@ -148,7 +142,7 @@ export class BearerAuth {
   }
 
   #planWindow(userId: string, clientId: string, plan: keyof typeof PLAN_LIMITS): RateWindow {
-    return { key: `main:${userId}:${clientId}`, limit: PLAN_LIMITS[plan], windowMs: WINDOW_MS };
+    return { key: `main:${userId}:${clientId}`, limit: PLAN_LIMITS[plan], windowMs: PLAN_WINDOW_MS };
   }
 
   /** Counts one request in every window or in none; fails open when the limiter is down. */
