@@ -13,6 +13,7 @@ import { systemClock, type Clock } from './platform/clock.ts';
 import { configureCursorKey } from './platform/cursor.ts';
 import { loggerOptions } from './platform/logger.ts';
 import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
+import { DATABASE_RETRY_AFTER_S, USAGE_FLUSH_MS } from './policy.ts';
 import { HubApiGuard } from './surfaces/hub-api/guard.ts';
 import { HUB_API_PREFIX, hubApiPlugin } from './surfaces/hub-api/plugin.ts';
 import { BearerAuth } from './surfaces/main-api/auth.ts';
@@ -39,7 +40,7 @@ export interface AppDeps {
   db: Db;
   clock?: Clock;
   limiter?: RateLimiter;
-  /** How often batched key usage is written (contract: at least every 60 s). */
+  /** How often batched key usage is written; USAGE_FLUSH_MS unless a test needs it sooner. */
   usageFlushMs?: number;
   /** Where uploaded media go; default: a disk store under $DATA_DIR/media. */
   media?: MediaStore;
@@ -87,7 +88,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
 
   const usage = new UsageRecorder(deps.db, {
-    flushEveryMs: deps.usageFlushMs ?? 10_000,
+    flushEveryMs: deps.usageFlushMs ?? USAGE_FLUSH_MS,
     onError: (error) => fastify.log.warn({ err: error }, 'key usage flush failed; will retry'),
   });
   const guard = new HubApiGuard({
@@ -108,7 +109,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     if (refused) return reply.code(refused.status).headers(refused.headers).send(refused.body());
     if (isDatabaseUnavailable(error)) {
       request.log.warn({ err: error }, 'database unavailable');
-      return reply.code(503).header('retry-after', '5').send({ error: 'service_unavailable', message: 'The service is temporarily unavailable; retry shortly.' });
+      return reply.code(503).header('retry-after', String(DATABASE_RETRY_AFTER_S)).send({ error: 'service_unavailable', message: 'The service is temporarily unavailable; retry shortly.' });
     }
     const refusal = fromFrameworkError(error as FastifyError, request.routeOptions.bodyLimit ?? BODY_LIMIT);
     if (refusal) return reply.code(refusal.status).send(refusal.body());

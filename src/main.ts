@@ -9,6 +9,7 @@ import { isDatabaseEmpty, seedDemo } from './domain/demo/seed.ts';
 import { getHub } from './domain/tenancy/tenancy.repository.ts';
 import { loggerOptions } from './platform/logger.ts';
 import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
+import { DUPLICATE_SIGNAL_MS, STOP_GRACE_MS, STOP_STEPS_MS } from './policy.ts';
 import { HUB_API_PREFIX } from './surfaces/hub-api/plugin.ts';
 
 let config: Config;
@@ -95,13 +96,9 @@ if (demo) {
 }
 process.stdout.write(`${lines.join('\n')}\n\n`);
 
-const STOP_GRACE_MS = 20_000;
-/** After the grace period, how long the closing steps (flush retries, database stop) may take. */
-const STOP_STEPS_MS = 15_000;
 // `npm start` forwards the signals it gets, and a kill of the process group (Ctrl-C, systemd's
 // KillMode=control-group) also reaches us directly: one more signal soon after the first is that
-// duplicate. Any signal beyond it forces the exit.
-const DUPLICATE_SIGNAL_MS = 3_000;
+// duplicate (within DUPLICATE_SIGNAL_MS). Any signal beyond it forces the exit.
 let stopping: { at: number; duplicateSeen: boolean } | undefined;
 
 function onStopRequest(reason: string, exitCode: number): void {

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { Kysely, PostgresDialect, type CompiledQuery } from 'kysely';
 import pg from 'pg';
+import { CONNECT_TIMEOUT_MS, READ_TIMEOUT_MS, STATEMENT_TIMEOUT_MS } from '../policy.ts';
 import type { Database } from './schema.ts';
 
 // DATE columns stay 'YYYY-MM-DD' text: spend is counted in UTC days and a JS Date would shift them.
@@ -21,9 +22,9 @@ export function connect(url: string, options: { max?: number; applicationName?: 
     connectionString: url,
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'hubops',
-    connectionTimeoutMillis: 5_000,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     // A statement that runs away must not hold a connection for ever (enforced by the server)…
-    statement_timeout: 15_000,
+    statement_timeout: STATEMENT_TIMEOUT_MS,
     keepAlive: true,
     // Statements given to one connection together are written together, not one answer apart:
     // what lets a request's key check ride along with its data query (RideAlongCheck).
@@ -32,7 +33,7 @@ export function connect(url: string, options: { max?: number; applicationName?: 
   // An idle client losing its server (database restart) must not crash the process; the pool
   // discards it and the next query reconnects.
   pool.on('error', () => {});
-  const readTimeoutMs = options.readTimeoutMs ?? 20_000;
+  const readTimeoutMs = options.readTimeoutMs ?? READ_TIMEOUT_MS;
   pool.on('connect', (client) => {
     // A connection lost while checked out fails its queries with the error; the client's own
     // 'error' event must not also reach the process (the pool listens only while it is idle).

@@ -4,15 +4,15 @@ import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { DomainError, invalid } from '../../platform/errors.ts';
+import { IDEMPOTENCY_KEY_TTL_MS } from '../../policy.ts';
 import type { Caller } from '../caller.ts';
 import { claimKey, findResponse, saveResponse } from './idempotency.repository.ts';
 
 // Idempotency keys (draft-ietf-httpapi-idempotency-key-header): the same key from the same user
 // and client with the same request returns the first result and does nothing again; with a
-// different request it is refused. Keys live 24 hours. Only successes are recorded: a failed
+// different request it is refused. Keys live IDEMPOTENCY_KEY_TTL_MS. Only successes are recorded: a failed
 // request rolls its key back with everything else, so a retry runs again.
 
-export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 /** The name clients give the key by (the REST header), and the field a malformed one is refused on. */
 export const IDEMPOTENCY_KEY = 'Idempotency-Key';
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
@@ -86,7 +86,7 @@ export async function withIdempotency<T>(
   const fingerprint = requestFingerprint(operation, { hubId: caller.hub.id, workspaceId: caller.workspace?.id ?? null, request });
   const now = deps.clock.now();
   return deps.db.kysely.transaction().execute(async (trx) => {
-    if (await claimKey(trx, ref, fingerprint, now, new Date(now.getTime() + IDEMPOTENCY_TTL_MS))) {
+    if (await claimKey(trx, ref, fingerprint, now, new Date(now.getTime() + IDEMPOTENCY_KEY_TTL_MS))) {
       const result = await fresh(trx);
       await saveResponse(trx, ref, result.value);
       return result;

@@ -1,12 +1,13 @@
 import type { MediaContentType, MediaKind } from '../../db/schema.ts';
+import { IMAGE_MAX_BYTES, VIDEO_MAX_BYTES } from '../../policy.ts';
 
 // What an uploaded file really is, from its bytes alone: the type from its magic bytes (the
 // declared type and the file name are never trusted), then the dimensions (and a video's
 // duration) from the format's own headers. Small parsers of our own, reading only the header
 // bytes they need through a ByteSource, so a 200 MB video is never loaded into memory.
 
-export const IMAGE_MAX_BYTES = 10 * 1024 * 1024;
-export const VIDEO_MAX_BYTES = 200 * 1024 * 1024;
+// Re-exported for the surfaces that still import the upload sizes from here.
+export { IMAGE_MAX_BYTES, VIDEO_MAX_BYTES };
 /**
  * The most pixels on a side: what JPEG, GIF, WebP and MP4 headers can express at all (a PNG
  * header could claim 2^31 − 1). A header claiming more is refused, never stored.

@@ -1,11 +1,9 @@
 import type { Db } from '../../db/database.ts';
 import type { RateLimiter } from '../../platform/rate-limit.ts';
 import { hasForbiddenCharacter } from '../../platform/text.ts';
+import { SIGN_IN_LIMITS } from '../../policy.ts';
 import { normaliseEmail } from '../tenancy/tenancy.repository.ts';
 import { checkCredentials } from './identity.repository.ts';
-
-/** Failed sign-ins allowed per email and per client address in a rolling 15 minutes. */
-export const SIGN_IN_LIMITS = { perEmail: 5, perAddress: 50, windowMs: 15 * 60_000 };
 
 export type SignInOutcome = { ok: true; user: { id: string; email: string } } | { ok: false; reason: 'throttled' | 'mismatch' };
 

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Db } from '../../db/database.ts';
 import type { Clock } from '../../platform/clock.ts';
+import { PUBLISH_LEASE_MS } from '../../policy.ts';
 import { deliveryKey, type Connector, type OutgoingChannel, type OutgoingPost } from './connector.ts';
 import { claimDue, loadPending, reclaimExpired, recordDelivery, recordOutcome, type Claim, type DeliveryResult } from './publisher.repository.ts';
 
@@ -21,7 +22,7 @@ export interface PublisherOptions {
   intervalMs: number;
   /** Posts claimed per round. */
   batchSize: number;
-  /** How long a claim holds before another publisher may take the post over. Default 5 min. */
+  /** How long a claim holds before another publisher may take the post over. Default PUBLISH_LEASE_MS. */
   leaseMs?: number;
   /** Longest wait for one connector call; keep well below the lease. Default 60 s. */
   publishTimeoutMs?: number;
@@ -57,7 +58,7 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 
 export function createPublisher(options: PublisherOptions): Publisher {
   const { db, clock, connector, intervalMs, batchSize } = options;
-  const leaseMs = options.leaseMs ?? 5 * 60_000;
+  const leaseMs = options.leaseMs ?? PUBLISH_LEASE_MS;
   const publishTimeoutMs = options.publishTimeoutMs ?? 60_000;
   const maxAttempts = options.maxAttempts ?? 5;
   const claimant = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;

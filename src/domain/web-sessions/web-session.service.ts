@@ -5,6 +5,7 @@
 // id) until the page that shows it once reads it, and is erased as it is read.
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import type { Db } from '../../db/database.ts';
+import { FORM_TOKEN_TTL_MS, WEB_SESSION_TTL_MS } from '../../policy.ts';
 import { createKeyInTransaction } from '../api-keys/api-key.repository.ts';
 import type { KeyScope } from '../api-keys/api-key.ts';
 import {
@@ -13,16 +14,13 @@ import {
 
 export type { Membership, SessionUser } from './web-session.repository.ts';
 
-export const SESSION_LIFETIME_MS = 12 * 60 * 60_000;
-export const FORM_TOKEN_LIFETIME_MS = 60 * 60_000;
-
 const sha256 = (text: string): Buffer => createHash('sha256').update(text).digest();
 const randomToken = (): string => randomBytes(32).toString('base64url');
 
 /** Starts a session; returns the raw id for the cookie (the table keeps its hash). */
 export async function createSession(db: Db, userId: string, now: Date): Promise<string> {
   const id = randomToken();
-  await insertSession(db, { idHash: sha256(id), userId, now, expiresAt: new Date(now.getTime() + SESSION_LIFETIME_MS) });
+  await insertSession(db, { idHash: sha256(id), userId, now, expiresAt: new Date(now.getTime() + WEB_SESSION_TTL_MS) });
   return id;
 }
 
@@ -38,7 +36,7 @@ export async function sessionUser(db: Db, sessionId: string, now: Date): Promise
 /** A one-time token for one rendering of the Create key form of this session and hub. */
 export async function issueFormToken(db: Db, sessionId: string, hubId: string, now: Date): Promise<string> {
   const token = randomToken();
-  await insertFormToken(db, { tokenHash: sha256(token), sessionHash: sha256(sessionId), hubId, now, expiresAt: new Date(now.getTime() + FORM_TOKEN_LIFETIME_MS) });
+  await insertFormToken(db, { tokenHash: sha256(token), sessionHash: sha256(sessionId), hubId, now, expiresAt: new Date(now.getTime() + FORM_TOKEN_TTL_MS) });
   return token;
 }
 

@@ -9,12 +9,10 @@ import type { EmbedKeyRecord } from '../../domain/api-keys/api-key.repository.ts
 import { EMBED_SECRET_PREFIX } from '../../domain/api-keys/api-key.ts';
 import { sameSecret } from '../../platform/constant-time.ts';
 import { hasForbiddenCharacter } from '../../platform/text.ts';
+import { EMBED_CLOCK_SKEW_S, EMBED_TOKEN_MAX_LIFETIME_S } from '../../policy.ts';
 
 export const EMBED_VIEWS = ['spend', 'opt-in-summary'] as const;
 export type EmbedView = (typeof EMBED_VIEWS)[number];
-/** Tokens may live at most one hour; a minute of clock skew is tolerated. */
-export const EMBED_MAX_LIFETIME_S = 3600;
-const SKEW_S = 60;
 
 export interface EmbedPayload {
   hub: string;
@@ -129,6 +127,6 @@ export async function verifyEmbedToken(
   if (parsed.payload.view !== view) return { ok: false, reason: `The token is for the ${parsed.payload.view} view, not ${view}.` };
   const nowS = now.getTime() / 1000;
   if (parsed.payload.exp <= nowS) return { ok: false, reason: 'The embed token has expired; the embedding site must sign a new one.' };
-  if (parsed.payload.exp > nowS + EMBED_MAX_LIFETIME_S + SKEW_S) return { ok: false, reason: 'The embed token lives longer than the 1-hour maximum.' };
+  if (parsed.payload.exp > nowS + EMBED_TOKEN_MAX_LIFETIME_S + EMBED_CLOCK_SKEW_S) return { ok: false, reason: `The embed token lives longer than the ${EMBED_TOKEN_MAX_LIFETIME_S / 3600}-hour maximum.` };
   return { ok: true, payload: parsed.payload };
 }

@@ -4,6 +4,7 @@
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from '../../db/database.ts';
+import { DATABASE_RETRY_AFTER_S } from '../../policy.ts';
 import { fromFrameworkError, refusalOf } from '../shared/errors.ts';
 import { APP_JS } from './assets.ts';
 import { embedRefusal, refuse, webPaths, type Link, type Web, type WebDeps } from './context.ts';
@@ -33,7 +34,7 @@ export async function webPlugin(app: FastifyInstance, deps: WebDeps): Promise<vo
   app.setErrorHandler((error: Error, request, reply) => {
     if (isDatabaseUnavailable(error)) {
       request.log.warn({ err: error }, 'database unavailable');
-      return refuse(reply.header('retry-after', '5'), 503, 'Temporarily unavailable', 'hubops cannot reach its database right now. Try again in a few seconds.');
+      return refuse(reply.header('retry-after', String(DATABASE_RETRY_AFTER_S)), 503, 'Temporarily unavailable', 'hubops cannot reach its database right now. Try again in a few seconds.');
     }
     const refusal = refusalOf(error) ?? fromFrameworkError(error, request.routeOptions.bodyLimit ?? 0);
     if (refusal && refusal.status < 500) {
