@@ -55,9 +55,20 @@ while ((await admin.query('SELECT 1 FROM pg_stat_activity WHERE datname = $1', [
 }
 await initialised;
 
-const files = process.argv.length > 2 ? process.argv.slice(2) : await testFiles('test');
+// The longest files start first, so that the run does not end waiting on one started last.
+const SLOW_FIRST = [
+  'test/process/shared-data-dir', 'test/process/stop', 'test/process/signals', 'test/fuzz/', 'test/web/browser', 'test/hub-api/embedded-restart',
+  'test/process/', 'test/hub-api/database-down', 'test/mcp/third-party-clients', 'test/cli', 'test/hub-api/shutdown', 'test/content/publisher',
+];
+const rank = (file: string) => {
+  const index = SLOW_FIRST.findIndex((prefix) => file.startsWith(prefix));
+  return index === -1 ? SLOW_FIRST.length : index;
+};
+const files = process.argv.length > 2 ? process.argv.slice(2) : (await testFiles('test')).sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+// Many files spend much of their time waiting on child processes and timeouts, not on the CPU.
+const concurrency = process.env.TEST_CONCURRENCY ?? '3';
 const code = await new Promise<number>((resolve) => {
-  const child = spawn(process.execPath, ['--test', '--test-concurrency=2', ...files], {
+  const child = spawn(process.execPath, ['--test', `--test-concurrency=${concurrency}`, ...files], {
     stdio: 'inherit',
     env: { ...process.env, HUBOPS_TEST_SERVER_URL: serverUrl, HUBOPS_TEST_TEMPLATE: template, HUBOPS_TEST_DATA_DIR_TEMPLATE: dataDirTemplate },
   });

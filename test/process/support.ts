@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
+import pg from 'pg';
 import { runCli } from '../../src/cli/cli.ts';
 import { freePort } from '../../src/platform/net.ts';
 import { httpRequest } from '../support/http.ts';
@@ -115,6 +116,32 @@ export { pidExists as isAlive } from '../../src/platform/process.ts';
 export function postmasterPid(dataDir: string): number | undefined {
   const file = path.join(dataDir, 'postgres', 'postmaster.pid');
   return existsSync(file) ? Number(readFileSync(file, 'utf8').split('\n')[0]) : undefined;
+}
+
+/** The URL of the embedded database running under `dataDir` (its port from postmaster.pid). */
+export function embeddedUrl(dataDir: string): string {
+  const port = Number(readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[3]);
+  const password = readFileSync(path.join(dataDir, 'postgres.password'), 'utf8').trim();
+  return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+}
+
+/**
+ * Waits until a process with `applicationName` (hubops-cli, hubops-server) is connected to the
+ * embedded database under `dataDir`: by then it has started that database and guards it.
+ */
+export async function waitForConnection(dataDir: string, applicationName: string, timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const client = new pg.Client({ connectionString: existsSync(path.join(dataDir, 'postgres', 'postmaster.pid')) ? embeddedUrl(dataDir) : 'postgres://nobody@127.0.0.1:1/none' });
+    client.on('error', () => {});
+    const connected = await client.connect().then(
+      async () => ((await client.query('SELECT 1 FROM pg_stat_activity WHERE application_name = $1', [applicationName])).rowCount ?? 0) > 0,
+      () => false,
+    ).finally(() => client.end().catch(() => {}));
+    if (connected) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${applicationName} to connect to the embedded database`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 /** The server's own pid (not npm's), from its log lines. */
