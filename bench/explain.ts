@@ -38,7 +38,7 @@ export async function explainQueries(databaseUrl: string, hubId: string, since: 
          FROM opt_ins WHERE hub_id = $1 ORDER BY updated_at, id
         OFFSET (SELECT count(*) / 2 FROM opt_ins WHERE hub_id = $1) LIMIT 1`, [hubId]);
     await show('/playbook-opt-ins?limit=500 (a page in the middle: cursor)', () =>
-      findOptInPage(db, catalogs, { hubId, limit: 500, after: { updatedAt: middle!.updated_at, id: middle!.id } }));
+      findOptInPage(db, catalogs, { hubId, limit: 500, after: { at: middle!.updated_at, id: middle!.id } }));
     await show(`/playbook-opt-ins?limit=100&since=${since}`, () => findOptInPage(db, catalogs, { hubId, since: parseSince(since), limit: 100 }));
     await show('/opt-in-summary (both statements)', () => optInSummary(db, hubId, systemClock));
     await show('/spend-by-workspace?period=last_30_days (cache miss: state + sums)', () =>

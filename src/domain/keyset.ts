@@ -1,12 +1,15 @@
 import { sql, type RawBuilder } from 'kysely';
-import { decodeCursor, encodeCursor, isValidCursor } from '../platform/cursor.ts';
+import { decodeCursor, encodeCursor, isValidCursor, pageOf } from '../platform/cursor.ts';
 import { parseTimestamp } from '../platform/time.ts';
 
-// Keyset pages of the main API's lists, like the Hub API's: ordered by (timestamp, id) ascending,
-// ids compared byte by byte, `limit + 1` rows fetched to know whether another page follows, and
-// an opaque cursor holding the last row's position at the database's full precision.
+// Paging of every list, on every surface: keyset pages ordered by (timestamp, id) ascending — or
+// by id alone — with ids compared byte by byte, `limit + 1` rows fetched to know whether another
+// page follows, and an opaque signed cursor (platform/cursor.ts) holding the list's kind and the
+// last row's position, timestamps at the database's full precision.
 
+/** Rows per page when the caller names no `limit`. */
 export const DEFAULT_PAGE_SIZE = 100;
+/** The largest `limit` a list accepts. */
 export const MAX_PAGE_SIZE = 500;
 
 export interface Position {
@@ -20,15 +23,41 @@ export interface Page<T> {
   nextCursor: string | null;
 }
 
-const TIMESTAMP_IN_CURSOR = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
-const validPart = (part: string, index: number) => index !== 0 || (TIMESTAMP_IN_CURSOR.test(part) && parseTimestamp(part) !== undefined);
-
-export function decodePosition(kind: string, cursor: string): Position {
-  const [at, id] = decodeCursor(cursor, kind, 2, validPart) as [string, string];
-  return { at, id };
+/** How a list's cursors carry its (timestamp, id) positions. */
+export interface PositionCursors {
+  encode(position: Position): string;
+  /** The position, or a 400 on `cursor` for anything but a cursor this list issued. */
+  decode(cursor: string): Position;
+  isValid(cursor: string): boolean;
 }
 
-export const isValidPosition = (kind: string) => (cursor: string): boolean => isValidCursor(cursor, kind, 2, validPart);
+/**
+ * The cursors of the list of `kind`. Every list issues timestamps with exactly six fractional
+ * digits (cursorText), and accepts only those unless `anyFraction`: then 0 to 6 digits pass.
+ */
+export function positionCursors(kind: string, options: { anyFraction?: boolean } = {}): PositionCursors {
+  const shape = options.anyFraction
+    ? /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/
+    : /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+  const validPart = (part: string, index: number) => index !== 0 || (shape.test(part) && parseTimestamp(part) !== undefined);
+  return {
+    encode: (position) => encodeCursor(kind, [position.at, position.id]),
+    decode(cursor) {
+      const [at, id] = decodeCursor(cursor, kind, 2, validPart) as [string, string];
+      return { at, id };
+    },
+    isValid: (cursor) => isValidCursor(cursor, kind, 2, validPart),
+  };
+}
+
+export const decodePosition = (kind: string, cursor: string): Position => positionCursors(kind).decode(cursor);
+
+export const isValidPosition = (kind: string): ((cursor: string) => boolean) => positionCursors(kind).isValid;
+
+/** The id in a cursor of a list ordered by id alone. */
+export const decodeAfterId = (kind: string, cursor: string): string => decodeCursor(cursor, kind, 1)[0]!;
+
+export const isValidAfterId = (kind: string) => (cursor: string): boolean => isValidCursor(cursor, kind, 1);
 
 /** A timestamp column as cursor text, microseconds kept. */
 export const cursorText = (column: RawBuilder<unknown>) => sql<string>`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
@@ -39,10 +68,9 @@ export const after = (column: RawBuilder<unknown>, idColumn: RawBuilder<unknown>
 
 /** The page of `rows` (fetched with limit + 1) and the cursor to the next one. */
 export function toPage<T>(kind: string, rows: { row: T; position: Position }[], limit: number): Page<T> {
-  const page = rows.slice(0, limit);
-  const last = page[page.length - 1];
-  return {
-    data: page.map((r) => r.row),
-    nextCursor: rows.length > limit && last ? encodeCursor(kind, [last.position.at, last.position.id]) : null,
-  };
+  const page = pageOf(rows, limit, kind, ({ position }) => [position.at, position.id]);
+  return { data: page.data.map((r) => r.row), nextCursor: page.nextCursor };
 }
+
+/** The page of `rows` of a list ordered by id alone (fetched with limit + 1). */
+export const toIdPage = <T>(kind: string, rows: T[], limit: number, idOf: (row: T) => string): Page<T> => pageOf(rows, limit, kind, (row) => [idOf(row)]);

@@ -1,11 +1,12 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { invalid } from './errors.ts';
 
-// Opaque keyset cursors: base64url of ["v2", kind, ...position], then "." and a truncated
-// HMAC-SHA256 of that text under a server-kept key. Only cursors we issued pass: an edited one is
-// refused as invalid on `cursor` before its position is even parsed. The key is
-// derived from the server secrets in the database (configureCursorKey, at start), so every
-// instance accepts every instance's cursors; until configured, a random per-process key.
+// The one cursor format of every list (domain/keyset.ts pages with it): base64url of
+// ["v2", kind, ...position], then "." and a truncated HMAC-SHA256 of that text under a
+// server-kept key. Only cursors we issued pass: an edited one, or one of another list's kind, is
+// refused as invalid on `cursor` before its position is even parsed. The key is derived from the
+// server secrets in the database (configureCursorKey, at start), so every instance accepts every
+// instance's cursors, across restarts; until configured, a random per-process key.
 
 const TAG_BYTES = 16;
 let key: Buffer = randomBytes(32);

@@ -1,9 +1,9 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { queryPrepared, type Db } from '../../db/database.ts';
+import { after, type Position } from '../keyset.ts';
 import { addDays, type DateRange } from '../periods.ts';
 import type { HubCatalog, HubCatalogCache } from './hub-catalog.ts';
-import type { PageCursor } from './opt-in.ts';
 
 // The hub's non-archived custom fields only: archived keys are removed from each workspace's
 // values. Evaluated once per statement (an InitPlan), not per row.
@@ -15,7 +15,7 @@ export interface OptInPageQuery {
   since?: Date;
   playbookId?: string;
   status?: string;
-  after?: PageCursor;
+  after?: Position;
   limit: number;
   /** Web report filters (not offered by the Hub API): one workspace, an optedInAt range [from, to). */
   workspaceId?: string;
@@ -29,7 +29,7 @@ export interface OptInPage {
   json: string[];
   rows: number;
   /** Where the next page starts (the last row's position), or null if this is the last page. */
-  next: PageCursor | null;
+  next: Position | null;
 }
 
 const q = JSON.stringify;
@@ -92,7 +92,7 @@ function optInPageQuery(q_: OptInPageQuery) {
        ${q_.workspaceId !== undefined ? sql`AND o.workspace_id = ${q_.workspaceId}` : sql``}
        ${q_.optedInFrom !== undefined ? sql`AND o.opted_in_at >= ${q_.optedInFrom}` : sql``}
        ${q_.optedInBefore !== undefined ? sql`AND o.opted_in_at < ${q_.optedInBefore}` : sql``}
-       ${q_.after ? sql`AND (o.updated_at, o.id) > (${q_.after.updatedAt}::timestamptz, ${q_.after.id})` : sql``}
+       ${q_.after ? sql`AND ${after(sql`o.updated_at`, sql`o.id`, q_.after)}` : sql``}
      ORDER BY o.updated_at, o.id
      LIMIT ${q_.limit + 1}`;
 }
@@ -131,7 +131,7 @@ function splice(rows: OptInPageSqlRow[], limit: number, catalog: HubCatalog): Op
   parts.push(']');
   pieces.push(parts.join(''));
   const last = rows[count - 1]!;
-  return { json: pieces, rows: count, next: rows.length > limit ? { updatedAt: last.cursor_updated_at, id: last.id } : null };
+  return { json: pieces, rows: count, next: rows.length > limit ? { at: last.cursor_updated_at, id: last.id } : null };
 }
 
 /** The hub's catalog (see HubCatalog) and the version it is at, in one statement. */

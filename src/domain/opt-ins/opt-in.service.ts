@@ -2,6 +2,7 @@ import type { Db } from '../../db/database.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { JsonText } from '../../platform/json-text.ts';
 import { PERIODS, periodRanges, type DateRange, type Period } from '../periods.ts';
+import { DEFAULT_PAGE_SIZE } from '../keyset.ts';
 import type { HubCatalogCache } from './hub-catalog.ts';
 import { decodeOptInCursor, encodeOptInCursor, parseSince } from './opt-in.ts';
 import { countActiveOptIns, countOptInsByRanges, findOptInPage } from './opt-in.repository.ts';
@@ -14,7 +15,7 @@ export interface ListOptInsInput {
   cursor?: string;
 }
 
-export const DEFAULT_PAGE_SIZE = 100;
+export { DEFAULT_PAGE_SIZE };
 
 /** A page of the hub's opt-ins, oldest change first, as `{data, nextCursor}` JSON text. */
 export async function listOptIns(db: Db, catalogs: HubCatalogCache, hubId: string, input: ListOptInsInput): Promise<JsonText> {

@@ -1,6 +1,6 @@
-import { decodeCursor, encodeCursor, isValidCursor } from '../../platform/cursor.ts';
 import { invalid } from '../../platform/errors.ts';
 import { parseDate, parseTimestamp } from '../../platform/time.ts';
+import { positionCursors, type Position } from '../keyset.ts';
 
 export const OPT_IN_STATUSES = [
   'pending', 'pending_billing', 'in_review', 'deploying', 'active', 'partially-deployed', 'failed',
@@ -25,26 +25,15 @@ export interface OptInRow {
   responses: { question: string; answer: string }[];
 }
 
-/** Where a page ended: the (updatedAt, id) of its last row, at the database's full precision. */
-export interface PageCursor {
-  updatedAt: string; // ISO timestamp, microseconds kept
-  id: string;
-}
+/** Where a page of opt-ins ended: the (updatedAt, id) of its last row, at the database's full precision. */
+export type PageCursor = Position;
 
-const CURSOR_KIND = 'opt-ins';
-const TIMESTAMP_IN_CURSOR = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
-const validPart = (part: string, index: number) => index !== 0 || (TIMESTAMP_IN_CURSOR.test(part) && parseTimestamp(part) !== undefined);
+// The opt-in list accepts cursor timestamps with 0 to 6 fractional digits (it issues 6).
+const cursors = positionCursors('opt-ins', { anyFraction: true });
 
-export function encodeOptInCursor(cursor: PageCursor): string {
-  return encodeCursor(CURSOR_KIND, [cursor.updatedAt, cursor.id]);
-}
-
-export function decodeOptInCursor(text: string): PageCursor {
-  const [updatedAt, id] = decodeCursor(text, CURSOR_KIND, 2, validPart) as [string, string];
-  return { updatedAt, id };
-}
-
-export const isValidOptInCursor = (text: string): boolean => isValidCursor(text, CURSOR_KIND, 2, validPart);
+export const encodeOptInCursor = cursors.encode;
+export const decodeOptInCursor = cursors.decode;
+export const isValidOptInCursor = cursors.isValid;
 
 /** `since`: an ISO 8601 timestamp with Z or an offset, or a date meaning 00:00 UTC. */
 export function parseSince(text: string): Date {
