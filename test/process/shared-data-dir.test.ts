@@ -9,7 +9,7 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { httpRequest } from '../support/http.ts';
-import { dataDir as newDataDir, demoKey, hubopsEnv, isAlive, killGroup, killStarted, NODE, postmasterPid, ROOT, startServer, waitUntil } from './support.ts';
+import { dataDir as newDataDir, demoKey, hubopsEnv, isAlive, killGroup, killStarted, NODE, postmasterPid, ROOT, startServer, waitForConnection } from './support.ts';
 
 const MAIN = path.join(ROOT, 'src/main.ts');
 let dataDir: string | undefined;
@@ -28,11 +28,9 @@ test('a server started while a CLI command holds the embedded database gets its 
   // `import -` holds the database until its stdin ends.
   cli = spawn(NODE, [path.join(ROOT, 'src/cli/main.ts'), 'import', '-'], { cwd: ROOT, env, detached: true, stdio: ['pipe', 'ignore', 'pipe'] });
   const cliExited = once(cli, 'exit') as Promise<[number | null]>;
-  await waitUntil(() => {
-    const pid = postmasterPid(dataDir!);
-    return pid !== undefined && isAlive(pid);
-  }, 'the CLI to start the embedded database', 90_000);
+  await waitForConnection(dataDir, 'hubops-cli');
   const cliPostmaster = postmasterPid(dataDir)!;
+  assert.ok(isAlive(cliPostmaster));
 
   const serverStarting = startServer(NODE, [MAIN], env);
   await new Promise((resolve) => setTimeout(resolve, 1_000));
