@@ -6,7 +6,7 @@ import { PUBLISH_LEASE_MS } from '../../policy.ts';
 import { deliveryKey, type Connector, type OutgoingChannel, type OutgoingPost } from './connector.ts';
 import { claimDue, loadPending, reclaimExpired, recordDelivery, recordOutcome, type Claim, type DeliveryResult } from './publisher.repository.ts';
 
-// The background publisher (issue 3 §4). Each round claims a small batch of due posts
+// The background publisher. Each round claims a small batch of due posts
 // (FOR UPDATE SKIP LOCKED: any number of loops and instances share the queue), marks them
 // publishing under a lease, sends each to each of its pending channels through the connector,
 // recording each delivery before the next is sent, then the post's outcome. A post whose

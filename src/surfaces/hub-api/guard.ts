@@ -51,7 +51,7 @@ export class HubApiGuard {
   }
 
   /**
-   * Refuses requests made from browser code: they would expose the key (client rule 1). A browser
+   * Refuses requests made from browser code: they would expose the key, which belongs on a server only. A browser
    * marks them with `Origin`, a CORS preflight, or Fetch Metadata. Node's fetch (undici) also
    * sends `Sec-Fetch-Mode: cors` but never `Sec-Fetch-Site`, so that header alone does not count:
    * server-side Node clients, the MCP SDK among them, must get through (see README).
