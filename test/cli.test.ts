@@ -422,12 +422,12 @@ describe('usage, help and configuration', () => {
 
 describe('as a process', () => {
   // The same contract through `node src/cli/main.ts`: the process exits with the command's status
-  // once its output is flushed, stdout carries only the result, stdin is the process's.
-  test('exit 0: exactly one JSON document on stdout, nothing on stderr; help on stdout; stdin read', async () => {
-    const [created, imported, helped] = await Promise.all([
+  // once its output is flushed, stdout carries only the result, stdin is the process's. (Help,
+  // a missing command and an unreachable database are the same code paths, run in-process above.)
+  test('exit 0: exactly one JSON document on stdout, nothing on stderr; stdin read', async () => {
+    const [created, imported] = await Promise.all([
       spawnHubops(['accounts', 'create', '--name', 'Spawned Co', '--json']),
       spawnHubops(['import', '-', '--json'], { stdin: '{"type":"account","name":"Spawned from stdin"}\n' }),
-      spawnHubops(['--help']),
     ]);
     for (const run of [created, imported]) {
       assert.equal(run.code, 0, run.stderr);
@@ -439,23 +439,16 @@ describe('as a process', () => {
     assert.equal((await db.kysely.selectFrom('accounts').select('name').where('id', '=', id).executeTakeFirstOrThrow()).name, 'Spawned Co');
     assert.equal(JSON.parse(imported.stdout).imported.account, 1);
     assert.equal((await db.kysely.selectFrom('accounts').select('id').where('name', '=', 'Spawned from stdin').execute()).length, 1);
-    assert.equal(helped.code, 0);
-    assert.equal(helped.stderr, '');
-    assert.ok(helped.stdout.includes('  keys create'), helped.stdout);
   });
 
   test('exit 1 and 2: nothing on stdout, the reason in one line on stderr (usage adds a line)', async () => {
-    const [refused, usage, none, config, unreachable] = await Promise.all([
+    const [refused, usage, config] = await Promise.all([
       spawnHubops(['hubs', 'create', '--account', 'acc_nope', '--name', 'X', '--json']),
       spawnHubops(['accounts', 'create', '--plan', 'standard', '--json']),
-      spawnHubops([]),
       spawnHubops(['keys', 'list', '--hub', 'x', '--json'], { url: 'mysql://localhost/x' }),
-      spawnHubops(['migrate', '--json'], { url: 'postgres://hubops:secret@127.0.0.1:1/hubops' }),
     ]);
     failed(refused, 1, /^hubops: account acc_nope does not exist$/);
     failed(usage, 2, /missing required option --name/);
-    assert.deepEqual({ ...none, stderr: none.stderr.split('\n')[0] }, { code: 2, stdout: '', stderr: 'hubops: missing command' });
     assert.deepEqual(config, { code: 2, stdout: '', stderr: 'hubops: configuration error: DATABASE_URL must use postgres: or postgresql:, got mysql:\n' });
-    failed(unreachable, 1, /^hubops: cannot reach the database: .*ECONNREFUSED/);
   });
 });
