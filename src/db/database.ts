@@ -17,12 +17,12 @@ export interface Db {
   check?: RideAlongCheck;
 }
 
-export function connect(url: string, options: { max?: number; applicationName?: string; readTimeoutMs?: number } = {}): Db {
+export function connect(url: string, options: { max?: number; applicationName?: string; readTimeoutMs?: number; connectTimeoutMs?: number } = {}): Db {
   const pool = new pg.Pool({
     connectionString: url,
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'hubops',
-    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
     // A statement that runs away must not hold a connection for ever (enforced by the server)…
     statement_timeout: STATEMENT_TIMEOUT_MS,
     keepAlive: true,

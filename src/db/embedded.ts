@@ -217,8 +217,7 @@ export async function startEmbedded(dataDir: string, options: { persistent?: boo
   const { child: postmaster, ready } = spawnPostmaster(bin.postgres, dir, port, user, options.log ?? (() => {}));
   const exited = new Promise<void>((resolve) => postmaster.once('exit', () => resolve()));
   const ownerFile = path.join(root, OWNER_FILE);
-  await writeFile(ownerFile, await ownProcessMark());
-  // From here on, whatever ends this process (process.exit, a forced stop, an uncaught error),
+  // From the spawn on, whatever ends this process (process.exit, a forced stop, an uncaught error),
   // the detached postmaster must not outlive it: SIGINT is PostgreSQL's fast shutdown.
   const onExit = () => postmaster.kill('SIGINT');
   process.once('exit', onExit);
@@ -232,6 +231,8 @@ export async function startEmbedded(dataDir: string, options: { persistent?: boo
     process.kill(process.pid, signal);
   };
   for (const name of STOP_SIGNALS) process.on(name, onSignal);
+  // Written once the handlers are in place: a signal while it is written still stops the postmaster.
+  await writeFile(ownerFile, await ownProcessMark());
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {

@@ -24,8 +24,8 @@ before(async () => {
   db = await createTestDb();
   const through = await proxyDatabase(db.url);
   proxy = through.proxy;
-  // A short read timeout, so that the stalled database of the second test is noticed quickly.
-  proxied = connect(through.url, { readTimeoutMs: 1_500 });
+  // Short read and connect timeouts, so that the stalled database of the second test is noticed quickly.
+  proxied = connect(through.url, { readTimeoutMs: 1_500, connectTimeoutMs: 1_000 });
   const config = loadConfig({ DATABASE_URL: through.url, LOG_LEVEL: 'silent' });
   // No periodic usage flush during the test: the test flushes when it wants to.
   app = await buildApp({ config, db: proxied, logger: false, usageFlushMs: 3_600_000, publisher: false, media: await openDiskMediaStore(await mkdtemp(path.join(tmpdir(), 'hubops-test-media-'))) });
