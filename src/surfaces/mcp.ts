@@ -2,7 +2,8 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { JsonText } from '../platform/json-text.ts';
-import { Replayed, runOperation, type Operation } from './operation.ts';
+import type { RateWindow } from '../policy.ts';
+import { Replayed, runOperation, type Operation, type OperationInfo } from './operation.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './rest.ts';
 import { refusalOf } from './shared/errors.ts';
 
@@ -25,10 +26,17 @@ export interface McpEndpoint<Ctx> {
   name: string;
   version: string;
   instructions: string;
-  operations: Operation<Ctx>[];
-  /** Called before each tool runs (e.g. an operation's extra rate limit); throw a refusal to refuse. */
-  beforeTool?: (op: Operation<Ctx>) => Promise<void>;
+  operations: readonly Operation<Ctx>[];
 }
+
+/**
+ * Charges the `nth` tool call of one MCP request (numbered from 1) against the caller's limits,
+ * with the operation's extra limit if it has one; throws a refusal (429) to refuse the call. The
+ * rule every MCP endpoint follows: the HTTP request was charged once when it was authenticated,
+ * and its first tool call uses that charge (taking only the extra limit); a JSON-RPC batch is
+ * charged once more for every tool call after the first. A refused tool call consumes nothing.
+ */
+export type ToolCallCharge = (extraLimit: RateWindow | undefined, nth: number) => Promise<void>;
 
 function toolResult(result: unknown): CallToolResult {
   const value = result instanceof Replayed ? result.value : result;
@@ -50,31 +58,31 @@ function toolError(error: unknown, onUnexpected: (error: unknown) => void): Call
 
 // The tool list of each list of operations, built once: a server is made per request, the
 // declarations never change.
-const toolLists = new WeakMap<Operation<never>[], unknown[]>();
+const toolLists = new WeakMap<readonly OperationInfo[], unknown[]>();
 
-function toolsOf<Ctx>(operations: Operation<Ctx>[]): unknown[] {
-  const key = operations as Operation<never>[];
-  let tools = toolLists.get(key);
+function toolsOf(operations: readonly OperationInfo[]): unknown[] {
+  let tools = toolLists.get(operations);
   if (!tools) {
     tools = operations.map((op) => ({
       name: op.name,
       title: op.title,
-      description: op.description,
+      description: op.mcp?.description ?? op.description,
       inputSchema: JSON.parse(JSON.stringify(op.input)),
       outputSchema: JSON.parse(JSON.stringify(op.output)),
-      // GET operations only read; POST operations only create (nothing is overwritten or deleted).
-      annotations: { title: op.title, readOnlyHint: op.method === 'GET', ...(op.method === 'GET' ? {} : { destructiveHint: false }), openWorldHint: op.openWorld ?? false },
+      annotations: { title: op.title, readOnlyHint: op.effect === 'read', ...(op.effect === 'read' ? {} : { destructiveHint: false }), openWorldHint: op.openWorld ?? false },
     }));
-    toolLists.set(key, tools);
+    toolLists.set(operations, tools);
   }
   return tools;
 }
 
-export async function createMcpServer<Ctx>(endpoint: McpEndpoint<Ctx>, ctx: Ctx, onUnexpected: (error: unknown) => void): Promise<Server> {
+/** The MCP server of one request: `charge` is asked before each tool call runs (see ToolCallCharge). */
+export async function createMcpServer<Ctx>(endpoint: McpEndpoint<Ctx>, ctx: Ctx, charge: ToolCallCharge, onUnexpected: (error: unknown) => void): Promise<Server> {
   const { Server, ListToolsRequestSchema, CallToolRequestSchema, ErrorCode } = await sdk();
   const server = new Server({ name: endpoint.name, version: endpoint.version }, { capabilities: { tools: {} }, instructions: endpoint.instructions });
   const byName = new Map(endpoint.operations.map((op) => [op.name, op]));
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: toolsOf(endpoint.operations) as never }));
+  let toolCalls = 0;
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const op = byName.get(request.params.name);
     // A protocol error, as in the MCP specification's own "Unknown tool" example: the call names
@@ -82,7 +90,7 @@ export async function createMcpServer<Ctx>(endpoint: McpEndpoint<Ctx>, ctx: Ctx,
     // (Not McpError, which would prefix the message with "MCP error -32602: ".)
     if (!op) throw Object.assign(new Error(`Unknown tool: ${request.params.name.slice(0, 200)}`), { code: ErrorCode.InvalidParams });
     try {
-      await endpoint.beforeTool?.(op);
+      await charge(op.extraLimit, ++toolCalls);
       return toolResult(await runOperation(op, ctx, request.params.arguments ?? {}));
     } catch (error) {
       return toolError(error, onUnexpected);
@@ -161,14 +169,14 @@ async function invalidBody(body: unknown): Promise<{ code: number; message: stri
 }
 
 /** Serves one MCP HTTP request; the reply is hijacked (headers already set on it are kept), never cached. */
-export async function serveMcp<Ctx>(endpoint: McpEndpoint<Ctx>, ctx: Ctx, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+export async function serveMcp<Ctx>(endpoint: McpEndpoint<Ctx>, ctx: Ctx, charge: ToolCallCharge, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const invalid = await invalidBody(request.body);
   if (invalid) {
     const { id, ...error } = invalid;
     await reply.code(400).header('cache-control', 'no-store').send({ jsonrpc: '2.0', id, error });
     return;
   }
-  const server = await createMcpServer(endpoint, ctx, (error) => request.log.error({ err: error }, 'MCP tool failed'));
+  const server = await createMcpServer(endpoint, ctx, charge, (error) => request.log.error({ err: error }, 'MCP tool failed'));
   const { StreamableHTTPServerTransport } = await sdk();
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   reply.hijack();

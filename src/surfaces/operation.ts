@@ -4,27 +4,53 @@ import type { Replayable } from '../domain/idempotency/idempotency.ts';
 import type { Issue } from '../platform/errors.ts';
 import { JsonText } from '../platform/json-text.ts';
 import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText } from '../platform/text.ts';
+import type { RateWindow } from '../policy.ts';
 import { invalidRequest } from './shared/errors.ts';
 
-/**
- * One API operation, declared once and mounted as a REST route, an OpenAPI path and an MCP tool
- * (architecture: "one declaration per operation"). The input schema validates query strings and
- * tool arguments alike; the output schema documents REST and becomes the tool's outputSchema.
- */
-export interface Operation<Ctx, In extends TObject = TObject, Out extends TSchema = TSchema> {
+/** What an operation does, which decides its verbs: GET (200) or POST (201), and its MCP hints. */
+export type Effect = 'read' | 'create';
+
+/** What every surface reads of an operation: everything but how it runs. */
+export interface OperationInfo {
   /** operationId in OpenAPI and the MCP tool name. */
-  name: string;
-  method: 'GET' | 'POST';
-  /** Path relative to the surface's base, e.g. `/playbook-opt-ins`. */
-  path: string;
-  title: string;
-  description: string;
-  input: In;
-  output: Out;
+  readonly name: string;
+  /** read: only reads (GET, readOnlyHint); create: only creates, nothing is overwritten or deleted (POST answered 201, destructiveHint false). */
+  readonly effect: Effect;
+  /** The REST route, its path relative to the surface's base (e.g. `/playbook-opt-ins`); absent for a tool that is on MCP only. */
+  readonly rest?: { readonly path: string };
+  /** The MCP tool's description where it differs from the REST one (advice that only applies to HTTP), written out in full. */
+  readonly mcp?: { readonly description: string };
+  readonly title: string;
+  readonly description: string;
+  readonly input: TObject;
+  readonly output: TSchema;
   /** The MCP tool reaches outside hubops (e.g. fetches a URL): its openWorldHint. Default false. */
-  openWorld?: boolean;
-  /** An extra per-key limit for this operation, on top of the surface's (e.g. 20/min). */
-  extraLimit?: { policy: string; limit: number; windowMs: number };
+  readonly openWorld?: boolean;
+  /** An extra limit for this operation, on top of the surface's (e.g. 20/min on a report). */
+  readonly extraLimit?: RateWindow;
+}
+
+/**
+ * One API operation, declared once and mounted as a REST route, an OpenAPI path and an MCP tool.
+ * The input schema validates query strings and tool arguments alike; the output schema documents
+ * REST and becomes the tool's outputSchema. The handler's input type is the schema's: it is kept
+ * behind `prepare`, which validates first, so a list of operations with different schemas is one
+ * type (`Operation<Ctx>`).
+ */
+export interface Operation<Ctx> extends OperationInfo {
+  /** Validates `rawInput` (a copy; defaults filled in; throws 400 naming every bad field), then gives the call to make. */
+  prepare(rawInput: unknown): (ctx: Ctx) => Promise<unknown>;
+}
+
+/** The HTTP method of an operation's REST route: reads are GETs, creations POSTs. */
+export function verbOf(op: OperationInfo): 'GET' | 'POST' {
+  return op.effect === 'read' ? 'GET' : 'POST';
+}
+
+/** An operation as written: its handler typed by its schemas. */
+export interface OperationSpec<Ctx, In extends TObject, Out extends TSchema> extends OperationInfo {
+  readonly input: In;
+  readonly output: Out;
   handler(ctx: Ctx, input: Static<In>): Promise<Static<Out> | JsonText | Replayed<Static<Out>>>;
 }
 
@@ -43,8 +69,31 @@ export function replayable<T>(result: Replayable<T>): T | Replayed<T> {
 }
 
 /** Declares an operation with its input type inferred from the schema. */
-export function defineOperation<Ctx, In extends TObject, Out extends TSchema>(op: Operation<Ctx, In, Out>): Operation<Ctx, In, Out> {
-  return op;
+export function defineOperation<Ctx, In extends TObject, Out extends TSchema>(spec: OperationSpec<Ctx, In, Out>): Operation<Ctx> {
+  const { handler, ...info } = spec;
+  return {
+    ...info,
+    prepare(rawInput) {
+      // Copy: defaults must not write into Fastify's query object or the tool arguments.
+      const input = validateInput(spec.input, { ...(rawInput as object) });
+      return (ctx) => handler(ctx, input);
+    },
+  };
+}
+
+/**
+ * The operation run with another context: `to` makes the context it needs from the one it is
+ * given, after the input is validated (so a bad argument is reported before a refused context).
+ */
+export function withContext<From, To>(op: Operation<To>, to: (ctx: From) => To, changes: Partial<OperationInfo> = {}): Operation<From> {
+  return {
+    ...op,
+    ...changes,
+    prepare(rawInput) {
+      const call = op.prepare(rawInput);
+      return async (ctx) => call(to(ctx));
+    },
+  };
 }
 
 // No type coercion: JSON bodies and tool arguments must carry the declared types ("text": 16 is
@@ -132,7 +181,5 @@ export function validateInput<S extends TObject>(schema: S, input: unknown): Sta
 
 /** Runs an operation: validate, then the handler. */
 export async function runOperation<Ctx>(op: Operation<Ctx>, ctx: Ctx, rawInput: unknown): Promise<unknown> {
-  // Copy: defaults must not write into Fastify's query object or the tool arguments.
-  const input = validateInput(op.input, { ...(rawInput as object) });
-  return op.handler(ctx, input);
+  return op.prepare(rawInput)(ctx);
 }

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { IDEMPOTENCY_KEY } from '../domain/idempotency/idempotency.ts';
 import { JsonText } from '../platform/json-text.ts';
 import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText } from '../platform/text.ts';
-import { fromQueryText, Replayed, runOperation, type Operation } from './operation.ts';
+import { fromQueryText, Replayed, runOperation, verbOf, type Operation } from './operation.ts';
 import { invalidRequest } from './shared/errors.ts';
 
 /** The response header that marks a replayed result (draft-ietf-httpapi-idempotency-key-header). */
@@ -14,7 +14,7 @@ export function idempotencyKeyOf(request: FastifyRequest): string | undefined {
 }
 
 /**
- * Mounts operations as REST routes. The input is path parameters, query string and JSON body
+ * Mounts operations as REST routes (those that have one). The input is path parameters, query string and JSON body
  * merged (path parameters win), validated once by the operation's schema; only the query and path
  * text is converted to the declared types (strictly), the JSON body never is. `contextFor` does
  * authentication and anything per-request (limits); what it throws becomes the error response.
@@ -23,14 +23,15 @@ export function idempotencyKeyOf(request: FastifyRequest): string | undefined {
  */
 export function mountRest<Ctx>(
   app: FastifyInstance,
-  operations: Operation<Ctx>[],
+  operations: readonly Operation<Ctx>[],
   contextFor: (request: FastifyRequest, reply: FastifyReply, op: Operation<Ctx>) => Promise<Ctx>,
   settle?: (ctx: Ctx) => Promise<void>,
 ): void {
   for (const op of operations) {
+    if (!op.rest) continue;
     app.route({
-      method: op.method,
-      url: op.path,
+      method: verbOf(op),
+      url: op.rest.path,
       handler: async (request, reply) => {
         const ctx = await contextFor(request, reply, op);
         const input = {
@@ -49,7 +50,7 @@ export function mountRest<Ctx>(
           reply.header(REPLAYED_HEADER, 'true');
           result = result.value;
         }
-        if (op.method === 'POST') reply.code(201);
+        if (op.effect === 'create') reply.code(201);
         if (!(result instanceof JsonText)) return result;
         const { body, length } = result.body();
         return reply.type('application/json').header('content-length', length).send(body);

@@ -2,12 +2,14 @@ import { Type } from 'typebox';
 import type { Db } from '../../db/database.ts';
 import { OPT_IN_STATUSES, SOLUTIONS, isValidOptInCursor, isValidSince } from '../../domain/opt-ins/opt-in.ts';
 import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
-import { DEFAULT_PAGE_SIZE, listOptIns, optInSummary } from '../../domain/opt-ins/opt-in.service.ts';
+import { listOptIns, optInSummary } from '../../domain/opt-ins/opt-in.service.ts';
 import { PERIODS } from '../../domain/periods.ts';
 import { FRESHNESS } from '../../domain/spend/spend.ts';
 import { spendByWorkspace, type SpendReportCache } from '../../domain/spend/spend.service.ts';
 import type { Clock } from '../../platform/clock.ts';
-import { defineFormat, defineOperation } from '../operation.ts';
+import { HUB_SPEND_LIMIT, HUB_SUMMARY_LIMIT, type RateWindow } from '../../policy.ts';
+import { defineFormat, defineOperation, type Operation } from '../operation.ts';
+import { cursorFormat, NOT_OUR_CURSOR, Page, pageParameters } from '../shared/paging.ts';
 
 /** What every Hub API operation runs with: the hub of the calling key, and the services. */
 export interface HubContext {
@@ -20,8 +22,7 @@ export interface HubContext {
 
 defineFormat('timestamp-or-date', isValidSince,
   'must be an ISO 8601 timestamp with Z or an offset (2026-11-02T09:00:00Z) or a date (2026-11-02, meaning 00:00 UTC), between 1970-01-01 and 9999-12-31');
-defineFormat('opaque-cursor', isValidOptInCursor,
-  'is not a cursor issued by this API; pass nextCursor from the previous page unchanged');
+const optInCursor = cursorFormat('opaque-cursor', isValidOptInCursor, NOT_OUR_CURSOR);
 
 const Timestamp = (description: string) => Type.String({ format: 'date-time', description });
 const DateOnly = (description: string) => Type.String({ format: 'date', description });
@@ -51,11 +52,6 @@ export const OptInRowSchema = Type.Object({
   budgetType: Type.Union([Type.Enum(['lifetime', 'daily']), Type.Null()], { description: 'lifetime or daily budget; null e.g. on a questions-only opt-in.' }),
   variant: Type.Object({}, { additionalProperties: Type.String(), description: 'Chosen copy/audience variant, dimension → option; `{}` when the playbook has no variants.' }),
   responses: Type.Array(Type.Object({ question: Type.String(), answer: Type.String() }), { description: "The workspace's answers to the playbook's questions." }),
-});
-
-const OptInPageSchema = Type.Object({
-  data: Type.Array(OptInRowSchema),
-  nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` to get the next page; null on the last page.' }),
 });
 
 const RangeCounts = {
@@ -110,60 +106,70 @@ const SpendSchema = Type.Object({
   ),
 });
 
-const SUMMARY_LIMIT = 20;
+/** Whom a report's own limit counts: each API key on the Hub API, each user and client on the main MCP server. */
+export type LimitSubject = 'per key' | 'per user and client';
 
-export const hubOperations = [
-  defineOperation({
-    name: 'list_playbook_opt_ins',
-    method: 'GET',
-    path: '/playbook-opt-ins',
-    title: 'List playbook opt-ins',
-    description: [
-      "Every workspace opt-in across the hub's playbooks: one row per workspace per playbook opt-in, the same data as the in-app bulk report download.",
-      'Rows are ordered by (updatedAt, id), oldest change first. Page with `cursor` until `nextCursor` is null.',
-      'For incremental pulls pass the largest `updatedAt` you have received as `since`: the boundary row comes back again, so merge rows by `id`; use `optedInAt` to tell new opt-ins from updates.',
-      'A row that changes while you page moves to the end and is returned again; nothing is skipped. A full pull every 15 minutes is plenty.',
-    ].join(' '),
-    input: Type.Object({
-      since: Type.Optional(Type.String({ format: 'timestamp-or-date', maxLength: 64, description: 'Only opt-ins created or changed at or after this instant (inclusive). ISO 8601 with Z or an offset, or a date (00:00 UTC).', examples: ['2026-11-02T09:00:00Z'] })),
-      playbookId: Type.Optional(Type.String({ maxLength: 64, description: 'Only this playbook. An unknown id gives an empty page.' })),
-      status: Type.Optional(Type.Enum([...OPT_IN_STATUSES], { description: 'Only opt-ins in this status.' })),
-      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: DEFAULT_PAGE_SIZE, description: 'Rows per page, 1 to 500.' })),
-      cursor: Type.Optional(Type.String({ format: 'opaque-cursor', maxLength: 1000, description: 'The nextCursor of the previous page, unchanged. Keep the other parameters the same while paging.' })),
+/** A report's own limit, as its description states it. */
+const limitedTo = (window: RateWindow, per: LimitSubject) => `Limited to ${window.limit} requests per ${window.windowMs === 60_000 ? 'minute' : `${window.windowMs / 1000} s`} ${per}.`;
+
+/** The Hub API's operations, their limits worded for the surface that counts them `per` its subject. */
+export function hubOperationsFor(per: LimitSubject): Operation<HubContext>[] {
+  return [
+    defineOperation({
+      name: 'list_playbook_opt_ins',
+      effect: 'read',
+      rest: { path: '/playbook-opt-ins' },
+      title: 'List playbook opt-ins',
+      description: [
+        "Every workspace opt-in across the hub's playbooks: one row per workspace per playbook opt-in, the same data as the in-app bulk report download.",
+        'Rows are ordered by (updatedAt, id), oldest change first. Page with `cursor` until `nextCursor` is null.',
+        'For incremental pulls pass the largest `updatedAt` you have received as `since`: the boundary row comes back again, so merge rows by `id`; use `optedInAt` to tell new opt-ins from updates.',
+        'A row that changes while you page moves to the end and is returned again; nothing is skipped. A full pull every 15 minutes is plenty.',
+      ].join(' '),
+      input: Type.Object({
+        since: Type.Optional(Type.String({ format: 'timestamp-or-date', maxLength: 64, description: 'Only opt-ins created or changed at or after this instant (inclusive). ISO 8601 with Z or an offset, or a date (00:00 UTC).', examples: ['2026-11-02T09:00:00Z'] })),
+        playbookId: Type.Optional(Type.String({ maxLength: 64, description: 'Only this playbook. An unknown id gives an empty page.' })),
+        status: Type.Optional(Type.Enum([...OPT_IN_STATUSES], { description: 'Only opt-ins in this status.' })),
+        ...pageParameters('Rows', optInCursor),
+      }),
+      output: Page(OptInRowSchema),
+      handler: (ctx: HubContext, input) => listOptIns(ctx.db, ctx.catalogs, ctx.hubId, input),
     }),
-    output: OptInPageSchema,
-    handler: (ctx: HubContext, input) => listOptIns(ctx.db, ctx.catalogs, ctx.hubId, input),
-  }),
-  defineOperation({
-    name: 'get_opt_in_summary',
-    method: 'GET',
-    path: '/opt-in-summary',
-    title: 'Opt-in summary',
-    description: [
-      'Counts of new opt-ins for today (so far), yesterday, the last 7 days and the last 30 days (UTC days), each with the same-length period before it, plus the number of opt-ins active now.',
-      'It agrees exactly with /playbook-opt-ins: rows whose optedInAt falls in last_7_days count to its optIns; rows with status active count to activeOptIns.',
-      `Limited to ${SUMMARY_LIMIT} requests per minute per key.`,
-    ].join(' '),
-    input: Type.Object({}),
-    output: OptInSummarySchema,
-    extraLimit: { policy: 'opt-in-summary', limit: SUMMARY_LIMIT, windowMs: 60_000 },
-    handler: (ctx: HubContext) => optInSummary(ctx.db, ctx.hubId, ctx.clock),
-  }),
-  defineOperation({
-    name: 'get_spend_by_workspace',
-    method: 'GET',
-    path: '/spend-by-workspace',
-    title: 'Paid ad spend by workspace',
-    description: [
-      'Paid ad spend per workspace for a period (UTC days; today is partial), with the same-length prior period, unattributed spend, and how fresh the figures are.',
-      'Money is in integer cents (dollars = cents / 100). Check asOf and freshness before publishing numbers.',
-      `The first request for a period each day computes the figures; later ones are fast. Limited to ${SUMMARY_LIMIT} requests per minute per key.`,
-    ].join(' '),
-    input: Type.Object({
-      period: Type.Optional(Type.Enum([...PERIODS], { default: 'last_30_days', description: 'today [D, D], yesterday [D-1, D-1], last_7_days [D-6, D] or last_30_days [D-29, D], with D today in UTC.' })),
+    defineOperation({
+      name: 'get_opt_in_summary',
+      effect: 'read',
+      rest: { path: '/opt-in-summary' },
+      title: 'Opt-in summary',
+      description: [
+        'Counts of new opt-ins for today (so far), yesterday, the last 7 days and the last 30 days (UTC days), each with the same-length period before it, plus the number of opt-ins active now.',
+        'It agrees exactly with /playbook-opt-ins: rows whose optedInAt falls in last_7_days count to its optIns; rows with status active count to activeOptIns.',
+        limitedTo(HUB_SUMMARY_LIMIT, per),
+      ].join(' '),
+      input: Type.Object({}),
+      output: OptInSummarySchema,
+      extraLimit: HUB_SUMMARY_LIMIT,
+      handler: (ctx: HubContext) => optInSummary(ctx.db, ctx.hubId, ctx.clock),
     }),
-    output: SpendSchema,
-    extraLimit: { policy: 'spend-by-workspace', limit: SUMMARY_LIMIT, windowMs: 60_000 },
-    handler: (ctx: HubContext, input) => spendByWorkspace(ctx.db, ctx.hubId, input.period ?? 'last_30_days', ctx.clock, ctx.spendCache),
-  }),
-];
+    defineOperation({
+      name: 'get_spend_by_workspace',
+      effect: 'read',
+      rest: { path: '/spend-by-workspace' },
+      title: 'Paid ad spend by workspace',
+      description: [
+        'Paid ad spend per workspace for a period (UTC days; today is partial), with the same-length prior period, unattributed spend, and how fresh the figures are.',
+        'Money is in integer cents (dollars = cents / 100). Check asOf and freshness before publishing numbers.',
+        'The first request for a period each day computes the figures; later ones are fast.',
+        limitedTo(HUB_SPEND_LIMIT, per),
+      ].join(' '),
+      input: Type.Object({
+        period: Type.Optional(Type.Enum([...PERIODS], { default: 'last_30_days', description: 'today [D, D], yesterday [D-1, D-1], last_7_days [D-6, D] or last_30_days [D-29, D], with D today in UTC.' })),
+      }),
+      output: SpendSchema,
+      extraLimit: HUB_SPEND_LIMIT,
+      handler: (ctx: HubContext, input) => spendByWorkspace(ctx.db, ctx.hubId, input.period ?? 'last_30_days', ctx.clock, ctx.spendCache),
+    }),
+  ];
+}
+
+/** The Hub API's operations: REST routes, its OpenAPI document and the Hub MCP server's tools. */
+export const hubOperations = hubOperationsFor('per key');

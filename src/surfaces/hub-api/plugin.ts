@@ -3,8 +3,7 @@ import { Type } from 'typebox';
 import type { Config } from '../../config.ts';
 import { settleCheck } from '../../db/database.ts';
 import { acceptAnyJson, serveMcp, type McpEndpoint } from '../mcp.ts';
-import { buildOpenApi } from '../openapi.ts';
-import type { Operation } from '../operation.ts';
+import { buildOpenApi, type OpenApiDocument } from '../openapi.ts';
 import { mountRest } from '../rest.ts';
 import { ApiError } from '../shared/errors.ts';
 import type { Policy } from '../shared/rate-limit.ts';
@@ -32,10 +31,8 @@ const RATE_HEADERS = {
   'RateLimit-Policy': { description: 'The limits that apply, e.g. `"per-key";q=120;w=60`.', schema: { type: 'string' } },
 };
 
-const operations = hubOperations as unknown as Operation<HubContext>[];
-
-export function hubOpenApi(config: Config, version: string): Record<string, unknown> {
-  return buildOpenApi(operations as Operation<never>[], {
+export function hubOpenApi(config: Config, version: string): OpenApiDocument {
+  return buildOpenApi(hubOperations, {
     title: 'hubops Hub API',
     version,
     description: [
@@ -93,17 +90,17 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
   // first query and be settled before the answer (see HubApiGuard.authenticate).
   mountRest(
     app,
-    operations,
+    hubOperations,
     async (request, reply, op) => contextFor(await authenticate(request, reply, true, op.extraLimit)),
     (ctx) => settleCheck(ctx.db),
   );
 
-  const mcp: Omit<McpEndpoint<HubContext>, 'beforeTool'> = {
+  const mcp: McpEndpoint<HubContext> = {
     name: 'hubops-hub-api',
     version: deps.version,
     instructions:
       "Read-only tools over one hub's playbook opt-ins and paid ad spend. Group and filter by playbook.id and workspace.id, never by name. Money is in cents. Check asOf and freshness before quoting spend.",
-    operations,
+    operations: hubOperations,
   };
   // The MCP SDK writes the answer itself: the verdict is read before any tool runs. In a scope
   // of its own, so that a body that is not JSON gets JSON-RPC's parse error.
@@ -113,17 +110,7 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
       const admission = await authenticate(request, reply, false).catch((error: unknown) => {
         throw refusedForMcp(error);
       });
-      let toolCalls = 0;
-      await serveMcp(
-        {
-          ...mcp,
-          // The POST was counted when it was authenticated; more tool calls in it (a batch) count too.
-          beforeTool: (op) => guard.chargeToolCall(admission, op.extraLimit, ++toolCalls),
-        },
-        contextFor(admission),
-        request,
-        reply,
-      );
+      await serveMcp(mcp, contextFor(admission), (extraLimit, nth) => guard.chargeToolCall(admission, extraLimit, nth), request, reply);
     });
   });
 
@@ -143,7 +130,7 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
     guard.refuseBrowsers(request);
   });
 
-  for (const path of new Set(operations.map((op) => op.path))) {
+  for (const path of new Set(hubOperations.flatMap((op) => (op.rest ? [op.rest.path] : [])))) {
     app.route({
       method: ['POST', 'PUT', 'PATCH', 'DELETE'],
       url: path,

@@ -4,7 +4,7 @@ import { DEFAULT_RANGE_DAYS, MAX_RANGE_DAYS, isValidDate } from '../../domain/an
 import { SOCIAL_PLATFORMS } from '../../domain/channels/channel.ts';
 import { CHANNEL_CURSOR, listChannels } from '../../domain/channels/channel.service.ts';
 import { AD_PLATFORMS } from '../../domain/spend/spend.ts';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, isValidPosition } from '../../domain/keyset.ts';
+import { isValidPosition } from '../../domain/keyset.ts';
 import { IMAGE_MAX_BYTES, VIDEO_MAX_BYTES } from '../../domain/media/media-info.ts';
 import { MEDIA_CURSOR, getMedia, listMedia } from '../../domain/media/media.service.ts';
 import { MAX_CHANNELS, MAX_IMAGES, MAX_TEXT_LENGTH, NEW_POST_STATUSES, POST_STATUSES, TEXT_LIMITS } from '../../domain/posts/post.ts';
@@ -12,6 +12,7 @@ import { POST_CURSOR, createPost, getPost, listPosts } from '../../domain/posts/
 import { googleReviewSummaries } from '../../domain/reviews/review.service.ts';
 import { parseDate, parseTimestamp } from '../../platform/time.ts';
 import { defineFormat, defineOperation, replayable } from '../operation.ts';
+import { cursorFormat, Page, pageParameters } from '../shared/paging.ts';
 import type { MainContext } from './context.ts';
 
 // The main API's content operations: posts and channels (Organic), the media library (Media),
@@ -23,24 +24,15 @@ defineFormat('instant', (text) => parseTimestamp(text) !== undefined,
 defineFormat('instant-or-date', (text) => (parseTimestamp(text) ?? parseDate(text)) !== undefined,
   'must be an ISO 8601 timestamp with Z or an offset (2026-11-02T09:00:00Z) or a date (2026-11-02), between 1970-01-01 and 9999-12-31');
 defineFormat('calendar-date', isValidDate, 'must be a real date YYYY-MM-DD (a UTC day) between 1970-01-01 and 9999-12-31');
-for (const kind of [POST_CURSOR, MEDIA_CURSOR, CHANNEL_CURSOR]) {
-  defineFormat(`${kind}-cursor`, isValidPosition(kind), 'is not a cursor issued by this API for this list; pass nextCursor from the previous page unchanged');
-}
+const cursorOf = (kind: string) => cursorFormat(`${kind}-cursor`, isValidPosition(kind));
+const postCursor = cursorOf(POST_CURSOR);
+const mediaCursor = cursorOf(MEDIA_CURSOR);
+const channelCursor = cursorOf(CHANNEL_CURSOR);
 
 const MB = 1024 * 1024;
 const Nullable = <T extends TSchema>(schema: T, description: string) => Type.Union([schema, Type.Null()], { description });
 const Timestamp = (description: string) => Type.String({ format: 'date-time', description });
 const Id = (description: string) => Type.String({ minLength: 1, maxLength: 64, description });
-
-const paging = (kind: string, what: string) => ({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE, description: `${what} per page, 1 to ${MAX_PAGE_SIZE}.` })),
-  cursor: Type.Optional(Type.String({ format: `${kind}-cursor`, maxLength: 1000, description: 'The nextCursor of the previous page, unchanged. Keep the other parameters the same while paging.' })),
-});
-
-const Page = <T extends TSchema>(item: T) => Type.Object({
-  data: Type.Array(item),
-  nextCursor: Nullable(Type.String(), 'Pass as `cursor` to get the next page; null on the last page.'),
-});
 
 const workspaceFilter = Type.Optional(Id('Only this workspace. One outside your scope gives an empty result (as does an unknown id).'));
 
@@ -155,12 +147,23 @@ const ReviewFigures = {
 };
 
 // ---------------------------------------------------------------------------------------------
+// Descriptions shared by an operation's REST and MCP wording
+
+const CREATE_POST = [
+  'Creates a draft, or schedules a post for `scheduledAt` (in the future, at most 366 days ahead) or for now (`publishNow: true`); the publisher sends it to each target channel when it is due.',
+  `Text limits (Unicode characters) apply per target platform: ${platformLimits}. Attach up to ${MAX_IMAGES} images or exactly one video (not both; X takes at most 4 images; Instagram and TikTok need an image or a video).`,
+  'Channels and media must belong to the post’s workspace (see list_channels and list_media). A hub admin acting hub-wide names the workspace; others post to their active workspace.',
+];
+
+const LIST_MEDIA = 'The media library of the workspaces in your scope: images (JPEG, PNG, WebP, GIF) and videos (MP4, MOV) with their detected type, size, dimensions and duration, oldest upload first.';
+
+// ---------------------------------------------------------------------------------------------
 
 export const contentOperations = [
   defineOperation({
     name: 'list_channels',
-    method: 'GET',
-    path: '/channels',
+    effect: 'read',
+    rest: { path: '/channels' },
     title: 'List social channels',
     description: [
       'The social accounts (Instagram, Facebook, LinkedIn, X, TikTok, Google Business Profile) connected to the workspaces in your scope: the targets a post can be sent to.',
@@ -169,15 +172,15 @@ export const contentOperations = [
     input: Type.Object({
       workspaceId: workspaceFilter,
       platform: Type.Optional(Type.Enum([...SOCIAL_PLATFORMS], { description: 'Only channels of this platform.' })),
-      ...paging(CHANNEL_CURSOR, 'Channels'),
+      ...pageParameters('Channels', channelCursor),
     }),
     output: Page(ChannelSchema),
     handler: (ctx: MainContext, input) => listChannels(ctx.db, ctx.caller, input),
   }),
   defineOperation({
     name: 'list_posts',
-    method: 'GET',
-    path: '/posts',
+    effect: 'read',
+    rest: { path: '/posts' },
     title: 'List posts',
     description: [
       'Draft, scheduled, publishing, published and failed posts of the workspaces in your scope, ordered by calendarAt (the scheduled time, else the publish time, else the creation time), then _id.',
@@ -188,15 +191,15 @@ export const contentOperations = [
       status: Type.Optional(Type.Enum([...POST_STATUSES], { description: 'Only posts in this status.' })),
       from: Type.Optional(Type.String({ format: 'instant-or-date', maxLength: 64, description: 'Only posts with calendarAt at or after this instant (a date: 00:00 UTC).', examples: ['2026-11-01'] })),
       to: Type.Optional(Type.String({ format: 'instant-or-date', maxLength: 64, description: 'Only posts with calendarAt at or before this instant (a date: through the end of that UTC day).', examples: ['2026-11-30'] })),
-      ...paging(POST_CURSOR, 'Posts'),
+      ...pageParameters('Posts', postCursor),
     }),
     output: Page(PostSchema),
     handler: (ctx: MainContext, input) => listPosts(ctx.db, ctx.caller, input),
   }),
   defineOperation({
     name: 'get_post',
-    method: 'GET',
-    path: '/posts/:id',
+    effect: 'read',
+    rest: { path: '/posts/:id' },
     title: 'Get a post',
     description: 'One post with its per-channel delivery state. 404 when it does not exist or is outside your scope.',
     input: Type.Object({ id: Id('The post’s _id.') }),
@@ -205,15 +208,15 @@ export const contentOperations = [
   }),
   defineOperation({
     name: 'create_post',
-    method: 'POST',
-    path: '/posts',
+    effect: 'create',
+    rest: { path: '/posts' },
     title: 'Create a post',
     description: [
-      'Creates a draft, or schedules a post for `scheduledAt` (in the future, at most 366 days ahead) or for now (`publishNow: true`); the publisher sends it to each target channel when it is due.',
-      `Text limits (Unicode characters) apply per target platform: ${platformLimits}. Attach up to ${MAX_IMAGES} images or exactly one video (not both; X takes at most 4 images; Instagram and TikTok need an image or a video).`,
-      'Channels and media must belong to the post’s workspace (see list_channels and list_media). A hub admin acting hub-wide names the workspace; others post to their active workspace.',
+      ...CREATE_POST,
       'Send an Idempotency-Key header to retry safely: the same key and body within 24 hours returns the first post (with Idempotent-Replayed: true) and creates nothing; the same key with another body is refused with 422 idempotency_key_reused.',
     ].join(' '),
+    // A tool call has no request headers to send.
+    mcp: { description: [...CREATE_POST, 'A tool call is not idempotent: if a call fails mid-way, check list_posts before creating the post again.'].join(' ') },
     input: Type.Object({
       workspaceId: Type.Optional(Id('The workspace to post in: required when acting hub-wide; otherwise your active workspace (it may be given, and must match).')),
       text: Type.String({ maxLength: MAX_TEXT_LENGTH, description: `The post text. May be empty only when media is attached. Limits per platform: ${platformLimits}.` }),
@@ -228,26 +231,28 @@ export const contentOperations = [
   }),
   defineOperation({
     name: 'list_media',
-    method: 'GET',
-    path: '/media',
+    effect: 'read',
+    rest: { path: '/media' },
     title: 'List media assets',
     description: [
-      'The media library of the workspaces in your scope: images (JPEG, PNG, WebP, GIF) and videos (MP4, MOV) with their detected type, size, dimensions and duration, oldest upload first.',
+      LIST_MEDIA,
       `Upload new ones with POST /media (multipart/form-data: a \`file\` part, and \`workspaceId\` when acting hub-wide); images up to ${IMAGE_MAX_BYTES / MB} MB, videos up to ${VIDEO_MAX_BYTES / MB} MB.`,
       'Page with `cursor` until `nextCursor` is null.',
     ].join(' '),
+    // A tool adds media with add_media, not with a multipart upload.
+    mcp: { description: [LIST_MEDIA, 'Add new ones with add_media.', 'Page with `cursor` until `nextCursor` is null.'].join(' ') },
     input: Type.Object({
       workspaceId: workspaceFilter,
       kind: Type.Optional(Type.Enum(['image', 'video'], { description: 'Only images or only videos.' })),
-      ...paging(MEDIA_CURSOR, 'Assets'),
+      ...pageParameters('Assets', mediaCursor),
     }),
     output: Page(MediaSchema),
     handler: (ctx: MainContext, input) => listMedia(ctx.db, ctx.caller, input),
   }),
   defineOperation({
     name: 'get_media',
-    method: 'GET',
-    path: '/media/:id',
+    effect: 'read',
+    rest: { path: '/media/:id' },
     title: 'Get a media asset',
     description: 'One media asset. 404 when it does not exist or is outside your scope.',
     input: Type.Object({ id: Id('The asset’s _id.') }),
@@ -256,8 +261,8 @@ export const contentOperations = [
   }),
   defineOperation({
     name: 'organic_analytics',
-    method: 'GET',
-    path: '/analytics/organic',
+    effect: 'read',
+    rest: { path: '/analytics/organic' },
     title: 'Organic social performance',
     description: [
       'Organic post performance per workspace and in total over a range of UTC days (default: the last 30 days, today included; at most 366 days): posts, impressions, reach, likes, comments, shares, saves,',
@@ -279,8 +284,8 @@ export const contentOperations = [
   }),
   defineOperation({
     name: 'paid_analytics',
-    method: 'GET',
-    path: '/analytics/paid',
+    effect: 'read',
+    rest: { path: '/analytics/paid' },
     title: 'Paid campaign performance',
     description: [
       'Paid ad performance per workspace, per campaign and in total over a range of UTC days (default: the last 30 days, today included — today is partial; at most 366 days):',
@@ -308,8 +313,8 @@ export const contentOperations = [
   }),
   defineOperation({
     name: 'google_review_summaries',
-    method: 'GET',
-    path: '/analytics/google-reviews',
+    effect: 'read',
+    rest: { path: '/analytics/google-reviews' },
     title: 'Google review summaries',
     description: [
       'Google Business Profile reviews per workspace and in total: average rating, review count and rating distribution of all reviews up to `to`,',

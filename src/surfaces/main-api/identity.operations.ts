@@ -1,20 +1,19 @@
 import { Type } from 'typebox';
 import { scopeOf } from '../../domain/scope.ts';
 import { findHubs, findWorkspaces } from '../../domain/workspaces/workspace.repository.ts';
-import { decodeCursor, isValidCursor, pageOf } from '../../platform/cursor.ts';
+import { decodeAfterId, isValidAfterId, toIdPage } from '../../domain/keyset.ts';
 import { notFound } from '../../platform/errors.ts';
-import { defineFormat, defineOperation } from '../operation.ts';
+import { defineOperation } from '../operation.ts';
 import { SCOPE } from '../shared/oauth.ts';
+import { cursorFormat, limitOf, NEXT_CURSOR_SHORT, NOT_OUR_CURSOR, Page, pageParameters } from '../shared/paging.ts';
 import type { MainContext } from './context.ts';
 
 // Who am I, and where: whoami, workspaces, hubs.
 
-defineFormat('workspace-cursor', (text) => isValidCursor(text, 'workspaces', 1), 'is not a cursor issued by this API; pass nextCursor from the previous page unchanged');
-defineFormat('hub-cursor', (text) => isValidCursor(text, 'hubs', 1), 'is not a cursor issued by this API; pass nextCursor from the previous page unchanged');
-
-export const Limit = Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100, description: 'Records per page, 1 to 500.' }));
-const Cursor = (format: string) => Type.Optional(Type.String({ format, maxLength: 1000, description: 'The nextCursor of the previous page, unchanged.' }));
-const NextCursor = Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page; null on the last page.' });
+const WORKSPACES = 'workspaces';
+const HUBS = 'hubs';
+const workspaceCursor = cursorFormat('workspace-cursor', isValidAfterId(WORKSPACES), NOT_OUR_CURSOR);
+const hubCursor = cursorFormat('hub-cursor', isValidAfterId(HUBS), NOT_OUR_CURSOR);
 const Id = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' });
 
 const Named = Type.Object({ _id: Type.String(), name: Type.String() });
@@ -31,8 +30,8 @@ const Hub = Type.Object({ _id: Type.String(), name: Type.String(), suspended: Ty
 export const identityOperations = [
   defineOperation({
     name: 'whoami',
-    method: 'GET',
-    path: '/whoami',
+    effect: 'read',
+    rest: { path: '/whoami' },
     title: 'Who am I',
     description: 'The signed-in user, the hub and workspace this token acts in (workspace is null when a hub admin acts across the whole hub), the granted scope and the OAuth client. Use it to confirm a token works.',
     input: Type.Object({}),
@@ -56,23 +55,23 @@ export const identityOperations = [
   }),
   defineOperation({
     name: 'list_workspaces',
-    method: 'GET',
-    path: '/workspaces',
+    effect: 'read',
+    rest: { path: '/workspaces' },
     title: 'List workspaces',
     description: "The workspaces (locations) of the caller's hub, by id. A token bound to one workspace sees only that one.",
-    input: Type.Object({ limit: Limit, cursor: Cursor('workspace-cursor') }),
-    output: Type.Object({ data: Type.Array(Workspace), nextCursor: NextCursor }),
+    input: Type.Object(pageParameters('Records', workspaceCursor, { filtered: false })),
+    output: Page(Workspace, NEXT_CURSOR_SHORT),
     handler: async (ctx: MainContext, input) => {
-      const limit = input.limit ?? 100;
-      const afterId = input.cursor === undefined ? undefined : decodeCursor(input.cursor, 'workspaces', 1)[0];
+      const limit = limitOf(input);
+      const afterId = input.cursor === undefined ? undefined : decodeAfterId(WORKSPACES, input.cursor);
       const rows = await findWorkspaces(ctx.db, scopeOf(ctx.caller), { afterId, limit });
-      return pageOf(rows, limit, 'workspaces', (w) => [w._id]);
+      return toIdPage(WORKSPACES, rows, limit, (w) => w._id);
     },
   }),
   defineOperation({
     name: 'get_workspace',
-    method: 'GET',
-    path: '/workspaces/:id',
+    effect: 'read',
+    rest: { path: '/workspaces/:id' },
     title: 'Get a workspace',
     description: 'One workspace of the caller’s hub. 404 when it does not exist or is outside what the token may see.',
     input: Type.Object({ id: Id }, { required: ['id'] }),
@@ -85,16 +84,16 @@ export const identityOperations = [
   }),
   defineOperation({
     name: 'list_hubs',
-    method: 'GET',
-    path: '/hubs',
+    effect: 'read',
+    rest: { path: '/hubs' },
     title: 'List hubs',
     description: "All hubs (brands) of the caller's account, by id. The token acts in one of them (see whoami).",
-    input: Type.Object({ limit: Limit, cursor: Cursor('hub-cursor') }),
-    output: Type.Object({ data: Type.Array(Hub), nextCursor: NextCursor }),
+    input: Type.Object(pageParameters('Records', hubCursor, { filtered: false })),
+    output: Page(Hub, NEXT_CURSOR_SHORT),
     handler: async (ctx: MainContext, input) => {
-      const limit = input.limit ?? 100;
-      const afterId = input.cursor === undefined ? undefined : decodeCursor(input.cursor, 'hubs', 1)[0];
-      return pageOf(await findHubs(ctx.db, ctx.caller.account.id, { afterId, limit }), limit, 'hubs', (h) => [h._id]);
+      const limit = limitOf(input);
+      const afterId = input.cursor === undefined ? undefined : decodeAfterId(HUBS, input.cursor);
+      return toIdPage(HUBS, await findHubs(ctx.db, ctx.caller.account.id, { afterId, limit }), limit, (h) => h._id);
     },
   }),
 ];

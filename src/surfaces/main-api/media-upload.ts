@@ -4,6 +4,7 @@ import type { Replayable } from '../../domain/idempotency/idempotency.ts';
 import { IMAGE_MAX_BYTES, MAX_DIMENSION, VIDEO_MAX_BYTES } from '../../domain/media/media-info.ts';
 import { uploadMedia } from '../../domain/media/media.service.ts';
 import type { MediaAsset } from '../../domain/media/media.ts';
+import type { OpenApiOperation } from '../openapi.ts';
 import { idempotencyKeyOf, REPLAYED_HEADER } from '../rest.ts';
 import { ApiError, invalidRequest } from '../shared/errors.ts';
 import { MediaSchema } from './content.operations.ts';
@@ -26,7 +27,7 @@ const FILE_FIELD = 'file';
 const MB = 1024 * 1024;
 
 /** The OpenAPI operation of POST /media (multipart, so not generated from a JSON declaration). */
-export const mediaUploadOpenApi = {
+export const mediaUploadOpenApi: OpenApiOperation = {
   operationId: 'upload_media',
   summary: 'Upload a media asset',
   description: [

@@ -5,4 +5,4 @@ import { identityOperations } from './identity.operations.ts';
 import { playbookOperations } from './playbook.operations.ts';
 
 /** Every main API operation: mounted as REST routes, the OpenAPI document and MCP tools. */
-export const mainOperations = [...identityOperations, ...contentOperations, ...playbookOperations] as unknown as Operation<MainContext>[];
+export const mainOperations: readonly Operation<MainContext>[] = [...identityOperations, ...contentOperations, ...playbookOperations];

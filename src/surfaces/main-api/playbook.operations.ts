@@ -1,17 +1,17 @@
 import { Type } from 'typebox';
 import { QUESTION_TYPES } from '../../domain/playbooks/playbook.ts';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../domain/keyset.ts';
+import { decodeAfterId, isValidAfterId, toIdPage } from '../../domain/keyset.ts';
 import { SOLUTIONS } from '../../domain/opt-ins/opt-in.ts';
 import { findPlaybooks } from '../../domain/playbooks/playbook.repository.ts';
-import { decodeCursor, isValidCursor, pageOf } from '../../platform/cursor.ts';
-import { defineFormat, defineOperation } from '../operation.ts';
+import { defineOperation } from '../operation.ts';
+import { cursorFormat, limitOf, Page, pageParameters } from '../shared/paging.ts';
 import type { MainContext } from './context.ts';
 
 // The hub's playbooks (Paid): the catalogue workspaces opt into. Hub-level records, so every
 // token of the hub sees them, workspace-bound or not; the opt-ins themselves are per workspace.
 
 const PLAYBOOK_CURSOR = 'playbooks';
-defineFormat(`${PLAYBOOK_CURSOR}-cursor`, (text) => isValidCursor(text, PLAYBOOK_CURSOR, 1), 'is not a cursor issued by this API for this list; pass nextCursor from the previous page unchanged');
+const playbookCursor = cursorFormat(`${PLAYBOOK_CURSOR}-cursor`, isValidAfterId(PLAYBOOK_CURSOR));
 
 export const PlaybookSchema = Type.Object({
   _id: Type.String({ description: 'Playbook id (the playbook.id of opt-in rows); group and filter by it, never by name.' }),
@@ -36,8 +36,8 @@ export const PlaybookSchema = Type.Object({
 export const playbookOperations = [
   defineOperation({
     name: 'list_playbooks',
-    method: 'GET',
-    path: '/playbooks',
+    effect: 'read',
+    rest: { path: '/playbooks' },
     title: 'List playbooks',
     description: [
       "The playbooks of the caller's hub — the paid campaigns (Meta, Google Ads, ChatGPT ads, organic social) that workspaces opt into — with their solutions, variant options and opt-in questions, by _id.",
@@ -45,18 +45,14 @@ export const playbookOperations = [
     ].join(' '),
     input: Type.Object({
       solution: Type.Optional(Type.Enum([...SOLUTIONS], { description: 'Only playbooks that run on this solution.' })),
-      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE, description: `Playbooks per page, 1 to ${MAX_PAGE_SIZE}.` })),
-      cursor: Type.Optional(Type.String({ format: `${PLAYBOOK_CURSOR}-cursor`, maxLength: 1000, description: 'The nextCursor of the previous page, unchanged. Keep the other parameters the same while paging.' })),
+      ...pageParameters('Playbooks', playbookCursor),
     }),
-    output: Type.Object({
-      data: Type.Array(PlaybookSchema),
-      nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` to get the next page; null on the last page.' }),
-    }),
+    output: Page(PlaybookSchema),
     handler: async (ctx: MainContext, input) => {
-      const limit = input.limit ?? DEFAULT_PAGE_SIZE;
-      const afterId = input.cursor === undefined ? undefined : decodeCursor(input.cursor, PLAYBOOK_CURSOR, 1)[0];
+      const limit = limitOf(input);
+      const afterId = input.cursor === undefined ? undefined : decodeAfterId(PLAYBOOK_CURSOR, input.cursor);
       const rows = await findPlaybooks(ctx.db, ctx.caller.hub.id, { afterId, limit, solution: input.solution });
-      return pageOf(rows, limit, PLAYBOOK_CURSOR, (p) => [p._id]);
+      return toIdPage(PLAYBOOK_CURSOR, rows, limit, (p) => p._id);
     },
   }),
 ];

@@ -4,7 +4,7 @@ import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import type { MediaStore } from '../../domain/media/media-store.ts';
 import type { Clock } from '../../platform/clock.ts';
-import { buildOpenApi } from '../openapi.ts';
+import { buildOpenApi, type OpenApiDocument } from '../openapi.ts';
 import type { Operation } from '../operation.ts';
 import { idempotencyKeyOf, mountRest } from '../rest.ts';
 import { oauthUrl, SCOPE } from '../shared/oauth.ts';
@@ -18,7 +18,7 @@ export interface MainApiDeps {
   clock: Clock;
   media: MediaStore;
   auth: BearerAuth;
-  operations: Operation<MainContext>[];
+  operations: readonly Operation<MainContext>[];
   version: string;
 }
 
@@ -29,8 +29,8 @@ const ErrorSchema = Type.Object({
   requestId: Type.Optional(Type.String()),
 });
 
-export function mainOpenApi(config: Config, version: string, operations: Operation<MainContext>[]): Record<string, unknown> {
-  const document = buildOpenApi(operations as Operation<never>[], {
+export function mainOpenApi(config: Config, version: string, operations: readonly Operation<MainContext>[]): OpenApiDocument {
+  const document = buildOpenApi(operations, {
     title: 'hubops API',
     version,
     description: [
@@ -62,8 +62,7 @@ export function mainOpenApi(config: Config, version: string, operations: Operati
     errorSchema: ErrorSchema,
   });
   // POST /media is multipart, so it is declared by hand next to its route.
-  const paths = document.paths as Record<string, Record<string, unknown>>;
-  (paths['/media'] ??= {}).post = mediaUploadOpenApi;
+  (document.paths['/media'] ??= {}).post = mediaUploadOpenApi;
   return document;
 }
 

@@ -3,6 +3,7 @@ import { IMAGE_MAX_BYTES, VIDEO_MAX_BYTES } from '../../domain/media/media-info.
 import { addMediaFromBuffer, uploadMedia } from '../../domain/media/media.service.ts';
 import { scopeOf, targetWorkspace } from '../../domain/scope.ts';
 import { UrlFetchFailed, UrlRefused, UrlTooLarge, safeFetch, type FetchedUrl, type SafeFetchOptions } from '../../platform/safe-fetch.ts';
+import { BASE64_MEDIA_MAX_BYTES, URL_FETCH_MAX_REDIRECTS, URL_FETCH_TIMEOUT_MS } from '../../policy.ts';
 import { MediaSchema } from '../main-api/content.operations.ts';
 import type { MainContext } from '../main-api/context.ts';
 import { defineOperation } from '../operation.ts';
@@ -15,14 +16,13 @@ import { ApiError, invalidRequest } from '../shared/errors.ts';
 // dimensions, exactly as for an upload.
 
 const MB = 1024 * 1024;
-export const BASE64_MAX_BYTES = 5 * MB;
-/** Base64 of 5 MB, plus room for line breaks or a data: URL prefix. */
-const BASE64_MAX_CHARS = Math.ceil(BASE64_MAX_BYTES / 3) * 4 + 64 * 1024;
+/** Base64 of BASE64_MEDIA_MAX_BYTES, plus room for line breaks or a data: URL prefix. */
+const BASE64_MAX_CHARS = Math.ceil(BASE64_MEDIA_MAX_BYTES / 3) * 4 + 64 * 1024;
 /** Room in an MCP request body for a tool call carrying the largest base64 content. */
 export const ADD_MEDIA_BODY_LIMIT = BASE64_MAX_CHARS + 256 * 1024;
 
 /** How URLs are fetched: public internet addresses only (the default rule), the video size limit. */
-export const URL_FETCH: Readonly<SafeFetchOptions> = Object.freeze({ maxBytes: VIDEO_MAX_BYTES, timeoutMs: 60_000, maxRedirects: 3 });
+const URL_FETCH: Readonly<SafeFetchOptions> = Object.freeze({ maxBytes: VIDEO_MAX_BYTES, timeoutMs: URL_FETCH_TIMEOUT_MS, maxRedirects: URL_FETCH_MAX_REDIRECTS });
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 const BASE64URL = /^[A-Za-z0-9_-]*={0,2}$/;
@@ -34,8 +34,8 @@ function decodeBase64(text: string): Buffer {
   }
   const bytes = Buffer.from(data, BASE64.test(data) ? 'base64' : 'base64url');
   if (bytes.length === 0) throw invalidRequest([{ field: 'base64', message: 'is empty' }]);
-  if (bytes.length > BASE64_MAX_BYTES) {
-    const message = `decodes to ${(bytes.length / MB).toFixed(1)} MB; base64 content is limited to ${BASE64_MAX_BYTES / MB} MB — give a url instead`;
+  if (bytes.length > BASE64_MEDIA_MAX_BYTES) {
+    const message = `decodes to ${(bytes.length / MB).toFixed(1)} MB; base64 content is limited to ${BASE64_MEDIA_MAX_BYTES / MB} MB — give a url instead`;
     throw new ApiError(413, 'payload_too_large', `base64: ${message}`, { issues: [{ field: 'base64', message }] });
   }
   return bytes;
@@ -70,20 +70,20 @@ function filenameOf(url: string): string | undefined {
 
 export const addMediaOperation = defineOperation({
   name: 'add_media',
-  method: 'POST',
-  path: '/media', // MCP only: the REST POST /media is the multipart upload
+  effect: 'create',
+  // No REST route: over HTTP, POST /media is the multipart upload (main-api/media-upload.ts).
   title: 'Add a media asset',
   openWorld: true,
   description: [
     'Adds an image (JPEG, PNG, WebP, GIF) or a video (MP4, MOV) to the media library, for use in a post’s mediaIds. Give exactly one of:',
     `\`url\` — an http(s) address on the public internet that the server downloads (at most ${URL_FETCH.maxRedirects} redirects, ${URL_FETCH.timeoutMs / 1000} s; addresses of private, loopback, link-local and other non-public networks are refused); or`,
-    `\`base64\` — the file's bytes in base64 (at most ${BASE64_MAX_BYTES / MB} MB decoded; a data: URL is accepted).`,
+    `\`base64\` — the file's bytes in base64 (at most ${BASE64_MEDIA_MAX_BYTES / MB} MB decoded; a data: URL is accepted).`,
     `The type is detected from the bytes (never from the name or a declared type); images up to ${IMAGE_MAX_BYTES / MB} MB, videos up to ${VIDEO_MAX_BYTES / MB} MB. A hub admin acting hub-wide names the workspace; others add to their active workspace.`,
   ].join(' '),
   input: Type.Object({
     workspaceId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'The workspace to add it to: required when acting hub-wide; otherwise your active workspace (it may be given, and must match).' })),
     url: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, description: 'An http or https URL on the public internet.', examples: ['https://cdn.example.com/photos/storefront.jpg'] })),
-    base64: Type.Optional(Type.String({ minLength: 1, maxLength: BASE64_MAX_CHARS, description: `The file's bytes, base64-encoded (at most ${BASE64_MAX_BYTES / MB} MB decoded).` })),
+    base64: Type.Optional(Type.String({ minLength: 1, maxLength: BASE64_MAX_CHARS, description: `The file's bytes, base64-encoded (at most ${BASE64_MEDIA_MAX_BYTES / MB} MB decoded).` })),
     filename: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'A display name; its extension is corrected to match the content. Default: the URL’s last path segment, or "upload".' })),
   }),
   output: MediaSchema,

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import type { Caller } from '../../domain/caller.ts';
-import { DocIndex, openApiEntries, readmeEntries, type OpenApiDocument } from '../../domain/docs/docs.ts';
+import { DocIndex, openApiEntries, readmeEntries } from '../../domain/docs/docs.ts';
 import type { MediaStore } from '../../domain/media/media-store.ts';
 import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
 import type { SpendReportCache } from '../../domain/spend/spend.service.ts';
@@ -70,8 +70,8 @@ async function buildDocIndex(config: Config, version: string): Promise<DocIndex>
   const readme = await readFile(README, 'utf8').catch(() => '');
   return new DocIndex([
     ...readmeEntries(readme),
-    ...openApiEntries(mainOpenApi(config, version, mainOperations) as unknown as OpenApiDocument, 'openapi-main'),
-    ...openApiEntries(hubOpenApi(config, version) as unknown as OpenApiDocument, 'openapi-hub'),
+    ...openApiEntries(mainOpenApi(config, version, mainOperations), 'openapi-main'),
+    ...openApiEntries(hubOpenApi(config, version), 'openapi-hub'),
   ]);
 }
 
@@ -95,7 +95,7 @@ export async function mcpMainPlugin(app: FastifyInstance, deps: McpMainDeps): Pr
     docs = undefined;
     throw error;
   }));
-  const endpoint: Omit<McpEndpoint<McpMainContext>, 'beforeTool'> = {
+  const endpoint: McpEndpoint<McpMainContext> = {
     name: 'hubops',
     version: deps.version,
     instructions: instructions(deps.config),
@@ -139,17 +139,7 @@ export async function mcpMainPlugin(app: FastifyInstance, deps: McpMainDeps): Pr
       handler: async (request, reply) => {
         const caller = callers.get(request)!;
         const ctx: McpMainContext = { db: deps.db, clock: deps.clock, media: deps.media, caller, spendCache: deps.spendCache, catalogs: deps.catalogs, docs: docIndex };
-        let toolCalls = 0;
-        await serveMcp(
-          {
-            ...endpoint,
-            // The POST was counted when it was authenticated; more tool calls in it (a batch) count too.
-            beforeTool: (op) => deps.auth.chargeToolCall(caller, op.extraLimit, ++toolCalls),
-          },
-          ctx,
-          request,
-          reply,
-        );
+        await serveMcp(endpoint, ctx, (extraLimit, nth) => deps.auth.chargeToolCall(caller, extraLimit, nth), request, reply);
       },
     });
   });

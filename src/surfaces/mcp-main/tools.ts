@@ -3,10 +3,10 @@ import type { DocIndex } from '../../domain/docs/docs.ts';
 import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
 import type { SpendReportCache } from '../../domain/spend/spend.service.ts';
 import { DomainError, notFound } from '../../platform/errors.ts';
-import { hubOperations, type HubContext } from '../hub-api/operations.ts';
+import { hubOperationsFor, type HubContext } from '../hub-api/operations.ts';
 import type { MainContext } from '../main-api/context.ts';
 import { mainOperations } from '../main-api/operations.ts';
-import { defineOperation, type Operation } from '../operation.ts';
+import { defineOperation, withContext, type Operation } from '../operation.ts';
 import { addMediaOperation } from './add-media.ts';
 
 // The main MCP server's tools. Wherever a REST operation exists the tool IS that declaration
@@ -41,24 +41,21 @@ export function hubContextOf(ctx: McpMainContext, tool: string): HubContext {
   return { db: ctx.db, clock: ctx.clock, hubId: caller.hub.id, spendCache: ctx.spendCache, catalogs: ctx.catalogs };
 }
 
+/** A Hub API operation as a main MCP tool: run on the token's hub, hub-wide tokens only. */
 function hubWide(op: Operation<HubContext>): Operation<McpMainContext> {
-  return {
-    ...op,
-    description: `${op.description.replaceAll('per key', 'per user and client')} Hub-wide: needs a hub admin's token granted for the whole hub; a token bound to one workspace gets a ${HUB_WIDE_ERROR} error.`,
-    handler: (ctx, input) => op.handler(hubContextOf(ctx, op.name), input),
-  };
+  return withContext(op, (ctx: McpMainContext) => hubContextOf(ctx, op.name), {
+    rest: undefined, // a Hub API route, not one of the main API
+    description: `${op.description} Hub-wide: needs a hub admin's token granted for the whole hub; a token bound to one workspace gets a ${HUB_WIDE_ERROR} error.`,
+  });
 }
-
-/** The same operation with a description rewritten for MCP (REST-only advice removed). */
-const describedFor = (op: Operation<McpMainContext>, rewrite: (description: string) => string): Operation<McpMainContext> => ({ ...op, description: rewrite(op.description) });
 
 const DocSourceSchema = Type.Enum(['readme', 'openapi'], { description: 'readme: the guide (connecting, OAuth, limits, decisions); openapi: the REST operations of the main API and the Hub API.' });
 
-export const docsOperations = [
+// MCP only: no REST route.
+export const docsOperations: Operation<McpMainContext>[] = [
   defineOperation({
     name: 'search_docs',
-    method: 'GET',
-    path: '/docs/search', // MCP only: not mounted as a REST route
+    effect: 'read',
     title: 'Search the hubops documentation',
     description: [
       "Searches hubops's own documentation: the README (connecting, OAuth, tenancy, limits, errors, what each record means) and both OpenAPI documents (the main API at /openapi.json and the Hub API at /v1/hub/openapi.json, one entry per operation with its parameters and response schema, plus an overview of each).",
@@ -89,8 +86,7 @@ export const docsOperations = [
   }),
   defineOperation({
     name: 'read_doc',
-    method: 'GET',
-    path: '/docs/:id', // MCP only: not mounted as a REST route
+    effect: 'read',
     title: 'Read a hubops document',
     description: 'The full text of one document found with search_docs: a README section, an API overview, or one REST operation (method and URL, parameters, request body and response schema).',
     input: Type.Object({ id: Type.String({ minLength: 1, maxLength: 200, description: 'A document id from search_docs, e.g. readme/quick-start or openapi-main/list_posts.' }) }),
@@ -114,16 +110,10 @@ export const TOOL_GROUPS = {
 
 function assemble(): Operation<McpMainContext>[] {
   const all = new Map<string, Operation<McpMainContext>>();
-  for (const op of mainOperations as unknown as Operation<McpMainContext>[]) all.set(op.name, op);
-  for (const op of docsOperations as unknown as Operation<McpMainContext>[]) all.set(op.name, op);
-  for (const op of hubOperations as unknown as Operation<HubContext>[]) all.set(op.name, hubWide(op));
-  all.set(addMediaOperation.name, addMediaOperation as unknown as Operation<McpMainContext>);
-  // REST-only advice does not apply to tools: there are no request headers to send, and media
-  // are added with add_media rather than a multipart upload.
-  const createPost = all.get('create_post')!;
-  all.set('create_post', describedFor(createPost, (d) => d.replace(/ ?Send an Idempotency-Key header.*$/s, ' A tool call is not idempotent: if a call fails mid-way, check list_posts before creating the post again.')));
-  const listMedia = all.get('list_media')!;
-  all.set('list_media', describedFor(listMedia, (d) => d.replace(/Upload new ones with POST \/media.*? MB\./s, 'Add new ones with add_media.')));
+  for (const op of mainOperations) all.set(op.name, op);
+  for (const op of docsOperations) all.set(op.name, op);
+  for (const op of hubOperationsFor('per user and client')) all.set(op.name, hubWide(op));
+  all.set(addMediaOperation.name, addMediaOperation);
 
   const ordered = Object.values(TOOL_GROUPS).flat().map((name) => {
     const op = all.get(name);
@@ -135,4 +125,4 @@ function assemble(): Operation<McpMainContext>[] {
   return [...ordered, ...all.values()];
 }
 
-export const mainMcpTools: Operation<McpMainContext>[] = assemble();
+export const mainMcpTools: readonly Operation<McpMainContext>[] = assemble();
