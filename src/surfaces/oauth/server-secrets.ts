@@ -1,9 +1,9 @@
 import { createCipheriv, createDecipheriv, createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdir, open, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { sql } from 'kysely';
 import { ConfigError, type Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
+import { findServerSecret, insertServerSecretIfAbsent, replaceServerSecret } from '../../domain/oauth/server-secrets.repository.ts';
 
 // Server secrets are encrypted at rest (AES-256-GCM) under a key that is not in the database:
 // HUBOPS_SECRETS_KEY, or a key file under DATA_DIR made on first start (mode 0600). Each stored
@@ -81,18 +81,13 @@ function unseal(name: string, sealed: Sealed, keys: SecretsKey[]): unknown {
  * so instances starting together cannot overwrite each other.
  */
 async function sharedSecret<T>(db: Db, keys: SecretsKey[], name: string, create: () => T): Promise<T> {
-  const read = () => db.kysely.selectFrom('server_secrets').select('value').where('name', '=', name).executeTakeFirst();
-  let row = await read();
-  if (!row) {
-    await sql`INSERT INTO server_secrets (name, value) VALUES (${name}, ${JSON.stringify(seal(name, create(), keys[0]!))})
-              ON CONFLICT (name) DO NOTHING`.execute(db.kysely);
-    row = (await read())!;
+  let stored = await findServerSecret(db, name);
+  if (stored === undefined) {
+    await insertServerSecretIfAbsent(db, name, seal(name, create(), keys[0]!));
+    stored = await findServerSecret(db, name);
   }
-  const value = isSealed(row.value) ? unseal(name, row.value, keys) : row.value;
-  if (!isSealed(row.value) || row.value.kid !== keys[0]!.id) {
-    await sql`UPDATE server_secrets SET value = ${JSON.stringify(seal(name, value, keys[0]!))}
-               WHERE name = ${name} AND value = ${JSON.stringify(row.value)}::jsonb`.execute(db.kysely);
-  }
+  const value = isSealed(stored) ? unseal(name, stored, keys) : stored;
+  if (!isSealed(stored) || stored.kid !== keys[0]!.id) await replaceServerSecret(db, name, stored, seal(name, value, keys[0]!));
   return value as T;
 }
 
