@@ -5,7 +5,7 @@ import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createClient } from '../../src/domain/oauth/clients.repository.ts';
 import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
-import { OAUTH_LIMITS } from '../../src/surfaces/oauth/provider.ts';
+import { CLIENT_AUTH_FAILURE_LIMIT, REGISTRATION_LIMIT } from '../../src/policy.ts';
 import * as fx from '../support/fixtures.ts';
 import { api, authorize, exchangeCode, insecure, oauth, refresh, registerClient, startLiveApp, type LiveApp, type RegisteredClient } from '../support/oauth-flow.ts';
 
@@ -117,8 +117,8 @@ describe('dynamic registration (item 14)', () => {
       });
     assert.equal((await attempt(client.secret!)).status, 400, 'right secret: authenticated (then invalid_grant); not counted');
     const statuses: number[] = [];
-    for (let i = 0; i < OAUTH_LIMITS.clientAuthFailures.limit + 1; i++) statuses.push((await attempt(`wrong-${i}`)).status);
-    assert.deepEqual(statuses, [...Array(OAUTH_LIMITS.clientAuthFailures.limit).fill(401), 429]);
+    for (let i = 0; i < CLIENT_AUTH_FAILURE_LIMIT.limit + 1; i++) statuses.push((await attempt(`wrong-${i}`)).status);
+    assert.deepEqual(statuses, [...Array(CLIENT_AUTH_FAILURE_LIMIT.limit).fill(401), 429]);
     const limited = await attempt(client.secret!);
     assert.equal(limited.status, 429, 'even the right secret waits');
     assert.ok(Number(limited.headers.get('retry-after')) >= 1);
@@ -129,17 +129,17 @@ describe('dynamic registration (item 14)', () => {
     assert.equal(await attemptFrom('127.0.0.2', client.secret!), 400, 'the same client from another address: authenticated');
     const other = await registerClient(live, { confidential: true, redirectUri: REDIRECT });
     await assert.rejects(refresh(live, other, 'x'), (error: { error?: string }) => error.error === 'invalid_grant', 'another client is not affected');
-    live.clock.advance(OAUTH_LIMITS.clientAuthFailures.windowMs + 1_000);
+    live.clock.advance(CLIENT_AUTH_FAILURE_LIMIT.windowMs + 1_000);
     assert.equal((await attempt(client.secret!)).status, 400, 'after the window: authenticated again');
   });
 
   test('registrations are limited per address: 429 with Retry-After and an OAuth error body', async () => {
-    live.clock.advance(OAUTH_LIMITS.registrations.windowMs + 1_000); // an empty window
+    live.clock.advance(REGISTRATION_LIMIT.windowMs + 1_000); // an empty window
     const statuses: number[] = [];
-    for (let i = 0; i < OAUTH_LIMITS.registrations.limit + 1; i++) {
+    for (let i = 0; i < REGISTRATION_LIMIT.limit + 1; i++) {
       statuses.push((await register({ client_name: `c${i}`, redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' })).status);
     }
-    assert.deepEqual(statuses, [...Array(OAUTH_LIMITS.registrations.limit).fill(201), 429]);
+    assert.deepEqual(statuses, [...Array(REGISTRATION_LIMIT.limit).fill(201), 429]);
     const limited = await register({ client_name: 'one more', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' });
     assert.equal(limited.status, 429);
     assert.ok(Number(limited.headers.get('retry-after')) >= 1);
@@ -153,7 +153,7 @@ describe('dynamic registration (item 14)', () => {
     const app = await buildApp({ config, db: live.db, logger: false, publisher: false });
     try {
       const statuses: number[] = [];
-      for (let i = 0; i < OAUTH_LIMITS.registrations.limit + 1; i++) {
+      for (let i = 0; i < REGISTRATION_LIMIT.limit + 1; i++) {
         const response = await app.fastify.inject({
           method: 'POST',
           url: '/oauth/register',
@@ -162,7 +162,7 @@ describe('dynamic registration (item 14)', () => {
         });
         statuses.push(response.statusCode);
       }
-      assert.deepEqual(statuses, [...Array(OAUTH_LIMITS.registrations.limit).fill(201), 429]);
+      assert.deepEqual(statuses, [...Array(REGISTRATION_LIMIT.limit).fill(201), 429]);
     } finally {
       await app.close();
     }

@@ -9,9 +9,9 @@ import type { Clock } from '../../platform/clock.ts';
 import { sameSecret } from '../../platform/constant-time.ts';
 import type { RateLimiter } from '../../platform/rate-limit.ts';
 import { sendPage } from '../shared/html.ts';
+import { oauthRoutes } from '../shared/oauth.ts';
 import { submitSignInForm } from '../shared/sign-in-form.ts';
 import { consentPage, errorPage, pageHeaders, refusalPage, signInPage } from './pages.ts';
-import { oauthRoutes } from './provider.ts';
 
 export interface OAuthDeps {
   config: Config;

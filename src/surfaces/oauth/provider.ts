@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../../config.ts';
@@ -8,35 +7,34 @@ import { clientSecretMatches } from '../../domain/oauth/secrets.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { RateLimiter } from '../../platform/rate-limit.ts';
 import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText } from '../../platform/text.ts';
+import {
+  ACCESS_TOKEN_TTL_S,
+  AUTHORIZATION_CODE_TTL_S,
+  CLIENT_AUTH_FAILURE_LIMIT,
+  DATABASE_RETRY_AFTER_S,
+  OAUTH_INTERACTION_TTL_S,
+  OAUTH_SESSION_TTL_S,
+  REFRESH_TOKEN_TTL_S,
+  REGISTRATION_LIMIT,
+  type RateWindow,
+} from '../../policy.ts';
+import { newNonce } from '../shared/html.ts';
 import { oauthRoutes, SCOPE } from '../shared/oauth.ts';
 import { PostgresAdapter } from './adapter.ts';
 import { errorPage, pageHeaders } from './pages.ts';
 import type { RevocationFeed } from './revocations.ts';
 import type { AuthorizationServerSecrets } from './server-secrets.ts';
 
-/** Also here for oauth/plugin.ts, which imported it from this file before it moved to shared/oauth.ts. */
-export { oauthRoutes };
-
 // The OAuth 2.1 authorization server: oidc-provider configured down to what hubops allows (one
 // scope, opaque access tokens). It does the protocol — PKCE, code and refresh grants, rotation
 // and reuse detection, registration, revocation, resource indicators; we supply storage,
 // accounts, pages.
-
-export const ACCESS_TOKEN_TTL = 60 * 60;
-export const AUTHORIZATION_CODE_TTL = 60;
-export const REFRESH_TOKEN_TTL = 30 * 24 * 60 * 60;
 
 /** The protected resources tokens can be issued for (RFC 8707): the REST API and the MCP server. */
 export function resources(config: Config): string[] {
   return [config.baseUrl, `${config.baseUrl}/mcp`];
 }
 
-/** Failed client authentications per client id, and registrations per address (README, OAuth). */
-export const OAUTH_LIMITS = {
-  clientAuthFailures: { limit: 20, windowMs: 15 * 60_000 },
-  registrations: { limit: 30, windowMs: 60 * 60_000 },
-};
-const RETRY_AFTER_UNAVAILABLE = 5;
 
 /** A 429 in the shape of an OAuth error; oidc-provider's error handlers render it as such. */
 class TooManyRequests extends errors.OIDCProviderError {
@@ -129,17 +127,17 @@ export function createAuthorizationServer(config: Config, db: Db, secrets: Autho
         useGrantedResource: () => true,
         getResourceServerInfo: (_ctx: KoaContextWithOIDC, resourceIndicator: string) => {
           if (!knownResources.has(resourceIndicator)) throw new errors.InvalidTarget(`unknown resource ${resourceIndicator}`);
-          return { scope: SCOPE, audience: resourceIndicator, accessTokenTTL: ACCESS_TOKEN_TTL, accessTokenFormat: 'opaque' };
+          return { scope: SCOPE, audience: resourceIndicator, accessTokenTTL: ACCESS_TOKEN_TTL_S, accessTokenFormat: 'opaque' };
         },
       },
     },
     ttl: {
-      AccessToken: ACCESS_TOKEN_TTL,
-      AuthorizationCode: AUTHORIZATION_CODE_TTL,
-      RefreshToken: REFRESH_TOKEN_TTL,
-      Grant: REFRESH_TOKEN_TTL,
-      Session: 14 * 24 * 60 * 60,
-      Interaction: 60 * 60,
+      AccessToken: ACCESS_TOKEN_TTL_S,
+      AuthorizationCode: AUTHORIZATION_CODE_TTL_S,
+      RefreshToken: REFRESH_TOKEN_TTL_S,
+      Grant: REFRESH_TOKEN_TTL_S,
+      Session: OAUTH_SESSION_TTL_S,
+      Interaction: OAUTH_INTERACTION_TTL_S,
     },
     // Refresh tokens without offline_access (there is one scope), rotated on every use; reuse of
     // a rotated one revokes the grant (oidc-provider's reuse detection).
@@ -150,7 +148,7 @@ export function createAuthorizationServer(config: Config, db: Db, secrets: Autho
     findAccount: async (_ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
     interactions: { url: async (_ctx, interaction) => `${routes.interaction}/${interaction.uid}` },
     renderError: async (ctx, out) => {
-      const nonce = randomBytes(16).toString('base64url');
+      const nonce = newNonce();
       ctx.set(pageHeaders(nonce));
       ctx.body = errorPage(String(out.error), String(out.error_description ?? ''), nonce);
     },
@@ -161,8 +159,8 @@ export function createAuthorizationServer(config: Config, db: Db, secrets: Autho
   if (secure) provider.proxy = true;
 
   /** Limits fail open: a limiter that cannot answer (Redis down) is logged and lets the request through. */
-  const charge = (key: string, window: { limit: number; windowMs: number }) =>
-    limiter.hitAll([{ key, ...window }], clock.now().getTime()).catch((error: unknown) => {
+  const charge = (key: string, { limit, windowMs }: RateWindow) =>
+    limiter.hitAll([{ key, limit, windowMs }], clock.now().getTime()).catch((error: unknown) => {
       log.warn({ err: error }, 'rate limiter unavailable; request allowed');
       return undefined;
     });
@@ -177,7 +175,7 @@ export function createAuthorizationServer(config: Config, db: Db, secrets: Autho
     this: { clientId: string; clientSecret?: string },
     actual: string,
   ) {
-    const attempt = await charge(`oauth-client-auth-fail:${this.clientId}:${Provider.ctx?.req.socket.remoteAddress ?? ''}`, OAUTH_LIMITS.clientAuthFailures);
+    const attempt = await charge(`oauth-client-auth-fail:${this.clientId}:${Provider.ctx?.req.socket.remoteAddress ?? ''}`, CLIENT_AUTH_FAILURE_LIMIT);
     if (attempt && !attempt.allowed) {
       const retryAfter = attempt.decisions[0]!.resetSeconds;
       Provider.ctx?.set('retry-after', String(retryAfter));
@@ -209,10 +207,10 @@ export function createAuthorizationServer(config: Config, db: Db, secrets: Autho
     }
     if (ctx.status === 500 && isDatabaseUnavailable(ctx.state.serverError)) {
       ctx.status = 503;
-      ctx.set('retry-after', String(RETRY_AFTER_UNAVAILABLE));
+      ctx.set('retry-after', String(DATABASE_RETRY_AFTER_S));
       const description = 'The service is temporarily unavailable; retry shortly.';
       if (ctx.response.is('html')) {
-        const nonce = randomBytes(16).toString('base64url');
+        const nonce = newNonce();
         ctx.set(pageHeaders(nonce));
         ctx.body = errorPage('temporarily_unavailable', description, nonce);
       } else {
@@ -226,7 +224,7 @@ export function createAuthorizationServer(config: Config, db: Db, secrets: Autho
   // own X-Forwarded-For, and each made-up address would get a fresh window.
   provider.use(async (ctx, next) => {
     if (ctx.method === 'POST' && ctx.path === routes.registration) {
-      const attempt = await charge(`oauth-register:${ctx.req.socket.remoteAddress}`, OAUTH_LIMITS.registrations);
+      const attempt = await charge(`oauth-register:${ctx.req.socket.remoteAddress}`, REGISTRATION_LIMIT);
       if (attempt && !attempt.allowed) {
         const retryAfter = attempt.decisions[0]!.resetSeconds;
         ctx.status = 429;
