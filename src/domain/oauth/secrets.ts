@@ -1,4 +1,5 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { sameSecret } from '../../platform/constant-time.ts';
 
 // Client secrets are stored as `sha256:<hex>`: a 512-bit random secret needs no slow hash, and
 // comparing digests of equal length in constant time reveals nothing.
@@ -14,7 +15,5 @@ export function isHashedClientSecret(value: unknown): value is string {
 
 export function clientSecretMatches(storedHash: string | undefined, presented: string | undefined): boolean {
   if (!storedHash || typeof presented !== 'string') return false;
-  const a = Buffer.from(storedHash);
-  const b = Buffer.from(hashClientSecret(presented));
-  return a.length === b.length && timingSafeEqual(a, b);
+  return sameSecret(storedHash, hashClientSecret(presented));
 }
