@@ -45,7 +45,8 @@ export type CreateOutcome = { kind: 'created' | 'already'; keyId: string } | { k
 /**
  * Consumes the form token and creates the key in one transaction: the first submit of a form
  * creates it, a second finds it already made and creates nothing; an expired or foreign token
- * creates nothing. The key's name and scope follow the api-keys rules (refused as invalid).
+ * creates nothing. The name is checked by the api-keys rules (refused as invalid); the scope is
+ * a KeyScope by its type.
  */
 export async function createKeyOnce(db: Db, input: { sessionId: string; formToken: string; hubId: string; name: string; scope: KeyScope; now: Date }): Promise<CreateOutcome> {
   const token = { tokenHash: sha256(input.formToken), sessionHash: sha256(input.sessionId), hubId: input.hubId };

@@ -9,13 +9,13 @@ import type { Clock } from '../../platform/clock.ts';
 import { sameSecret } from '../../platform/constant-time.ts';
 import type { RateLimiter } from '../../platform/rate-limit.ts';
 
-export interface SignInFieldErrors {
+interface SignInFieldErrors {
   email?: string;
   password?: string;
 }
 
 /** Signed in, or the form to show again: with its status, the email as typed and what went wrong. */
-export type SignInFormResult =
+type SignInFormResult =
   | { ok: true; user: { id: string; email: string } }
   | { ok: false; status: 400 | 401 | 429; email: string; expired: boolean; error?: string; fieldErrors?: SignInFieldErrors };
 

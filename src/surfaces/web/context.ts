@@ -4,13 +4,15 @@ import type { FastifyReply } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
-import type { SpendReportCache } from '../../domain/spend/spend.service.ts';
+import { PERIODS } from '../../domain/periods.ts';
+import { spendByWorkspace, type SpendReportCache } from '../../domain/spend/spend.service.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { RateLimiter } from '../../platform/rate-limit.ts';
 import { sendPage } from '../shared/html.ts';
 import type { Sessions } from './session.ts';
 import { embedRefusalView } from './views/embed.ts';
 import { appHeaders, embedDocument, embedHeaders, messagePage } from './views/layout.ts';
+import type { SpendReport } from './views/reports.ts';
 
 export interface WebDeps {
   config: Config;
@@ -35,6 +37,10 @@ export function webPaths(config: Config): WebPaths {
   return { base, app, hub: (hubId) => `${app}/hubs/${encodeURIComponent(hubId)}` };
 }
 
+/** The hub's spend report for every period: the spend dashboard's, and the spend embed's. */
+export const spendReports = async (deps: WebDeps, hubId: string): Promise<SpendReport[]> =>
+  Promise.all(PERIODS.map(async (p) => (await spendByWorkspace(deps.db, hubId, p, deps.clock, deps.spendCache)).value() as SpendReport));
+
 /** What each route module of the web admin is given. */
 export interface Web {
   deps: WebDeps;
@@ -56,6 +62,9 @@ export interface Link {
 /** An /app page: no framing, scripts only from our origin, nothing cached. */
 export const appPage = (reply: FastifyReply, status: number, render: (nonce: string) => string): FastifyReply =>
   sendPage(reply, status, appHeaders, render);
+
+/** What a form posted without its session's CSRF token is told. */
+export const FORM_EXPIRED = 'That form expired. Reload the page and try again.';
 
 /** An /app page that only says why the request was not done. */
 export const refuse = (reply: FastifyReply, status: number, title: string, message: string, link?: Link): FastifyReply =>

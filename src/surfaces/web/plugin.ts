@@ -4,6 +4,7 @@
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from '../../db/database.ts';
+import { DomainError } from '../../platform/errors.ts';
 import { DATABASE_RETRY_AFTER_S } from '../../policy.ts';
 import { fromFrameworkError, refusalOf } from '../shared/errors.ts';
 import { APP_JS } from './assets.ts';
@@ -31,15 +32,22 @@ export async function webPlugin(app: FastifyInstance, deps: WebDeps): Promise<vo
 
   // Every failure of a route ends here: the database out of reach is the 503 page whatever the
   // route was doing; a refusal (the domain's, the door's, Fastify's in our words) is its 4xx page.
+  // The refusals a route expects (an unknown key, a bad form field) are answered by the route in
+  // its own words; a domain refusal that reaches this handler gets the page for its kind and is
+  // logged. On an embed URL only a refusal of the request itself (the door's input rule,
+  // Fastify's: what carries the token) means a malformed token; a domain refusal there happens
+  // after the token was verified, so it is a failure on our side (500, logged as an error).
   app.setErrorHandler((error: Error, request, reply) => {
     if (isDatabaseUnavailable(error)) {
       request.log.warn({ err: error }, 'database unavailable');
       return refuse(reply.header('retry-after', String(DATABASE_RETRY_AFTER_S)), 503, 'Temporarily unavailable', 'hubops cannot reach its database right now. Try again in a few seconds.');
     }
-    const refusal = refusalOf(error) ?? fromFrameworkError(error, request.routeOptions.bodyLimit ?? 0);
+    const onEmbed = request.url.startsWith(`${paths.base}/embed/`);
+    const fromDomain = error instanceof DomainError;
+    const refusal = onEmbed && fromDomain ? undefined : refusalOf(error) ?? fromFrameworkError(error, request.routeOptions.bodyLimit ?? 0);
     if (refusal && refusal.status < 500) {
-      // Whatever is wrong with an embed request, the embedding site gets the embed refusal page.
-      if (request.url.startsWith(`${paths.base}/embed/`)) return embedRefusal(reply, 'The embed token is malformed.');
+      if (onEmbed) return embedRefusal(reply, 'The embed token is malformed.');
+      if (fromDomain) request.log.info({ err: error }, 'domain refusal answered by the error handler');
       return refuse(reply, refusal.status, refusal.status === 404 ? 'Not found' : 'Bad request', refusal.message, backLink(request));
     }
     request.log.error({ err: error }, 'web request failed');

@@ -5,10 +5,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createSession, endSession, sessionUser, type Membership, type SessionUser } from '../../domain/web-sessions/web-session.service.ts';
 import { sameSecret } from '../../platform/constant-time.ts';
 import { submitSignInForm } from '../shared/sign-in-form.ts';
-import { appPage, one, refuse, type Form, type Query, type WebDeps, type WebPaths } from './context.ts';
+import { appPage, FORM_EXPIRED, one, refuse, type Form, type Query, type WebDeps, type WebPaths } from './context.ts';
 import { signInPage, type Shell } from './views/layout.ts';
 
-export const SESSION_COOKIE = 'hubops_app';
+const SESSION_COOKIE = 'hubops_app';
 /** Before sign-in: a random value the sign-in form's CSRF token is derived from. */
 const SIGNIN_COOKIE = 'hubops_signin';
 
@@ -103,7 +103,7 @@ export function sessionRoutes(app: FastifyInstance, deps: WebDeps, paths: WebPat
   app.post<{ Body: Form }>(action, async (request, reply) => {
     const preSession = cookies(request).get(SIGNIN_COOKIE);
     const next = safeNext((request.body ?? {}).next);
-    const result = await submitSignInForm(deps, request, preSession && signInCsrfOf(preSession));
+    const result = await submitSignInForm(deps, request, preSession ? signInCsrfOf(preSession) : undefined);
     if (!result.ok) {
       // An expired form gets a fresh pre-session, so the form shown again can be sent.
       const csrf = signInCsrfOf(result.expired || !preSession ? newPreSession(reply) : preSession);
@@ -120,7 +120,7 @@ export function sessionRoutes(app: FastifyInstance, deps: WebDeps, paths: WebPat
   app.post<{ Body: Form }>(`${paths.app}/sign-out`, async (request, reply) => {
     const sessionId = cookies(request).get(SESSION_COOKIE);
     if (sessionId) {
-      if (!sameSecret(csrfOf(sessionId), (request.body ?? {}).csrf)) return refuse(reply, 400, 'Form expired', 'That form expired. Reload the page and try again.');
+      if (!sameSecret(csrfOf(sessionId), (request.body ?? {}).csrf)) return refuse(reply, 400, 'Form expired', FORM_EXPIRED);
       await endSession(deps.db, sessionId);
     }
     reply.header('set-cookie', `${SESSION_COOKIE}=; ${cookieAttrs}; Max-Age=0`);

@@ -3,12 +3,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { findEmbedKey } from '../../../domain/api-keys/api-key.repository.ts';
 import { optInSummary } from '../../../domain/opt-ins/opt-in.service.ts';
-import { hubName } from '../../../domain/web-sessions/hub-directory.repository.ts';
-import { embedPage, embedRefusal, one, type Query, type Web } from '../context.ts';
+import { hubName } from '../../../domain/tenancy/hub-directory.repository.ts';
+import { embedPage, embedRefusal, one, spendReports, type Query, type Web } from '../context.ts';
 import { verifyEmbedToken, type EmbedView } from '../embed-token.ts';
 import { embedReportView } from '../views/embed.ts';
 import { optInSummaryView, spendView } from '../views/reports.ts';
-import { spendReports } from './spend.ts';
 
 export function embedRoutes(app: FastifyInstance, { deps, paths }: Web): void {
   const embed = (view: EmbedView) => async (request: FastifyRequest<{ Querystring: Query }>, reply: FastifyReply) => {

@@ -1,29 +1,30 @@
 // Manage Hub → API: the hub's keys, Create key (one key per rendered form, shown once) and revoke.
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { listKeys, revokeKey } from '../../../domain/api-keys/api-key.repository.ts';
-import { isKeyScope, KEY_NAME_MAX_LENGTH, keyNameProblem } from '../../../domain/api-keys/api-key.ts';
+import { isKeyScope, KEY_NAME_MAX_LENGTH, keyNameProblem, type KeyScope } from '../../../domain/api-keys/api-key.ts';
 import { createKeyOnce, issueFormToken, revealKeyOnce } from '../../../domain/web-sessions/web-session.service.ts';
-import { notFound } from '../../../platform/errors.ts';
-import { appPage, one, refuse, type Form, type Query, type Web } from '../context.ts';
+import { DomainError } from '../../../platform/errors.ts';
+import { appPage, FORM_EXPIRED, one, refuse, type Form, type Query, type Web } from '../context.ts';
 import type { HubCtx } from '../session.ts';
 import { apiTabView, revokeKeyView, type ApiTabState, type KeyFormErrors } from '../views/keys.ts';
 import { shell } from '../views/layout.ts';
 
-/** The Create key form's fields in the page's words, or undefined when both are right. */
-function keyFormErrors(name: string, scope: string): KeyFormErrors | undefined {
+/** The Create key form's scope once both fields are right, or what is wrong in the page's words. */
+function checkKeyForm(name: string, scope: string): { ok: true; scope: KeyScope } | { ok: false; errors: KeyFormErrors } {
   const errors: KeyFormErrors = {};
   const nameProblem = keyNameProblem(name);
   if (nameProblem === 'blank') errors.name = 'Give the key a name, e.g. the tool that will use it.';
   if (nameProblem === 'too_long') errors.name = `The name must be at most ${KEY_NAME_MAX_LENGTH} characters.`;
   if (!isKeyScope(scope)) errors.scope = 'Choose read or embed.';
-  return errors.name || errors.scope ? errors : undefined;
+  return errors.name || !isKeyScope(scope) ? { ok: false, errors } : { ok: true, scope };
 }
 
 export function keyRoutes(app: FastifyInstance, { deps, paths, sessions }: Web): void {
   const apiTabUrl = (hubId: string) => `${paths.hub(hubId)}/settings/api`;
   const backToApiTab = (hubId: string) => ({ href: apiTabUrl(hubId), text: 'Back to the API tab' });
   const formExpired = (reply: FastifyReply, hubId: string) =>
-    refuse(reply, 400, 'Form expired', 'That form expired. Reload the page and try again.', backToApiTab(hubId));
+    refuse(reply, 400, 'Form expired', FORM_EXPIRED, backToApiTab(hubId));
+  const noSuchKey = (reply: FastifyReply, hubId: string) => refuse(reply, 404, 'No such key', 'This hub has no such key.', backToApiTab(hubId));
   const apiTab = async (reply: FastifyReply, status: number, ctx: HubCtx, state: ApiTabState) => {
     const keys = await listKeys(deps.db, ctx.hub.hubId);
     const body = apiTabView({ baseUrl: deps.config.baseUrl, hubUrl: paths.hub(ctx.hub.hubId), csrf: ctx.csrf, keys }, state);
@@ -48,10 +49,10 @@ export function keyRoutes(app: FastifyInstance, { deps, paths, sessions }: Web):
     const formToken = String(body.form_token ?? '');
     const name = String(body.name ?? '');
     const scope = String(body.scope ?? 'read');
-    const errors = keyFormErrors(name, scope);
-    if (errors || !isKeyScope(scope)) return apiTab(reply, 400, ctx, { formToken, name, scope, errors });
+    const checked = checkKeyForm(name, scope);
+    if (!checked.ok) return apiTab(reply, 400, ctx, { formToken, name, scope, errors: checked.errors });
     const now = deps.clock.now();
-    const outcome = await createKeyOnce(deps.db, { sessionId: ctx.sessionId, formToken, hubId: ctx.hub.hubId, name, scope, now });
+    const outcome = await createKeyOnce(deps.db, { sessionId: ctx.sessionId, formToken, hubId: ctx.hub.hubId, name, scope: checked.scope, now });
     if (outcome.kind === 'expired') {
       const fresh = await issueFormToken(deps.db, ctx.sessionId, ctx.hub.hubId, now);
       return apiTab(reply, 400, ctx, { formToken: fresh, name: name.trim(), scope, notice: 'That form had expired, so no key was created. Check the details and click Create key again.' });
@@ -64,7 +65,7 @@ export function keyRoutes(app: FastifyInstance, { deps, paths, sessions }: Web):
     const ctx = await sessions.hubCtx(request, reply, request.params.hubId, true);
     if (!ctx) return reply;
     const key = (await listKeys(deps.db, ctx.hub.hubId)).find((k) => k.id === request.params.keyId);
-    if (!key) throw notFound('This hub has no such key.');
+    if (!key) return noSuchKey(reply, ctx.hub.hubId);
     const body = revokeKeyView({ apiTabUrl: apiTabUrl(ctx.hub.hubId), csrf: ctx.csrf, key });
     return appPage(reply, 200, (n) => shell(sessions.shellOf(ctx, 'manage'), 'Revoke key', body, n));
   });
@@ -73,7 +74,13 @@ export function keyRoutes(app: FastifyInstance, { deps, paths, sessions }: Web):
     const ctx = await sessions.hubCtx(request, reply, request.params.hubId, true);
     if (!ctx) return reply;
     if (!sessions.csrfOk(ctx, request.body ?? {})) return formExpired(reply, ctx.hub.hubId);
-    await revokeKey(deps.db, request.params.keyId, ctx.hub.hubId);
+    try {
+      await revokeKey(deps.db, request.params.keyId, ctx.hub.hubId);
+    } catch (error) {
+      // Only the refusal is "no such key": a database error is the 503 page (the error handler).
+      if (error instanceof DomainError && error.kind === 'not_found') return noSuchKey(reply, ctx.hub.hubId);
+      throw error;
+    }
     return reply.code(303).redirect(`${apiTabUrl(ctx.hub.hubId)}?revoked=${encodeURIComponent(request.params.keyId)}`, 303);
   });
 }

@@ -3,8 +3,8 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { decodeOptInCursor, encodeOptInCursor, OPT_IN_STATUSES, type OptInRow, type PageCursor } from '../../../domain/opt-ins/opt-in.ts';
 import { findOptInPage, type OptInPageQuery } from '../../../domain/opt-ins/opt-in.repository.ts';
-import { hubPlaybooks, hubWorkspaces, visibleFieldKeys } from '../../../domain/web-sessions/hub-directory.repository.ts';
-import { parseDate } from '../../../platform/time.ts';
+import { hubPlaybooks, hubWorkspaces, visibleFieldKeys } from '../../../domain/tenancy/hub-directory.repository.ts';
+import { DATE_RANGE_MESSAGE, parseDate } from '../../../platform/time.ts';
 import { appPage, one, refuse, type Query, type Web } from '../context.ts';
 import { csvLine, optInCsvHeader, optInCsvValues } from '../csv.ts';
 import { shell } from '../views/layout.ts';
@@ -12,10 +12,11 @@ import { optInReportView } from '../views/opt-ins.ts';
 
 const REPORT_PAGE_SIZE = 50;
 /** Rows per keyset page of the CSV stream: big enough to amortise the query, small in memory. */
-export const CSV_PAGE_SIZE = 2000;
+const CSV_PAGE_SIZE = 2000;
 /** Above this many workspaces the filter is a text field for the id, not a list. */
 const WORKSPACE_SELECT_MAX = 500;
 const DAY_MS = 86_400_000;
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
 interface Filters {
   query: Omit<OptInPageQuery, 'hubId' | 'limit' | 'after'>;
@@ -42,7 +43,8 @@ function parseFilters(q: Query): Filters {
     const v = values[name];
     if (!v) return undefined;
     const date = parseDate(v);
-    if (!date) errors[name] = 'Enter a date as YYYY-MM-DD.';
+    // A real month and day (checked in a leap year) but a year before 1970: the range is what is wrong.
+    if (!date) errors[name] = DATE.test(v) && parseDate(`2000${v.slice(4)}`) ? `The date ${DATE_RANGE_MESSAGE}.` : 'Enter a date as YYYY-MM-DD.';
     return date;
   };
   const from = day('from');

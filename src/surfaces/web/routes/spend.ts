@@ -1,14 +1,9 @@
 // The spend dashboard: spend per workspace for each period, against the period before.
 import type { FastifyInstance } from 'fastify';
 import { PERIODS, type Period } from '../../../domain/periods.ts';
-import { spendByWorkspace } from '../../../domain/spend/spend.service.ts';
-import { appPage, one, type Query, type Web, type WebDeps } from '../context.ts';
+import { appPage, one, spendReports, type Query, type Web } from '../context.ts';
 import { shell } from '../views/layout.ts';
-import { spendView, type SpendReport } from '../views/reports.ts';
-
-/** The hub's spend report for every period (the embed shows the same). */
-export const spendReports = async (deps: WebDeps, hubId: string): Promise<SpendReport[]> =>
-  Promise.all(PERIODS.map(async (p) => (await spendByWorkspace(deps.db, hubId, p, deps.clock, deps.spendCache)).value() as SpendReport));
+import { spendView } from '../views/reports.ts';
 
 export function spendRoutes(app: FastifyInstance, { deps, paths, sessions }: Web): void {
   app.get<{ Params: { hubId: string }; Querystring: Query }>(`${paths.app}/hubs/:hubId/spend`, async (request, reply) => {

@@ -59,7 +59,7 @@ export function embedHeaders(nonce: string): Record<string, string> {
   };
 }
 
-export function document_(title: string, body: string, nonce: string, script?: string): string {
+function document_(title: string, body: string, nonce: string, script?: string): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${h(title)} · hubops</title><style nonce="${nonce}">${STYLE}</style>${script ? `<script src="${h(script)}" defer></script>` : ''}</head><body>${body}</body></html>`;
 }

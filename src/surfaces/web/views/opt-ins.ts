@@ -20,7 +20,7 @@ export interface OptInReportView {
 }
 
 /** `?a=1&b=2` from the filters (and `extra`), or '' when there are none. */
-export function filterQueryString(values: Record<string, string>, extra: Record<string, string> = {}): string {
+function filterQueryString(values: Record<string, string>, extra: Record<string, string> = {}): string {
   const s = new URLSearchParams({ ...values, ...extra }).toString();
   return s ? `?${s}` : '';
 }
