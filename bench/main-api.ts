@@ -25,7 +25,8 @@ import type { MainContext } from '../src/surfaces/main-api/context.ts';
 import { mainOperations } from '../src/surfaces/main-api/operations.ts';
 import { mountRest } from '../src/surfaces/rest.ts';
 import { freePort } from '../src/platform/net.ts';
-import { authorize, exchangeCode, registerClient, type LiveApp } from '../test/support/oauth-flow.ts';
+import type { TestApp } from '../test/support/app.ts';
+import { authorize, exchangeCode, registerClient } from '../test/support/oauth-flow.ts';
 
 const DATABASE = 'hubops_bench_main';
 const WORKSPACES = 500;
@@ -57,7 +58,7 @@ const app = await buildApp({ config, db, limiter: unlimited, logger: false, publ
 await app.fastify.listen({ port: portA, host: '127.0.0.1' });
 const issuer = new URL(config.siteUrl);
 const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', [oauth.allowInsecureRequests]: true }));
-const live = { baseUrl: config.baseUrl, as } as LiveApp;
+const live = { baseUrl: config.baseUrl, as } as TestApp;
 const redirectUri = 'http://127.0.0.1:9/callback';
 const client = await registerClient(live, { confidential: false, redirectUri, name: 'Bench' });
 const flow = await authorize(live, client, { email: 'bench@hubops.dev', password: 'bench password 1', redirectUri });

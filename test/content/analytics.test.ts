@@ -5,7 +5,7 @@ import { divideRounded, earnedMediaValueCents, ratio } from '../../src/domain/an
 import { importNdjson } from '../../src/domain/import/import.ts';
 import { FixedClock } from '../../src/platform/clock.ts';
 import { refusalOf } from '../../src/surfaces/shared/errors.ts';
-import { call, caller, principal, tempMediaStore, type TempMediaStore } from '../support/content.ts';
+import { call, caller, principal, tempMediaStore, type TempMediaStore } from '../support/content-world.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 
 // The analytics reports against figures computed by hand, the range rules, tenancy, and a

@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import { ImportError, importNdjson } from '../../src/domain/import/import.ts';
 import { seedDemo } from '../../src/domain/demo/seed.ts';
 import { FixedClock } from '../../src/platform/clock.ts';
-import { call, caller, principal, tempMediaStore, type TempMediaStore } from '../support/content.ts';
+import { call, caller, principal, tempMediaStore, type TempMediaStore } from '../support/content-world.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { snapshot } from '../support/snapshot.ts';
 

@@ -10,10 +10,11 @@ import { after, before, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { sql } from 'kysely';
 import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
-import * as fx from '../support/fixtures.ts';
+import { startApp, type TestApp } from '../support/app.ts';
+import * as fx from '../support/world.ts';
 import { callError, callOk, newClient, transport } from '../support/mcp-client.ts';
 import { movie, png } from '../support/media-files.ts';
-import { api, authorize, exchangeCode, registerClient, startLiveApp, type LiveApp } from '../support/oauth-flow.ts';
+import { api, authorize, exchangeCode, registerClient } from '../support/oauth-flow.ts';
 import { captureLog } from '../support/log.ts';
 
 const REDIRECT = 'http://127.0.0.1:9/callback';
@@ -22,12 +23,12 @@ const USER = { email: 'pat@acme.test', password: 'pat password 12' };
 const LEAKS = /out of range|integer|ECONN|127\.0\.0\.1|postgres|busboy|Unexpected end|terminated early|secret internals|at \S+\.ts/i;
 
 const { logger, lines } = captureLog('info');
-let live: LiveApp;
+let live: TestApp;
 let token: string;
 let mcp: Client;
 
 before(async () => {
-  live = await startLiveApp({
+  live = await startApp({ listen: true,
     logger,
     throughProxy: true,
   });

@@ -12,7 +12,7 @@ import { addMediaFromBuffer } from '../../src/domain/media/media.service.ts';
 import { FixedClock } from '../../src/platform/clock.ts';
 import { registerMediaUpload } from '../../src/surfaces/main-api/media-upload.ts';
 import { refusalOf, type ApiError } from '../../src/surfaces/shared/errors.ts';
-import { call, caller, principal, seedTwoHubs, tempMediaStore, upload, type TempMediaStore } from '../support/content.ts';
+import { call, caller, principal, seedTwoHubs, tempMediaStore, upload, type TempMediaStore } from '../support/content-world.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { WEBP_ALPHA_1X1, WEBP_LOSSY_1X1, gif, jpeg, movie, png, webpLossless } from '../support/media-files.ts';
 

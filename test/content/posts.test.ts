@@ -7,9 +7,9 @@ import { SOCIAL_PLATFORMS } from '../../src/domain/channels/channel.ts';
 import { TEXT_LIMITS } from '../../src/domain/posts/post.ts';
 import { FixedClock } from '../../src/platform/clock.ts';
 import { refusalOf, type ApiError } from '../../src/surfaces/shared/errors.ts';
-import { call, caller, channel, principal, seedTwoHubs, tempMediaStore, user, type TempMediaStore } from '../support/content.ts';
+import { call, caller, channel, principal, seedTwoHubs, tempMediaStore, user, type TempMediaStore } from '../support/content-world.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
-import { workspace } from '../support/fixtures.ts';
+import { workspace } from '../support/world.ts';
 
 // Posts through their operation declarations (input schema, then the domain): the per-platform
 // rules at their boundaries, media rules, channel ownership, tenancy across hubs and workspaces,

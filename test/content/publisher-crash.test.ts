@@ -11,7 +11,7 @@ import { after, before, test } from 'node:test';
 import { sql, type RawBuilder } from 'kysely';
 import type { SocialPlatform } from '../../src/db/schema.ts';
 import { postRows } from '../../src/domain/posts/post.repository.ts';
-import { publishingHub } from '../support/content.ts';
+import { publishingHub } from '../support/content-world.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');

@@ -8,7 +8,7 @@ import { postRows } from '../../src/domain/posts/post.repository.ts';
 import { claimDue, reclaimExpired, recordDelivery, recordOutcome } from '../../src/domain/posts/publisher.repository.ts';
 import { createPublisher } from '../../src/domain/posts/publisher.ts';
 import { FixedClock } from '../../src/platform/clock.ts';
-import { publishingHub } from '../support/content.ts';
+import { publishingHub } from '../support/content-world.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 
 // The publisher against a real PostgreSQL: exactly-once publication with two loops on separate

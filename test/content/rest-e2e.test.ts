@@ -1,21 +1,22 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
-import { channel } from '../support/content.ts';
-import * as fx from '../support/fixtures.ts';
+import { startApp, type TestApp } from '../support/app.ts';
+import { channel } from '../support/content-world.ts';
+import * as fx from '../support/world.ts';
 import { png } from '../support/media-files.ts';
-import { api, authorize, exchangeCode, registerClient, startLiveApp, type LiveApp } from '../support/oauth-flow.ts';
+import { api, authorize, exchangeCode, registerClient } from '../support/oauth-flow.ts';
 
 // The main API's content endpoints through the whole stack: a real OAuth token, HTTP on a real
 // port, multipart upload, idempotent creation, and the background publisher of the app itself.
 
 const REDIRECT = 'http://127.0.0.1:9/callback';
-let live: LiveApp;
+let live: TestApp;
 let token: string;
 let otherToken: string;
 
 before(async () => {
-  live = await startLiveApp();
+  live = await startApp({ listen: true, publisher: true });
   const db = live.db;
   await fx.account(db, 'acc_1');
   await fx.hub(db, 'h1', 'acc_1');

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { startTestApp, type TestApp } from '../support/app.ts';
+import { startApp, type TestApp } from '../support/app.ts';
 
 // Issue 10, item 10: what Fastify itself refuses (a bad URL, an overlong id, an unreadable body)
 // answers in our error body and words, never its own {statusCode, code: "FST_…"}; and a path that
@@ -8,7 +8,7 @@ import { startTestApp, type TestApp } from '../support/app.ts';
 
 let t: TestApp;
 before(async () => {
-  t = await startTestApp();
+  t = await startApp({ now: '2026-11-21T12:00:00.000Z' });
 });
 after(async () => {
   await t?.close();

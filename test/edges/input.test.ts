@@ -4,7 +4,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { requestFingerprint } from '../../src/domain/idempotency/idempotency.ts';
 import { encodeCursor } from '../../src/platform/cursor.ts';
 import { decodeOptInCursor } from '../../src/domain/opt-ins/opt-in.ts';
-import { startEdgeWorld, type EdgeWorld } from '../support/edge-world.ts';
+import { startApp } from '../support/app.ts';
+import { seedEdgeWorld, type EdgeWorld } from '../support/edge-world.ts';
 import { textOf } from '../support/mcp-client.ts';
 
 // Issue 10, items 4, 5, 6, 8 and 9 through the whole stack (real HTTP, real PostgreSQL, the real
@@ -14,7 +15,7 @@ import { textOf } from '../support/mcp-client.ts';
 
 let world: EdgeWorld;
 before(async () => {
-  world = await startEdgeWorld();
+  world = await seedEdgeWorld(await startApp({ listen: true, limiter: 'unlimited' }));
 });
 after(async () => {
   await world?.close();

@@ -5,7 +5,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule, { type FormatsPlugin } from 'ajv-formats';
 import fc from 'fast-check';
-import { startEdgeWorld, type EdgeWorld } from '../support/edge-world.ts';
+import { startApp } from '../support/app.ts';
+import { seedEdgeWorld, type EdgeWorld } from '../support/edge-world.ts';
 
 // The standing fuzz suite (issue 10): requests generated from both OpenAPI documents and from the
 // MCP tool lists of both MCP servers, valid and hostile alike (NUL, lone surrogates, controls,
@@ -50,7 +51,7 @@ const ajv = new Ajv({ strict: false, allErrors: false, validateFormats: true });
 addFormats(ajv);
 
 before(async () => {
-  world = await startEdgeWorld();
+  world = await seedEdgeWorld(await startApp({ listen: true, limiter: 'unlimited' }));
   console.log(`fuzz seed ${SEED} (replay with FUZZ_SEED=${SEED}); ${BUDGET_MS} ms per surface`);
 });
 after(async () => {

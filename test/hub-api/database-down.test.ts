@@ -12,7 +12,7 @@ import { connect, type Db } from '../../src/db/database.ts';
 import { createKey, revokeKey } from '../../src/domain/api-keys/api-key.repository.ts';
 import { openDiskMediaStore } from '../../src/domain/media/media-store.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
-import * as fx from '../support/fixtures.ts';
+import * as fx from '../support/world.ts';
 import { proxyDatabase, type TcpProxy } from '../support/tcp-proxy.ts';
 
 let db: TestDb;

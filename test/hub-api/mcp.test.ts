@@ -10,8 +10,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { JsonSchemaType, JsonSchemaValidator, jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { createKey, revokeKey } from '../../src/domain/api-keys/api-key.repository.ts';
-import { startTestApp, type TestApp } from '../support/app.ts';
-import * as fx from '../support/fixtures.ts';
+import { startApp, type TestApp } from '../support/app.ts';
+import * as fx from '../support/world.ts';
 import { httpRequest, type HttpResponse } from '../support/http.ts';
 
 const NOW = '2026-11-21T12:00:00.000Z';
@@ -86,7 +86,7 @@ async function rawPost(headers: Record<string, string>, body: unknown = INITIALI
 }
 
 before(async () => {
-  t = await startTestApp({ now: NOW });
+  t = await startApp({ now: NOW });
   await t.app.fastify.listen({ port: 0, host: '127.0.0.1' });
   const { port } = t.app.fastify.server.address() as AddressInfo;
   mcpUrl = new URL(`http://127.0.0.1:${port}/v1/hub/mcp`);

@@ -3,8 +3,8 @@ import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { OPT_IN_STATUSES } from '../../src/domain/opt-ins/opt-in.ts';
 import { addDays, utcDate } from '../../src/domain/periods.ts';
-import { startTestApp, readKey, type TestApp } from '../support/app.ts';
-import * as fx from '../support/fixtures.ts';
+import { startApp, readKey, type TestApp } from '../support/app.ts';
+import * as fx from '../support/world.ts';
 
 // Invariants over random data: keyset paging never loses or reorders rows even while rows change
 // between page requests; the summary agrees with the rows (consistency rule 7); spend totals add up.
@@ -13,7 +13,7 @@ let t: TestApp;
 let hubCount = 0;
 
 before(async () => {
-  t = await startTestApp();
+  t = await startApp({ now: '2026-11-21T12:00:00.000Z' });
   await fx.account(t.db, 'acc');
 });
 after(async () => {

@@ -7,9 +7,9 @@ import { after, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
 import { RedisRateLimiter } from '../../src/platform/redis-rate-limit.ts';
-import { startTestApp, type TestApp } from '../support/app.ts';
+import { startApp, type TestApp, TEST_SECRETS_KEY } from '../support/app.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
-import * as fx from '../support/fixtures.ts';
+import * as fx from '../support/world.ts';
 
 const REDIS_URL = process.env.REDIS_URL;
 const PREFIX = `hubops:test:${randomUUID()}:`;
@@ -32,8 +32,8 @@ async function twoInstances(): Promise<[TestApp, TestApp]> {
   const db = await createTestDb();
   const limiters = [new RedisRateLimiter(REDIS_URL!, PREFIX), new RedisRateLimiter(REDIS_URL!, PREFIX)];
   await Promise.all(limiters.map((l) => l.ready()));
-  const a = await startTestApp({ db, limiter: limiters[0] });
-  const b = await startTestApp({ db, limiter: limiters[1] });
+  const a = await startApp({ now: '2026-11-21T12:00:00.000Z', secretsKey: TEST_SECRETS_KEY, db, limiter: limiters[0] });
+  const b = await startApp({ now: '2026-11-21T12:00:00.000Z', secretsKey: TEST_SECRETS_KEY, db, limiter: limiters[1] });
   cleanups.push(async () => {
     await a.close();
     await b.close();
@@ -149,7 +149,7 @@ describe('refused requests through Redis', { skip: !REDIS_URL && 'needs REDIS_UR
 describe('Redis unreachable', () => {
   test('requests are still served (the limiter fails open) and do not wait on Redis', async () => {
     const limiter = new RedisRateLimiter('redis://127.0.0.1:1', PREFIX);
-    const t = await startTestApp({ limiter });
+    const t = await startApp({ now: '2026-11-21T12:00:00.000Z', limiter });
     cleanups.push(async () => {
       await t.close();
       await limiter.close();

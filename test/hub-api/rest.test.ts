@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createKey, revokeKey } from '../../src/domain/api-keys/api-key.repository.ts';
-import { startTestApp, readKey, type TestApp } from '../support/app.ts';
-import * as fx from '../support/fixtures.ts';
+import { startApp, readKey, type TestApp } from '../support/app.ts';
+import * as fx from '../support/world.ts';
 
 // End-to-end over HTTP (app.inject) against a real PostgreSQL: every endpoint, every error status,
 // and tenancy between two hubs of different accounts.
@@ -12,7 +12,7 @@ let key: string; // read key of hub h1
 let otherKey: string; // read key of hub h2
 
 before(async () => {
-  t = await startTestApp({ now: '2026-11-21T12:00:00.000Z' });
+  t = await startApp({ now: '2026-11-21T12:00:00.000Z' });
   const db = t.db;
   await fx.account(db, 'acc_1');
   await fx.account(db, 'acc_2');

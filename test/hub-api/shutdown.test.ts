@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
-import * as fx from '../support/fixtures.ts';
+import * as fx from '../support/world.ts';
 import { httpRequest } from '../support/http.ts';
 import { freePort } from '../../src/platform/net.ts';
 

@@ -9,19 +9,20 @@ import { sql } from 'kysely';
 import { loadConfig } from '../../src/config.ts';
 import { importNdjson } from '../../src/domain/import/import.ts';
 import { mcpResource, protectedResourceMetadata } from '../../src/surfaces/mcp-main/plugin.ts';
+import { startApp, type TestApp } from '../support/app.ts';
 import { callError, callOk, newClient, remaining, transport } from '../support/mcp-client.ts';
-import { api, authorize, exchangeCode, expireAccessTokens, registerClient, revoke, startLiveApp, type LiveApp, type RegisteredClient } from '../support/oauth-flow.ts';
+import { api, authorize, exchangeCode, expireAccessTokens, registerClient, revoke, type RegisteredClient } from '../support/oauth-flow.ts';
 
 const REDIRECT = 'http://127.0.0.1:9/callback';
 const ADMIN = { email: 'ada@acme.test', password: 'correct horse battery' };
 const MEMBER = { email: 'max@acme.test', password: 'member password 1' };
 
-let live: LiveApp;
+let live: TestApp;
 let mcpUrl: string;
 let prmUrl: string;
 
 before(async () => {
-  live = await startLiveApp();
+  live = await startApp({ listen: true });
   mcpUrl = `${live.baseUrl}/mcp`;
   prmUrl = `${live.baseUrl}/.well-known/oauth-protected-resource/mcp`;
   const today = live.clock.now().toISOString().slice(0, 10);

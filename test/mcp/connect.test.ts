@@ -11,20 +11,21 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { sql } from 'kysely';
 import { importNdjson } from '../../src/domain/import/import.ts';
 import { TOOL_GROUPS } from '../../src/surfaces/mcp-main/tools.ts';
+import { startApp, type TestApp } from '../support/app.ts';
 import { png } from '../support/media-files.ts';
 import { callError, callOk, MemoryOAuthProvider, newClient, remaining, transport, type RecordedRequest } from '../support/mcp-client.ts';
-import { completeAuthorization, expireAccessTokens, startLiveApp, type LiveApp } from '../support/oauth-flow.ts';
+import { completeAuthorization, expireAccessTokens } from '../support/oauth-flow.ts';
 
 const REDIRECT = 'http://127.0.0.1:9/mcp-callback';
 const ADMIN = { email: 'ada@acme.test', password: 'correct horse battery' };
 
-let live: LiveApp;
+let live: TestApp;
 let mcpUrl: URL;
 let today: string;
 const day = (offset: number) => new Date(Date.parse(`${today}T00:00:00Z`) + offset * 86_400_000).toISOString().slice(0, 10);
 
 before(async () => {
-  live = await startLiveApp();
+  live = await startApp({ listen: true });
   mcpUrl = new URL(`${live.baseUrl}/mcp`);
   const now = live.clock.now();
   today = now.toISOString().slice(0, 10);

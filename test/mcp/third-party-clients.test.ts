@@ -11,22 +11,21 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { readKey } from '../support/app.ts';
-import * as fx from '../support/fixtures.ts';
-import { startLiveApp, type LiveApp } from '../support/oauth-flow.ts';
+import { readKey, startApp, type TestApp } from '../support/app.ts';
+import * as fx from '../support/world.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const INSPECTOR = path.join(ROOT, 'node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js');
 const MCP_REMOTE = path.join(ROOT, 'node_modules/mcp-remote/dist/proxy.js');
 const TIMEOUT_MS = 30_000;
 
-let live: LiveApp;
+let live: TestApp;
 let hubMcp: string;
 let key: string;
 const requests: string[] = [];
 
 before(async () => {
-  live = await startLiveApp();
+  live = await startApp({ listen: true });
   live.app.fastify.server.on('request', (request) => requests.push(`${request.method} ${request.url}`));
   await fx.account(live.db, 'acc_1');
   await fx.hub(live.db, 'h1', 'acc_1');

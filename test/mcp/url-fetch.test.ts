@@ -9,9 +9,9 @@ import { after, before, describe, test } from 'node:test';
 import { FixedClock } from '../../src/platform/clock.ts';
 import { isPublicAddress, nonPublicReason } from '../../src/platform/public-address.ts';
 import { safeFetch, UrlFetchFailed, UrlRefused, UrlTooLarge, type SafeFetchOptions } from '../../src/platform/safe-fetch.ts';
-import { caller, principal, tempMediaStore, upload, user } from '../support/content.ts';
+import { caller, principal, tempMediaStore, upload, user } from '../support/content-world.ts';
 import { createTestDb } from '../support/db.ts';
-import * as fx from '../support/fixtures.ts';
+import * as fx from '../support/world.ts';
 import { png } from '../support/media-files.ts';
 
 describe('public address filter', () => {

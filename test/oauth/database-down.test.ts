@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
-import * as fx from '../support/fixtures.ts';
-import { authorize, Browser, exchangeCode, oauth, refresh, registerClient, startLiveApp, type LiveApp } from '../support/oauth-flow.ts';
+import { startApp, type TestApp } from '../support/app.ts';
+import * as fx from '../support/world.ts';
+import { authorize, Browser, exchangeCode, oauth, refresh, registerClient } from '../support/oauth-flow.ts';
 import { captureLog } from '../support/log.ts';
 
 // With PostgreSQL unreachable the OAuth endpoints answer 503 with Retry-After and an OAuth error
@@ -14,10 +15,10 @@ const REDIRECT = 'http://127.0.0.1:9/callback';
 const ADMIN = { email: 'ada@acme.test', password: 'correct horse battery' };
 
 const { logger, lines } = captureLog('info');
-let live: LiveApp;
+let live: TestApp;
 
 before(async () => {
-  live = await startLiveApp({
+  live = await startApp({ listen: true,
     logger,
     throughProxy: true,
   });

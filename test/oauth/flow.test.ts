@@ -5,8 +5,9 @@ import { buildApp } from '../../src/app.ts';
 import { createClient } from '../../src/domain/oauth/clients.repository.ts';
 import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
 import { deleteExpiredArtifacts } from '../../src/surfaces/oauth/adapter.ts';
-import * as fx from '../support/fixtures.ts';
-import { api, authorize, Browser, exchangeCode, oauth, refresh, registerClient, revoke, startLiveApp, type LiveApp, type RegisteredClient } from '../support/oauth-flow.ts';
+import { startApp, type TestApp } from '../support/app.ts';
+import * as fx from '../support/world.ts';
+import { api, authorize, Browser, exchangeCode, oauth, refresh, registerClient, revoke, type RegisteredClient } from '../support/oauth-flow.ts';
 
 // The OAuth 2.1 authorization server and the main API, end to end: a real OAuth client library
 // (oauth4webapi), sign-in and consent driven over HTTP, real PostgreSQL.
@@ -20,10 +21,10 @@ const GUESSED = { email: 'sam@other.test', password: 'someone guesses 1' };
 const UNASSIGNED = { email: 'una@acme.test', password: 'member without ws 1' };
 const STARTER = { email: 'sta@acme.test', password: 'admin who starts 1' };
 
-let live: LiveApp;
+let live: TestApp;
 
 before(async () => {
-  live = await startLiveApp();
+  live = await startApp({ listen: true });
   const db = live.db;
   await fx.account(db, 'acc_api'); // api_access true
   await db.kysely.updateTable('accounts').set({ plan: 'standard' }).where('id', '=', 'acc_api').execute();

@@ -3,8 +3,9 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
 import { REVOCATION_CHANNEL } from '../../src/surfaces/oauth/revocations.ts';
-import * as fx from '../support/fixtures.ts';
-import { api, authorize, Browser, exchangeCode, refresh, registerClient, startLiveApp, type LiveApp, type RegisteredClient } from '../support/oauth-flow.ts';
+import { startApp, type TestApp } from '../support/app.ts';
+import * as fx from '../support/world.ts';
+import { api, authorize, Browser, exchangeCode, refresh, registerClient, type RegisteredClient } from '../support/oauth-flow.ts';
 
 // Grants and the tokens issued from them, through a real OAuth client (oauth4webapi) on real
 // HTTP and PostgreSQL: a new consent never changes what earlier tokens may reach (issue 10,
@@ -13,10 +14,10 @@ import { api, authorize, Browser, exchangeCode, refresh, registerClient, startLi
 const REDIRECT = 'http://127.0.0.1:9/callback';
 const ADMIN = { email: 'two@hubs.test', password: 'admin of two hubs 1' };
 
-let live: LiveApp;
+let live: TestApp;
 
 before(async () => {
-  live = await startLiveApp();
+  live = await startApp({ listen: true });
   const db = live.db;
   await fx.account(db, 'acc_api');
   await fx.hub(db, 'h1', 'acc_api');

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
-import * as fx from '../support/fixtures.ts';
-import { Browser, completeAuthorization, oauth, registerClient, startLiveApp, type LiveApp } from '../support/oauth-flow.ts';
+import { startApp, type TestApp } from '../support/app.ts';
+import * as fx from '../support/world.ts';
+import { Browser, completeAuthorization, oauth, registerClient } from '../support/oauth-flow.ts';
 
 // Text PostgreSQL cannot store (NUL, lone surrogates) sent to every OAuth endpoint and form gets
 // a clean OAuth error and changes nothing — never a 500 (issue 10, item 4).
@@ -10,10 +11,10 @@ import { Browser, completeAuthorization, oauth, registerClient, startLiveApp, ty
 const REDIRECT = 'http://127.0.0.1:9/callback';
 const ADMIN = { email: 'ada@acme.test', password: 'correct horse battery' };
 
-let live: LiveApp;
+let live: TestApp;
 
 before(async () => {
-  live = await startLiveApp();
+  live = await startApp({ listen: true });
   await fx.account(live.db, 'acc_api');
   await fx.hub(live.db, 'h1', 'acc_api');
   await createUser(live.db, { ...ADMIN, firstname: 'Ada', lastname: 'Lee', hubId: 'h1', role: 'hub_admin' });

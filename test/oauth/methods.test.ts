@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { startLiveApp, type LiveApp } from '../support/oauth-flow.ts';
+import { startApp, type TestApp } from '../support/app.ts';
 
 // A wrong method on an OAuth endpoint is 405 with `Allow` and an OAuth-shaped JSON body, never a
 // 404 or text/plain (issue 10, item 10); the right methods still reach oidc-provider.
 
-let live: LiveApp;
+let live: TestApp;
 before(async () => {
-  live = await startLiveApp();
+  live = await startApp({ listen: true });
 });
 after(async () => {
   await live.close();

@@ -5,9 +5,10 @@ import { after, before, test } from 'node:test';
 import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
 import { freePort } from '../../src/platform/net.ts';
 import { RedisRateLimiter } from '../../src/platform/redis-rate-limit.ts';
-import * as fx from '../support/fixtures.ts';
+import { startApp, type TestApp } from '../support/app.ts';
+import * as fx from '../support/world.ts';
 import { captureLog } from '../support/log.ts';
-import { authorize, Browser, exchangeCode, registerClient, startLiveApp, type LiveApp } from '../support/oauth-flow.ts';
+import { authorize, Browser, exchangeCode, registerClient } from '../support/oauth-flow.ts';
 
 // With Redis down, sign-in still works — the web admin form and the OAuth sign-in page — as the
 // README says limits fail open, and the limiter's failure is logged (issue 10, item 19). So do
@@ -19,7 +20,7 @@ const ADMIN = { email: 'ada@acme.test', password: 'correct horse battery' };
 const { logger, lines } = captureLog('info');
 let redis: ChildProcess;
 let limiter: RedisRateLimiter;
-let live: LiveApp;
+let live: TestApp;
 
 before(async () => {
   const port = await freePort();
@@ -33,7 +34,7 @@ before(async () => {
       if (Date.now() > deadline) throw error;
     }
   }
-  live = await startLiveApp({ limiter, logger });
+  live = await startApp({ listen: true, limiter, logger });
   await fx.account(live.db, 'acc_api');
   await fx.hub(live.db, 'h1', 'acc_api');
   await createUser(live.db, { ...ADMIN, firstname: 'Ada', lastname: 'Lee', hubId: 'h1', role: 'hub_admin' });

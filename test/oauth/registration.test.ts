@@ -6,8 +6,9 @@ import { loadConfig } from '../../src/config.ts';
 import { createClient } from '../../src/domain/oauth/clients.repository.ts';
 import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
 import { CLIENT_AUTH_FAILURE_LIMIT, REGISTRATION_LIMIT } from '../../src/policy.ts';
-import * as fx from '../support/fixtures.ts';
-import { api, authorize, exchangeCode, insecure, oauth, refresh, registerClient, startLiveApp, type LiveApp, type RegisteredClient } from '../support/oauth-flow.ts';
+import { startApp, type TestApp } from '../support/app.ts';
+import * as fx from '../support/world.ts';
+import { api, authorize, exchangeCode, insecure, oauth, refresh, registerClient, type RegisteredClient } from '../support/oauth-flow.ts';
 
 // Scope checked before any page (issue 10, item 13); dynamic registration: redirect URIs per the
 // MCP authorization spec, no secret or hash on the client read endpoint, and limits on secret
@@ -16,10 +17,10 @@ import { api, authorize, exchangeCode, insecure, oauth, refresh, registerClient,
 const REDIRECT = 'http://127.0.0.1:9/callback';
 const ADMIN = { email: 'ada@acme.test', password: 'correct horse battery' };
 
-let live: LiveApp;
+let live: TestApp;
 
 before(async () => {
-  live = await startLiveApp();
+  live = await startApp({ listen: true });
   await fx.account(live.db, 'acc_api');
   await fx.hub(live.db, 'h1', 'acc_api');
   await createUser(live.db, { ...ADMIN, firstname: 'Ada', lastname: 'Lee', hubId: 'h1', role: 'hub_admin' });

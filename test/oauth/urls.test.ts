@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
-import * as fx from '../support/fixtures.ts';
-import { api, authorize, exchangeCode, registerClient, startLiveApp, type LiveApp } from '../support/oauth-flow.ts';
+import { startApp, type TestApp } from '../support/app.ts';
+import * as fx from '../support/world.ts';
+import { api, authorize, exchangeCode, registerClient } from '../support/oauth-flow.ts';
 
 // Every URL built from BASE_URL points where the server really answers, with BASE_URL at the
 // origin's root and under a path (issue 10, item 16): the OpenAPI OAuth flow, discovery, the
@@ -11,7 +12,7 @@ import { api, authorize, exchangeCode, registerClient, startLiveApp, type LiveAp
 const REDIRECT = 'http://127.0.0.1:9/callback';
 const ADMIN = { email: 'ada@acme.test', password: 'correct horse battery' };
 
-const apps: LiveApp[] = [];
+const apps: TestApp[] = [];
 after(async () => {
   for (const live of apps) await live.close();
 });
@@ -19,7 +20,7 @@ after(async () => {
 for (const basePath of ['', '/api']) {
   describe(`BASE_URL ${basePath ? `with the path ${basePath}` : 'at the origin'}`, () => {
     test('the OpenAPI flow, discovery and the MCP metadata all lead to working endpoints', async () => {
-      const live = await startLiveApp({ basePath });
+      const live = await startApp({ listen: true, basePath });
       apps.push(live);
       assert.equal(live.baseUrl.endsWith(basePath), true);
       await fx.account(live.db, 'acc_api');

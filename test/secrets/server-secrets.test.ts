@@ -13,9 +13,10 @@ import { buildApp } from '../../src/app.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
 import { loadServerSecrets, resolveSecretsKeys, secretsKey } from '../../src/surfaces/oauth/server-secrets.ts';
+import { startApp } from '../support/app.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
-import * as fx from '../support/fixtures.ts';
-import { api, authorize, exchangeCode, registerClient, startLiveApp } from '../support/oauth-flow.ts';
+import * as fx from '../support/world.ts';
+import { api, authorize, exchangeCode, registerClient } from '../support/oauth-flow.ts';
 
 const REDIRECT = 'http://127.0.0.1:9/callback';
 const USER = { email: 'ada@acme.test', password: 'correct horse battery' };
@@ -25,7 +26,7 @@ const rowsAsText = async (db: TestDb) => (await sql<{ t: string }>`SELECT concat
 const jwksOf = async (app: { fastify: { inject(o: { url: string }): Promise<{ body: string }> } }) => (await app.fastify.inject({ url: '/oauth/jwks' })).body;
 
 test('the table holds no plaintext; a restart with the same key (file under DATA_DIR) reuses the secrets and tokens issued before still verify', async () => {
-  const live = await startLiveApp();
+  const live = await startApp({ listen: true });
   try {
     await fx.account(live.db, 'acc_api');
     await fx.hub(live.db, 'h1', 'acc_api');

@@ -1,37 +1,122 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { FastifyBaseLogger } from 'fastify';
+import * as oauth from 'oauth4webapi';
 import { buildApp, type App } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
+import { connect, type Db } from '../../src/db/database.ts';
 import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
-import { FixedClock } from '../../src/platform/clock.ts';
-import type { RateLimiter } from '../../src/platform/rate-limit.ts';
+import { FixedClock, systemClock } from '../../src/platform/clock.ts';
+import { freePort } from '../../src/platform/net.ts';
+import { MemoryRateLimiter, type RateCharge, type RateDecision, type RateLimiter, type RateWindow } from '../../src/platform/rate-limit.ts';
 import { createTestDb, type TestDb } from './db.ts';
+import { proxyDatabase, type TcpProxy } from './tcp-proxy.ts';
+
+// The one whole-app starter of the tests (buildApp, as src/main.ts runs it, minus the process).
+// A test that needs the process itself (`npm start`, signals, the CLI) uses test/process/support.ts.
+
+export const TEST_SECRETS_KEY = 'dGVzdC1vbmx5LXNlY3JldHMta2V5LTMyLWJ5dGVzISE';
+
+export interface StartOptions {
+  /** Listen on a free port of 127.0.0.1, for real clients (fetch, oauth4webapi, the MCP SDK, Chromium). Default: inject only. */
+  listen?: boolean;
+  /** BASE_URL. Default `http://127.0.0.1:<port><basePath>` when listening, `http://hubops.test` otherwise. */
+  baseUrl?: string;
+  /** With `listen`: served under this path of the origin (BASE_URL = origin + path), e.g. `/api`. */
+  basePath?: string;
+  /** The app's FixedClock starts here (default: the moment the app starts); `'system'`: the real clock, time moves. */
+  now?: string | Date | 'system';
+  /** Default: the app's own in-process limiter. `'unlimited'`: counts but never refuses (many requests, one caller). */
+  limiter?: RateLimiter | 'unlimited';
+  /** A logger to capture what the app logs; default none. */
+  logger?: FastifyBaseLogger;
+  /** This database (not dropped on close; several apps may share it). Default: a fresh one, dropped on close. */
+  db?: TestDb;
+  /** The app reaches its database through a TCP proxy (`proxy`), so a test can take it away. */
+  throughProxy?: boolean;
+  /** HUBOPS_SECRETS_KEY. Default none: the key file under DATA_DIR, as on a first start. Apps sharing a database need one. */
+  secretsKey?: string;
+  /** Run the background post publisher (default off; tests that drive it themselves keep it off). */
+  publisher?: boolean;
+  /** How often key usage is flushed to the database (default the app's). */
+  usageFlushMs?: number;
+  /** Seeds the database before the app starts (e.g. `seedWebHub`). */
+  seed?: (db: TestDb) => Promise<void>;
+}
 
 export interface TestApp {
   app: App;
   db: TestDb;
-  clock: FixedClock;
   config: Config;
-  /** GET a Hub API path with a key; returns status, headers and parsed JSON. */
+  /** The app's clock, which moves only when told (throws with `now: 'system'`). */
+  readonly clock: FixedClock;
+  /** BASE_URL (where a listening app is reached). */
+  baseUrl: string;
+  /** The OAuth server's metadata from discovery (a listening app at its own BASE_URL only). */
+  readonly as: oauth.AuthorizationServer;
+  /** With `throughProxy`: the proxy between the app and its database, to cut and restore. */
+  proxy?: TcpProxy;
+  /** GET a Hub API path with a key (inject); returns status, headers and parsed JSON. */
   hubGet(path: string, key: string | undefined, headers?: Record<string, string>): Promise<{ status: number; headers: Record<string, unknown>; body: any }>;
   close(): Promise<void>;
 }
 
-export const TEST_SECRETS_KEY = 'dGVzdC1vbmx5LXNlY3JldHMta2V5LTMyLWJ5dGVzISE';
+/** Counts like the in-process limiter but never refuses. */
+export class UnlimitedRateLimiter extends MemoryRateLimiter {
+  override hit(key: string, _limit: number, windowMs: number, nowMs: number): Promise<RateDecision> {
+    return super.hit(key, Number.MAX_SAFE_INTEGER, windowMs, nowMs);
+  }
+  override hitAll(windows: RateWindow[], nowMs: number): Promise<RateCharge> {
+    return super.hitAll(windows.map((w) => ({ ...w, limit: Number.MAX_SAFE_INTEGER })), nowMs);
+  }
+}
 
-/** Boots the whole app on a fresh database, with a clock the test controls. */
-export async function startTestApp(options: { now?: string; limiter?: RateLimiter; db?: TestDb } = {}): Promise<TestApp> {
+/** Boots the whole app (on a fresh database unless given one), inject-only or listening on a real port. */
+export async function startApp(options: StartOptions = {}): Promise<TestApp> {
   const db = options.db ?? (await createTestDb());
-  const clock = new FixedClock(options.now ?? '2026-11-21T12:00:00.000Z');
-  // One secrets key for every test app, so several apps on one database (instances) can share it.
-  const config = loadConfig({ DATABASE_URL: db.url, LOG_LEVEL: 'silent', BASE_URL: 'http://hubops.test', DATA_DIR: await mkdtemp(path.join(tmpdir(), 'hubops-test-data-')), HUBOPS_SECRETS_KEY: TEST_SECRETS_KEY });
-  const app = await buildApp({ config, db, clock, limiter: options.limiter, logger: false, publisher: false });
+  await options.seed?.(db);
+  const port = options.listen ? await freePort() : undefined;
+  const baseUrl = options.baseUrl ?? (port ? `http://127.0.0.1:${port}${options.basePath ?? ''}` : 'http://hubops.test');
+  const env: Record<string, string> = { DATABASE_URL: db.url, LOG_LEVEL: 'silent', BASE_URL: baseUrl, DATA_DIR: await mkdtemp(path.join(tmpdir(), 'hubops-test-data-')) };
+  if (port) env.PORT = String(port);
+  if (options.secretsKey) env.HUBOPS_SECRETS_KEY = options.secretsKey;
+  const config = loadConfig(env);
+  const fixed = options.now === 'system' ? undefined : new FixedClock(options.now ?? new Date());
+  const limiter = options.limiter === 'unlimited' ? new UnlimitedRateLimiter() : options.limiter;
+  const through = options.throughProxy ? await proxyDatabase(db.url) : undefined;
+  const appDb: Db = through ? connect(through.url) : db;
+  const app = await buildApp({
+    config,
+    db: appDb,
+    clock: fixed ?? systemClock,
+    limiter,
+    logger: options.logger ?? false,
+    publisher: options.publisher ?? false,
+    ...(options.usageFlushMs === undefined ? {} : { usageFlushMs: options.usageFlushMs }),
+  });
+  let as: oauth.AuthorizationServer | undefined;
+  if (port) {
+    await app.fastify.listen({ port, host: '127.0.0.1' });
+    if (!options.baseUrl) {
+      const issuer = new URL(config.siteUrl);
+      as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', [oauth.allowInsecureRequests]: true }));
+    }
+  }
   return {
     app,
     db,
-    clock,
     config,
+    get clock(): FixedClock {
+      if (!fixed) throw new Error("the app runs on the system clock (now: 'system')");
+      return fixed;
+    },
+    baseUrl,
+    get as(): oauth.AuthorizationServer {
+      if (!as) throw new Error('no OAuth discovery: the app does not listen at its own BASE_URL');
+      return as;
+    },
+    proxy: through?.proxy,
     hubGet: async (path, key, headers = {}) => {
       const response = await app.fastify.inject({
         method: 'GET',
@@ -48,6 +133,11 @@ export async function startTestApp(options: { now?: string; limiter?: RateLimite
     },
     close: async () => {
       await app.close();
+      if (through) {
+        await appDb.close();
+        await through.proxy.close();
+      }
+      if (options.limiter === 'unlimited') await limiter!.close();
       if (!options.db) await db.drop();
       await rm(config.dataDir, { recursive: true, force: true });
     },

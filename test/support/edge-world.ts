@@ -1,34 +1,24 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { sql } from 'kysely';
-import { readKey } from './app.ts';
-import { channel } from './content.ts';
-import * as fx from './fixtures.ts';
+import { readKey, type TestApp } from './app.ts';
+import { channel } from './content-world.ts';
+import * as fx from './world.ts';
 import { png } from './media-files.ts';
 import { newClient, transport } from './mcp-client.ts';
-import { api, authorize, exchangeCode, registerClient, startLiveApp, type LiveApp } from './oauth-flow.ts';
+import { api, authorize, exchangeCode, registerClient } from './oauth-flow.ts';
 import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
-import { MemoryRateLimiter, type RateCharge, type RateDecision, type RateWindow } from '../../src/platform/rate-limit.ts';
 
-// A whole app on a real port with an authorised caller on every surface, for tests that probe
+// The edge world, in a whole app on a real port: an authorised caller on every surface, for tests that probe
 // the edges with many requests: a hub admin's OAuth token (main API and its MCP server), a Hub
 // API key (Hub API and its MCP server), and at least two rows in every list so that each list
-// issues a cursor. Rate limits are lifted (many requests, one caller).
+// issues a cursor. Start the app with rate limits lifted (many requests, one caller):
+// `seedEdgeWorld(await startApp({ listen: true, limiter: 'unlimited' }))`.
 
 const REDIRECT = 'http://127.0.0.1:9/callback';
 
-/** Counts like the in-process limiter but never refuses. */
-class UnlimitedRateLimiter extends MemoryRateLimiter {
-  override hit(key: string, _limit: number, windowMs: number, nowMs: number): Promise<RateDecision> {
-    return super.hit(key, Number.MAX_SAFE_INTEGER, windowMs, nowMs);
-  }
-  override hitAll(windows: RateWindow[], nowMs: number): Promise<RateCharge> {
-    return super.hitAll(windows.map((w) => ({ ...w, limit: Number.MAX_SAFE_INTEGER })), nowMs);
-  }
-}
-
 export interface EdgeWorld {
-  live: LiveApp;
+  live: TestApp;
   /** A hub admin of hub h1 (all workspaces). */
   token: string;
   /** A read key of hub h1. */
@@ -45,9 +35,8 @@ export interface EdgeWorld {
   close(): Promise<void>;
 }
 
-export async function startEdgeWorld(): Promise<EdgeWorld> {
-  const limiter = new UnlimitedRateLimiter();
-  const live = await startLiveApp({ limiter });
+/** Seeds the edge world into a listening app started with `limiter: 'unlimited'`. */
+export async function seedEdgeWorld(live: TestApp): Promise<EdgeWorld> {
   const db = live.db;
   await fx.account(db, 'acc_1');
   await fx.hub(db, 'h1', 'acc_1');
@@ -99,9 +88,6 @@ export async function startEdgeWorld(): Promise<EdgeWorld> {
       for (const table of tables) out[table] = Number((await sql<{ n: string }>`SELECT count(*) AS n FROM ${sql.table(table)}`.execute(db.kysely)).rows[0]!.n);
       return out;
     },
-    close: async () => {
-      await live.close();
-      await limiter.close();
-    },
+    close: () => live.close(),
   };
 }

@@ -1,71 +1,12 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { sql } from 'kysely';
 import * as oauth from 'oauth4webapi';
-import type { FastifyBaseLogger } from 'fastify';
-import { buildApp, type App } from '../../src/app.ts';
-import { loadConfig, type Config } from '../../src/config.ts';
-import { connect } from '../../src/db/database.ts';
-import type { RateLimiter } from '../../src/platform/rate-limit.ts';
-import { FixedClock } from '../../src/platform/clock.ts';
+import type { TestApp } from './app.ts';
 import { REVOCATION_CHANNEL } from '../../src/surfaces/oauth/revocations.ts';
-import { createTestDb, type TestDb } from './db.ts';
-import { proxyDatabase, type TcpProxy } from './tcp-proxy.ts';
-import { freePort } from '../../src/platform/net.ts';
 
 // Drives the OAuth 2.1 flow the way a real client and a real user would: oauth4webapi for the
 // client side, plain HTTP with a cookie jar for the browser (sign-in form, consent form).
 
 const insecure = { [oauth.allowInsecureRequests]: true };
-
-
-export interface LiveApp {
-  app: App;
-  db: TestDb;
-  config: Config;
-  clock: FixedClock;
-  baseUrl: string;
-  as: oauth.AuthorizationServer;
-  /** With `throughProxy`: the proxy between the app and its database, to cut and restore. */
-  proxy?: TcpProxy;
-  close(): Promise<void>;
-}
-
-export interface LiveAppOptions {
-  /** Served under this path of the origin (BASE_URL = origin + path), e.g. `/api`. */
-  basePath?: string;
-  limiter?: RateLimiter;
-  /** A logger to capture what the app logs; default none. */
-  logger?: FastifyBaseLogger;
-  /** The app reaches its database through a TCP proxy (`live.proxy`), so a test can take it away. */
-  throughProxy?: boolean;
-}
-
-/** The whole app listening on a real port (oauth4webapi speaks HTTP), on a fresh database. */
-export async function startLiveApp(options: LiveAppOptions = {}): Promise<LiveApp> {
-  const db = await createTestDb();
-  const port = await freePort();
-  const baseUrl = `http://127.0.0.1:${port}${options.basePath ?? ''}`;
-  const config = loadConfig({ DATABASE_URL: db.url, LOG_LEVEL: 'silent', BASE_URL: baseUrl, PORT: String(port), DATA_DIR: await mkdtemp(path.join(tmpdir(), 'hubops-test-data-')) });
-  const clock = new FixedClock(new Date());
-  const through = options.throughProxy ? await proxyDatabase(db.url) : undefined;
-  const appDb = through ? connect(through.url) : db;
-  const app = await buildApp({ config, db: appDb, clock, logger: options.logger ?? false, limiter: options.limiter });
-  await app.fastify.listen({ port, host: '127.0.0.1' });
-  const issuer = new URL(config.siteUrl);
-  const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }));
-  const close = async () => {
-    await app.close();
-    if (through) {
-      await appDb.close();
-      await through.proxy.close();
-    }
-    await db.drop();
-    await rm(config.dataDir, { recursive: true, force: true });
-  };
-  return { app, db, config, clock, baseUrl, as, proxy: through?.proxy, close };
-}
 
 /** A browser's cookie jar, good enough for one origin. */
 export class Browser {
@@ -92,7 +33,7 @@ export interface RegisteredClient {
   secret?: string;
 }
 
-export async function registerClient(live: LiveApp, options: { confidential: boolean; redirectUri: string; name?: string }): Promise<RegisteredClient> {
+export async function registerClient(live: TestApp, options: { confidential: boolean; redirectUri: string; name?: string }): Promise<RegisteredClient> {
   const response = await oauth.dynamicClientRegistrationRequest(live.as, {
     client_name: options.name ?? 'Test Client',
     redirect_uris: [options.redirectUri],
@@ -149,7 +90,7 @@ export interface AuthorizeResult {
 }
 
 /** Runs authorize → sign-in → consent like a user in a browser. */
-export async function authorize(live: LiveApp, registered: RegisteredClient, o: AuthorizeOptions): Promise<AuthorizeResult> {
+export async function authorize(live: TestApp, registered: RegisteredClient, o: AuthorizeOptions): Promise<AuthorizeResult> {
   const codeVerifier = oauth.generateRandomCodeVerifier();
   const state = oauth.generateRandomState();
   const url = new URL(live.as.authorization_endpoint!);
@@ -172,7 +113,7 @@ export type SignInOptions = Pick<AuthorizeOptions, 'email' | 'password' | 'decis
  * `redirectToAuthorization`): opens it, signs in, answers consent, and stops at the redirect that
  * leaves the server (to the client's redirect URI, whose query then holds `code` or `error`).
  */
-export async function completeAuthorization(live: LiveApp, authorizationUrl: URL | string, o: SignInOptions): Promise<Omit<AuthorizeResult, 'codeVerifier' | 'state'>> {
+export async function completeAuthorization(live: TestApp, authorizationUrl: URL | string, o: SignInOptions): Promise<Omit<AuthorizeResult, 'codeVerifier' | 'state'>> {
   const browser = o.browser ?? new Browser();
   const pages: string[] = [];
   let response = await follow(browser, live.baseUrl, await browser.fetch(authorizationUrl.toString()));
@@ -198,24 +139,24 @@ export async function completeAuthorization(live: LiveApp, authorizationUrl: URL
   return { response, callback, pages };
 }
 
-export async function exchangeCode(live: LiveApp, registered: RegisteredClient, result: AuthorizeResult, redirectUri: string) {
+export async function exchangeCode(live: TestApp, registered: RegisteredClient, result: AuthorizeResult, redirectUri: string) {
   const params = oauth.validateAuthResponse(live.as, registered.client, result.callback!, result.state);
   const response = await oauth.authorizationCodeGrantRequest(live.as, registered.client, registered.clientAuth, params, redirectUri, result.codeVerifier, insecure);
   return oauth.processAuthorizationCodeResponse(live.as, registered.client, response);
 }
 
-export async function refresh(live: LiveApp, registered: RegisteredClient, refreshToken: string) {
+export async function refresh(live: TestApp, registered: RegisteredClient, refreshToken: string) {
   const response = await oauth.refreshTokenGrantRequest(live.as, registered.client, registered.clientAuth, refreshToken, insecure);
   return oauth.processRefreshTokenResponse(live.as, registered.client, response);
 }
 
-export async function revoke(live: LiveApp, registered: RegisteredClient, token: string): Promise<void> {
+export async function revoke(live: TestApp, registered: RegisteredClient, token: string): Promise<void> {
   const response = await oauth.revocationRequest(live.as, registered.client, registered.clientAuth, token, insecure);
   await oauth.processRevocationResponse(response);
 }
 
 /** Calls the main API with a bearer token. */
-export async function api(live: LiveApp, path: string, token: string | undefined, init: RequestInit = {}): Promise<{ status: number; headers: Headers; body: any }> {
+export async function api(live: TestApp, path: string, token: string | undefined, init: RequestInit = {}): Promise<{ status: number; headers: Headers; body: any }> {
   const headers = new Headers(init.headers);
   if (token) headers.set('authorization', `Bearer ${token}`);
   const response = await fetch(`${live.baseUrl}${path}`, { ...init, headers });
@@ -234,7 +175,7 @@ export async function api(live: LiveApp, path: string, token: string | undefined
  * cache of token verdicts is emptied (as when another instance revokes): a real expiry needs no
  * nudge, since a cached verdict never outlives the token's `exp`, but one edited in does.
  */
-export async function expireAccessTokens(live: LiveApp): Promise<void> {
+export async function expireAccessTokens(live: TestApp): Promise<void> {
   await sql`UPDATE oauth_artifacts SET expires_at = now() - interval '1 second',
               payload = jsonb_set(payload, '{exp}', to_jsonb(extract(epoch from now())::int - 1))
             WHERE model = 'AccessToken'`.execute(live.db.kysely);

@@ -4,12 +4,12 @@ import { after, before, test } from 'node:test';
 import { createKey, revokeKey } from '../../src/domain/api-keys/api-key.repository.ts';
 import { signEmbedToken } from '../../src/surfaces/web/embed-token.ts';
 import { Browser } from '../support/oauth-flow.ts';
-import { ADMIN, HUB, seedWebHub, startWebApp, type WebApp } from '../support/web.ts';
+import { startApp, type TestApp } from '../support/app.ts';
+import { ADMIN, HUB, seedWebHub } from '../support/world.ts';
 
-let web: WebApp;
+let web: TestApp;
 before(async () => {
-  web = await startWebApp();
-  await seedWebHub(web.db);
+  web = await startApp({ listen: true, now: 'system', usageFlushMs: 200, seed: seedWebHub });
 });
 after(async () => web?.close());
 
@@ -47,9 +47,8 @@ test('sign-in refuses a form without its CSRF token; the session cookie is HttpO
 });
 
 test('with an https BASE_URL the session cookie is Secure', async () => {
-  const secure = await startWebApp({ baseUrl: 'https://hubops.example' });
+  const secure = await startApp({ listen: true, now: 'system', usageFlushMs: 200, seed: seedWebHub, baseUrl: 'https://hubops.example' });
   try {
-    await seedWebHub(secure.db);
     const r = await secure.app.fastify.inject({ method: 'GET', url: '/app/sign-in' });
     assert.match(String(r.headers['set-cookie']), /; Secure/);
     assert.match(String(r.headers['set-cookie']), /Path=\/app; HttpOnly; SameSite=Lax/);

@@ -12,7 +12,9 @@ import { signEmbedToken } from '../../src/surfaces/web/embed-token.ts';
 import { parseCsv } from '../support/csv-parse.ts';
 import { httpRequest } from '../support/http.ts';
 import { freePort } from '../../src/platform/net.ts';
-import { ADMIN, CHROMIUM, CHROMIUM_ARGS, chromiumMissing, HUB, MEMBER, seedWebHub, startWebApp, type WebApp } from '../support/web.ts';
+import { startApp, type TestApp } from '../support/app.ts';
+import { CHROMIUM, CHROMIUM_ARGS, chromiumMissing } from '../support/chromium.ts';
+import { ADMIN, HUB, MEMBER, seedWebHub } from '../support/world.ts';
 
 process.env.PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD = '1';
 // The README's screenshots are refreshed with UPDATE_SCREENSHOTS=1; otherwise they are still taken
@@ -26,7 +28,7 @@ if (chromiumMissing) console.log(`# SKIP browser tests: ${chromiumMissing}`);
 const neutral = (v: string) => (/^[=+\-@\t\r]/.test(v) ? `'${v}` : v);
 
 /** Every opt-in row of the hub through the Hub API, page by page. */
-async function hubRows(web: WebApp, key: string, query = ''): Promise<any[]> {
+async function hubRows(web: TestApp, key: string, query = ''): Promise<any[]> {
   const rows: any[] = [];
   let cursor: string | null = null;
   do {
@@ -52,7 +54,7 @@ function expectedRecord(row: any, fieldKeys: string[]): string[] {
 }
 
 describe('web admin in Chromium', { skip: chromiumMissing }, () => {
-  let web: WebApp;
+  let web: TestApp;
   let browser: Browser;
   let admin: BrowserContext;
   let page: Page;
@@ -60,8 +62,7 @@ describe('web admin in Chromium', { skip: chromiumMissing }, () => {
 
   before(async () => {
     const { chromium } = await import('playwright-core');
-    web = await startWebApp();
-    await seedWebHub(web.db);
+    web = await startApp({ listen: true, now: 'system', usageFlushMs: 200, seed: seedWebHub });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
     admin = await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 900 } });
     await admin.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: web.baseUrl });

@@ -4,12 +4,13 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
-import { Browser, startLiveApp, type LiveApp } from '../support/oauth-flow.ts';
-import { ADMIN, HUB, seedWebHub } from '../support/web.ts';
+import { startApp, type TestApp } from '../support/app.ts';
+import { Browser } from '../support/oauth-flow.ts';
+import { ADMIN, HUB, seedWebHub } from '../support/world.ts';
 
-let live: LiveApp;
+let live: TestApp;
 before(async () => {
-  live = await startLiveApp({ throughProxy: true });
+  live = await startApp({ listen: true, throughProxy: true });
   await seedWebHub(live.db);
 });
 after(async () => live?.close());

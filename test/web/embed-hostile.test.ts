@@ -9,7 +9,7 @@ import { buildApp, type App } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
-import { account, hub } from '../support/fixtures.ts';
+import { account, hub } from '../support/world.ts';
 import { captureLog } from '../support/log.ts';
 
 const { logger, lines } = captureLog('trace');

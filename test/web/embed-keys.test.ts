@@ -7,12 +7,12 @@ import { readFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { createKey, listKeys } from '../../src/domain/api-keys/api-key.repository.ts';
-import { startTestApp, type TestApp } from '../support/app.ts';
-import { account, hub } from '../support/fixtures.ts';
+import { startApp, type TestApp } from '../support/app.ts';
+import { account, hub } from '../support/world.ts';
 
 let t: TestApp;
 before(async () => {
-  t = await startTestApp({ now: new Date().toISOString() });
+  t = await startApp({ now: new Date().toISOString() });
   await account(t.db);
   await hub(t.db, 'hub_1');
 });

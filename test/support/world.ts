@@ -1,7 +1,10 @@
 import { sql } from 'kysely';
 import type { Db } from '../../src/db/database.ts';
+import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
 
-// Small, explicit fixtures written straight to the tables (the import path has its own tests).
+// The tenancy world: accounts, hubs, workspaces (and their fields), playbooks, opt-ins, ad accounts
+// and spend, written straight to the tables (the import path has its own tests); and the web
+// app's hub (seedWebHub). Users, channels, posts and media: content-world.ts.
 
 export async function account(db: Db, id = 'acc_1'): Promise<string> {
   await db.kysely.insertInto('accounts').values({ id, name: `Account ${id}`, plan: 'standard', api_access: true }).execute();
@@ -82,4 +85,58 @@ export async function spend(db: Db, rows: { hubId: string; adAccountId: string; 
     .values([...lines.values()].map((r) => ({ hub_id: r.hubId, ad_account_id: r.adAccountId, workspace_id: r.workspaceId, date: r.date, spend_cents: r.cents })))
     .onConflict((oc) => oc.expression(sql`ad_account_id, date, (coalesce(workspace_id, ''))` as never).doUpdateSet({ spend_cents: sql`spend.spend_cents + excluded.spend_cents` }))
     .execute();
+}
+
+// The web app's world.
+
+export const ADMIN = { email: 'admin@web.test', password: 'admin password 1' };
+export const MEMBER = { email: 'member@web.test', password: 'member password 1' };
+export const HUB = 'hub_web';
+
+const day = (offset: number, time = '09:30:00.000') => `${new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10)}T${time}Z`;
+
+/**
+ * A hub with awkward names (commas, quotes, line breaks, a leading `=`), custom fields (one
+ * archived), 130 opt-ins across statuses, an ad account with spend; a hub admin and a pinned member.
+ */
+export async function seedWebHub(db: Db): Promise<void> {
+  await account(db);
+  await hub(db, HUB);
+  await hub(db, 'hub_other');
+  await db.kysely.updateTable('hubs').set({ name: 'Acme Franchises' }).where('id', '=', HUB).execute();
+  await field(db, HUB, 'region');
+  await field(db, HUB, 'store_code');
+  await field(db, HUB, 'old_field', true);
+  await workspace(db, HUB, 'ws_a', { region: 'North, East', store_code: 101, old_field: 'hidden' });
+  await workspace(db, HUB, 'ws_b', { region: '=HYPERLINK("http://evil")' });
+  await workspace(db, HUB, 'ws_c');
+  await db.kysely.updateTable('workspaces').set({ name: '=1+1 Downtown' }).where('id', '=', 'ws_a').execute();
+  await db.kysely.updateTable('workspaces').set({ name: 'Uptown, "the big one"\nsecond line' }).where('id', '=', 'ws_b').execute();
+  await workspace(db, 'hub_other', 'ws_other');
+  await playbook(db, HUB, 'pb_1', 'Spring "Sale", 2026 ', ['meta', 'google_ads']);
+  await playbook(db, HUB, 'pb_2', '@Summer\nlaunch', ['organic_social']);
+  await playbook(db, 'hub_other', 'pb_other');
+  const statuses = ['active', 'in_review', 'questions_only', 'paused', 'active'];
+  const workspaces = ['ws_a', 'ws_b', 'ws_c'];
+  await optIns(db, Array.from({ length: 130 }, (_, i) => ({
+    id: `oi_${String(i).padStart(3, '0')}`,
+    hubId: HUB,
+    playbookId: i % 2 ? 'pb_2' : 'pb_1',
+    workspaceId: workspaces[i % 3]!,
+    status: statuses[i % statuses.length],
+    optedInAt: day(-(i % 40), `0${i % 10}:15:00.000`),
+    updatedAt: day(-(i % 40), `1${i % 10}:15:00.000`),
+    budgetCents: i % 5 === 2 ? null : 1000 + i,
+    budgetType: i % 5 === 2 ? null : i % 2 ? 'daily' : 'lifetime',
+    variant: (i % 4 === 0 ? { audience: 'Families, "young"' } : {}) as Record<string, string>,
+    responses: i % 3 === 0 ? [{ question: 'Notes?', answer: '-dash, "quoted"\nnew line' }] : [],
+  })));
+  await optIns(db, [{ id: 'oi_other', hubId: 'hub_other', playbookId: 'pb_other', workspaceId: 'ws_other', optedInAt: day(-1) }]);
+  await adAccount(db, HUB, 'ads_1', 'idle', new Date(Date.now() - 8 * 3_600_000).toISOString());
+  await spend(db, [
+    ...Array.from({ length: 60 }, (_, i) => ({ hubId: HUB, adAccountId: 'ads_1', workspaceId: workspaces[i % 3]!, date: day(-(i % 30)).slice(0, 10), cents: 5000 + i * 37 })),
+    { hubId: HUB, adAccountId: 'ads_1', workspaceId: null, date: day(-2).slice(0, 10), cents: 4321 },
+  ]);
+  await createUser(db, { ...ADMIN, firstname: 'Ada', lastname: 'Admin', hubId: HUB, role: 'hub_admin' });
+  await createUser(db, { ...MEMBER, firstname: 'Max', lastname: 'Member', hubId: HUB, role: 'member', workspaceId: 'ws_a' });
 }

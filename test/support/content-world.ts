@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Db } from '../../src/db/database.ts';
 import type { SocialPlatform } from '../../src/db/schema.ts';
 import { openDiskMediaStore } from '../../src/domain/media/media-store.ts';
-import { account, hub, workspace } from './fixtures.ts';
+import { account, hub, workspace } from './world.ts';
 import type { Clock } from '../../src/platform/clock.ts';
 import { Replayed, runOperation, type Operation } from '../../src/surfaces/operation.ts';
 import { REPLAYED_HEADER } from '../../src/surfaces/rest.ts';
@@ -15,8 +15,10 @@ import type { MediaStore } from '../../src/domain/media/media-store.ts';
 import { uploadMedia, type UploadDetails } from '../../src/domain/media/media.service.ts';
 import type { MediaAsset } from '../../src/domain/media/media.ts';
 
-// Callers and fixtures for the main API's content: callers as the OAuth layer would resolve
-// them, a disk media store in a temporary directory, and channels written straight to the table.
+// The content world (the main API's content): users and channels written straight to the tables,
+// the content tests' hubs (seedTwoHubs, publishingHub), callers as the OAuth layer would resolve
+// them, a disk media store in a temporary directory, and operations run as REST and MCP run them.
+// Tenancy records (accounts, hubs, workspaces, opt-ins, spend): world.ts.
 
 export async function user(db: Db, id: string, accountId = 'acc_1'): Promise<string> {
   await db.kysely.insertInto('users').values({ id, account_id: accountId, email: `${id}@example.test`, password_hash: 'x', firstname: 'Test', lastname: id }).execute();
