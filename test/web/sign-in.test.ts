@@ -1,0 +1,43 @@
+// The web admin's sign-in form: its CSRF check without a real pre-session, and the failure limit.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { SIGN_IN_LIMITS } from '../../src/policy.ts';
+import { startApp, type TestApp } from '../support/app.ts';
+import { Browser } from '../support/oauth-flow.ts';
+import { ADMIN, MEMBER, seedWebHub } from '../support/world.ts';
+
+let web: TestApp;
+before(async () => {
+  web = await startApp({ listen: true, seed: seedWebHub });
+});
+after(async () => web?.close());
+
+const hidden = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? '';
+const form = (fields: Record<string, string>) => ({ method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
+
+test('an empty pre-session cookie and an empty csrf field do not sign in: 400, no session', async () => {
+  const r = await web.app.fastify.inject({
+    method: 'POST',
+    url: '/app/sign-in',
+    headers: { cookie: 'hubops_signin=', 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({ csrf: '', next: '/app', email: ADMIN.email, password: ADMIN.password }).toString(),
+  });
+  assert.equal(r.statusCode, 400);
+  assert.match(r.body, /Your sign-in form expired/);
+  assert.doesNotMatch(String(r.headers['set-cookie'] ?? ''), /hubops_app=[^;]/);
+  const sessions = await web.db.pool.query('SELECT count(*)::int AS n FROM web_sessions');
+  assert.equal(sessions.rows[0].n, 0);
+});
+
+test(`${SIGN_IN_LIMITS.perEmail} wrong passwords, then 429, even for the right one`, async () => {
+  const b = new Browser();
+  const csrf = hidden(await (await b.fetch(`${web.baseUrl}/app/sign-in`)).text(), 'csrf');
+  const post = (password: string) => b.fetch(`${web.baseUrl}/app/sign-in`, form({ csrf, next: '/app', email: MEMBER.email, password }));
+  const statuses: number[] = [];
+  for (let i = 0; i <= SIGN_IN_LIMITS.perEmail; i++) statuses.push((await post('wrong password!')).status);
+  assert.deepEqual(statuses, [...Array(SIGN_IN_LIMITS.perEmail).fill(401), 429]);
+  const right = await post(MEMBER.password);
+  assert.equal(right.status, 429);
+  assert.match(await right.text(), /Too many failed sign-in attempts/);
+  assert.equal(b.cookies.get('hubops_app'), undefined);
+});
