@@ -60,14 +60,20 @@ test('database unreachable: the admin pages, sign-in and the key forms answer th
   const key = await createKey(live.db, { hubId: HUB, name: 'Zapier sync' });
   const { browser, csrf } = await signedIn();
   const hubUrl = `${live.baseUrl}/app/hubs/${HUB}`;
+  const formToken = hidden(await (await browser.fetch(`${hubUrl}/settings/api`)).text(), 'form_token');
   await live.proxy!.cut();
   try {
     await assertUnavailablePage(await browser.fetch(`${hubUrl}/settings/api`), 'API tab');
     await assertUnavailablePage(await browser.fetch(`${hubUrl}/settings/api/keys/${key.id}/revoke`), 'revoke confirmation');
     await assertUnavailablePage(await browser.fetch(`${hubUrl}/settings/api/keys/${key.id}/revoke`, form({ csrf })), 'revoke');
+    await assertUnavailablePage(await browser.fetch(`${hubUrl}/settings/api/keys`, form({ csrf, form_token: formToken, name: 'Made offline', scope: 'read' })), 'Create key');
     await assertUnavailablePage(await browser.fetch(`${hubUrl}/opt-ins`), 'opt-ins report');
-    const signInPage = await (await new Browser().fetch(`${live.baseUrl}/app/sign-in`)).text();
+    const visitor = new Browser();
+    const signInPage = await (await visitor.fetch(`${live.baseUrl}/app/sign-in`)).text();
     assert.match(signInPage, /name="csrf"/, 'the sign-in form itself needs no database');
+    const signIn = await visitor.fetch(`${live.baseUrl}/app/sign-in`, form({ csrf: hidden(signInPage, 'csrf'), next: '/app', email: ADMIN.email, password: ADMIN.password }));
+    await assertUnavailablePage(signIn, 'sign-in');
+    assert.equal(visitor.cookies.get('hubops_app'), undefined, 'no session without the database');
   } finally {
     await live.proxy!.restore();
   }
@@ -77,4 +83,6 @@ test('database unreachable: the admin pages, sign-in and the key forms answer th
     if (page.status === 200) break;
   }
   assert.equal(page?.status, 200, 'the API tab works again');
+  const made = await live.db.kysely.selectFrom('api_keys').select('id').where('name', '=', 'Made offline').execute();
+  assert.deepEqual(made, [], 'Create key during the outage made no key');
 });
