@@ -8,14 +8,14 @@ const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 
 /** A rolling-window rate limit: at most `limit` counted requests in any `windowMs`. */
-export interface RateWindow {
+export interface RatePolicy {
   /** The name clients see in `RateLimit-Policy` and in 429 messages. */
   readonly policy: string;
   readonly limit: number;
   readonly windowMs: number;
 }
 
-const window = (policy: string, limit: number, windowMs: number): RateWindow => Object.freeze({ policy, limit, windowMs });
+const window = (policy: string, limit: number, windowMs: number): RatePolicy => Object.freeze({ policy, limit, windowMs });
 
 // --- Hub API (API keys) ---------------------------------------------------------------------
 

@@ -2,7 +2,7 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { JsonText } from '../platform/json-text.ts';
-import type { RateWindow } from '../policy.ts';
+import type { RatePolicy } from '../policy.ts';
 import { Replayed, runOperation, type Operation, type OperationInfo } from './operation.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './rest.ts';
 import { refusalOf } from './shared/errors.ts';
@@ -36,7 +36,7 @@ export interface McpEndpoint<Ctx> {
  * and its first tool call uses that charge (taking only the extra limit); a JSON-RPC batch is
  * charged once more for every tool call after the first. A refused tool call consumes nothing.
  */
-export type ToolCallCharge = (extraLimit: RateWindow | undefined, nth: number) => Promise<void>;
+export type ToolCallCharge = (extraLimit: RatePolicy | undefined, nth: number) => Promise<void>;
 
 function toolResult(result: unknown): CallToolResult {
   const value = result instanceof Replayed ? result.value : result;

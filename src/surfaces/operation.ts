@@ -4,7 +4,7 @@ import type { Replayable } from '../domain/idempotency/idempotency.ts';
 import type { Issue } from '../platform/errors.ts';
 import { JsonText } from '../platform/json-text.ts';
 import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText } from '../platform/text.ts';
-import type { RateWindow } from '../policy.ts';
+import type { RatePolicy } from '../policy.ts';
 import { invalidRequest } from './shared/errors.ts';
 
 /** What an operation does, which decides its verbs: GET (200) or POST (201), and its MCP hints. */
@@ -27,7 +27,7 @@ export interface OperationInfo {
   /** The MCP tool reaches outside hubops (e.g. fetches a URL): its openWorldHint. Default false. */
   readonly openWorld?: boolean;
   /** An extra limit for this operation, on top of the surface's (e.g. 20/min on a report). */
-  readonly extraLimit?: RateWindow;
+  readonly extraLimit?: RatePolicy;
 }
 
 /**

@@ -6,9 +6,9 @@ import type { UsageRecorder } from '../../domain/api-keys/usage-recorder.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { LruCache } from '../../platform/lru.ts';
 import { allowedCharge, type RateCharge, type RateDecision, type RateLimiter, type RateWindow } from '../../platform/rate-limit.ts';
-import { FAILED_AUTH_LIMIT, HUB_KEY_LIMIT } from '../../policy.ts';
+import { FAILED_AUTH_LIMIT, HUB_KEY_LIMIT, type RatePolicy } from '../../policy.ts';
 import { ApiError } from '../shared/errors.ts';
-import { rateLimitHeaders, rateLimited, type Policy } from '../shared/rate-limit.ts';
+import { rateLimitHeaders, rateLimited, toolCallWindows } from '../shared/rate-limit.ts';
 
 // Who may call the Hub API, and how often.
 
@@ -83,7 +83,7 @@ export class HubApiGuard {
    * work, so one misconfigured tool behind a shared address (an office NAT, an automation
    * platform's egress) does not lock out everyone else there (see README, Limits).
    */
-  async authenticate(request: FastifyRequest, reply: FastifyReply, options: { rideAlong: boolean; extra?: Policy }): Promise<Admission> {
+  async authenticate(request: FastifyRequest, reply: FastifyReply, options: { rideAlong: boolean; extra?: RatePolicy }): Promise<Admission> {
     const nowMs = this.#clock.now().getTime();
     const addressKey = `auth-fail:${request.ip}`;
     const key = bearerToken(request.headers.authorization);
@@ -136,7 +136,7 @@ export class HubApiGuard {
   }
 
   /** Counts the request against the per-key limit (and `extra`) and sets the RateLimit headers. */
-  async #charge(caller: CallerKey, reply: FastifyReply, nowMs: number, extra: Policy | undefined): Promise<RateCharge> {
+  async #charge(caller: CallerKey, reply: FastifyReply, nowMs: number, extra: RatePolicy | undefined): Promise<RateCharge> {
     const policies = extra ? [HUB_KEY_LIMIT, extra] : [HUB_KEY_LIMIT];
     const charge = await this.#limitAll(caller, policies, nowMs);
     reply.headers(rateLimitHeaders(policies.map((policy, i) => ({ policy, decision: charge.decisions[i]! }))));
@@ -166,8 +166,8 @@ export class HubApiGuard {
    * batch) count per-key again, in the same atomic step. A refused call consumes nothing: when
    * the first is refused, the POST's own count is given back. Throws 429 when refused.
    */
-  async chargeToolCall(admission: Admission, extra: Policy | undefined, nth: number): Promise<void> {
-    const policies = [...(nth > 1 ? [HUB_KEY_LIMIT] : []), ...(extra ? [extra] : [])];
+  async chargeToolCall(admission: Admission, extra: RatePolicy | undefined, nth: number): Promise<void> {
+    const policies = toolCallWindows<RatePolicy>(HUB_KEY_LIMIT, extra, nth);
     if (policies.length === 0) return;
     const charge = await this.#limitAll(admission.caller, policies, this.#clock.now().getTime());
     if (charge.allowed) return;
@@ -176,7 +176,7 @@ export class HubApiGuard {
   }
 
   /** Counts one request against the caller's windows for these policies (all or none). */
-  async #limitAll(caller: CallerKey, policies: Policy[], nowMs: number): Promise<RateCharge> {
+  async #limitAll(caller: CallerKey, policies: RatePolicy[], nowMs: number): Promise<RateCharge> {
     const windows: RateWindow[] = policies.map((p) => ({
       key: p === HUB_KEY_LIMIT ? `key:${caller.keyId}` : `op:${p.policy}:${caller.keyId}`,
       limit: p.limit,
@@ -186,7 +186,7 @@ export class HubApiGuard {
     return this.#safe(() => this.#limiter.hitAll(windows, nowMs), allowedCharge(windows));
   }
 
-  async #limit(key: string, policy: Policy, nowMs: number): Promise<RateDecision> {
+  async #limit(key: string, policy: RatePolicy, nowMs: number): Promise<RateDecision> {
     // A limiter outage (Redis down) must not take the API down with it: fail open, and say so.
     return this.#safe(() => this.#limiter.hit(key, policy.limit, policy.windowMs, nowMs), {
       allowed: true,

@@ -7,7 +7,7 @@ import { PERIODS } from '../../domain/periods.ts';
 import { FRESHNESS } from '../../domain/spend/spend.ts';
 import { spendByWorkspace, type SpendReportCache } from '../../domain/spend/spend.service.ts';
 import type { Clock } from '../../platform/clock.ts';
-import { HUB_SPEND_LIMIT, HUB_SUMMARY_LIMIT, type RateWindow } from '../../policy.ts';
+import { HUB_SPEND_LIMIT, HUB_SUMMARY_LIMIT, type RatePolicy } from '../../policy.ts';
 import { defineFormat, defineOperation, type Operation } from '../operation.ts';
 import { cursorFormat, NOT_OUR_CURSOR, Page, pageParameters } from '../shared/paging.ts';
 
@@ -110,7 +110,7 @@ const SpendSchema = Type.Object({
 export type LimitSubject = 'per key' | 'per user and client';
 
 /** A report's own limit, as its description states it. */
-const limitedTo = (window: RateWindow, per: LimitSubject) => `Limited to ${window.limit} requests per ${window.windowMs === 60_000 ? 'minute' : `${window.windowMs / 1000} s`} ${per}.`;
+const limitedTo = (window: RatePolicy, per: LimitSubject) => `Limited to ${window.limit} requests per ${window.windowMs === 60_000 ? 'minute' : `${window.windowMs / 1000} s`} ${per}.`;
 
 /** The Hub API's operations, their limits worded for the surface that counts them `per` its subject. */
 export function hubOperationsFor(per: LimitSubject): Operation<HubContext>[] {

@@ -6,7 +6,7 @@ import { acceptAnyJson, serveMcp, type McpEndpoint } from '../mcp.ts';
 import { buildOpenApi, type OpenApiDocument } from '../openapi.ts';
 import { mountRest } from '../rest.ts';
 import { ApiError } from '../shared/errors.ts';
-import type { Policy } from '../shared/rate-limit.ts';
+import type { RatePolicy } from '../../policy.ts';
 import type { Admission, HubApiGuard } from './guard.ts';
 import { hubOperations, type HubContext } from './operations.ts';
 
@@ -81,7 +81,7 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
 
   app.get('/openapi.json', async (_request, reply) => reply.type('application/json').send(openApi));
 
-  const authenticate = async (request: FastifyRequest, reply: FastifyReply, rideAlong: boolean, extra?: Policy): Promise<Admission> => {
+  const authenticate = async (request: FastifyRequest, reply: FastifyReply, rideAlong: boolean, extra?: RatePolicy): Promise<Admission> => {
     guard.refuseBrowsers(request);
     return guard.authenticate(request, reply, { rideAlong, extra });
   };

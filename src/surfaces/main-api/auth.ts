@@ -7,10 +7,10 @@ import { grantIdentity, type GrantIdentity } from '../../domain/oauth/identity.r
 import type { Clock } from '../../platform/clock.ts';
 import { LruCache } from '../../platform/lru.ts';
 import { allowedCharge, type RateCharge, type RateDecision, type RateLimiter, type RateWindow } from '../../platform/rate-limit.ts';
-import { PLAN_LIMITS, PLAN_WINDOW_MS, TOKEN_CHECK_CACHE_MS } from '../../policy.ts';
+import { PLAN_LIMITS, PLAN_WINDOW_MS, TOKEN_CHECK_CACHE_MS, type RatePolicy } from '../../policy.ts';
 import { ApiError } from '../shared/errors.ts';
 import { SCOPE, type RevocationSignal } from '../shared/oauth.ts';
-import { rateLimitHeaders, rateLimited } from '../shared/rate-limit.ts';
+import { rateLimitHeaders, rateLimited, toolCallWindows } from '../shared/rate-limit.ts';
 
 export interface BearerAuthDeps {
   provider: Provider;
@@ -126,9 +126,9 @@ export class BearerAuth {
    * atomic step. A refused call consumes nothing: when the first is refused, the request's own
    * count is given back. Throws 429 `rate_limited` when refused.
    */
-  async chargeToolCall(caller: Caller, extra: { policy: string; limit: number; windowMs: number } | undefined, nth: number): Promise<void> {
+  async chargeToolCall(caller: Caller, extra: RatePolicy | undefined, nth: number): Promise<void> {
     const plan = this.#planWindow(caller.user.id, caller.clientId, caller.account.plan);
-    const windows = [...(nth > 1 ? [plan] : []), ...(extra ? [{ key: `${plan.key}:${extra.policy}`, limit: extra.limit, windowMs: extra.windowMs }] : [])];
+    const windows = toolCallWindows<RateWindow>(plan, extra && { key: `${plan.key}:${extra.policy}`, limit: extra.limit, windowMs: extra.windowMs }, nth);
     if (windows.length === 0) return;
     const charge = await this.#count(windows);
     if (charge.allowed) return;

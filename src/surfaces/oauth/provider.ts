@@ -16,7 +16,7 @@ import {
   OAUTH_SESSION_TTL_S,
   REFRESH_TOKEN_TTL_S,
   REGISTRATION_LIMIT,
-  type RateWindow,
+  type RatePolicy,
 } from '../../policy.ts';
 import { newNonce } from '../shared/html.ts';
 import { oauthRoutes, SCOPE } from '../shared/oauth.ts';
@@ -159,7 +159,7 @@ export function createAuthorizationServer(config: Config, db: Db, secrets: Autho
   if (secure) provider.proxy = true;
 
   /** Limits fail open: a limiter that cannot answer (Redis down) is logged and lets the request through. */
-  const charge = (key: string, { limit, windowMs }: RateWindow) =>
+  const charge = (key: string, { limit, windowMs }: RatePolicy) =>
     limiter.hitAll([{ key, limit, windowMs }], clock.now().getTime()).catch((error: unknown) => {
       log.warn({ err: error }, 'rate limiter unavailable; request allowed');
       return undefined;
