@@ -34,7 +34,7 @@ after(async () => {
 });
 
 function startPublisher(): ChildProcess {
-  const child = spawn(NODE, [path.join(ROOT, 'test/content/publisher-process.ts')], {
+  const child = spawn(NODE, [path.join(ROOT, 'test/domain/publisher-process.ts')], {
     cwd: ROOT,
     env: { ...process.env, DATABASE_URL: db.url, LEASE_MS: String(LEASE_MS), BATCH: '20', ANSWER_MS: '40' },
     stdio: ['ignore', 'ignore', 'inherit'],

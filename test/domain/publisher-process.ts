@@ -3,7 +3,7 @@
 // DATABASE_URL until SIGTERM; each platform answers up to ANSWER_MS after it has published, the
 // window in which a crash loses the answer (sent, not recorded). Not a test file itself.
 //
-//   DATABASE_URL=… LEASE_MS=1500 BATCH=20 ANSWER_MS=40 node test/content/publisher-process.ts
+//   DATABASE_URL=… LEASE_MS=1500 BATCH=20 ANSWER_MS=40 node test/domain/publisher-process.ts
 import { connect } from '../../src/db/database.ts';
 import { SandboxConnector, type Connector } from '../../src/domain/posts/connector.ts';
 import { createPublisher } from '../../src/domain/posts/publisher.ts';

@@ -7,9 +7,9 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { runCli } from '../src/cli/cli.ts';
-import { createTestDb, type TestDb } from './support/db.ts';
-import { snapshot } from './support/snapshot.ts';
+import { runCli } from '../../src/cli/cli.ts';
+import { createTestDb, type TestDb } from '../support/db.ts';
+import { snapshot } from '../support/snapshot.ts';
 
 // The `hubops` CLI against a real database (contract §2): exact JSON shapes with --json, exit
 // status 0 / 1 (refused, one line on stderr) / 2 (bad usage). Commands run in this process through
@@ -17,7 +17,7 @@ import { snapshot } from './support/snapshot.ts';
 // Node start per command; 'as a process' runs the real `node src/cli/main.ts` for what only a
 // process shows: its exit status, what reaches its stdout and stderr, its stdin.
 
-const CLI = path.resolve(import.meta.dirname, '../src/cli/main.ts');
+const CLI = path.resolve(import.meta.dirname, '../../src/cli/main.ts');
 
 interface Run {
   code: number | null;
@@ -108,7 +108,7 @@ describe('migrate', () => {
       url.pathname = `/${name}`;
       const first = await hubops(['migrate', '--json'], { url: url.toString() });
       assert.equal(first.code, 0, first.stderr);
-      const migrations = (await readdir(new URL('../src/db/migrations/', import.meta.url))).filter((f) => f.endsWith('.sql')).sort().map((f) => f.replace(/\.sql$/, ''));
+      const migrations = (await readdir(new URL('../../src/db/migrations/', import.meta.url))).filter((f) => f.endsWith('.sql')).sort().map((f) => f.replace(/\.sql$/, ''));
       assert.ok(migrations.includes('001_foundation'));
       assert.equal(first.stdout, `${JSON.stringify({ applied: migrations })}\n`);
       const second = await hubops(['migrate', '--json'], { url: url.toString() });
@@ -196,7 +196,7 @@ describe('accounts, hubs, users', () => {
 
     // The password can come from stdin, out of shell history.
     const admin = await json(['users', 'create', '--email', 'grace@example.com', '--password', '-', '--firstname', 'Grace', '--lastname', 'Hopper', '--hub', hubId, '--role', 'hub_admin'], { stdin: 'from stdin 123\n' });
-    const { verifyPassword } = await import('../src/platform/password.ts');
+    const { verifyPassword } = await import('../../src/platform/password.ts');
     const hash = (await db.kysely.selectFrom('users').select('password_hash').where('id', '=', admin.id).executeTakeFirstOrThrow()).password_hash;
     assert.equal(await verifyPassword('from stdin 123', hash), true);
   });

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import { ImportError, importNdjson } from '../src/domain/import/import.ts';
-import { ID_PATTERN } from '../src/platform/ids.ts';
-import { verifyPassword } from '../src/platform/password.ts';
-import { createTestDb, type TestDb } from './support/db.ts';
-import { snapshot } from './support/snapshot.ts';
+import { ImportError, importNdjson } from '../../src/domain/import/import.ts';
+import { ID_PATTERN } from '../../src/platform/ids.ts';
+import { verifyPassword } from '../../src/platform/password.ts';
+import { createTestDb, type TestDb } from '../support/db.ts';
+import { snapshot } from '../support/snapshot.ts';
 
 // The NDJSON import (contract §3) against a real PostgreSQL: every type round-trips, every kind
 // of bad line is reported with its line number and field, and a refused import writes nothing.
