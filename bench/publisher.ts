@@ -1,7 +1,7 @@
-// Publisher throughput (issue 3, benchmark): 10,000 due posts with 3 channels each, published by
+// Publisher throughput: 10,000 due posts with 3 channels each, published by
 // two publisher loops on two connection pools (as two instances) through the sandbox connector.
 // Reports the seconds until every post is published, and checks that every channel of every post
-// was sent to exactly once. Target: under 30 s. Then a crash round (issue 10): CRASH_POSTS more
+// was sent to exactly once. Target: under 30 s. Then a crash round: CRASH_POSTS more
 // due posts, published by a publisher process that is killed with SIGKILL a third of the way
 // through and restarted; reports the deliveries the platform made against the sends it received,
 // and the time the restarted process took to drain the queue (the lease included). Against the

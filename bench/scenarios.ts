@@ -27,7 +27,7 @@ export interface PullResult {
   pages: number;
   rows: number;
   distinctIds: number;
-  /** Every row came after the previous one in (updatedAt, id) order, as the contract promises. */
+  /** Every row came after the previous one in (updatedAt, id) order, as the Hub API promises. */
   ordered: boolean;
   pageLatency: Summary;
   /** Seconds spent waiting for responses (the rest is the client parsing pages and merging ids). */

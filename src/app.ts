@@ -30,7 +30,7 @@ import { checkInbound, RouteMethods } from './surfaces/rest.ts';
 import { fromFrameworkError, refusalOf } from './surfaces/shared/errors.ts';
 import { oauthRoutes } from './surfaces/shared/oauth.ts';
 
-export const VERSION = '0.1.0';
+const VERSION = '0.1.0';
 const ARTIFACT_CLEANUP_MS = 10 * 60_000;
 const PUBLISH_INTERVAL_MS = 1_000;
 const BODY_LIMIT = 1024 * 1024;

@@ -1,5 +1,5 @@
 // The one place environment variables are read. Invalid values stop the process with one line
-// naming the variable (contract §1).
+// naming the variable.
 import { redactQuery } from './platform/logger.ts';
 
 export interface Config {
@@ -65,7 +65,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ? url('DATABASE_URL', env.DATABASE_URL.trim(), ['postgres:', 'postgresql:'])
     : undefined;
   // The embedded database means the demo, whose admin password is in the README: loopback only
-  // unless HOST says otherwise (contract §1).
+  // unless HOST says otherwise.
   const host = env.HOST?.trim() || (databaseUrl ? '0.0.0.0' : '127.0.0.1');
   const redisUrl = env.REDIS_URL?.trim() ? url('REDIS_URL', env.REDIS_URL.trim(), ['redis:', 'rediss:']) : undefined;
   const demoText = env.HUBOPS_DEMO?.trim() || (databaseUrl ? '0' : '1');

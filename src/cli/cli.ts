@@ -13,7 +13,7 @@ import { PLANS, ROLES, createAccount, createHub, createUser, getHub, setHubSuspe
 import { DomainError } from '../platform/errors.ts';
 import { createClient } from '../domain/oauth/clients.repository.ts';
 
-// The `hubops` operator CLI (contract §2). Every command validates its arguments before touching
+// The `hubops` operator CLI (docs/cli.md). Every command validates its arguments before touching
 // the database (bad usage → exit 2 without starting anything), then opens the configured
 // database, migrated, and runs. With --json, stdout carries exactly one JSON document; all
 // diagnostics go to stderr. Exit 0 success, 1 refused, 2 bad usage.

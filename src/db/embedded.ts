@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { freePort } from '../platform/net.ts';
 import { ownProcessMark, pidExists, processRunning } from '../platform/process.ts';
 
-// The embedded default (contract §1): a real PostgreSQL under $DATA_DIR/postgres, started and
+// Without DATABASE_URL: a real PostgreSQL under $DATA_DIR/postgres, started and
 // stopped with the process. When another hubops process (the server, say, while the CLI runs)
 // already has it running, we connect to that one instead of starting a second postmaster.
 //

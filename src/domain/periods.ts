@@ -1,4 +1,4 @@
-// Reporting periods in UTC days (contract §4), with D = today:
+// Reporting periods in UTC days, with D = today:
 //   today [D, D] · yesterday [D-1, D-1] · last_7_days [D-6, D] · last_30_days [D-29, D]
 // and `prior` the same number of days immediately before.
 

@@ -19,5 +19,5 @@ export function newId(prefix: string): string {
   return `${prefix}_${randomBase62(20)}`;
 }
 
-/** Ids accepted from imports and in URLs (contract §3). */
+/** Ids accepted from imports and in URLs: 1 to 64 letters, digits, `_` and `-`. */
 export const ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;

@@ -1,7 +1,7 @@
 import type { LoggerOptions } from 'pino';
 
 // Secrets never reach a log line: credentials in headers and any field that carries one.
-export const REDACTED_PATHS = [
+const REDACTED_PATHS = [
   'req.headers.authorization',
   'req.headers.cookie',
   'req.headers["x-api-key"]',

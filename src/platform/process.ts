@@ -31,7 +31,7 @@ export async function ownProcessMark(): Promise<string> {
   return `${process.pid}-${(await processStart(process.pid)) ?? startedAt}`;
 }
 
-export const PROCESS_MARK = /^(\d+)-(\w+)$/;
+const PROCESS_MARK = /^(\d+)-(\w+)$/;
 
 /** Whether the process of a mark still runs: true, false, or undefined (cannot tell). */
 export async function processRunning(mark: string): Promise<boolean | undefined> {

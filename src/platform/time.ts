@@ -1,11 +1,11 @@
-// Strict parsers for the two time formats the contract accepts: ISO 8601 timestamps with `Z` or
+// Strict parsers for the two time formats every API accepts: ISO 8601 timestamps with `Z` or
 // an offset, and calendar dates `YYYY-MM-DD` (UTC days), both within 1970-01-01 … 9999-12-31. `Date.parse` is not used because it
 // accepts far more (no zone = local time, `2026-02-30` rolls over to March).
 
 // The one range every date and timestamp we accept must fall in (inclusive). Outside it
 // PostgreSQL or JavaScript disagree (year 0, five-digit years) and no real record lives there.
 export const MIN_INSTANT = Date.UTC(1970, 0, 1);
-export const MAX_INSTANT = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+const MAX_INSTANT = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 export const DATE_RANGE_MESSAGE = 'must be between 1970-01-01 and 9999-12-31 (UTC)';
 const inRange = (at: number): Date | undefined => (at >= MIN_INSTANT && at <= MAX_INSTANT ? new Date(at) : undefined);
 

@@ -77,7 +77,7 @@ function toolsOf(operations: readonly OperationInfo[]): unknown[] {
 }
 
 /** The MCP server of one request: `charge` is asked before each tool call runs (see ToolCallCharge). */
-export async function createMcpServer<Ctx>(endpoint: McpEndpoint<Ctx>, ctx: Ctx, charge: ToolCallCharge, onUnexpected: (error: unknown) => void): Promise<Server> {
+async function createMcpServer<Ctx>(endpoint: McpEndpoint<Ctx>, ctx: Ctx, charge: ToolCallCharge, onUnexpected: (error: unknown) => void): Promise<Server> {
   const { Server, ListToolsRequestSchema, CallToolRequestSchema, ErrorCode } = await sdk();
   const server = new Server({ name: endpoint.name, version: endpoint.version }, { capabilities: { tools: {} }, instructions: endpoint.instructions });
   const byName = new Map(endpoint.operations.map((op) => [op.name, op]));

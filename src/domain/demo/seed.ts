@@ -14,10 +14,10 @@ import { utcDate } from '../periods.ts';
 // Everything is drawn from a seeded PRNG and placed relative to the clock: the same data every
 // time, always "recent". Ids are fixed, which is what makes seeding idempotent.
 
-export const DEMO_ACCOUNT_ID = 'acc_demo';
-export const DEMO_ADMIN_EMAIL = 'admin@demo.hubops.dev';
-export const DEMO_MEMBER_EMAIL = 'member@demo.hubops.dev';
-export const DEMO_PASSWORD = 'hubops-demo';
+const DEMO_ACCOUNT_ID = 'acc_demo';
+const DEMO_ADMIN_EMAIL = 'admin@demo.hubops.dev';
+const DEMO_MEMBER_EMAIL = 'member@demo.hubops.dev';
+const DEMO_PASSWORD = 'hubops-demo';
 
 const BREWLINE = 'hub_demo_brewline';
 const PULSE = 'hub_demo_pulse';

@@ -145,7 +145,7 @@ export function openApiEntries(document: OpenApiDocument, prefix: string): DocEn
 const STOP_WORDS = new Set('a an and are as at be by can do does for from get how i in is it me my of on or so the this to what when where which who why with you your'.split(' '));
 
 /** Terms of a text: each word, and for `snake_case`/`kebab-case` compounds the whole and each part. */
-export function terms(text: string): string[] {
+function terms(text: string): string[] {
   const out: string[] = [];
   for (const word of text.toLowerCase().match(/[a-z0-9]+(?:[_-][a-z0-9]+)*/g) ?? []) {
     const parts = word.split(/[_-]/);

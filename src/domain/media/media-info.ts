@@ -7,7 +7,6 @@ import { IMAGE_MAX_BYTES, VIDEO_MAX_BYTES } from '../../policy.ts';
 // bytes they need through a ByteSource, so a 200 MB video is never loaded into memory.
 
 // Re-exported for the surfaces that still import the upload sizes from here.
-export { IMAGE_MAX_BYTES, VIDEO_MAX_BYTES };
 /**
  * The most pixels on a side: what JPEG, GIF, WebP and MP4 headers can express at all (a PNG
  * header could claim 2^31 − 1). A header claiming more is refused, never stored.

@@ -22,7 +22,7 @@ interface MediaRow {
 
 const COLUMNS = sql`m.id, m.workspace_id, m.kind, m.content_type, m.filename, m.byte_size, m.width, m.height, m.duration_ms, m.sha256, m.created_by, m.created_at`;
 
-export const toMediaAsset = (r: MediaRow): MediaAsset => ({
+const toMediaAsset = (r: MediaRow): MediaAsset => ({
   _id: r.id,
   workspaceId: r.workspace_id,
   kind: r.kind,

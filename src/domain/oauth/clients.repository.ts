@@ -11,7 +11,7 @@ export interface ProvisionedClient {
 const PRIVATE_USE_SCHEME = /^[a-z][a-z0-9+.-]*\.[a-z0-9+.-]+:$/;
 
 /** Whether a redirect URI uses an app's private-use scheme (RFC 8252 §7.1), so its client is native. */
-export function isPrivateUseRedirect(uri: string): boolean {
+function isPrivateUseRedirect(uri: string): boolean {
   return PRIVATE_USE_SCHEME.test(URL.parse(uri)?.protocol ?? '');
 }
 
@@ -32,7 +32,7 @@ export function redirectUriProblem(uri: string): string | undefined {
 }
 
 /**
- * A pre-provisioned OAuth client (contract §2 `clients create`), stored like a dynamically
+ * A pre-provisioned OAuth client (`hubops clients create`), stored like a dynamically
  * registered one: the secret, for a confidential client, only as its hash; shown once.
  */
 export async function createClient(db: Db, input: { name: string; redirectUris: string[]; public: boolean }): Promise<ProvisionedClient> {

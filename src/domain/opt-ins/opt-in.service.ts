@@ -15,7 +15,6 @@ export interface ListOptInsInput {
   cursor?: string;
 }
 
-export { DEFAULT_PAGE_SIZE };
 
 /** A page of the hub's opt-ins, oldest change first, as `{data, nextCursor}` JSON text. */
 export async function listOptIns(db: Db, catalogs: HubCatalogCache, hubId: string, input: ListOptInsInput): Promise<JsonText> {

@@ -20,7 +20,7 @@ export const MAX_TEXT_LENGTH = Math.max(...Object.values(TEXT_LIMITS));
 export const MAX_IMAGES = 10;
 export const MAX_CHANNELS = 20;
 /** How far ahead a post can be scheduled. */
-export const MAX_SCHEDULE_AHEAD_MS = 366 * 24 * 60 * 60 * 1000;
+const MAX_SCHEDULE_AHEAD_MS = 366 * 24 * 60 * 60 * 1000;
 
 // Platforms that cannot carry a text-only post, and X's smaller image limit.
 const NEEDS_MEDIA: ReadonlySet<SocialPlatform> = new Set(['instagram', 'tiktok']);
@@ -53,7 +53,7 @@ export interface Post {
   updatedAt: string;
 }
 
-export function textLength(text: string): number {
+function textLength(text: string): number {
   let n = 0;
   for (const _ of text) n++;
   return n;

@@ -12,7 +12,7 @@ export type AdAccountSyncState = (typeof AD_ACCOUNT_SYNC_STATES)[number];
 export const FRESHNESS = ['fresh', 'stale', 'syncing', 'failed', 'never_synced', 'no_accounts'] as const;
 export type Freshness = (typeof FRESHNESS)[number];
 
-export const STALE_AFTER_MS = 6 * 60 * 60 * 1000;
+const STALE_AFTER_MS = 6 * 60 * 60 * 1000;
 
 export interface AdAccountSync {
   syncState: AdAccountSyncState;

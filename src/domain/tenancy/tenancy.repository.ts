@@ -12,7 +12,7 @@ export const PLANS = ['standard', 'partner'] as const;
 export type Plan = (typeof PLANS)[number];
 export const ROLES = ['hub_admin', 'member'] as const;
 export type Role = (typeof ROLES)[number];
-export const PASSWORD_MIN_LENGTH = 8;
+const PASSWORD_MIN_LENGTH = 8;
 // scrypt accepts any length; the cap only stops a megabyte "password" from being hashed.
 const PASSWORD_MAX_LENGTH = 1024;
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;

@@ -31,7 +31,7 @@ const FieldValues = Type.Object({}, {
   description: "The hub's custom workspace fields by bare key (no `custom.` prefix). Archived fields are omitted; `{}` when the workspace has no values.",
 });
 
-export const OptInRowSchema = Type.Object({
+const OptInRowSchema = Type.Object({
   id: Type.String({ description: 'Unique row key. Merge pages (and incremental pulls) by it.' }),
   playbook: Type.Object({
     id: Type.String({ description: 'Playbook identifier; group and filter by this, never by name.' }),

@@ -5,7 +5,7 @@ import { SOCIAL_PLATFORMS } from '../../domain/channels/channel.ts';
 import { CHANNEL_CURSOR, listChannels } from '../../domain/channels/channel.service.ts';
 import { AD_PLATFORMS } from '../../domain/spend/spend.ts';
 import { isValidPosition } from '../../domain/keyset.ts';
-import { IMAGE_MAX_BYTES, VIDEO_MAX_BYTES } from '../../domain/media/media-info.ts';
+import { IMAGE_MAX_BYTES, VIDEO_MAX_BYTES } from '../../policy.ts';
 import { MEDIA_CURSOR, getMedia, listMedia } from '../../domain/media/media.service.ts';
 import { MAX_CHANNELS, MAX_IMAGES, MAX_TEXT_LENGTH, NEW_POST_STATUSES, POST_STATUSES, TEXT_LIMITS } from '../../domain/posts/post.ts';
 import { POST_CURSOR, createPost, getPost, listPosts } from '../../domain/posts/post.service.ts';
@@ -53,7 +53,7 @@ const ReportHead = {
 
 const platformLimits = SOCIAL_PLATFORMS.map((p) => `${p} ${TEXT_LIMITS[p].toLocaleString('en-US')}`).join(', ');
 
-export const ChannelSchema = Type.Object({
+const ChannelSchema = Type.Object({
   _id: Type.String({ description: 'Channel id: use it in a post’s channelIds.' }),
   workspaceId: Type.String(),
   platform: Type.Enum([...SOCIAL_PLATFORMS]),
@@ -72,7 +72,7 @@ const DeliverySchema = Type.Object({
   deliveredAt: Nullable(Type.String({ format: 'date-time' }), 'When the channel was published to (or failed).'),
 });
 
-export const PostSchema = Type.Object({
+const PostSchema = Type.Object({
   _id: Type.String(),
   workspaceId: Type.String(),
   text: Type.String(),

@@ -1,7 +1,8 @@
 import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Replayable } from '../../domain/idempotency/idempotency.ts';
-import { IMAGE_MAX_BYTES, MAX_DIMENSION, VIDEO_MAX_BYTES } from '../../domain/media/media-info.ts';
+import { MAX_DIMENSION } from '../../domain/media/media-info.ts';
+import { IMAGE_MAX_BYTES, VIDEO_MAX_BYTES } from '../../policy.ts';
 import { uploadMedia } from '../../domain/media/media.service.ts';
 import type { MediaAsset } from '../../domain/media/media.ts';
 import type { OpenApiOperation } from '../openapi.ts';

@@ -13,7 +13,7 @@ import type { MainContext } from './context.ts';
 const PLAYBOOK_CURSOR = 'playbooks';
 const playbookCursor = cursorFormat(`${PLAYBOOK_CURSOR}-cursor`, isValidAfterId(PLAYBOOK_CURSOR));
 
-export const PlaybookSchema = Type.Object({
+const PlaybookSchema = Type.Object({
   _id: Type.String({ description: 'Playbook id (the playbook.id of opt-in rows); group and filter by it, never by name.' }),
   name: Type.String({ description: 'Display name exactly as stored: not unique, may carry trailing spaces.' }),
   solutions: Type.Array(Type.Enum([...SOLUTIONS]), { description: 'Ad solutions the playbook runs on; usually one, several for a multi-platform playbook.' }),

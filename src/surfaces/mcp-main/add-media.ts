@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { IMAGE_MAX_BYTES, VIDEO_MAX_BYTES } from '../../domain/media/media-info.ts';
+import { IMAGE_MAX_BYTES, VIDEO_MAX_BYTES } from '../../policy.ts';
 import { addMediaFromBuffer, uploadMedia } from '../../domain/media/media.service.ts';
 import { scopeOf, targetWorkspace } from '../../domain/scope.ts';
 import { UrlFetchFailed, UrlRefused, UrlTooLarge, safeFetch, type FetchedUrl, type SafeFetchOptions } from '../../platform/safe-fetch.ts';

@@ -22,7 +22,7 @@ export interface McpMainContext extends MainContext {
   docs(): Promise<DocIndex>;
 }
 
-export const HUB_WIDE_ERROR = 'hub_wide_access_required';
+const HUB_WIDE_ERROR = 'hub_wide_access_required';
 
 /**
  * The Hub API's view of the caller's hub, for the hub-wide paid reports. Tenancy rule: those
@@ -30,7 +30,7 @@ export const HUB_WIDE_ERROR = 'hub_wide_access_required';
  * (consent: "the whole hub"). A token bound to one workspace — and a member's, always — is
  * refused with a tool error that says what to do instead.
  */
-export function hubContextOf(ctx: McpMainContext, tool: string): HubContext {
+function hubContextOf(ctx: McpMainContext, tool: string): HubContext {
   const { caller } = ctx;
   if (caller.role !== 'hub_admin' || caller.workspace !== null) {
     const bound = caller.workspace ? `bound to the workspace ${caller.workspace.id}` : 'not a hub admin’s';
@@ -52,7 +52,7 @@ function hubWide(op: Operation<HubContext>): Operation<McpMainContext> {
 const DocSourceSchema = Type.Enum(['readme', 'openapi'], { description: 'readme: the guide (connecting, OAuth, limits, decisions); openapi: the REST operations of the main API and the Hub API.' });
 
 // MCP only: no REST route.
-export const docsOperations: Operation<McpMainContext>[] = [
+const docsOperations: Operation<McpMainContext>[] = [
   defineOperation({
     name: 'search_docs',
     effect: 'read',

@@ -18,7 +18,7 @@ export interface SecretsKey {
 
 export const secretsKey = (key: Buffer): SecretsKey => ({ id: createHash('sha256').update(key).digest('hex').slice(0, 16), key });
 
-export const SECRETS_KEY_FILE = 'secrets.key';
+const SECRETS_KEY_FILE = 'secrets.key';
 
 /**
  * The keys from the configuration, or the key file under DATA_DIR (created with mode 0600 on the

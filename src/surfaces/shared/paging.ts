@@ -8,7 +8,7 @@ import { defineFormat } from '../operation.ts';
 // kind per list) are the domain's: domain/keyset.ts.
 
 /** The refusal of a cursor that is not one the list issued (a list whose cursors carry its kind). */
-export const NOT_THIS_LISTS_CURSOR = 'is not a cursor issued by this API for this list; pass nextCursor from the previous page unchanged';
+const NOT_THIS_LISTS_CURSOR = 'is not a cursor issued by this API for this list; pass nextCursor from the previous page unchanged';
 /** The same refusal, as the workspaces, hubs and opt-ins lists word it. */
 export const NOT_OUR_CURSOR = 'is not a cursor issued by this API; pass nextCursor from the previous page unchanged';
 
@@ -32,7 +32,7 @@ export function pageParameters(what: string, format: string, options: { filtered
 }
 
 /** `nextCursor`'s description in most lists. */
-export const NEXT_CURSOR = 'Pass as `cursor` to get the next page; null on the last page.';
+const NEXT_CURSOR = 'Pass as `cursor` to get the next page; null on the last page.';
 /** `nextCursor`'s description as the workspaces and hubs lists word it. */
 export const NEXT_CURSOR_SHORT = 'Pass as `cursor` for the next page; null on the last page.';
 
