@@ -2,7 +2,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import path from 'node:path';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Config } from './config.ts';
-import { isDatabaseUnavailable, type Db } from './db/database.ts';
+import { databaseAnswers, isDatabaseUnavailable, type Db } from './db/database.ts';
 import { UsageRecorder } from './domain/api-keys/usage-recorder.ts';
 import { openDiskMediaStore, type MediaStore } from './domain/media/media-store.ts';
 import { SandboxConnector } from './domain/posts/connector.ts';
@@ -128,12 +128,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   fastify.get('/healthz', async () => ({ status: 'ok' }));
   fastify.get('/readyz', async (_request, reply) => {
-    try {
-      await deps.db.pool.query('SELECT 1');
-      return { status: 'ready' };
-    } catch {
-      return reply.code(503).send({ status: 'unavailable', error: 'service_unavailable', message: 'The database is not reachable.' });
-    }
+    if (await databaseAnswers(deps.db)) return { status: 'ready' };
+    return reply.code(503).send({ status: 'unavailable', error: 'service_unavailable', message: 'The database is not reachable.' });
   });
 
   const secretsKeys = await resolveSecretsKeys(deps.config);

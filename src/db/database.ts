@@ -73,6 +73,16 @@ function dropWhenSilent(client: pg.PoolClient, ms: number): void {
   });
 }
 
+/** Whether the database answers a query now (the readiness check). */
+export async function databaseAnswers(db: Db): Promise<boolean> {
+  try {
+    await db.pool.query('SELECT 1');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** True for errors that mean "the database cannot be reached" rather than "the query was wrong". */
 export function isDatabaseUnavailable(error: unknown): boolean {
   const e = error as { code?: string; message?: string } | undefined;
