@@ -5,12 +5,11 @@ import { startApp, type TestApp } from '../support/app.ts';
 import { channel } from '../support/content-world.ts';
 import * as fx from '../support/world.ts';
 import { png } from '../support/media-files.ts';
-import { api, authorize, exchangeCode, registerClient } from '../support/oauth-flow.ts';
+import { api, authorize, exchangeCode, REDIRECT, registerClient } from '../support/oauth-flow.ts';
 
 // The main API's content endpoints through the whole stack: a real OAuth token, HTTP on a real
 // port, multipart upload, idempotent creation, and the background publisher of the app itself.
 
-const REDIRECT = 'http://127.0.0.1:9/callback';
 let live: TestApp;
 let token: string;
 let otherToken: string;

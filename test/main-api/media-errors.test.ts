@@ -14,10 +14,9 @@ import { startApp, type TestApp } from '../support/app.ts';
 import * as fx from '../support/world.ts';
 import { callError, callOk, newClient, transport } from '../support/mcp-client.ts';
 import { movie, png } from '../support/media-files.ts';
-import { api, authorize, exchangeCode, registerClient } from '../support/oauth-flow.ts';
+import { api, authorize, exchangeCode, REDIRECT, registerClient } from '../support/oauth-flow.ts';
 import { captureLog } from '../support/log.ts';
 
-const REDIRECT = 'http://127.0.0.1:9/callback';
 const USER = { email: 'pat@acme.test', password: 'pat password 12' };
 // What no response body may ever contain: PostgreSQL's words, addresses, the parser's words.
 const LEAKS = /out of range|integer|ECONN|127\.0\.0\.1|postgres|busboy|Unexpected end|terminated early|secret internals|at \S+\.ts/i;

@@ -11,10 +11,9 @@ import { importNdjson } from '../../src/domain/import/import.ts';
 import { mcpResource, protectedResourceMetadata } from '../../src/surfaces/mcp-main/plugin.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { callError, callOk, newClient, remaining, transport } from '../support/mcp-client.ts';
-import { api, authorize, exchangeCode, expireAccessTokens, registerClient, revoke, type RegisteredClient } from '../support/oauth-flow.ts';
+import { api, authorize, exchangeCode, expireAccessTokens, REDIRECT, registerClient, revoke, type RegisteredClient } from '../support/oauth-flow.ts';
+import { HUB_ADMIN } from '../support/world.ts';
 
-const REDIRECT = 'http://127.0.0.1:9/callback';
-const ADMIN = { email: 'ada@acme.test', password: 'correct horse battery' };
 const MEMBER = { email: 'max@acme.test', password: 'member password 1' };
 
 let live: TestApp;
@@ -35,7 +34,7 @@ before(async () => {
     { type: 'optIn', id: 'oi_1', playbookId: 'pb_1', workspaceId: 'w1', status: 'active', optedInAt: `${today}T00:00:00Z` },
     { type: 'paidMetrics', workspaceId: 'w1', date: today, platform: 'meta', campaignId: 'c1', campaignName: 'C1', spendCents: 100, impressions: 1000, clicks: 10, results: 1 },
     { type: 'paidMetrics', workspaceId: 'w2', date: today, platform: 'meta', campaignId: 'c1', campaignName: 'C1', spendCents: 900, impressions: 9000, clicks: 90, results: 9 },
-    { type: 'user', email: ADMIN.email, password: ADMIN.password, firstname: 'Ada', lastname: 'Lee', hubId: 'h1', role: 'hub_admin' },
+    { type: 'user', email: HUB_ADMIN.email, password: HUB_ADMIN.password, firstname: 'Ada', lastname: 'Lee', hubId: 'h1', role: 'hub_admin' },
     { type: 'user', email: MEMBER.email, password: MEMBER.password, firstname: 'Max', lastname: 'Mo', hubId: 'h1', role: 'member', workspaceId: 'w2' },
   ];
   await importNdjson(live.db, lines.map((l) => JSON.stringify(l)).join('\n'));
@@ -131,7 +130,7 @@ describe('authentication on /mcp', () => {
   });
 
   test('a token only counts in the Authorization header', async () => {
-    const { access } = await tokensFor(ADMIN, { resource: mcpUrl });
+    const { access } = await tokensFor(HUB_ADMIN, { resource: mcpUrl });
     assert.equal((await post(access)).status, 200, 'the token itself is good');
     assertChallenge(await post(undefined, INITIALIZE, `${mcpUrl}?access_token=${access}`), false);
     const response = await fetch(mcpUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json, text/event-stream' }, body: `access_token=${access}` });
@@ -140,13 +139,13 @@ describe('authentication on /mcp', () => {
   });
 
   test("a token for the REST API is refused on /mcp, and an MCP token by the REST API (audience)", async () => {
-    const restTokens = await tokensFor(ADMIN);
+    const restTokens = await tokensFor(HUB_ADMIN);
     assert.equal((await api(live, '/whoami', restTokens.access)).status, 200);
     const refused = await post(restTokens.access);
     assertChallenge(refused, true);
     assert.match(refused.body.message, /issued for another resource, not .*\/mcp/);
 
-    const mcpTokens = await tokensFor(ADMIN, { resource: mcpUrl });
+    const mcpTokens = await tokensFor(HUB_ADMIN, { resource: mcpUrl });
     assert.equal((await post(mcpTokens.access)).status, 200);
     const rest = await api(live, '/whoami', mcpTokens.access);
     assert.equal(rest.status, 401);
@@ -154,7 +153,7 @@ describe('authentication on /mcp', () => {
   });
 
   test('an expired token is refused with the challenge', async () => {
-    const { access } = await tokensFor(ADMIN, { resource: mcpUrl });
+    const { access } = await tokensFor(HUB_ADMIN, { resource: mcpUrl });
     assert.equal((await post(access)).status, 200);
     await expireAccessTokens(live);
     // Expiry edited into the database bypasses the server's 30 s cache of token verdicts (a real
@@ -164,19 +163,19 @@ describe('authentication on /mcp', () => {
   });
 
   test('a revoked token (and one from a revoked grant) is refused with the challenge', async () => {
-    const first = await tokensFor(ADMIN, { resource: mcpUrl });
+    const first = await tokensFor(HUB_ADMIN, { resource: mcpUrl });
     assert.equal((await post(first.access)).status, 200);
     await revoke(live, first.client, first.access);
     assertChallenge(await post(first.access), true);
 
-    const second = await tokensFor(ADMIN, { resource: mcpUrl });
+    const second = await tokensFor(HUB_ADMIN, { resource: mcpUrl });
     assert.equal((await post(second.access)).status, 200);
     await revoke(live, second.client, second.refresh);
     assertChallenge(await post(second.access), true);
   });
 
   test('a token without the service:full scope gets 403 insufficient_scope with the challenge', async () => {
-    const { access } = await tokensFor(ADMIN, { resource: mcpUrl });
+    const { access } = await tokensFor(HUB_ADMIN, { resource: mcpUrl });
     // Every token is issued with the one scope, so take it away in storage (before first use, so
     // no cached verdict exists).
     await sql`UPDATE oauth_artifacts SET payload = jsonb_set(payload, '{scope}', '""')
@@ -188,7 +187,7 @@ describe('authentication on /mcp', () => {
   });
 
   test('a request from a web page of another origin is refused with 403 (DNS rebinding protection)', async () => {
-    const { access } = await tokensFor(ADMIN, { resource: mcpUrl });
+    const { access } = await tokensFor(HUB_ADMIN, { resource: mcpUrl });
     const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${access}` };
     const foreign = await fetch(mcpUrl, { method: 'POST', headers: { ...headers, origin: 'http://evil.example' }, body: JSON.stringify(INITIALIZE) });
     assert.equal(foreign.status, 403);
@@ -212,7 +211,7 @@ describe('tenancy of hub-wide paid figures', () => {
   const HUB_WIDE = ['list_playbook_opt_ins', 'get_opt_in_summary', 'get_spend_by_workspace'];
 
   test('a hub admin acting hub-wide sees them', async () => {
-    const { access } = await tokensFor(ADMIN, { resource: mcpUrl });
+    const { access } = await tokensFor(HUB_ADMIN, { resource: mcpUrl });
     const client = newClient();
     await client.connect(transport(new URL(mcpUrl), { token: access }));
     try {
@@ -225,7 +224,7 @@ describe('tenancy of hub-wide paid figures', () => {
   });
 
   for (const [label, user, options] of [
-    ['a hub admin whose token is bound to one workspace', ADMIN, { workspace: 'w1' }],
+    ['a hub admin whose token is bound to one workspace', HUB_ADMIN, { workspace: 'w1' }],
     ['a member (always bound to their workspace)', MEMBER, {}],
   ] as const) {
     test(`${label} gets a clear tool error, and still sees their workspace's paid figures`, async () => {
@@ -297,7 +296,7 @@ describe('JSON-RPC errors', () => {
 
 describe('rate limits', () => {
   test('a tool call refused by its own limit consumes nothing from the plan', async () => {
-    const { access } = await tokensFor(ADMIN, { resource: mcpUrl });
+    const { access } = await tokensFor(HUB_ADMIN, { resource: mcpUrl });
     let last = 0;
     for (let i = 1; i <= 20; i++) {
       const ok = await post(access, toolCall(i, 'get_opt_in_summary'));

@@ -15,9 +15,9 @@ import { startApp, type TestApp } from '../support/app.ts';
 import { png } from '../support/media-files.ts';
 import { callError, callOk, MemoryOAuthProvider, newClient, remaining, transport, type RecordedRequest } from '../support/mcp-client.ts';
 import { completeAuthorization, expireAccessTokens } from '../support/oauth-flow.ts';
+import { HUB_ADMIN } from '../support/world.ts';
 
 const REDIRECT = 'http://127.0.0.1:9/mcp-callback';
-const ADMIN = { email: 'ada@acme.test', password: 'correct horse battery' };
 
 let live: TestApp;
 let mcpUrl: URL;
@@ -47,7 +47,7 @@ before(async () => {
     { type: 'spend', adAccountId: 'aa_1', workspaceId: 'w1', date: day(-1), spendCents: 1234 },
     { type: 'spend', adAccountId: 'aa_1', workspaceId: 'w2', date: day(-1), spendCents: 766 },
     { type: 'spend', adAccountId: 'aa_1', workspaceId: null, date: day(-1), spendCents: 100 },
-    { type: 'user', email: ADMIN.email, password: ADMIN.password, firstname: 'Ada', lastname: 'Lee', hubId: 'h1', role: 'hub_admin' },
+    { type: 'user', email: HUB_ADMIN.email, password: HUB_ADMIN.password, firstname: 'Ada', lastname: 'Lee', hubId: 'h1', role: 'hub_admin' },
     { type: 'channel', id: 'ch_ig', workspaceId: 'w1', platform: 'instagram', name: 'Denver IG', handle: '@acme_denver' },
     { type: 'channel', id: 'ch_fb', workspaceId: 'w1', platform: 'facebook', name: 'Denver FB' },
     { type: 'channel', id: 'ch_li', workspaceId: 'w2', platform: 'linkedin', name: 'Boulder LI' },
@@ -103,7 +103,7 @@ describe('an MCP client that knows only the URL', () => {
     assert.equal(params.get('state'), provider.states.at(-1));
 
     // The user signs in and consents (the whole hub), and the browser lands on the redirect URI.
-    const result = await completeAuthorization(live, url, { ...ADMIN, redirectUri: REDIRECT });
+    const result = await completeAuthorization(live, url, { ...HUB_ADMIN, redirectUri: REDIRECT });
     assert.ok(result.callback, `redirected back (got ${result.response.status})`);
     assert.match(result.pages[1] ?? '', /MCP Test Agent/, 'the consent page names the client');
     assert.equal(result.callback.searchParams.get('state'), params.get('state'));
@@ -152,7 +152,7 @@ describe('an MCP client that knows only the URL', () => {
 
   test('every tool answers with real data (structured content validated by the SDK against each outputSchema, and JSON text)', async () => {
     const postsBefore = mcpPosts(log).length;
-    const adaId = (await live.db.kysely.selectFrom('users').select('id').where('email', '=', ADMIN.email).executeTakeFirstOrThrow()).id;
+    const adaId = (await live.db.kysely.selectFrom('users').select('id').where('email', '=', HUB_ADMIN.email).executeTakeFirstOrThrow()).id;
     const called = new Set<string>();
     const call = async (name: string, args: Record<string, unknown> = {}) => {
       called.add(name);
@@ -161,7 +161,7 @@ describe('an MCP client that knows only the URL', () => {
 
     // Account
     assert.deepEqual(await call('whoami'), {
-      user: { _id: adaId, email: ADMIN.email, firstname: 'Ada', lastname: 'Lee' },
+      user: { _id: adaId, email: HUB_ADMIN.email, firstname: 'Ada', lastname: 'Lee' },
       workspace: null,
       hub: { _id: 'h1', name: 'Acme US' },
       scope: 'service:full',

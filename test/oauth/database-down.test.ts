@@ -1,18 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
 import { startApp, type TestApp } from '../support/app.ts';
-import * as fx from '../support/world.ts';
-import { authorize, Browser, exchangeCode, oauth, refresh, registerClient } from '../support/oauth-flow.ts';
+import { HUB_ADMIN, seedHubAdmin } from '../support/world.ts';
+import { authorize, Browser, exchangeCode, oauth, REDIRECT, refresh, registerClient } from '../support/oauth-flow.ts';
 import { captureLog } from '../support/log.ts';
 
 // With PostgreSQL unreachable the OAuth endpoints answer 503 with Retry-After and an OAuth error
 // body (an error page for the browser), never a 500; oidc-provider's server errors are logged
 // with their stack and without secrets; everything works again when the database is back
 // (issue 10, item 7).
-
-const REDIRECT = 'http://127.0.0.1:9/callback';
-const ADMIN = { email: 'ada@acme.test', password: 'correct horse battery' };
 
 const { logger, lines } = captureLog('info');
 let live: TestApp;
@@ -29,11 +25,9 @@ after(async () => {
 });
 
 test('database down: every OAuth endpoint answers 503 with Retry-After, the errors are logged; then recovery', async () => {
-  await fx.account(live.db, 'acc_api');
-  await fx.hub(live.db, 'h1', 'acc_api');
-  await createUser(live.db, { ...ADMIN, firstname: 'Ada', lastname: 'Lee', hubId: 'h1', role: 'hub_admin' });
+  await seedHubAdmin(live.db);
   const client = await registerClient(live, { confidential: true, redirectUri: REDIRECT });
-  const result = await authorize(live, client, { ...ADMIN, redirectUri: REDIRECT });
+  const result = await authorize(live, client, { ...HUB_ADMIN, redirectUri: REDIRECT });
   const tokens = await exchangeCode(live, client, result, REDIRECT);
 
   // A user who reached the sign-in page just before the outage.
@@ -69,7 +63,7 @@ test('database down: every OAuth endpoint answers 503 with Retry-After, the erro
   }
 
   for (const [method, url] of [['GET', interaction], ['POST', `${interaction}/login`]] as const) {
-    const response = await browser.fetch(url, { method, ...(method === 'POST' ? { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ email: ADMIN.email, password: ADMIN.password }) } : {}) });
+    const response = await browser.fetch(url, { method, ...(method === 'POST' ? { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ email: HUB_ADMIN.email, password: HUB_ADMIN.password }) } : {}) });
     assert.equal(response.status, 503, `${method} sign-in page`);
     assert.match(response.headers.get('retry-after') ?? '', /^\d+$/);
   }

@@ -7,13 +7,12 @@ import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
 import { deleteExpiredArtifacts } from '../../src/surfaces/oauth/adapter.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import * as fx from '../support/world.ts';
-import { api, authorize, Browser, exchangeCode, oauth, refresh, registerClient, revoke, type RegisteredClient } from '../support/oauth-flow.ts';
+import { api, authorize, Browser, exchangeCode, oauth, openSignIn, REDIRECT, refresh, registerClient, revoke, type RegisteredClient } from '../support/oauth-flow.ts';
+import { HUB_ADMIN } from '../support/world.ts';
 
 // The OAuth 2.1 authorization server and the main API, end to end: a real OAuth client library
 // (oauth4webapi), sign-in and consent driven over HTTP, real PostgreSQL.
 
-const REDIRECT = 'http://127.0.0.1:9/callback';
-const ADMIN = { email: 'ada@acme.test', password: 'correct horse battery' };
 const MEMBER = { email: 'max@acme.test', password: 'member password 1' };
 const NO_API = { email: 'nia@plain.test', password: 'no api access 123' };
 const OTHER = { email: 'ola@other.test', password: 'other hub user 12' };
@@ -36,7 +35,7 @@ before(async () => {
   await fx.workspace(db, 'h1', 'w2');
   await fx.workspace(db, 'h2', 'v1');
   await fx.workspace(db, 'hp', 'p1');
-  await createUser(db, { ...ADMIN, firstname: 'Ada', lastname: 'Lee', hubId: 'h1', role: 'hub_admin' });
+  await createUser(db, { ...HUB_ADMIN, firstname: 'Ada', lastname: 'Lee', hubId: 'h1', role: 'hub_admin' });
   await createUser(db, { ...MEMBER, firstname: 'Max', lastname: 'Mo', hubId: 'h1', role: 'member', workspaceId: 'w2' });
   await createUser(db, { ...NO_API, firstname: 'Nia', lastname: 'No', hubId: 'hp', role: 'hub_admin' });
   await createUser(db, { ...OTHER, firstname: 'Ola', lastname: 'Oh', hubId: 'h2', role: 'hub_admin' });
@@ -48,7 +47,7 @@ after(async () => {
   await live.close();
 });
 
-async function signInAndGetTokens(registered: RegisteredClient, user = ADMIN, extra: { workspace?: string } = {}) {
+async function signInAndGetTokens(registered: RegisteredClient, user = HUB_ADMIN, extra: { workspace?: string } = {}) {
   const result = await authorize(live, registered, { ...user, redirectUri: REDIRECT, ...extra });
   assert.ok(result.callback, `redirected back to the client (got ${result.response.status})`);
   return exchangeCode(live, registered, result, REDIRECT);
@@ -77,7 +76,7 @@ describe('public client (PKCE, no secret)', () => {
   test('sign-in, consent, code, API calls, refresh with rotation, revocation', async () => {
     const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT, name: 'Public Tool' });
     assert.equal(client.secret, undefined);
-    const result = await authorize(live, client, { ...ADMIN, redirectUri: REDIRECT });
+    const result = await authorize(live, client, { ...HUB_ADMIN, redirectUri: REDIRECT });
     assert.equal(result.callback?.searchParams.get('iss'), live.config.siteUrl, 'iss in the authorization response');
     assert.equal(result.callback?.searchParams.get('state'), result.state);
     assert.match(result.pages[1]!, /Public Tool/, 'the consent page names the client');
@@ -89,9 +88,9 @@ describe('public client (PKCE, no secret)', () => {
 
     const whoami = await api(live, '/whoami', tokens.access_token);
     assert.equal(whoami.status, 200);
-    const adaId = (await live.db.kysely.selectFrom('users').select('id').where('email', '=', ADMIN.email).executeTakeFirstOrThrow()).id;
+    const adaId = (await live.db.kysely.selectFrom('users').select('id').where('email', '=', HUB_ADMIN.email).executeTakeFirstOrThrow()).id;
     assert.deepEqual(whoami.body, {
-      user: { _id: adaId, email: ADMIN.email, firstname: 'Ada', lastname: 'Lee' },
+      user: { _id: adaId, email: HUB_ADMIN.email, firstname: 'Ada', lastname: 'Lee' },
       workspace: null,
       hub: { _id: 'h1', name: 'Hub h1' },
       scope: 'service:full',
@@ -157,7 +156,7 @@ describe('pre-provisioned client (hubops clients create)', () => {
       clientAuth: oauth.ClientSecretPost(provisioned.client_secret!),
       secret: provisioned.client_secret,
     };
-    const result = await authorize(live, registered, { ...ADMIN, redirectUri: REDIRECT });
+    const result = await authorize(live, registered, { ...HUB_ADMIN, redirectUri: REDIRECT });
     assert.match(result.pages[1]!, /Account Manager Tool/);
     const tokens = await exchangeCode(live, registered, result, REDIRECT);
     assert.equal((await api(live, '/whoami', tokens.access_token)).body.clientId, provisioned.client_id);
@@ -215,21 +214,21 @@ describe('expired artifacts', () => {
 describe('refusals', () => {
   test('plain PKCE is refused', async () => {
     const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
-    const result = await authorize(live, client, { ...ADMIN, redirectUri: REDIRECT, challengeMethod: 'plain' });
+    const result = await authorize(live, client, { ...HUB_ADMIN, redirectUri: REDIRECT, challengeMethod: 'plain' });
     assert.equal(result.callback?.searchParams.get('error'), 'invalid_request');
     assert.equal(result.callback?.searchParams.get('code'), null);
   });
 
   test('a wrong code verifier is refused', async () => {
     const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
-    const result = await authorize(live, client, { ...ADMIN, redirectUri: REDIRECT });
+    const result = await authorize(live, client, { ...HUB_ADMIN, redirectUri: REDIRECT });
     await assert.rejects(exchangeCode(live, client, { ...result, codeVerifier: oauth.generateRandomCodeVerifier() }, REDIRECT), (error: Error & { error?: string }) => error.error === 'invalid_grant');
   });
 
   test('a redirect URI that does not match exactly gets an error page, never a redirect', async () => {
     const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
     for (const uri of [`${REDIRECT}/extra`, 'http://127.0.0.1:9/callback?x=1', 'http://evil.example/callback']) {
-      const result = await authorize(live, client, { ...ADMIN, redirectUri: uri });
+      const result = await authorize(live, client, { ...HUB_ADMIN, redirectUri: uri });
       assert.equal(result.callback, undefined);
       assert.equal(result.response.status, 400, uri);
       assert.match(result.pages[0] ?? '', /redirect_uri/);
@@ -238,7 +237,7 @@ describe('refusals', () => {
 
   test('a replayed code is refused and revokes what the code issued', async () => {
     const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
-    const result = await authorize(live, client, { ...ADMIN, redirectUri: REDIRECT });
+    const result = await authorize(live, client, { ...HUB_ADMIN, redirectUri: REDIRECT });
     const tokens = await exchangeCode(live, client, result, REDIRECT);
     await assert.rejects(exchangeCode(live, client, result, REDIRECT), (error: Error & { error?: string }) => error.error === 'invalid_grant');
     assert.equal((await api(live, '/whoami', tokens.access_token)).status, 401);
@@ -267,7 +266,7 @@ describe('refusals', () => {
 
   test('Deny sends access_denied to the client', async () => {
     const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
-    const result = await authorize(live, client, { ...ADMIN, redirectUri: REDIRECT, decision: 'deny' });
+    const result = await authorize(live, client, { ...HUB_ADMIN, redirectUri: REDIRECT, decision: 'deny' });
     assert.equal(result.callback?.searchParams.get('error'), 'access_denied');
     assert.equal(result.callback?.searchParams.get('code'), null);
   });
@@ -303,9 +302,9 @@ describe('refusals', () => {
 
   test('a hub admin may bind a token to one workspace at consent', async () => {
     const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
-    const tokens = await signInAndGetTokens(client, ADMIN, { workspace: 'w1' });
+    const tokens = await signInAndGetTokens(client, HUB_ADMIN, { workspace: 'w1' });
     assert.deepEqual((await api(live, '/whoami', tokens.access_token)).body.workspace, { _id: 'w1', name: 'Workspace w1' });
-    const foreign = await authorize(live, client, { ...ADMIN, redirectUri: REDIRECT, workspace: 'v1' });
+    const foreign = await authorize(live, client, { ...HUB_ADMIN, redirectUri: REDIRECT, workspace: 'v1' });
     assert.equal(foreign.callback, undefined, 'a workspace of another hub is not accepted');
   });
 });
@@ -314,10 +313,7 @@ describe('sign-in page', () => {
   test('wrong passwords are refused, then limited; pages cannot be framed and forms need the CSRF token', async () => {
     const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
     const browser = new Browser();
-    const url = new URL(live.as.authorization_endpoint!);
-    url.search = new URLSearchParams({ response_type: 'code', client_id: client.client.client_id, redirect_uri: REDIRECT, scope: 'service:full', code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()), code_challenge_method: 'S256' }).toString();
-    const start = await browser.fetch(url.toString());
-    const interaction = new URL(start.headers.get('location')!, live.baseUrl).toString();
+    const interaction = await openSignIn(live, client, browser, REDIRECT);
     const page = await browser.fetch(interaction);
     assert.match(page.headers.get('content-security-policy') ?? '', /frame-ancestors 'none'/);
     assert.equal(page.headers.get('x-frame-options'), 'DENY');

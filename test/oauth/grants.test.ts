@@ -5,13 +5,12 @@ import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
 import { REVOCATION_CHANNEL } from '../../src/surfaces/oauth/revocations.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import * as fx from '../support/world.ts';
-import { api, authorize, Browser, exchangeCode, refresh, registerClient, type RegisteredClient } from '../support/oauth-flow.ts';
+import { api, authorize, Browser, exchangeCode, REDIRECT, refresh, registerClient, type RegisteredClient } from '../support/oauth-flow.ts';
 
 // Grants and the tokens issued from them, through a real OAuth client (oauth4webapi) on real
 // HTTP and PostgreSQL: a new consent never changes what earlier tokens may reach (issue 10,
 // item 11), and one refresh token is consumed exactly once however many requests race (item 12).
 
-const REDIRECT = 'http://127.0.0.1:9/callback';
 const ADMIN = { email: 'two@hubs.test', password: 'admin of two hubs 1' };
 
 let live: TestApp;

@@ -1,23 +1,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
 import { startApp, type TestApp } from '../support/app.ts';
-import * as fx from '../support/world.ts';
-import { Browser, completeAuthorization, oauth, registerClient } from '../support/oauth-flow.ts';
+import { HUB_ADMIN, seedHubAdmin } from '../support/world.ts';
+import { Browser, completeAuthorization, oauth, REDIRECT, registerClient } from '../support/oauth-flow.ts';
 
 // Text PostgreSQL cannot store (NUL, lone surrogates) sent to every OAuth endpoint and form gets
 // a clean OAuth error and changes nothing — never a 500 (issue 10, item 4).
 
-const REDIRECT = 'http://127.0.0.1:9/callback';
-const ADMIN = { email: 'ada@acme.test', password: 'correct horse battery' };
-
 let live: TestApp;
 
 before(async () => {
-  live = await startApp({ listen: true });
-  await fx.account(live.db, 'acc_api');
-  await fx.hub(live.db, 'h1', 'acc_api');
-  await createUser(live.db, { ...ADMIN, firstname: 'Ada', lastname: 'Lee', hubId: 'h1', role: 'hub_admin' });
+  live = await startApp({ listen: true, seed: (db) => seedHubAdmin(db) });
 });
 after(async () => {
   await live.close();
@@ -85,7 +78,7 @@ describe('hostile text on the OAuth endpoints', () => {
     // A state that cannot be stored: the client gets invalid_request at its redirect URI.
     const url = new URL(live.as.authorization_endpoint!);
     url.search = new URLSearchParams({ response_type: 'code', client_id: client.client.client_id, redirect_uri: REDIRECT, scope: 'service:full', state: 'bad\u0000state', code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()), code_challenge_method: 'S256' }).toString();
-    const result = await completeAuthorization(live, url, { ...ADMIN, redirectUri: REDIRECT });
+    const result = await completeAuthorization(live, url, { ...HUB_ADMIN, redirectUri: REDIRECT });
     assert.equal(result.callback?.searchParams.get('error'), 'invalid_request', `got ${result.response.status}`);
   });
 
@@ -112,7 +105,7 @@ describe('hostile text on the OAuth endpoints', () => {
     const interaction = new URL((await browser.fetch(url.toString())).headers.get('location')!, live.baseUrl).toString();
     const csrf = /name="csrf" value="([^"]+)"/.exec(await (await browser.fetch(interaction)).text())![1]!;
     for (const email of ['ada\u0000@acme.test', '\ud800@acme.test']) {
-      const response = await browser.fetch(`${interaction}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ csrf, email, password: ADMIN.password }) });
+      const response = await browser.fetch(`${interaction}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ csrf, email, password: HUB_ADMIN.password }) });
       assert.equal(response.status, 401, email);
       assert.match(await response.text(), /do not match an account/);
     }

@@ -2,20 +2,16 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { after, before, test } from 'node:test';
-import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
 import { freePort } from '../../src/platform/net.ts';
 import { RedisRateLimiter } from '../../src/platform/redis-rate-limit.ts';
 import { startApp, type TestApp } from '../support/app.ts';
-import * as fx from '../support/world.ts';
+import { HUB_ADMIN, seedHubAdmin } from '../support/world.ts';
 import { captureLog } from '../support/log.ts';
-import { authorize, Browser, exchangeCode, registerClient } from '../support/oauth-flow.ts';
+import { authorize, Browser, exchangeCode, REDIRECT, registerClient } from '../support/oauth-flow.ts';
 
 // With Redis down, sign-in still works — the web admin form and the OAuth sign-in page — as the
 // README says limits fail open, and the limiter's failure is logged (issue 10, item 19). So do
 // the limits on registrations and client secrets. The test runs a Redis of its own and kills it.
-
-const REDIRECT = 'http://127.0.0.1:9/callback';
-const ADMIN = { email: 'ada@acme.test', password: 'correct horse battery' };
 
 const { logger, lines } = captureLog('info');
 let redis: ChildProcess;
@@ -34,10 +30,7 @@ before(async () => {
       if (Date.now() > deadline) throw error;
     }
   }
-  live = await startApp({ listen: true, limiter, logger });
-  await fx.account(live.db, 'acc_api');
-  await fx.hub(live.db, 'h1', 'acc_api');
-  await createUser(live.db, { ...ADMIN, firstname: 'Ada', lastname: 'Lee', hubId: 'h1', role: 'hub_admin' });
+  live = await startApp({ listen: true, limiter, logger, seed: (db) => seedHubAdmin(db) });
 });
 after(async () => {
   await live?.close();
@@ -49,24 +42,24 @@ after(async () => {
 async function webSignIn(browser: Browser, password: string): Promise<Response> {
   const page = await browser.fetch(`${live.baseUrl}/app/sign-in`);
   const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())![1]!;
-  return browser.fetch(`${live.baseUrl}/app/sign-in`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ csrf, email: ADMIN.email, password, next: '/app' }) });
+  return browser.fetch(`${live.baseUrl}/app/sign-in`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ csrf, email: HUB_ADMIN.email, password, next: '/app' }) });
 }
 
 test('Redis killed: the web admin and the OAuth sign-in still work (limits fail open, logged)', async () => {
   // Up: both work, and a wrong password is refused.
-  assert.equal((await webSignIn(new Browser(), ADMIN.password)).status, 303);
+  assert.equal((await webSignIn(new Browser(), HUB_ADMIN.password)).status, 303);
   assert.equal((await webSignIn(new Browser(), 'wrong password')).status, 401);
 
   redis.kill('SIGKILL');
   await once(redis, 'exit');
   await new Promise((resolve) => setTimeout(resolve, 200));
 
-  const web = await webSignIn(new Browser(), ADMIN.password);
+  const web = await webSignIn(new Browser(), HUB_ADMIN.password);
   assert.equal(web.status, 303, 'the web admin signs in');
   assert.equal((await webSignIn(new Browser(), 'wrong password')).status, 401, 'and still refuses a wrong password');
 
   const client = await registerClient(live, { confidential: true, redirectUri: REDIRECT });
-  const result = await authorize(live, client, { ...ADMIN, redirectUri: REDIRECT });
+  const result = await authorize(live, client, { ...HUB_ADMIN, redirectUri: REDIRECT });
   assert.ok(result.callback?.searchParams.get('code'), `the OAuth sign-in completes (got ${result.response.status})`);
   const tokens = await exchangeCode(live, client, result, REDIRECT);
   assert.ok(tokens.access_token, 'client authentication (its failure limit) fails open too');

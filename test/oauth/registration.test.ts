@@ -4,26 +4,19 @@ import { after, before, describe, test } from 'node:test';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createClient } from '../../src/domain/oauth/clients.repository.ts';
-import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
 import { CLIENT_AUTH_FAILURE_LIMIT, REGISTRATION_LIMIT } from '../../src/policy.ts';
 import { startApp, type TestApp } from '../support/app.ts';
-import * as fx from '../support/world.ts';
-import { api, authorize, exchangeCode, insecure, oauth, refresh, registerClient, type RegisteredClient } from '../support/oauth-flow.ts';
+import { HUB_ADMIN, seedHubAdmin } from '../support/world.ts';
+import { api, authorize, exchangeCode, insecure, oauth, REDIRECT, refresh, registerClient, type RegisteredClient } from '../support/oauth-flow.ts';
 
 // Scope checked before any page (issue 10, item 13); dynamic registration: redirect URIs per the
 // MCP authorization spec, no secret or hash on the client read endpoint, and limits on secret
 // guessing and on registrations (item 14). A real client (oauth4webapi) over real HTTP.
 
-const REDIRECT = 'http://127.0.0.1:9/callback';
-const ADMIN = { email: 'ada@acme.test', password: 'correct horse battery' };
-
 let live: TestApp;
 
 before(async () => {
-  live = await startApp({ listen: true });
-  await fx.account(live.db, 'acc_api');
-  await fx.hub(live.db, 'h1', 'acc_api');
-  await createUser(live.db, { ...ADMIN, firstname: 'Ada', lastname: 'Lee', hubId: 'h1', role: 'hub_admin' });
+  live = await startApp({ listen: true, seed: (db) => seedHubAdmin(db) });
 });
 after(async () => {
   await live.close();
@@ -52,7 +45,7 @@ describe('scope is checked at /authorize, before any page (item 13)', () => {
 
   test('no scope means service:full (the only scope): the token carries it and works', async () => {
     const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
-    const result = await authorize(live, client, { ...ADMIN, redirectUri: REDIRECT, scope: null });
+    const result = await authorize(live, client, { ...HUB_ADMIN, redirectUri: REDIRECT, scope: null });
     assert.ok(result.callback?.searchParams.get('code'), `a code (got ${result.response.status} ${result.callback})`);
     const tokens = await exchangeCode(live, client, result, REDIRECT);
     assert.equal(tokens.scope, 'service:full');
@@ -173,7 +166,7 @@ describe('dynamic registration (item 14)', () => {
     const redirect = 'com.example.app:/oauth/cb';
     const provisioned = await createClient(live.db, { name: 'Native App', redirectUris: [redirect], public: true });
     const registered: RegisteredClient = { client: { client_id: provisioned.client_id, token_endpoint_auth_method: 'none' }, clientAuth: oauth.None() };
-    const result = await authorize(live, registered, { ...ADMIN, redirectUri: redirect });
+    const result = await authorize(live, registered, { ...HUB_ADMIN, redirectUri: redirect });
     assert.ok(result.callback?.searchParams.get('code'), `a code at the app's URI (got ${result.response.status} ${result.pages.at(-1)?.slice(0, 300)})`);
     const tokens = await exchangeCode(live, registered, result, redirect);
     assert.equal((await api(live, '/whoami', tokens.access_token)).status, 200);

@@ -11,15 +11,12 @@ import { test } from 'node:test';
 import { sql } from 'kysely';
 import { buildApp } from '../../src/app.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
-import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
 import { loadServerSecrets, resolveSecretsKeys, secretsKey } from '../../src/surfaces/oauth/server-secrets.ts';
 import { startApp } from '../support/app.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
-import * as fx from '../support/world.ts';
-import { api, authorize, exchangeCode, registerClient } from '../support/oauth-flow.ts';
+import { HUB_ADMIN, seedHubAdmin } from '../support/world.ts';
+import { api, authorize, exchangeCode, REDIRECT, registerClient } from '../support/oauth-flow.ts';
 
-const REDIRECT = 'http://127.0.0.1:9/callback';
-const USER = { email: 'ada@acme.test', password: 'correct horse battery' };
 const newKey = () => randomBytes(32).toString('base64url');
 /** Every column of every row of server_secrets, as text. */
 const rowsAsText = async (db: TestDb) => (await sql<{ t: string }>`SELECT concat_ws(' ', name, value::text, created_at::text) AS t FROM server_secrets ORDER BY name`.execute(db.kysely)).rows.map((r) => r.t).join('\n');
@@ -28,11 +25,9 @@ const jwksOf = async (app: { fastify: { inject(o: { url: string }): Promise<{ bo
 test('the table holds no plaintext; a restart with the same key (file under DATA_DIR) reuses the secrets and tokens issued before still verify', async () => {
   const live = await startApp({ listen: true });
   try {
-    await fx.account(live.db, 'acc_api');
-    await fx.hub(live.db, 'h1', 'acc_api');
-    await createUser(live.db, { ...USER, firstname: 'Ada', lastname: 'Lee', hubId: 'h1', role: 'hub_admin' });
+    await seedHubAdmin(live.db);
     const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
-    const result = await authorize(live, client, { ...USER, redirectUri: REDIRECT });
+    const result = await authorize(live, client, { ...HUB_ADMIN, redirectUri: REDIRECT });
     const tokens = await exchangeCode(live, client, result, REDIRECT);
     assert.equal((await api(live, '/whoami', tokens.access_token)).status, 200);
 

@@ -1,16 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
 import { startApp, type TestApp } from '../support/app.ts';
-import * as fx from '../support/world.ts';
-import { api, authorize, exchangeCode, registerClient } from '../support/oauth-flow.ts';
+import { HUB_ADMIN, seedHubAdmin } from '../support/world.ts';
+import { api, authorize, exchangeCode, REDIRECT, registerClient } from '../support/oauth-flow.ts';
 
 // Every URL built from BASE_URL points where the server really answers, with BASE_URL at the
 // origin's root and under a path (issue 10, item 16): the OpenAPI OAuth flow, discovery, the
 // MCP server's protected-resource metadata and its WWW-Authenticate pointer.
-
-const REDIRECT = 'http://127.0.0.1:9/callback';
-const ADMIN = { email: 'ada@acme.test', password: 'correct horse battery' };
 
 const apps: TestApp[] = [];
 after(async () => {
@@ -23,9 +19,7 @@ for (const basePath of ['', '/api']) {
       const live = await startApp({ listen: true, basePath });
       apps.push(live);
       assert.equal(live.baseUrl.endsWith(basePath), true);
-      await fx.account(live.db, 'acc_api');
-      await fx.hub(live.db, 'h1', 'acc_api');
-      await createUser(live.db, { ...ADMIN, firstname: 'Ada', lastname: 'Lee', hubId: 'h1', role: 'hub_admin' });
+      await seedHubAdmin(live.db);
 
       const openapi = await api(live, '/openapi.json', undefined);
       assert.equal(openapi.status, 200);
@@ -38,7 +32,7 @@ for (const basePath of ['', '/api']) {
 
       // The URLs work: a whole flow through them, then the API under BASE_URL.
       const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
-      const result = await authorize(live, client, { ...ADMIN, redirectUri: REDIRECT });
+      const result = await authorize(live, client, { ...HUB_ADMIN, redirectUri: REDIRECT });
       assert.ok(result.callback?.searchParams.get('code'), `a code (got ${result.response.status})`);
       const tokens = await exchangeCode(live, client, result, REDIRECT);
       assert.equal((await api(live, '/whoami', tokens.access_token)).status, 200);

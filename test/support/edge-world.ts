@@ -6,7 +6,7 @@ import { channel } from './content-world.ts';
 import * as fx from './world.ts';
 import { png } from './media-files.ts';
 import { newClient, transport } from './mcp-client.ts';
-import { api, authorize, exchangeCode, registerClient } from './oauth-flow.ts';
+import { api, authorize, exchangeCode, REDIRECT, registerClient } from './oauth-flow.ts';
 import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
 
 // The edge world, in a whole app on a real port: an authorised caller on every surface, for tests that probe
@@ -14,8 +14,6 @@ import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
 // API key (Hub API and its MCP server), and at least two rows in every list so that each list
 // issues a cursor. Start the app with rate limits lifted (many requests, one caller):
 // `seedEdgeWorld(await startApp({ listen: true, limiter: 'unlimited' }))`.
-
-const REDIRECT = 'http://127.0.0.1:9/callback';
 
 export interface EdgeWorld {
   live: TestApp;

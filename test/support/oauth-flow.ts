@@ -8,6 +8,9 @@ import { REVOCATION_CHANNEL } from '../../src/surfaces/oauth/revocations.ts';
 
 const insecure = { [oauth.allowInsecureRequests]: true };
 
+/** A client's redirect URI where nothing listens: the tests read the code from the redirect itself. */
+export const REDIRECT = 'http://127.0.0.1:9/callback';
+
 /** A browser's cookie jar, good enough for one origin. */
 export class Browser {
   readonly cookies = new Map<string, string>();
@@ -104,6 +107,17 @@ export async function authorize(live: TestApp, registered: RegisteredClient, o: 
   url.searchParams.set('code_challenge_method', o.challengeMethod ?? 'S256');
   if (o.resource) url.searchParams.set('resource', o.resource);
   return { ...(await completeAuthorization(live, url, o)), codeVerifier, state };
+}
+
+/**
+ * Opens a fresh authorization request (S256, scope service:full) in `browser` and returns the URL
+ * of its sign-in page (the interaction), for tests of the sign-in form itself.
+ */
+export async function openSignIn(live: TestApp, registered: RegisteredClient, browser: Browser, redirectUri: string): Promise<string> {
+  const url = new URL(live.as.authorization_endpoint!);
+  url.search = new URLSearchParams({ response_type: 'code', client_id: registered.client.client_id, redirect_uri: redirectUri, scope: 'service:full', code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()), code_challenge_method: 'S256' }).toString();
+  const start = await browser.fetch(url.toString());
+  return new URL(start.headers.get('location')!, live.baseUrl).toString();
 }
 
 export type SignInOptions = Pick<AuthorizeOptions, 'email' | 'password' | 'decision' | 'redirectUri' | 'hub' | 'workspace' | 'browser'>;

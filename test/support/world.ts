@@ -140,3 +140,21 @@ export async function seedWebHub(db: Db): Promise<void> {
   await createUser(db, { ...ADMIN, firstname: 'Ada', lastname: 'Admin', hubId: HUB, role: 'hub_admin' });
   await createUser(db, { ...MEMBER, firstname: 'Max', lastname: 'Member', hubId: HUB, role: 'member', workspaceId: 'ws_a' });
 }
+
+// The OAuth tests' world.
+
+/** The hub admin who signs in through OAuth. */
+export const HUB_ADMIN = { email: 'ada@acme.test', password: 'correct horse battery' };
+
+/** An account, one hub and `user` as its hub admin: `acc_api`, `h1`, Ada Lee unless told otherwise. */
+export async function seedHubAdmin(
+  db: Db,
+  user: { email: string; password: string } = HUB_ADMIN,
+  o: { accountId?: string; hubId?: string; firstname?: string; lastname?: string } = {},
+): Promise<void> {
+  const accountId = o.accountId ?? 'acc_api';
+  const hubId = o.hubId ?? 'h1';
+  await account(db, accountId);
+  await hub(db, hubId, accountId);
+  await createUser(db, { ...user, firstname: o.firstname ?? 'Ada', lastname: o.lastname ?? 'Lee', hubId, role: 'hub_admin' });
+}

@@ -6,6 +6,7 @@ import { signEmbedToken } from '../../src/surfaces/web/embed-token.ts';
 import { Browser } from '../support/oauth-flow.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { ADMIN, HUB, seedWebHub } from '../support/world.ts';
+import { form, hidden, signedIn } from '../support/web-forms.ts';
 
 let web: TestApp;
 before(async () => {
@@ -13,16 +14,6 @@ before(async () => {
 });
 after(async () => web?.close());
 
-const hidden = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? '';
-const form = (fields: Record<string, string>) => ({ method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
-
-async function signedIn(): Promise<Browser> {
-  const b = new Browser();
-  const page = await (await b.fetch(`${web.baseUrl}/app/sign-in`)).text();
-  const r = await b.fetch(`${web.baseUrl}/app/sign-in`, form({ csrf: hidden(page, 'csrf'), next: '/app', email: ADMIN.email, password: ADMIN.password }));
-  assert.equal(r.status, 303);
-  return b;
-}
 
 test('sign-in refuses a form without its CSRF token; the session cookie is HttpOnly, SameSite=Lax, stored hashed', async () => {
   const b = new Browser();
@@ -58,7 +49,7 @@ test('with an https BASE_URL the session cookie is Secure', async () => {
 });
 
 test('a double submit of Create key makes exactly one key, and both land on the page that shows it once', async () => {
-  const b = await signedIn();
+  const b = await signedIn(web);
   const api = await (await b.fetch(`${web.baseUrl}/app/hubs/${HUB}/settings/api`)).text();
   const fields = { csrf: hidden(api, 'csrf'), form_token: hidden(api, 'form_token'), name: 'Zapier sync', scope: 'embed' };
   const [one, two] = await Promise.all([b.fetch(`${web.baseUrl}/app/hubs/${HUB}/settings/api/keys`, form(fields)), b.fetch(`${web.baseUrl}/app/hubs/${HUB}/settings/api/keys`, form(fields))]);
@@ -124,7 +115,7 @@ test('a cookie with a broken %-escape is ignored, never a 500', async () => {
 });
 
 test('a form field with a NUL (or another forbidden character) is a 400 page naming it, never a 500; nothing is written', async () => {
-  const b = await signedIn();
+  const b = await signedIn(web);
   const api = await (await b.fetch(`${web.baseUrl}/app/hubs/${HUB}/settings/api`)).text();
   const keysBefore = await web.db.kysely.selectFrom('api_keys').select((e) => e.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
   for (const name of ['bad\u0000name', 'bell \u0007 character']) {

@@ -7,6 +7,7 @@ import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { Browser } from '../support/oauth-flow.ts';
 import { ADMIN, HUB, seedWebHub } from '../support/world.ts';
+import { form, hidden, signedIn } from '../support/web-forms.ts';
 
 let live: TestApp;
 before(async () => {
@@ -15,14 +16,9 @@ before(async () => {
 });
 after(async () => live?.close());
 
-const hidden = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? '';
-const form = (fields: Record<string, string>) => ({ method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
 
-async function signedIn(): Promise<{ browser: Browser; csrf: string }> {
-  const browser = new Browser();
-  const page = await (await browser.fetch(`${live.baseUrl}/app/sign-in`)).text();
-  const r = await browser.fetch(`${live.baseUrl}/app/sign-in`, form({ csrf: hidden(page, 'csrf'), next: '/app', email: ADMIN.email, password: ADMIN.password }));
-  assert.equal(r.status, 303);
+async function signedInWithCsrf(): Promise<{ browser: Browser; csrf: string }> {
+  const browser = await signedIn(live);
   const api = await (await browser.fetch(`${live.baseUrl}/app/hubs/${HUB}/settings/api`)).text();
   return { browser, csrf: hidden(api, 'csrf') };
 }
@@ -38,7 +34,7 @@ async function assertUnavailablePage(response: Response, what: string): Promise<
 
 test('the connection dies while a key is revoked: the 503 page, not "No such key"; the key still works until revoked again', async () => {
   const key = await createKey(live.db, { hubId: HUB, name: 'Looker dashboard' });
-  const { browser, csrf } = await signedIn();
+  const { browser, csrf } = await signedInWithCsrf();
   const revoke = `${live.baseUrl}/app/hubs/${HUB}/settings/api/keys/${key.id}/revoke`;
   // The session is read, then the database goes away in the middle of the revocation itself.
   await sql`CREATE FUNCTION test_connection_dies() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -58,7 +54,7 @@ test('the connection dies while a key is revoked: the 503 page, not "No such key
 
 test('database unreachable: the admin pages, sign-in and the key forms answer the 503 page; then recovery', async () => {
   const key = await createKey(live.db, { hubId: HUB, name: 'Zapier sync' });
-  const { browser, csrf } = await signedIn();
+  const { browser, csrf } = await signedInWithCsrf();
   const hubUrl = `${live.baseUrl}/app/hubs/${HUB}`;
   const formToken = hidden(await (await browser.fetch(`${hubUrl}/settings/api`)).text(), 'form_token');
   await live.proxy!.cut();

@@ -5,8 +5,8 @@ import { after, before, test } from 'node:test';
 import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
 import { FORM_TOKEN_TTL_MS } from '../../src/policy.ts';
 import { startApp, type TestApp } from '../support/app.ts';
-import { Browser } from '../support/oauth-flow.ts';
-import { ADMIN, HUB, seedWebHub } from '../support/world.ts';
+import { HUB, seedWebHub } from '../support/world.ts';
+import { form, hidden, signedIn } from '../support/web-forms.ts';
 
 let web: TestApp;
 before(async () => {
@@ -14,21 +14,11 @@ before(async () => {
 });
 after(async () => web?.close());
 
-const hidden = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? '';
-const form = (fields: Record<string, string>) => ({ method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
 const apiTab = () => `${web.baseUrl}/app/hubs/${HUB}/settings/api`;
 const keyCount = async (name: string) => (await web.db.kysely.selectFrom('api_keys').select('id').where('name', '=', name).execute()).length;
 
-async function signedIn(): Promise<Browser> {
-  const b = new Browser();
-  const page = await (await b.fetch(`${web.baseUrl}/app/sign-in`)).text();
-  const r = await b.fetch(`${web.baseUrl}/app/sign-in`, form({ csrf: hidden(page, 'csrf'), next: '/app', email: ADMIN.email, password: ADMIN.password }));
-  assert.equal(r.status, 303);
-  return b;
-}
-
 test('revoking an unknown key: "No such key" with the link back to the API tab, on the confirmation page and on the POST', async () => {
-  const b = await signedIn();
+  const b = await signedIn(web);
   const csrf = hidden(await (await b.fetch(apiTab())).text(), 'csrf');
   const revoke = `${apiTab()}/keys/key_nope/revoke`;
   for (const [what, response] of [['GET', await b.fetch(revoke)], ['POST', await b.fetch(revoke, form({ csrf }))]] as const) {
@@ -42,7 +32,7 @@ test('revoking an unknown key: "No such key" with the link back to the API tab, 
 });
 
 test('revoke and sign-out refuse a form without the session\'s CSRF token: the key stays, the session stays', async () => {
-  const b = await signedIn();
+  const b = await signedIn(web);
   const key = await createKey(web.db, { hubId: HUB, name: 'CSRF target' });
   const refused = await b.fetch(`${apiTab()}/keys/${key.id}/revoke`, form({ csrf: 'forged' }));
   assert.equal(refused.status, 400);
@@ -56,8 +46,8 @@ test('revoke and sign-out refuse a form without the session\'s CSRF token: the k
 });
 
 test('a new key is revealed only to the session that created it, even given its created= link', async () => {
-  const a = await signedIn();
-  const other = await signedIn();
+  const a = await signedIn(web);
+  const other = await signedIn(web);
   const api = await (await a.fetch(apiTab())).text();
   const created = await a.fetch(`${apiTab()}/keys`, form({ csrf: hidden(api, 'csrf'), form_token: hidden(api, 'form_token'), name: 'Reveal once', scope: 'read' }));
   assert.equal(created.status, 303);
@@ -71,7 +61,7 @@ test('a new key is revealed only to the session that created it, even given its 
 });
 
 test('Create key refuses a name over 100 characters and creates nothing', async () => {
-  const b = await signedIn();
+  const b = await signedIn(web);
   const api = await (await b.fetch(apiTab())).text();
   const name = 'n'.repeat(101);
   const r = await b.fetch(`${apiTab()}/keys`, form({ csrf: hidden(api, 'csrf'), form_token: hidden(api, 'form_token'), name, scope: 'read' }));
@@ -81,7 +71,7 @@ test('Create key refuses a name over 100 characters and creates nothing', async 
 });
 
 test('an expired Create key form creates nothing and comes back with a fresh form that works', async () => {
-  const b = await signedIn();
+  const b = await signedIn(web);
   const api = await (await b.fetch(apiTab())).text();
   web.clock.advance(FORM_TOKEN_TTL_MS + 1000);
   const expired = await b.fetch(`${apiTab()}/keys`, form({ csrf: hidden(api, 'csrf'), form_token: hidden(api, 'form_token'), name: '  Late form  ', scope: 'embed' }));

@@ -15,14 +15,13 @@ import { startApp, type TestApp } from '../support/app.ts';
 import { captureLog } from '../support/log.ts';
 import { Browser } from '../support/oauth-flow.ts';
 import { ADMIN, HUB, seedWebHub } from '../support/world.ts';
+import { hidden } from '../support/web-forms.ts';
 
 let web: TestApp;
 before(async () => {
   web = await startApp({ listen: true, seed: seedWebHub });
 });
 after(async () => web?.close());
-
-const hidden = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? '';
 
 test('opt-in report: a well-formed date outside 1970–9999 names the range; a malformed one names the format', async () => {
   const b = new Browser();

@@ -5,6 +5,7 @@ import { SIGN_IN_LIMITS } from '../../src/policy.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { Browser } from '../support/oauth-flow.ts';
 import { ADMIN, MEMBER, seedWebHub } from '../support/world.ts';
+import { form, hidden } from '../support/web-forms.ts';
 
 let web: TestApp;
 before(async () => {
@@ -12,8 +13,6 @@ before(async () => {
 });
 after(async () => web?.close());
 
-const hidden = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? '';
-const form = (fields: Record<string, string>) => ({ method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
 
 test('an empty pre-session cookie and an empty csrf field do not sign in: 400, no session', async () => {
   const r = await web.app.fastify.inject({
