@@ -1,37 +1,24 @@
 // Hostile embed tokens (issue 10, item 4): every malformed token is the ordinary 401 embed page,
 // never a 500, and nothing is logged at warn or above (anyone could otherwise flood the log).
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { buildApp, type App } from '../../src/app.ts';
-import { loadConfig } from '../../src/config.ts';
 import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
-import { createTestDb, type TestDb } from '../support/db.ts';
+import { startApp, type TestApp } from '../support/app.ts';
 import { account, hub } from '../support/world.ts';
 import { captureLog } from '../support/log.ts';
 
 const { logger, lines } = captureLog('trace');
-let db: TestDb;
-let app: App;
-let dataDir: string;
+let t: TestApp;
 let kid: string;
 
 before(async () => {
-  db = await createTestDb();
-  dataDir = await mkdtemp(path.join(tmpdir(), 'hubops-embed-hostile-'));
-  const config = loadConfig({ DATABASE_URL: db.url, BASE_URL: 'http://hubops.test', DATA_DIR: dataDir });
-  app = await buildApp({ config, db, logger, publisher: false });
-  await account(db);
-  await hub(db, 'hub_1');
-  kid = (await createKey(db, { hubId: 'hub_1', name: 'embed', scope: 'embed' })).id;
+  t = await startApp({ now: 'system', logger, seed: async (db) => {
+    await account(db);
+    await hub(db, 'hub_1');
+  } });
+  kid = (await createKey(t.db, { hubId: 'hub_1', name: 'embed', scope: 'embed' })).id;
 });
-after(async () => {
-  await app?.close();
-  await db?.drop();
-  await rm(dataDir, { recursive: true, force: true });
-});
+after(async () => t?.close());
 
 const b64 = (text: string) => Buffer.from(text).toString('base64url');
 const exp = () => Math.floor(Date.now() / 1000) + 300;
@@ -66,7 +53,7 @@ test('malformed embed tokens of every kind get the 401 embed page and log nothin
   for (const [label, token] of cases) {
     for (const view of ['spend', 'opt-in-summary']) {
       lines.length = 0;
-      const r = await app.fastify.inject({ url: `/embed/${view}?token=${encodeURIComponent(token)}` });
+      const r = await t.app.fastify.inject({ url: `/embed/${view}?token=${encodeURIComponent(token)}` });
       assert.equal(r.statusCode, 401, `${label} (${view})`);
       assert.match(r.body, /data-embed-error/, label);
       const loud = lines.filter((l) => l.level >= 40);
@@ -75,7 +62,7 @@ test('malformed embed tokens of every kind get the 401 embed page and log nothin
     }
   }
   // A repeated query parameter (an array) is no token either.
-  const twice = await app.fastify.inject({ url: '/embed/spend?token=a&token=b' });
+  const twice = await t.app.fastify.inject({ url: '/embed/spend?token=a&token=b' });
   assert.equal(twice.statusCode, 401);
 });
 
@@ -87,7 +74,7 @@ test('the input rule at the door (NUL in any query parameter or path) is a 401 e
     ['/app/hubs/hub%00/spend', 400],
   ] as const) {
     lines.length = 0;
-    const r = await app.fastify.inject({ url });
+    const r = await t.app.fastify.inject({ url });
     assert.equal(r.statusCode, status, url);
     assert.match(String(r.headers['content-type']), /text\/html/, url);
     assert.deepEqual(lines.filter((l) => l.level >= 40), [], `${url}: nothing at warn or above`);
