@@ -107,7 +107,7 @@ type RequestHandler = (request: unknown, extra: unknown) => Promise<unknown>;
  * mismatch (tools/call without a name, arguments that are not an object) as -32603 Internal
  * error quoting the validator; JSON-RPC calls it -32602 Invalid params. The check throws
  * synchronously, a handler's failure rejects: only the former is rewritten. (The handler map is
- * the SDK's own, pinned; test/hub-api/mcp.test.ts notices if it moves.)
+ * the SDK's own, pinned; test/mcp/hub-mcp.test.ts notices if it moves.)
  */
 function reportInvalidParams(server: Server): void {
   const handlers = (server as unknown as { _requestHandlers: Map<string, RequestHandler> })._requestHandlers;
