@@ -23,7 +23,7 @@ import { mcpMainPlugin } from './surfaces/mcp-main/plugin.ts';
 import { deleteExpiredArtifacts } from './surfaces/oauth/adapter.ts';
 import { oauthPlugin } from './surfaces/oauth/plugin.ts';
 import { createAuthorizationServer } from './surfaces/oauth/provider.ts';
-import { RevocationFeed } from './surfaces/oauth/revocations.ts';
+import { RevocationFeed } from './db/revocation-feed.ts';
 import { loadServerSecrets, resolveSecretsKeys } from './surfaces/oauth/server-secrets.ts';
 import { webPlugin } from './surfaces/web/plugin.ts';
 import { checkInbound, RouteMethods } from './surfaces/rest.ts';

@@ -103,11 +103,6 @@ test('no import in src/ runs up a layer or sideways between surfaces', async () 
  * OAuth storage adapter (oidc-provider's storage interface, in its own shapes).
  */
 const SQL_IN_SURFACES_BY_DESIGN = ['surfaces/oauth/adapter.ts'];
-/**
- * Surface files that still reach the database themselves, to be moved into domain/ or db/ (the
- * list only shrinks: an entry that no longer matches fails the test). The web admin has none.
- */
-const SQL_IN_SURFACES_KNOWN = ['surfaces/oauth/revocations.ts'];
 
 /** How a surface file reaches the database itself: importing kysely or pg, or writing sql`…`. */
 async function databaseUseOf(file: string): Promise<string[]> {
@@ -127,8 +122,5 @@ test('no file under src/surfaces imports kysely or pg or writes sql`…` (the OA
     for (const use of await databaseUseOf(file)) violations.push(`${file} ${use}`);
   }
   assert.deepEqual(violations.filter((v) => v.startsWith('surfaces/web/')), [], 'the web admin reaches the database only through domain/');
-  const unexpected = violations.filter((v) => !SQL_IN_SURFACES_KNOWN.some((k) => v.startsWith(`${k} `)));
-  const stale = SQL_IN_SURFACES_KNOWN.filter((k) => !violations.some((v) => v.startsWith(`${k} `)));
-  assert.deepEqual(unexpected, [], `surface files that reach the database themselves:\n${unexpected.join('\n')}`);
-  assert.deepEqual(stale, [], `known exceptions that no longer occur (remove them from SQL_IN_SURFACES_KNOWN):\n${stale.join('\n')}`);
+  assert.deepEqual(violations, [], `surface files that reach the database themselves:\n${violations.join('\n')}`);
 });

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import * as oauth from 'oauth4webapi';
 import type { TestApp } from './app.ts';
-import { REVOCATION_CHANNEL } from '../../src/surfaces/oauth/revocations.ts';
+import { REVOCATION_CHANNEL } from '../../src/db/revocation-feed.ts';
 
 // Drives the OAuth 2.1 flow the way a real client and a real user would: oauth4webapi for the
 // client side, plain HTTP with a cookie jar for the browser (sign-in form, consent form).

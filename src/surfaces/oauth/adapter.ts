@@ -4,7 +4,7 @@ import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import type { Db } from '../../db/database.ts';
 import { hashClientSecret, isHashedClientSecret } from '../../domain/oauth/secrets.ts';
 import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText, hasForbiddenCharacter } from '../../platform/text.ts';
-import { REVOCATION_CHANNEL, type RevocationFeed } from './revocations.ts';
+import { REVOCATION_CHANNEL, type RevocationFeed } from '../../db/revocation-feed.ts';
 
 // oidc-provider storage in PostgreSQL. For tokens, codes, sessions and interactions the id is the
 // bearer secret, so rows are keyed by its SHA-256 and the payload is stored without it (`jti` is

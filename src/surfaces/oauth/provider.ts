@@ -22,7 +22,7 @@ import { newNonce } from '../shared/html.ts';
 import { oauthRoutes, SCOPE } from '../shared/oauth.ts';
 import { PostgresAdapter } from './adapter.ts';
 import { errorPage, pageHeaders } from './pages.ts';
-import type { RevocationFeed } from './revocations.ts';
+import type { RevocationFeed } from '../../db/revocation-feed.ts';
 import type { AuthorizationServerSecrets } from './server-secrets.ts';
 
 // The OAuth 2.1 authorization server: oidc-provider configured down to what hubops allows (one
