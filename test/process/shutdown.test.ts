@@ -6,7 +6,6 @@ import assert from 'node:assert/strict';
 import { tmpdir } from 'node:os';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import net from 'node:net';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
@@ -16,9 +15,8 @@ import { createTestDb, type TestDb } from '../support/db.ts';
 import * as fx from '../support/world.ts';
 import { httpRequest } from '../support/http.ts';
 import { freePort } from '../../src/platform/net.ts';
+import { NODE, ROOT } from './support.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
-const NODE = path.join(ROOT, 'node_modules/.bin/node');
 const QUICK_REQUESTS = 37;
 
 let db: TestDb;
