@@ -11,7 +11,7 @@ import { sameSecret } from '../../platform/constant-time.ts';
 import { hasForbiddenCharacter } from '../../platform/text.ts';
 import { EMBED_CLOCK_SKEW_S, EMBED_TOKEN_MAX_LIFETIME_S } from '../../policy.ts';
 
-export const EMBED_VIEWS = ['spend', 'opt-in-summary'] as const;
+const EMBED_VIEWS = ['spend', 'opt-in-summary'] as const;
 export type EmbedView = (typeof EMBED_VIEWS)[number];
 
 export interface EmbedPayload {
@@ -66,7 +66,7 @@ function jsonPart(part: string): Record<string, unknown> | undefined {
  * Anything hostile (forbidden characters, bad base64url, non-JSON, wrong alg, odd shapes) is
  * undefined, which the embed routes answer with their ordinary 401 page.
  */
-export function parseEmbedToken(token: string): ParsedToken | undefined {
+function parseEmbedToken(token: string): ParsedToken | undefined {
   if (token.length > 2048) return undefined;
   const parts = token.split('.');
   if (parts.length < 2 || parts.length > 3 || !parts.every((p) => BASE64URL.test(p))) return undefined;

@@ -15,11 +15,11 @@ export interface SpendReport {
   workspaces: { id: string; name: string; spendCents: number; priorSpendCents: number }[];
 }
 
-export const PERIOD_LABELS: Record<Period, string> = { today: 'Today (so far)', yesterday: 'Yesterday', last_7_days: 'Last 7 days', last_30_days: 'Last 30 days' };
-export const CHART_TOP = 8;
+const PERIOD_LABELS: Record<Period, string> = { today: 'Today (so far)', yesterday: 'Yesterday', last_7_days: 'Last 7 days', last_30_days: 'Last 30 days' };
+const CHART_TOP = 8;
 
 /** The freshness banner, in plain words. */
-export function freshnessBanner(freshness: Freshness, asOf: string | null): string {
+function freshnessBanner(freshness: Freshness, asOf: string | null): string {
   const at = asOf ? `${when(asOf)}` : 'never';
   const [cls, text] = ({
     fresh: ['fresh', `Figures are up to date. They include every ad-account sync up to ${at}.`],
@@ -33,7 +33,7 @@ export function freshnessBanner(freshness: Freshness, asOf: string | null): stri
 }
 
 /** Horizontal bars: the top N workspaces by spend, then "Others" (the rest summed), current vs prior. */
-export function spendChart(report: SpendReport, top = CHART_TOP): string {
+function spendChart(report: SpendReport, top = CHART_TOP): string {
   const leaders = report.workspaces.slice(0, top);
   const rest = report.workspaces.slice(top);
   const bars = leaders.map((w) => ({ label: w.name, cur: w.spendCents, prior: w.priorSpendCents, other: false }));
