@@ -44,11 +44,3 @@ export function parseSince(text: string): Date {
   return at;
 }
 
-export function isValidSince(text: string): boolean {
-  try {
-    parseSince(text);
-    return true;
-  } catch {
-    return false;
-  }
-}

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { Db } from '../../db/database.ts';
-import { OPT_IN_STATUSES, SOLUTIONS, isValidOptInCursor, isValidSince } from '../../domain/opt-ins/opt-in.ts';
+import { OPT_IN_STATUSES, SOLUTIONS, isValidOptInCursor } from '../../domain/opt-ins/opt-in.ts';
 import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
 import { listOptIns, optInSummary } from '../../domain/opt-ins/opt-in.service.ts';
 import { PERIODS } from '../../domain/periods.ts';
@@ -8,8 +8,9 @@ import { FRESHNESS } from '../../domain/spend/spend.ts';
 import { spendByWorkspace, type SpendReportCache } from '../../domain/spend/spend.service.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { HUB_SPEND_LIMIT, HUB_SUMMARY_LIMIT, type RatePolicy } from '../../policy.ts';
-import { defineFormat, defineOperation, type Operation } from '../operation.ts';
+import { defineOperation, type Operation } from '../operation.ts';
 import { cursorFormat, NOT_OUR_CURSOR, Page, pageParameters } from '../shared/paging.ts';
+import { TIMESTAMP_OR_DATE } from '../shared/time-formats.ts';
 
 /** What every Hub API operation runs with: the hub of the calling key, and the services. */
 export interface HubContext {
@@ -20,8 +21,6 @@ export interface HubContext {
   catalogs: HubCatalogCache;
 }
 
-defineFormat('timestamp-or-date', isValidSince,
-  'must be an ISO 8601 timestamp with Z or an offset (2026-11-02T09:00:00Z) or a date (2026-11-02, meaning 00:00 UTC), between 1970-01-01 and 9999-12-31');
 const optInCursor = cursorFormat('opaque-cursor', isValidOptInCursor, NOT_OUR_CURSOR);
 
 const Timestamp = (description: string) => Type.String({ format: 'date-time', description });
@@ -127,7 +126,7 @@ export function hubOperationsFor(per: LimitSubject): Operation<HubContext>[] {
         'A row that changes while you page moves to the end and is returned again; nothing is skipped. A full pull every 15 minutes is plenty.',
       ].join(' '),
       input: Type.Object({
-        since: Type.Optional(Type.String({ format: 'timestamp-or-date', maxLength: 64, description: 'Only opt-ins created or changed at or after this instant (inclusive). ISO 8601 with Z or an offset, or a date (00:00 UTC).', examples: ['2026-11-02T09:00:00Z'] })),
+        since: Type.Optional(Type.String({ format: TIMESTAMP_OR_DATE, maxLength: 64, description: 'Only opt-ins created or changed at or after this instant (inclusive). ISO 8601 with Z or an offset, or a date (00:00 UTC).', examples: ['2026-11-02T09:00:00Z'] })),
         playbookId: Type.Optional(Type.String({ maxLength: 64, description: 'Only this playbook. An unknown id gives an empty page.' })),
         status: Type.Optional(Type.Enum([...OPT_IN_STATUSES], { description: 'Only opt-ins in this status.' })),
         ...pageParameters('Rows', optInCursor),

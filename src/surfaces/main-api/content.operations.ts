@@ -1,6 +1,6 @@
 import { Type, type TSchema } from 'typebox';
 import { organicAnalytics, paidAnalytics } from '../../domain/analytics/analytics.service.ts';
-import { DEFAULT_RANGE_DAYS, MAX_RANGE_DAYS, isValidDate } from '../../domain/analytics/date-range.ts';
+import { DEFAULT_RANGE_DAYS, MAX_RANGE_DAYS } from '../../domain/analytics/date-range.ts';
 import { SOCIAL_PLATFORMS } from '../../domain/channels/channel.ts';
 import { CHANNEL_CURSOR, listChannels } from '../../domain/channels/channel.service.ts';
 import { AD_PLATFORMS } from '../../domain/spend/spend.ts';
@@ -10,20 +10,15 @@ import { MEDIA_CURSOR, getMedia, listMedia } from '../../domain/media/media.serv
 import { MAX_CHANNELS, MAX_IMAGES, MAX_TEXT_LENGTH, NEW_POST_STATUSES, POST_STATUSES, TEXT_LIMITS } from '../../domain/posts/post.ts';
 import { POST_CURSOR, createPost, getPost, listPosts } from '../../domain/posts/post.service.ts';
 import { googleReviewSummaries } from '../../domain/reviews/review.service.ts';
-import { parseDate, parseTimestamp } from '../../platform/time.ts';
-import { defineFormat, defineOperation, replayable } from '../operation.ts';
+import { defineOperation, replayable } from '../operation.ts';
 import { cursorFormat, Page, pageParameters } from '../shared/paging.ts';
+import { CALENDAR_DATE, INSTANT, TIMESTAMP_OR_DATE } from '../shared/time-formats.ts';
 import type { MainContext } from './context.ts';
 
 // The main API's content operations: posts and channels (Organic), the media library (Media),
 // and the analytics reports (Organic, Paid). Each is a REST route, an OpenAPI path and an MCP
 // tool from this one declaration. POST /media is multipart and lives in media-upload.ts.
 
-defineFormat('instant', (text) => parseTimestamp(text) !== undefined,
-  'must be an ISO 8601 timestamp with Z or an offset, like 2026-11-02T09:00:00Z, between 1970-01-01 and 9999-12-31');
-defineFormat('instant-or-date', (text) => (parseTimestamp(text) ?? parseDate(text)) !== undefined,
-  'must be an ISO 8601 timestamp with Z or an offset (2026-11-02T09:00:00Z) or a date (2026-11-02), between 1970-01-01 and 9999-12-31');
-defineFormat('calendar-date', isValidDate, 'must be a real date YYYY-MM-DD (a UTC day) between 1970-01-01 and 9999-12-31');
 const cursorOf = (kind: string) => cursorFormat(`${kind}-cursor`, isValidPosition(kind));
 const postCursor = cursorOf(POST_CURSOR);
 const mediaCursor = cursorOf(MEDIA_CURSOR);
@@ -37,8 +32,8 @@ const Id = (description: string) => Type.String({ minLength: 1, maxLength: 64, d
 const workspaceFilter = Type.Optional(Id('Only this workspace. One outside your scope gives an empty result (as does an unknown id).'));
 
 const range = {
-  from: Type.Optional(Type.String({ format: 'calendar-date', description: `First UTC day, inclusive (YYYY-MM-DD). Default: ${DEFAULT_RANGE_DAYS - 1} days before \`to\`.` })),
-  to: Type.Optional(Type.String({ format: 'calendar-date', description: `Last UTC day, inclusive (YYYY-MM-DD). Default: today, or \`from\` when that is later. At most ${MAX_RANGE_DAYS} days from \`from\`.` })),
+  from: Type.Optional(Type.String({ format: CALENDAR_DATE, description: `First UTC day, inclusive (YYYY-MM-DD). Default: ${DEFAULT_RANGE_DAYS - 1} days before \`to\`.` })),
+  to: Type.Optional(Type.String({ format: CALENDAR_DATE, description: `Last UTC day, inclusive (YYYY-MM-DD). Default: today, or \`from\` when that is later. At most ${MAX_RANGE_DAYS} days from \`from\`.` })),
 };
 
 const WorkspaceRef = Type.Object({ _id: Type.String(), name: Type.String() }, { description: 'The workspace (location) of the row.' });
@@ -189,8 +184,8 @@ export const contentOperations = [
     input: Type.Object({
       workspaceId: workspaceFilter,
       status: Type.Optional(Type.Enum([...POST_STATUSES], { description: 'Only posts in this status.' })),
-      from: Type.Optional(Type.String({ format: 'instant-or-date', maxLength: 64, description: 'Only posts with calendarAt at or after this instant (a date: 00:00 UTC).', examples: ['2026-11-01'] })),
-      to: Type.Optional(Type.String({ format: 'instant-or-date', maxLength: 64, description: 'Only posts with calendarAt at or before this instant (a date: through the end of that UTC day).', examples: ['2026-11-30'] })),
+      from: Type.Optional(Type.String({ format: TIMESTAMP_OR_DATE, maxLength: 64, description: 'Only posts with calendarAt at or after this instant (a date: 00:00 UTC).', examples: ['2026-11-01'] })),
+      to: Type.Optional(Type.String({ format: TIMESTAMP_OR_DATE, maxLength: 64, description: 'Only posts with calendarAt at or before this instant (a date: through the end of that UTC day).', examples: ['2026-11-30'] })),
       ...pageParameters('Posts', postCursor),
     }),
     output: Page(PostSchema),
@@ -223,7 +218,7 @@ export const contentOperations = [
       channelIds: Type.Optional(Type.Array(Id('A channel _id.'), { maxItems: MAX_CHANNELS, uniqueItems: true, default: [], description: `Target channels (at most ${MAX_CHANNELS}); at least one to schedule. A draft may have none yet.` })),
       mediaIds: Type.Optional(Type.Array(Id('A media _id.'), { maxItems: MAX_IMAGES, uniqueItems: true, default: [], description: `Media assets in display order: up to ${MAX_IMAGES} images or exactly one video.` })),
       status: Type.Enum([...NEW_POST_STATUSES], { description: 'draft: save without publishing; scheduled: publish at scheduledAt (or now with publishNow).' }),
-      scheduledAt: Type.Optional(Type.String({ format: 'instant', maxLength: 64, description: 'When to publish (ISO 8601 with Z or an offset). Required for status scheduled unless publishNow; optional on a draft (its planned time).', examples: ['2026-12-01T15:00:00Z'] })),
+      scheduledAt: Type.Optional(Type.String({ format: INSTANT, maxLength: 64, description: 'When to publish (ISO 8601 with Z or an offset). Required for status scheduled unless publishNow; optional on a draft (its planned time).', examples: ['2026-12-01T15:00:00Z'] })),
       publishNow: Type.Optional(Type.Boolean({ description: 'With status scheduled and no scheduledAt: publish as soon as possible (within seconds).' })),
     }),
     output: PostSchema,
