@@ -18,7 +18,7 @@ export type RefusalKind =
   | 'unsupported_type'; // the content is of a type not accepted
 
 /** A refused operation in the domain (duplicate name, unknown hub, bad field, …). Carries no HTTP. */
-export class DomainError<I = Issue> extends Error {
+export class DomainError<I extends { field?: string; message: string } = Issue> extends Error {
   readonly kind: RefusalKind;
   /** The machine-readable code clients see; undefined: the surface's default code for the kind. */
   readonly code: string | undefined;

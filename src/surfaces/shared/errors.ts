@@ -43,8 +43,9 @@ export function refusalOf(error: unknown): ApiError | undefined {
   if (error instanceof ApiError) return error;
   if (!(error instanceof DomainError)) return undefined;
   const { status, code } = HTTP_REFUSALS[error.kind];
-  const issues = (error as DomainError).issues;
-  return new ApiError(status, error.code ?? code, error.message, { issues });
+  // Only the field and message of each issue are the client's (an import issue also has its line).
+  const issues = error.issues?.map((issue) => ({ field: issue.field ?? '(input)', message: issue.message }));
+  return new ApiError(status, error.code ?? code, error.message, issues ? { issues } : {});
 }
 
 /**
