@@ -13,7 +13,7 @@ import { systemClock, type Clock } from './platform/clock.ts';
 import { configureCursorKey } from './platform/cursor.ts';
 import { loggerOptions } from './platform/logger.ts';
 import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
-import { DATABASE_RETRY_AFTER_S, USAGE_FLUSH_MS } from './policy.ts';
+import { DATABASE_RETRY_AFTER_S, JSON_BODY_MAX_BYTES, USAGE_FLUSH_MS } from './policy.ts';
 import { HubApiGuard } from './surfaces/hub-api/guard.ts';
 import { HUB_API_PREFIX, hubApiPlugin } from './surfaces/hub-api/plugin.ts';
 import { BearerAuth } from './surfaces/main-api/auth.ts';
@@ -33,7 +33,6 @@ import { oauthRoutes } from './surfaces/shared/oauth.ts';
 const VERSION = '0.1.0';
 const ARTIFACT_CLEANUP_MS = 10 * 60_000;
 const PUBLISH_INTERVAL_MS = 1_000;
-const BODY_LIMIT = 1024 * 1024;
 
 export interface AppDeps {
   config: Config;
@@ -66,10 +65,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     requestIdHeader: false,
     // Query strings like ?a=1&a=2 become arrays and then fail validation, as they should.
     routerOptions: { ignoreTrailingSlash: true },
-    bodyLimit: BODY_LIMIT,
+    bodyLimit: JSON_BODY_MAX_BYTES,
     // A malformed URL or an overlong path segment: our error body, not Fastify's.
     frameworkErrors: (error, request, reply) => {
-      const refusal = fromFrameworkError(error, request.routeOptions?.bodyLimit ?? BODY_LIMIT);
+      const refusal = fromFrameworkError(error, request.routeOptions?.bodyLimit ?? JSON_BODY_MAX_BYTES);
       if (refusal) return (reply as FastifyReply).code(refusal.status).send(refusal.body());
       request.log.error({ err: error }, 'request failed');
       return (reply as FastifyReply).code(500).send({ error: 'internal_error', message: 'Something went wrong on our side.', requestId: request.id });
@@ -111,7 +110,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       request.log.warn({ err: error }, 'database unavailable');
       return reply.code(503).header('retry-after', String(DATABASE_RETRY_AFTER_S)).send({ error: 'service_unavailable', message: 'The service is temporarily unavailable; retry shortly.' });
     }
-    const refusal = fromFrameworkError(error as FastifyError, request.routeOptions.bodyLimit ?? BODY_LIMIT);
+    const refusal = fromFrameworkError(error as FastifyError, request.routeOptions.bodyLimit ?? JSON_BODY_MAX_BYTES);
     if (refusal) return reply.code(refusal.status).send(refusal.body());
     request.log.error({ err: error }, 'request failed');
     return reply.code(500).send({ error: 'internal_error', message: 'Something went wrong on our side.', requestId: request.id });

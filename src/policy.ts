@@ -1,4 +1,4 @@
-// Every limit, lifetime and timeout hubops promises, in one place. Each line says what it
+// Every rate limit, size limit, lifetime and timeout hubops promises, in one place. Each line says what it
 // affects; the README states the same numbers, and test/docs/policy.test.ts fails when the two
 // disagree. Change a number here, then the sentence the test names.
 
@@ -28,6 +28,23 @@ export const HUB_SPEND_LIMIT = window('spend-by-workspace', 20, MINUTE);
 export const FAILED_AUTH_LIMIT = window('failed-auth', 30, MINUTE);
 /** How often counted key usage (request count, last used) is written to the database. */
 export const USAGE_FLUSH_MS = 10 * SECOND;
+
+// --- Requests and lists (every surface) ----------------------------------------------------
+
+/** The largest JSON or form body a request may carry (a media upload has its own limits below). */
+export const JSON_BODY_MAX_BYTES = 1024 * 1024;
+/** How deep objects and arrays may nest in a JSON body or tool arguments. */
+export const JSON_MAX_DEPTH = 32;
+/** Rows per page when a list request names no `limit`, and the largest `limit` a list accepts. */
+export const DEFAULT_PAGE_SIZE = 100;
+export const MAX_PAGE_SIZE = 500;
+
+// --- Hub API reports ------------------------------------------------------------------------
+
+/** Spend whose oldest ad-account sync is older than this is reported as stale. */
+export const SPEND_STALE_AFTER_MS = 6 * HOUR;
+/** Workspaces plus playbooks an instance keeps ready for embedding in opt-in rows (least recently used hub out first). */
+export const HUB_CATALOG_MAX_ENTRIES = 100_000;
 
 // --- Main API and main MCP server (OAuth tokens) --------------------------------------------
 

@@ -7,10 +7,6 @@ import { parseTimestamp } from '../platform/time.ts';
 // page follows, and an opaque signed cursor (platform/cursor.ts) holding the list's kind and the
 // last row's position, timestamps at the database's full precision.
 
-/** Rows per page when the caller names no `limit`. */
-export const DEFAULT_PAGE_SIZE = 100;
-/** The largest `limit` a list accepts. */
-export const MAX_PAGE_SIZE = 500;
 
 export interface Position {
   /** ISO timestamp with microseconds. */

@@ -2,9 +2,9 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { JsonText } from '../platform/json-text.ts';
-import type { RatePolicy } from '../policy.ts';
+import { JSON_MAX_DEPTH, type RatePolicy } from '../policy.ts';
 import { Replayed, runOperation, type Operation, type OperationInfo } from './operation.ts';
-import { MAX_JSON_DEPTH, nestsDeeperThan } from './rest.ts';
+import { nestsDeeperThan } from './rest.ts';
 import { refusalOf } from './shared/errors.ts';
 
 // MCP tools from the operation declarations, served over stateless Streamable HTTP: a new server
@@ -133,13 +133,13 @@ const TOO_DEEP = Symbol('JSON too deep');
  * Makes JSON bodies in this Fastify scope never fail to parse: an unparsable one (or one with
  * `__proto__` keys) reaches serveMcp, which answers it as JSON-RPC requires (-32700), where
  * Fastify's parser would have answered with our REST error body. So does one nested deeper than
- * MAX_JSON_DEPTH (-32600), which the input rule at the door would refuse in REST's shape.
+ * JSON_MAX_DEPTH (-32600), which the input rule at the door would refuse in REST's shape.
  */
 export function acceptAnyJson(scope: FastifyInstance): void {
   const parseJson = scope.getDefaultJsonParser('error', 'error');
   scope.removeContentTypeParser('application/json');
   scope.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    parseJson(request, body as string, (error: Error | null, value: unknown) => done(null, error ? UNPARSABLE : nestsDeeperThan(value, MAX_JSON_DEPTH) ? TOO_DEEP : value));
+    parseJson(request, body as string, (error: Error | null, value: unknown) => done(null, error ? UNPARSABLE : nestsDeeperThan(value, JSON_MAX_DEPTH) ? TOO_DEEP : value));
   });
 }
 
@@ -150,7 +150,7 @@ export function acceptAnyJson(scope: FastifyInstance): void {
  */
 async function invalidBody(body: unknown): Promise<{ code: number; message: string; id: string | number | null } | undefined> {
   if (body === UNPARSABLE) return { code: -32700, message: 'Parse error: the body is not valid JSON.', id: null };
-  if (body === TOO_DEEP) return { code: -32600, message: `Invalid Request: the body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep.`, id: null };
+  if (body === TOO_DEEP) return { code: -32600, message: `Invalid Request: the body nests objects and arrays more than ${JSON_MAX_DEPTH} levels deep.`, id: null };
   const { JSONRPCMessageSchema } = await sdk();
   const messages = Array.isArray(body) ? body : [body];
   if (messages.length === 0) return { code: -32600, message: 'Invalid Request: an empty batch.', id: null };

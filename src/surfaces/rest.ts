@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { IDEMPOTENCY_KEY } from '../domain/idempotency/idempotency.ts';
 import { JsonText } from '../platform/json-text.ts';
+import { JSON_MAX_DEPTH } from '../policy.ts';
 import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText } from '../platform/text.ts';
 import { fromQueryText, Replayed, runOperation, verbOf, type Operation } from './operation.ts';
 import { invalidRequest } from './shared/errors.ts';
@@ -59,9 +60,6 @@ export function mountRest<Ctx>(
   }
 }
 
-/** JSON bodies may nest objects and arrays this deep at most (README: limits). */
-export const MAX_JSON_DEPTH = 32;
-
 /** True when `value` nests objects or arrays deeper than `max`. Iterative: hostile depth cannot overflow the stack. */
 export function nestsDeeperThan(value: unknown, max: number): boolean {
   const stack: [unknown, number][] = [[value, 1]];
@@ -76,14 +74,14 @@ export function nestsDeeperThan(value: unknown, max: number): boolean {
 
 /**
  * The input rule at the door of every route, operation or not (a preValidation hook): JSON bodies
- * no deeper than MAX_JSON_DEPTH, so nothing recursive ever meets hostile nesting, and path
+ * no deeper than JSON_MAX_DEPTH, so nothing recursive ever meets hostile nesting, and path
  * parameters, query strings and HTML form bodies without forbidden characters (platform/text.ts),
  * so none reaches SQL. JSON bodies' text is checked by each operation (validateInput), where MCP
  * tool arguments are too, so that a tool gets a tool error rather than an HTTP one.
  */
 export function checkInbound(request: FastifyRequest): void {
-  if (request.body !== null && typeof request.body === 'object' && nestsDeeperThan(request.body, MAX_JSON_DEPTH)) {
-    throw invalidRequest([{ field: '(body)', message: `must not nest objects and arrays more than ${MAX_JSON_DEPTH} levels deep` }]);
+  if (request.body !== null && typeof request.body === 'object' && nestsDeeperThan(request.body, JSON_MAX_DEPTH)) {
+    throw invalidRequest([{ field: '(body)', message: `must not nest objects and arrays more than ${JSON_MAX_DEPTH} levels deep` }]);
   }
   const form = request.headers['content-type']?.startsWith('application/x-www-form-urlencoded') ? request.body : undefined;
   for (const part of [request.params, request.query, form]) {

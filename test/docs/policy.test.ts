@@ -16,6 +16,11 @@ type PolicyName = keyof typeof policy;
 
 /** Each README sentence, built from the policy values it states. */
 const promises: { what: string; covers: PolicyName[]; sentence: string }[] = [
+  { what: 'JSON bodies', covers: ['JSON_MAX_DEPTH', 'JSON_BODY_MAX_BYTES'], sentence: `nest objects and arrays at most ${policy.JSON_MAX_DEPTH} deep (\`issues\` names \`(body)\`) and weigh at most ${mb(policy.JSON_BODY_MAX_BYTES)} MiB` },
+  { what: 'Hub API page size', covers: ['DEFAULT_PAGE_SIZE', 'MAX_PAGE_SIZE'], sentence: `${policy.DEFAULT_PAGE_SIZE} per page (limit 1–${policy.MAX_PAGE_SIZE})` },
+  { what: 'main API page size', covers: ['DEFAULT_PAGE_SIZE', 'MAX_PAGE_SIZE'], sentence: `\`limit\` 1–${policy.MAX_PAGE_SIZE} (default ${policy.DEFAULT_PAGE_SIZE})` },
+  { what: 'spend staleness', covers: ['SPEND_STALE_AFTER_MS'], sentence: `stale (oldest sync older than ${hours(policy.SPEND_STALE_AFTER_MS)} h)` },
+  { what: 'hub catalog bound', covers: ['HUB_CATALOG_MAX_ENTRIES'], sentence: `Bounded at ${policy.HUB_CATALOG_MAX_ENTRIES.toLocaleString('en-US')} workspaces and playbooks per instance` },
   { what: 'Hub API per-key limit', covers: ['HUB_KEY_LIMIT'], sentence: `${policy.HUB_KEY_LIMIT.limit} requests per key in any rolling ${s(policy.HUB_KEY_LIMIT.windowMs)} s` },
   { what: 'Hub API report limits', covers: ['HUB_SUMMARY_LIMIT', 'HUB_SPEND_LIMIT'], sentence: `in addition ${policy.HUB_SUMMARY_LIMIT.limit} per key per rolling ${s(policy.HUB_SUMMARY_LIMIT.windowMs)} s on each of \`/opt-in-summary\` and \`/spend-by-workspace\`` },
   { what: 'RateLimit-Policy example', covers: ['HUB_KEY_LIMIT', 'HUB_SUMMARY_LIMIT'], sentence: `"${policy.HUB_KEY_LIMIT.policy}";q=${policy.HUB_KEY_LIMIT.limit};w=${s(policy.HUB_KEY_LIMIT.windowMs)}, "${policy.HUB_SUMMARY_LIMIT.policy}";q=${policy.HUB_SUMMARY_LIMIT.limit};w=${s(policy.HUB_SUMMARY_LIMIT.windowMs)}` },

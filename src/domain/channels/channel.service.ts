@@ -1,7 +1,8 @@
 import type { Db } from '../../db/database.ts';
 import type { SocialPlatform } from '../../db/schema.ts';
 import type { Caller } from '../caller.ts';
-import { DEFAULT_PAGE_SIZE, decodePosition, toPage, type Page } from '../keyset.ts';
+import { DEFAULT_PAGE_SIZE } from '../../policy.ts';
+import { decodePosition, toPage, type Page } from '../keyset.ts';
 import { narrowScope, scopeOf } from '../scope.ts';
 import type { Channel } from './channel.ts';
 import { findChannelPage } from './channel.repository.ts';

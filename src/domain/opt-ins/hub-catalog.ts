@@ -1,4 +1,5 @@
 import { LruCache } from '../../platform/lru.ts';
+import { HUB_CATALOG_MAX_ENTRIES } from '../../policy.ts';
 
 /**
  * A hub's workspaces and playbooks as the JSON objects each opt-in row embeds, as they were at one
@@ -23,7 +24,7 @@ export interface HubCatalog {
 export class HubCatalogCache {
   readonly #catalogs: LruCache<string, HubCatalog>;
 
-  constructor(maxEntries = 100_000) {
+  constructor(maxEntries = HUB_CATALOG_MAX_ENTRIES) {
     this.#catalogs = new LruCache({ max: maxEntries, weigh: (catalog) => catalog.workspaces.size + catalog.playbooks.size });
   }
 

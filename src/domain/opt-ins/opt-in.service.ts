@@ -2,7 +2,7 @@ import type { Db } from '../../db/database.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { JsonText } from '../../platform/json-text.ts';
 import { PERIODS, periodRanges, type DateRange, type Period } from '../periods.ts';
-import { DEFAULT_PAGE_SIZE } from '../keyset.ts';
+import { DEFAULT_PAGE_SIZE } from '../../policy.ts';
 import type { HubCatalogCache } from './hub-catalog.ts';
 import { decodeOptInCursor, encodeOptInCursor, parseSince } from './opt-in.ts';
 import { countActiveOptIns, countOptInsByRanges, findOptInPage } from './opt-in.repository.ts';

@@ -3,6 +3,7 @@
 // no_accounts → syncing → failed → never_synced → stale (asOf older than 6 h) → fresh.
 
 import type { AdPlatform } from '../../db/schema.ts';
+import { SPEND_STALE_AFTER_MS } from '../../policy.ts';
 
 export const AD_PLATFORMS: readonly AdPlatform[] = ['meta', 'google_ads', 'chatgpt_ads'];
 
@@ -12,7 +13,6 @@ export type AdAccountSyncState = (typeof AD_ACCOUNT_SYNC_STATES)[number];
 export const FRESHNESS = ['fresh', 'stale', 'syncing', 'failed', 'never_synced', 'no_accounts'] as const;
 export type Freshness = (typeof FRESHNESS)[number];
 
-const STALE_AFTER_MS = 6 * 60 * 60 * 1000;
 
 export interface AdAccountSync {
   syncState: AdAccountSyncState;
@@ -27,7 +27,7 @@ export function spendFreshness(accounts: AdAccountSync[], now: Date): { freshnes
   else if (accounts.some((a) => a.syncState === 'syncing')) freshness = 'syncing';
   else if (accounts.some((a) => a.syncState === 'failed')) freshness = 'failed';
   else if (accounts.some((a) => a.lastSyncedAt === null)) freshness = 'never_synced';
-  else if (now.getTime() - asOf!.getTime() > STALE_AFTER_MS) freshness = 'stale';
+  else if (now.getTime() - asOf!.getTime() > SPEND_STALE_AFTER_MS) freshness = 'stale';
   else freshness = 'fresh';
   return { freshness, asOf };
 }

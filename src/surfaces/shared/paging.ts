@@ -1,5 +1,5 @@
 import { Type, type TSchema } from 'typebox';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../domain/keyset.ts';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../policy.ts';
 import { defineFormat } from '../operation.ts';
 
 // How every list pages, on every surface (REST, OpenAPI, MCP): a `limit` of 1 to MAX_PAGE_SIZE
