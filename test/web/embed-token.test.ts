@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { createHash, createHmac, createPrivateKey, sign } from 'node:crypto';
 import { test } from 'node:test';
 import { newKeyMaterial } from '../../src/domain/api-keys/api-key.ts';
-import { signEmbedToken, verifyEmbedToken, type EmbedKeyRecord } from '../../src/surfaces/web/embed-token.ts';
+import type { EmbedKeyRecord } from '../../src/domain/api-keys/api-key.repository.ts';
+import { signEmbedToken, verifyEmbedToken } from '../../src/surfaces/web/embed-token.ts';
 
 const pair = newKeyMaterial('embed');
 const KEY = pair.secret;

@@ -23,7 +23,6 @@ export interface EmbedPayload {
   kid: string;
 }
 
-export type { EmbedKeyRecord };
 
 export type EmbedVerdict = { ok: true; payload: EmbedPayload } | { ok: false; reason: string };
 

@@ -16,8 +16,6 @@ import { optInRoutes } from './routes/opt-ins.ts';
 import { spendRoutes } from './routes/spend.ts';
 import { sessionRoutes, webSessions } from './session.ts';
 
-export type { WebDeps } from './context.ts';
-
 export async function webPlugin(app: FastifyInstance, deps: WebDeps): Promise<void> {
   const paths = webPaths(deps.config);
   const web: Web = { deps, paths, sessions: webSessions(deps, paths) };
