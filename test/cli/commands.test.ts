@@ -11,7 +11,7 @@ import { runCli } from '../../src/cli/cli.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { snapshot } from '../support/snapshot.ts';
 
-// The `hubops` CLI against a real database (contract §2): exact JSON shapes with --json, exit
+// The `hubops` CLI against a real database: exact JSON shapes with --json, exit
 // status 0 / 1 (refused, one line on stderr) / 2 (bad usage). Commands run in this process through
 // runCli (the CLI's entry, with its stdout, stderr, stdin and environment given), which spares a
 // Node start per command; 'as a process' runs the real `node src/cli/main.ts` for what only a

@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { startApp } from '../support/app.ts';
 import { seedEdgeWorld, type EdgeWorld } from '../support/edge-world.ts';
 
-// The standing fuzz suite (issue 10): requests generated from both OpenAPI documents and from the
+// The standing fuzz suite: requests generated from both OpenAPI documents and from the
 // MCP tool lists of both MCP servers, valid and hostile alike (NUL, lone surrogates, controls,
 // noncharacters, huge and negative numbers, deep JSON, long strings, malformed percent-encoding,
 // overlong UTF-8, `+`, arrays for scalars, wrong types). Every answer must be: no 5xx (nor an

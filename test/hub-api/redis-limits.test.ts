@@ -1,5 +1,5 @@
 // Rate limits shared through Redis: two app instances over the same database and the same Redis
-// enforce one per-key window between them (contract §4: 120 per key in any rolling 60 s, plus 20
+// enforce one per-key window between them (120 per key in any rolling 60 s, plus 20
 // per operation). With Redis unreachable the limiter fails open: requests are still served.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';

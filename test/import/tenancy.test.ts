@@ -7,7 +7,7 @@ import { verifyPassword } from '../../src/platform/password.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { snapshot } from '../support/snapshot.ts';
 
-// The NDJSON import (contract §3) against a real PostgreSQL: every type round-trips, every kind
+// The NDJSON import against a real PostgreSQL: every type round-trips, every kind
 // of bad line is reported with its line number and field, and a refused import writes nothing.
 
 let db: TestDb;

@@ -2,7 +2,7 @@
 // port, the real MCP SDK client): numbers a crafted file claims are range-checked before they
 // reach a column; only a body the multipart parser cannot read is a 400, in our words; the
 // database going away mid-upload is a 503 and anything else a 500 logged with its stack — never
-// a 400 quoting PostgreSQL or an internal address (issue 10, item 7).
+// a 400 quoting PostgreSQL or an internal address.
 import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';

@@ -7,8 +7,7 @@ import { captureLog } from '../support/log.ts';
 
 // With PostgreSQL unreachable the OAuth endpoints answer 503 with Retry-After and an OAuth error
 // body (an error page for the browser), never a 500; oidc-provider's server errors are logged
-// with their stack and without secrets; everything works again when the database is back
-// (issue 10, item 7).
+// with their stack and without secrets; everything works again when the database is back.
 
 const { logger, lines } = captureLog('info');
 let live: TestApp;

@@ -8,8 +8,8 @@ import * as fx from '../support/world.ts';
 import { api, authorize, Browser, exchangeCode, REDIRECT, refresh, registerClient, type RegisteredClient } from '../support/oauth-flow.ts';
 
 // Grants and the tokens issued from them, through a real OAuth client (oauth4webapi) on real
-// HTTP and PostgreSQL: a new consent never changes what earlier tokens may reach (issue 10,
-// item 11), and one refresh token is consumed exactly once however many requests race (item 12).
+// HTTP and PostgreSQL: a new consent never changes what earlier tokens may reach, and one refresh
+// token is consumed exactly once however many requests race.
 
 const ADMIN = { email: 'two@hubs.test', password: 'admin of two hubs 1' };
 
@@ -49,7 +49,7 @@ async function scopeOf(token: string): Promise<{ hub: string; workspace: string 
   return { hub: whoami.body.hub._id, workspace: whoami.body.workspace?._id ?? null };
 }
 
-describe('a new consent makes a new grant (item 11)', () => {
+describe('a new consent makes a new grant', () => {
   test('re-consenting hub-wide, or for another hub, never widens or moves a token issued before', async () => {
     const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
     const browser = new Browser();
@@ -85,7 +85,7 @@ describe('a new consent makes a new grant (item 11)', () => {
   });
 });
 
-describe('refresh tokens are consumed exactly once (item 12)', () => {
+describe('refresh tokens are consumed exactly once', () => {
   test('of N concurrent refreshes with one token exactly one succeeds; the rest get invalid_grant and the family is revoked', async () => {
     const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
     const N = 8;

@@ -5,7 +5,7 @@ import { HUB_ADMIN, seedHubAdmin } from '../support/world.ts';
 import { Browser, completeAuthorization, oauth, REDIRECT, registerClient } from '../support/oauth-flow.ts';
 
 // Text PostgreSQL cannot store (NUL, lone surrogates) sent to every OAuth endpoint and form gets
-// a clean OAuth error and changes nothing — never a 500 (issue 10, item 4).
+// a clean OAuth error and changes nothing — never a 500.
 
 let live: TestApp;
 

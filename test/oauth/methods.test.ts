@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import { startApp, type TestApp } from '../support/app.ts';
 
 // A wrong method on an OAuth endpoint is 405 with `Allow` and an OAuth-shaped JSON body, never a
-// 404 or text/plain (issue 10, item 10); the right methods still reach oidc-provider.
+// 404 or text/plain; the right methods still reach oidc-provider.
 
 let live: TestApp;
 before(async () => {

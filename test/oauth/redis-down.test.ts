@@ -10,7 +10,7 @@ import { captureLog } from '../support/log.ts';
 import { authorize, Browser, exchangeCode, REDIRECT, registerClient } from '../support/oauth-flow.ts';
 
 // With Redis down, sign-in still works — the web admin form and the OAuth sign-in page — as the
-// README says limits fail open, and the limiter's failure is logged (issue 10, item 19). So do
+// README says limits fail open, and the limiter's failure is logged. So do
 // the limits on registrations and client secrets. The test runs a Redis of its own and kills it.
 
 const { logger, lines } = captureLog('info');

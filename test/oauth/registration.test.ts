@@ -9,9 +9,9 @@ import { startApp, type TestApp } from '../support/app.ts';
 import { HUB_ADMIN, seedHubAdmin } from '../support/world.ts';
 import { api, authorize, exchangeCode, insecure, oauth, REDIRECT, refresh, registerClient, type RegisteredClient } from '../support/oauth-flow.ts';
 
-// Scope checked before any page (issue 10, item 13); dynamic registration: redirect URIs per the
+// Scope checked before any page; dynamic registration: redirect URIs per the
 // MCP authorization spec, no secret or hash on the client read endpoint, and limits on secret
-// guessing and on registrations (item 14). A real client (oauth4webapi) over real HTTP.
+// guessing and on registrations. A real client (oauth4webapi) over real HTTP.
 
 let live: TestApp;
 
@@ -27,7 +27,7 @@ async function register(metadata: Record<string, unknown>): Promise<{ status: nu
   return { status: response.status, headers: response.headers, body: await response.json() };
 }
 
-describe('scope is checked at /authorize, before any page (item 13)', () => {
+describe('scope is checked at /authorize, before any page', () => {
   test('an unknown scope, openid alone, or openid beside service:full: invalid_scope straight back to the client', async () => {
     const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
     for (const scope of ['nonsense', 'openid', 'service:full openid', 'service:read']) {
@@ -53,7 +53,7 @@ describe('scope is checked at /authorize, before any page (item 13)', () => {
   });
 });
 
-describe('dynamic registration (item 14)', () => {
+describe('dynamic registration', () => {
   test('redirect URIs: https, or http to a loopback address; private-use schemes only for native apps', async () => {
     const refused = [
       { redirect_uris: ['http://example.com/cb'] },

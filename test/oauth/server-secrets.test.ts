@@ -1,4 +1,4 @@
-// Server secrets at rest (issue 10, item 17): the OAuth signing key and the cookie keys are
+// Server secrets at rest: the OAuth signing key and the cookie keys are
 // encrypted (AES-256-GCM) under a key that is not in the database; a restart with the same key
 // reuses them, a wrong key stops the start with one line, plaintext rows from before are sealed.
 import assert from 'node:assert/strict';

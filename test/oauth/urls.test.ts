@@ -5,7 +5,7 @@ import { HUB_ADMIN, seedHubAdmin } from '../support/world.ts';
 import { api, authorize, exchangeCode, REDIRECT, registerClient } from '../support/oauth-flow.ts';
 
 // Every URL built from BASE_URL points where the server really answers, with BASE_URL at the
-// origin's root and under a path (issue 10, item 16): the OpenAPI OAuth flow, discovery, the
+// origin's root and under a path: the OpenAPI OAuth flow, discovery, the
 // MCP server's protected-resource metadata and its WWW-Authenticate pointer.
 
 const apps: TestApp[] = [];

@@ -1,4 +1,4 @@
-// `npm start` without DATABASE_URL (contract §1, issue 2): the embedded PostgreSQL lives under
+// `npm start` without DATABASE_URL: the embedded PostgreSQL lives under
 // $DATA_DIR/postgres, starts and stops with the process, and a second start reuses its data — the
 // demo key printed by the first start still works, and no second demo is seeded.
 import assert from 'node:assert/strict';

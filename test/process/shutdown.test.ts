@@ -1,5 +1,5 @@
 // Graceful stop of the real server process: SIGTERM lets in-flight requests finish, then writes
-// the batched key usage, so no request count is lost (contract §4). The whole run is shorter
+// the batched key usage, so no request count is lost. The whole run is shorter
 // than the 10 s usage flush interval, and the database is checked to hold no counts right
 // before the signal, so what ends up there was written by the shutdown flush.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Hostile embed tokens (issue 10, item 4): every malformed token is the ordinary 401 embed page,
+// Hostile embed tokens: every malformed token is the ordinary 401 embed page,
 // never a 500, and nothing is logged at warn or above (anyone could otherwise flood the log).
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';

@@ -1,4 +1,4 @@
-// Embed keys are Ed25519 key pairs (issue 10, item 17): nothing in the database is enough to sign
+// Embed keys are Ed25519 key pairs: nothing in the database is enough to sign
 // an embed token; the customer's private key is; the README's Node snippet works as written.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';

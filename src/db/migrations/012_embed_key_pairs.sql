@@ -1,4 +1,4 @@
--- Embed keys become Ed25519 key pairs (issue 10, item 17): the customer keeps the private key and
+-- Embed keys become Ed25519 key pairs: the customer keeps the private key and
 -- the table holds only the 32-byte public key, so reading it is not enough to sign an embed token.
 -- Embed keys made before keep their key_hash (legacy HMAC tokens) until they are revoked.
 ALTER TABLE api_keys ALTER COLUMN key_hash DROP NOT NULL;
