@@ -4,25 +4,20 @@
 //
 // It needs a PostgreSQL: with DATABASE_URL, a scratch database made on that server and dropped
 // afterwards; without it, an embedded PostgreSQL in a temporary directory.
-import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { connect } from '../src/db/database.ts';
-import { startEmbedded, type EmbeddedDatabase } from '../src/db/embedded.ts';
+import { startScratchEmbedded, type EmbeddedDatabase } from '../src/db/embedded.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { captureHotSql, readSnapshots, SNAPSHOT_DIR } from './sql-capture.ts';
 
 const check = process.argv.includes('--check');
 
 let embedded: EmbeddedDatabase | undefined;
-let tempDir: string | undefined;
 let serverUrl = process.env.DATABASE_URL;
 if (!serverUrl) {
-  tempDir = await mkdtemp(path.join(tmpdir(), 'hubops-sql-snapshots-'));
-  // As root the server runs as the `postgres` user, which must be able to enter the directory.
-  await chmod(tempDir, 0o755);
-  embedded = await startEmbedded(tempDir, { persistent: false });
+  embedded = await startScratchEmbedded('hubops-sql-snapshots-');
   serverUrl = embedded.url;
 }
 
@@ -60,6 +55,5 @@ try {
   await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
   await admin.end().catch(() => {});
   await embedded?.stop();
-  if (tempDir) await rm(tempDir, { recursive: true, force: true });
 }
 process.exit(code);

@@ -6,7 +6,7 @@ import { chmod, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { startEmbedded, type EmbeddedDatabase } from '../src/db/embedded.ts';
+import { startEmbedded, startScratchEmbedded, type EmbeddedDatabase } from '../src/db/embedded.ts';
 import { connect } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
 
@@ -19,13 +19,9 @@ async function testFiles(dir: string): Promise<string[]> {
 }
 
 let embedded: EmbeddedDatabase | undefined;
-let tempDir: string | undefined;
 let serverUrl = process.env.DATABASE_URL;
 if (!serverUrl) {
-  tempDir = await mkdtemp(path.join(tmpdir(), 'hubops-test-'));
-  // As root the server runs as the `postgres` user, which must be able to enter the directory.
-  await chmod(tempDir, 0o755);
-  embedded = await startEmbedded(tempDir, { persistent: false });
+  embedded = await startScratchEmbedded('hubops-test-');
   serverUrl = embedded.url;
   console.log('# embedded PostgreSQL for tests');
 } else {
@@ -81,6 +77,5 @@ for (const { datname } of leftovers.rows) await admin.query(`DROP DATABASE IF EX
 await admin.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`);
 await admin.end();
 await embedded?.stop();
-if (tempDir) await rm(tempDir, { recursive: true, force: true });
 await rm(dataDirTemplate, { recursive: true, force: true });
 process.exit(code);

@@ -1,7 +1,8 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../platform/net.ts';
@@ -248,4 +249,19 @@ export async function startEmbedded(dataDir: string, options: { persistent?: boo
     throw error;
   });
   return { url: urlFor(port), stop };
+}
+
+/** An embedded PostgreSQL in a new temporary directory, for tests and scripts; `stop` removes it all. */
+export async function startScratchEmbedded(prefix: string): Promise<EmbeddedDatabase> {
+  const dir = await mkdtemp(path.join(tmpdir(), prefix));
+  // As root the server runs as the `postgres` user, which must be able to enter the directory.
+  await chmod(dir, 0o755);
+  const database = await startEmbedded(dir, { persistent: false });
+  return {
+    url: database.url,
+    stop: async () => {
+      await database.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
 }

@@ -2,7 +2,7 @@
 // internals), liveness stays up while readiness goes down, and everything recovers when the
 // database comes back, including key revocations made while the app could not reach it.
 import assert from 'node:assert/strict';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -19,6 +19,7 @@ let db: TestDb;
 let proxy: TcpProxy;
 let proxied: Db;
 let app: App;
+let dataDir: string;
 
 before(async () => {
   db = await createTestDb();
@@ -26,9 +27,10 @@ before(async () => {
   proxy = through.proxy;
   // Short read and connect timeouts, so that the stalled database of the second test is noticed quickly.
   proxied = connect(through.url, { readTimeoutMs: 1_500, connectTimeoutMs: 1_000 });
-  const config = loadConfig({ DATABASE_URL: through.url, LOG_LEVEL: 'silent' });
+  dataDir = await mkdtemp(path.join(tmpdir(), 'hubops-database-down-'));
+  const config = loadConfig({ DATABASE_URL: through.url, DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
   // No periodic usage flush during the test: the test flushes when it wants to.
-  app = await buildApp({ config, db: proxied, logger: false, usageFlushMs: 3_600_000, publisher: false, media: await openDiskMediaStore(await mkdtemp(path.join(tmpdir(), 'hubops-test-media-'))) });
+  app = await buildApp({ config, db: proxied, logger: false, usageFlushMs: 3_600_000, publisher: false, media: await openDiskMediaStore(path.join(dataDir, 'media')) });
 });
 
 after(async () => {
@@ -36,6 +38,7 @@ after(async () => {
   await proxied?.close();
   await proxy?.close();
   await db?.drop();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
 
 async function get(url: string, key?: string): Promise<{ status: number; headers: Record<string, unknown>; text: string; json: any }> {
