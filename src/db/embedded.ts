@@ -256,7 +256,10 @@ export async function startScratchEmbedded(prefix: string): Promise<EmbeddedData
   const dir = await mkdtemp(path.join(tmpdir(), prefix));
   // As root the server runs as the `postgres` user, which must be able to enter the directory.
   await chmod(dir, 0o755);
-  const database = await startEmbedded(dir, { persistent: false });
+  const database = await startEmbedded(dir, { persistent: false }).catch(async (error: unknown) => {
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  });
   return {
     url: database.url,
     stop: async () => {
