@@ -5,19 +5,28 @@ import type { OptInStatus } from '../../../domain/opt-ins/opt-in.ts';
 import type { Membership, SessionUser } from '../../../domain/web-sessions/web-session.service.ts';
 import { escapeHtml as h } from '../../shared/html.ts';
 
+// Utilities for every view (phone below 640 px, desktop above):
+// - <table class="stack"> with <td data-label="Name">: below 640 px each row is a card and each
+//   cell shows its label; a cell with class "actions-cell" spans the card without a label.
+// - <div class="scroll-x"> around a wide table: it scrolls sideways inside its card, never the page.
+// - <code class="token"> (or any element with "token"): an id, key prefix or URL that must not wrap
+//   mid-token; monospace, and it scrolls on its own when longer than its box.
+// - .urls: label, value, copy button per row; below 640 px the label sits above value and button.
+// Below 640 px every button, .button, input, select, nav link, menu item and pager link is at
+// least 44 px high (touch targets).
 const STYLE = `
-:root{color-scheme:light dark;--bg:#f5f6f8;--card:#fff;--text:#1c1f24;--muted:#5b6270;--line:#e2e5ea;--accent:#2956d6;--accent-text:#fff;--danger:#b42318;--ok:#137333;--warn:#9a6700}
+:root{color-scheme:light dark;--bg:#f5f6f8;--card:#fff;--text:#1c1f24;--muted:#5b6270;--line:#e2e5ea;--accent:#2956d6;--accent-text:#fff;--danger:#b42318;--ok:#137333;--warn:#9a6700;--mono:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 @media (prefers-color-scheme:dark){:root{--bg:#14161a;--card:#1d2026;--text:#e8eaee;--muted:#a0a7b4;--line:#30343c;--accent:#6f93ff;--accent-text:#0b0d10;--danger:#ff8a80;--ok:#7ee2a8;--warn:#f2cc60}}
-*{box-sizing:border-box}body{margin:0;background:var(--bg);color:var(--text);font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
-a{color:var(--accent)}header.top{display:flex;align-items:center;gap:16px;flex-wrap:wrap;padding:10px 24px;background:var(--card);border-bottom:1px solid var(--line)}
-.brand{font-weight:700;letter-spacing:.2px;color:var(--accent);margin:0;text-decoration:none}nav.main{display:flex;gap:14px;flex:1}nav.main a{text-decoration:none;color:var(--muted);font-weight:600}nav.main a.on{color:var(--text)}
-form.switch{display:flex;gap:6px;align-items:center}form.switch select{width:auto;padding:6px 8px}
-details.profile{position:relative}details.profile summary{cursor:pointer;list-style:none;padding:6px 10px;border:1px solid var(--line);border-radius:8px;font-weight:600}
-details.profile .menu{position:absolute;right:0;top:110%;min-width:220px;background:var(--card);border:1px solid var(--line);border-radius:10px;padding:8px;box-shadow:0 8px 30px rgba(0,0,0,.12);z-index:5}
+*{box-sizing:border-box}body{margin:0;background:var(--bg);color:var(--text);font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;overflow-wrap:break-word}
+a{color:var(--accent)}header.top{position:relative;display:flex;align-items:center;gap:8px 16px;flex-wrap:wrap;padding:10px 24px;background:var(--card);border-bottom:1px solid var(--line)}
+.brand{font-weight:700;letter-spacing:.2px;color:var(--accent);margin:0;text-decoration:none}nav.main{display:flex;flex-wrap:wrap;gap:4px 14px;flex:1}nav.main a{display:inline-flex;align-items:center;text-decoration:none;color:var(--muted);font-weight:600}nav.main a.on{color:var(--text)}
+form.switch{display:flex;gap:6px;align-items:center;min-width:0}form.switch select{width:auto;max-width:100%;min-width:0;padding:6px 8px}
+details.profile{position:relative}details.profile summary{cursor:pointer;list-style:none;padding:6px 10px;border:1px solid var(--line);border-radius:8px;font-weight:600;white-space:nowrap}details.profile summary::-webkit-details-marker{display:none}
+details.profile .menu{position:absolute;right:0;top:110%;min-width:220px;max-width:calc(100vw - 24px);background:var(--card);border:1px solid var(--line);border-radius:10px;padding:8px;box-shadow:0 8px 30px rgba(0,0,0,.12);z-index:5}
 details.profile .menu a,details.profile .menu button{display:block;width:100%;text-align:left;padding:8px 10px;border:0;background:none;color:var(--text);font:inherit;border-radius:6px;text-decoration:none;cursor:pointer}
-details.profile .menu a:hover,details.profile .menu button:hover{background:var(--bg)}details.profile .menu small{display:block;padding:4px 10px}
-main{max-width:1100px;margin:24px auto;padding:0 24px}main.narrow{max-width:420px;margin-top:10vh}
-.card{background:var(--card);border:1px solid var(--line);border-radius:14px;padding:24px;margin:0 0 20px}
+details.profile .menu a:hover,details.profile .menu button:hover{background:var(--bg)}details.profile .menu small{display:block;padding:4px 10px;overflow-wrap:anywhere}details.profile .menu hr{border:0;border-top:1px solid var(--line);margin:6px 0}
+main{max-width:1100px;margin:24px auto;padding:0 24px}main.narrow{max-width:420px;margin-top:10vh}main.wide{max-width:760px}
+.card{background:var(--card);border:1px solid var(--line);border-radius:14px;padding:24px;margin:0 0 20px;overflow-x:auto}
 h1{font-size:1.4rem;margin:0 0 12px}h2{font-size:1.1rem;margin:0 0 12px}p{margin:0 0 12px}.muted,small{color:var(--muted)}
 label{display:block;font-weight:600;margin:12px 0 6px}input,select{width:100%;padding:9px 11px;border:1px solid var(--line);border-radius:8px;background:var(--bg);color:var(--text);font:inherit}
 input:focus,select:focus{outline:2px solid var(--accent);outline-offset:1px}
@@ -28,13 +37,32 @@ button.primary,.button.primary{background:var(--accent);border-color:var(--accen
 .notice{background:color-mix(in srgb,var(--accent) 10%,transparent);border-radius:8px;padding:10px 12px;margin:0 0 16px}
 .banner{border-radius:10px;padding:12px 14px;margin:0 0 16px;border:1px solid var(--line)}.banner.fresh{border-color:var(--ok)}.banner.warn{border-color:var(--warn);background:color-mix(in srgb,var(--warn) 10%,transparent)}.banner.bad{border-color:var(--danger);background:color-mix(in srgb,var(--danger) 8%,transparent)}
 table{width:100%;border-collapse:collapse}th,td{text-align:left;padding:8px 10px;border-bottom:1px solid var(--line);vertical-align:top}th{font-size:.8rem;text-transform:uppercase;letter-spacing:.04em;color:var(--muted)}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-.urls{display:grid;grid-template-columns:max-content 1fr max-content;gap:8px 12px;align-items:center}code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;background:var(--bg);padding:3px 6px;border-radius:6px;overflow-wrap:anywhere}
+.scroll-x{overflow-x:auto;max-width:100%}.scroll-x>table{min-width:max-content}
+.urls{display:grid;grid-template-columns:max-content minmax(0,1fr) max-content;gap:8px 12px;align-items:center}code{font-family:var(--mono);background:var(--bg);padding:3px 6px;border-radius:6px;overflow-wrap:anywhere}
+.token{font-family:var(--mono);white-space:nowrap;overflow-wrap:normal;word-break:keep-all;display:inline-block;max-width:100%;overflow-x:auto;vertical-align:bottom}
 .secret{border:2px solid var(--warn);border-radius:12px;padding:16px;margin:0 0 20px;background:color-mix(in srgb,var(--warn) 8%,transparent)}.secret > code{display:block;padding:10px;margin:8px 0;font-size:1rem}
-.row{display:flex;gap:12px;flex-wrap:wrap;align-items:flex-end}.row>div{flex:1;min-width:150px}.radio{display:flex;gap:18px}.radio label{font-weight:400;display:flex;gap:6px;align-items:center;margin:6px 0}.radio input{width:auto}
-.pill{display:inline-block;padding:1px 8px;border-radius:99px;font-size:.85rem;border:1px solid var(--line)}.pill.live{border-color:var(--ok);color:var(--ok)}.pill.revoked{border-color:var(--danger);color:var(--danger)}
-.grid4{display:grid;grid-template-columns:repeat(auto-fit,minmax(200px,1fr));gap:12px;margin:0 0 20px}.stat{background:var(--card);border:1px solid var(--line);border-radius:12px;padding:14px}.stat a{text-decoration:none;color:inherit}.stat.on{outline:2px solid var(--accent)}.stat .big{font-size:1.5rem;font-weight:700}.up{color:var(--ok)}.down{color:var(--danger)}
-svg.chart text{fill:var(--text);font-size:12px}svg.chart rect.bar{fill:var(--accent)}svg.chart rect.prior{fill:var(--muted);opacity:.45}svg.chart rect.other{fill:var(--muted)}
-.pager{display:flex;gap:10px;margin-top:14px}.actions{display:flex;gap:10px;margin-top:16px}`;
+.row{display:flex;gap:12px;flex-wrap:wrap;align-items:flex-end}.row>div{flex:1;min-width:150px}.radio{display:flex;flex-wrap:wrap;gap:0 18px}.radio label{font-weight:400;display:flex;gap:6px;align-items:center;margin:6px 0}.radio input{width:auto}
+.pill{display:inline-block;padding:1px 8px;border-radius:99px;font-size:.85rem;border:1px solid var(--line);white-space:nowrap}.pill.live{border-color:var(--ok);color:var(--ok)}.pill.revoked{border-color:var(--danger);color:var(--danger)}
+.grid4{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(200px,100%),1fr));gap:12px;margin:0 0 20px}.stat{background:var(--card);border:1px solid var(--line);border-radius:12px;padding:14px}.stat a{text-decoration:none;color:inherit}.stat.on{outline:2px solid var(--accent)}.stat .big{font-size:1.5rem;font-weight:700}.up{color:var(--ok)}.down{color:var(--danger)}
+svg{max-width:100%;height:auto}svg.chart text{fill:var(--text);font-size:12px}svg.chart rect.bar{fill:var(--accent)}svg.chart rect.prior{fill:var(--muted);opacity:.45}svg.chart rect.other{fill:var(--muted)}
+.pager{display:flex;flex-wrap:wrap;align-items:center;gap:10px;margin-top:14px}.actions{display:flex;flex-wrap:wrap;gap:10px;margin-top:16px}
+.links{list-style:none;padding:0;margin:0 0 12px;display:grid;gap:8px}.links a{display:block;padding:10px 12px;border:1px solid var(--line);border-radius:10px;text-decoration:none;color:var(--text);font-weight:600}.links a small{display:block;font-weight:400}
+@media (max-width:640px){
+header.top{padding:6px 12px}details.profile{position:static;margin-left:auto}details.profile .menu{left:12px;right:12px;top:100%;min-width:0;max-width:none}
+nav.main{order:3;flex:1 0 100%}form.switch{order:4;flex:1 0 100%}form.switch select{flex:1;width:100%}
+main{margin:16px auto;padding:0 12px}main.narrow{margin-top:24px}.card{padding:16px;border-radius:12px}
+button,.button,input,select,details.profile summary,nav.main a,details.profile .menu a,details.profile .menu button,.pager a{min-height:44px}
+button,.button,details.profile summary{display:inline-flex;align-items:center;justify-content:center}details.profile .menu a,details.profile .menu button{display:flex;align-items:center;justify-content:flex-start}
+.radio label{min-height:44px}.links a{min-height:44px}
+.urls{grid-template-columns:minmax(0,1fr) max-content;gap:4px 8px}.urls>:nth-child(3n+1){grid-column:1/-1;margin-top:8px}
+table.stack thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+table.stack,table.stack tbody,table.stack tr,table.stack td{display:block;width:100%}
+table.stack tr{border:1px solid var(--line);border-radius:10px;padding:6px 12px;margin:0 0 10px}
+table.stack td{display:grid;grid-template-columns:minmax(90px,38%) minmax(0,1fr);gap:10px;padding:6px 0;border-bottom:1px solid var(--line);text-align:left}
+table.stack td:last-child{border-bottom:0}table.stack td.num{text-align:left}
+table.stack td::before{content:attr(data-label);font-size:.8rem;text-transform:uppercase;letter-spacing:.04em;color:var(--muted);font-weight:600}
+table.stack td:not([data-label])::before,table.stack td.actions-cell::before{content:none}table.stack td:not([data-label]),table.stack td.actions-cell{display:block}
+}`;
 
 /** Headers of /app pages: no framing, scripts only from our own origin, nothing cached. */
 export function appHeaders(nonce: string): Record<string, string> {
@@ -92,6 +120,7 @@ export function shell(s: Shell, title: string, content: string, nonce: string): 
   const profile = `<details class="profile"><summary aria-label="Profile menu">${h(s.user.firstname || s.user.email)} ▾</summary><div class="menu" role="menu">
 <small>${h(s.user.email)}</small>
 ${admin ? `<a role="menuitem" href="${h(hubUrl)}/settings/api">Manage Hub</a>` : ''}
+<a role="menuitem" href="${h(app)}/connected-apps">Connected apps</a>
 <form method="post" action="${h(app)}/sign-out"><input type="hidden" name="csrf" value="${h(s.csrf)}"><button role="menuitem" type="submit">Sign out</button></form>
 </div></details>`;
   return document_(title, `<header class="top"><a class="brand" href="${h(app)}">hubops</a><nav class="main">${nav}</nav>${switcher}${profile}</header>
