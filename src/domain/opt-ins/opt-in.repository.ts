@@ -4,6 +4,7 @@ import { queryPrepared, type Db } from '../../db/database.ts';
 import { after, type Position } from '../keyset.ts';
 import { addDays, type DateRange } from '../periods.ts';
 import type { HubCatalog, HubCatalogCache } from './hub-catalog.ts';
+import { OPT_IN_STATUSES, type OptInStatus } from './opt-in.ts';
 
 // The hub's non-archived custom fields only: archived keys are removed from each workspace's
 // values. Evaluated once per statement (an InitPlan), not per row.
@@ -210,4 +211,102 @@ export async function countActiveOptIns(db: Db, hubId: string): Promise<number> 
     .where('status', '=', 'active')
     .executeTakeFirst();
   return row?.opt_ins ?? 0;
+}
+
+/** Opt-ins whose optedInAt falls in [from, before), and the distinct workspaces among them. */
+export async function countOptInsBetween(db: Db, hubId: string, from: Date, before: Date): Promise<PeriodCounts> {
+  const { rows } = await sql<{ opt_ins: string; workspaces: string }>`
+    SELECT count(*) AS opt_ins, count(DISTINCT o.workspace_id) AS workspaces
+      FROM opt_ins o
+     WHERE o.hub_id = ${hubId} AND o.opted_in_at >= ${from} AND o.opted_in_at < ${before}`.execute(db.kysely);
+  return { optIns: Number(rows[0]!.opt_ins), workspaces: Number(rows[0]!.workspaces) };
+}
+
+// --- The web admin's opt-ins report: sorted by the column a user picks, counted, paged by offset.
+
+/** The report's sortable columns. */
+export const OPT_IN_REPORT_SORTS = ['workspace', 'playbook', 'status', 'opted_in', 'updated'] as const;
+export type OptInReportSort = (typeof OPT_IN_REPORT_SORTS)[number];
+
+export interface OptInReportFilters {
+  hubId: string;
+  playbookId?: string;
+  status?: string;
+  workspaceId?: string;
+  /** optedInAt in [optedInFrom, optedInBefore). */
+  optedInFrom?: Date;
+  optedInBefore?: Date;
+}
+
+export interface OptInReportQuery extends OptInReportFilters {
+  sort: OptInReportSort;
+  descending: boolean;
+  offset: number;
+  limit: number;
+}
+
+/** One row of the report: names instead of the nested objects, instants as ISO text (UTC, ms). */
+export interface OptInReportRow {
+  id: string;
+  playbookName: string;
+  workspaceName: string;
+  status: OptInStatus;
+  optedInAt: string;
+  updatedAt: string;
+  budgetCents: number | null;
+  budgetType: 'lifetime' | 'daily' | null;
+}
+
+const reportFilters = (f: OptInReportFilters) => sql`o.hub_id = ${f.hubId}
+       ${f.playbookId !== undefined ? sql`AND o.playbook_id = ${f.playbookId}` : sql``}
+       ${f.status !== undefined ? sql`AND o.status = ${f.status}` : sql``}
+       ${f.workspaceId !== undefined ? sql`AND o.workspace_id = ${f.workspaceId}` : sql``}
+       ${f.optedInFrom !== undefined ? sql`AND o.opted_in_at >= ${f.optedInFrom}` : sql``}
+       ${f.optedInBefore !== undefined ? sql`AND o.opted_in_at < ${f.optedInBefore}` : sql``}`;
+
+// Names sort case-insensitively; statuses in their lifecycle order (OPT_IN_STATUSES), as a
+// workflow tool lists them; ties by id, so every order is total and pages never overlap.
+const SORT_KEYS: Record<OptInReportSort, ReturnType<typeof sql>> = {
+  workspace: sql`lower(w.name)`,
+  playbook: sql`lower(p.name)`,
+  status: sql`array_position(${[...OPT_IN_STATUSES]}::text[], o.status)`,
+  opted_in: sql`o.opted_in_at`,
+  updated: sql`o.updated_at`,
+};
+
+/** One page of the report in the chosen order. */
+export async function findOptInReportPage(db: Db, q_: OptInReportQuery): Promise<OptInReportRow[]> {
+  const dir = sql.raw(q_.descending ? 'DESC' : 'ASC');
+  const { rows } = await sql<{ id: string; playbook_name: string; workspace_name: string; status: OptInStatus; opted_in_at: string; updated_at: string; budget_cents: string | null; budget_type: 'lifetime' | 'daily' | null }>`
+    SELECT o.id, p.name AS playbook_name, w.name AS workspace_name, o.status,
+           to_char(o.opted_in_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS opted_in_at,
+           to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS updated_at,
+           o.budget_cents, o.budget_type
+      FROM opt_ins o
+      JOIN workspaces w ON w.id = o.workspace_id AND w.hub_id = ${q_.hubId}
+      JOIN playbooks p ON p.id = o.playbook_id AND p.hub_id = ${q_.hubId}
+     WHERE ${reportFilters(q_)}
+     ORDER BY ${SORT_KEYS[q_.sort]} ${dir}, o.id ${dir}
+     LIMIT ${q_.limit} OFFSET ${q_.offset}`.execute(db.kysely);
+  return rows.map((r) => ({
+    id: r.id,
+    playbookName: r.playbook_name,
+    workspaceName: r.workspace_name,
+    status: r.status,
+    optedInAt: r.opted_in_at,
+    updatedAt: r.updated_at,
+    budgetCents: r.budget_cents === null ? null : Number(r.budget_cents),
+    budgetType: r.budget_type,
+  }));
+}
+
+/** How many opt-ins match: by status from the counts the triggers of migration 006 keep, else counted. */
+export async function countOptInReport(db: Db, f: OptInReportFilters): Promise<number> {
+  if (f.playbookId === undefined && f.workspaceId === undefined && f.optedInFrom === undefined && f.optedInBefore === undefined) {
+    let query = db.kysely.selectFrom('opt_in_status_counts').select((e) => e.fn.coalesce(e.fn.sum<string>('opt_ins'), sql<string>`0`).as('n')).where('hub_id', '=', f.hubId);
+    if (f.status !== undefined) query = query.where('status', '=', f.status);
+    return Number((await query.executeTakeFirstOrThrow()).n);
+  }
+  const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM opt_ins o WHERE ${reportFilters(f)}`.execute(db.kysely);
+  return Number(rows[0]!.n);
 }

@@ -1,11 +1,11 @@
 import type { Db } from '../../db/database.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { JsonText } from '../../platform/json-text.ts';
-import { PERIODS, periodRanges, type DateRange, type Period } from '../periods.ts';
+import { addDays, PERIODS, periodRanges, utcDate, type DateRange, type Period } from '../periods.ts';
 import { DEFAULT_PAGE_SIZE } from '../../policy.ts';
 import type { HubCatalogCache } from './hub-catalog.ts';
 import { decodeOptInCursor, encodeOptInCursor, parseSince } from './opt-in.ts';
-import { countActiveOptIns, countOptInsByRanges, findOptInPage } from './opt-in.repository.ts';
+import { countActiveOptIns, countOptInsBetween, countOptInsByRanges, findOptInPage, type PeriodCounts } from './opt-in.repository.ts';
 
 export interface ListOptInsInput {
   since?: string;
@@ -14,7 +14,6 @@ export interface ListOptInsInput {
   limit?: number;
   cursor?: string;
 }
-
 
 /** A page of the hub's opt-ins, oldest change first, as `{data, nextCursor}` JSON text. */
 export async function listOptIns(db: Db, catalogs: HubCatalogCache, hubId: string, input: ListOptInsInput): Promise<JsonText> {
@@ -62,4 +61,18 @@ export async function optInSummary(db: Db, hubId: string, clock: Clock): Promise
       prior: { ...r.prior, ...counts[2 * i + 1]! },
     })),
   };
+}
+
+/** The summary as the web admin shows it: today so far against yesterday up to the same time of day. */
+export interface WebOptInSummary extends OptInSummary {
+  /** Yesterday's opt-ins from 00:00 UTC until exactly 24 hours before `asOf`. */
+  yesterdaySameHours: PeriodCounts & { until: string };
+}
+
+export async function webOptInSummary(db: Db, hubId: string, clock: Clock): Promise<WebOptInSummary> {
+  const summary = await optInSummary(db, hubId, clock);
+  const now = new Date(summary.asOf);
+  const until = new Date(now.getTime() - 86_400_000);
+  const counts = await countOptInsBetween(db, hubId, new Date(`${addDays(utcDate(now), -1)}T00:00:00Z`), until);
+  return { ...summary, yesterdaySameHours: { ...counts, until: until.toISOString() } };
 }

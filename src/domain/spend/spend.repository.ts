@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import { visibleFields } from '../opt-ins/opt-in.repository.ts';
 import type { DateRange, PeriodRanges } from '../periods.ts';
-import type { AdAccountSync } from './spend.ts';
+import type { AdAccountStatus, AdAccountSync } from './spend.ts';
 
 export interface SpendState {
   /** Changes whenever spend, workspaces or their fields change (statement triggers). */
@@ -19,6 +19,18 @@ export async function readSpendState(db: Db, hubId: string): Promise<SpendState>
     reportVersion: result.rows[0]?.report_version ?? '0',
     accounts: result.rows.filter((r) => r.sync_state !== null).map((r) => ({ syncState: r.sync_state!, lastSyncedAt: r.last_synced_at })),
   };
+}
+
+/** The hub's ad accounts with their sync state, by name: what the web admin's freshness banner names. */
+export async function adAccountStatuses(db: Db, hubId: string): Promise<AdAccountStatus[]> {
+  const rows = await db.kysely
+    .selectFrom('ad_accounts')
+    .select(['id', 'name', 'sync_state', 'last_synced_at'])
+    .where('hub_id', '=', hubId)
+    .orderBy('name')
+    .orderBy('id')
+    .execute();
+  return rows.map((r) => ({ id: r.id, name: r.name, syncState: r.sync_state, lastSyncedAt: r.last_synced_at }));
 }
 
 export interface SpendByWorkspace {

@@ -2,7 +2,8 @@
 // one of its embed keys.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { findEmbedKey } from '../../../domain/api-keys/api-key.repository.ts';
-import { optInSummary } from '../../../domain/opt-ins/opt-in.service.ts';
+import { webOptInSummary } from '../../../domain/opt-ins/opt-in.service.ts';
+import { adAccountStatuses } from '../../../domain/spend/spend.repository.ts';
 import { hubName } from '../../../domain/tenancy/hub-directory.repository.ts';
 import { embedPage, embedRefusal, one, spendReports, type Query, type Web } from '../context.ts';
 import { verifyEmbedToken, type EmbedView } from '../embed-token.ts';
@@ -16,10 +17,11 @@ export function embedRoutes(app: FastifyInstance, { deps, paths }: Web): void {
     const hubId = verdict.payload.hub;
     const name = (await hubName(deps.db, hubId)) ?? hubId;
     if (view === 'spend') {
-      const reports = await spendReports(deps, hubId);
-      return embedPage(reply, 200, `${name} · spend`, embedReportView(`${name} · spend by workspace`, spendView(reports, 'last_30_days', null)));
+      const [reports, accounts] = await Promise.all([spendReports(deps, hubId), adAccountStatuses(deps.db, hubId)]);
+      const body = spendView(reports, 'last_30_days', null, { now: deps.clock.now(), accounts });
+      return embedPage(reply, 200, `${name} · spend`, embedReportView(`${name} · spend by workspace`, body));
     }
-    const summary = await optInSummary(deps.db, hubId, deps.clock);
+    const summary = await webOptInSummary(deps.db, hubId, deps.clock);
     return embedPage(reply, 200, `${name} · opt-ins`, embedReportView(`${name} · playbook opt-ins`, optInSummaryView(summary)));
   };
   app.get(`${paths.base}/embed/spend`, embed('spend'));

@@ -1,14 +1,15 @@
-// The playbook opt-ins report: filters, keyset pages, and every matching opt-in as a streamed CSV.
+// The playbook opt-ins report: filters, a sort by column, offset pages with the total, and every
+// matching opt-in as a streamed CSV (in the Hub API's keyset order, whatever the page's sort).
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { decodeOptInCursor, encodeOptInCursor, OPT_IN_STATUSES, type OptInRow, type PageCursor } from '../../../domain/opt-ins/opt-in.ts';
-import { findOptInPage, type OptInPageQuery } from '../../../domain/opt-ins/opt-in.repository.ts';
+import { OPT_IN_STATUSES, type OptInRow, type PageCursor } from '../../../domain/opt-ins/opt-in.ts';
+import { countOptInReport, findOptInPage, findOptInReportPage, OPT_IN_REPORT_SORTS, type OptInReportFilters, type OptInReportSort } from '../../../domain/opt-ins/opt-in.repository.ts';
 import { hubPlaybooks, hubWorkspaces, visibleFieldKeys } from '../../../domain/tenancy/hub-directory.repository.ts';
 import { DATE_RANGE_MESSAGE, parseDate } from '../../../platform/time.ts';
 import { appPage, one, refuse, type Query, type Web } from '../context.ts';
 import { csvLine, optInCsvHeader, optInCsvValues } from '../csv.ts';
 import { shell } from '../views/layout.ts';
-import { optInReportView } from '../views/opt-ins.ts';
+import { optInReportView, type ReportOrder } from '../views/opt-ins.ts';
 
 const REPORT_PAGE_SIZE = 50;
 /** Rows per keyset page of the CSV stream: big enough to amortise the query, small in memory. */
@@ -17,9 +18,15 @@ const CSV_PAGE_SIZE = 2000;
 const WORKSPACE_SELECT_MAX = 500;
 const DAY_MS = 86_400_000;
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
+/** ISO 8601's basic form (20261124): what a phone's numeric keypad, which has no "-", can type. */
+const BASIC_DATE = /^(\d{4})(\d{2})(\d{2})$/;
+/** The report opens on the latest changes. */
+const DEFAULT_ORDER: ReportOrder = { sort: 'updated', descending: true };
+/** Page numbers are plain decimal digits, 1 to this. */
+const PAGE = /^[1-9]\d{0,6}$/;
 
 interface Filters {
-  query: Omit<OptInPageQuery, 'hubId' | 'limit' | 'after'>;
+  query: Omit<OptInReportFilters, 'hubId'>;
   values: Record<string, string>;
   errors: Record<string, string>;
 }
@@ -40,11 +47,12 @@ function parseFilters(q: Query): Filters {
     else errors.status = 'Choose a status from the list.';
   }
   const day = (name: 'from' | 'to') => {
-    const v = values[name];
+    const v = values[name]?.replace(BASIC_DATE, '$1-$2-$3');
     if (!v) return undefined;
+    values[name] = v;
     const date = parseDate(v);
     // A real month and day (checked in a leap year) but a year before 1970: the range is what is wrong.
-    if (!date) errors[name] = DATE.test(v) && parseDate(`2000${v.slice(4)}`) ? `The date ${DATE_RANGE_MESSAGE}.` : 'Enter a date as YYYY-MM-DD.';
+    if (!date) errors[name] = DATE.test(v) && parseDate(`2000${v.slice(4)}`) ? `The date ${DATE_RANGE_MESSAGE}.` : 'Enter a date as YYYY-MM-DD, e.g. 2026-11-24.';
     return date;
   };
   const from = day('from');
@@ -56,37 +64,59 @@ function parseFilters(q: Query): Filters {
   return { query, values, errors };
 }
 
+/** The sort and page asked for; what is not understood is said in `notices` and the default used. */
+function parseOrder(q: Query): { order: ReportOrder; page: number; notices: string[] } {
+  const notices: string[] = [];
+  const order = { ...DEFAULT_ORDER };
+  const sort = one(q.sort);
+  const dir = one(q.dir);
+  if (sort !== undefined || dir !== undefined) {
+    if (sort !== undefined && !(OPT_IN_REPORT_SORTS as readonly string[]).includes(sort)) notices.push(`The report cannot be sorted by “${sort.slice(0, 40)}”; it is sorted by last update, newest first.`);
+    else if (dir !== undefined && dir !== 'asc' && dir !== 'desc') notices.push('The order must be asc or desc; the report is sorted by last update, newest first.');
+    else if (sort !== undefined) {
+      order.sort = sort as OptInReportSort;
+      order.descending = dir === 'desc';
+    } else order.descending = dir === 'desc';
+  }
+  const pageText = one(q.page);
+  let page = 1;
+  if (pageText !== undefined) {
+    if (PAGE.test(pageText)) page = Number(pageText);
+    else notices.push('The page must be a whole number from 1; showing the first page.');
+  }
+  return { order, page, notices };
+}
+
 export function optInRoutes(app: FastifyInstance, { deps, paths, sessions }: Web): void {
   app.get<{ Params: { hubId: string }; Querystring: Query }>(`${paths.app}/hubs/:hubId/opt-ins`, async (request, reply) => {
     const ctx = await sessions.hubCtx(request, reply, request.params.hubId, true);
     if (!ctx) return reply;
     const hubId = ctx.hub.hubId;
     const f = parseFilters(request.query);
-    let after: PageCursor | undefined;
-    const cursor = one(request.query.cursor);
-    if (cursor) {
-      try {
-        after = decodeOptInCursor(cursor);
-      } catch {
-        f.errors.cursor = 'That page link is no longer valid; showing the first page.';
-      }
-    }
-    const valid = !f.errors.status && !f.errors.from && !f.errors.to;
-    const [playbooks, workspaces, found] = await Promise.all([
+    const { order, notices, ...asked } = parseOrder(request.query);
+    const valid = Object.keys(f.errors).length === 0;
+    const filters = { hubId, ...f.query };
+    const [playbooks, workspaces, total] = await Promise.all([
       hubPlaybooks(deps.db, hubId),
       hubWorkspaces(deps.db, hubId, WORKSPACE_SELECT_MAX + 1),
-      valid ? findOptInPage(deps.db, deps.catalogs, { hubId, ...f.query, after, limit: REPORT_PAGE_SIZE }) : undefined,
+      valid ? countOptInReport(deps.db, filters) : undefined,
     ]);
+    // Offset pages: a page past the last (a stale link, fewer rows since) shows the last one.
+    const pages = Math.max(1, Math.ceil((total ?? 0) / REPORT_PAGE_SIZE));
+    const page = Math.min(asked.page, pages);
+    if (page < asked.page) notices.push(`There is no page ${asked.page}; showing page ${page}, the last.`);
+    const rows = total ? await findOptInReportPage(deps.db, { ...filters, ...order, offset: (page - 1) * REPORT_PAGE_SIZE, limit: REPORT_PAGE_SIZE }) : [];
     const body = optInReportView({
       url: `${paths.hub(hubId)}/opt-ins`,
       values: f.values,
       errors: f.errors,
+      notices,
       playbooks,
       workspaces: workspaces.length <= WORKSPACE_SELECT_MAX ? workspaces : undefined,
-      rows: found ? (JSON.parse(found.json.join('')) as OptInRow[]) : [],
-      valid,
-      firstPage: !after,
-      nextCursor: found?.next ? encodeOptInCursor(found.next) : null,
+      rows,
+      total,
+      order,
+      page,
       pageSize: REPORT_PAGE_SIZE,
     });
     return appPage(reply, valid ? 200 : 400, (n) => shell(sessions.shellOf(ctx, 'opt-ins'), 'Playbook opt-ins', body, n));

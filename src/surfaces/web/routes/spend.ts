@@ -1,6 +1,7 @@
 // The spend dashboard: spend per workspace for each period, against the period before.
 import type { FastifyInstance } from 'fastify';
 import { PERIODS, type Period } from '../../../domain/periods.ts';
+import { adAccountStatuses } from '../../../domain/spend/spend.repository.ts';
 import { appPage, one, spendReports, type Query, type Web } from '../context.ts';
 import { shell } from '../views/layout.ts';
 import { spendView } from '../views/reports.ts';
@@ -9,10 +10,11 @@ export function spendRoutes(app: FastifyInstance, { deps, paths, sessions }: Web
   app.get<{ Params: { hubId: string }; Querystring: Query }>(`${paths.app}/hubs/:hubId/spend`, async (request, reply) => {
     const ctx = await sessions.hubCtx(request, reply, request.params.hubId, true);
     if (!ctx) return reply;
+    // An unknown or repeated period shows the default one: the tiles link to the four valid ones.
     const period = (PERIODS as readonly string[]).includes(one(request.query.period) ?? '') ? (request.query.period as Period) : 'last_30_days';
-    const reports = await spendReports(deps, ctx.hub.hubId);
+    const [reports, accounts] = await Promise.all([spendReports(deps, ctx.hub.hubId), adAccountStatuses(deps.db, ctx.hub.hubId)]);
     const u = `${paths.hub(ctx.hub.hubId)}/spend`;
-    const body = `<h1>Spend by workspace</h1>${spendView(reports, period, (p) => `${u}?period=${p}`)}`;
+    const body = `<h1>Spend by workspace</h1>${spendView(reports, period, (p) => `${u}?period=${p}`, { now: deps.clock.now(), accounts })}`;
     return appPage(reply, 200, (n) => shell(sessions.shellOf(ctx, 'spend'), 'Spend', body, n));
   });
 }
