@@ -28,6 +28,12 @@ export const HUB_SPEND_LIMIT = window('spend-by-workspace', 20, MINUTE);
 export const FAILED_AUTH_LIMIT = window('failed-auth', 30, MINUTE);
 /** How often counted key usage (request count, last used) is written to the database. */
 export const USAGE_FLUSH_MS = 10 * SECOND;
+/** The lifetimes a new key may be given, in days (or none: it never expires). */
+export const KEY_LIFETIME_DAYS = Object.freeze([30, 90, 365] as const);
+/** How long a rolled key's old secret keeps working, as the admin chooses: at once, an hour or a day. */
+export const KEY_ROLL_GRACE_MS = Object.freeze([0, HOUR, DAY] as const);
+/** Days of per-key request counts kept and charted: today (UTC) and the days before it. */
+export const KEY_USAGE_DAYS = 30;
 
 // --- Requests and lists (every surface) ----------------------------------------------------
 

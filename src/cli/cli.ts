@@ -5,12 +5,13 @@ import { ConfigError, loadConfig } from '../config.ts';
 import { isDatabaseUnavailable } from '../db/database.ts';
 import { openDatabase, type OpenedDatabase } from '../db/open.ts';
 import { EmbeddedDatabaseError } from '../db/embedded.ts';
-import { createEmbedKeyFromPublicKey, createKey, listKeys, revokeKey } from '../domain/api-keys/api-key.repository.ts';
-import { KEY_SCOPES, type KeyScope } from '../domain/api-keys/api-key.ts';
+import { createEmbedKeyFromPublicKey, createKey, listKeys, revokeKey, type KeySummary } from '../domain/api-keys/api-key.repository.ts';
+import { KEY_SCOPES, keyState, type KeyScope } from '../domain/api-keys/api-key.ts';
 import { seedDemo } from '../domain/demo/seed.ts';
 import { IMPORT_TYPES, importNdjson } from '../domain/import/import.ts';
 import { PLANS, ROLES, createAccount, createHub, createUser, getHub, setHubSuspended } from '../domain/tenancy/tenancy.repository.ts';
 import { DomainError } from '../platform/errors.ts';
+import { KEY_LIFETIME_DAYS } from '../policy.ts';
 import { createClient } from '../domain/oauth/clients.repository.ts';
 
 // The `hubops` operator CLI (docs/cli.md). Every command validates its arguments before touching
@@ -65,6 +66,18 @@ function choice<T extends string>(values: Values, name: string, allowed: readonl
   if (typeof value !== 'string') throw new UsageError(`missing required option --${name}`);
   if (!(allowed as readonly string[]).includes(value)) throw new UsageError(`--${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
   return value as T;
+}
+
+/** The sentence after "Created … key": when it expires, if ever. */
+const expiryLine = (expiresAt: string | null): string => (expiresAt ? ` It expires at ${expiresAt}.` : '');
+
+/** A key's state for `keys list`: a rolled key names its replacement and when it stops working. */
+function keyStateText(k: KeySummary, now: Date): string {
+  const state = keyState(k, now);
+  if (state === 'revoked') return `revoked ${k.revokedAt}`;
+  if (state === 'expired') return k.replacedBy ? `rolled to ${k.replacedBy}, ended ${k.expiresAt}` : `expired ${k.expiresAt}`;
+  if (state === 'rolled') return `rolled to ${k.replacedBy}, valid until ${k.expiresAt}`;
+  return 'active';
 }
 
 async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
@@ -220,27 +233,31 @@ const COMMANDS: Command[] = [
   },
   {
     name: 'keys create',
-    args: '--hub H --name N [--scope read|embed] [--public-key PEM|BASE64URL]',
-    summary: 'create a Hub API key, printed once (hubops keeps a hash; for an embed key pair only the public key)',
-    options: { hub: { type: 'string' }, name: { type: 'string' }, scope: { type: 'string' }, 'public-key': { type: 'string' } },
+    args: `--hub H --name N [--scope read|embed] [--expires-in-days ${KEY_LIFETIME_DAYS.join('|')}] [--public-key PEM|BASE64URL]`,
+    summary: 'create a Hub API key, printed once (hubops keeps a hash; for an embed key pair only the public key); without --expires-in-days it never expires',
+    options: { hub: { type: 'string' }, name: { type: 'string' }, scope: { type: 'string' }, 'expires-in-days': { type: 'string' }, 'public-key': { type: 'string' } },
     positionals: [],
     prepare: async (values) => {
-      const input = { hubId: required(values, 'hub'), name: required(values, 'name'), scope: choice<KeyScope>(values, 'scope', KEY_SCOPES, 'read') };
+      const lifetime = values['expires-in-days'] === undefined ? null : choice(values, 'expires-in-days', KEY_LIFETIME_DAYS.map(String));
+      const input = {
+        hubId: required(values, 'hub'), name: required(values, 'name'), scope: choice<KeyScope>(values, 'scope', KEY_SCOPES, 'read'),
+        expiresInDays: lifetime === null ? null : Number(lifetime),
+      };
       const publicKey = values['public-key'];
       if (publicKey !== undefined && (typeof publicKey !== 'string' || values.scope !== 'embed')) throw new UsageError('--public-key goes with --scope embed');
       return async ({ db }) => {
         if (typeof publicKey === 'string') {
           const key = await createEmbedKeyFromPublicKey(db, { ...input, publicKey });
           return {
-            json: { id: key.id, name: key.name, scope: key.scope, hubId: key.hubId, start: key.start },
-            human: `Created embed key ${key.id} ${JSON.stringify(key.name)} for hub ${key.hubId} from your public key: sign embed tokens with your private key, kid ${key.id}.`,
+            json: { id: key.id, name: key.name, scope: key.scope, hubId: key.hubId, start: key.start, expiresAt: key.expiresAt },
+            human: `Created embed key ${key.id} ${JSON.stringify(key.name)} for hub ${key.hubId} from your public key: sign embed tokens with your private key, kid ${key.id}.${expiryLine(key.expiresAt)}`,
           };
         }
         const key = await createKey(db, input);
         return {
-          json: { id: key.id, key: key.key, name: key.name, scope: key.scope, hubId: key.hubId },
+          json: { id: key.id, key: key.key, name: key.name, scope: key.scope, hubId: key.hubId, expiresAt: key.expiresAt },
           human: [
-            `Created ${key.scope} key ${key.id} ${JSON.stringify(key.name)} for hub ${key.hubId}.`,
+            `Created ${key.scope} key ${key.id} ${JSON.stringify(key.name)} for hub ${key.hubId}.${expiryLine(key.expiresAt)}`,
             key.scope === 'embed'
               ? `This Ed25519 private key signs embed tokens (kid ${key.id}); hubops keeps only its public key. Shown only now; store it in a secret manager:`
               : 'The key is shown only now; store it in a secret manager:',
@@ -261,14 +278,19 @@ const COMMANDS: Command[] = [
       return async ({ db }) => {
         await getHub(db, hubId);
         const keys = await listKeys(db, hubId);
-        const rows = keys.map((k) => [k.id, k.name, k.legacyEmbed ? 'embed (legacy: replace)' : k.scope, `${k.start}…`, String(k.requestCount), k.lastUsedAt ?? '-', k.createdAt, k.revokedAt ?? '-']);
+        const now = new Date();
+        const rows = keys.map((k) => [
+          k.id, k.name, k.legacyEmbed ? 'embed (legacy: replace)' : k.scope, `${k.start}…`, String(k.requestCount), k.lastUsedAt ?? '-', k.createdAt,
+          k.expiresAt ?? 'never', keyStateText(k, now),
+        ]);
         return {
           json: keys.map((k) => ({
             id: k.id, name: k.name, scope: k.scope, start: k.start, requestCount: k.requestCount,
             lastUsedAt: k.lastUsedAt, createdAt: k.createdAt, revokedAt: k.revokedAt, legacyEmbed: k.legacyEmbed,
+            expiresAt: k.expiresAt, replacedBy: k.replacedBy, state: keyState(k, now),
           })),
           human: keys.length
-            ? table(['ID', 'NAME', 'SCOPE', 'START', 'REQUESTS', 'LAST USED', 'CREATED', 'REVOKED'], rows)
+            ? table(['ID', 'NAME', 'SCOPE', 'START', 'REQUESTS', 'LAST USED', 'CREATED', 'EXPIRES', 'STATE'], rows)
             : `Hub ${hubId} has no keys.`,
         };
       };

@@ -128,6 +128,17 @@ export interface ApiKeysTable {
   public_key: Buffer | null;
   created_at: DefaultTimestamp;
   revoked_at: Timestamp | null;
+  /** When the key stops working (migration 013); null: never. A rolled key's is the end of its grace period. */
+  expires_at: Timestamp | null;
+  /** The key that replaced this one when it was rolled (migration 013). */
+  replaced_by: string | null;
+}
+
+/** Requests per key and UTC day, added by the batched usage flush (migration 013). */
+export interface ApiKeyDailyUsageTable {
+  key_id: string;
+  day: string;
+  request_count: Int8;
 }
 
 /** Batched usage per key, apart from the key row every request reads (migration 007). */
@@ -314,6 +325,7 @@ export interface Database {
   spend_prefix_sums: SpendPrefixSumsTable;
   api_keys: ApiKeysTable;
   api_key_usage: ApiKeyUsageTable;
+  api_key_daily_usage: ApiKeyDailyUsageTable;
   opt_in_day_counts: OptInDayCountsTable;
   opt_in_status_counts: OptInStatusCountsTable;
   social_channels: SocialChannelsTable;

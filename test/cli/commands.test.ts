@@ -216,11 +216,12 @@ describe('accounts, hubs, users', () => {
   });
 
   describe('keys', () => {
-    let created: { id: string; key: string; name: string; scope: string; hubId: string };
+    let created: { id: string; key: string; name: string; scope: string; hubId: string; expiresAt: string | null };
 
     test('keys create prints the key once, in the documented shape', async () => {
       created = await json(['keys', 'create', '--hub', hubId, '--name', 'Dashboard']);
-      assert.deepEqual(Object.keys(created), ['id', 'key', 'name', 'scope', 'hubId']);
+      assert.deepEqual(Object.keys(created), ['id', 'key', 'name', 'scope', 'hubId', 'expiresAt']);
+      assert.equal(created.expiresAt, null, 'without --expires-in-days a key never expires');
       assert.match(created.id, /^key_/);
       assert.match(created.key, /^hubops_[0-9A-Za-z]{49}$/);
       assert.deepEqual({ name: created.name, scope: created.scope, hubId: created.hubId }, { name: 'Dashboard', scope: 'read', hubId });
@@ -233,6 +234,30 @@ describe('accounts, hubs, users', () => {
       const own = await json(['keys', 'create', '--hub', hubId, '--name', 'Own pair', '--scope', 'embed', `--public-key=${pem}`]);
       assert.deepEqual([own.scope, 'key' in own, own.start.startsWith('ed25519:')], ['embed', false, true]);
       await fails(1, ['keys', 'create', '--hub', hubId, '--name', 'X', '--scope', 'embed', '--public-key', 'not a key'], /Ed25519 public key/);
+    });
+
+    test('keys create --expires-in-days: the key expires that many days after its creation', async () => {
+      const before = Date.now();
+      const key = await json(['keys', 'create', '--hub', otherHubId, '--name', 'Quarterly', '--expires-in-days', '90']);
+      const expiresAt = Date.parse(key.expiresAt);
+      assert.ok(expiresAt >= before + 90 * 86_400_000 && expiresAt <= Date.now() + 90 * 86_400_000, key.expiresAt);
+      const listed = (await json(['keys', 'list', '--hub', otherHubId])).find((k: { id: string }) => k.id === key.id);
+      assert.deepEqual([listed.expiresAt, listed.state], [key.expiresAt, 'active']);
+      const human = await hubops(['keys', 'create', '--hub', otherHubId, '--name', 'Yearly', '--expires-in-days=365']);
+      assert.match(human.stdout, /for hub \S+\. It expires at \d{4}-\d{2}-\d{2}T[\d:.]+Z\.$/m);
+      await db.pool.query(`UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1`, [key.id]);
+      const expired = await hubops(['keys', 'list', '--hub', otherHubId]);
+      assert.match(expired.stdout, new RegExp(`^${key.id}\\s.*\\sexpired \\d{4}-\\d{2}-\\d{2}T`, 'm'));
+      await db.pool.query('DELETE FROM api_keys WHERE hub_id = $1', [otherHubId]);
+    });
+
+    test('keys create --expires-in-days refuses anything but 30, 90 or 365 (exit 2) and writes nothing', async () => {
+      const before = await snapshot(db);
+      for (const bad of ['7', '0', '-30', '30.0', '1e2', 'never', '', '90d']) {
+        await fails(2, ['keys', 'create', '--hub', hubId, '--name', 'X', `--expires-in-days=${bad}`], /^hubops: --expires-in-days must be one of 30, 90, 365, got /);
+      }
+      await fails(2, ['keys', 'create', '--hub', hubId, '--name', 'X', '--expires-in-days'], /--expires-in-days/);
+      assert.deepEqual(await snapshot(db), before);
     });
 
     test('keys create: unknown hub exits 1, bad scope exits 2', async () => {
@@ -251,7 +276,8 @@ describe('accounts, hubs, users', () => {
       const [first] = keys;
       assert.deepEqual(keys.map((k: { scope: string; legacyEmbed: boolean }) => [k.scope, k.legacyEmbed]), [['read', false], ['embed', false], ['embed', false]]);
       assert.ok(keys.slice(1).every((k: { start: string }) => k.start.startsWith('ed25519:')), 'key pairs are listed by their public key');
-      assert.deepEqual(Object.keys(first), ['id', 'name', 'scope', 'start', 'requestCount', 'lastUsedAt', 'createdAt', 'revokedAt', 'legacyEmbed']);
+      assert.deepEqual(Object.keys(first), ['id', 'name', 'scope', 'start', 'requestCount', 'lastUsedAt', 'createdAt', 'revokedAt', 'legacyEmbed', 'expiresAt', 'replacedBy', 'state']);
+      assert.deepEqual([first.expiresAt, first.replacedBy, first.state], [null, null, 'active']);
       assert.equal(first.id, created.id);
       assert.equal(first.name, 'Dashboard');
       assert.equal(first.scope, 'read');
@@ -275,6 +301,7 @@ describe('accounts, hubs, users', () => {
       assert.ok(Date.now() - Date.parse(revoked.revokedAt) < 60_000);
       const listed = (await json(['keys', 'list', '--hub', hubId])).find((k: { id: string }) => k.id === created.id);
       assert.equal(listed.revokedAt, revoked.revokedAt);
+      assert.equal(listed.state, 'revoked');
       assert.deepEqual(await json(['keys', 'revoke', created.id]), revoked);
       await fails(1, ['keys', 'revoke', 'key_nope'], /^hubops: key key_nope does not exist$/);
     });
@@ -398,7 +425,7 @@ describe('usage, help and configuration', () => {
     }
     const one = await hubops(['keys', 'create', '--help']);
     assert.equal(one.code, 0);
-    assert.match(one.stdout, /^usage: hubops keys create --hub H --name N \[--scope read\|embed\] \[--public-key PEM\|BASE64URL\] \[--json\]/);
+    assert.match(one.stdout, /^usage: hubops keys create --hub H --name N \[--scope read\|embed\] \[--expires-in-days 30\|90\|365\] \[--public-key PEM\|BASE64URL\] \[--json\]/);
   });
 
   test('invalid configuration exits 2 with one line naming the variable', async () => {

@@ -10,7 +10,7 @@ const KEY = pair.secret;
 const now = new Date('2026-11-21T12:00:00Z');
 const nowS = now.getTime() / 1000;
 const record = (over: Partial<EmbedKeyRecord> = {}): EmbedKeyRecord => ({
-  id: 'key_1', hubId: 'hub_1', scope: 'embed', revoked: false, hubSuspended: false, publicKey: pair.publicKey, keyHash: null, ...over,
+  id: 'key_1', hubId: 'hub_1', scope: 'embed', revoked: false, hubSuspended: false, expiresAt: null, publicKey: pair.publicKey, keyHash: null, ...over,
 });
 const find = (r: EmbedKeyRecord | undefined) => async (kid: string) => (r && r.id === kid ? r : undefined);
 const payload = { hub: 'hub_1', view: 'spend' as const, exp: nowS + 600, kid: 'key_1' };
@@ -64,4 +64,11 @@ test('refusals: tampered, wrong key, read key, revoked, wrong hub, wrong view, e
     assert.match((verdict as { reason: string }).reason, new RegExp(reason), label);
   }
   assert.equal((await verifyEmbedToken(good, 'opt-in-summary', now, find(record()))).ok, false);
+});
+
+test('an embed key stops verifying at its expiry instant, saying when', async () => {
+  const token = signEmbedToken(payload, KEY);
+  assert.deepEqual(await verifyEmbedToken(token, 'spend', now, find(record({ expiresAt: new Date(now.getTime() + 1) }))), { ok: true, payload });
+  assert.deepEqual(await verifyEmbedToken(token, 'spend', now, find(record({ expiresAt: now }))),
+    { ok: false, reason: `The embed key that signed this token expired at ${now.toISOString()}.` });
 });

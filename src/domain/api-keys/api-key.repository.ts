@@ -3,7 +3,10 @@ import { queryPrepared, type Db, type Statement } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import { DomainError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
-import { embedMaterialFromPublicKey, keyNameProblem, newKeyMaterial, type KeyMaterial, type KeyScope } from './api-key.ts';
+import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_MS, KEY_USAGE_DAYS } from '../../policy.ts';
+import { daysEndingWith, embedMaterialFromPublicKey, keyNameProblem, newKeyMaterial, utcDay, type KeyMaterial, type KeyScope } from './api-key.ts';
+
+const DAY_MS = 86_400_000;
 
 export interface KeySummary {
   id: string;
@@ -14,6 +17,10 @@ export interface KeySummary {
   lastUsedAt: string | null;
   createdAt: string;
   revokedAt: string | null;
+  /** When it stops working (a rolled key: the end of its grace period); null: never. */
+  expiresAt: string | null;
+  /** The key that replaced it when it was rolled. */
+  replacedBy: string | null;
   /** An embed key made before key pairs: its tokens are HMACs over a hash the database holds. */
   legacyEmbed: boolean;
 }
@@ -27,6 +34,18 @@ export interface CreatedKey {
   hubId: string;
   start: string;
   createdAt: string;
+  expiresAt: string | null;
+}
+
+/** A new key, and how it stops working: never, or after one of the allowed lifetimes. */
+export interface NewKey {
+  hubId: string;
+  name: string;
+  scope?: KeyScope;
+  /** One of KEY_LIFETIME_DAYS; absent or null: the key never expires. */
+  expiresInDays?: number | null;
+  /** The creation time the expiry counts from (default: now). */
+  now?: Date;
 }
 
 /** What authentication needs to know about a key, read by its hash. */
@@ -36,6 +55,10 @@ export interface KeyVerdict {
   scope: KeyScope;
   revoked: boolean;
   hubSuspended: boolean;
+  /** When the key stops working; null: never. */
+  expiresAt: Date | null;
+  /** Replaced by a roll: its expiry is the end of the grace period. */
+  rolled: boolean;
 }
 
 /** What an embed token's verification needs to know about the key it names. */
@@ -45,6 +68,8 @@ export interface EmbedKeyRecord {
   scope: KeyScope;
   revoked: boolean;
   hubSuspended: boolean;
+  /** When the key stops working; null: never. */
+  expiresAt: Date | null;
   /** An embed key pair's raw Ed25519 public key. */
   publicKey: Buffer | null;
   /** SHA-256 of the key for read keys and legacy embed keys (what api_keys.key_hash holds). */
@@ -56,46 +81,116 @@ function validateKeyName(name: string): string {
   return name.trim();
 }
 
-export async function createKey(db: Db, input: { hubId: string; name: string; scope?: KeyScope }): Promise<CreatedKey> {
+/** True for an allowed lifetime in days (KEY_LIFETIME_DAYS). */
+export const isKeyLifetime = (days: unknown): days is number => (KEY_LIFETIME_DAYS as readonly unknown[]).includes(days);
+
+/** The expiry of a key created at `now` with this lifetime; refuses a lifetime that is not allowed. */
+function expiryOf(expiresInDays: number | null | undefined, now: Date): Date | null {
+  if (expiresInDays === undefined || expiresInDays === null) return null;
+  if (!isKeyLifetime(expiresInDays)) throw new DomainError('invalid', `expiry must be one of ${KEY_LIFETIME_DAYS.join(', ')} days, or none (never expires)`);
+  return new Date(now.getTime() + expiresInDays * DAY_MS);
+}
+
+export async function createKey(db: Db, input: NewKey): Promise<CreatedKey> {
   return createKeyIn(db.kysely, input);
 }
 
 /** createKey inside the caller's transaction (the key commits or rolls back with the rest). */
-export async function createKeyInTransaction(trx: Transaction<Database>, input: { hubId: string; name: string; scope?: KeyScope }): Promise<CreatedKey> {
+export async function createKeyInTransaction(trx: Transaction<Database>, input: NewKey): Promise<CreatedKey> {
   return createKeyIn(trx, input);
 }
 
-async function createKeyIn(executor: Kysely<Database>, input: { hubId: string; name: string; scope?: KeyScope }): Promise<CreatedKey> {
+async function createKeyIn(executor: Kysely<Database>, input: NewKey): Promise<CreatedKey> {
   const scope = input.scope ?? 'read';
+  const now = input.now ?? new Date();
+  const expiresAt = expiryOf(input.expiresInDays, now);
   const material = newKeyMaterial(scope);
-  const created = await insertKey(executor, { hubId: input.hubId, name: input.name, scope }, material);
+  const created = await insertKey(executor, { hubId: input.hubId, name: input.name, scope, now, expiresAt }, material);
   return { ...created, key: material.secret };
 }
 
 /** An embed key whose private key the customer made and keeps: only its public key is given. */
-export async function createEmbedKeyFromPublicKey(db: Db, input: { hubId: string; name: string; publicKey: string }): Promise<Omit<CreatedKey, 'key'>> {
+export async function createEmbedKeyFromPublicKey(db: Db, input: Omit<NewKey, 'scope'> & { publicKey: string }): Promise<Omit<CreatedKey, 'key'>> {
+  const now = input.now ?? new Date();
+  const expiresAt = expiryOf(input.expiresInDays, now);
   const material = embedMaterialFromPublicKey(input.publicKey);
   if (!material) throw new DomainError('invalid', 'public key must be an Ed25519 public key (PEM, or the 32 raw bytes in base64url)');
-  return insertKey(db.kysely, { hubId: input.hubId, name: input.name, scope: 'embed' }, material);
+  return insertKey(db.kysely, { hubId: input.hubId, name: input.name, scope: 'embed', now, expiresAt }, material);
 }
 
-async function insertKey(executor: Kysely<Database>, input: { hubId: string; name: string; scope: KeyScope }, material: KeyMaterial): Promise<Omit<CreatedKey, 'key'>> {
+async function insertKey(
+  executor: Kysely<Database>,
+  input: { hubId: string; name: string; scope: KeyScope; now: Date; expiresAt: Date | null },
+  material: KeyMaterial,
+): Promise<Omit<CreatedKey, 'key'>> {
   const name = validateKeyName(input.name);
   const hub = await executor.selectFrom('hubs').select('id').where('id', '=', input.hubId).executeTakeFirst();
   if (!hub) throw new DomainError('not_found', `hub ${input.hubId} does not exist`);
+  // created_at is the same instant the expiry counts from, so a roll can carry the lifetime over.
   const row = await executor
     .insertInto('api_keys')
-    .values({ id: newId('key'), hub_id: input.hubId, name, scope: input.scope, start: material.start, key_hash: material.keyHash, public_key: material.publicKey })
-    .returning(['id', 'created_at'])
+    .values({
+      id: newId('key'), hub_id: input.hubId, name, scope: input.scope, start: material.start, key_hash: material.keyHash, public_key: material.publicKey,
+      created_at: input.now, expires_at: input.expiresAt,
+    })
+    .returning(['id', 'created_at', 'expires_at'])
     .executeTakeFirstOrThrow();
-  return { id: row.id, name, scope: input.scope, hubId: input.hubId, start: material.start, createdAt: row.created_at.toISOString() };
+  return {
+    id: row.id, name, scope: input.scope, hubId: input.hubId, start: material.start,
+    createdAt: row.created_at.toISOString(), expiresAt: row.expires_at?.toISOString() ?? null,
+  };
+}
+
+export interface RolledKey extends CreatedKey {
+  /** The key that was rolled, and when its old secret stops working. */
+  replaces: { id: string; expiresAt: string };
+}
+
+/** True for an allowed grace period in milliseconds (KEY_ROLL_GRACE_MS). */
+export const isRollGrace = (ms: unknown): ms is number => (KEY_ROLL_GRACE_MS as readonly unknown[]).includes(ms);
+
+/**
+ * Rolls a key of this hub: a new secret with the same name, scope and lifetime (shown once),
+ * while the old secret keeps working for `graceMs` (or until its own expiry, if sooner). The old
+ * row names its successor. A revoked, expired or already rolled key is refused (conflict). Runs
+ * in the caller's transaction, with the old row locked, so two rolls of one key make one successor.
+ */
+export async function rollKeyInTransaction(trx: Transaction<Database>, input: { hubId: string; keyId: string; graceMs: number; now: Date }): Promise<RolledKey> {
+  if (!isRollGrace(input.graceMs)) throw new DomainError('invalid', `grace period must be one of ${KEY_ROLL_GRACE_MS.map((ms) => `${ms / 3_600_000} h`).join(', ')}`);
+  const old = await trx
+    .selectFrom('api_keys')
+    .select(['id', 'name', 'scope', 'created_at', 'revoked_at', 'expires_at', 'replaced_by'])
+    .where('id', '=', input.keyId)
+    .where('hub_id', '=', input.hubId)
+    .forUpdate()
+    .executeTakeFirst();
+  if (!old) throw new DomainError('not_found', `key ${input.keyId} does not exist`);
+  const nowMs = input.now.getTime();
+  if (old.revoked_at) throw new DomainError('conflict', `key ${old.id} is revoked, so it cannot be rolled: create a new key instead`);
+  if (old.expires_at && old.expires_at.getTime() <= nowMs) {
+    throw new DomainError('conflict', `key ${old.id} expired at ${old.expires_at.toISOString()}, so it cannot be rolled: create a new key instead`);
+  }
+  if (old.replaced_by) throw new DomainError('conflict', `key ${old.id} was already rolled: roll its replacement, ${old.replaced_by}, instead`);
+  const material = newKeyMaterial(old.scope);
+  const lifetimeMs = old.expires_at ? old.expires_at.getTime() - old.created_at.getTime() : null;
+  const created = await insertKey(
+    trx,
+    { hubId: input.hubId, name: old.name, scope: old.scope, now: input.now, expiresAt: lifetimeMs === null ? null : new Date(nowMs + lifetimeMs) },
+    material,
+  );
+  const graceEnds = new Date(Math.min(nowMs + input.graceMs, old.expires_at?.getTime() ?? Infinity));
+  await trx.updateTable('api_keys').set({ replaced_by: created.id, expires_at: graceEnds }).where('id', '=', old.id).where('hub_id', '=', input.hubId).execute();
+  return { ...created, key: material.secret, replaces: { id: old.id, expiresAt: graceEnds.toISOString() } };
 }
 
 export async function listKeys(db: Db, hubId: string): Promise<KeySummary[]> {
   const rows = await db.kysely
     .selectFrom('api_keys as k')
     .leftJoin('api_key_usage as u', 'u.key_id', 'k.id')
-    .select(['k.id', 'k.name', 'k.scope', 'k.start', 'u.request_count', 'u.last_used_at', 'k.created_at', 'k.revoked_at', sql<boolean>`k.scope = 'embed' AND k.public_key IS NULL`.as('legacy_embed')])
+    .select([
+      'k.id', 'k.name', 'k.scope', 'k.start', 'u.request_count', 'u.last_used_at', 'k.created_at', 'k.revoked_at', 'k.expires_at', 'k.replaced_by',
+      sql<boolean>`k.scope = 'embed' AND k.public_key IS NULL`.as('legacy_embed'),
+    ])
     .where('k.hub_id', '=', hubId)
     .orderBy('k.created_at')
     .orderBy('k.id')
@@ -109,8 +204,33 @@ export async function listKeys(db: Db, hubId: string): Promise<KeySummary[]> {
     lastUsedAt: r.last_used_at?.toISOString() ?? null,
     createdAt: r.created_at.toISOString(),
     revokedAt: r.revoked_at?.toISOString() ?? null,
+    expiresAt: r.expires_at?.toISOString() ?? null,
+    replacedBy: r.replaced_by,
     legacyEmbed: r.legacy_embed,
   }));
+}
+
+/**
+ * Requests per day of each of the hub's keys, for the KEY_USAGE_DAYS UTC days ending with
+ * `today`'s: counts oldest first (0 for a day without requests), by key id.
+ */
+export async function keyDailyUsage(db: Db, hubId: string, today: Date): Promise<{ days: string[]; counts: Map<string, number[]> }> {
+  const days = daysEndingWith(today, KEY_USAGE_DAYS);
+  const rows = await db.kysely
+    .selectFrom('api_key_daily_usage as d')
+    .innerJoin('api_keys as k', 'k.id', 'd.key_id')
+    .select(['d.key_id', 'd.day', 'd.request_count'])
+    .where('k.hub_id', '=', hubId)
+    .where('d.day', '>=', days[0]!)
+    .where('d.day', '<=', days.at(-1)!)
+    .execute();
+  const counts = new Map<string, number[]>();
+  for (const row of rows) {
+    let series = counts.get(row.key_id);
+    if (!series) counts.set(row.key_id, (series = days.map(() => 0)));
+    series[days.indexOf(row.day)] = Number(row.request_count);
+  }
+  return { days, counts };
 }
 
 /** Revokes a key (idempotent: revoking again keeps the first revocation time). */
@@ -127,7 +247,7 @@ export async function revokeKey(db: Db, keyId: string, hubId?: string): Promise<
 
 // Every Hub API request reads this: a fixed prepared statement (planned once per connection).
 const KEY_VERDICT_SQL = `
-  SELECT k.id, k.hub_id, k.scope, k.revoked_at IS NOT NULL AS revoked, h.suspended
+  SELECT k.id, k.hub_id, k.scope, k.revoked_at IS NOT NULL AS revoked, h.suspended, k.expires_at, k.replaced_by IS NOT NULL AS rolled
     FROM api_keys k JOIN hubs h ON h.id = k.hub_id
    WHERE k.key_hash = $1`;
 
@@ -137,6 +257,8 @@ interface KeyVerdictRow {
   scope: KeyScope;
   revoked: boolean;
   suspended: boolean;
+  expires_at: Date | null;
+  rolled: boolean;
 }
 
 /** The statement that reads a key's verdict by its hash (for RideAlongCheck). */
@@ -146,7 +268,7 @@ export const keyVerdictStatement = (hash: Buffer): Statement => ({ name: 'key_ve
 export function keyVerdictOf(rows: unknown[]): KeyVerdict | undefined {
   const row = rows[0] as KeyVerdictRow | undefined;
   if (!row) return undefined;
-  return { keyId: row.id, hubId: row.hub_id, scope: row.scope, revoked: row.revoked, hubSuspended: row.suspended };
+  return { keyId: row.id, hubId: row.hub_id, scope: row.scope, revoked: row.revoked, hubSuspended: row.suspended, expiresAt: row.expires_at, rolled: row.rolled };
 }
 
 export async function findKeyByHash(db: Db, hash: Buffer): Promise<KeyVerdict | undefined> {
@@ -158,24 +280,49 @@ export async function findEmbedKey(db: Db, keyId: string): Promise<EmbedKeyRecor
   const row = await db.kysely
     .selectFrom('api_keys as k')
     .innerJoin('hubs as h', 'h.id', 'k.hub_id')
-    .select(['k.id', 'k.hub_id', 'k.scope', 'k.revoked_at', 'h.suspended', 'k.public_key', 'k.key_hash'])
+    .select(['k.id', 'k.hub_id', 'k.scope', 'k.revoked_at', 'h.suspended', 'k.expires_at', 'k.public_key', 'k.key_hash'])
     .where('k.id', '=', keyId)
     .executeTakeFirst();
-  return row && { id: row.id, hubId: row.hub_id, scope: row.scope, revoked: row.revoked_at !== null, hubSuspended: row.suspended, publicKey: row.public_key, keyHash: row.key_hash };
+  return row && {
+    id: row.id, hubId: row.hub_id, scope: row.scope, revoked: row.revoked_at !== null, hubSuspended: row.suspended, expiresAt: row.expires_at,
+    publicKey: row.public_key, keyHash: row.key_hash,
+  };
 }
 
-/** Adds batched usage: one statement for any number of keys. */
-export async function addKeyUsage(db: Db, usage: { keyId: string; count: number; lastUsedAt: Date }[]): Promise<void> {
-  if (usage.length === 0) return;
-  // Keys deleted meanwhile are skipped (their rows locked, so none can go before the insert).
+/** A key's usage since the last flush: requests by UTC day (YYYY-MM-DD), and the latest one. */
+export interface KeyUsage {
+  keyId: string;
+  days: Map<string, number>;
+  lastUsedAt: Date;
+}
+
+/**
+ * Adds batched usage in one statement for any number of keys: each key's total and last use,
+ * its requests per UTC day, and the deletion of its days older than KEY_USAGE_DAYS (counted back
+ * from the newest day in the batch), so a key never holds more days than that.
+ */
+export async function addKeyUsage(db: Db, usage: KeyUsage[]): Promise<void> {
+  const rows = usage.flatMap((u) => [...u.days].map(([day, count]) => ({ keyId: u.keyId, day, count, lastUsedAt: u.lastUsedAt.toISOString() })));
+  if (rows.length === 0) return;
+  const newest = rows.reduce((max, r) => (r.day > max ? r.day : max), rows[0]!.day);
+  const firstKept = utcDay(new Date(Date.parse(newest) - (KEY_USAGE_DAYS - 1) * DAY_MS));
+  // Keys deleted meanwhile are skipped (their rows locked, so none can go before the inserts).
+  // The deleted days are all before firstKept and the inserted ones from it: no row is touched twice.
   await sql`
-    INSERT INTO api_key_usage AS a (key_id, request_count, last_used_at)
-    SELECT u.id, u.count, u.last_used_at
-      FROM unnest(${usage.map((u) => u.keyId)}::text[], ${usage.map((u) => u.count)}::bigint[],
-                  ${usage.map((u) => u.lastUsedAt.toISOString())}::timestamptz[]) AS u(id, count, last_used_at)
-      JOIN api_keys k ON k.id = u.id
-     ORDER BY u.id
-       FOR KEY SHARE OF k
-    ON CONFLICT (key_id) DO UPDATE SET request_count = a.request_count + excluded.request_count,
-                                       last_used_at = greatest(a.last_used_at, excluded.last_used_at)`.execute(db.kysely);
+    WITH u AS (
+      SELECT * FROM unnest(${rows.map((r) => r.keyId)}::text[], ${rows.map((r) => r.day)}::date[],
+                           ${rows.map((r) => r.count)}::bigint[], ${rows.map((r) => r.lastUsedAt)}::timestamptz[]) AS u(id, day, count, last_used_at)
+    ), live AS (
+      SELECT k.id FROM api_keys k WHERE k.id IN (SELECT id FROM u) ORDER BY k.id FOR KEY SHARE
+    ), totals AS (
+      INSERT INTO api_key_usage AS a (key_id, request_count, last_used_at)
+      SELECT u.id, sum(u.count), max(u.last_used_at) FROM u JOIN live USING (id) GROUP BY u.id
+      ON CONFLICT (key_id) DO UPDATE SET request_count = a.request_count + excluded.request_count,
+                                         last_used_at = greatest(a.last_used_at, excluded.last_used_at)
+    ), pruned AS (
+      DELETE FROM api_key_daily_usage d USING live WHERE d.key_id = live.id AND d.day < ${firstKept}::date
+    )
+    INSERT INTO api_key_daily_usage AS d (key_id, day, request_count)
+    SELECT u.id, u.day, u.count FROM u JOIN live USING (id) WHERE u.day >= ${firstKept}::date
+    ON CONFLICT (key_id, day) DO UPDATE SET request_count = d.request_count + excluded.request_count`.execute(db.kysely);
 }

@@ -105,3 +105,26 @@ export function embedMaterialFromPublicKey(text: string): KeyMaterial | undefine
 function rawPublicKey(key: KeyObject): Buffer {
   return Buffer.from(key.export({ format: 'jwk' }).x!, 'base64url');
 }
+
+// --- Lifecycle: expiry and rolling --------------------------------------------------------------
+
+export type KeyState = 'active' | 'rolled' | 'expired' | 'revoked';
+
+/**
+ * Where a key stands at `now`: revoked; expired (its expiry, or a rolled key's grace period, has
+ * passed); rolled (replaced, its old secret still valid until its expiry); or active.
+ */
+export function keyState(key: { revokedAt: string | null; expiresAt: string | null; replacedBy: string | null }, now: Date): KeyState {
+  if (key.revokedAt) return 'revoked';
+  if (key.expiresAt && Date.parse(key.expiresAt) <= now.getTime()) return 'expired';
+  return key.replacedBy ? 'rolled' : 'active';
+}
+
+/** The UTC day of an instant, as PostgreSQL's `date` reads it: YYYY-MM-DD. */
+export const utcDay = (at: Date): string => at.toISOString().slice(0, 10);
+
+/** The `count` UTC days ending with `last`, oldest first. */
+export function daysEndingWith(last: Date, count: number): string[] {
+  const end = Date.UTC(last.getUTCFullYear(), last.getUTCMonth(), last.getUTCDate());
+  return Array.from({ length: count }, (_, i) => utcDay(new Date(end - (count - 1 - i) * 86_400_000)));
+}

@@ -1,16 +1,23 @@
 import type { Db } from '../../db/database.ts';
 import { addKeyUsage } from './api-key.repository.ts';
+import { utcDay } from './api-key.ts';
+
+interface Pending {
+  /** Requests by UTC day (a flush can straddle midnight). */
+  days: Map<string, number>;
+  lastUsedAt: Date;
+}
 
 /** Waits between the shutdown flush's attempts: about 4 s in all, well inside a stop's grace. */
 const CLOSE_RETRY_DELAYS_MS = [250, 1_000, 3_000];
 
 /**
- * Request counts and last-use times per key, kept in memory and written in one statement per
+ * Request counts (per UTC day) and last-use times per key, kept in memory and written in one statement per
  * flush (every `flushEveryMs`, and on shutdown), so authenticated requests never write to the
  * database. Deltas are additive, so any number of instances can flush independently.
  */
 export class UsageRecorder {
-  #pending = new Map<string, { count: number; lastUsedAt: Date }>();
+  #pending = new Map<string, Pending>();
   #timer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> = Promise.resolve();
   readonly #db: Db;
@@ -26,13 +33,17 @@ export class UsageRecorder {
   }
 
   record(keyId: string, at: Date): void {
+    this.#add(keyId, { days: new Map([[utcDay(at), 1]]), lastUsedAt: at });
+  }
+
+  #add(keyId: string, usage: Pending): void {
     const entry = this.#pending.get(keyId);
-    if (entry) {
-      entry.count += 1;
-      if (at > entry.lastUsedAt) entry.lastUsedAt = at;
-    } else {
-      this.#pending.set(keyId, { count: 1, lastUsedAt: at });
+    if (!entry) {
+      this.#pending.set(keyId, usage);
+      return;
     }
+    for (const [day, count] of usage.days) entry.days.set(day, (entry.days.get(day) ?? 0) + count);
+    if (usage.lastUsedAt > entry.lastUsedAt) entry.lastUsedAt = usage.lastUsedAt;
   }
 
   /** Writes what has accumulated; on failure the counts are kept for the next flush. */
@@ -52,7 +63,7 @@ export class UsageRecorder {
       const error = await this.#write();
       if (!error) return;
       if (attempt === retryDelaysMs.length) {
-        const requests = [...this.#pending.values()].reduce((sum, u) => sum + u.count, 0);
+        const requests = [...this.#pending.values()].flatMap((u) => [...u.days.values()]).reduce((sum, count) => sum + count, 0);
         throw new Error(`key usage not written at shutdown: ${requests} request(s) on ${this.#pending.size} key(s) are lost`, { cause: error });
       }
       this.#onError(error);
@@ -70,15 +81,7 @@ export class UsageRecorder {
         await addKeyUsage(this.#db, [...batch].map(([keyId, u]) => ({ keyId, ...u })));
         return undefined;
       } catch (error) {
-        for (const [keyId, u] of batch) {
-          const entry = this.#pending.get(keyId);
-          if (entry) {
-            entry.count += u.count;
-            if (u.lastUsedAt > entry.lastUsedAt) entry.lastUsedAt = u.lastUsedAt;
-          } else {
-            this.#pending.set(keyId, u);
-          }
-        }
+        for (const [keyId, u] of batch) this.#add(keyId, u);
         return error;
       }
     });

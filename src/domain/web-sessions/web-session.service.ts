@@ -4,9 +4,11 @@
 // makes one key. The new key waits sealed (AES-256-GCM under a key derived from the raw session
 // id) until the page that shows it once reads it, and is erased as it is read.
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import type { Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
+import type { Database } from '../../db/schema.ts';
 import { FORM_TOKEN_TTL_MS, WEB_SESSION_TTL_MS } from '../../policy.ts';
-import { createKeyInTransaction } from '../api-keys/api-key.repository.ts';
+import { createKeyInTransaction, rollKeyInTransaction, type CreatedKey } from '../api-keys/api-key.repository.ts';
 import type { KeyScope } from '../api-keys/api-key.ts';
 import {
   deleteSession, findSessionUser, insertFormToken, insertSession, lockFormToken, recordKeyOfFormToken, takeSealedKey, type SessionUser,
@@ -48,13 +50,34 @@ export type CreateOutcome = { kind: 'created' | 'already'; keyId: string } | { k
  * creates nothing. The name is checked by the api-keys rules (refused as invalid); the scope is
  * a KeyScope by its type.
  */
-export async function createKeyOnce(db: Db, input: { sessionId: string; formToken: string; hubId: string; name: string; scope: KeyScope; now: Date }): Promise<CreateOutcome> {
+export async function createKeyOnce(
+  db: Db,
+  input: { sessionId: string; formToken: string; hubId: string; name: string; scope: KeyScope; expiresInDays: number | null; now: Date },
+): Promise<CreateOutcome> {
+  return onceWithFormToken(db, input, (trx) =>
+    createKeyInTransaction(trx, { hubId: input.hubId, name: input.name, scope: input.scope, expiresInDays: input.expiresInDays, now: input.now }));
+}
+
+/**
+ * Rolls a key with a form token, as createKeyOnce creates one: the first submit rolls it and seals
+ * the new secret for the one-time reveal; a second finds the successor already made. The roll's
+ * refusals (revoked, expired, already rolled) throw, and leave the form token unused.
+ */
+export async function rollKeyOnce(db: Db, input: { sessionId: string; formToken: string; hubId: string; keyId: string; graceMs: number; now: Date }): Promise<CreateOutcome> {
+  return onceWithFormToken(db, input, (trx) => rollKeyInTransaction(trx, { hubId: input.hubId, keyId: input.keyId, graceMs: input.graceMs, now: input.now }));
+}
+
+async function onceWithFormToken(
+  db: Db,
+  input: { sessionId: string; formToken: string; hubId: string; now: Date },
+  make: (trx: Transaction<Database>) => Promise<CreatedKey>,
+): Promise<CreateOutcome> {
   const token = { tokenHash: sha256(input.formToken), sessionHash: sha256(input.sessionId), hubId: input.hubId };
   return db.kysely.transaction().execute(async (trx): Promise<CreateOutcome> => {
     const locked = await lockFormToken(trx, { ...token, now: input.now });
     if (!locked) return { kind: 'expired' };
     if (locked.keyId) return { kind: 'already', keyId: locked.keyId };
-    const key = await createKeyInTransaction(trx, { hubId: input.hubId, name: input.name, scope: input.scope });
+    const key = await make(trx);
     await recordKeyOfFormToken(trx, token.tokenHash, key.id, sealKey(input.sessionId, key.key));
     return { kind: 'created', keyId: key.id };
   });

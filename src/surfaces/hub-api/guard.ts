@@ -120,11 +120,11 @@ export class HubApiGuard {
 
   /**
    * Admits a key by its verdict and counts the request towards its usage, or throws: 401 (unknown,
-   * revoked, embed) or 403 (hub suspended).
+   * revoked, expired — at the request's time, so no job has to mark it —, embed) or 403 (hub suspended).
    */
   async #admit(key: string, hash: Buffer, verdict: KeyVerdict | undefined, addressKey: string, nowMs: number): Promise<CallerKey> {
     const hashId = hash.toString('latin1');
-    if (!verdict || verdict.revoked || verdict.scope !== 'read') {
+    if (!verdict || verdict.revoked || verdict.scope !== 'read' || isExpired(verdict, nowMs)) {
       this.#known.delete(hashId);
       throw await this.#refusal(key, verdict, addressKey, nowMs);
     }
@@ -148,8 +148,11 @@ export class HubApiGuard {
     // A plain Bearer challenge (RFC 6750), deliberately without resource_metadata: this endpoint
     // takes fixed keys, and an MCP client that saw OAuth metadata would start a sign-in dance.
     const headers = { ...rateLimitHeaders([{ policy: FAILED_AUTH_LIMIT, decision }]), 'www-authenticate': 'Bearer realm="hubops-hub-api"' };
+    const expiredAt = verdict && !verdict.revoked && isExpired(verdict, nowMs) ? verdict.expiresAt!.toISOString() : undefined;
     const message =
       key === undefined ? 'Missing API key: send `Authorization: Bearer <HUB_API_KEY>`.'
+      : expiredAt && verdict!.rolled ? `This API key was rolled and its grace period ended at ${expiredAt}: use the key that replaced it.`
+      : expiredAt ? `This API key expired at ${expiredAt}. Create a new key in the web admin (Manage Hub → API).`
       : verdict?.scope === 'embed' && !verdict.revoked ? 'This is an embed key: it only signs embedded views. Create a read key for the Hub API.'
       : 'The API key is not valid: it is mistyped, revoked or unknown.';
     return new ApiError(401, 'invalid_api_key', message, { headers });
@@ -212,6 +215,9 @@ function refusedBy(charge: RateCharge): ApiError {
   const decision = refusing.reduce((a, b) => (b.resetSeconds > a.resetSeconds ? b : a), refusing[0] ?? charge.decisions[0]!);
   return rateLimited(`Too many requests for this key; retry in ${decision.resetSeconds} s.`, decision);
 }
+
+/** A key stops working at its expiry instant itself. */
+const isExpired = (verdict: KeyVerdict, nowMs: number): boolean => verdict.expiresAt !== null && verdict.expiresAt.getTime() <= nowMs;
 
 function bearerToken(header: string | undefined): string | undefined {
   const match = header?.match(/^Bearer[ ]+(\S+)\s*$/i);

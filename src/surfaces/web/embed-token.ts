@@ -121,6 +121,7 @@ export async function verifyEmbedToken(
   if (!key || !signatureMatches(parsed, key)) return { ok: false, reason: 'The embed token\'s signature does not match any embed key.' };
   if (key.scope !== 'embed') return { ok: false, reason: 'The token was signed with a read key; only embed keys sign embedded views.' };
   if (key.revoked) return { ok: false, reason: 'The embed key that signed this token has been revoked.' };
+  if (key.expiresAt && key.expiresAt <= now) return { ok: false, reason: `The embed key that signed this token expired at ${key.expiresAt.toISOString()}.` };
   if (key.hubId !== parsed.payload.hub) return { ok: false, reason: 'The token names a hub its key does not belong to.' };
   if (key.hubSuspended) return { ok: false, reason: 'This hub\'s access is suspended.' };
   if (parsed.payload.view !== view) return { ok: false, reason: `The token is for the ${parsed.payload.view} view, not ${view}.` };

@@ -1,55 +1,117 @@
-// Manage Hub → API: the addresses, the hub's keys, the Create key form, the new key shown once,
-// and the confirmation before a revocation.
+// Manage Hub → API: the addresses, the hub's keys (state, expiry, requests per day), the Create key
+// form, the new key shown once, and the confirmations before a roll and a revocation.
 import type { KeySummary } from '../../../domain/api-keys/api-key.repository.ts';
-import { KEY_NAME_MAX_LENGTH } from '../../../domain/api-keys/api-key.ts';
+import { KEY_NAME_MAX_LENGTH, keyState } from '../../../domain/api-keys/api-key.ts';
+import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_MS } from '../../../policy.ts';
 import { escapeHtml as h } from '../../shared/html.ts';
-import { when } from './layout.ts';
+import { count, counted, when } from './format.ts';
 
 export interface KeyFormErrors {
   name?: string;
   scope?: string;
+  expires?: string;
 }
 
 export interface ApiTabState {
   formToken: string;
   name?: string;
   scope?: string;
+  /** The expiry field as sent: `never` or a number of days. */
+  expires?: string;
   errors?: KeyFormErrors;
   /** The key just made with a form token; its secret only the first time the page is shown. */
   created?: { keyId: string; key: string | undefined };
   notice?: string;
 }
 
-export function apiTabView(o: { baseUrl: string; hubUrl: string; csrf: string; keys: KeySummary[] }, state: ApiTabState): string {
-  const { keys } = o;
+/** Requests per UTC day, oldest first, by key id (absent: none in the period). */
+export interface DailyUsage {
+  days: string[];
+  counts: Map<string, number[]>;
+}
+
+const BAR = 5;
+const CHART_HEIGHT = 28;
+
+/**
+ * A key's requests per day as a bar chart: inline SVG, no script. Its text alternative (the
+ * period, the total, the busiest day) is its accessible name; each bar's date and count is its tooltip.
+ */
+export function dailyChart(days: string[], counts: number[] | undefined): string {
+  const series = counts ?? days.map(() => 0);
+  const total = series.reduce((a, b) => a + b, 0);
+  const peak = Math.max(...series);
+  const busiest = series.indexOf(peak);
+  const label = `Requests per day, ${days[0]} to ${days.at(-1)} (UTC): ${counted(total, 'request')}${total ? `, most on ${days[busiest]} (${count(peak)})` : ''}.`;
+  const bars = series.map((n, i) => {
+    const height = n === 0 ? 0 : Math.max(2, Math.round((n / peak) * (CHART_HEIGHT - 2)));
+    return `<rect class="${n ? 'bar' : 'prior'}" x="${i * BAR}" y="${CHART_HEIGHT - Math.max(height, 1)}" width="${BAR - 1}" height="${Math.max(height, 1)}"><title>${days[i]}: ${count(n)}</title></rect>`;
+  }).join('');
+  return `<svg class="chart spark" role="img" aria-label="${h(label)}" width="${days.length * BAR}" height="${CHART_HEIGHT}" viewBox="0 0 ${days.length * BAR} ${CHART_HEIGHT}"><title>${h(label)}</title>${bars}</svg>`;
+}
+
+/** The state pill: active, rolled (valid until the grace period ends), expired, revoked. */
+function statePill(k: KeySummary, keys: KeySummary[], now: Date): string {
+  const state = keyState(k, now);
+  const successor = k.replacedBy ? keys.find((s) => s.id === k.replacedBy) : undefined;
+  const by = successor ? `<br><small>replaced by <code class="token">${h(successor.start)}…</code></small>` : '';
+  if (state === 'revoked') return `<span class="pill revoked">Revoked ${h(k.revokedAt!.slice(0, 10))}</span>`;
+  if (state === 'expired') return `<span class="pill revoked">${k.replacedBy ? 'Rolled, ended' : 'Expired'} ${h(when(k.expiresAt))}</span>${by}`;
+  if (state === 'rolled') return `<span class="pill warn">Rolled, valid until ${h(when(k.expiresAt))}</span>${by}`;
+  return '<span class="pill live">Active</span>';
+}
+
+function revealOf(state: ApiTabState, keys: KeySummary[]): string {
+  if (!state.created) return '';
+  const createdKey = keys.find((k) => k.id === state.created!.keyId);
+  if (!state.created.key) {
+    return `<p class="notice" role="status">The key “${h(createdKey?.name ?? '')}” was created and has already been shown once; it cannot be shown again. If you did not copy it, revoke it and create another.</p>`;
+  }
+  const replaced = keys.find((k) => k.replacedBy === state.created!.keyId);
+  const rolled = replaced
+    ? `<p>This key replaces <code class="token">${h(replaced.start)}…</code>, which ${replaced.expiresAt && replaced.expiresAt <= (createdKey?.createdAt ?? '') ? 'stopped working at once' : `keeps working until ${h(when(replaced.expiresAt))}`}. Put the new key in the tool before then.</p>`
+    : '';
+  return `<div class="secret" role="alert" data-new-key><h2>Your new ${createdKey?.scope === 'embed' ? 'embed signing key' : 'key'} “${h(createdKey?.name ?? '')}”</h2>
+<p><strong>Copy it now: it will not be shown again.</strong> ${createdKey?.scope === 'embed'
+    ? 'This is the private key your server signs embed tokens with (Ed25519); hubops keeps only its public key. Store it in your server\'s secret settings; it must never reach a browser.'
+    : 'hubops keeps only a fingerprint of it. Store it in the tool\'s secret settings, never in a page or a spreadsheet cell.'}</p>${rolled}
+<code id="new-key">${h(state.created.key)}</code><button type="button" class="primary" data-copy-target="new-key">Copy key</button>
+<p><small>Key id (not secret; embed tokens name it as <code>kid</code>): <code class="token">${h(state.created.keyId)}</code>${createdKey?.expiresAt ? `. Expires ${h(when(createdKey.expiresAt))}` : ''}</small></p></div>`;
+}
+
+export function apiTabView(o: { baseUrl: string; hubUrl: string; csrf: string; keys: KeySummary[]; usage: DailyUsage; now: Date }, state: ApiTabState): string {
+  const { keys, now } = o;
   const u = o.hubUrl;
   const hubApi = `${o.baseUrl}/v1/hub`;
   const urls = [['API base URL', 'url-api', hubApi], ['OpenAPI spec URL', 'url-openapi', `${hubApi}/openapi.json`], ['MCP URL', 'url-mcp', `${hubApi}/mcp`]];
-  const createdKey = state.created ? keys.find((k) => k.id === state.created!.keyId) : undefined;
-  const reveal = state.created
-    ? state.created.key
-      ? `<div class="secret" role="alert" data-new-key><h2>Your new ${createdKey?.scope === 'embed' ? 'embed signing key' : 'key'} “${h(createdKey?.name ?? '')}”</h2>
-<p><strong>Copy it now: it will not be shown again.</strong> ${createdKey?.scope === 'embed'
-    ? 'This is the private key your server signs embed tokens with (Ed25519); hubops keeps only its public key. Store it in your server\'s secret settings; it must never reach a browser.'
-    : 'hubops keeps only a fingerprint of it. Store it in the tool\'s secret settings, never in a page or a spreadsheet cell.'}</p>
-<code id="new-key">${h(state.created.key)}</code><button type="button" class="primary" data-copy-target="new-key">Copy key</button>
-<p><small>Key id (not secret; embed tokens name it as <code>kid</code>): <code>${h(state.created.keyId)}</code></small></p></div>`
-      : `<p class="notice" role="status">The key “${h(createdKey?.name ?? '')}” was created and has already been shown once; it cannot be shown again. If you did not copy it, revoke it and create another.</p>`
-    : '';
-  const rows = keys.map((k) => `<tr data-key-id="${h(k.id)}"><td>${h(k.name)}<br><small>id <code>${h(k.id)}</code></small></td><td>${k.scope === 'read' ? 'read' : k.legacyEmbed ? 'embed <span class="pill revoked" title="Made before embed key pairs: anyone who can read hubops\'s database could sign with it. Create a new embed key and revoke this one.">legacy: replace</span>' : 'embed'}</td><td><code>${h(k.start)}…</code></td>
-<td>${h(when(k.createdAt))}</td><td class="num" data-requests>${k.requestCount}</td><td>${h(when(k.lastUsedAt))}</td>
-<td>${k.revokedAt ? `<span class="pill revoked">Revoked ${h(k.revokedAt.slice(0, 10))}</span>` : '<span class="pill live">Active</span>'}</td>
-<td>${k.revokedAt ? '' : `<a class="button" href="${h(u)}/settings/api/keys/${encodeURIComponent(k.id)}/revoke">Revoke</a>`}</td></tr>`).join('');
+  const keyUrl = (k: KeySummary, action: string) => `${h(u)}/settings/api/keys/${encodeURIComponent(k.id)}/${action}`;
+  const rows = keys.map((k) => {
+    const state = keyState(k, now);
+    const actions = [
+      state === 'active' ? `<a class="button" href="${keyUrl(k, 'roll')}">Roll</a>` : '',
+      state === 'active' || state === 'rolled' ? `<a class="button" href="${keyUrl(k, 'revoke')}">Revoke</a>` : '',
+    ].join('');
+    return `<tr data-key-id="${h(k.id)}" data-state="${state}"><td data-label="Name">${h(k.name)}<br><small>id <code class="token">${h(k.id)}</code></small></td>
+<td data-label="Scope">${k.scope === 'read' ? 'read' : k.legacyEmbed ? 'embed <span class="pill revoked" title="Made before embed key pairs: anyone who can read hubops\'s database could sign with it. Create a new embed key and revoke this one.">legacy: replace</span>' : 'embed'}</td>
+<td data-label="Key starts"><code class="token">${h(k.start)}…</code></td>
+<td data-label="Created">${h(when(k.createdAt))}</td><td data-label="Expires" data-expires>${k.expiresAt ? h(when(k.expiresAt)) : 'never'}</td>
+<td class="num" data-label="Requests" data-requests>${count(k.requestCount)}</td><td data-label="Last 30 days">${dailyChart(o.usage.days, o.usage.counts.get(k.id))}</td>
+<td data-label="Last used">${h(when(k.lastUsedAt))}</td>
+<td data-label="State">${statePill(k, keys, now)}</td><td data-label="Actions"><div class="actions">${actions}</div></td></tr>`;
+  }).join('');
   const e = state.errors ?? {};
   const scope = state.scope === 'embed' ? 'embed' : 'read';
-  return `<h1>Manage Hub · API</h1>${state.notice ? `<p class="notice" role="status">${h(state.notice)}</p>` : ''}${reveal}
+  const expires = state.expires ?? 'never';
+  const lifetimes = [['never', 'Never'], ...KEY_LIFETIME_DAYS.map((d) => [String(d), `In ${d} days`])];
+  return `<h1>Manage Hub · API</h1>${state.notice ? `<p class="notice" role="status">${h(state.notice)}</p>` : ''}${revealOf(state, keys)}
 <div class="card"><h2>Addresses</h2><div class="urls">${urls.map(([label, id, value]) => `<span class="muted">${h(label!)}</span><code id="${id}">${h(value!)}</code><button type="button" data-copy-target="${id}">Copy</button>`).join('')}</div>
 <p class="muted"><small>Every Hub API request sends <code>Authorization: Bearer &lt;key&gt;</code> from server-side code. AI assistants that cannot send a fixed header connect to <code>${h(o.baseUrl)}/mcp</code> with their own sign-in instead.</small></p></div>
 <div class="card"><h2>Keys</h2>
-<p>Give each tool its own key, named after it (“Looker dashboard”, “Zapier sync”). Then you can see which tool makes which requests, and revoke one integration without breaking the others.</p>
-${keys.length ? `<table><thead><tr><th>Name</th><th>Scope</th><th>Key starts</th><th>Created</th><th class="num">Requests</th><th>Last used</th><th>State</th><th></th></tr></thead><tbody>${rows}</tbody></table>` : '<p class="muted">No keys yet.</p>'}
-<p class="muted"><small>Request counts and last-use times are updated about every ten seconds.</small></p></div>
-<div class="card"><h2>Create key</h2>
+<p>Give each tool its own key, named after it (“Looker dashboard”, “Zapier sync”). Then you can see which tool makes which requests, and revoke one integration without breaking the others. Roll a key to replace its secret: the old one keeps working for the grace period you choose.</p>
+<p><a class="button primary" href="#create-key">Create key</a></p>
+${keys.length ? `<div class="scroll-x"><table class="stack keys"><thead><tr><th>Name</th><th>Scope</th><th>Key starts</th><th>Created</th><th>Expires</th><th class="num">Requests</th><th>Last 30 days</th><th>Last used</th><th>State</th><th><span class="muted">Actions</span></th></tr></thead><tbody>${rows}</tbody></table></div>` : '<p class="muted">No keys yet.</p>'}
+<p class="muted"><small>Request counts, daily requests (UTC days) and last-use times are updated about every ten seconds.</small></p></div>
+<div class="card" id="create-key"><h2>Create key</h2>
 <form method="post" action="${h(u)}/settings/api/keys" data-once novalidate>
 <input type="hidden" name="csrf" value="${h(o.csrf)}"><input type="hidden" name="form_token" value="${h(state.formToken)}">
 <label for="key-name">Name</label><input id="key-name" name="name" maxlength="${KEY_NAME_MAX_LENGTH}" placeholder="e.g. Looker dashboard" value="${h(state.name ?? '')}"${e.name ? ' class="invalid" aria-describedby="name-error"' : ''}>
@@ -58,14 +120,30 @@ ${e.name ? `<p class="field-error" id="name-error">${h(e.name)}</p>` : ''}
 <label><input type="radio" name="scope" value="read"${scope === 'read' ? ' checked' : ''}> read — calls the Hub API</label>
 <label><input type="radio" name="scope" value="embed"${scope === 'embed' ? ' checked' : ''}> embed — only signs embedded views</label></div>
 ${e.scope ? `<p class="field-error" id="scope-error">${h(e.scope)}</p>` : ''}
+<label for="key-expires">Expires</label><select id="key-expires" name="expires_in_days"${e.expires ? ' class="invalid" aria-describedby="expires-error"' : ''}>${lifetimes.map(([value, text]) => `<option value="${value}"${value === expires ? ' selected' : ''}>${text}</option>`).join('')}</select>
+${e.expires ? `<p class="field-error" id="expires-error">${h(e.expires)}</p>` : ''}
 <div class="actions"><button class="primary" type="submit">Create key</button></div></form></div>`;
+}
+
+const graceText = (ms: number) => (ms === 0 ? 'Stop at once' : `For ${ms / 3_600_000} hour${ms === 3_600_000 ? '' : 's'}`);
+
+export function rollKeyView(o: { apiTabUrl: string; csrf: string; formToken: string; key: KeySummary; notice?: string }): string {
+  const { key } = o;
+  const u = o.apiTabUrl;
+  const longest = KEY_ROLL_GRACE_MS.at(-1)!;
+  return `<div class="card"><h1>Roll “${h(key.name)}”?</h1>${o.notice ? `<p class="notice" role="status">${h(o.notice)}</p>` : ''}
+<p>A new secret replaces <code class="token">${h(key.start)}…</code> (${h(key.scope)}${key.expiresAt ? `, the same lifetime: it expires as long after today as this one did after its creation` : ', no expiry'}). It is shown once, on the next page. The old secret keeps working for the grace period you choose, so the tool can switch without an outage; then it stops working.</p>
+<form method="post" action="${h(u)}/keys/${encodeURIComponent(key.id)}/roll" data-once>
+<input type="hidden" name="csrf" value="${h(o.csrf)}"><input type="hidden" name="form_token" value="${h(o.formToken)}">
+<label for="grace">Old secret keeps working</label><select id="grace" name="grace_hours">${KEY_ROLL_GRACE_MS.map((ms) => `<option value="${ms / 3_600_000}"${ms === longest ? ' selected' : ''}>${graceText(ms)}</option>`).join('')}</select>
+<div class="actions"><a class="button" href="${h(u)}">Cancel</a><button class="primary" type="submit">Roll key</button></div></form></div>`;
 }
 
 export function revokeKeyView(o: { apiTabUrl: string; csrf: string; key: KeySummary }): string {
   const { key } = o;
   const u = o.apiTabUrl;
   return `<div class="card"><h1>Revoke “${h(key.name)}”?</h1>
-<p>The key <code>${h(key.start)}…</code> (${h(key.scope)}, ${key.requestCount} requests, last used ${h(when(key.lastUsedAt))}) will stop working immediately, everywhere. This cannot be undone: the tool that uses it will need a new key.</p>
+<p>The key <code class="token">${h(key.start)}…</code> (${h(key.scope)}, ${counted(key.requestCount, 'request')}, last used ${h(when(key.lastUsedAt))}) will stop working immediately, everywhere. This cannot be undone: the tool that uses it will need a new key.</p>
 <form method="post" action="${h(u)}/keys/${encodeURIComponent(key.id)}/revoke" data-once><input type="hidden" name="csrf" value="${h(o.csrf)}">
 <div class="actions"><a class="button" href="${h(u)}">Cancel</a><button class="danger" type="submit">Yes, revoke this key</button></div></form></div>`;
 }
