@@ -25,7 +25,7 @@ import { oauthPlugin } from './surfaces/oauth/plugin.ts';
 import { createAuthorizationServer } from './surfaces/oauth/provider.ts';
 import { RevocationFeed } from './db/revocation-feed.ts';
 import { loadServerSecrets, resolveSecretsKeys } from './surfaces/oauth/server-secrets.ts';
-import { webPlugin } from './surfaces/web/plugin.ts';
+import { webNotFound, webPlugin } from './surfaces/web/plugin.ts';
 import { checkInbound, RouteMethods } from './surfaces/rest.ts';
 import { fromFrameworkError, refusalOf } from './surfaces/shared/errors.ts';
 import { oauthRoutes } from './surfaces/shared/oauth.ts';
@@ -116,9 +116,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     return reply.code(500).send({ error: 'internal_error', message: 'Something went wrong on our side.', requestId: request.id });
   });
 
+  // The web admin's and the embeds' misses are pages; everything else keeps its JSON body.
+  const webMiss = webNotFound(deps.config);
   fastify.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0]!;
     const allow = routeMethods.allowed(path);
+    const page = webMiss(request, reply, allow);
+    if (page) return page;
     if (allow.length > 0) {
       return reply.code(405).header('allow', allow.join(', ')).send({ error: 'method_not_allowed', message: `${request.method} is not allowed on ${path}; use ${allow.join(', ')}.` });
     }

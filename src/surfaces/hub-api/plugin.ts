@@ -4,6 +4,7 @@ import type { Config } from '../../config.ts';
 import { settleCheck } from '../../db/database.ts';
 import { acceptAnyJson, serveMcp, type McpEndpoint } from '../mcp.ts';
 import { buildOpenApi, type OpenApiDocument } from '../openapi.ts';
+import { verbOf } from '../operation.ts';
 import { mountRest } from '../rest.ts';
 import { ApiError } from '../shared/errors.ts';
 import type { RatePolicy } from '../../policy.ts';
@@ -57,6 +58,33 @@ export function hubOpenApi(config: Config, version: string): OpenApiDocument {
 }
 
 /**
+ * GET /v1/hub: what a client finds at the API's base URL without a key. The endpoints come from
+ * the operation declarations, as the OpenAPI document's paths do, so the two cannot differ.
+ */
+export function hubIndex(config: Config, version: string) {
+  const base = `${config.baseUrl}${HUB_API_PREFIX}`;
+  return {
+    name: 'hubops Hub API',
+    version,
+    description: "Read-only access to one hub's playbook opt-ins and paid ad spend.",
+    openapi: `${base}/openapi.json`,
+    mcp: `${base}/mcp`,
+    authentication: {
+      scheme: 'bearer',
+      header: 'Authorization: Bearer <HUB_API_KEY>',
+      keys: `A hub admin creates a read key in the web admin (${config.baseUrl}/app): profile menu → Manage Hub → API. Call the API from server-side code only: browsers are refused.`,
+    },
+    endpoints: hubOperations.flatMap((op) => (op.rest ? [{
+      operationId: op.name,
+      method: verbOf(op),
+      url: `${base}${op.rest.path}`,
+      title: op.title,
+      parameters: Object.keys(op.input.properties),
+    }] : [])),
+  };
+}
+
+/**
  * A refused key on the MCP endpoint is 403 `invalid_api_key`, where the REST API answers 401: to
  * an MCP client an HTTP 401 means "start OAuth" (MCP authorization spec), and real clients (the
  * MCP Inspector, mcp-remote) do so on any 401 — discovering the main API's authorization server
@@ -80,6 +108,8 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
   });
 
   app.get('/openapi.json', async (_request, reply) => reply.type('application/json').send(openApi));
+  const index = JSON.stringify(hubIndex(deps.config, deps.version));
+  app.get('/', async (_request, reply) => reply.type('application/json').send(index));
 
   const authenticate = async (request: FastifyRequest, reply: FastifyReply, rideAlong: boolean, extra?: RatePolicy): Promise<Admission> => {
     guard.refuseBrowsers(request);

@@ -2,19 +2,45 @@
 // playbook opt-ins report with a streamed CSV download, spend dashboard) and the signed embeds
 // under {base_url}/embed. Server-rendered; see README "The web admin".
 import formbody from '@fastify/formbody';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../../config.ts';
 import { isDatabaseUnavailable } from '../../db/database.ts';
 import { DomainError } from '../../platform/errors.ts';
 import { DATABASE_RETRY_AFTER_S } from '../../policy.ts';
 import { fromFrameworkError, refusalOf } from '../shared/errors.ts';
 import { APP_JS } from './assets.ts';
-import { embedRefusal, refuse, webPaths, type Link, type Web, type WebDeps } from './context.ts';
+import { embedPage, embedRefusal, refuse, webPaths, type Link, type Web, type WebDeps } from './context.ts';
 import { embedRoutes } from './routes/embed.ts';
+import { frontDoorRoutes } from './routes/front-door.ts';
 import { homeRoutes } from './routes/home.ts';
 import { keyRoutes } from './routes/keys.ts';
 import { optInRoutes } from './routes/opt-ins.ts';
 import { spendRoutes } from './routes/spend.ts';
 import { sessionRoutes, webSessions } from './session.ts';
+import { embedNotFoundView } from './views/embed.ts';
+
+/**
+ * The answer to a URL that no route has under the web admin ({base}/app) or the embeds
+ * ({base}/embed): a page with the headers of the pages around it (an embed's stays frameable),
+ * 405 with Allow when the path exists under other methods. Undefined for any other path: the
+ * APIs answer those in JSON.
+ */
+export function webNotFound(config: Config) {
+  const paths = webPaths(config);
+  const under = (path: string, prefix: string) => path === prefix || path.startsWith(`${prefix}/`);
+  const home = { href: paths.app, text: 'Go to the web admin' };
+  return (request: FastifyRequest, reply: FastifyReply, allow: string[]): FastifyReply | undefined => {
+    const path = request.url.split('?')[0]!;
+    if (allow.length > 0 && (under(path, paths.app) || under(path, `${paths.base}/embed`))) reply.header('allow', allow.join(', '));
+    if (under(path, paths.app)) {
+      return allow.length > 0
+        ? refuse(reply, 405, 'Not allowed', `This page does not answer ${request.method} requests.`, home)
+        : refuse(reply, 404, 'Page not found', 'There is no page at this address. Check the link, or start again from the web admin.', home);
+    }
+    if (under(path, `${paths.base}/embed`)) return embedPage(reply, allow.length > 0 ? 405 : 404, 'Not found', embedNotFoundView());
+    return undefined;
+  };
+}
 
 export async function webPlugin(app: FastifyInstance, deps: WebDeps): Promise<void> {
   const paths = webPaths(deps.config);
@@ -55,6 +81,7 @@ export async function webPlugin(app: FastifyInstance, deps: WebDeps): Promise<vo
   app.get(`${paths.app}/assets/app.js`, async (_request, reply) =>
     reply.headers({ 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'public, max-age=300', 'x-content-type-options': 'nosniff' }).send(APP_JS));
 
+  await frontDoorRoutes(app, web);
   sessionRoutes(app, deps, paths);
   homeRoutes(app, web);
   keyRoutes(app, web);

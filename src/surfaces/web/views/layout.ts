@@ -4,6 +4,7 @@
 import type { OptInStatus } from '../../../domain/opt-ins/opt-in.ts';
 import type { Membership, SessionUser } from '../../../domain/web-sessions/web-session.service.ts';
 import { escapeHtml as h } from '../../shared/html.ts';
+import { FAVICON_SVG } from '../assets.ts';
 
 // Utilities for every view (phone below 640 px, desktop above):
 // - <table class="stack"> with <td data-label="Name">: below 640 px each row is a card and each
@@ -46,6 +47,7 @@ table{width:100%;border-collapse:collapse}th,td{text-align:left;padding:8px 10px
 .grid4{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(200px,100%),1fr));gap:12px;margin:0 0 20px}.stat{background:var(--card);border:1px solid var(--line);border-radius:12px;padding:14px}.stat a{text-decoration:none;color:inherit}.stat.on{outline:2px solid var(--accent)}.stat .big{font-size:1.5rem;font-weight:700}.up{color:var(--ok)}.down{color:var(--danger)}
 svg{max-width:100%;height:auto}svg.chart text{fill:var(--text);font-size:12px}svg.chart rect.bar{fill:var(--accent)}svg.chart rect.prior{fill:var(--muted);opacity:.45}svg.chart rect.other{fill:var(--muted)}
 .pager{display:flex;flex-wrap:wrap;align-items:center;gap:10px;margin-top:14px}.actions{display:flex;flex-wrap:wrap;gap:10px;margin-top:16px}
+dl.pairs{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:6px 12px;margin:0}dl.pairs dd{margin:0;min-width:0}
 .links{list-style:none;padding:0;margin:0 0 12px;display:grid;gap:8px}.links a{display:block;padding:10px 12px;border:1px solid var(--line);border-radius:10px;text-decoration:none;color:var(--text);font-weight:600}.links a small{display:block;font-weight:400}
 @media (max-width:640px){
 header.top{padding:6px 12px}details.profile{position:static;margin-left:auto}details.profile .menu{left:12px;right:12px;top:100%;min-width:0;max-width:none}
@@ -54,6 +56,7 @@ main{margin:16px auto;padding:0 12px}main.narrow{margin-top:24px}.card{padding:1
 button,.button,input,select,details.profile summary,nav.main a,details.profile .menu a,details.profile .menu button,.pager a{min-height:44px}
 button,.button,details.profile summary{display:inline-flex;align-items:center;justify-content:center}details.profile .menu a,details.profile .menu button{display:flex;align-items:center;justify-content:flex-start}
 .radio label{min-height:44px}.links a{min-height:44px}
+dl.pairs{grid-template-columns:minmax(0,1fr);gap:0}dl.pairs dd{margin:0 0 8px}dl.pairs dd a{display:block;min-height:44px;line-height:44px}
 .urls{grid-template-columns:minmax(0,1fr) max-content;gap:4px 8px}.urls>:nth-child(3n+1){grid-column:1/-1;margin-top:8px}
 table.stack thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 table.stack,table.stack tbody,table.stack tr,table.stack td{display:block;width:100%}
@@ -76,6 +79,18 @@ export function appHeaders(nonce: string): Record<string, string> {
   };
 }
 
+/** Headers of the markdown docs under /docs: the pages' protections, nothing to run or style. */
+export function docHeaders(): Record<string, string> {
+  return {
+    'content-type': 'text/markdown; charset=utf-8',
+    'content-security-policy': "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; sandbox",
+    'x-frame-options': 'DENY',
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'same-origin',
+    'cache-control': 'no-store',
+  };
+}
+
 /** Headers of /embed views: frameable by any site, no script at all. */
 export function embedHeaders(nonce: string): Record<string, string> {
   return {
@@ -87,9 +102,17 @@ export function embedHeaders(nonce: string): Record<string, string> {
   };
 }
 
+// The icon inline, so every page shows it whatever BASE_URL's path (img-src allows data:).
+const ICON_LINK = `<link rel="icon" type="image/svg+xml" href="data:image/svg+xml,${encodeURIComponent(FAVICON_SVG)}">`;
+
 function document_(title: string, body: string, nonce: string, script?: string): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>${h(title)} · hubops</title><style nonce="${nonce}">${STYLE}</style>${script ? `<script src="${h(script)}" defer></script>` : ''}</head><body>${body}</body></html>`;
+<title>${h(title)} · hubops</title>${ICON_LINK}<style nonce="${nonce}">${STYLE}</style>${script ? `<script src="${h(script)}" defer></script>` : ''}</head><body>${body}</body></html>`;
+}
+
+/** A page outside the signed-in admin (the front door, the docs index): the brand, then the content. */
+export function publicPage(title: string, content: string, nonce: string): string {
+  return document_(title, `<main class="wide"><p class="brand">hubops</p>${content}</main>`, nonce);
 }
 
 export interface Shell {
