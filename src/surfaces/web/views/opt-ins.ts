@@ -72,7 +72,7 @@ export function optInReportView(o: OptInReportView): string {
 <div><label for="f-workspace">Workspace</label>${workspaceField}</div></div>
 <p class="muted" id="date-hint"><small>Dates as YYYY-MM-DD (UTC), both ends included.</small></p>
 <div class="row"><div><label for="f-sort">Sort by</label><select id="f-sort" name="sort">${COLUMNS.map((c) => `<option value="${c.sort}"${c.sort === order.sort ? ' selected' : ''}>${h(c.label)}</option>`).join('')}</select></div>
-<div><label for="f-dir">Order</label><select id="f-dir" name="dir"><option value="asc"${order.descending ? '' : ' selected'}>Ascending (A–Z, oldest first)</option><option value="desc"${order.descending ? ' selected' : ''}>Descending (Z–A, newest first)</option></select></div></div>
+<div><label for="f-dir">Order</label><select id="f-dir" name="dir"><option value="asc"${order.descending ? '' : ' selected'}>A–Z, oldest first</option><option value="desc"${order.descending ? ' selected' : ''}>Z–A, newest first</option></select></div></div>
 <div class="actions"><button class="primary" type="submit">Apply filters</button><a class="button" href="${h(u + queryString(orderParams))}">Clear</a>
 <a class="button" id="download-csv" href="${h(u)}.csv${h(queryString(v))}" download>Download CSV</a></div>
 <p class="muted"><small>The CSV holds every matching opt-in (not just this page), one row per opt-in, exactly as the Hub API returns them, oldest change first. Dates are UTC.</small></p></form>`;
