@@ -5,6 +5,7 @@ import type { Config } from './config.ts';
 import { databaseAnswers, isDatabaseUnavailable, type Db } from './db/database.ts';
 import { UsageRecorder } from './domain/api-keys/usage-recorder.ts';
 import { openDiskMediaStore, type MediaStore } from './domain/media/media-store.ts';
+import { GrantUseRecorder } from './domain/oauth/grant-usage.ts';
 import { SandboxConnector } from './domain/posts/connector.ts';
 import { createPublisher } from './domain/posts/publisher.ts';
 import { HubCatalogCache } from './domain/opt-ins/hub-catalog.ts';
@@ -161,7 +162,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     batchSize: 50,
     onError: (error) => fastify.log.warn({ err: error }, 'publisher round failed; will retry'),
   });
-  const auth = new BearerAuth({ provider, db: deps.db, limiter, clock, revocations, onLimiterError: (error) => fastify.log.warn({ err: error }, 'rate limiter unavailable; request allowed') });
+  // Connected apps' "last used": at most one write per grant a minute per instance.
+  const grantUse = new GrantUseRecorder(deps.db, { onError: (error) => fastify.log.warn({ err: error }, 'OAuth grant last-use write failed') });
+  const auth = new BearerAuth({ provider, db: deps.db, limiter, clock, revocations, grantUse, onLimiterError: (error) => fastify.log.warn({ err: error }, 'rate limiter unavailable; request allowed') });
   await fastify.register(mainApiPlugin, {
     prefix: new URL(deps.config.baseUrl).pathname.replace(/\/$/, ''),
     config: deps.config,
@@ -190,7 +193,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
 
   // The web admin ({base_url}/app) and the signed embeds ({base_url}/embed).
-  await fastify.register(webPlugin, { config: deps.config, db: deps.db, clock, limiter, spendCache, catalogs });
+  await fastify.register(webPlugin, { config: deps.config, db: deps.db, clock, limiter, spendCache, catalogs, revocations });
 
   await fastify.ready();
   if (deps.publisher !== false) publisher.start();
@@ -202,6 +205,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       try {
         await fastify.close();
         await publisher.stop();
+        await grantUse.close();
         await revocations.close();
         if (!deps.limiter) await limiter.close();
         // After fastify.close: no upload is in flight, so this process's staging can go.

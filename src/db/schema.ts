@@ -342,6 +342,7 @@ export interface Database {
   oauth_artifacts: OAuthArtifactsTable;
   oauth_clients: OAuthClientsTable;
   oauth_grant_contexts: OAuthGrantContextsTable;
+  oauth_grant_usage: OAuthGrantUsageTable;
   server_secrets: ServerSecretsTable;
 }
 
@@ -368,6 +369,11 @@ export interface OAuthGrantContextsTable {
   hub_id: string;
   workspace_id: string | null;
   created_at: DefaultTimestamp;
+}
+
+export interface OAuthGrantUsageTable {
+  grant_id: string;
+  last_used_at: Date;
 }
 
 export interface ServerSecretsTable {

@@ -3,6 +3,7 @@ import type Provider from 'oidc-provider';
 import type { Db } from '../../db/database.ts';
 import { createHash } from 'node:crypto';
 import type { Caller } from '../../domain/caller.ts';
+import type { GrantUseRecorder } from '../../domain/oauth/grant-usage.ts';
 import { grantIdentity, type GrantIdentity } from '../../domain/oauth/identity.repository.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { LruCache } from '../../platform/lru.ts';
@@ -19,6 +20,8 @@ export interface BearerAuthDeps {
   clock: Clock;
   /** Revocation signals; without a reliable feed nothing is cached. */
   revocations?: RevocationSignal;
+  /** Where each accepted token's grant is marked used (Connected apps' last use). */
+  grantUse?: Pick<GrantUseRecorder, 'record'>;
   onLimiterError?: (error: unknown) => void;
 }
 
@@ -26,6 +29,7 @@ export interface BearerAuthDeps {
 const TOKEN_CACHE_MAX = 10_000;
 
 interface TokenVerdict {
+  grantId: string;
   audiences: string[];
   scopes: Set<string>;
   identity: GrantIdentity;
@@ -69,6 +73,7 @@ export class BearerAuth {
     const identity = await grantIdentity(this.#deps.db, found.grantId, found.accountId);
     if (!identity) throw invalid('The user no longer has access to the hub or workspace this token was granted for.');
     const verdict: TokenVerdict = {
+      grantId: found.grantId,
       audiences: (Array.isArray(found.aud) ? found.aud : [found.aud]).filter((a): a is string => typeof a === 'string'),
       scopes: new Set(String(found.scope ?? '').split(' ')),
       identity,
@@ -92,7 +97,7 @@ export class BearerAuth {
         headers: { 'www-authenticate': challenge({}) },
       });
     }
-    const { audiences, scopes, identity, clientId } = await this.#verdict(match[1]!, invalid);
+    const { grantId, audiences, scopes, identity, clientId } = await this.#verdict(match[1]!, invalid);
     if (!audiences.includes(options.audience)) throw invalid(`The access token was issued for another resource, not ${options.audience}.`);
     if (!scopes.has(SCOPE)) {
       throw new ApiError(403, 'insufficient_scope', `The access token lacks the ${SCOPE} scope.`, {
@@ -101,6 +106,8 @@ export class BearerAuth {
     }
     if (!identity.account.apiAccess && !identity.user.isStaff) throw invalid('API access is no longer enabled for this account.');
     if (identity.hub.suspended) throw new ApiError(403, 'hub_access_suspended', "This hub's access is suspended. Contact your account manager.");
+    // The token is accepted: that is a use of its grant, whether or not the plan's limit lets it through.
+    this.#deps.grantUse?.record(grantId, this.#deps.clock.now());
 
     const plan = this.#planWindow(identity.user.id, clientId, identity.account.plan);
     const charge = await this.#count([plan]);

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import type { Db } from '../../db/database.ts';
+import { revokeGrant } from '../../domain/oauth/grants.repository.ts';
 import { hashClientSecret, isHashedClientSecret } from '../../domain/oauth/secrets.ts';
 import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText, hasForbiddenCharacter } from '../../platform/text.ts';
 import { REVOCATION_CHANNEL, type RevocationFeed } from '../../db/revocation-feed.ts';
@@ -63,7 +64,7 @@ export class PostgresAdapter implements Adapter {
     const grantId = ISSUED_FROM_GRANT.has(this.#model) && payload.grantId ? payload.grantId : null;
     // A token of a revoked grant is never stored: a refresh that lost the race to a reuse (which
     // revoked the family) must not leave its new tokens behind. The key-share lock on the grant
-    // row orders this insert against revokeFamily's delete of it.
+    // row orders this insert against revokeGrant's delete of it (domain/oauth/grants.repository.ts).
     await sql`
       INSERT INTO oauth_artifacts (model, id_hash, payload, grant_id, uid_hash, expires_at)
       SELECT ${this.#model}, ${sha256(id)}, ${JSON.stringify(stored)}, ${payload.grantId ?? null},
@@ -120,7 +121,7 @@ export class PostgresAdapter implements Adapter {
     if (won.numUpdatedRows > 0n) return;
     const row = await this.#db.kysely.selectFrom('oauth_artifacts').select('grant_id')
       .where('model', '=', this.#model).where('id_hash', '=', sha256(id)).executeTakeFirst();
-    if (row?.grant_id) await revokeFamily(this.#db, row.grant_id, this.#revocations);
+    if (row?.grant_id) await revokeGrant(this.#db, row.grant_id, this.#revocations);
     throw new errors.InvalidGrant(`${this.#model === 'RefreshToken' ? 'refresh token' : 'authorization code'} already used`);
   }
 
@@ -131,7 +132,7 @@ export class PostgresAdapter implements Adapter {
       return;
     }
     // A grant takes what was issued from it along, in an order no concurrent refresh can slip past.
-    if (this.#model === 'Grant') return revokeFamily(this.#db, id, this.#revocations);
+    if (this.#model === 'Grant') return revokeGrant(this.#db, id, this.#revocations);
     await this.#delete(sql`id_hash = ${sha256(id)}`);
   }
 
@@ -140,20 +141,6 @@ export class PostgresAdapter implements Adapter {
     if (hasForbiddenCharacter(grantId)) return;
     await this.#delete(sql`grant_id = ${grantId}`);
   }
-}
-
-/**
- * Revokes a grant and everything issued from it. The grant row goes first (in its own statement,
- * waiting for inserts that hold its key-share lock); the second statement then sees every token
- * those inserts committed, and later inserts find no grant (see upsert).
- */
-async function revokeFamily(db: Db, grantId: string, revocations: RevocationFeed | undefined): Promise<void> {
-  await db.kysely.transaction().execute(async (trx) => {
-    await sql`DELETE FROM oauth_artifacts WHERE model = 'Grant' AND id_hash = ${sha256(grantId)}`.execute(trx);
-    await sql`WITH gone AS (DELETE FROM oauth_artifacts WHERE grant_id = ${grantId} RETURNING 1)
-              SELECT pg_notify(${REVOCATION_CHANNEL}, '') FROM (SELECT count(*) FROM gone) AS n`.execute(trx);
-  });
-  revocations?.revoked();
 }
 
 /** Deletes artifacts that expired more than an hour ago (the hour keeps replay detection useful). */

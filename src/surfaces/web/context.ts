@@ -3,6 +3,7 @@
 import type { FastifyReply } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
+import type { RevocationFeed } from '../../db/revocation-feed.ts';
 import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
 import { PERIODS } from '../../domain/periods.ts';
 import { spendByWorkspace, type SpendReportCache } from '../../domain/spend/spend.service.ts';
@@ -21,6 +22,8 @@ export interface WebDeps {
   limiter: RateLimiter;
   spendCache: SpendReportCache;
   catalogs: HubCatalogCache;
+  /** Told when Connected apps revokes a grant, so this instance's token verdicts go at once. */
+  revocations?: Pick<RevocationFeed, 'revoked'>;
 }
 
 export interface WebPaths {

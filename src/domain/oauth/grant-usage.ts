@@ -1,0 +1,76 @@
+import type { Db } from '../../db/database.ts';
+import { addGrantUses } from './grants.repository.ts';
+
+/** Each instance writes a grant's last use at most this often; the page promises "within about a minute". */
+export const GRANT_USE_WRITE_INTERVAL_MS = 60_000;
+/** How often uses held back by the interval are looked at (so one waits at most interval + this). */
+const SWEEP_MS = 15_000;
+
+/**
+ * When each OAuth grant's tokens were last used, without a write per request: a grant's first use
+ * on this instance is written at once, later uses within GRANT_USE_WRITE_INTERVAL_MS of that write
+ * are only remembered, and a sweep writes the latest of them once the interval has passed (and on
+ * close). So a grant costs at most one write a minute per instance, and the stored time is at most
+ * about 75 s behind the real last use. Writes only ever raise the time, so instances can race.
+ */
+export class GrantUseRecorder {
+  readonly #db: Db;
+  readonly #onError: (error: unknown) => void;
+  /** When (this process's clock, ms) each grant was last written; older than the interval: forgotten. */
+  readonly #writtenAt = new Map<string, number>();
+  /** Uses not yet written because the grant was written less than an interval ago. */
+  #held = new Map<string, Date>();
+  readonly #timer: NodeJS.Timeout;
+  /** Writes under way, awaited on close (before the pool they use goes). */
+  readonly #inFlight = new Set<Promise<void>>();
+
+  constructor(db: Db, options: { onError?: (error: unknown) => void } = {}) {
+    this.#db = db;
+    this.#onError = options.onError ?? (() => {});
+    this.#timer = setInterval(() => void this.#sweep(false), SWEEP_MS);
+    this.#timer.unref();
+  }
+
+  record(grantId: string, at: Date): void {
+    const nowMs = Date.now();
+    const written = this.#writtenAt.get(grantId);
+    if (written !== undefined && nowMs - written < GRANT_USE_WRITE_INTERVAL_MS) {
+      const held = this.#held.get(grantId);
+      if (!held || at > held) this.#held.set(grantId, at);
+      return;
+    }
+    this.#writtenAt.set(grantId, nowMs);
+    this.#held.delete(grantId);
+    void this.#write([{ grantId, at }]);
+  }
+
+  /** Writes what is held back (last use is a convenience: a failure is reported, not retried). */
+  async close(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.#sweep(true);
+    await Promise.all(this.#inFlight);
+  }
+
+  async #sweep(all: boolean): Promise<void> {
+    const nowMs = Date.now();
+    for (const [grantId, written] of this.#writtenAt) {
+      if (nowMs - written >= GRANT_USE_WRITE_INTERVAL_MS && !this.#held.has(grantId)) this.#writtenAt.delete(grantId);
+    }
+    const due: { grantId: string; at: Date }[] = [];
+    for (const [grantId, at] of this.#held) {
+      if (!all && nowMs - this.#writtenAt.get(grantId)! < GRANT_USE_WRITE_INTERVAL_MS) continue;
+      due.push({ grantId, at });
+      this.#held.delete(grantId);
+      this.#writtenAt.set(grantId, nowMs);
+    }
+    await this.#write(due);
+  }
+
+  #write(uses: { grantId: string; at: Date }[]): Promise<void> {
+    if (uses.length === 0) return Promise.resolve();
+    const write = addGrantUses(this.#db, uses).catch((error: unknown) => this.#onError(error))
+      .finally(() => this.#inFlight.delete(write));
+    this.#inFlight.add(write);
+    return write;
+  }
+}
