@@ -14,7 +14,7 @@ input:focus,select:focus{outline:2px solid var(--accent);outline-offset:1px}
 button.primary{background:var(--accent);border-color:var(--accent);color:var(--accent-text)}
 .error{color:var(--danger);background:color-mix(in srgb,var(--danger) 10%,transparent);border-radius:8px;padding:10px 12px;margin:0 0 16px}
 dl{margin:16px 0;padding:14px 16px;border:1px solid var(--line);border-radius:10px}dt{font-size:.8rem;text-transform:uppercase;letter-spacing:.04em;color:var(--muted)}dd{margin:0 0 10px;font-weight:600;overflow-wrap:anywhere}dd:last-child{margin:0}
-ul.scope{margin:0 0 8px;padding-left:20px;color:var(--text)}small{color:var(--muted)}`;
+ul.scope{margin:0 0 8px;padding-left:20px;color:var(--text)}small{color:var(--muted)}a{color:var(--accent)}`;
 
 export function page(title: string, body: string, nonce: string): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
@@ -58,7 +58,7 @@ export interface ConsentChoice {
   hubWide: boolean;
 }
 
-export function consentPage(o: { action: string; csrf: string; clientName: string; clientId: string; userEmail: string; choices: ConsentChoice[] }, nonce: string): string {
+export function consentPage(o: { action: string; csrf: string; clientName: string; clientId: string; userEmail: string; choices: ConsentChoice[]; connectedAppsUrl: string }, nonce: string): string {
   const hubField = o.choices.length === 1
     ? `<dt>Hub</dt><dd>${escapeHtml(o.choices[0]!.hubName)}</dd>`
     : '';
@@ -84,7 +84,7 @@ export function consentPage(o: { action: string; csrf: string; clientName: strin
   ${o.choices.length === 1 ? `<input type="hidden" name="hub" value="${escapeHtml(o.choices[0]!.hubId)}">` : ''}
   <dl><dt>Signed in as</dt><dd>${escapeHtml(o.userEmail)}</dd>${hubField}${workspaceField}</dl>
   ${hubSelect}${workspaceSelect}
-  <p><small>You can revoke this access at any time; the app's tokens stop working at once.</small></p>
+  <p><small>You can revoke this access at any time in <a href="${escapeHtml(o.connectedAppsUrl)}" target="_blank" rel="noopener">Connected apps</a> (your profile menu in hubops); the app's tokens stop working at once.</small></p>
   <div class="actions"><button type="submit" name="decision" value="deny">Deny</button><button class="primary" type="submit" name="decision" value="allow">Allow</button></div>
 </form>`, nonce);
 }

@@ -42,6 +42,8 @@ function refuseOtherMethods(scope: FastifyInstance, url: string, methods: HTTPMe
 
 export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promise<void> {
   const routes = oauthRoutes(deps.config);
+  // Where the consent page says a grant can be revoked: the web admin's page under BASE_URL.
+  const connectedAppsUrl = `${new URL(deps.config.baseUrl).pathname.replace(/\/$/, '')}/app/connected-apps`;
   const providerHandler = deps.provider.callback();
 
   // oidc-provider's own endpoints (and RFC 8414 discovery) are handed to it untouched: no body
@@ -113,6 +115,7 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
         clientId,
         userEmail: options.user.email,
         choices: options.hubs.map((h) => ({ hubId: h.hubId, hubName: h.hubName, workspaces: h.workspaces, pinned: h.pinned, hubWide: h.role === 'hub_admin' })),
+        connectedAppsUrl,
       }, nonce));
     };
 

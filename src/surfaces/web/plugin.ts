@@ -10,6 +10,7 @@ import { DATABASE_RETRY_AFTER_S } from '../../policy.ts';
 import { fromFrameworkError, refusalOf } from '../shared/errors.ts';
 import { APP_JS } from './assets.ts';
 import { embedPage, embedRefusal, refuse, webPaths, type Link, type Web, type WebDeps } from './context.ts';
+import { connectedAppRoutes } from './routes/connected-apps.ts';
 import { embedRoutes } from './routes/embed.ts';
 import { frontDoorRoutes } from './routes/front-door.ts';
 import { homeRoutes } from './routes/home.ts';
@@ -87,5 +88,6 @@ export async function webPlugin(app: FastifyInstance, deps: WebDeps): Promise<vo
   keyRoutes(app, web);
   optInRoutes(app, web);
   spendRoutes(app, web);
+  connectedAppRoutes(app, web);
   embedRoutes(app, web);
 }

@@ -43,6 +43,11 @@ export interface Sessions {
   signedIn(request: FastifyRequest, reply: FastifyReply): Promise<{ sessionId: string; user: SessionUser } | undefined>;
   /** Signed in, a member of the hub and, for admin pages, its hub admin; otherwise answered here. */
   hubCtx(request: FastifyRequest, reply: FastifyReply, hubId: string, adminOnly: boolean): Promise<HubCtx | undefined>;
+  /**
+   * Signed in, for a page of the user's own (not a hub's): the header shows their first hub they
+   * administer, else their first hub. A user of no hub is answered here.
+   */
+  userCtx(request: FastifyRequest, reply: FastifyReply): Promise<HubCtx | undefined>;
   /** Whether a posted form carries the session's CSRF token. */
   csrfOk(ctx: { sessionId: string }, body: Form): boolean;
   shellOf(ctx: HubCtx, active: Shell['active']): Shell;
@@ -73,6 +78,16 @@ export function webSessions(deps: WebDeps, paths: WebPaths): Sessions {
       }
       if (adminOnly && hub.role !== 'hub_admin') {
         await refuse(reply, 403, 'Hub admins only', 'Only the hub\'s administrators can open this page. Ask one of them if you need access.', { href: paths.hub(hubId), text: 'Back to the hub' });
+        return undefined;
+      }
+      return { sessionId: who.sessionId, user: who.user, hub, csrf: csrfOf(who.sessionId) };
+    },
+    async userCtx(request, reply) {
+      const who = await signedIn(request, reply);
+      if (!who) return undefined;
+      const hub = who.user.memberships.find((m) => m.role === 'hub_admin') ?? who.user.memberships[0];
+      if (!hub) {
+        await refuse(reply, 403, 'No hub yet', 'Your account is not a member of any hub. Ask a hub administrator to add you.');
         return undefined;
       }
       return { sessionId: who.sessionId, user: who.user, hub, csrf: csrfOf(who.sessionId) };

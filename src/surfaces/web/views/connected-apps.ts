@@ -1,0 +1,59 @@
+// Connected apps: the OAuth grants a user has given (and a hub admin's view of those in their
+// hubs), each with a single-submit Revoke form. Client names are chosen by whoever registered the
+// client, so they are escaped like every other value.
+import type { ConnectedApp, ConnectedApps } from '../../../domain/oauth/grants.service.ts';
+import { CONNECTED_APPS_SHOWN } from '../../../domain/oauth/grants.service.ts';
+import { escapeHtml as h } from '../../shared/html.ts';
+import { agoTag, when } from './format.ts';
+
+interface ViewInput {
+  pageUrl: string;
+  csrf: string;
+  apps: ConnectedApps;
+  /** Names of the hubs the user administers (empty for a member). */
+  adminHubs: string[];
+  now: Date;
+  /** Just revoked one (the page after the redirect). */
+  revoked: boolean;
+}
+
+/** A cell of a stacked table: one element beside its label, however many lines it holds. */
+const cell = (label: string, content: string, attrs = '') => `<td data-label="${label}"${attrs}><div>${content}</div></td>`;
+
+function row(app: ConnectedApp, o: ViewInput, withUser: boolean): string {
+  const scope = app.scopes.length ? app.scopes.map((s) => `<code class="token">${h(s)}</code>`).join(' ') : '—';
+  const lastUsed = app.lastUsedAt ? agoTag(new Date(app.lastUsedAt), o.now) : '<span class="muted">not yet</span>';
+  return `<tr data-grant="${h(app.ref)}">
+${cell('App', `<strong data-client-name>${h(app.client.name)}</strong><br><small>client <code class="token">${h(app.client.id)}</code></small>`)}
+${withUser ? cell('User', `${h(app.user.name || app.user.email)}<br><small>${h(app.user.email)}</small>`) : ''}
+${cell('Acts in', `${h(app.hub.name)}<br><small>${app.workspace ? `workspace ${h(app.workspace.name)}` : 'whole hub'}</small>`)}
+${cell('Access', scope)}
+${cell('Authorised', `<time datetime="${h(app.authorisedAt)}" data-authorised>${h(when(app.authorisedAt))}</time>`)}
+${cell('Last used', lastUsed, ' data-last-used')}
+<td class="actions-cell"><form method="post" action="${h(o.pageUrl)}/${h(app.ref)}/revoke" data-once><input type="hidden" name="csrf" value="${h(o.csrf)}">
+<button class="danger" type="submit" aria-label="Revoke ${h(app.client.name)}">Revoke</button></form></td></tr>`;
+}
+
+function table(apps: ConnectedApp[], o: ViewInput, withUser: boolean): string {
+  return `<table class="stack"><thead><tr><th>App</th>${withUser ? '<th>User</th>' : ''}<th>Acts in</th><th>Access</th><th>Authorised</th><th>Last used</th><th></th></tr></thead>
+<tbody>${apps.map((a) => row(a, o, withUser)).join('')}</tbody></table>`;
+}
+
+export function connectedAppsView(o: ViewInput): string {
+  const { own, others, truncated } = o.apps;
+  const hubs = o.adminHubs.map((name) => `<strong>${h(name)}</strong>`).join(', ');
+  const notice = o.revoked
+    ? '<p class="notice" role="status">Access revoked. The app\'s access and refresh tokens are refused from now on, on every server; to use hubops again it has to ask you again.</p>'
+    : '';
+  const mine = own.length
+    ? table(own, o, false)
+    : `<p class="muted" data-empty>No apps are connected to your account. When an app — an AI assistant, a reporting tool — asks to use hubops on your behalf and you allow it, it is listed here until you revoke it.</p>`;
+  const theirs = o.adminHubs.length === 0 ? '' : `<section class="card" id="hub-apps"><h2>Apps others connected in your hubs</h2>
+<p class="muted">As a hub administrator of ${hubs} you can revoke any app a member connected to act there.</p>
+${others.length ? table(others, o, true) : '<p class="muted" data-empty>No one else has connected an app to act in these hubs.</p>'}</section>`;
+  return `<h1>Connected apps</h1>${notice}
+<p>Apps you allowed to use hubops on your behalf (OAuth). Revoking one stops it at once: its access and refresh tokens no longer work, on the REST API and the MCP server alike.</p>
+<section class="card" id="my-apps"><h2>Your connected apps</h2>${mine}</section>${theirs}
+${truncated ? `<p class="muted"><small>Each list shows the ${CONNECTED_APPS_SHOWN} most recently authorised apps.</small></p>` : ''}
+<p class="muted"><small>“Last used” is when the app last called hubops with a token; it is recorded at most once a minute, so it can be up to about a minute and a half behind.</small></p>`;
+}
