@@ -12,8 +12,9 @@ import { HubCatalogCache } from './domain/opt-ins/hub-catalog.ts';
 import { SpendReportCache } from './domain/spend/spend.service.ts';
 import { systemClock, type Clock } from './platform/clock.ts';
 import { configureCursorKey } from './platform/cursor.ts';
-import { loggerOptions } from './platform/logger.ts';
+import { chooseLogFormat, createLogger, RequestLogController } from './platform/logger.ts';
 import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
+import { VERSION } from './platform/version.ts';
 import { DATABASE_RETRY_AFTER_S, JSON_BODY_MAX_BYTES, USAGE_FLUSH_MS } from './policy.ts';
 import { HubApiGuard } from './surfaces/hub-api/guard.ts';
 import { HUB_API_PREFIX, hubApiPlugin } from './surfaces/hub-api/plugin.ts';
@@ -31,7 +32,6 @@ import { checkInbound, RouteMethods } from './surfaces/rest.ts';
 import { fromFrameworkError, refusalOf } from './surfaces/shared/errors.ts';
 import { oauthRoutes } from './surfaces/shared/oauth.ts';
 
-const VERSION = '0.1.0';
 const ARTIFACT_CLEANUP_MS = 10 * 60_000;
 const PUBLISH_INTERVAL_MS = 1_000;
 
@@ -61,7 +61,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const clock = deps.clock ?? systemClock;
   const limiter = deps.limiter ?? new MemoryRateLimiter();
   const fastify = Fastify({
-    ...(deps.logger ? { loggerInstance: deps.logger } : { logger: deps.logger ?? loggerOptions(deps.config.logLevel) }),
+    ...(deps.logger === false
+      ? { logger: false }
+      : { loggerInstance: deps.logger ?? createLogger({ level: deps.config.logLevel, format: chooseLogFormat(deps.config.logFormat, process.stdout.isTTY === true) }) }),
+    // One line per request, written on response (method, path, status, time, request id).
+    logController: new RequestLogController(),
     genReqId: () => randomUUID(),
     requestIdHeader: false,
     // Query strings like ?a=1&a=2 become arrays and then fail validation, as they should.

@@ -1,6 +1,6 @@
 // The one place environment variables are read. Invalid values stop the process with one line
 // naming the variable.
-import { redactQuery } from './platform/logger.ts';
+import { LOG_FORMATS, redactQuery, type LogFormat } from './platform/logger.ts';
 
 export interface Config {
   port: number;
@@ -12,6 +12,8 @@ export interface Config {
   redisUrl: string | undefined;
   demo: boolean;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** LOG_FORMAT; undefined: pretty when stdout is a terminal, JSON otherwise. */
+  logFormat: LogFormat | undefined;
   /**
    * HUBOPS_SECRETS_KEY: keys that encrypt the server secrets at rest (32 bytes each), the current
    * one first, then earlier ones still accepted for rotation; empty: a key file under DATA_DIR.
@@ -76,6 +78,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
   }
+  const logFormat = env.LOG_FORMAT?.trim() || undefined;
+  if (logFormat !== undefined && !(LOG_FORMATS as readonly string[]).includes(logFormat)) {
+    throw new ConfigError(`LOG_FORMAT must be one of ${LOG_FORMATS.join(', ')} (unset: pretty on a terminal, json otherwise), got ${JSON.stringify(logFormat)}`);
+  }
   const secretsKeys = (env.HUBOPS_SECRETS_KEY?.trim() || '').split(',').filter((k) => k.trim() !== '').map((k, i) => {
     // Never echo the value: it is a secret.
     if (!/^[A-Za-z0-9_-]{43}$/.test(k.trim())) {
@@ -93,6 +99,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl,
     demo: demoText === '1',
     logLevel,
+    logFormat: logFormat as LogFormat | undefined,
     secretsKeys,
   };
 }

@@ -1,15 +1,16 @@
 // Process entry: config → database → app → listen → graceful stop.
-import pino from 'pino';
 import { buildApp, type App } from './app.ts';
 import { ConfigError, loadConfig, redactUrl, type Config } from './config.ts';
 import { EmbeddedDatabaseError } from './db/embedded.ts';
 import { openDatabase } from './db/open.ts';
 import { createKey } from './domain/api-keys/api-key.repository.ts';
-import { isDatabaseEmpty, seedDemo } from './domain/demo/seed.ts';
+import { DEMO_HUB_ID, isDatabaseEmpty, seedDemo } from './domain/demo/seed.ts';
 import { getHub } from './domain/tenancy/tenancy.repository.ts';
-import { loggerOptions } from './platform/logger.ts';
+import { DomainError } from './platform/errors.ts';
+import { chooseLogFormat, createLogger } from './platform/logger.ts';
 import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
 import { DUPLICATE_SIGNAL_MS, STOP_GRACE_MS, STOP_STEPS_MS } from './policy.ts';
+import { VERSION } from './platform/version.ts';
 import { HUB_API_PREFIX } from './surfaces/hub-api/plugin.ts';
 
 let config: Config;
@@ -23,7 +24,7 @@ try {
   throw error;
 }
 
-const log = pino(loggerOptions(config.logLevel));
+const log = createLogger({ level: config.logLevel, format: chooseLogFormat(config.logFormat, process.stdout.isTTY === true) });
 
 /** A start that cannot go on: one line on stderr (the stack only with LOG_LEVEL=debug), exit 1. */
 function startFailed(what: string, error: unknown): never {
@@ -71,17 +72,21 @@ try {
 const server = app;
 
 const hub = `${config.baseUrl}${HUB_API_PREFIX}`;
-const lines = [
-  '',
-  `hubops is running at ${config.baseUrl}`,
-  `  Main API       ${config.baseUrl}  (OpenAPI ${config.baseUrl}/openapi.json)`,
-  `  OAuth          ${config.siteUrl}/.well-known/oauth-authorization-server`,
-  `  MCP (OAuth)    ${config.baseUrl}/mcp`,
-  `  Web admin      ${config.baseUrl}/app`,
-  `  Hub API        ${hub}`,
-  `  OpenAPI        ${hub}/openapi.json`,
-  `  Hub MCP        ${hub}/mcp  (fixed header: Authorization: Bearer <HUB_API_KEY>)`,
+// Each URL once, under a label of its own.
+const urls: [string, string][] = [
+  ['Web admin', `${config.baseUrl}/app`],
+  ['Docs', `${config.baseUrl}/docs`],
+  ['Hub API', hub],
+  ['Hub API OpenAPI', `${hub}/openapi.json`],
+  ['Hub MCP', `${hub}/mcp  (header: Authorization: Bearer <HUB_API_KEY>)`],
+  ['Main API', config.baseUrl],
+  ['Main API OpenAPI', `${config.baseUrl}/openapi.json`],
+  ['MCP (OAuth)', `${config.baseUrl}/mcp`],
+  ['OAuth metadata', `${config.siteUrl}/.well-known/oauth-authorization-server`],
 ];
+const width = Math.max(...urls.map(([label]) => label.length));
+const lines = ['', `hubops is running at ${config.baseUrl} (version ${VERSION})`, ...urls.map(([label, url]) => `  ${label.padEnd(width)}  ${url}`)];
+const keysCreate = (hubId: string) => `npm run --silent hubops -- keys create --hub ${hubId} --name "My tool"`;
 if (demo) {
   lines.push(
     '',
@@ -92,7 +97,14 @@ if (demo) {
     `Try: curl -H "Authorization: Bearer ${demo.key}" ${hub}/opt-in-summary`,
   );
 } else {
-  lines.push('', 'Create a Hub API key with: npm run --silent hubops -- keys create --hub <HUB_ID> --name "My tool"');
+  // Later starts: the demo key was shown once, so name the demo hub a new key can be made for.
+  const demoHub = await getHub(database.db, DEMO_HUB_ID).catch((error: unknown) => {
+    if (error instanceof DomainError) return undefined;
+    log.warn({ err: error }, 'could not look up the demo hub for the banner');
+    return undefined;
+  });
+  if (demoHub) lines.push('', `Create a Hub API key for the demo hub ${demoHub.name} with:`, `  ${keysCreate(demoHub.id)}`);
+  else lines.push('', 'Create a Hub API key for one of your hubs (ids from: hubs create, or demo seed for the demo data) with:', `  ${keysCreate('<HUB_ID>')}`);
 }
 process.stdout.write(`${lines.join('\n')}\n\n`);
 

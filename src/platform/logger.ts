@@ -1,4 +1,5 @@
-import type { LoggerOptions } from 'pino';
+import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
+import pino, { type Logger, type LoggerOptions } from 'pino';
 
 // Secrets never reach a log line: credentials in headers and any field that carries one.
 const REDACTED_PATHS = [
@@ -26,17 +27,101 @@ export function redactQuery(url: string): string {
 }
 
 export function loggerOptions(level: string): LoggerOptions {
-  return {
-    level,
-    redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-    serializers: {
-      // Fastify's request line, with credentials in the query string masked.
-      req: (request: { method: string; url: string; ip?: string; id?: string }) => ({
-        id: request.id,
-        method: request.method,
-        url: redactQuery(request.url),
-        remoteAddress: request.ip,
-      }),
-    },
-  };
+  return { level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } };
+}
+
+export const LOG_FORMATS = ['pretty', 'json'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
+/** LOG_FORMAT when set; otherwise lines for a person on a terminal, JSON for a log collector. */
+export function chooseLogFormat(setting: LogFormat | undefined, stdoutIsTerminal: boolean): LogFormat {
+  return setting ?? (stdoutIsTerminal ? 'pretty' : 'json');
+}
+
+const LEVEL_NAMES: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
+// Shown by the line's layout (or not at all) rather than as key=value.
+const LAYOUT_FIELDS = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'reqId', 'err']);
+const REQUEST_FIELDS = new Set([...LAYOUT_FIELDS, 'method', 'url', 'statusCode', 'responseTime']);
+// A cursor or other long query value says nothing to a reader: its start is enough to tell two apart.
+const LONG_QUERY_VALUE = /([?&][^=&#]+=)([^&#]{13})[^&#]{12,}/g;
+
+function fieldText(value: unknown): string {
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return typeof value === 'string' && /[\s"]/.test(text) ? JSON.stringify(text) : text;
+}
+
+/**
+ * One pino JSON line as a person reads it: `17:02:55 GET /v1/hub/… 200 3.1 ms req=…` for a
+ * request, `17:02:55 WARN message key=value … err="…"` otherwise. It formats what pino has
+ * already redacted, so the same secrets are hidden in both formats. `stacks`: show an error's
+ * stack (LOG_LEVEL=debug), else its message only.
+ */
+export function formatPretty(line: Record<string, unknown>, options: { stacks: boolean } = { stacks: false }): string {
+  const time = new Date(typeof line.time === 'number' ? line.time : Date.now()).toTimeString().slice(0, 8);
+  const level = typeof line.level === 'number' ? line.level : 30;
+  const parts = [time];
+  const isRequest = typeof line.method === 'string' && typeof line.statusCode === 'number';
+  if (isRequest) {
+    if (level !== 30) parts.push(LEVEL_NAMES[level] ?? String(level));
+    parts.push(String(line.method), String(line.url ?? '').replace(LONG_QUERY_VALUE, '$1$2…'), String(line.statusCode));
+    if (typeof line.responseTime === 'number') parts.push(`${line.responseTime.toFixed(1)} ms`);
+  } else {
+    parts.push(LEVEL_NAMES[level] ?? String(level));
+    if (typeof line.msg === 'string') parts.push(line.msg);
+  }
+  const layout = isRequest ? REQUEST_FIELDS : LAYOUT_FIELDS;
+  for (const [key, value] of Object.entries(line)) if (!layout.has(key) && value !== undefined) parts.push(`${key}=${fieldText(value)}`);
+  if (typeof line.reqId === 'string') parts.push(`req=${line.reqId}`);
+  const err = line.err as { message?: unknown; stack?: unknown } | undefined;
+  let text = parts.join(' ');
+  if (err && typeof err === 'object') {
+    text += ` err=${fieldText(String(err.message ?? ''))}`;
+    if (options.stacks && typeof err.stack === 'string') text += `\n${err.stack.replace(/^/gm, '    ')}`;
+  }
+  return `${text}\n`;
+}
+
+/** The process's logger: JSON lines on stdout, or the same lines formatted for a person. */
+export function createLogger(options: { level: string; format: LogFormat }, out: NodeJS.WritableStream = process.stdout): Logger {
+  if (options.format === 'json') return pino(loggerOptions(options.level), out);
+  const stacks = options.level === 'debug' || options.level === 'trace';
+  return pino(loggerOptions(options.level), { write: (json: string) => out.write(formatPretty(JSON.parse(json) as Record<string, unknown>, { stacks })) });
+}
+
+const HEALTH_CHECKS = new Set(['/healthz', '/readyz']);
+
+export interface ServedRequest {
+  method: string;
+  url: string;
+  statusCode: number;
+  /** Milliseconds from the request's arrival to the end of its response. */
+  ms: number;
+}
+
+/**
+ * The one log line of a served request: method, path with credentials masked, status and time;
+ * the logger's bindings add the request id. Health checks are polled every few seconds and say
+ * nothing when they pass, so only a failing one is logged. A 5xx, or a response that broke
+ * off with an error, is an error line with that error.
+ */
+export function logRequest(log: Pick<Logger, 'info' | 'error'>, request: ServedRequest, err?: Error | null): void {
+  const path = request.url.split('?')[0]!.replace(/(.)\/+$/, '$1');
+  if (HEALTH_CHECKS.has(path) && request.statusCode < 500 && !err) return;
+  const fields = { method: request.method, url: redactQuery(request.url), statusCode: request.statusCode, responseTime: Math.round(request.ms * 10) / 10 };
+  if (err) log.error({ ...fields, err }, 'request');
+  else if (request.statusCode >= 500) log.error(fields, 'request');
+  else log.info(fields, 'request');
+}
+
+/**
+ * Fastify's per-request lines (one on arrival, one on completion, with whole request objects)
+ * give way to logRequest's one line on completion. Its other lines — errors while writing a
+ * response — stay as Fastify writes them.
+ */
+export class RequestLogController extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    logRequest(reply.log, { method: request.method, url: request.url, statusCode: reply.statusCode, ms: reply.elapsedTime }, error);
+  }
 }

@@ -15,4 +15,12 @@ describe('configuration', () => {
     }
     assert.throws(() => loadConfig({ DATABASE_URL: 'bad://user:s3cret@host' }), (error: Error) => !error.message.includes('s3cret'));
   });
+
+  test('LOG_FORMAT: pretty or json; unset leaves the choice to the terminal; anything else is refused', () => {
+    assert.equal(loadConfig({}).logFormat, undefined);
+    assert.equal(loadConfig({ LOG_FORMAT: ' json ' }).logFormat, 'json');
+    assert.equal(loadConfig({ LOG_FORMAT: 'pretty' }).logFormat, 'pretty');
+    assert.throws(() => loadConfig({ LOG_FORMAT: 'text' }), (error: Error) => error instanceof ConfigError
+      && error.message === 'LOG_FORMAT must be one of pretty, json (unset: pretty on a terminal, json otherwise), got "text"');
+  });
 });

@@ -1,12 +1,20 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
-import { test } from 'node:test';
-import Fastify from 'fastify';
-import pino from 'pino';
+import { after, before, describe, test } from 'node:test';
 import { redactUrl } from '../../src/config.ts';
-import { loggerOptions, redactQuery } from '../../src/platform/logger.ts';
+import { chooseLogFormat, createLogger, formatPretty, redactQuery, type LogFormat } from '../../src/platform/logger.ts';
+import { startApp, type TestApp } from '../support/app.ts';
 
-test('credentials in query strings and headers never reach a log line', async () => {
+/** A logger as the server makes it, writing to `text` instead of stdout. */
+function capture(format: LogFormat, level = 'info') {
+  const state = { text: '' };
+  const sink = new Writable({ write: (chunk, _encoding, done) => { state.text += String(chunk); done(); } });
+  return { logger: createLogger({ level, format }, sink), get text() { return state.text; } };
+}
+
+const SECRETS = ['SECRET-EMBED-TOKEN', 'SECRET-BEARER', 'SECRET-COOKIE', 'SECRET-CODE'];
+
+test('credentials in query strings and connection strings are masked', () => {
   assert.equal(redactQuery('/embed/spend?token=abc.def&x=1'), '/embed/spend?token=[redacted]&x=1');
   assert.equal(redactQuery('/cb?code=xyz&state=s&password=p'), '/cb?code=[redacted]&state=s&password=[redacted]');
   assert.equal(redactQuery('/v1/hub/playbook-opt-ins?limit=5'), '/v1/hub/playbook-opt-ins?limit=5');
@@ -18,14 +26,92 @@ test('credentials in query strings and headers never reach a log line', async ()
     const shown = redactUrl(awkward);
     assert.ok(!/ss@/.test(shown) && shown.includes('app:***@'), shown);
   }
+});
 
-  const lines: string[] = [];
-  const sink = new Writable({ write: (chunk, _encoding, done) => { lines.push(String(chunk)); done(); } });
-  const app = Fastify({ loggerInstance: pino(loggerOptions('info'), sink) });
-  app.get('/embed/spend', async () => ({ ok: true }));
-  await app.inject({ method: 'GET', url: '/embed/spend?token=SECRET-EMBED-TOKEN', headers: { authorization: 'Bearer SECRET-BEARER', cookie: 'hubops_app=SECRET-COOKIE' } });
-  await app.close();
-  const log = lines.join('');
-  assert.match(log, /\/embed\/spend\?token=\[redacted\]/, 'the request line is logged');
-  for (const secret of ['SECRET-EMBED-TOKEN', 'SECRET-BEARER', 'SECRET-COOKIE']) assert.ok(!log.includes(secret), secret);
+test('the format: LOG_FORMAT when set, else pretty on a terminal and JSON otherwise', () => {
+  assert.equal(chooseLogFormat(undefined, true), 'pretty');
+  assert.equal(chooseLogFormat(undefined, false), 'json');
+  assert.equal(chooseLogFormat('json', true), 'json');
+  assert.equal(chooseLogFormat('pretty', false), 'pretty');
+});
+
+describe('the pretty format', () => {
+  const time = Date.UTC(2026, 10, 24, 17, 2, 55, 120);
+  const clock = new Date(time).toTimeString().slice(0, 8);
+
+  test('a request: time, method, path, status, duration and request id on one line', () => {
+    const line = formatPretty({ level: 30, time, pid: 1, hostname: 'h', reqId: 'req-1', method: 'GET', url: '/v1/hub/opt-in-summary?limit=5', statusCode: 200, responseTime: 3.14, msg: 'request' });
+    assert.equal(line, `${clock} GET /v1/hub/opt-in-summary?limit=5 200 3.1 ms req=req-1\n`);
+  });
+
+  test('a long query value (a cursor) is cut to its start; a failed request names its level', () => {
+    const cursor = 'eyJ2IjoxLCJrIjpbIjIwMjYtMTEtMjQiXX0.c2lnbmF0dXJl';
+    const line = formatPretty({ level: 50, time, reqId: 'r', method: 'GET', url: `/v1/hub/playbook-opt-ins?cursor=${cursor}&limit=2`, statusCode: 500, responseTime: 12 });
+    assert.equal(line, `${clock} ERROR GET /v1/hub/playbook-opt-ins?cursor=eyJ2IjoxLCJrI…&limit=2 500 12.0 ms req=r\n`);
+  });
+
+  test('other lines: level, message, fields and the error message; the stack only when asked', () => {
+    const err = { type: 'Error', message: 'connect ECONNREFUSED 127.0.0.1:6379', stack: 'Error: connect ECONNREFUSED\n    at x (y.ts:1:1)' };
+    const line = { level: 40, time, pid: 1, hostname: 'h', msg: 'Redis not reachable yet', attempt: 2, url: 'redis://r', err };
+    assert.equal(formatPretty(line), `${clock} WARN Redis not reachable yet attempt=2 url=redis://r err="connect ECONNREFUSED 127.0.0.1:6379"\n`);
+    assert.match(formatPretty(line, { stacks: true }), /err="connect ECONNREFUSED 127\.0\.0\.1:6379"\n {4}Error: connect ECONNREFUSED\n {8}at x/);
+    assert.equal(formatPretty({ level: 30, time, msg: 'database ready', database: 'embedded (./data/postgres)', applied: [] }), `${clock} INFO database ready database="embedded (./data/postgres)" applied=[]\n`);
+  });
+});
+
+describe('one line per request, in both formats', () => {
+  const apps: Partial<Record<LogFormat, { t: TestApp; log: ReturnType<typeof capture> }>> = {};
+  before(async () => {
+    for (const format of ['json', 'pretty'] as const) {
+      const log = capture(format);
+      apps[format] = { t: await startApp({ logger: log.logger }), log };
+    }
+  });
+  after(async () => {
+    for (const app of Object.values(apps)) await app.t.close();
+  });
+
+  /** Sends the same requests to the app logging in `format`; returns what it logged meanwhile. */
+  async function serve(format: LogFormat): Promise<{ text: string; requestIds: string[] }> {
+    const { t, log } = apps[format]!;
+    const start = log.text.length;
+    const requestIds: string[] = [];
+    for (const request of [
+      { url: '/healthz' },
+      { url: '/readyz' },
+      { url: '/healthz/' },
+      { url: '/embed/spend?token=SECRET-EMBED-TOKEN', headers: { authorization: 'Bearer SECRET-BEARER', cookie: 'hubops_app=SECRET-COOKIE' } },
+      { url: '/v1/hub/opt-in-summary', headers: { authorization: 'Bearer SECRET-BEARER' } },
+      { url: '/oauth/callback?code=SECRET-CODE&state=s' },
+    ]) {
+      const response = await t.app.fastify.inject({ method: 'GET', ...request });
+      if (!request.url.startsWith('/healthz') && !request.url.startsWith('/readyz')) requestIds.push(String(response.headers['x-request-id']));
+    }
+    return { text: log.text.slice(start), requestIds };
+  }
+
+  test('JSON: one line per request with method, masked path, status, time and request id; none for health checks', async () => {
+    const { text, requestIds } = await serve('json');
+    const lines = text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const requests = lines.filter((l) => l.msg === 'request');
+    assert.deepEqual(requests.map((l) => l.reqId), requestIds, text);
+    assert.deepEqual(requests.map((l) => l.url), ['/embed/spend?token=[redacted]', '/v1/hub/opt-in-summary', '/oauth/callback?code=[redacted]&state=s']);
+    assert.deepEqual(requests.map((l) => l.statusCode), [401, 401, 404]);
+    for (const line of requests) {
+      assert.equal(line.method, 'GET');
+      assert.equal(typeof line.responseTime, 'number');
+    }
+    assert.ok(!lines.some((l) => String(l.url).includes('healthz') || String(l.url).includes('readyz')), 'health checks are not logged');
+    assert.ok(!lines.some((l) => l.msg === 'incoming request' || l.msg === 'request completed'), "Fastify's own request lines are off");
+    for (const secret of SECRETS) assert.ok(!text.includes(secret), secret);
+  });
+
+  test('pretty: the same lines for a person, secrets masked alike', async () => {
+    const { text, requestIds } = await serve('pretty');
+    const lines = text.trim().split('\n');
+    assert.equal(lines.length, 3, text);
+    assert.match(lines[0]!, new RegExp(`^\\d\\d:\\d\\d:\\d\\d GET /embed/spend\\?token=\\[redacted\\] 401 \\d+\\.\\d ms req=${requestIds[0]}$`));
+    assert.match(lines[2]!, /GET \/oauth\/callback\?code=\[redacted\]&state=s 404 /);
+    for (const secret of SECRETS) assert.ok(!text.includes(secret), secret);
+  });
 });

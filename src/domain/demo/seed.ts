@@ -21,6 +21,8 @@ const DEMO_PASSWORD = 'hubops-demo';
 
 const BREWLINE = 'hub_demo_brewline';
 const PULSE = 'hub_demo_pulse';
+/** The demo hub admin's hub: the one the server's banner names on every start. */
+export const DEMO_HUB_ID = BREWLINE;
 const ADMIN_ID = 'usr_demo_admin';
 const MEMBER_ID = 'usr_demo_member';
 // Any constant shared by every hubops process: serialises concurrent seeders.
