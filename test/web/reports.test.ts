@@ -115,6 +115,10 @@ describe('the opt-ins report', () => {
     const header = decode(/<a data-sort="workspace" href="([^"]+)"/.exec(html)![1]!);
     assert.deepEqual(await walk(header), expected(filtered, 'workspace', 'asc'));
     const sorted = (await get(header)).html;
+    // The filter form carries the sort, so applying other filters keeps it.
+    assert.match(sorted, /<option value="workspace" selected>/);
+    assert.match(sorted, /<option value="asc" selected>/);
+    assert.match(sorted, /<option value="active" selected>/);
     const reverse = decode(/<a data-sort="workspace" href="([^"]+)"/.exec(sorted)![1]!);
     assert.deepEqual(await walk(reverse), expected(filtered, 'workspace', 'desc'));
     // A date range and a sort, over several pages.
