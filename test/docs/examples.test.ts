@@ -1,0 +1,192 @@
+// Every shell example in README.md and docs/*.md, run verbatim against a freshly started demo
+// server, as a new user would run them: `node src/main.ts` on an empty database, the demo key
+// copied from the banner, each page's blocks in order in one shell session (what a block exports,
+// the next one sees). The placeholders a user fills in are filled the same way (PLACEHOLDERS); a
+// browser step (sign in, Allow) is played over HTTP with the demo admin. A block fails when it
+// exits non-zero or prints something of another shape than the response shown after it
+// (test/support/docs-examples.ts says how responses are compared).
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { sql } from 'kysely';
+import { examplesOf, parseShape, responseMismatch, shapeDifferences, textMatches, type Example } from '../support/docs-examples.ts';
+import { completeAuthorization } from '../support/oauth-flow.ts';
+import type { TestApp } from '../support/app.ts';
+import { createTestDb, type TestDb } from '../support/db.ts';
+import { dataDir, demoKey, hubopsEnv, killGroup, killStarted, NODE, ROOT, startServer, type Running } from '../process/support.ts';
+
+/** Where the docs send every request: the default base URL, rewritten to the test server's port. */
+const DOCS_ORIGIN = 'localhost:3000';
+const DEMO_ADMIN = { email: 'admin@demo.hubops.dev', password: 'hubops-demo' };
+const CALLBACK = 'http://localhost:8976/callback';
+
+const missingTool = ['curl', 'jq', 'openssl'].find((tool) => {
+  try {
+    execFileSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' });
+    return false;
+  } catch {
+    return true;
+  }
+});
+if (missingTool) console.log(`# SKIP docs examples: ${missingTool} is not installed (the examples use curl, jq and openssl)`);
+
+test('the shape comparison refuses what differs', () => {
+  const shape = parseShape('{"data": [{"id": "a", "n": 1}, …], "nextCursor": null, …}');
+  assert.deepEqual(shapeDifferences(shape, { data: [{ id: 'x', n: 2 }, { id: 'y', n: 3 }], nextCursor: null, extra: true }), []);
+  assert.deepEqual(shapeDifferences(shape, { data: [], nextCursor: null }), ['$.data: shows 1 elements, got 0']);
+  assert.deepEqual(shapeDifferences(shape, { data: [{ id: 'x', n: '2' }], nextCursor: 'c' }), ['$.data[0].n: shown number, got string "2"', '$.nextCursor: shown null, got string "c"']);
+  assert.deepEqual(shapeDifferences(shape, { data: [{ id: 'x', n: 1 }, { id: 'y' }], nextCursor: null }), ['$.data[1].n: shown, missing from the output']);
+  const closed = parseShape('{"a": [1]}');
+  assert.deepEqual(shapeDifferences(closed, { a: [1, 2], b: 0 }), ['$.a: shows 1 elements (no `…`), got 2', '$.b: in the output, not shown']);
+  assert.throws(() => parseShape('{"a": […]}'), /needs an element/);
+  assert.throws(() => parseShape('{"a": 7f1c…}'), /expected/);
+  assert.ok(textMatches('id,name\n…\nlast,…', 'id,name\n1,a\n2,b\nlast,row'));
+  assert.ok(!textMatches('id,name\n…', 'id,nom\n1,a'));
+});
+
+interface Placeholder {
+  text: string;
+  what: string;
+  fill: (page: PageRun) => Promise<string>;
+}
+
+interface PageRun {
+  page: string;
+  /** What each block printed so far, in order. */
+  outputs: string[];
+}
+
+let server: Running | undefined;
+let testDb: TestDb | undefined;
+let dir: string | undefined;
+let shellEnv: NodeJS.ProcessEnv;
+let key: string;
+
+/**
+ * What a user types in place of a documented placeholder: the key the first start printed, and
+ * the address the browser lands on after opening the authorization URL the page printed, signing
+ * in as the demo admin and clicking Allow (the workspace left on "All workspaces in the hub").
+ */
+const PLACEHOLDERS: Placeholder[] = [
+  { text: 'hubops_…', what: 'the demo key printed at the first start', fill: async () => key },
+  {
+    text: `'${CALLBACK}?code=…'`,
+    what: 'the address the browser lands on after sign-in and Allow',
+    fill: async (run) => {
+      const printed = [...run.outputs].reverse().join('\n').match(/http:\/\/localhost:\d+\/oauth\/authorize\?\S+/)?.[0];
+      assert.ok(printed, `${run.page}: no authorization URL printed before the browser step`);
+      const base = new URL(printed).origin;
+      const result = await completeAuthorization({ baseUrl: base } as TestApp, printed, { ...DEMO_ADMIN, redirectUri: CALLBACK, workspace: '' });
+      assert.ok(result.callback, `${run.page}: the browser did not land on ${CALLBACK}: ${result.response.status} ${result.pages.at(-1)?.slice(0, 500)}`);
+      return `'${result.callback.toString()}'`;
+    },
+  },
+];
+
+before(async () => {
+  if (missingTool) return;
+  let database: { url: string } | { dataDir: string };
+  if (process.env.DATABASE_URL) {
+    // A database of its own, migrated but empty: the server seeds the demo as at a first start.
+    testDb = await createTestDb();
+    const url = new URL(process.env.HUBOPS_TEST_SERVER_URL!);
+    url.pathname = `/${(await sql<{ name: string }>`SELECT current_database() AS name`.execute(testDb.kysely)).rows[0]!.name}`;
+    database = { url: url.toString() };
+  } else {
+    dir = await dataDir('hubops-docs-', { initialised: true });
+    database = { dataDir: dir };
+  }
+  const env = hubopsEnv(database);
+  server = await startServer(NODE, ['src/main.ts'], env);
+  key = demoKey(server.output()).key;
+  // The shell a user types in: their PATH (not the test runner's node_modules/.bin), the same
+  // database settings as the server, nothing of the test runner's.
+  const PATH = (env.PATH ?? '').split(':').filter((p) => !p.includes('node_modules')).join(':');
+  shellEnv = { ...env, PATH, LOG_LEVEL: 'warn' };
+  for (const name of Object.keys(shellEnv)) if (name === 'PORT' || name.startsWith('HUBOPS_TEST_') || name.startsWith('npm_')) delete shellEnv[name];
+});
+
+after(async () => {
+  if (server) {
+    killGroup(server.child, 'SIGTERM');
+    await server.exited;
+  }
+  killStarted();
+  await testDb?.drop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+async function pages(): Promise<string[]> {
+  const docs = (await readdir(path.join(ROOT, 'docs'))).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`);
+  return ['README.md', ...docs];
+}
+
+/** Runs one block in the page's shell session; resolves with its exit code and output. */
+function runBlock(code: string, state: string, cwd: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const script = `set -eo pipefail\n[ -f "$DOCS_STATE" ] && source "$DOCS_STATE"\ncd ${JSON.stringify(cwd)}\n${code}\nexport -p > "$DOCS_STATE"\n`;
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', ['-c', script], { env: { ...shellEnv, DOCS_STATE: state }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.on('error', reject);
+    child.on('close', (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
+  });
+}
+
+test('every shell example in the docs runs as written against a fresh demo server', { skip: missingTool ? `${missingTool} is not installed` : false }, async () => {
+  const failures: string[] = [];
+  let executed = 0;
+  const skipped: string[] = [];
+  for (const page of await pages()) {
+    const examples: Example[] = examplesOf(page, await readFile(path.join(ROOT, page), 'utf8'));
+    const session = await mkdtemp(path.join(tmpdir(), 'hubops-docs-shell-'));
+    const state = path.join(session, 'env.sh');
+    await writeFile(state, '');
+    const run: PageRun = { page, outputs: [] };
+    try {
+      for (const example of examples) {
+        const where = `${page}:${example.line}`;
+        if (example.skip) {
+          skipped.push(`${where} — ${example.skip}`);
+          continue;
+        }
+        let code = example.code.replaceAll(DOCS_ORIGIN, `localhost:${server!.port}`);
+        for (const placeholder of PLACEHOLDERS) {
+          if (code.includes(placeholder.text)) code = code.replaceAll(placeholder.text, await placeholder.fill(run));
+        }
+        if (code.includes('…')) {
+          failures.push(`${where}: a placeholder no user could run as written (\`…\`): ${code.split('\n').find((l) => l.includes('…'))}`);
+          continue;
+        }
+        executed += 1;
+        // In the checkout, where a user runs npm.
+        const result = await runBlock(code, state, ROOT);
+        run.outputs.push(result.stdout);
+        if (result.status !== 0) {
+          failures.push(`${where}: exited ${result.status}\n${code}\nstdout: ${result.stdout.slice(0, 1500)}\nstderr: ${result.stderr.slice(0, 1500)}`);
+          continue;
+        }
+        if (example.response) {
+          const shown = { ...example.response, text: example.response.text.replaceAll(DOCS_ORIGIN, `localhost:${server!.port}`) };
+          const mismatch = responseMismatch(shown, result.stdout);
+          if (mismatch) failures.push(`${where} (response at line ${example.response.line}): ${mismatch}`);
+        }
+      }
+    } finally {
+      await rm(session, { recursive: true, force: true });
+    }
+  }
+  for (const skip of skipped) console.log(`docs example skipped: ${skip}`);
+  console.log(`docs examples executed: ${executed}, skipped: ${skipped.length}`);
+  assert.deepEqual(failures, []);
+  assert.ok(executed > 0, 'no example ran');
+});
