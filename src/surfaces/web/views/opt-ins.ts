@@ -56,23 +56,23 @@ export function optInReportView(o: OptInReportView): string {
   const { url: u, values: v, errors, order } = o;
   const orderParams = { sort: order.sort, dir: order.descending ? 'desc' : 'asc' };
   const err = (k: string) => (errors[k] ? `<p class="field-error" id="${k}-error">${h(errors[k]!)}</p>` : '');
-  const inv = (k: string) => (errors[k] ? ` class="invalid" aria-describedby="${k}-error"` : ` aria-describedby="date-hint"`);
+  const invalid = (k: string) => (errors[k] ? ` class="invalid" aria-describedby="${k}-error"` : '');
   // Text, not type="date": a date input shows the browser's locale (mm/dd/yyyy); this one is ISO
   // everywhere. The numeric keypad has no "-", so 20261124 (ISO 8601 basic) is accepted too.
   const dateInput = (name: 'from' | 'to') =>
-    `<input id="f-${name}" name="${name}" type="text" inputmode="numeric" autocomplete="off" maxlength="10" placeholder="YYYY-MM-DD" value="${h(v[name] ?? '')}"${inv(name)}>`;
+    `<input id="f-${name}" name="${name}" type="text" inputmode="numeric" autocomplete="off" maxlength="10" placeholder="YYYY-MM-DD" value="${h(v[name] ?? '')}"${invalid(name) || ' aria-describedby="date-hint"'}>`;
   const workspaceField = o.workspaces
     ? `<select id="f-workspace" name="workspace"><option value="">All workspaces</option>${o.workspaces.map((w) => `<option value="${h(w.id)}"${v.workspace === w.id ? ' selected' : ''}>${h(w.name)}</option>`).join('')}</select>`
     : `<input id="f-workspace" name="workspace" placeholder="workspace id" value="${h(v.workspace ?? '')}">`;
   const filters = `<form method="get" action="${h(u)}" class="card" novalidate><div class="row">
 <div><label for="f-playbook">Playbook</label><select id="f-playbook" name="playbook"><option value="">All playbooks</option>${o.playbooks.map((p) => `<option value="${h(p.id)}"${v.playbook === p.id ? ' selected' : ''}>${h(p.name)}</option>`).join('')}</select></div>
-<div><label for="f-status">Status</label><select id="f-status" name="status"${errors.status ? inv('status') : ''}><option value="">Any status</option>${OPT_IN_STATUSES.map((s) => `<option value="${s}"${v.status === s ? ' selected' : ''}>${h(statusLabel(s))}</option>`).join('')}</select>${err('status')}</div>
+<div><label for="f-status">Status</label><select id="f-status" name="status"${invalid('status')}><option value="">Any status</option>${OPT_IN_STATUSES.map((s) => `<option value="${s}"${v.status === s ? ' selected' : ''}>${h(statusLabel(s))}</option>`).join('')}</select>${err('status')}</div>
 <div><label for="f-from">Opted in from</label>${dateInput('from')}${err('from')}</div>
 <div><label for="f-to">Opted in to</label>${dateInput('to')}${err('to')}</div>
 <div><label for="f-workspace">Workspace</label>${workspaceField}</div></div>
 <p class="muted" id="date-hint"><small>Dates as YYYY-MM-DD (UTC), both ends included.</small></p>
 <div class="row"><div><label for="f-sort">Sort by</label><select id="f-sort" name="sort">${COLUMNS.map((c) => `<option value="${c.sort}"${c.sort === order.sort ? ' selected' : ''}>${h(c.label)}</option>`).join('')}</select></div>
-<div><label for="f-dir">Order</label><select id="f-dir" name="dir"><option value="asc"${order.descending ? '' : ' selected'}>A–Z, oldest first</option><option value="desc"${order.descending ? ' selected' : ''}>Z–A, newest first</option></select></div></div>
+<div><label for="f-dir">Order</label><select id="f-dir" name="dir"><option value="asc"${order.descending ? '' : ' selected'}>Ascending</option><option value="desc"${order.descending ? ' selected' : ''}>Descending</option></select></div></div>
 <div class="actions"><button class="primary" type="submit">Apply filters</button><a class="button" href="${h(u + queryString(orderParams))}">Clear</a>
 <a class="button" id="download-csv" href="${h(u)}.csv${h(queryString(v))}" download>Download CSV</a></div>
 <p class="muted"><small>The CSV holds every matching opt-in (not just this page), one row per opt-in, exactly as the Hub API returns them, oldest change first. Dates are UTC.</small></p></form>`;
