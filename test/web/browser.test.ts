@@ -1,10 +1,8 @@
 // The web admin in a real browser: Debian's Chromium driven by playwright-core (never a
-// downloaded browser). With UPDATE_SCREENSHOTS=1 it refreshes the README's docs/screenshots/.
+// downloaded browser). The screenshots of docs/screenshots/ are layout.test.ts's.
 import assert from 'node:assert/strict';
-import { mkdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import http from 'node:http';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
@@ -17,11 +15,6 @@ import { CHROMIUM, CHROMIUM_ARGS, chromiumMissing } from '../support/chromium.ts
 import { ADMIN, HUB, MEMBER, seedWebHub } from '../support/world.ts';
 
 process.env.PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD = '1';
-// The README's screenshots are refreshed with UPDATE_SCREENSHOTS=1; otherwise they are still taken
-// (a page that cannot render fails) but kept out of the working tree.
-const SHOTS = process.env.UPDATE_SCREENSHOTS === '1'
-  ? path.resolve(import.meta.dirname, '../../docs/screenshots')
-  : path.join(tmpdir(), `hubops-screenshots-${process.pid}`);
 if (chromiumMissing) console.log(`# SKIP browser tests: ${chromiumMissing}`);
 
 /** The CSV value the report must hold for a Hub API value: spreadsheet formulas neutralised. */
@@ -67,7 +60,6 @@ describe('web admin in Chromium', { skip: chromiumMissing }, () => {
     admin = await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 900 } });
     await admin.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: web.baseUrl });
     page = await admin.newPage();
-    await mkdir(SHOTS, { recursive: true });
   });
   after(async () => {
     await browser?.close();
@@ -99,7 +91,6 @@ describe('web admin in Chromium', { skip: chromiumMissing }, () => {
     assert.match(await page.textContent('#password-error') ?? '', /Enter your password/);
     await page.fill('#email', ADMIN.email);
     await page.fill('#password', 'wrong password');
-    await page.screenshot({ path: path.join(SHOTS, 'sign-in.png') });
     await page.click('button[type=submit]');
     assert.match(await page.textContent('[role=alert]') ?? '', /do not match/);
     await signIn(page, ADMIN);
@@ -131,7 +122,6 @@ describe('web admin in Chromium', { skip: chromiumMissing }, () => {
     await page.click('button[data-copy-target="new-key"]');
     const copied = await page.evaluate('navigator.clipboard.readText()');
     assert.equal(copied, readKeyValue);
-    await page.screenshot({ path: path.join(SHOTS, 'api-tab-new-key.png'), fullPage: true });
     // Shown once: a reload shows it no more.
     await page.reload();
     assert.equal(await page.isVisible('#new-key'), false);
@@ -190,7 +180,6 @@ describe('web admin in Chromium', { skip: chromiumMissing }, () => {
     assert.equal(await page.locator('#opt-ins tbody tr').count(), 50);
     const text = await page.textContent('#opt-ins') ?? '';
     for (const label of ['Live', 'Awaiting approval', 'Questions only']) assert.ok(text.includes(label), label);
-    await page.screenshot({ path: path.join(SHOTS, 'opt-ins-report.png'), fullPage: true });
     await page.click('a[rel=next]');
     await page.click('a[rel=next]');
     assert.equal(await page.locator('#opt-ins tbody tr').count(), 30);
@@ -239,7 +228,6 @@ describe('web admin in Chromium', { skip: chromiumMissing }, () => {
     assert.ok(await page.isVisible('svg.chart'));
     assert.match(await page.textContent('body') ?? '', /Unattributed/);
     assert.match(await page.textContent('body') ?? '', /\$43\.21/);
-    await page.screenshot({ path: path.join(SHOTS, 'spend-dashboard.png'), fullPage: true });
   });
 
   test('a signed embed renders in an iframe on another origin; a tampered one is refused', async () => {
@@ -274,7 +262,6 @@ describe('web admin in Chromium', { skip: chromiumMissing }, () => {
       const badFrame = await frame('bad');
       await badFrame.waitForSelector('[data-embed-error]');
       assert.match(await badFrame.textContent('[data-embed-error]') ?? '', /signature/);
-      await p.screenshot({ path: path.join(SHOTS, 'embed.png'), fullPage: true });
       await context.close();
     } finally {
       await new Promise((resolve) => site.close(resolve));

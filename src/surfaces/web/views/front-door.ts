@@ -35,7 +35,7 @@ export function frontDoor(baseUrl: string): FrontDoor {
   };
 }
 
-const urlRow = (label: string, url: string) => `<dt class="muted">${h(label)}</dt><dd><a class="token" href="${h(url)}">${h(url)}</a></dd>`;
+const urlRow = (label: string, url: string) => `<dt class="muted">${h(label)}</dt><dd><a class="url" href="${h(url)}">${h(url)}</a></dd>`;
 
 export function frontDoorPage(door: FrontDoor, nonce: string): string {
   const apis = door.apis.map((api) => `<div class="card"><h2>${h(api.name)}</h2><p class="muted">${h(api.authentication)}</p>

@@ -21,7 +21,7 @@ const STYLE = `
 *{box-sizing:border-box}body{margin:0;background:var(--bg);color:var(--text);font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;overflow-wrap:break-word}
 a{color:var(--accent)}header.top{position:relative;display:flex;align-items:center;gap:8px 16px;flex-wrap:wrap;padding:10px 24px;background:var(--card);border-bottom:1px solid var(--line)}
 .brand{font-weight:700;letter-spacing:.2px;color:var(--accent);margin:0;text-decoration:none}nav.main{display:flex;flex-wrap:wrap;gap:4px 14px;flex:1}nav.main a{display:inline-flex;align-items:center;text-decoration:none;color:var(--muted);font-weight:600}nav.main a.on{color:var(--text)}
-form.switch{display:flex;gap:6px;align-items:center;min-width:0}form.switch select{width:auto;max-width:100%;min-width:0;padding:6px 8px}
+form.switch{display:flex;gap:6px;align-items:center;min-width:0}form.switch label{margin:0}form.switch select{width:auto;max-width:100%;min-width:0;padding:6px 8px}
 details.profile{position:relative}details.profile summary{cursor:pointer;list-style:none;padding:6px 10px;border:1px solid var(--line);border-radius:8px;font-weight:600;white-space:nowrap}details.profile summary::-webkit-details-marker{display:none}
 details.profile .menu{position:absolute;right:0;top:110%;min-width:220px;max-width:calc(100vw - 24px);background:var(--card);border:1px solid var(--line);border-radius:10px;padding:8px;box-shadow:0 8px 30px rgba(0,0,0,.12);z-index:5}
 details.profile .menu a,details.profile .menu button{display:block;width:100%;text-align:left;padding:8px 10px;border:0;background:none;color:var(--text);font:inherit;border-radius:6px;text-decoration:none;cursor:pointer}
@@ -47,24 +47,24 @@ table{width:100%;border-collapse:collapse}th,td{text-align:left;padding:8px 10px
 .grid4{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(200px,100%),1fr));gap:12px;margin:0 0 20px}.stat{background:var(--card);border:1px solid var(--line);border-radius:12px;padding:14px}.stat a{text-decoration:none;color:inherit}.stat.on{outline:2px solid var(--accent)}.stat .big{font-size:1.5rem;font-weight:700}.up{color:var(--ok)}.down{color:var(--danger)}
 svg{max-width:100%;height:auto}svg.chart text{fill:var(--text);font-size:12px}svg.chart rect.bar{fill:var(--accent)}svg.chart rect.prior{fill:var(--muted);opacity:.45}svg.chart rect.other{fill:var(--muted)}
 .pager{display:flex;flex-wrap:wrap;align-items:center;gap:10px;margin-top:14px}.actions{display:flex;flex-wrap:wrap;gap:10px;margin-top:16px}
-dl.pairs{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:6px 12px;margin:0}dl.pairs dd{margin:0;min-width:0}
+dl.pairs{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:6px 12px;margin:0}dl.pairs dd{margin:0;min-width:0}a.url{font-family:var(--mono);overflow-wrap:anywhere}main.wide>.brand{margin:0 0 12px;font-size:1.1rem}
 .links{list-style:none;padding:0;margin:0 0 12px;display:grid;gap:8px}.links a{display:block;padding:10px 12px;border:1px solid var(--line);border-radius:10px;text-decoration:none;color:var(--text);font-weight:600}.links a small{display:block;font-weight:400}
 @media (max-width:640px){
 header.top{padding:6px 12px}details.profile{position:static;margin-left:auto}details.profile .menu{left:12px;right:12px;top:100%;min-width:0;max-width:none}
 nav.main{order:3;flex:1 0 100%}form.switch{order:4;flex:1 0 100%}form.switch select{flex:1;width:100%}
 main{margin:16px auto;padding:0 12px}main.narrow{margin-top:24px}.card{padding:16px;border-radius:12px}
-button,.button,input,select,details.profile summary,nav.main a,details.profile .menu a,details.profile .menu button,.pager a{min-height:44px}
-button,.button,details.profile summary{display:inline-flex;align-items:center;justify-content:center}details.profile .menu a,details.profile .menu button{display:flex;align-items:center;justify-content:flex-start}
+button,.button,input,select,details.profile summary,a.brand,nav.main a,details.profile .menu a,details.profile .menu button,.pager a{min-height:44px}
+button,.button,details.profile summary,a.brand{display:inline-flex;align-items:center;justify-content:center}details.profile .menu a,details.profile .menu button{display:flex;align-items:center;justify-content:flex-start}
 .radio label{min-height:44px}.links a{min-height:44px}
-dl.pairs{grid-template-columns:minmax(0,1fr);gap:0}dl.pairs dd{margin:0 0 8px}dl.pairs dd a{display:block;min-height:44px;line-height:44px}
+dl.pairs{grid-template-columns:minmax(0,1fr);gap:0}dl.pairs dd{margin:0 0 8px}dl.pairs dd a{display:block;min-height:44px;padding:10px 0}
 .urls{grid-template-columns:minmax(0,1fr) max-content;gap:4px 8px}.urls>:nth-child(3n+1){grid-column:1/-1;margin-top:8px}
 table.stack thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 table.stack,table.stack tbody,table.stack tr,table.stack td{display:block;width:100%}
 table.stack tr{border:1px solid var(--line);border-radius:10px;padding:6px 12px;margin:0 0 10px}
-table.stack td{display:grid;grid-template-columns:minmax(90px,38%) minmax(0,1fr);gap:10px;padding:6px 0;border-bottom:1px solid var(--line);text-align:left}
+table.stack td{position:relative;min-height:2.2em;padding:6px 0 6px calc(38% + 10px);border-bottom:1px solid var(--line);text-align:left}
 table.stack td:last-child{border-bottom:0}table.stack td.num{text-align:left}
-table.stack td::before{content:attr(data-label);font-size:.8rem;text-transform:uppercase;letter-spacing:.04em;color:var(--muted);font-weight:600}
-table.stack td:not([data-label])::before,table.stack td.actions-cell::before{content:none}table.stack td:not([data-label]),table.stack td.actions-cell{display:block}
+table.stack td::before{content:attr(data-label);position:absolute;left:0;top:8px;width:38%;font-size:.8rem;text-transform:uppercase;letter-spacing:.04em;color:var(--muted);font-weight:600;overflow-wrap:anywhere}
+table.stack td:not([data-label]),table.stack td.actions-cell{padding-left:0}table.stack td:not([data-label])::before,table.stack td.actions-cell::before{content:none}
 }`;
 
 /** Headers of /app pages: no framing, scripts only from our own origin, nothing cached. */
@@ -137,7 +137,7 @@ export function shell(s: Shell, title: string, content: string, nonce: string): 
     ] : []),
   ].join('');
   const switcher = `<form class="switch" method="get" action="${h(app)}/switch" data-autosubmit>
-<label class="sr" for="hub-switch" hidden>Hub</label><select id="hub-switch" name="hub" aria-label="Hub and workspace">${s.user.memberships
+<label for="hub-switch">Hub</label><select id="hub-switch" name="hub">${s.user.memberships
     .map((m) => `<option value="${h(m.hubId)}"${m.hubId === s.hub.hubId ? ' selected' : ''}>${h(m.hubName)} — ${h(roleText(m))}</option>`).join('')}</select>
 <button type="submit">Switch</button></form>`;
   const profile = `<details class="profile"><summary aria-label="Profile menu">${h(s.user.firstname || s.user.email)} ▾</summary><div class="menu" role="menu">
@@ -170,7 +170,7 @@ export function embedDocument(title: string, body: string, nonce: string): strin
 
 export function messagePage(title: string, message: string, nonce: string, link?: { href: string; text: string }): string {
   return document_(title, `<main class="narrow"><div class="card"><p class="brand">hubops</p><h1>${h(title)}</h1>
-<p class="error" role="alert">${h(message)}</p>${link ? `<p><a href="${h(link.href)}">${h(link.text)}</a></p>` : ''}</div></main>`, nonce);
+<p class="error" role="alert">${h(message)}</p>${link ? `<p><a class="button" href="${h(link.href)}">${h(link.text)}</a></p>` : ''}</div></main>`, nonce);
 }
 
 // ── formatting helpers ──────────────────────────────────────────────────────────────────────

@@ -1,0 +1,155 @@
+// Every page of the web admin (and the front door, the 404 page, an embed) in Chromium at a phone's
+// width (390 px) and a desktop's (1280 px): nothing wider than the viewport, the profile menu
+// inside it, touch targets of at least 44 px on the phone. With UPDATE_SCREENSHOTS=1 the
+// screenshots go to docs/screenshots/<page>-<width>.png; otherwise they are still taken (a page
+// that cannot render fails) into a temporary directory.
+import assert from 'node:assert/strict';
+import { mkdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { signEmbedToken } from '../../src/surfaces/web/embed-token.ts';
+import { startApp, type TestApp } from '../support/app.ts';
+import { CHROMIUM, CHROMIUM_ARGS, chromiumMissing } from '../support/chromium.ts';
+import { ADMIN, HUB, seedWebHub } from '../support/world.ts';
+
+process.env.PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD = '1';
+const UPDATE = process.env.UPDATE_SCREENSHOTS === '1';
+const SHOTS = UPDATE ? path.resolve(import.meta.dirname, '../../docs/screenshots') : path.join(tmpdir(), `hubops-layout-${process.pid}`);
+if (chromiumMissing) console.log(`# SKIP layout tests: ${chromiumMissing}`);
+
+const WIDTHS = [
+  { width: 390, height: 844, phone: true },
+  { width: 1280, height: 800, phone: false },
+] as const;
+const TOUCH_MIN_PX = 44;
+
+/** What is wrong with the page's width: the document, and any visible box past the right edge outside a scroll container. */
+async function overflows(page: Page, width: number): Promise<string[]> {
+  return page.evaluate((vw) => {
+    const found: string[] = [];
+    const root = document.documentElement;
+    if (root.scrollWidth > vw) found.push(`the document is ${root.scrollWidth} px wide`);
+    const name = (el: Element) => `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${typeof el.className === 'string' && el.className ? `.${el.className.trim().split(/\s+/).join('.')}` : ''}`;
+    const clipped = (el: Element) => {
+      for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+        if (['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(a).overflowX)) return true;
+      }
+      return false;
+    };
+    for (const el of document.body.querySelectorAll('*')) {
+      const box = el.getBoundingClientRect();
+      if (box.width === 0 || box.height === 0 || getComputedStyle(el).visibility === 'hidden') continue;
+      if (box.right > vw + 0.5 && !clipped(el)) found.push(`${name(el)} reaches ${Math.round(box.right)} px: "${(el.textContent ?? '').trim().slice(0, 40)}"`);
+      if (found.length > 12) break;
+    }
+    return found;
+  }, width);
+}
+
+/**
+ * Touch targets under 44 px high: buttons, inputs, selects, the menu's summary and items, and
+ * links that stand on their own. A link inside a sentence (display: inline) is exempt, as WCAG
+ * 2.5.8 exempts it; a radio or checkbox is measured by the label around it.
+ */
+async function smallTargets(page: Page): Promise<string[]> {
+  return page.evaluate((min) => {
+    const found: string[] = [];
+    for (const el of document.querySelectorAll('a[href], button, input:not([type=hidden]), select, summary, [role=menuitem]')) {
+      const style = getComputedStyle(el);
+      if (el.tagName === 'A' && style.display === 'inline') continue;
+      const target = el.matches('input[type=radio], input[type=checkbox]') ? el.closest('label') ?? el : el;
+      const box = target.getBoundingClientRect();
+      if (box.width === 0 || box.height === 0 || style.visibility === 'hidden') continue;
+      if (box.height < min - 0.5) found.push(`${el.tagName.toLowerCase()} "${((el as HTMLElement).innerText || (el as HTMLInputElement).name || '').trim().slice(0, 30)}" is ${Math.round(box.height)} px high`);
+    }
+    return found;
+  }, TOUCH_MIN_PX);
+}
+
+/** Opens the profile menu: it and each of its items lie wholly inside the viewport. */
+async function menuOutside(page: Page, width: number, height: number): Promise<string[]> {
+  await page.click('details.profile summary');
+  const found = await page.evaluate(({ vw, vh }) => {
+    const out: string[] = [];
+    const menu = document.querySelector('details.profile .menu');
+    if (!menu) return ['no profile menu'];
+    for (const el of [menu, ...menu.querySelectorAll('a, button')]) {
+      const box = el.getBoundingClientRect();
+      if (box.width === 0) out.push(`${el.textContent?.trim()} is not shown`);
+      else if (box.left < 0 || box.top < 0 || box.right > vw || box.bottom > vh) out.push(`"${el.textContent?.trim().slice(0, 30)}" at ${Math.round(box.left)}..${Math.round(box.right)} × ${Math.round(box.top)}..${Math.round(box.bottom)}`);
+    }
+    return out;
+  }, { vw: width, vh: height });
+  return found;
+}
+
+describe('every page at 390 px and at 1280 px', { skip: chromiumMissing }, () => {
+  let web: TestApp;
+  let browser: Browser;
+  let embedUrl = '';
+
+  before(async () => {
+    const { chromium } = await import('playwright-core');
+    web = await startApp({ listen: true, now: 'system', seed: seedWebHub });
+    await createKey(web.db, { hubId: HUB, name: 'Looker Studio dashboard (finance team)' });
+    const embedKey = await createKey(web.db, { hubId: HUB, name: 'Franchise intranet embed', scope: 'embed' });
+    const token = signEmbedToken({ hub: HUB, view: 'spend', exp: Math.floor(Date.now() / 1000) + 3600, kid: embedKey.id }, embedKey.key);
+    embedUrl = `${web.baseUrl}/embed/spend?token=${token}`;
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+    await mkdir(SHOTS, { recursive: true });
+  });
+  after(async () => {
+    await browser?.close();
+    await web?.close();
+    if (!UPDATE) await rm(SHOTS, { recursive: true, force: true });
+  });
+
+  for (const { width, height, phone } of WIDTHS) {
+    test(`${width} px: nothing overflows, the profile menu opens inside the viewport${phone ? ', touch targets are 44 px high' : ''}`, async () => {
+      const context: BrowserContext = await browser.newContext({ viewport: { width, height }, isMobile: phone, hasTouch: phone });
+      const page = await context.newPage();
+      const problems: string[] = [];
+      const check = async (name: string, opts: { menu?: boolean } = {}) => {
+        for (const p of await overflows(page, width)) problems.push(`${name}: ${p}`);
+        if (phone) for (const p of await smallTargets(page)) problems.push(`${name}: ${p}`);
+        await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
+        if (opts.menu) {
+          for (const p of await menuOutside(page, width, height)) problems.push(`${name}, profile menu: ${p}`);
+          if (phone) for (const p of await smallTargets(page)) problems.push(`${name}, profile menu open: ${p}`);
+          await page.click('details.profile summary');
+        }
+      };
+      const visit = async (name: string, url: string, status: number, opts: { menu?: boolean } = {}) => {
+        const response = await page.goto(url);
+        assert.equal(response?.status(), status, `${name}: ${url}`);
+        await check(name, opts);
+      };
+      try {
+        await visit('front-door', `${web.baseUrl}/`, 200);
+        await visit('sign-in', `${web.baseUrl}/app/sign-in`, 200);
+        await page.fill('#email', ADMIN.email);
+        await page.fill('#password', ADMIN.password);
+        await page.click('button[type=submit]');
+        await page.waitForURL(/\/app\/hubs\/hub_web$/);
+        await check('home', { menu: true });
+        // The way a user reaches Manage Hub: the profile menu.
+        await page.click('details.profile summary');
+        await page.click('text=Manage Hub');
+        await page.waitForURL(/\/settings\/api$/);
+        assert.ok(await page.locator('[data-key-id]').count() >= 2, 'the API tab lists the keys');
+        await check('api-tab', { menu: true });
+        await visit('opt-ins-report', `${web.baseUrl}/app/hubs/${HUB}/opt-ins`, 200);
+        await visit('spend', `${web.baseUrl}/app/hubs/${HUB}/spend`, 200);
+        await visit('connected-apps', `${web.baseUrl}/app/connected-apps`, 200, { menu: true });
+        await visit('not-found', `${web.baseUrl}/app/hubs/${HUB}/settings/nope`, 404);
+        await visit('embed', embedUrl, 200);
+      } finally {
+        await context.close();
+      }
+      assert.deepEqual(problems, []);
+    });
+  }
+});
