@@ -163,7 +163,7 @@ describe('a valid file', () => {
     assert.deepEqual([bob.email, bob.is_staff, bob.role, bob.workspace_id], ['bob@example.com', false, 'member', 'ws_2']);
   });
 
-  test('a later import may refer to stored rows, and its spend adds to stored spend', async () => {
+  test('a later import may refer to stored rows, and its spend replaces stored spend for the same key', async () => {
     const result = await importNdjson(db, ndjson([
       { type: 'workspace', id: 'ws_4', hubId: 'hub_1', name: 'Acme Reno', fields: { region: 'West' } },
       { type: 'optIn', id: 'oi_3', playbookId: 'pb_1', workspaceId: 'ws_4', status: 'pending', optedInAt: '2026-11-05T00:00:00Z' },
@@ -172,9 +172,24 @@ describe('a valid file', () => {
     ]));
     assert.equal(result.imported.optIn, 1);
     const rows = await db.kysely.selectFrom('spend').select(['workspace_id', 'spend_cents']).where('date', '=', '2026-11-20').orderBy('workspace_id').execute();
-    assert.deepEqual(rows, [{ workspace_id: 'ws_1', spend_cents: '14000' }, { workspace_id: null, spend_cents: '501' }]);
+    assert.deepEqual(rows, [{ workspace_id: 'ws_1', spend_cents: '1000' }, { workspace_id: null, spend_cents: '1' }]);
     const optIn = await db.kysely.selectFrom('opt_ins').select('hub_id').where('id', '=', 'oi_3').executeTakeFirstOrThrow();
     assert.equal(optIn.hub_id, 'hub_1');
+  });
+
+  test("with spend: 'add', the file's spend (its lines summed per key) is added to stored spend", async () => {
+    await importNdjson(db, ndjson([
+      { type: 'spend', adAccountId: 'aa_1', workspaceId: 'ws_1', date: '2026-11-20', spendCents: 200 },
+      { type: 'spend', adAccountId: 'aa_1', workspaceId: 'ws_1', date: '2026-11-20', spendCents: 50 },
+      { type: 'spend', adAccountId: 'aa_1', workspaceId: null, date: '2026-11-20', spendCents: 9 },
+      { type: 'spend', adAccountId: 'aa_1', workspaceId: 'ws_2', date: '2026-11-22', spendCents: 5 },
+    ]), { spend: 'add' });
+    const rows = await db.kysely.selectFrom('spend').select(['workspace_id', 'date', 'spend_cents']).where('date', 'in', ['2026-11-20', '2026-11-22']).orderBy('date').orderBy('workspace_id').execute();
+    assert.deepEqual(rows, [
+      { workspace_id: 'ws_1', date: '2026-11-20', spend_cents: '1250' },
+      { workspace_id: null, date: '2026-11-20', spend_cents: '10' },
+      { workspace_id: 'ws_2', date: '2026-11-22', spend_cents: '5' },
+    ]);
   });
 
   test('an empty file imports nothing', async () => {

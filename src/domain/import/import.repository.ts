@@ -101,11 +101,14 @@ async function writeUsers(trx: Trx, users: RecordOf<'user'>[]): Promise<void> {
 }
 
 /**
- * Lines for the same (ad account, workspace, date) add up, with each other and with stored spend.
- * They are summed here first, as one INSERT may not touch the same row twice, even through ON
- * CONFLICT. Sums are BigInt: many safe integers can add up to an unsafe one.
+ * Lines for the same (ad account, workspace, date) add up with each other: that sum is the file's
+ * spend for the key. It replaces the stored spend for the key (so a re-run changes nothing), or
+ * with `add` is added to it. Summed here first, as one INSERT may not touch the same row twice,
+ * even through ON CONFLICT. Sums are BigInt: many safe integers can add up to an unsafe one. The
+ * spend triggers keep the running totals (spend_prefix_sums) right either way, from the rows'
+ * old and new values.
  */
-async function writeSpend(trx: Trx, lines: RecordOf<'spend'>[]): Promise<void> {
+async function writeSpend(trx: Trx, lines: RecordOf<'spend'>[], spendMode: SpendMode): Promise<void> {
   const spend = new Map<string, { hub_id: string; ad_account_id: string; workspace_id: string | null; date: string; cents: bigint }>();
   for (const s of lines) {
     const key = `${s.adAccountId}\u0000${s.date}\u0000${s.workspaceId ?? ''}`;
@@ -114,10 +117,15 @@ async function writeSpend(trx: Trx, lines: RecordOf<'spend'>[]): Promise<void> {
     else spend.set(key, { hub_id: s.hubId!, ad_account_id: s.adAccountId, workspace_id: s.workspaceId, date: s.date, cents: BigInt(s.spendCents) });
   }
   const rows = [...spend.values()].map(({ cents, ...row }) => ({ ...row, spend_cents: cents.toString() }));
+  const spendCents = spendMode === 'add' ? sql<string>`spend.spend_cents + excluded.spend_cents` : sql<string>`excluded.spend_cents`;
   await inBatches(rows, (batch) => trx
     .insertInto('spend')
     .values(batch)
-    .onConflict((oc) => oc.expression(sql`ad_account_id, date, (coalesce(workspace_id, ''))`).doUpdateSet({ spend_cents: sql`spend.spend_cents + excluded.spend_cents` }))
+    .onConflict((oc) => oc
+      .expression(sql`ad_account_id, date, (coalesce(workspace_id, ''))`)
+      .doUpdateSet({ spend_cents: spendCents })
+      // A row whose figure stays the same is not rewritten.
+      .where(sql<boolean>`spend.spend_cents IS DISTINCT FROM ${spendCents}`))
     .execute());
 }
 
@@ -138,8 +146,14 @@ async function writePosts(trx: Trx, records: RecordOf<'post'>[]): Promise<void> 
 
 type RecordsOf = { [T in ImportType]: RecordOf<T>[] };
 
+/**
+ * What a spend line does to the spend stored for its key: `replace` (the default; re-importing a
+ * file changes nothing) or `add` (`hubops import --add`, for spend that comes in parts).
+ */
+export type SpendMode = 'replace' | 'add';
+
 /** How each type's records are written, in this order: a type after every type it refers to. */
-const WRITERS: { [T in ImportType]: (trx: Trx, records: RecordsOf[T]) => Promise<void> } = {
+const WRITERS: { [T in ImportType]: (trx: Trx, records: RecordsOf[T], spendMode: SpendMode) => Promise<void> } = {
   account: (trx, accounts) => insertAll(trx, 'accounts', accounts.map((a) => ({ id: a.id, name: a.name, plan: a.plan, api_access: a.apiAccess }))),
   hub: (trx, hubs) => insertAll(trx, 'hubs', hubs.map((h) => ({ id: h.id, account_id: h.accountId, name: h.name, suspended: h.suspended }))),
   workspaceField: (trx, fields) => insertAll(trx, 'workspace_fields', fields.map((f) => ({ hub_id: f.hubId, key: f.key, label: f.label, archived: f.archived }))),
@@ -182,11 +196,11 @@ function recordsOf<T extends ImportType>(records: ImportRecord[], type: T): Reco
   return records.filter((record): record is RecordOf<T> => record.type === type) as RecordsOf[T];
 }
 
-async function writeType<T extends ImportType>(trx: Trx, records: ImportRecord[], type: T): Promise<void> {
-  await WRITERS[type](trx, recordsOf(records, type));
+async function writeType<T extends ImportType>(trx: Trx, records: ImportRecord[], type: T, spendMode: SpendMode): Promise<void> {
+  await WRITERS[type](trx, recordsOf(records, type), spendMode);
 }
 
 /** Writes checked records, type after type in the order of WRITERS. */
-export async function writeRecords(trx: Trx, records: ImportRecord[]): Promise<void> {
-  for (const type of Object.keys(WRITERS) as ImportType[]) await writeType(trx, records, type);
+export async function writeRecords(trx: Trx, records: ImportRecord[], spendMode: SpendMode): Promise<void> {
+  for (const type of Object.keys(WRITERS) as ImportType[]) await writeType(trx, records, type, spendMode);
 }

@@ -4,11 +4,12 @@ import type { Kysely } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import { DomainError } from '../../platform/errors.ts';
-import { writeRecords } from './import.repository.ts';
+import { writeRecords, type SpendMode } from './import.repository.ts';
 import { readNdjson, readObjects, type LineReader } from './line-reader.ts';
 import { IMPORT_TYPES, type ImportCounts, type ImportIssue, type ImportRecord, type ImportResult } from './records.ts';
 import { checkReferences } from './references.ts';
 
+export type { SpendMode } from './import.repository.ts';
 export { IMPORT_TYPES, type ImportCounts, type ImportIssue, type ImportResult, type ImportType } from './records.ts';
 
 const MAX_REPORTED_ISSUES = 20;
@@ -34,11 +35,11 @@ function counts(records: ImportRecord[]): ImportCounts {
 }
 
 /** Checks the references of the lines read and writes them, or throws ImportError with every issue. */
-async function checkAndWrite(trx: Kysely<Database>, lines: LineReader): Promise<ImportResult> {
+async function checkAndWrite(trx: Kysely<Database>, lines: LineReader, spendMode: SpendMode): Promise<ImportResult> {
   const issues = [...lines.issues, ...(await checkReferences(trx, lines))].sort((a, b) => a.line - b.line);
   if (issues.length > 0) throw new ImportError(issues);
   const records = lines.items as ImportRecord[];
-  await writeRecords(trx, records);
+  await writeRecords(trx, records, spendMode);
   return { imported: counts(records) };
 }
 
@@ -47,18 +48,20 @@ async function checkAndWrite(trx: Kysely<Database>, lines: LineReader): Promise<
  * caller holds, so the import commits or rolls back with the caller's other work.
  */
 export async function importObjects(trx: Kysely<Database>, objects: Iterable<unknown>): Promise<ImportResult> {
-  return checkAndWrite(trx, readObjects(objects));
+  return checkAndWrite(trx, readObjects(objects), 'replace');
 }
 
 /**
  * Imports NDJSON text (a whole string, or its lines from a stream) all-or-nothing in one
  * transaction. Blank lines are skipped but counted, so line numbers match an editor's.
- * Throws ImportError listing the first issues by line; then nothing was written.
+ * Throws ImportError listing the first issues by line; then nothing was written. Spend replaces
+ * the stored spend of its keys unless `spend: 'add'` (see docs/import-format.md, "Re-running an
+ * import").
  */
-export async function importNdjson(db: Db, input: string | Iterable<string> | AsyncIterable<string>): Promise<ImportResult> {
+export async function importNdjson(db: Db, input: string | Iterable<string> | AsyncIterable<string>, options: { spend?: SpendMode } = {}): Promise<ImportResult> {
   const lines = await readNdjson(input);
   try {
-    return await db.kysely.transaction().execute((trx) => checkAndWrite(trx, lines));
+    return await db.kysely.transaction().execute((trx) => checkAndWrite(trx, lines, options.spend ?? 'replace'));
   } catch (error) {
     const e = error as { code?: string; constraint?: string };
     // Another writer created the same ids (or removed a referenced row) while this import ran.
