@@ -9,8 +9,9 @@ import { createEmbedKeyFromPublicKey, createKey, listKeys, revokeKey, type KeySu
 import { KEY_SCOPES, keyState, type KeyScope } from '../domain/api-keys/api-key.ts';
 import { seedDemo } from '../domain/demo/seed.ts';
 import { IMPORT_TYPES, importNdjson } from '../domain/import/import.ts';
-import { PLANS, ROLES, createAccount, createHub, createUser, getHub, setHubSuspended } from '../domain/tenancy/tenancy.repository.ts';
+import { PLANS, ROLES, addUserToHub, createAccount, createHub, createUser, getHub, setHubSuspended } from '../domain/tenancy/tenancy.repository.ts';
 import { DomainError } from '../platform/errors.ts';
+import { VERSION } from '../platform/version.ts';
 import { KEY_LIFETIME_DAYS } from '../policy.ts';
 import { createClient } from '../domain/oauth/clients.repository.ts';
 
@@ -43,11 +44,14 @@ interface Output {
 type Values = Record<string, string | boolean | string[] | undefined>;
 type Options = NonNullable<ParseArgsConfig['options']>;
 
-interface Command {
+export interface Command {
   name: string;
   /** Arguments after the command name, for help and usage errors. */
   args: string;
   summary: string;
+  /** What `--json` prints, in Markdown (docs/cli.md). */
+  json: string;
+  /** Each option's explanation is in OPTION_HELP (help and docs/cli.md). */
   options: Options;
   positionals: string[];
   /** Validates the arguments (throwing UsageError) and returns the work to do with the database. */
@@ -93,11 +97,34 @@ function table(header: string[], rows: string[][]): string {
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
+/** What each option means, for `hubops COMMAND --help` and docs/cli.md (an option has one meaning in every command). */
+export const OPTION_HELP: Record<string, string> = {
+  add: "add the file's spend to the spend stored for the same ad account, workspace and date, instead of replacing it",
+  name: 'the name to show (1–200 characters, kept exactly as given)',
+  plan: 'the plan: standard (default) or partner',
+  'api-access': 'allow the account\'s users to authorise OAuth clients for the main API',
+  account: 'the id of the account the hub belongs to',
+  hub: 'the id of the hub',
+  email: "the user's email address (compared in lower case)",
+  password: 'at least 8 characters; - reads it from stdin, keeping it out of shell history and ps',
+  firstname: "the user's first name",
+  lastname: "the user's last name",
+  role: 'hub_admin (the whole hub) or member (one workspace: give --workspace)',
+  workspace: "the id of a workspace in the hub: a member's only workspace, a hub admin's first one",
+  staff: 'mark the user as hubops staff (may use the main API whatever their account\'s plan)',
+  scope: 'read (default: the Hub API) or embed (signs embed tokens)',
+  'expires-in-days': 'the key stops working this many days after creation (default: never)',
+  'public-key': 'for --scope embed: your own Ed25519 public key (PEM or base64url); hubops keeps only it',
+  'redirect-uri': 'an allowed redirect URI (repeat for several)',
+  public: 'a public client (PKCE, no secret), e.g. a desktop or mobile app',
+};
+
 const COMMANDS: Command[] = [
   {
     name: 'migrate',
     args: '',
     summary: 'apply pending database migrations (start-up does this too)',
+    json: '`{"applied":[names]}`',
     options: {},
     positionals: [],
     // Opening the database migrates it; this command reports what that applied.
@@ -110,6 +137,7 @@ const COMMANDS: Command[] = [
     name: 'demo seed',
     args: '',
     summary: 'add the demo data set (idempotent: a second run changes nothing)',
+    json: '`{"created":bool,"accountId","hubIds","workspaceIds","playbookIds","adAccountIds","userIds","adminEmail","adminPassword","memberEmail","memberPassword"}`',
     options: {},
     positionals: [],
     prepare: async () => async ({ db }) => {
@@ -129,11 +157,12 @@ const COMMANDS: Command[] = [
   },
   {
     name: 'import',
-    args: 'FILE',
-    summary: 'load an NDJSON file (- reads stdin), all-or-nothing in one transaction',
-    options: {},
+    args: 'FILE [--add]',
+    summary: 'load an NDJSON file (- reads stdin), all-or-nothing in one transaction; importing the same file again changes nothing (its spend replaces stored spend unless --add)',
+    json: '`{"imported":{type:count}}`, every type listed; the format and what a re-run does: [import-format.md](import-format.md)',
+    options: { add: { type: 'boolean' } },
     positionals: ['FILE'],
-    prepare: async (_values, [file], io) => {
+    prepare: async (values, [file], io) => {
       // Open before the database starts, so a mistyped path fails at once.
       let input: NodeJS.ReadableStream = io.stdin;
       if (file !== '-') {
@@ -143,7 +172,7 @@ const COMMANDS: Command[] = [
         input = handle.createReadStream({ encoding: 'utf8' });
       }
       return async ({ db }) => {
-        const result = await importNdjson(db, createInterface({ input, crlfDelay: Infinity }));
+        const result = await importNdjson(db, createInterface({ input, crlfDelay: Infinity }), { spend: values.add === true ? 'add' : 'replace' });
         const parts = IMPORT_TYPES.filter((t) => result.imported[t] > 0).map((t) => `${result.imported[t]} ${t}`);
         return { json: result, human: parts.length ? `Imported ${parts.join(', ')}.` : 'Imported nothing: the file has no lines.' };
       };
@@ -153,6 +182,7 @@ const COMMANDS: Command[] = [
     name: 'accounts create',
     args: '--name N [--plan standard|partner] [--api-access]',
     summary: 'create an account (an organisation owning hubs)',
+    json: '`{"id"}`',
     options: { name: { type: 'string' }, plan: { type: 'string' }, 'api-access': { type: 'boolean' } },
     positionals: [],
     prepare: async (values) => {
@@ -170,6 +200,7 @@ const COMMANDS: Command[] = [
     name: 'hubs create',
     args: '--account A --name N',
     summary: 'create a hub (a brand) in an account',
+    json: '`{"id"}`',
     options: { account: { type: 'string' }, name: { type: 'string' } },
     positionals: [],
     prepare: async (values) => {
@@ -185,6 +216,7 @@ const COMMANDS: Command[] = [
       name: `hubs ${action}`,
       args: 'HUB',
       summary: action === 'suspend' ? "suspend a hub's access (its Hub API keys get 403)" : "restore a suspended hub's access",
+      json: '`{"id","suspended"}`',
       options: {},
       positionals: ['HUB'],
       prepare: async (_values, [hubId]) => async ({ db }) => {
@@ -199,7 +231,8 @@ const COMMANDS: Command[] = [
   {
     name: 'users create',
     args: '--email E --password P --firstname F --lastname L --hub H --role hub_admin|member [--workspace W] [--staff]',
-    summary: 'create a user with a role in a hub (--password - reads it from stdin)',
+    summary: 'create a user with a role in a hub (--password - reads it from stdin); for an existing user, use users add-to-hub',
+    json: '`{"id"}`',
     options: {
       email: { type: 'string' },
       password: { type: 'string' },
@@ -225,14 +258,41 @@ const COMMANDS: Command[] = [
       // A password on the command line lands in shell history and `ps`; stdin keeps it out.
       if (input.password === '-') input.password = (await readAll(io.stdin)).replace(/\r?\n$/, '');
       return async ({ db }) => {
-        const user = await createUser(db, input);
+        const user = await createUser(db, input).catch((error: unknown) => {
+          if (error instanceof DomainError && error.kind === 'conflict') {
+            throw new DomainError('conflict', `${error.message}; to give them a role in hub ${input.hubId}: hubops users add-to-hub --email ${input.email.trim().toLowerCase()} --hub ${input.hubId} --role ${input.role}`);
+          }
+          throw error;
+        });
         const where = user.workspaceId ? `, workspace ${user.workspaceId}` : '';
         return { json: { id: user.id }, human: `Created user ${user.id} ${user.email} (${user.role} in hub ${user.hubId}${where}${user.staff ? ', staff' : ''}).` };
       };
     },
   },
   {
+    name: 'users add-to-hub',
+    args: '--email E --hub H --role hub_admin|member [--workspace W]',
+    summary: "give an existing user a role in another hub of their account (their password and name stay as they are)",
+    json: '`{"userId","email","hubId","role","workspaceId"}`',
+    options: { email: { type: 'string' }, hub: { type: 'string' }, role: { type: 'string' }, workspace: { type: 'string' } },
+    positionals: [],
+    prepare: async (values) => {
+      const input = {
+        email: required(values, 'email'),
+        hubId: required(values, 'hub'),
+        role: choice(values, 'role', ROLES),
+        workspaceId: typeof values.workspace === 'string' ? values.workspace : undefined,
+      };
+      return async ({ db }) => {
+        const membership = await addUserToHub(db, input);
+        const where = membership.workspaceId ? `, workspace ${membership.workspaceId}` : '';
+        return { json: membership, human: `Added ${membership.email} (${membership.userId}) to hub ${membership.hubId} as ${membership.role}${where}.` };
+      };
+    },
+  },
+  {
     name: 'keys create',
+    json: '`{"id","key","name","scope","hubId","expiresAt"}`: the only time the key is shown (for `embed`: the Ed25519 private key, `hubops_esk_…`); with `--public-key` `{"id","name","scope","hubId","start","expiresAt"}`',
     args: `--hub H --name N [--scope read|embed] [--expires-in-days ${KEY_LIFETIME_DAYS.join('|')}] [--public-key PEM|BASE64URL]`,
     summary: 'create a Hub API key, printed once (hubops keeps a hash; for an embed key pair only the public key); without --expires-in-days it never expires',
     options: { hub: { type: 'string' }, name: { type: 'string' }, scope: { type: 'string' }, 'expires-in-days': { type: 'string' }, 'public-key': { type: 'string' } },
@@ -269,6 +329,7 @@ const COMMANDS: Command[] = [
   },
   {
     name: 'keys list',
+    json: '`[{"id","name","scope","start","requestCount","lastUsedAt","createdAt","revokedAt","legacyEmbed","expiresAt","replacedBy","state"}]`; `legacyEmbed`: an embed key made before key pairs (replace it)',
     args: '--hub H',
     summary: "list a hub's keys with usage (never the secret)",
     options: { hub: { type: 'string' } },
@@ -300,6 +361,7 @@ const COMMANDS: Command[] = [
     name: 'keys revoke',
     args: 'KEY_ID',
     summary: 'revoke a key (takes effect on the next request, on every instance)',
+    json: '`{"id","revokedAt"}` (revoking again keeps the first time)',
     options: {},
     positionals: ['KEY_ID'],
     prepare: async (_values, [keyId]) => async ({ db }) => {
@@ -311,6 +373,7 @@ const COMMANDS: Command[] = [
     name: 'clients create',
     args: '--name N --redirect-uri U [--redirect-uri U2 …] [--public]',
     summary: 'pre-provision an OAuth client (a confidential client\'s secret is printed once; only its hash is kept)',
+    json: '`{"client_id","client_secret"}` (no `client_secret` for `--public`)',
     options: { name: { type: 'string' }, 'redirect-uri': { type: 'string', multiple: true }, public: { type: 'boolean' } },
     positionals: [],
     prepare: async (values) => {
@@ -335,6 +398,19 @@ const COMMANDS: Command[] = [
 
 const usageOf = (command: Command) => `usage: hubops ${command.name}${command.args ? ` ${command.args}` : ''} [--json]`;
 
+/** `hubops COMMAND --help`: its usage, what it does, its options. */
+function commandHelp(command: Command): string {
+  const names = Object.keys(command.options).map((name) => `--${name}`);
+  const width = Math.max(6, ...names.map((n) => n.length));
+  const options = Object.keys(command.options).map((name) => `  ${`--${name}`.padEnd(width)}  ${OPTION_HELP[name]}`);
+  return [usageOf(command), `  ${command.summary}`, '', 'Options:', ...options, `  ${'--json'.padEnd(width)}  print exactly one JSON document on stdout`, ''].join('\n');
+}
+
+/** The command table, for docs/cli.md (src/cli/docs.ts): the CLI documents what it runs. */
+export function commandTable(): readonly Command[] {
+  return COMMANDS;
+}
+
 function help(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length + (c.positionals.length ? c.args.length + 1 : 0)));
   const lines = COMMANDS.map((c) => {
@@ -351,8 +427,9 @@ function help(): string {
     ...lines,
     '',
     'Options for every command:',
-    '  --json      print exactly one JSON document on stdout (diagnostics go to stderr)',
-    '  -h, --help  show help (for one command: hubops COMMAND --help)',
+    '  --json         print exactly one JSON document on stdout (diagnostics go to stderr)',
+    '  -h, --help     show help (for one command: hubops COMMAND --help)',
+    '  -V, --version  print the version (hubops X.Y.Z)',
     '',
     'Configuration: DATABASE_URL (unset: the embedded PostgreSQL under DATA_DIR, default ./data), LOG_LEVEL.',
     'Exit status: 0 success, 1 refused operation (reason on stderr), 2 bad usage.',
@@ -380,6 +457,10 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
     const name = words.join(' ');
     const rest = [...argv.slice(0, start), ...argv.slice(start + words.length)];
     const wantsHelp = rest.includes('--help') || rest.includes('-h');
+    if (!name && (argv[start] === '--version' || argv[start] === '-V') && argv.every((arg, i) => i === start || arg === '--json')) {
+      io.stdout(argv.includes('--json') ? `${JSON.stringify({ version: VERSION })}\n` : `hubops ${VERSION}\n`);
+      return 0;
+    }
     if (!name || (GROUPS.has(name) && wantsHelp)) {
       if (wantsHelp) {
         io.stdout(help());
@@ -406,7 +487,7 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
     }
     const values = parsed.values as Values;
     if (values.help) {
-      io.stdout(`${usageOf(command)}\n  ${command.summary}\n`);
+      io.stdout(commandHelp(command));
       return 0;
     }
     const positionals = parsed.positionals;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createPrivateKey, generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -204,7 +204,7 @@ describe('accounts, hubs, users', () => {
   test('users create: refusals exit 1, bad usage exits 2, nothing is written', async () => {
     const base = ['users', 'create', '--password', 'long enough', '--firstname', 'B', '--lastname', 'B', '--role', 'member'];
     const before = await snapshot(db);
-    await fails(1, [...base, '--email', 'ADA@example.com', '--hub', hubId], /^hubops: a user with email ada@example.com already exists$/);
+    await fails(1, [...base, '--email', 'ADA@example.com', '--hub', otherHubId], new RegExp(`^hubops: a user with email ada@example.com already exists; to give them a role in hub ${otherHubId}: hubops users add-to-hub --email ada@example.com --hub ${otherHubId} --role member$`));
     await fails(1, [...base, '--email', 'b@example.com', '--hub', 'hub_nope'], /^hubops: hub hub_nope does not exist$/);
     await fails(1, [...base, '--email', 'b@example.com', '--hub', hubId, '--workspace', 'ws_cli_2'], /^hubops: workspace ws_cli_2 belongs to another hub/);
     await fails(1, [...base, '--email', 'b@example.com', '--hub', hubId, '--workspace', 'ws_nope'], /^hubops: workspace ws_nope does not exist$/);
@@ -212,6 +212,32 @@ describe('accounts, hubs, users', () => {
     await fails(1, ['users', 'create', '--password', 'short', '--firstname', 'B', '--lastname', 'B', '--role', 'member', '--email', 'b@example.com', '--hub', hubId], /^hubops: password must be at least 8 characters$/);
     await fails(2, ['users', 'create', '--password', 'long enough', '--firstname', 'B', '--lastname', 'B', '--role', 'owner', '--email', 'b@example.com', '--hub', hubId], /--role must be one of hub_admin, member/);
     await fails(2, [...base, '--hub', hubId], /missing required option --email/);
+    assert.deepEqual(await snapshot(db), before);
+  });
+
+  test('users add-to-hub: an existing user gets a role in a second hub of their account', async () => {
+    const out = await json(['users', 'add-to-hub', '--email', ' ADA@example.com', '--hub', otherHubId, '--role', 'member', '--workspace', 'ws_cli_2']);
+    const ada = await db.kysely.selectFrom('users').select('id').where('email', '=', 'ada@example.com').executeTakeFirstOrThrow();
+    assert.deepEqual(out, { userId: ada.id, email: 'ada@example.com', hubId: otherHubId, role: 'member', workspaceId: 'ws_cli_2' });
+    const memberships = await db.kysely.selectFrom('memberships').select(['hub_id', 'role', 'workspace_id']).where('user_id', '=', ada.id).orderBy('workspace_id').execute();
+    assert.deepEqual(memberships, [{ hub_id: hubId, role: 'member', workspace_id: 'ws_cli_1' }, { hub_id: otherHubId, role: 'member', workspace_id: 'ws_cli_2' }]);
+    const human = await hubops(['users', 'add-to-hub', '--email', 'grace@example.com', '--hub', otherHubId, '--role', 'hub_admin']);
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(human.stdout, new RegExp(`^Added grace@example.com \\(usr_\\w+\\) to hub ${otherHubId} as hub_admin\\.\n$`));
+  });
+
+  test('users add-to-hub: unknown user or hub, already a member, another account: exit 1 and nothing written', async () => {
+    const foreignAccount = (await json(['accounts', 'create', '--name', 'Other Co'])).id;
+    const foreignHub = (await json(['hubs', 'create', '--account', foreignAccount, '--name', 'Other'])).id;
+    const before = await snapshot(db);
+    const add = (email: string, hub: string, ...rest: string[]) => ['users', 'add-to-hub', '--email', email, '--hub', hub, '--role', 'member', ...rest];
+    await fails(1, add('nobody@example.com', hubId), /^hubops: no user has the email nobody@example\.com \(create one with: hubops users create\)$/);
+    await fails(1, add('ada@example.com', 'hub_nope'), /^hubops: hub hub_nope does not exist$/);
+    await fails(1, add('ada@example.com', hubId), new RegExp(`^hubops: ada@example.com is already a member of hub ${hubId} \\(role member\\)$`));
+    await fails(1, add('ada@example.com', foreignHub), /can only join hubs of their own account$/);
+    await fails(1, add('grace@example.com', hubId, '--workspace', 'ws_cli_2'), /^hubops: workspace ws_cli_2 belongs to another hub/);
+    await fails(2, ['users', 'add-to-hub', '--email', 'ada@example.com', '--hub', hubId, '--role', 'owner'], /--role must be one of hub_admin, member/);
+    await fails(2, ['users', 'add-to-hub', '--email', 'ada@example.com', '--role', 'member'], /missing required option --hub/);
     assert.deepEqual(await snapshot(db), before);
   });
 
@@ -337,6 +363,23 @@ describe('import', () => {
     assert.deepEqual(spend, [{ spend_cents: '123' }]);
   });
 
+  test('the same file again changes nothing; with --add its spend is added to what is stored', async () => {
+    const file = path.join(dir, 'spend.ndjson');
+    await writeFile(file, [
+      '{"type":"spend","adAccountId":"aa_imp","workspaceId":"ws_imp","date":"2026-11-20","spendCents":100}',
+      '{"type":"spend","adAccountId":"aa_imp","workspaceId":"ws_imp","date":"2026-11-20","spendCents":23}',
+      '{"type":"spend","adAccountId":"aa_imp","workspaceId":null,"date":"2026-11-21","spendCents":7}',
+    ].join('\n'));
+    const spend = () => db.kysely.selectFrom('spend').select(['workspace_id', 'date', 'spend_cents']).where('ad_account_id', '=', 'aa_imp').orderBy('date').execute();
+    await json(['import', file]);
+    const once = await snapshot(db);
+    assert.deepEqual(await spend(), [{ workspace_id: 'ws_imp', date: '2026-11-20', spend_cents: '123' }, { workspace_id: null, date: '2026-11-21', spend_cents: '7' }]);
+    await json(['import', file]);
+    assert.deepEqual(await snapshot(db), once, 'a re-run writes nothing');
+    await json(['import', file, '--add']);
+    assert.deepEqual(await spend(), [{ workspace_id: 'ws_imp', date: '2026-11-20', spend_cents: '246' }, { workspace_id: null, date: '2026-11-21', spend_cents: '14' }]);
+  });
+
   test('a bad file exits 1 naming the line, and writes nothing', async () => {
     const file = path.join(dir, 'bad.ndjson');
     await writeFile(file, [
@@ -420,12 +463,19 @@ describe('usage, help and configuration', () => {
     const run = await hubops(['--help']);
     assert.equal(run.code, 0);
     assert.equal(run.stderr, '');
-    for (const command of ['migrate', 'demo seed', 'import FILE', 'accounts create', 'hubs create', 'hubs suspend HUB', 'hubs resume HUB', 'users create', 'keys create', 'keys list', 'keys revoke KEY_ID', 'clients create']) {
+    for (const command of ['migrate', 'demo seed', 'import FILE', 'accounts create', 'hubs create', 'hubs suspend HUB', 'hubs resume HUB', 'users create', 'users add-to-hub', 'keys create', 'keys list', 'keys revoke KEY_ID', 'clients create']) {
       assert.ok(run.stdout.includes(`  ${command}`), command);
     }
     const one = await hubops(['keys', 'create', '--help']);
     assert.equal(one.code, 0);
     assert.match(one.stdout, /^usage: hubops keys create --hub H --name N \[--scope read\|embed\] \[--expires-in-days 30\|90\|365\] \[--public-key PEM\|BASE64URL\] \[--json\]/);
+  });
+
+  test('--version and -V print the version in package.json and exit 0', async () => {
+    const { version } = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) assert.deepEqual(await hubops([flag]), { code: 0, stdout: `hubops ${version}\n`, stderr: '' });
+    assert.deepEqual(await hubops(['--version', '--json']), { code: 0, stdout: `${JSON.stringify({ version })}\n`, stderr: '' });
+    await fails(2, ['--version', 'migrate'], /unknown option --version/);
   });
 
   test('invalid configuration exits 2 with one line naming the variable', async () => {

@@ -187,3 +187,46 @@ export async function createUser(db: Db, input: NewUser): Promise<User> {
     throw error;
   }
 }
+
+export interface Membership {
+  userId: string;
+  email: string;
+  hubId: string;
+  role: Role;
+  workspaceId: string | null;
+}
+
+/**
+ * Gives an existing user a role in another hub of their account. A user belongs to one account
+ * (its plan and API access apply to them), so a hub of another account is refused. Nothing is
+ * written on a refusal.
+ */
+export async function addUserToHub(db: Db, input: { email: string; hubId: string; role: Role; workspaceId?: string | undefined }): Promise<Membership> {
+  const email = normaliseEmail(input.email);
+  if (!ROLES.includes(input.role)) throw new DomainError('invalid', `role must be one of ${ROLES.join(', ')}`);
+  try {
+    return await db.kysely.transaction().execute(async (trx) => {
+      const user = await trx.selectFrom('users').select(['id', 'account_id']).where('email', '=', email).forShare().executeTakeFirst();
+      if (!user) throw new DomainError('not_found', `no user has the email ${email} (create one with: hubops users create)`);
+      const hub = await trx.selectFrom('hubs').select(['id', 'account_id']).where('id', '=', input.hubId).forShare().executeTakeFirst();
+      if (!hub) throw new DomainError('not_found', `hub ${input.hubId} does not exist`);
+      if (hub.account_id !== user.account_id) {
+        throw new DomainError('rejected', `hub ${hub.id} belongs to account ${hub.account_id}, and ${email} to account ${user.account_id}; a user can only join hubs of their own account`);
+      }
+      if (input.workspaceId !== undefined) {
+        const workspace = await trx.selectFrom('workspaces').select('hub_id').where('id', '=', input.workspaceId).forShare().executeTakeFirst();
+        if (!workspace) throw new DomainError('not_found', `workspace ${input.workspaceId} does not exist`);
+        if (workspace.hub_id !== hub.id) throw new DomainError('invalid', `workspace ${input.workspaceId} belongs to another hub, not ${hub.id}`);
+      }
+      const existing = await trx.selectFrom('memberships').select('role').where('user_id', '=', user.id).where('hub_id', '=', hub.id).executeTakeFirst();
+      if (existing) throw new DomainError('conflict', `${email} is already a member of hub ${hub.id} (role ${existing.role})`);
+      const membership = { userId: user.id, email, hubId: hub.id, role: input.role, workspaceId: input.workspaceId ?? null };
+      await trx.insertInto('memberships').values({ user_id: user.id, hub_id: hub.id, role: membership.role, workspace_id: membership.workspaceId }).execute();
+      return membership;
+    });
+  } catch (error) {
+    // Two concurrent additions of the same user to the same hub: the primary key decides.
+    if (isUniqueViolation(error, 'memberships_pkey')) throw new DomainError('conflict', `${email} is already a member of hub ${input.hubId}`);
+    throw error;
+  }
+}
