@@ -1,7 +1,7 @@
 import type { Db } from '../../db/database.ts';
 import { addGrantUses } from './grants.repository.ts';
 
-/** Each instance writes a grant's last use at most this often; the page promises "within about a minute". */
+/** Each instance writes a grant's last use at most this often (Connected apps says it can be about 1.5 minutes behind). */
 export const GRANT_USE_WRITE_INTERVAL_MS = 60_000;
 /** How often uses held back by the interval are looked at (so one waits at most interval + this). */
 const SWEEP_MS = 15_000;
@@ -24,15 +24,19 @@ export class GrantUseRecorder {
   /** Writes under way, awaited on close (before the pool they use goes). */
   readonly #inFlight = new Set<Promise<void>>();
 
-  constructor(db: Db, options: { onError?: (error: unknown) => void } = {}) {
+  /** This process's clock for the interval (ms); tests move it. */
+  readonly #nowMs: () => number;
+
+  constructor(db: Db, options: { onError?: (error: unknown) => void; nowMs?: () => number; sweepEveryMs?: number } = {}) {
     this.#db = db;
     this.#onError = options.onError ?? (() => {});
-    this.#timer = setInterval(() => void this.#sweep(false), SWEEP_MS);
+    this.#nowMs = options.nowMs ?? Date.now;
+    this.#timer = setInterval(() => void this.flushDue(), options.sweepEveryMs ?? SWEEP_MS);
     this.#timer.unref();
   }
 
   record(grantId: string, at: Date): void {
-    const nowMs = Date.now();
+    const nowMs = this.#nowMs();
     const written = this.#writtenAt.get(grantId);
     if (written !== undefined && nowMs - written < GRANT_USE_WRITE_INTERVAL_MS) {
       const held = this.#held.get(grantId);
@@ -44,7 +48,13 @@ export class GrantUseRecorder {
     void this.#write([{ grantId, at }]);
   }
 
-  /** Writes what is held back (last use is a convenience: a failure is reported, not retried). */
+  /** Writes the held uses whose grant was last written an interval ago or more; settles every write under way. */
+  async flushDue(): Promise<void> {
+    await this.#sweep(false);
+    await Promise.all(this.#inFlight);
+  }
+
+  /** Writes everything held back (last use is a convenience: a failure is reported, not retried). */
   async close(): Promise<void> {
     clearInterval(this.#timer);
     await this.#sweep(true);
@@ -52,7 +62,7 @@ export class GrantUseRecorder {
   }
 
   async #sweep(all: boolean): Promise<void> {
-    const nowMs = Date.now();
+    const nowMs = this.#nowMs();
     for (const [grantId, written] of this.#writtenAt) {
       if (nowMs - written >= GRANT_USE_WRITE_INTERVAL_MS && !this.#held.has(grantId)) this.#writtenAt.delete(grantId);
     }
