@@ -268,8 +268,25 @@ describe('Connected apps', { skip: chromiumMissing }, () => {
     assert.equal((await admin.fetch(`${a.baseUrl}/app/connected-apps/${otherRef}/revoke`, form({ csrf: hidden(html, 'csrf') }))).status, 404);
     assert.equal((await api(a, '/whoami', otherTokens.access_token)).status, 200);
 
-    const revoked = await admin.fetch(`${a.baseUrl}/app/connected-apps/${memberRef}/revoke`, form({ csrf: hidden(html, 'csrf') }));
-    assert.equal(revoked.status, 303);
+    // The admin revokes it in the browser, on a phone.
+    const adminContext = await chromium.newContext({ viewport: { width: 390, height: 844 } });
+    try {
+      const adminPage = await adminContext.newPage();
+      await adminPage.goto(`${a.baseUrl}/app/connected-apps`);
+      await adminPage.fill('#email', ADMIN.email);
+      await adminPage.fill('#password', ADMIN.password);
+      await adminPage.click('button[type=submit]');
+      await adminPage.waitForURL(/\/app\/connected-apps$/);
+      const memberRow = adminPage.locator(`#hub-apps tr[data-grant="${memberRef}"]`);
+      assert.match(await memberRow.innerText(), new RegExp(`Max Member[\\s\\S]*${MEMBER.email.replace('.', '\\.')}`));
+      assert.ok(await adminPage.evaluate('document.documentElement.scrollWidth <= window.innerWidth'), 'the admin\'s page fits the phone');
+      await adminPage.screenshot({ path: path.join(SHOTS, 'connected-apps-admin-390.png'), fullPage: true });
+      await memberRow.locator('button', { hasText: 'Revoke' }).click();
+      await adminPage.waitForURL(/revoked=1$/);
+      assert.equal(await adminPage.locator(`tr[data-grant="${memberRef}"]`).count(), 0);
+    } finally {
+      await adminContext.close();
+    }
     assert.equal((await api(a, '/whoami', memberTokens.access_token)).status, 401);
     const again = await admin.fetch(`${a.baseUrl}/app/connected-apps/${memberRef}/revoke`, form({ csrf: hidden(html, 'csrf') }));
     assert.equal(again.status, 303, 'revoking again (a second tab) changes nothing and is not an error');
