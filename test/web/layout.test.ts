@@ -29,11 +29,12 @@ const TOUCH_MIN_PX = 44;
 /** What is wrong with the page's width: the document, and any visible box past the right edge outside a scroll container. */
 async function overflows(page: Page, width: number): Promise<string[]> {
   return page.evaluate((vw) => {
+    const { document, getComputedStyle } = globalThis as any; // runs in the page
     const found: string[] = [];
     const root = document.documentElement;
     if (root.scrollWidth > vw) found.push(`the document is ${root.scrollWidth} px wide`);
-    const name = (el: Element) => `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${typeof el.className === 'string' && el.className ? `.${el.className.trim().split(/\s+/).join('.')}` : ''}`;
-    const clipped = (el: Element) => {
+    const name = (el: any) => `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${typeof el.className === 'string' && el.className ? `.${el.className.trim().split(/\s+/).join('.')}` : ''}`;
+    const clipped = (el: any) => {
       for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
         if (['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(a).overflowX)) return true;
       }
@@ -56,6 +57,7 @@ async function overflows(page: Page, width: number): Promise<string[]> {
  */
 async function smallTargets(page: Page): Promise<string[]> {
   return page.evaluate((min) => {
+    const { document, getComputedStyle } = globalThis as any; // runs in the page
     const found: string[] = [];
     for (const el of document.querySelectorAll('a[href], button, input:not([type=hidden]), select, summary, [role=menuitem]')) {
       const style = getComputedStyle(el);
@@ -63,7 +65,7 @@ async function smallTargets(page: Page): Promise<string[]> {
       const target = el.matches('input[type=radio], input[type=checkbox]') ? el.closest('label') ?? el : el;
       const box = target.getBoundingClientRect();
       if (box.width === 0 || box.height === 0 || style.visibility === 'hidden') continue;
-      if (box.height < min - 0.5) found.push(`${el.tagName.toLowerCase()} "${((el as HTMLElement).innerText || (el as HTMLInputElement).name || '').trim().slice(0, 30)}" is ${Math.round(box.height)} px high`);
+      if (box.height < min - 0.5) found.push(`${el.tagName.toLowerCase()} "${(el.innerText || el.name || '').trim().slice(0, 30)}" is ${Math.round(box.height)} px high`);
     }
     return found;
   }, TOUCH_MIN_PX);
@@ -73,6 +75,7 @@ async function smallTargets(page: Page): Promise<string[]> {
 async function menuOutside(page: Page, width: number, height: number): Promise<string[]> {
   await page.click('details.profile summary');
   const found = await page.evaluate(({ vw, vh }) => {
+    const { document } = globalThis as any; // runs in the page
     const out: string[] = [];
     const menu = document.querySelector('details.profile .menu');
     if (!menu) return ['no profile menu'];
