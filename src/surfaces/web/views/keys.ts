@@ -50,14 +50,14 @@ export function dailyChart(days: string[], counts: number[] | undefined): string
   return `<svg class="chart spark" role="img" aria-label="${h(label)}" width="${days.length * BAR}" height="${CHART_HEIGHT}" viewBox="0 0 ${days.length * BAR} ${CHART_HEIGHT}"><title>${h(label)}</title>${bars}</svg>`;
 }
 
-/** The state pill: active, rolled (valid until the grace period ends), expired, revoked. */
-function statePill(k: KeySummary, keys: KeySummary[], now: Date): string {
+/** The state: a short pill (active, rolled, expired, revoked), and for a rolled or expired key when and by what. */
+function stateCell(k: KeySummary, keys: KeySummary[], now: Date): string {
   const state = keyState(k, now);
   const successor = k.replacedBy ? keys.find((s) => s.id === k.replacedBy) : undefined;
   const by = successor ? `<br><small>replaced by <code class="token">${h(successor.start)}…</code></small>` : '';
-  if (state === 'revoked') return `<span class="pill revoked">Revoked ${h(k.revokedAt!.slice(0, 10))}</span>`;
-  if (state === 'expired') return `<span class="pill revoked">${k.replacedBy ? 'Rolled, ended' : 'Expired'} ${h(when(k.expiresAt))}</span>${by}`;
-  if (state === 'rolled') return `<span class="pill warn">Rolled, valid until ${h(when(k.expiresAt))}</span>${by}`;
+  if (state === 'revoked') return `<span class="pill revoked">Revoked</span><br><small>${h(when(k.revokedAt))}</small>`;
+  if (state === 'expired') return `<span class="pill revoked">Expired</span><br><small>${k.replacedBy ? 'rolled, ended' : 'on'} ${h(when(k.expiresAt))}</small>${by}`;
+  if (state === 'rolled') return `<span class="pill warn">Rolled</span><br><small>valid until ${h(when(k.expiresAt))}</small>${by}`;
   return '<span class="pill live">Active</span>';
 }
 
@@ -94,10 +94,10 @@ export function apiTabView(o: { baseUrl: string; hubUrl: string; csrf: string; k
     return `<tr data-key-id="${h(k.id)}" data-state="${state}"><td data-label="Name">${h(k.name)}<br><small>id <code class="token">${h(k.id)}</code></small></td>
 <td data-label="Scope">${k.scope === 'read' ? 'read' : k.legacyEmbed ? 'embed <span class="pill revoked" title="Made before embed key pairs: anyone who can read hubops\'s database could sign with it. Create a new embed key and revoke this one.">legacy: replace</span>' : 'embed'}</td>
 <td data-label="Key starts"><code class="token">${h(k.start)}…</code></td>
-<td data-label="Created">${h(when(k.createdAt))}</td><td data-label="Expires" data-expires>${k.expiresAt ? h(when(k.expiresAt)) : 'never'}</td>
-<td class="num" data-label="Requests" data-requests>${count(k.requestCount)}</td><td data-label="Last 30 days">${dailyChart(o.usage.days, o.usage.counts.get(k.id))}</td>
+<td data-label="Created">${h(when(k.createdAt))}<br><small data-expires>${k.expiresAt ? `expires ${h(when(k.expiresAt))}` : 'never expires'}</small></td>
+<td data-label="Requests"><span data-requests>${count(k.requestCount)}</span> in all<br>${dailyChart(o.usage.days, o.usage.counts.get(k.id))}</td>
 <td data-label="Last used">${h(when(k.lastUsedAt))}</td>
-<td data-label="State">${statePill(k, keys, now)}</td><td data-label="Actions"><div class="actions">${actions}</div></td></tr>`;
+<td data-label="State">${stateCell(k, keys, now)}</td><td class="actions-cell">${actions ? `<div class="actions">${actions}</div>` : ''}</td></tr>`;
   }).join('');
   const e = state.errors ?? {};
   const scope = state.scope === 'embed' ? 'embed' : 'read';
@@ -109,7 +109,7 @@ export function apiTabView(o: { baseUrl: string; hubUrl: string; csrf: string; k
 <div class="card"><h2>Keys</h2>
 <p>Give each tool its own key, named after it (“Looker dashboard”, “Zapier sync”). Then you can see which tool makes which requests, and revoke one integration without breaking the others. Roll a key to replace its secret: the old one keeps working for the grace period you choose.</p>
 <p><a class="button primary" href="#create-key">Create key</a></p>
-${keys.length ? `<div class="scroll-x"><table class="stack keys"><thead><tr><th>Name</th><th>Scope</th><th>Key starts</th><th>Created</th><th>Expires</th><th class="num">Requests</th><th>Last 30 days</th><th>Last used</th><th>State</th><th><span class="muted">Actions</span></th></tr></thead><tbody>${rows}</tbody></table></div>` : '<p class="muted">No keys yet.</p>'}
+${keys.length ? `<table class="stack keys"><thead><tr><th>Name</th><th>Scope</th><th>Key starts</th><th>Created</th><th>Requests (last 30 days)</th><th>Last used</th><th>State</th><th><span class="muted">Actions</span></th></tr></thead><tbody>${rows}</tbody></table>` : '<p class="muted">No keys yet.</p>'}
 <p class="muted"><small>Request counts, daily requests (UTC days) and last-use times are updated about every ten seconds.</small></p></div>
 <div class="card" id="create-key"><h2>Create key</h2>
 <form method="post" action="${h(u)}/settings/api/keys" data-once novalidate>
@@ -132,7 +132,9 @@ export function rollKeyView(o: { apiTabUrl: string; csrf: string; formToken: str
   const u = o.apiTabUrl;
   const longest = KEY_ROLL_GRACE_MS.at(-1)!;
   return `<div class="card"><h1>Roll “${h(key.name)}”?</h1>${o.notice ? `<p class="notice" role="status">${h(o.notice)}</p>` : ''}
-<p>A new secret replaces <code class="token">${h(key.start)}…</code> (${h(key.scope)}${key.expiresAt ? `, the same lifetime: it expires as long after today as this one did after its creation` : ', no expiry'}). It is shown once, on the next page. The old secret keeps working for the grace period you choose, so the tool can switch without an outage; then it stops working.</p>
+<p>A new ${h(key.scope)} key with the same name replaces <code class="token">${h(key.start)}…</code>; ${key.expiresAt
+    ? `like this one, it expires ${Math.round((Date.parse(key.expiresAt) - Date.parse(key.createdAt)) / 86_400_000)} days after its creation`
+    : 'like this one, it never expires'}. It is shown once, on the next page. The old secret keeps working for the grace period you choose, so the tool can switch without an outage; then it stops working.</p>
 <form method="post" action="${h(u)}/keys/${encodeURIComponent(key.id)}/roll" data-once>
 <input type="hidden" name="csrf" value="${h(o.csrf)}"><input type="hidden" name="form_token" value="${h(o.formToken)}">
 <label for="grace">Old secret keeps working</label><select id="grace" name="grace_hours">${KEY_ROLL_GRACE_MS.map((ms) => `<option value="${ms / 3_600_000}"${ms === longest ? ' selected' : ''}>${graceText(ms)}</option>`).join('')}</select>
