@@ -238,7 +238,7 @@ export interface OptInReportFilters {
   optedInBefore?: Date;
 }
 
-export interface OptInReportQuery extends OptInReportFilters {
+interface OptInReportQuery extends OptInReportFilters {
   sort: OptInReportSort;
   descending: boolean;
   offset: number;

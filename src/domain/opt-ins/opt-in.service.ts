@@ -66,13 +66,13 @@ export async function optInSummary(db: Db, hubId: string, clock: Clock): Promise
 /** The summary as the web admin shows it: today so far against yesterday up to the same time of day. */
 export interface WebOptInSummary extends OptInSummary {
   /** Yesterday's opt-ins from 00:00 UTC until exactly 24 hours before `asOf`. */
-  yesterdaySameHours: PeriodCounts & { until: string };
+  yesterdaySameHours: PeriodCounts;
 }
 
 export async function webOptInSummary(db: Db, hubId: string, clock: Clock): Promise<WebOptInSummary> {
   const summary = await optInSummary(db, hubId, clock);
   const now = new Date(summary.asOf);
-  const until = new Date(now.getTime() - 86_400_000);
-  const counts = await countOptInsBetween(db, hubId, new Date(`${addDays(utcDate(now), -1)}T00:00:00Z`), until);
-  return { ...summary, yesterdaySameHours: { ...counts, until: until.toISOString() } };
+  const yesterday = new Date(`${addDays(utcDate(now), -1)}T00:00:00Z`);
+  const yesterdaySameHours = await countOptInsBetween(db, hubId, yesterday, new Date(now.getTime() - 86_400_000));
+  return { ...summary, yesterdaySameHours };
 }

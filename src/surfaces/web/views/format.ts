@@ -43,7 +43,7 @@ const UNITS: [number, string][] = [
 ];
 
 /** How long before `now` an instant was, in words: "just now", "20 minutes ago", "3 hours ago", "in 5 minutes". */
-export function ago(at: Date, now: Date): string {
+function ago(at: Date, now: Date): string {
   const ms = now.getTime() - at.getTime();
   const size = Math.abs(ms);
   const unit = UNITS.find(([length]) => size >= length);

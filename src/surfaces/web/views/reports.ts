@@ -17,7 +17,7 @@ export interface SpendReport {
 }
 
 /** What the dashboard reads besides the reports: the moment it is drawn, and each ad account's sync. */
-export interface SpendLive {
+interface SpendLive {
   now: Date;
   accounts: AdAccountStatus[];
 }
