@@ -52,7 +52,7 @@ test('the connection dies while a key is revoked: the 503 page, not "No such key
   assert.equal(again.status, 303);
 });
 
-test('database unreachable: the admin pages, sign-in and the key forms answer the 503 page; then recovery', async () => {
+test('database unreachable: the admin pages, sign-in and the key forms (create, roll, revoke) answer the 503 page; then recovery', async () => {
   const key = await createKey(live.db, { hubId: HUB, name: 'Zapier sync' });
   const { browser, csrf } = await signedInWithCsrf();
   const hubUrl = `${live.baseUrl}/app/hubs/${HUB}`;
@@ -63,6 +63,8 @@ test('database unreachable: the admin pages, sign-in and the key forms answer th
     await assertUnavailablePage(await browser.fetch(`${hubUrl}/settings/api/keys/${key.id}/revoke`), 'revoke confirmation');
     await assertUnavailablePage(await browser.fetch(`${hubUrl}/settings/api/keys/${key.id}/revoke`, form({ csrf })), 'revoke');
     await assertUnavailablePage(await browser.fetch(`${hubUrl}/settings/api/keys`, form({ csrf, form_token: formToken, name: 'Made offline', scope: 'read' })), 'Create key');
+    await assertUnavailablePage(await browser.fetch(`${hubUrl}/settings/api/keys/${key.id}/roll`), 'roll confirmation');
+    await assertUnavailablePage(await browser.fetch(`${hubUrl}/settings/api/keys/${key.id}/roll`, form({ csrf, form_token: formToken, grace_hours: '1' })), 'roll');
     await assertUnavailablePage(await browser.fetch(`${hubUrl}/opt-ins`), 'opt-ins report');
     const visitor = new Browser();
     const signInPage = await (await visitor.fetch(`${live.baseUrl}/app/sign-in`)).text();
