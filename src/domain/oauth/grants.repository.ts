@@ -28,6 +28,7 @@ export interface GrantRow {
 /**
  * Grants that `where` selects and that still have a live token: an unexpired access token, or an
  * unexpired refresh token not yet used (a used one was rotated, or its reuse revoked the grant).
+ * The token decides, not the grant row's own expiry: an access token can outlive it by its hour.
  * Newest first, at most `limit`.
  */
 export async function liveGrants(db: Db, where: RawBuilder<unknown>, limit: number): Promise<GrantRow[]> {
@@ -43,7 +44,6 @@ export async function liveGrants(db: Db, where: RawBuilder<unknown>, limit: numb
       LEFT JOIN oauth_clients c ON c.client_id = ga.payload->>'clientId'
       LEFT JOIN oauth_grant_usage gu ON gu.grant_id = g.grant_id
      WHERE ${where}
-       AND (ga.expires_at IS NULL OR ga.expires_at > now())
        AND EXISTS (SELECT 1 FROM oauth_artifacts t
                     WHERE t.grant_id = g.grant_id AND t.model IN ('AccessToken', 'RefreshToken')
                       AND (t.expires_at IS NULL OR t.expires_at > now())
