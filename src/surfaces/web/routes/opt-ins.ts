@@ -52,7 +52,7 @@ function parseFilters(q: Query): Filters {
     values[name] = v;
     const date = parseDate(v);
     // A real month and day (checked in a leap year) but a year before 1970: the range is what is wrong.
-    if (!date) errors[name] = DATE.test(v) && parseDate(`2000${v.slice(4)}`) ? `The date ${DATE_RANGE_MESSAGE}.` : 'Enter a date as YYYY-MM-DD, e.g. 2026-11-24.';
+    if (!date) errors[name] = DATE.test(v) && parseDate(`2000${v.slice(4)}`) ? `The date ${DATE_RANGE_MESSAGE}.` : 'Enter a date as YYYY-MM-DD.';
     return date;
   };
   const from = day('from');
