@@ -27,7 +27,7 @@ import { oauthPlugin } from './surfaces/oauth/plugin.ts';
 import { createAuthorizationServer } from './surfaces/oauth/provider.ts';
 import { RevocationFeed } from './db/revocation-feed.ts';
 import { loadServerSecrets, resolveSecretsKeys } from './surfaces/oauth/server-secrets.ts';
-import { webNotFound, webPlugin } from './surfaces/web/plugin.ts';
+import { webErrorPages, webPlugin } from './surfaces/web/plugin.ts';
 import { checkInbound, RouteMethods } from './surfaces/rest.ts';
 import { fromFrameworkError, refusalOf } from './surfaces/shared/errors.ts';
 import { oauthRoutes } from './surfaces/shared/oauth.ts';
@@ -60,6 +60,8 @@ export interface App {
 export async function buildApp(deps: AppDeps): Promise<App> {
   const clock = deps.clock ?? systemClock;
   const limiter = deps.limiter ?? new MemoryRateLimiter();
+  // The web admin's and the embeds' refusals and misses are pages; every other path keeps JSON.
+  const webErrors = webErrorPages(deps.config);
   const fastify = Fastify({
     ...(deps.logger === false
       ? { logger: false }
@@ -74,7 +76,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     // A malformed URL or an overlong path segment: our error body, not Fastify's.
     frameworkErrors: (error, request, reply) => {
       const refusal = fromFrameworkError(error, request.routeOptions?.bodyLimit ?? JSON_BODY_MAX_BYTES);
-      if (refusal) return (reply as FastifyReply).code(refusal.status).send(refusal.body());
+      if (refusal) return webErrors.refused(request, reply as FastifyReply, refusal.status, refusal.message) ?? (reply as FastifyReply).code(refusal.status).send(refusal.body());
       request.log.error({ err: error }, 'request failed');
       return (reply as FastifyReply).code(500).send({ error: 'internal_error', message: 'Something went wrong on our side.', requestId: request.id });
     },
@@ -121,12 +123,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     return reply.code(500).send({ error: 'internal_error', message: 'Something went wrong on our side.', requestId: request.id });
   });
 
-  // The web admin's and the embeds' misses are pages; everything else keeps its JSON body.
-  const webMiss = webNotFound(deps.config);
   fastify.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0]!;
     const allow = routeMethods.allowed(path);
-    const page = webMiss(request, reply, allow);
+    const page = webErrors.notFound(request, reply, allow);
     if (page) return page;
     if (allow.length > 0) {
       return reply.code(405).header('allow', allow.join(', ')).send({ error: 'method_not_allowed', message: `${request.method} is not allowed on ${path}; use ${allow.join(', ')}.` });

@@ -194,6 +194,22 @@ describe('front door', () => {
     assert.match(embed.text, /No such view/);
   });
 
+  test('a URL Fastify refuses before routing is a page under /app and /embed, JSON elsewhere', async () => {
+    for (const urlPath of ['/app/%zz', `/app/hubs/${'a'.repeat(200)}`]) {
+      const r = await get(urlPath);
+      assert.equal(r.status, 400, urlPath);
+      assertPageHeaders(r, urlPath);
+      assert.match(r.text, /<h1>Bad request<\/h1>/, urlPath);
+    }
+    const embed = await get('/embed/%zz');
+    assert.equal(embed.status, 400);
+    assert.match(String(embed.headers['content-security-policy']), /frame-ancestors \*/);
+    assert.match(embed.text, /data-embed-error>The URL is not valid/);
+    const api = await get('/posts/%zz');
+    assert.equal(api.status, 400);
+    assert.equal(api.json.error, 'invalid_request');
+  });
+
   test('everywhere else a 404 or 405 keeps the APIs\' JSON body', async () => {
     for (const urlPath of ['/nope', '/v1/hub/nope', '/apps', '/application', '/embedded', '/oauth/nope']) assertJson404(await get(urlPath, { accept: CHROME_ACCEPT }), 'GET', urlPath);
     const r = await httpRequest(`${t.baseUrl}/openapi.json`, { method: 'DELETE' });

@@ -18,28 +18,38 @@ import { keyRoutes } from './routes/keys.ts';
 import { optInRoutes } from './routes/opt-ins.ts';
 import { spendRoutes } from './routes/spend.ts';
 import { sessionRoutes, webSessions } from './session.ts';
-import { embedNotFoundView } from './views/embed.ts';
+import { embedMessageView } from './views/embed.ts';
 
 /**
- * The answer to a URL that no route has under the web admin ({base}/app) or the embeds
- * ({base}/embed): a page with the headers of the pages around it (an embed's stays frameable),
- * 405 with Allow when the path exists under other methods. Undefined for any other path: the
- * APIs answer those in JSON.
+ * The web admin's ({base}/app) and the embeds' ({base}/embed) answers to what no route of theirs
+ * handled: a page with the headers of the pages around it (an embed's stays frameable). Each
+ * returns undefined for any other path, which the APIs answer in JSON.
  */
-export function webNotFound(config: Config) {
+export function webErrorPages(config: Config) {
   const paths = webPaths(config);
-  const under = (path: string, prefix: string) => path === prefix || path.startsWith(`${prefix}/`);
   const home = { href: paths.app, text: 'Go to the web admin' };
-  return (request: FastifyRequest, reply: FastifyReply, allow: string[]): FastifyReply | undefined => {
+  const areaOf = (request: FastifyRequest): 'app' | 'embed' | undefined => {
     const path = request.url.split('?')[0]!;
-    if (allow.length > 0 && (under(path, paths.app) || under(path, `${paths.base}/embed`))) reply.header('allow', allow.join(', '));
-    if (under(path, paths.app)) {
+    const under = (prefix: string) => path === prefix || path.startsWith(`${prefix}/`);
+    return under(paths.app) ? 'app' : under(`${paths.base}/embed`) ? 'embed' : undefined;
+  };
+  return {
+    /** A URL no route has: 404, or 405 with Allow when the path exists under other methods. */
+    notFound(request: FastifyRequest, reply: FastifyReply, allow: string[]): FastifyReply | undefined {
+      const area = areaOf(request);
+      if (!area) return undefined;
+      if (allow.length > 0) reply.header('allow', allow.join(', '));
+      if (area === 'embed') return embedPage(reply, allow.length > 0 ? 405 : 404, 'Not found', embedMessageView('No such view', 'There is no embedded view at this address.'));
       return allow.length > 0
         ? refuse(reply, 405, 'Not allowed', `This page does not answer ${request.method} requests.`, home)
         : refuse(reply, 404, 'Page not found', 'There is no page at this address. Check the link, or start again from the web admin.', home);
-    }
-    if (under(path, `${paths.base}/embed`)) return embedPage(reply, allow.length > 0 ? 405 : 404, 'Not found', embedNotFoundView());
-    return undefined;
+    },
+    /** What Fastify refused before routing (a malformed URL, an overlong path segment), in our words. */
+    refused(request: FastifyRequest, reply: FastifyReply, status: number, message: string): FastifyReply | undefined {
+      const area = areaOf(request);
+      if (area === 'embed') return embedPage(reply, status, 'Bad request', embedMessageView('This view cannot be shown', message));
+      return area === 'app' ? refuse(reply, status, 'Bad request', message, home) : undefined;
+    },
   };
 }
 

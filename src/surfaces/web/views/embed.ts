@@ -6,8 +6,9 @@ export function embedRefusalView(reason: string): string {
 <p class="muted">The site that embeds it must sign a fresh token with an active embed key of the hub.</p></div>`;
 }
 
-export function embedNotFoundView(): string {
-  return `<div class="card"><h1>No such view</h1><p class="error" role="alert" data-embed-error>There is no embedded view at this address.</p>
+/** An embed address that is no view, or that Fastify refused before any route ran. */
+export function embedMessageView(heading: string, message: string): string {
+  return `<div class="card"><h1>${h(heading)}</h1><p class="error" role="alert" data-embed-error>${h(message)}</p>
 <p class="muted">The embeddable views are /embed/spend and /embed/opt-in-summary, each with a signed token.</p></div>`;
 }
 
