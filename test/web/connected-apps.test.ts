@@ -159,8 +159,9 @@ describe('Connected apps', { skip: chromiumMissing }, () => {
     // Last use is written in the background after the request: wait for it on the page.
     await eventually(async () => {
       await page.reload();
-      return (await row('Reporting Bot').locator('[data-last-used] time').count()) === 1;
-    }, 'the last use is shown');
+      return (await row('Reporting Bot').locator('[data-last-used] time').count()) === 1
+        && (await row('Desk Assistant').locator('[data-last-used] time').count()) === 1;
+    }, 'the last use is shown, of the REST app and of the MCP one');
     const bot = row('Reporting Bot');
     assert.equal(await bot.count(), 1);
     const cells = await bot.locator('td').allInnerTexts();
