@@ -47,7 +47,7 @@ export function hubOpenApi(config: Config, version: string): OpenApiDocument {
     securityScheme: { type: 'http', scheme: 'bearer', description: 'A Hub API read key, e.g. `hubops_…`.' },
     errors: {
       '400': { description: 'invalid_request: a query parameter is invalid; `issues` names each field.' },
-      '401': { description: 'invalid_api_key: the key is missing, mistyped, revoked, or an embed key.' },
+      '401': { description: 'invalid_api_key: the key is missing, mistyped, revoked, expired (a rolled key: once its grace period is over), or an embed key.' },
       '403': { description: 'hub_access_suspended: the hub’s access is suspended; or browser_request_rejected.' },
       '429': { description: 'rate_limited: wait Retry-After seconds (the window rolls over about a minute).', headers: { 'Retry-After': { schema: { type: 'integer' } }, ...RATE_HEADERS } },
       '503': { description: 'service_unavailable: a dependency is down; retry shortly.' },
