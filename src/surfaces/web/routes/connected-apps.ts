@@ -29,6 +29,7 @@ export function connectedAppRoutes(app: FastifyInstance, { deps, paths, sessions
       now: deps.clock.now(),
       revoked: one(request.query.revoked) === '1',
     });
+    // Like Manage Hub, a page of the profile menu: no tab of the main navigation is lit.
     return appPage(reply, 200, (n) => shell(sessions.shellOf(ctx, 'manage'), 'Connected apps', body, n));
   });
 

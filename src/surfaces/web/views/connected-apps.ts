@@ -1,8 +1,7 @@
 // Connected apps: the OAuth grants a user has given (and a hub admin's view of those in their
 // hubs), each with a single-submit Revoke form. Client names are chosen by whoever registered the
 // client, so they are escaped like every other value.
-import type { ConnectedApp, ConnectedApps } from '../../../domain/oauth/grants.service.ts';
-import { CONNECTED_APPS_SHOWN } from '../../../domain/oauth/grants.service.ts';
+import { CONNECTED_APPS_SHOWN, type ConnectedApp, type ConnectedApps } from '../../../domain/oauth/grants.service.ts';
 import { escapeHtml as h } from '../../shared/html.ts';
 import { agoTag, when } from './format.ts';
 
