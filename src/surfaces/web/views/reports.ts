@@ -2,6 +2,7 @@
 import type { WebOptInSummary } from '../../../domain/opt-ins/opt-in.service.ts';
 import { PERIODS, type Period } from '../../../domain/periods.ts';
 import { ACCOUNT_CONCERNS, accountConcern, proRataToTimeOfDay, type AccountConcern, type AdAccountStatus, type Freshness } from '../../../domain/spend/spend.ts';
+import { SPEND_STALE_AFTER_MS } from '../../../policy.ts';
 import { escapeHtml as h } from '../../shared/html.ts';
 import { agoTag, count, counted, money, timeOfDay, when } from './format.ts';
 import { change } from './layout.ts';
@@ -56,7 +57,7 @@ function freshnessBanner(freshness: Freshness, asOf: string | null, live: SpendL
     .sort((x, y) => ACCOUNT_CONCERNS.indexOf(x.concern) - ACCOUNT_CONCERNS.indexOf(y.concern));
   const upTo = asOf ? ` Complete data up to ${agoTag(new Date(asOf), now)}.` : '';
   if (concerns.length === 0) {
-    return `<div class="banner fresh" role="status" data-freshness="${freshness}"><strong>Up to date:</strong> every ad account has synced within the last 6 hours.${upTo}</div>`;
+    return `<div class="banner fresh" role="status" data-freshness="${freshness}"><strong>Up to date:</strong> every ad account has synced within the last ${SPEND_STALE_AFTER_MS / 3_600_000} hours.${upTo}</div>`;
   }
   const worst = CONCERN_CLASS[concerns[0]!.concern];
   const summary = worst === 'bad' ? 'These figures may be incomplete.' : 'These figures may be out of date or may still change.';
