@@ -4,7 +4,9 @@ import type { Database } from '../../db/schema.ts';
 import { DomainError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_MS, KEY_USAGE_DAYS } from '../../policy.ts';
-import { daysEndingWith, embedMaterialFromPublicKey, keyNameProblem, newKeyMaterial, utcDay, type KeyMaterial, type KeyScope } from './api-key.ts';
+import {
+  daysEndingWith, embedMaterialFromPublicKey, isKeyLifetime, isRollGrace, keyNameProblem, newKeyMaterial, utcDay, type KeyMaterial, type KeyScope,
+} from './api-key.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -81,9 +83,6 @@ function validateKeyName(name: string): string {
   return name.trim();
 }
 
-/** True for an allowed lifetime in days (KEY_LIFETIME_DAYS). */
-export const isKeyLifetime = (days: unknown): days is number => (KEY_LIFETIME_DAYS as readonly unknown[]).includes(days);
-
 /** The expiry of a key created at `now` with this lifetime; refuses a lifetime that is not allowed. */
 function expiryOf(expiresInDays: number | null | undefined, now: Date): Date | null {
   if (expiresInDays === undefined || expiresInDays === null) return null;
@@ -145,9 +144,6 @@ export interface RolledKey extends CreatedKey {
   /** The key that was rolled, and when its old secret stops working. */
   replaces: { id: string; expiresAt: string };
 }
-
-/** True for an allowed grace period in milliseconds (KEY_ROLL_GRACE_MS). */
-export const isRollGrace = (ms: unknown): ms is number => (KEY_ROLL_GRACE_MS as readonly unknown[]).includes(ms);
 
 /**
  * Rolls a key of this hub: a new secret with the same name, scope and lifetime (shown once),

@@ -1,6 +1,7 @@
 import { createHash, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { randomBase62 } from '../../platform/ids.ts';
+import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_MS } from '../../policy.ts';
 
 // Hub API key format: `hubops_` + 43 base62 characters (256 bits) + 6 base62 characters of
 // CRC-32 over the prefix and body. The prefix lets secret scanners spot leaked keys; the checksum
@@ -107,6 +108,12 @@ function rawPublicKey(key: KeyObject): Buffer {
 }
 
 // --- Lifecycle: expiry and rolling --------------------------------------------------------------
+
+/** True for an allowed lifetime in days (KEY_LIFETIME_DAYS). */
+export const isKeyLifetime = (days: unknown): days is number => (KEY_LIFETIME_DAYS as readonly unknown[]).includes(days);
+
+/** True for an allowed grace period of a roll, in milliseconds (KEY_ROLL_GRACE_MS). */
+export const isRollGrace = (ms: unknown): ms is number => (KEY_ROLL_GRACE_MS as readonly unknown[]).includes(ms);
 
 export type KeyState = 'active' | 'rolled' | 'expired' | 'revoked';
 

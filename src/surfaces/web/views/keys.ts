@@ -25,7 +25,7 @@ export interface ApiTabState {
 }
 
 /** Requests per UTC day, oldest first, by key id (absent: none in the period). */
-export interface DailyUsage {
+interface DailyUsage {
   days: string[];
   counts: Map<string, number[]>;
 }
@@ -37,7 +37,7 @@ const CHART_HEIGHT = 28;
  * A key's requests per day as a bar chart: inline SVG, no script. Its text alternative (the
  * period, the total, the busiest day) is its accessible name; each bar's date and count is its tooltip.
  */
-export function dailyChart(days: string[], counts: number[] | undefined): string {
+function dailyChart(days: string[], counts: number[] | undefined): string {
   const series = counts ?? days.map(() => 0);
   const total = series.reduce((a, b) => a + b, 0);
   const peak = Math.max(...series);
