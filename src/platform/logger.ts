@@ -27,7 +27,20 @@ export function redactQuery(url: string): string {
 }
 
 export function loggerOptions(level: string): LoggerOptions {
-  return { level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } };
+  return {
+    level,
+    redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    serializers: {
+      // Fastify's lines about a failed response (LogController) carry the request: its URL with
+      // credentials in the query string masked, never its headers.
+      req: (request: { method: string; url: string; ip?: string; id?: string }) => ({
+        id: request.id,
+        method: request.method,
+        url: redactQuery(request.url),
+        remoteAddress: request.ip,
+      }),
+    },
+  };
 }
 
 export const LOG_FORMATS = ['pretty', 'json'] as const;

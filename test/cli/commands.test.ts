@@ -528,4 +528,18 @@ describe('as a process', () => {
     failed(usage, 2, /missing required option --name/);
     assert.deepEqual(config, { code: 2, stdout: '', stderr: 'hubops: configuration error: DATABASE_URL must use postgres: or postgresql:, got mysql:\n' });
   });
+
+  test('the package bin: hubops --version prints the version and exits 0', async () => {
+    const { version } = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    const run = await new Promise<Run>((resolve, reject) => {
+      const child = spawn(process.execPath, [path.resolve(import.meta.dirname, '../../bin/hubops.js'), '--version'], { env: cliEnv({}) });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk) => (stdout += chunk));
+      child.stderr.on('data', (chunk) => (stderr += chunk));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+    assert.deepEqual(run, { code: 0, stdout: `hubops ${version}\n`, stderr: '' });
+  });
 });

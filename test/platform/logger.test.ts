@@ -28,6 +28,15 @@ test('credentials in query strings and connection strings are masked', () => {
   }
 });
 
+test('a request object in a log line (Fastify logs one with a failed response) shows its URL masked, never its headers', () => {
+  for (const format of ['json', 'pretty'] as const) {
+    const log = capture(format);
+    log.logger.warn({ req: { method: 'GET', url: '/embed/spend?token=SECRET-EMBED-TOKEN', ip: '127.0.0.1', id: 'r1', headers: { authorization: 'Bearer SECRET-BEARER', cookie: 'SECRET-COOKIE' } } }, 'response failed');
+    assert.match(log.text, /\/embed\/spend\?token=\[redacted\]/, format);
+    for (const secret of SECRETS) assert.ok(!log.text.includes(secret), `${format}: ${secret}`);
+  }
+});
+
 test('the format: LOG_FORMAT when set, else pretty on a terminal and JSON otherwise', () => {
   assert.equal(chooseLogFormat(undefined, true), 'pretty');
   assert.equal(chooseLogFormat(undefined, false), 'json');
