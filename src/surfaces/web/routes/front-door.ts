@@ -16,7 +16,7 @@ const ICON_CACHE = 'public, max-age=2592000';
  * Whether the Accept header ranks HTML above JSON. Browsers name text/html first; curl sends
  * `*∕*` and API clients application/json, which get JSON. A tie goes to HTML.
  */
-export function prefersHtml(accept: string | undefined): boolean {
+function prefersHtml(accept: string | undefined): boolean {
   let html = 0;
   let json = 0;
   for (const part of (accept ?? '').split(',')) {
