@@ -106,7 +106,9 @@ describe('Connected apps', { skip: chromiumMissing }, () => {
   });
 
   /** Authorization code + PKCE in Chromium: sign in (once per browser), consent, exchange the code. */
-  async function connectInBrowser(client: RegisteredClient, who: { email: string; password: string }, resource?: string) {
+  async function connectInBrowser(client: RegisteredClient, who: { email: string; password: string }, o: { resource?: string; phone?: boolean } = {}) {
+    const { resource } = o;
+    if (o.phone) await page.setViewportSize({ width: 390, height: 844 });
     const codeVerifier = oauth.generateRandomCodeVerifier();
     const state = oauth.generateRandomState();
     const url = new URL(a.as.authorization_endpoint!);
@@ -123,6 +125,10 @@ describe('Connected apps', { skip: chromiumMissing }, () => {
     await page.waitForSelector('button[value=allow]');
     const link = page.locator('a', { hasText: 'Connected apps' });
     assert.equal(await link.getAttribute('href'), '/app/connected-apps', 'the consent page links to Connected apps');
+    if (o.phone) {
+      assert.ok(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth'), 'the consent page fits the phone');
+      await page.setViewportSize({ width: 1280, height: 900 });
+    }
     await page.click('button[value=allow]');
     await page.waitForURL((u) => u.href.startsWith(REDIRECT));
     const params = oauth.validateAuthResponse(a.as, client.client, new URL(page.url()), state);
@@ -145,7 +151,7 @@ describe('Connected apps', { skip: chromiumMissing }, () => {
     const reporting = await registerClient(a, { confidential: true, redirectUri: REDIRECT, name: 'Reporting Bot' });
     const assistant = await registerClient(a, { confidential: false, redirectUri: REDIRECT, name: 'Desk Assistant' });
     const rest = await connectInBrowser(reporting, MEMBER);
-    const mcp = await connectInBrowser(assistant, MEMBER, `${a.baseUrl}/mcp`);
+    const mcp = await connectInBrowser(assistant, MEMBER, { resource: `${a.baseUrl}/mcp` });
 
     // Used on both instances; B now holds the REST token's verdict in its cache.
     assert.equal((await api(a, '/whoami', rest.access_token)).status, 200);
@@ -216,10 +222,10 @@ describe('Connected apps', { skip: chromiumMissing }, () => {
     assert.equal(await page.locator('#my-apps [data-empty]').count(), 1, 'the empty state explains the page');
   });
 
-  test('a hostile client name is shown as text, never as markup', async () => {
+  test('a hostile client name is shown as text, never as markup, and long names wrap on a phone', async () => {
     const name = `<img src=x onerror="document.title='owned'">"&'<script>alert(1)</script>`;
     const hostile = await registerClient(a, { confidential: false, redirectUri: REDIRECT, name });
-    await connectInBrowser(hostile, MEMBER);
+    await connectInBrowser(hostile, MEMBER, { phone: true }); // its consent page too: escaped, and wrapped to fit
     await openConnectedApps(MEMBER);
     const shown = page.locator('#my-apps [data-client-name]');
     assert.deepEqual(await shown.allInnerTexts(), [name]);

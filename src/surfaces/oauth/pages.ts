@@ -6,7 +6,7 @@ const STYLE = `
 :root{color-scheme:light dark;--bg:#f5f6f8;--card:#fff;--text:#1c1f24;--muted:#5b6270;--line:#e2e5ea;--accent:#2956d6;--accent-text:#fff;--danger:#b42318}
 @media (prefers-color-scheme:dark){:root{--bg:#14161a;--card:#1d2026;--text:#e8eaee;--muted:#a0a7b4;--line:#30343c;--accent:#6f93ff;--accent-text:#0b0d10;--danger:#ff8a80}}
 *{box-sizing:border-box}body{margin:0;min-height:100vh;display:flex;align-items:center;justify-content:center;background:var(--bg);color:var(--text);font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;padding:24px}
-main{width:100%;max-width:420px;background:var(--card);border:1px solid var(--line);border-radius:14px;padding:32px;box-shadow:0 8px 30px rgba(0,0,0,.06)}
+main{width:100%;max-width:420px;overflow-wrap:anywhere;background:var(--card);border:1px solid var(--line);border-radius:14px;padding:32px;box-shadow:0 8px 30px rgba(0,0,0,.06)}
 .brand{font-weight:700;letter-spacing:.2px;color:var(--accent);margin:0 0 20px}h1{font-size:1.35rem;margin:0 0 8px}p{margin:0 0 16px;color:var(--muted)}
 label{display:block;font-weight:600;margin:14px 0 6px}input,select{width:100%;padding:10px 12px;border:1px solid var(--line);border-radius:8px;background:var(--bg);color:var(--text);font:inherit}
 input:focus,select:focus{outline:2px solid var(--accent);outline-offset:1px}
