@@ -5,6 +5,6 @@
 
 -- [1] key not seen before (findKeyByHash); unknown key (findKeyByHash); seen key, the verdict riding along (RideAlongCheck); seen key, no prepared query to ride with (RideAlongCheck.settle)
 -- prepared statement key_verdict
-SELECT k.id, k.hub_id, k.scope, k.revoked_at IS NOT NULL AS revoked, h.suspended, k.expires_at, k.replaced_by IS NOT NULL AS rolled
+SELECT k.id, k.hub_id, k.scope, k.revoked_at IS NOT NULL AS revoked, h.suspended, k.expires_at, k.replaced_by
  FROM api_keys k JOIN hubs h ON h.id = k.hub_id
 WHERE k.key_hash = $1;

@@ -119,7 +119,7 @@ describe('rolling', () => {
     assert.equal(refused.status, 401);
     assert.deepEqual(refused.body, {
       error: 'invalid_api_key',
-      message: `This API key was rolled and its grace period ended at ${new Date(rolledAt + HOUR).toISOString()}: use the key that replaced it.`,
+      message: `This API key was rolled and its grace period ended at ${new Date(rolledAt + HOUR).toISOString()}: use the key that replaced it (${rolled.id}).`,
     });
     assert.deepEqual(await mcpInitialize(old.key), { status: 403, body: refused.body });
     assert.equal((await t.hubGet('/playbook-opt-ins', rolled.key)).status, 200);

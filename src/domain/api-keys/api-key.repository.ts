@@ -59,8 +59,8 @@ export interface KeyVerdict {
   hubSuspended: boolean;
   /** When the key stops working; null: never. */
   expiresAt: Date | null;
-  /** Replaced by a roll: its expiry is the end of the grace period. */
-  rolled: boolean;
+  /** The key that replaced it when it was rolled (its expiry is then the end of the grace period). */
+  replacedBy: string | null;
 }
 
 /** What an embed token's verification needs to know about the key it names. */
@@ -243,7 +243,7 @@ export async function revokeKey(db: Db, keyId: string, hubId?: string): Promise<
 
 // Every Hub API request reads this: a fixed prepared statement (planned once per connection).
 const KEY_VERDICT_SQL = `
-  SELECT k.id, k.hub_id, k.scope, k.revoked_at IS NOT NULL AS revoked, h.suspended, k.expires_at, k.replaced_by IS NOT NULL AS rolled
+  SELECT k.id, k.hub_id, k.scope, k.revoked_at IS NOT NULL AS revoked, h.suspended, k.expires_at, k.replaced_by
     FROM api_keys k JOIN hubs h ON h.id = k.hub_id
    WHERE k.key_hash = $1`;
 
@@ -254,7 +254,7 @@ interface KeyVerdictRow {
   revoked: boolean;
   suspended: boolean;
   expires_at: Date | null;
-  rolled: boolean;
+  replaced_by: string | null;
 }
 
 /** The statement that reads a key's verdict by its hash (for RideAlongCheck). */
@@ -264,7 +264,7 @@ export const keyVerdictStatement = (hash: Buffer): Statement => ({ name: 'key_ve
 export function keyVerdictOf(rows: unknown[]): KeyVerdict | undefined {
   const row = rows[0] as KeyVerdictRow | undefined;
   if (!row) return undefined;
-  return { keyId: row.id, hubId: row.hub_id, scope: row.scope, revoked: row.revoked, hubSuspended: row.suspended, expiresAt: row.expires_at, rolled: row.rolled };
+  return { keyId: row.id, hubId: row.hub_id, scope: row.scope, revoked: row.revoked, hubSuspended: row.suspended, expiresAt: row.expires_at, replacedBy: row.replaced_by };
 }
 
 export async function findKeyByHash(db: Db, hash: Buffer): Promise<KeyVerdict | undefined> {

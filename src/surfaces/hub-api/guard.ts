@@ -151,7 +151,7 @@ export class HubApiGuard {
     const expiredAt = verdict && !verdict.revoked && isExpired(verdict, nowMs) ? verdict.expiresAt!.toISOString() : undefined;
     const message =
       key === undefined ? 'Missing API key: send `Authorization: Bearer <HUB_API_KEY>`.'
-      : expiredAt && verdict!.rolled ? `This API key was rolled and its grace period ended at ${expiredAt}: use the key that replaced it.`
+      : expiredAt && verdict!.replacedBy ? `This API key was rolled and its grace period ended at ${expiredAt}: use the key that replaced it (${verdict!.replacedBy}).`
       : expiredAt ? `This API key expired at ${expiredAt}. Create a new key in the web admin (Manage Hub → API).`
       : verdict?.scope === 'embed' && !verdict.revoked ? 'This is an embed key: it only signs embedded views. Create a read key for the Hub API.'
       : 'The API key is not valid: it is mistyped, revoked or unknown.';
