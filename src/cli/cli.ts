@@ -158,7 +158,7 @@ const COMMANDS: Command[] = [
   {
     name: 'import',
     args: 'FILE [--add]',
-    summary: 'load an NDJSON file (- reads stdin), all-or-nothing in one transaction; importing the same file again changes nothing (its spend replaces stored spend unless --add)',
+    summary: 'load an NDJSON file (- reads stdin), all-or-nothing; the same file again changes nothing (--add: its spend adds to stored spend)',
     json: '`{"imported":{type:count}}`, every type listed; the format and what a re-run does: [import-format.md](import-format.md)',
     options: { add: { type: 'boolean' } },
     positionals: ['FILE'],
@@ -231,7 +231,7 @@ const COMMANDS: Command[] = [
   {
     name: 'users create',
     args: '--email E --password P --firstname F --lastname L --hub H --role hub_admin|member [--workspace W] [--staff]',
-    summary: 'create a user with a role in a hub (--password - reads it from stdin); for an existing user, use users add-to-hub',
+    summary: 'create a user with a role in a hub (--password - reads it from stdin; an existing user: users add-to-hub)',
     json: '`{"id"}`',
     options: {
       email: { type: 'string' },
@@ -272,7 +272,7 @@ const COMMANDS: Command[] = [
   {
     name: 'users add-to-hub',
     args: '--email E --hub H --role hub_admin|member [--workspace W]',
-    summary: "give an existing user a role in another hub of their account (their password and name stay as they are)",
+    summary: 'give an existing user a role in another hub of their account',
     json: '`{"userId","email","hubId","role","workspaceId"}`',
     options: { email: { type: 'string' }, hub: { type: 'string' }, role: { type: 'string' }, workspace: { type: 'string' } },
     positionals: [],
