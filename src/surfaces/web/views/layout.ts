@@ -13,8 +13,12 @@ import { FAVICON_SVG } from '../assets.ts';
 // - <code class="token"> (or any element with "token"): an id, key prefix or URL that must not wrap
 //   mid-token; monospace, and it scrolls on its own when longer than its box.
 // - .urls: label, value, copy button per row; below 640 px the label sits above value and button.
+// - <dl class="pairs">: label and value side by side, stacked below 640 px; <a class="url">: a URL
+//   in monospace that may break anywhere (for URLs shown in full).
+// - <ul class="links">: links as touch-sized cards, a <small> under each title saying what it is.
+// - .card scrolls sideways rather than spill: a safety net, not a layout (use stack or scroll-x).
 // Below 640 px every button, .button, input, select, nav link, menu item and pager link is at
-// least 44 px high (touch targets).
+// least 44 px high (touch targets); the header wraps to brand and profile, nav, hub switcher.
 const STYLE = `
 :root{color-scheme:light dark;--bg:#f5f6f8;--card:#fff;--text:#1c1f24;--muted:#5b6270;--line:#e2e5ea;--accent:#2956d6;--accent-text:#fff;--danger:#b42318;--ok:#137333;--warn:#9a6700;--mono:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 @media (prefers-color-scheme:dark){:root{--bg:#14161a;--card:#1d2026;--text:#e8eaee;--muted:#a0a7b4;--line:#30343c;--accent:#6f93ff;--accent-text:#0b0d10;--danger:#ff8a80;--ok:#7ee2a8;--warn:#f2cc60}}
@@ -25,7 +29,7 @@ form.switch{display:flex;gap:6px;align-items:center;min-width:0}form.switch labe
 details.profile{position:relative}details.profile summary{cursor:pointer;list-style:none;padding:6px 10px;border:1px solid var(--line);border-radius:8px;font-weight:600;white-space:nowrap}details.profile summary::-webkit-details-marker{display:none}
 details.profile .menu{position:absolute;right:0;top:110%;min-width:220px;max-width:calc(100vw - 24px);background:var(--card);border:1px solid var(--line);border-radius:10px;padding:8px;box-shadow:0 8px 30px rgba(0,0,0,.12);z-index:5}
 details.profile .menu a,details.profile .menu button{display:block;width:100%;text-align:left;padding:8px 10px;border:0;background:none;color:var(--text);font:inherit;border-radius:6px;text-decoration:none;cursor:pointer}
-details.profile .menu a:hover,details.profile .menu button:hover{background:var(--bg)}details.profile .menu small{display:block;padding:4px 10px;overflow-wrap:anywhere}details.profile .menu hr{border:0;border-top:1px solid var(--line);margin:6px 0}
+details.profile .menu a:hover,details.profile .menu button:hover{background:var(--bg)}details.profile .menu small{display:block;padding:4px 10px;overflow-wrap:anywhere}
 main{max-width:1100px;margin:24px auto;padding:0 24px}main.narrow{max-width:420px;margin-top:10vh}main.wide{max-width:760px}
 .card{background:var(--card);border:1px solid var(--line);border-radius:14px;padding:24px;margin:0 0 20px;overflow-x:auto}
 h1{font-size:1.4rem;margin:0 0 12px}h2{font-size:1.1rem;margin:0 0 12px}p{margin:0 0 12px}.muted,small{color:var(--muted)}
