@@ -157,6 +157,16 @@ test('every shell example in the docs runs as written against a fresh demo serve
         const where = `${page}:${example.line}`;
         if (example.skip) {
           skipped.push(`${where} — ${example.skip}`);
+          // The start the test made itself: what it printed is what the page shows after it.
+          if (/\bnpm start$/m.test(example.code) && example.response?.lang === 'text') {
+            const lines = server!.output().split('\n');
+            const from = lines.findIndex((l) => l.startsWith('hubops is running'));
+            const to = lines.findIndex((l) => l.includes('shown once'));
+            const banner = lines.slice(from, to + 2).join('\n');
+            if (from === -1 || to === -1 || !textMatches(example.response.text.replaceAll(DOCS_ORIGIN, `localhost:${server!.port}`), banner)) {
+              failures.push(`${where}: the first start's banner is not the one shown at line ${example.response.line}:\n${banner}`);
+            }
+          }
           continue;
         }
         let code = example.code.replaceAll(DOCS_ORIGIN, `localhost:${server!.port}`);
