@@ -145,6 +145,9 @@ test('database down: 503 service_unavailable, /healthz up, /readyz down; then re
   const { rows } = await db.pool.query<{ request_count: string; last_used_at: Date | null }>('SELECT coalesce(u.request_count, 0) AS request_count, u.last_used_at FROM api_keys k LEFT JOIN api_key_usage u ON u.key_id = k.id WHERE k.id = $1', [key.id]);
   assert.equal(Number(rows[0]!.request_count), served);
   assert.ok(rows[0]!.last_used_at);
+  // And so did its requests per day, added by the same statement.
+  const daily = await db.pool.query<{ total: string }>('SELECT sum(request_count) AS total FROM api_key_daily_usage WHERE key_id = $1', [key.id]);
+  assert.equal(Number(daily.rows[0]!.total), served);
 });
 
 test('a database that stops answering: 503 once nothing has arrived for the read timeout, never a hung request; then recovery', { timeout: 30_000 }, async () => {

@@ -174,6 +174,17 @@ test('Roll: the new secret is shown once, both secrets work during the grace per
   assert.doesNotMatch(rowOf(later, old.id), /Revoke<\/a>|Roll<\/a>/);
 });
 
+test('Roll with no grace period: the reveal says the old secret stopped working at once, and it is refused', async () => {
+  const b = await signedIn(web);
+  const old = await createKey(web.db, { hubId: HUB, name: 'Leaked key', now: web.clock.now() });
+  const posted = await rollThroughForm(b, old.id, '0');
+  assert.equal(posted.status, 303);
+  const shown = await (await b.fetch(new URL(posted.headers.get('location')!, web.baseUrl).toString())).text();
+  assert.match(shown, /This key replaces <code class="token">hubops_\w{4}…<\/code>, which stopped working at once\./);
+  assert.match(rowOf(shown, old.id), /data-state="expired"/);
+  assert.equal((await web.hubGet('/playbook-opt-ins', old.key)).status, 401);
+});
+
 test('Roll refuses a revoked, expired or already rolled key (409, nothing made), another hub\'s key (404), a forged CSRF token and a grace period not offered (400), and members (403)', async () => {
   const b = await signedIn(web);
   const revoked = await createKey(web.db, { hubId: HUB, name: 'roll revoked', now: web.clock.now() });
