@@ -5,7 +5,13 @@ import http from 'node:http';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import Fastify from 'fastify';
 import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { HubCatalogCache } from '../../src/domain/opt-ins/hub-catalog.ts';
+import { SpendReportCache } from '../../src/domain/spend/spend.service.ts';
+import type { Clock } from '../../src/platform/clock.ts';
+import { MemoryRateLimiter } from '../../src/platform/rate-limit.ts';
+import { webPlugin } from '../../src/surfaces/web/plugin.ts';
 import { hubOperations } from '../../src/surfaces/hub-api/operations.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { httpRequest, type HttpResponse } from '../support/http.ts';
@@ -208,6 +214,22 @@ describe('front door', () => {
     const api = await get('/posts/%zz');
     assert.equal(api.status, 400);
     assert.equal(api.json.error, 'invalid_request');
+  });
+
+  test('a server error under /app is a page with the web headers and the request id, nothing of the error', async () => {
+    // A clock that fails: whatever a page does after reading the session cookie fails with it.
+    const failing: Clock = { now: () => { throw new Error('clock exploded at /secret/path.ts:12'); } } as unknown as Clock;
+    const app = Fastify({ logger: false, genReqId: () => 'req-123' });
+    await app.register(webPlugin, { config: t.config, db: t.db, clock: failing, limiter: new MemoryRateLimiter(), spendCache: new SpendReportCache(), catalogs: new HubCatalogCache() });
+    try {
+      const r = await app.inject({ url: `/app/hubs/${HUB}`, headers: { cookie: `hubops_app=${'a'.repeat(43)}` } });
+      assert.equal(r.statusCode, 500, r.body.slice(0, 200));
+      assertPageHeaders({ status: r.statusCode, headers: r.headers as HttpResponse['headers'], text: r.body, json: undefined }, '500 page');
+      assert.match(r.body, /Something went wrong on our side \(request req-123\)/);
+      assert.doesNotMatch(r.body, /exploded|\/secret\/path/);
+    } finally {
+      await app.close();
+    }
   });
 
   test('everywhere else a 404 or 405 keeps the APIs\' JSON body', async () => {
