@@ -174,7 +174,11 @@ const COMMANDS: Command[] = [
       return async ({ db }) => {
         const result = await importNdjson(db, createInterface({ input, crlfDelay: Infinity }), { spend: values.add === true ? 'add' : 'replace' });
         const parts = IMPORT_TYPES.filter((t) => result.imported[t] > 0).map((t) => `${result.imported[t]} ${t}`);
-        return { json: result, human: parts.length ? `Imported ${parts.join(', ')}.` : 'Imported nothing: the file has no lines.' };
+        const { spend } = result;
+        // What a re-run did is said, not left for the user to find in a report.
+        const effect = spend.new + spend.changed + spend.unchanged === 0 ? ''
+          : `\nSpend per ad account, workspace and date: ${spend.new} new, ${spend.changed} ${values.add === true ? 'added to' : 'replaced'}, ${spend.unchanged} unchanged.`;
+        return { json: { imported: result.imported }, human: parts.length ? `Imported ${parts.join(', ')}.${effect}` : 'Imported nothing: the file has no lines.' };
       };
     },
   },

@@ -371,12 +371,15 @@ describe('import', () => {
       '{"type":"spend","adAccountId":"aa_imp","workspaceId":null,"date":"2026-11-21","spendCents":7}',
     ].join('\n'));
     const spend = () => db.kysely.selectFrom('spend').select(['workspace_id', 'date', 'spend_cents']).where('ad_account_id', '=', 'aa_imp').orderBy('date').execute();
-    await json(['import', file]);
+    const first = await hubops(['import', file]);
+    assert.equal(first.stdout, 'Imported 3 spend.\nSpend per ad account, workspace and date: 1 new, 0 replaced, 1 unchanged.\n');
     const once = await snapshot(db);
     assert.deepEqual(await spend(), [{ workspace_id: 'ws_imp', date: '2026-11-20', spend_cents: '123' }, { workspace_id: null, date: '2026-11-21', spend_cents: '7' }]);
-    await json(['import', file]);
+    const again = await hubops(['import', file]);
+    assert.deepEqual(again, { code: 0, stdout: 'Imported 3 spend.\nSpend per ad account, workspace and date: 0 new, 0 replaced, 2 unchanged.\n', stderr: '' });
     assert.deepEqual(await snapshot(db), once, 'a re-run writes nothing');
-    await json(['import', file, '--add']);
+    const added = await hubops(['import', file, '--add']);
+    assert.equal(added.stdout, 'Imported 3 spend.\nSpend per ad account, workspace and date: 0 new, 2 added to, 0 unchanged.\n');
     assert.deepEqual(await spend(), [{ workspace_id: 'ws_imp', date: '2026-11-20', spend_cents: '246' }, { workspace_id: null, date: '2026-11-21', spend_cents: '14' }]);
   });
 

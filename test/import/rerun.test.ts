@@ -53,12 +53,14 @@ const FILE = [
   { type: 'organicMetrics', workspaceId: 'ws_a', date: '2026-11-20', platform: 'instagram', posts: 1, impressions: 900, reach: 700, likes: 40, comments: 3, shares: 2, saves: 5 },
 ];
 
-async function importFile(...flags: string[]): Promise<void> {
+async function importFile(...flags: string[]): Promise<string> {
   const file = path.join(dir, 'spend.ndjson');
   await writeFile(file, FILE.map((line) => JSON.stringify(line)).join('\n'));
+  let stdout = '';
   let stderr = '';
-  const io = { stdout: () => {}, stderr: (text: string) => (stderr += text), env: { PATH: process.env.PATH, DATABASE_URL: t.db.url }, stdin: Readable.from([]) };
-  assert.equal(await runCli(['import', file, ...flags, '--json'], io), 0, stderr);
+  const io = { stdout: (text: string) => (stdout += text), stderr: (text: string) => (stderr += text), env: { PATH: process.env.PATH, DATABASE_URL: t.db.url }, stdin: Readable.from([]) };
+  assert.equal(await runCli(['import', file, ...flags], io), 0, stderr);
+  return stdout.split('\n')[1]!;
 }
 
 async function report(): Promise<any> {
@@ -91,7 +93,7 @@ async function runningTotals(): Promise<{ stored: Record<string, string[]>; expe
 }
 
 test('importing the same file again changes nothing; --add adds its spend once more, and the report follows', async () => {
-  await importFile();
+  assert.equal(await importFile(), 'Spend per ad account, workspace and date: 3 new, 1 replaced, 0 unchanged.');
   assert.deepEqual(await spendRows(), {
     'ws_a 2026-11-20': '1234', // replaced the stored 5,000 with the file's 1,200 + 34
     'ws_b 2026-11-01': '700', // a key the file does not name is left alone
@@ -104,12 +106,12 @@ test('importing the same file again changes nothing; --add adds its spend once m
   assert.equal(once.report.totals.spendCents, 1234 + 400 + 90 + 700);
   assert.equal(once.report.totals.priorSpendCents, 11);
 
-  await importFile();
+  assert.equal(await importFile(), 'Spend per ad account, workspace and date: 0 new, 0 replaced, 4 unchanged.');
   assert.deepEqual(await snapshot(t.db), once.db, 'the second run wrote nothing (report versions included)');
   assert.deepEqual(await report(), once.report);
   assert.deepEqual(await runningTotals(), once.totals);
 
-  await importFile('--add');
+  assert.equal(await importFile('--add'), 'Spend per ad account, workspace and date: 0 new, 4 added to, 0 unchanged.');
   assert.deepEqual(await spendRows(), {
     'ws_a 2026-11-20': '2468',
     'ws_b 2026-11-01': '700',

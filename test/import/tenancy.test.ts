@@ -63,6 +63,8 @@ describe('a valid file', () => {
     const result = await importNdjson(db, text);
     assert.deepEqual(result, {
       imported: { account: 2, hub: 2, workspaceField: 2, workspace: 3, playbook: 2, optIn: 2, adAccount: 2, spend: 5, user: 2, channel: 0, media: 0, post: 0, organicMetrics: 0, paidMetrics: 0, reviewDay: 0, hubCpm: 0 },
+      // Five lines, three keys (ad account, workspace or unattributed, date).
+      spend: { new: 3, changed: 0, unchanged: 0 },
     });
   });
 

@@ -7,7 +7,7 @@ import { kindOf } from '../media/media-info.ts';
 import { mediaRow } from '../media/media.repository.ts';
 import { postRows } from '../posts/post.repository.ts';
 import { saveReviewDays } from '../reviews/review.repository.ts';
-import type { ImportRecord, ImportType, Kind, RecordOf } from './records.ts';
+import type { ImportRecord, ImportType, Kind, RecordOf, SpendEffect } from './records.ts';
 
 // PostgreSQL allows 65,535 bind parameters per statement; stay well below.
 const MAX_PARAMS_PER_STATEMENT = 30_000;
@@ -108,7 +108,7 @@ async function writeUsers(trx: Trx, users: RecordOf<'user'>[]): Promise<void> {
  * spend triggers keep the running totals (spend_prefix_sums) right either way, from the rows'
  * old and new values.
  */
-async function writeSpend(trx: Trx, lines: RecordOf<'spend'>[], spendMode: SpendMode): Promise<void> {
+async function writeSpend(trx: Trx, lines: RecordOf<'spend'>[], options: WriteOptions): Promise<void> {
   const spend = new Map<string, { hub_id: string; ad_account_id: string; workspace_id: string | null; date: string; cents: bigint }>();
   for (const s of lines) {
     const key = `${s.adAccountId}\u0000${s.date}\u0000${s.workspaceId ?? ''}`;
@@ -117,16 +117,24 @@ async function writeSpend(trx: Trx, lines: RecordOf<'spend'>[], spendMode: Spend
     else spend.set(key, { hub_id: s.hubId!, ad_account_id: s.adAccountId, workspace_id: s.workspaceId, date: s.date, cents: BigInt(s.spendCents) });
   }
   const rows = [...spend.values()].map(({ cents, ...row }) => ({ ...row, spend_cents: cents.toString() }));
-  const spendCents = spendMode === 'add' ? sql<string>`spend.spend_cents + excluded.spend_cents` : sql<string>`excluded.spend_cents`;
-  await inBatches(rows, (batch) => trx
-    .insertInto('spend')
-    .values(batch)
-    .onConflict((oc) => oc
-      .expression(sql`ad_account_id, date, (coalesce(workspace_id, ''))`)
-      .doUpdateSet({ spend_cents: spendCents })
-      // A row whose figure stays the same is not rewritten.
-      .where(sql<boolean>`spend.spend_cents IS DISTINCT FROM ${spendCents}`))
-    .execute());
+  const spendCents = options.spendMode === 'add' ? sql<string>`spend.spend_cents + excluded.spend_cents` : sql<string>`excluded.spend_cents`;
+  await inBatches(rows, async (batch) => {
+    const written = await trx
+      .insertInto('spend')
+      .values(batch)
+      .onConflict((oc) => oc
+        .expression(sql`ad_account_id, date, (coalesce(workspace_id, ''))`)
+        .doUpdateSet({ spend_cents: spendCents })
+        // A row whose figure stays the same is not rewritten.
+        .where(sql<boolean>`spend.spend_cents IS DISTINCT FROM ${spendCents}`))
+      // xmax is 0 on a row this statement inserted, set on one it updated.
+      .returning(sql<boolean>`xmax = 0`.as('inserted'))
+      .execute();
+    const inserted = written.filter((row) => row.inserted).length;
+    options.spend.new += inserted;
+    options.spend.changed += written.length - inserted;
+    options.spend.unchanged += batch.length - written.length;
+  });
 }
 
 async function writePosts(trx: Trx, records: RecordOf<'post'>[]): Promise<void> {
@@ -152,8 +160,14 @@ type RecordsOf = { [T in ImportType]: RecordOf<T>[] };
  */
 export type SpendMode = 'replace' | 'add';
 
+interface WriteOptions {
+  spendMode: SpendMode;
+  /** Filled in by the spend writer. */
+  spend: SpendEffect;
+}
+
 /** How each type's records are written, in this order: a type after every type it refers to. */
-const WRITERS: { [T in ImportType]: (trx: Trx, records: RecordsOf[T], spendMode: SpendMode) => Promise<void> } = {
+const WRITERS: { [T in ImportType]: (trx: Trx, records: RecordsOf[T], options: WriteOptions) => Promise<void> } = {
   account: (trx, accounts) => insertAll(trx, 'accounts', accounts.map((a) => ({ id: a.id, name: a.name, plan: a.plan, api_access: a.apiAccess }))),
   hub: (trx, hubs) => insertAll(trx, 'hubs', hubs.map((h) => ({ id: h.id, account_id: h.accountId, name: h.name, suspended: h.suspended }))),
   workspaceField: (trx, fields) => insertAll(trx, 'workspace_fields', fields.map((f) => ({ hub_id: f.hubId, key: f.key, label: f.label, archived: f.archived }))),
@@ -196,11 +210,13 @@ function recordsOf<T extends ImportType>(records: ImportRecord[], type: T): Reco
   return records.filter((record): record is RecordOf<T> => record.type === type) as RecordsOf[T];
 }
 
-async function writeType<T extends ImportType>(trx: Trx, records: ImportRecord[], type: T, spendMode: SpendMode): Promise<void> {
-  await WRITERS[type](trx, recordsOf(records, type), spendMode);
+async function writeType<T extends ImportType>(trx: Trx, records: ImportRecord[], type: T, options: WriteOptions): Promise<void> {
+  await WRITERS[type](trx, recordsOf(records, type), options);
 }
 
-/** Writes checked records, type after type in the order of WRITERS. */
-export async function writeRecords(trx: Trx, records: ImportRecord[], spendMode: SpendMode): Promise<void> {
-  for (const type of Object.keys(WRITERS) as ImportType[]) await writeType(trx, records, type, spendMode);
+/** Writes checked records, type after type in the order of WRITERS; returns what the spend did. */
+export async function writeRecords(trx: Trx, records: ImportRecord[], spendMode: SpendMode): Promise<SpendEffect> {
+  const options: WriteOptions = { spendMode, spend: { new: 0, changed: 0, unchanged: 0 } };
+  for (const type of Object.keys(WRITERS) as ImportType[]) await writeType(trx, records, type, options);
+  return options.spend;
 }

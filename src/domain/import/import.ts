@@ -39,8 +39,8 @@ async function checkAndWrite(trx: Kysely<Database>, lines: LineReader, spendMode
   const issues = [...lines.issues, ...(await checkReferences(trx, lines))].sort((a, b) => a.line - b.line);
   if (issues.length > 0) throw new ImportError(issues);
   const records = lines.items as ImportRecord[];
-  await writeRecords(trx, records, spendMode);
-  return { imported: counts(records) };
+  const spend = await writeRecords(trx, records, spendMode);
+  return { imported: counts(records), spend };
 }
 
 /**

@@ -45,8 +45,18 @@ export interface ImportIssue {
 }
 
 export type ImportCounts = Record<ImportType, number>;
+/** What an import's spend did, per (ad account, workspace, date) key of the file. */
+export interface SpendEffect {
+  /** Keys with no stored spend before. */
+  new: number;
+  /** Keys whose stored spend was replaced (or, with `add`, added to) and so changed. */
+  changed: number;
+  /** Keys whose stored spend already was what the file says: not rewritten. */
+  unchanged: number;
+}
 export interface ImportResult {
   imported: ImportCounts;
+  spend: SpendEffect;
 }
 
 // Ids are final: generated when the line had none. Fields the reference checks resolve from the
