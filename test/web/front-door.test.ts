@@ -216,7 +216,7 @@ describe('front door', () => {
     assert.equal(api.json.error, 'invalid_request');
   });
 
-  test('a server error under /app is a page with the web headers and the request id, nothing of the error', async () => {
+  test('a server error under /app is a page with the web headers and the request id, nothing of the error; an embed\'s stays frameable', async () => {
     // A clock that fails: whatever a page does after reading the session cookie fails with it.
     const failing: Clock = { now: () => { throw new Error('clock exploded at /secret/path.ts:12'); } } as unknown as Clock;
     const app = Fastify({ logger: false, genReqId: () => 'req-123' });
@@ -227,6 +227,13 @@ describe('front door', () => {
       assertPageHeaders({ status: r.statusCode, headers: r.headers as HttpResponse['headers'], text: r.body, json: undefined }, '500 page');
       assert.match(r.body, /Something went wrong on our side \(request req-123\)/);
       assert.doesNotMatch(r.body, /exploded|\/secret\/path/);
+      // On an embed URL the page is an embed's, so the embedding site's frame shows it.
+      const embed = await app.inject({ url: '/embed/spend?token=x' });
+      assert.equal(embed.statusCode, 500);
+      assert.match(String(embed.headers['content-security-policy']), /frame-ancestors \*/);
+      assert.equal(embed.headers['x-frame-options'], undefined);
+      assert.match(embed.body, /Something went wrong on our side \(request req-123\)/);
+      assert.doesNotMatch(embed.body, /exploded|\/secret\/path/);
     } finally {
       await app.close();
     }

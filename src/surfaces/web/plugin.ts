@@ -18,7 +18,7 @@ import { keyRoutes } from './routes/keys.ts';
 import { optInRoutes } from './routes/opt-ins.ts';
 import { spendRoutes } from './routes/spend.ts';
 import { sessionRoutes, webSessions } from './session.ts';
-import { embedMessageView } from './views/embed.ts';
+import { EMBED_VIEWS_HINT, embedMessageView } from './views/embed.ts';
 
 /**
  * The web admin's ({base}/app) and the embeds' ({base}/embed) answers to what no route of theirs
@@ -39,7 +39,7 @@ export function webErrorPages(config: Config) {
       const area = areaOf(request);
       if (!area) return undefined;
       if (allow.length > 0) reply.header('allow', allow.join(', '));
-      if (area === 'embed') return embedPage(reply, allow.length > 0 ? 405 : 404, 'Not found', embedMessageView('No such view', 'There is no embedded view at this address.'));
+      if (area === 'embed') return embedPage(reply, allow.length > 0 ? 405 : 404, 'Not found', embedMessageView('No such view', 'There is no embedded view at this address.', EMBED_VIEWS_HINT));
       return allow.length > 0
         ? refuse(reply, 405, 'Not allowed', `This page does not answer ${request.method} requests.`, home)
         : refuse(reply, 404, 'Page not found', 'There is no page at this address. Check the link, or start again from the web admin.', home);
@@ -47,7 +47,7 @@ export function webErrorPages(config: Config) {
     /** What Fastify refused before routing (a malformed URL, an overlong path segment), in our words. */
     refused(request: FastifyRequest, reply: FastifyReply, status: number, message: string): FastifyReply | undefined {
       const area = areaOf(request);
-      if (area === 'embed') return embedPage(reply, status, 'Bad request', embedMessageView('This view cannot be shown', message));
+      if (area === 'embed') return embedPage(reply, status, 'Bad request', embedMessageView('This view cannot be shown', message, EMBED_VIEWS_HINT));
       return area === 'app' ? refuse(reply, status, 'Bad request', message, home) : undefined;
     },
   };
@@ -73,11 +73,15 @@ export async function webPlugin(app: FastifyInstance, deps: WebDeps): Promise<vo
   // Fastify's: what carries the token) means a malformed token; a domain refusal there happens
   // after the token was verified, so it is a failure on our side (500, logged as an error).
   app.setErrorHandler((error: Error, request, reply) => {
+    const onEmbed = request.url.startsWith(`${paths.base}/embed/`);
+    // A failure page in the frame of the site that embeds the view, not one the frame refuses.
+    const failed = (status: number, title: string, message: string) =>
+      onEmbed ? embedPage(reply, status, title, embedMessageView(title, message)) : refuse(reply, status, title, message);
     if (isDatabaseUnavailable(error)) {
       request.log.warn({ err: error }, 'database unavailable');
-      return refuse(reply.header('retry-after', String(DATABASE_RETRY_AFTER_S)), 503, 'Temporarily unavailable', 'hubops cannot reach its database right now. Try again in a few seconds.');
+      reply.header('retry-after', String(DATABASE_RETRY_AFTER_S));
+      return failed(503, 'Temporarily unavailable', 'hubops cannot reach its database right now. Try again in a few seconds.');
     }
-    const onEmbed = request.url.startsWith(`${paths.base}/embed/`);
     const fromDomain = error instanceof DomainError;
     const refusal = onEmbed && fromDomain ? undefined : refusalOf(error) ?? fromFrameworkError(error, request.routeOptions.bodyLimit ?? 0);
     if (refusal && refusal.status < 500) {
@@ -86,7 +90,7 @@ export async function webPlugin(app: FastifyInstance, deps: WebDeps): Promise<vo
       return refuse(reply, refusal.status, refusal.status === 404 ? 'Not found' : 'Bad request', refusal.message, backLink(request));
     }
     request.log.error({ err: error }, 'web request failed');
-    return refuse(reply, 500, 'Something went wrong', `Something went wrong on our side (request ${request.id}).`);
+    return failed(500, 'Something went wrong', `Something went wrong on our side (request ${request.id}).`);
   });
 
   app.get(`${paths.app}/assets/app.js`, async (_request, reply) =>

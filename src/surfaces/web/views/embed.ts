@@ -6,11 +6,13 @@ export function embedRefusalView(reason: string): string {
 <p class="muted">The site that embeds it must sign a fresh token with an active embed key of the hub.</p></div>`;
 }
 
-/** An embed address that is no view, or that Fastify refused before any route ran. */
-export function embedMessageView(heading: string, message: string): string {
-  return `<div class="card"><h1>${h(heading)}</h1><p class="error" role="alert" data-embed-error>${h(message)}</p>
-<p class="muted">The embeddable views are /embed/spend and /embed/opt-in-summary, each with a signed token.</p></div>`;
+/** An embed address that is no view, one Fastify refused before any route ran, or a failure on our side. */
+export function embedMessageView(heading: string, message: string, hint?: string): string {
+  return `<div class="card"><h1>${h(heading)}</h1><p class="error" role="alert" data-embed-error>${h(message)}</p>${hint ? `<p class="muted">${h(hint)}</p>` : ''}</div>`;
 }
+
+/** What an embed address that is no view is told. */
+export const EMBED_VIEWS_HINT = 'The embeddable views are /embed/spend and /embed/opt-in-summary, each with a signed token.';
 
 export function embedReportView(heading: string, report: string): string {
   return `<h1>${h(heading)}</h1>${report}`;
