@@ -26,7 +26,7 @@ const STYLE = `
 a{color:var(--accent)}header.top{position:relative;display:flex;align-items:center;gap:8px 16px;flex-wrap:wrap;padding:10px 24px;background:var(--card);border-bottom:1px solid var(--line)}
 .brand{font-weight:700;letter-spacing:.2px;color:var(--accent);margin:0;text-decoration:none}nav.main{display:flex;flex-wrap:wrap;gap:4px 14px;flex:1}nav.main a{display:inline-flex;align-items:center;text-decoration:none;color:var(--muted);font-weight:600}nav.main a.on{color:var(--text)}
 form.switch{display:flex;gap:6px;align-items:center;min-width:0}form.switch label{margin:0}form.switch select{width:auto;max-width:100%;min-width:0;padding:6px 8px}
-details.profile{position:relative}details.profile summary{cursor:pointer;list-style:none;padding:6px 10px;border:1px solid var(--line);border-radius:8px;font-weight:600;white-space:nowrap}details.profile summary::-webkit-details-marker{display:none}
+details.profile{position:relative;margin-left:auto}details.profile summary{cursor:pointer;list-style:none;padding:6px 10px;border:1px solid var(--line);border-radius:8px;font-weight:600;white-space:nowrap}details.profile summary::-webkit-details-marker{display:none}
 details.profile .menu{position:absolute;right:0;top:110%;min-width:220px;max-width:calc(100vw - 24px);background:var(--card);border:1px solid var(--line);border-radius:10px;padding:8px;box-shadow:0 8px 30px rgba(0,0,0,.12);z-index:5}
 details.profile .menu a,details.profile .menu button{display:block;width:100%;text-align:left;padding:8px 10px;border:0;background:none;color:var(--text);font:inherit;border-radius:6px;text-decoration:none;cursor:pointer}
 details.profile .menu a:hover,details.profile .menu button:hover{background:var(--bg)}details.profile .menu small{display:block;padding:4px 10px;overflow-wrap:anywhere}
@@ -54,7 +54,7 @@ svg{max-width:100%;height:auto}svg.chart text{fill:var(--text);font-size:12px}sv
 dl.pairs{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:6px 12px;margin:0}dl.pairs dd{margin:0;min-width:0}a.url{font-family:var(--mono);overflow-wrap:anywhere}main.wide>.brand{margin:0 0 12px;font-size:1.1rem}
 .links{list-style:none;padding:0;margin:0 0 12px;display:grid;gap:8px}.links a{display:block;padding:10px 12px;border:1px solid var(--line);border-radius:10px;text-decoration:none;color:var(--text);font-weight:600}.links a small{display:block;font-weight:400}
 @media (max-width:640px){
-header.top{padding:6px 12px}details.profile{position:static;margin-left:auto}details.profile .menu{left:12px;right:12px;top:100%;min-width:0;max-width:none}
+header.top{padding:6px 12px}details.profile{position:static}details.profile .menu{left:12px;right:12px;top:100%;min-width:0;max-width:none}
 nav.main{order:3;flex:1 0 100%}form.switch{order:4;flex:1 0 100%}form.switch select{flex:1;width:100%}
 main{margin:16px auto;padding:0 12px}main.narrow{margin-top:24px}.card{padding:16px;border-radius:12px}
 button,.button,input,select,details.profile summary,a.brand,nav.main a,details.profile .menu a,details.profile .menu button,.pager a{min-height:44px}
