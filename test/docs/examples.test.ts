@@ -7,7 +7,7 @@
 // (test/support/docs-examples.ts says how responses are compared).
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -125,10 +125,12 @@ async function pages(): Promise<string[]> {
 }
 
 /** Runs one block in the page's shell session; resolves with its exit code and output. */
-function runBlock(code: string, state: string, cwd: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
+function runBlock(code: string, session: string, cwd: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const state = path.join(session, 'env.sh');
   const script = `set -eo pipefail\n[ -f "$DOCS_STATE" ] && source "$DOCS_STATE"\ncd ${JSON.stringify(cwd)}\n${code}\nexport -p > "$DOCS_STATE"\n`;
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-c', script], { env: { ...shellEnv, DOCS_STATE: state }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // TMPDIR: what the examples make with mktemp goes where the test removes it.
+    const child = spawn('bash', ['-c', script], { env: { ...shellEnv, DOCS_STATE: state, TMPDIR: session }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -149,8 +151,6 @@ test('every shell example in the docs runs as written against a fresh demo serve
   for (const page of await pages()) {
     const examples: Example[] = examplesOf(page, await readFile(path.join(ROOT, page), 'utf8'));
     const session = await mkdtemp(path.join(tmpdir(), 'hubops-docs-shell-'));
-    const state = path.join(session, 'env.sh');
-    await writeFile(state, '');
     const run: PageRun = { page, outputs: [] };
     try {
       for (const example of examples) {
@@ -179,7 +179,7 @@ test('every shell example in the docs runs as written against a fresh demo serve
         }
         executed += 1;
         // In the checkout, where a user runs npm.
-        const result = await runBlock(code, state, ROOT);
+        const result = await runBlock(code, session, ROOT);
         run.outputs.push(result.stdout);
         if (result.status !== 0) {
           failures.push(`${where}: exited ${result.status}\n${code}\nstdout: ${result.stdout.slice(0, 1500)}\nstderr: ${result.stderr.slice(0, 1500)}`);
