@@ -115,23 +115,24 @@ describe('every page at 390 px and at 1280 px', { skip: chromiumMissing }, () =>
       const context: BrowserContext = await browser.newContext({ viewport: { width, height }, isMobile: phone, hasTouch: phone });
       const page = await context.newPage();
       const problems: string[] = [];
-      const check = async (name: string, opts: { menu?: boolean } = {}) => {
+      const check = async (name: string, opts: { menu?: boolean; shot?: false } = {}) => {
         for (const p of await overflows(page, width)) problems.push(`${name}: ${p}`);
         if (phone) for (const p of await smallTargets(page)) problems.push(`${name}: ${p}`);
-        await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
+        if (opts.shot !== false) await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
         if (opts.menu) {
           for (const p of await menuOutside(page, width, height)) problems.push(`${name}, profile menu: ${p}`);
           if (phone) for (const p of await smallTargets(page)) problems.push(`${name}, profile menu open: ${p}`);
           await page.click('details.profile summary');
         }
       };
-      const visit = async (name: string, url: string, status: number, opts: { menu?: boolean } = {}) => {
+      const visit = async (name: string, url: string, status: number, opts: { menu?: boolean; shot?: false } = {}) => {
         const response = await page.goto(url);
         assert.equal(response?.status(), status, `${name}: ${url}`);
         await check(name, opts);
       };
       try {
         await visit('front-door', `${web.baseUrl}/`, 200);
+        await visit('docs index', `${web.baseUrl}/docs`, 200, { shot: false });
         await visit('sign-in', `${web.baseUrl}/app/sign-in`, 200);
         await page.fill('#email', ADMIN.email);
         await page.fill('#password', ADMIN.password);
