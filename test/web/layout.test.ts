@@ -13,7 +13,8 @@ import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
 import { signEmbedToken } from '../../src/surfaces/web/embed-token.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { CHROMIUM, CHROMIUM_ARGS, chromiumMissing } from '../support/chromium.ts';
-import { ADMIN, HUB, seedWebHub } from '../support/world.ts';
+import { authorize, exchangeCode, REDIRECT, registerClient } from '../support/oauth-flow.ts';
+import { ADMIN, HUB, MEMBER, seedWebHub } from '../support/world.ts';
 
 process.env.PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD = '1';
 const UPDATE = process.env.UPDATE_SCREENSHOTS === '1';
@@ -102,6 +103,12 @@ describe('every page at 390 px and at 1280 px', { skip: chromiumMissing }, () =>
     const embedKey = await createKey(web.db, { hubId: HUB, name: 'Franchise intranet embed', scope: 'embed' });
     const token = signEmbedToken({ hub: HUB, view: 'spend', exp: Math.floor(Date.now() / 1000) + 3600, kid: embedKey.id }, embedKey.key);
     embedUrl = `${web.baseUrl}/embed/spend?token=${token}`;
+    // Connected apps with rows in both of its lists: the admin's own, and one a member connected in the hub.
+    for (const [name, who] of [['Claude Desktop', ADMIN], ['Looker Studio reporting connector', ADMIN], ['Member Sheets', MEMBER]] as const) {
+      const client = await registerClient(web, { confidential: false, redirectUri: REDIRECT, name });
+      const result = await authorize(web, client, { ...who, redirectUri: REDIRECT });
+      await exchangeCode(web, client, result, REDIRECT);
+    }
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
     await mkdir(SHOTS, { recursive: true });
   });
@@ -153,6 +160,7 @@ describe('every page at 390 px and at 1280 px', { skip: chromiumMissing }, () =>
         await visit('opt-ins-report', `${web.baseUrl}/app/hubs/${HUB}/opt-ins`, 200);
         await visit('spend', `${web.baseUrl}/app/hubs/${HUB}/spend`, 200);
         await visit('connected-apps', `${web.baseUrl}/app/connected-apps`, 200, { menu: true });
+        assert.equal(await page.locator('tr[data-grant]').count(), 3, 'connected apps lists the three grants');
         await visit('not-found', `${web.baseUrl}/app/hubs/${HUB}/settings/nope`, 404);
         await visit('embed', embedUrl, 200);
       } finally {
