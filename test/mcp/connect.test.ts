@@ -176,7 +176,8 @@ describe('an MCP client that knows only the URL', () => {
     // Docs
     const search = await call('search_docs', { query: 'refresh token rotate' });
     assert.ok(search.totalDocuments > 30, `corpus: ${search.totalDocuments}`);
-    assert.ok(search.hits.length > 0 && search.hits.some((h: any) => h.id.startsWith('readme/')), JSON.stringify(search.hits));
+    assert.ok(search.hits.length > 0 && search.hits.every((h: any) => h.source === 'guide' || h.source === 'openapi'), JSON.stringify(search.hits));
+    assert.ok(search.hits.some((h: any) => h.id.startsWith('main-api/')), `the docs pages are searched too: ${JSON.stringify(search.hits.map((h: any) => h.id))}`);
     const ops = await call('search_docs', { query: 'list_posts', source: 'openapi' });
     assert.equal(ops.hits[0].id, 'openapi-main/list_posts');
     assert.ok(ops.hits.every((h: any) => h.source === 'openapi'));
@@ -191,7 +192,11 @@ describe('an MCP client that knows only the URL', () => {
     assert.match(doc.text, /- status \(query; one of: draft, scheduled/);
     const playbooksDoc = await call('read_doc', { id: 'openapi-main/list_playbooks' });
     assert.match(playbooksDoc.text, /GET .*\/playbooks/);
-    assert.match((await call('read_doc', { id: 'readme/connect-an-ai-assistant-the-main-mcp-server-oauth' })).text, /"url": "http:\/\/localhost:3000\/mcp"/);
+    const guide = await call('search_docs', { query: 'Claude Desktop mcp-remote', source: 'guide' });
+    assert.ok(guide.hits.every((h: any) => h.source === 'guide'));
+    const desktop = guide.hits.find((h: any) => h.id.startsWith('mcp/'));
+    assert.ok(desktop, JSON.stringify(guide.hits.map((h: any) => h.id)));
+    assert.match((await call('read_doc', { id: desktop.id })).text, /mcp-remote/);
     assert.match(await callError(client, 'read_doc', { id: 'readme/nope' }), /^not_found: .*search_docs/);
 
     // Organic

@@ -1,12 +1,12 @@
 // The service's own documentation as a small searchable corpus, so an agent can learn the API
-// from inside a conversation: the README's sections, and for each OpenAPI document an overview
+// from inside a conversation: the guide's sections (README and docs pages), and for each OpenAPI document an overview
 // (authentication, limits, errors) plus one entry per operation (method, URL, parameters, body
 // and success response). Ranking is plain term matching — the corpus is a few hundred entries.
 
-export type DocSource = 'readme' | 'openapi';
+export type DocSource = 'guide' | 'openapi';
 
 export interface DocEntry {
-  /** Stable id for read_doc: `readme/<section-slug>`, `<prefix>/overview`, `<prefix>/<operationId>`. */
+  /** Stable id for read_doc: `<page>/<section-slug>` (`readme/…`, `hub-api/…`), `<prefix>/overview`, `<prefix>/<operationId>`. */
   id: string;
   title: string;
   source: DocSource;
@@ -23,8 +23,11 @@ export interface DocHit {
 
 const slug = (text: string) => text.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
 
-/** README split at `##`/`###` headings (fenced code kept whole); each section's title is its heading path. */
-export function readmeEntries(markdown: string): DocEntry[] {
+/**
+ * A guide page split at `#`/`##`/`###` headings (fenced code kept whole); each section's title is
+ * its heading path, its id `<page>/<slug of the title>`.
+ */
+export function guideEntries(page: string, markdown: string): DocEntry[] {
   const entries: DocEntry[] = [];
   const seen = new Map<string, number>();
   let h2 = '';
@@ -32,10 +35,10 @@ export function readmeEntries(markdown: string): DocEntry[] {
   let current: { title: string; lines: string[] } | undefined;
   const flush = () => {
     if (!current || !current.lines.join('').trim()) return;
-    const base = `readme/${slug(current.title)}`;
+    const base = `${page}/${slug(current.title)}`;
     const n = (seen.get(base) ?? 0) + 1;
     seen.set(base, n);
-    entries.push({ id: n === 1 ? base : `${base}-${n}`, title: current.title, source: 'readme', text: current.lines.join('\n').trim() });
+    entries.push({ id: n === 1 ? base : `${base}-${n}`, title: current.title, source: 'guide', text: current.lines.join('\n').trim() });
   };
   for (const line of markdown.split('\n')) {
     if (/^\s*```/.test(line)) fenced = !fenced;

@@ -1,9 +1,8 @@
-import { readFile } from 'node:fs/promises';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import type { Caller } from '../../domain/caller.ts';
-import { DocIndex, openApiEntries, readmeEntries } from '../../domain/docs/docs.ts';
+import { DocIndex, guideEntries, openApiEntries } from '../../domain/docs/docs.ts';
 import type { MediaStore } from '../../domain/media/media-store.ts';
 import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
 import type { SpendReportCache } from '../../domain/spend/spend.service.ts';
@@ -14,6 +13,7 @@ import { mainOperations } from '../main-api/operations.ts';
 import { mainOpenApi } from '../main-api/plugin.ts';
 import { acceptAnyJson, serveMcp, type McpEndpoint } from '../mcp.ts';
 import { ApiError } from '../shared/errors.ts';
+import { readGuideFiles } from '../shared/guide-files.ts';
 import { SCOPE } from '../shared/oauth.ts';
 import { ADD_MEDIA_BODY_LIMIT } from './add-media.ts';
 import { mainMcpTools, type McpMainContext } from './tools.ts';
@@ -43,7 +43,6 @@ export interface McpMainDeps {
 }
 
 const WELL_KNOWN = '/.well-known/oauth-protected-resource';
-const README = new URL('../../../README.md', import.meta.url);
 
 /** The MCP server as an OAuth protected resource: its identifier and where its metadata lives. */
 export function mcpResource(config: Config): { resource: string; path: string; metadataPath: string; metadataUrl: string } {
@@ -67,9 +66,9 @@ export function protectedResourceMetadata(config: Config): Record<string, unknow
 }
 
 async function buildDocIndex(config: Config, version: string): Promise<DocIndex> {
-  const readme = await readFile(README, 'utf8').catch(() => '');
+  const guide = await readGuideFiles();
   return new DocIndex([
-    ...readmeEntries(readme),
+    ...guide.flatMap((file) => guideEntries(file.page, file.text)),
     ...openApiEntries(mainOpenApi(config, version, mainOperations), 'openapi-main'),
     ...openApiEntries(hubOpenApi(config, version), 'openapi-hub'),
   ]);
@@ -83,7 +82,7 @@ function instructions(config: Config): string {
     'Organic: list_channels gives the channel ids a post targets; create_post drafts or schedules a post; organic_analytics and google_review_summaries report per workspace.',
     'Paid: paid_analytics reports per workspace and campaign; list_playbooks lists the hub’s playbooks; list_playbook_opt_ins, get_opt_in_summary and get_spend_by_workspace are hub-wide and need a hub admin’s whole-hub token. Check asOf and freshness before quoting spend.',
     'Media: list_media and get_media read the library; add_media adds an image or video from a public URL or base64 content, to use in a post’s mediaIds.',
-    `Docs: search_docs and read_doc search this service's README and its OpenAPI documents (${config.baseUrl}/openapi.json, ${config.baseUrl}${HUB_API_PREFIX}/openapi.json).`,
+    `Docs: search_docs and read_doc search this service's guide (README and docs pages) and its OpenAPI documents (${config.baseUrl}/openapi.json, ${config.baseUrl}${HUB_API_PREFIX}/openapi.json).`,
   ].join('\n');
 }
 

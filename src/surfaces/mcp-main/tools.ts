@@ -49,7 +49,7 @@ function hubWide(op: Operation<HubContext>): Operation<McpMainContext> {
   });
 }
 
-const DocSourceSchema = Type.Enum(['readme', 'openapi'], { description: 'readme: the guide (connecting, OAuth, limits, decisions); openapi: the REST operations of the main API and the Hub API.' });
+const DocSourceSchema = Type.Enum(['guide', 'openapi'], { description: 'guide: the README and docs pages (connecting, OAuth, limits, errors, decisions); openapi: the REST operations of the main API and the Hub API.' });
 
 // MCP only: no REST route.
 const docsOperations: Operation<McpMainContext>[] = [
@@ -58,7 +58,7 @@ const docsOperations: Operation<McpMainContext>[] = [
     effect: 'read',
     title: 'Search the hubops documentation',
     description: [
-      "Searches hubops's own documentation: the README (connecting, OAuth, tenancy, limits, errors, what each record means) and both OpenAPI documents (the main API at /openapi.json and the Hub API at /v1/hub/openapi.json, one entry per operation with its parameters and response schema, plus an overview of each).",
+      "Searches hubops's own documentation: the guide — the README and the docs pages (connecting, OAuth, tenancy, limits, errors, what each record means) and both OpenAPI documents (the main API at /openapi.json and the Hub API at /v1/hub/openapi.json, one entry per operation with its parameters and response schema, plus an overview of each).",
       'Give a few keywords (e.g. "schedule post instagram limit", "spend freshness", "refresh token"); results are ranked, each with an id to pass to read_doc. Without a query it lists every document.',
     ].join(' '),
     input: Type.Object({
@@ -88,8 +88,8 @@ const docsOperations: Operation<McpMainContext>[] = [
     name: 'read_doc',
     effect: 'read',
     title: 'Read a hubops document',
-    description: 'The full text of one document found with search_docs: a README section, an API overview, or one REST operation (method and URL, parameters, request body and response schema).',
-    input: Type.Object({ id: Type.String({ minLength: 1, maxLength: 200, description: 'A document id from search_docs, e.g. readme/quick-start or openapi-main/list_posts.' }) }),
+    description: 'The full text of one document found with search_docs: a guide section, an API overview, or one REST operation (method and URL, parameters, request body and response schema).',
+    input: Type.Object({ id: Type.String({ minLength: 1, maxLength: 200, description: 'A document id from search_docs, e.g. readme/quick-start, hub-api/limits or openapi-main/list_posts.' }) }),
     output: Type.Object({ id: Type.String(), title: Type.String(), source: DocSourceSchema, text: Type.String() }),
     handler: async (ctx: McpMainContext, input) => {
       const entry = (await ctx.docs()).read(input.id);
@@ -99,7 +99,7 @@ const docsOperations: Operation<McpMainContext>[] = [
   }),
 ];
 
-/** Tool names by group, in the order tools/list gives them (the README lists the same). */
+/** Tool names by group, in the order tools/list gives them (docs/mcp.md lists the same). */
 export const TOOL_GROUPS = {
   Account: ['whoami', 'list_workspaces', 'get_workspace', 'list_hubs'],
   Docs: ['search_docs', 'read_doc'],

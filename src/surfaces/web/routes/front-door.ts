@@ -1,15 +1,14 @@
 // The front door: {base}/ says what this server is and links every way in (a page for browsers,
 // JSON for API clients); {base}/docs serves the repository's README and docs/*.md read-only; the
 // favicon. Public: no session, no key.
-import { readdir, readFile } from 'node:fs/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { readGuideFiles } from '../../shared/guide-files.ts';
 import { sendPage } from '../../shared/html.ts';
 import { FAVICON_ICO, FAVICON_SVG } from '../assets.ts';
 import type { Web } from '../context.ts';
 import { docsIndexPage, frontDoor, frontDoorPage, type DocPage } from '../views/front-door.ts';
 import { appHeaders, docHeaders, messagePage } from '../views/layout.ts';
 
-const REPOSITORY = new URL('../../../../', import.meta.url);
 const ICON_CACHE = 'public, max-age=2592000';
 
 /**
@@ -36,14 +35,7 @@ interface Doc extends DocPage {
 
 /** README.md and every docs/*.md, read once: the only files /docs can ever answer with. */
 async function loadDocs(base: string): Promise<Doc[]> {
-  const read = async (file: string, path: string): Promise<Doc | undefined> => {
-    const text = await readFile(new URL(file, REPOSITORY), 'utf8').catch(() => undefined);
-    if (text === undefined) return undefined;
-    return { path, title: /^# (.+)$/m.exec(text)?.[1]?.trim() ?? file, text };
-  };
-  const names = (await readdir(new URL('docs/', REPOSITORY)).catch(() => [] as string[])).filter((n) => /^[\w.-]+\.md$/.test(n)).sort();
-  const docs = await Promise.all([read('README.md', `${base}/README.md`), ...names.map((n) => read(`docs/${n}`, `${base}/docs/${n}`))]);
-  return docs.filter((d): d is Doc => d !== undefined);
+  return (await readGuideFiles()).map(({ file, title, text }) => ({ path: `${base}/${file}`, title, text }));
 }
 
 export async function frontDoorRoutes(app: FastifyInstance, { deps, paths }: Web): Promise<void> {
