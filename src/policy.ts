@@ -1,5 +1,5 @@
 // Every rate limit, size limit, lifetime and timeout hubops promises, in one place. Each line says what it
-// affects; the README states the same numbers, and test/docs/policy.test.ts fails when the two
+// affects; the docs pages state the same numbers, and test/docs/policy.test.ts fails when the two
 // disagree. Change a number here, then the sentence the test names.
 
 const SECOND = 1_000;

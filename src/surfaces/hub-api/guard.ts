@@ -54,7 +54,7 @@ export class HubApiGuard {
    * Refuses requests made from browser code: they would expose the key, which belongs on a server only. A browser
    * marks them with `Origin`, a CORS preflight, or Fetch Metadata. Node's fetch (undici) also
    * sends `Sec-Fetch-Mode: cors` but never `Sec-Fetch-Site`, so that header alone does not count:
-   * server-side Node clients, the MCP SDK among them, must get through (see README).
+   * server-side Node clients, the MCP SDK among them, must get through (see docs/hub-api.md).
    */
   refuseBrowsers(request: FastifyRequest): void {
     const { origin } = request.headers;
@@ -81,7 +81,7 @@ export class HubApiGuard {
    * An address over its failed-authentication limit gets 429 for every key this instance has not
    * admitted before, without a database read; keys it has admitted (real keys, in use) still
    * work, so one misconfigured tool behind a shared address (an office NAT, an automation
-   * platform's egress) does not lock out everyone else there (see README, Limits).
+   * platform's egress) does not lock out everyone else there (see docs/hub-api.md, Limits).
    */
   async authenticate(request: FastifyRequest, reply: FastifyReply, options: { rideAlong: boolean; extra?: RatePolicy }): Promise<Admission> {
     const nowMs = this.#clock.now().getTime();

@@ -89,7 +89,7 @@ export function hubIndex(config: Config, version: string) {
  * an MCP client an HTTP 401 means "start OAuth" (MCP authorization spec), and real clients (the
  * MCP Inspector, mcp-remote) do so on any 401 — discovering the main API's authorization server
  * on this origin and opening a sign-in page that can never give them a Hub API key. A 403 they
- * report as it is, with our message (see README, Hub MCP endpoint).
+ * report as it is, with our message (see docs/mcp.md, Hub MCP endpoint).
  */
 function refusedForMcp(error: unknown): unknown {
   if (!(error instanceof ApiError) || error.status !== 401) return error;

@@ -1,5 +1,5 @@
 // The opt-in report as CSV (RFC 4180): one line per Hub API opt-in row, nested fields flattened
-// into the columns documented in the README ("The web admin"). Values that a spreadsheet would
+// into the columns documented in docs/web-admin.md. Values that a spreadsheet would
 // read as a formula (leading = + - @ tab or carriage return) get a leading apostrophe.
 import type { OptInRow } from '../../domain/opt-ins/opt-in.ts';
 

@@ -1,4 +1,4 @@
-// Signed embed tokens (README, "Signed embeds"). An embed key is an Ed25519 key pair: the
+// Signed embed tokens (docs/web-admin.md, "Signed embeds"). An embed key is an Ed25519 key pair: the
 // customer keeps the private key, hubops stores only the public key, so no database read is
 // enough to sign. A token is a compact JWS (RFC 7515, alg EdDSA per RFC 8037):
 //   base64url(JSON {alg: "EdDSA", kid}) + "." + base64url(JSON {hub, view, exp}) + "." + base64url(Ed25519 signature)

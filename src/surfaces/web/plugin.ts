@@ -1,6 +1,6 @@
 // The web admin under {base_url}/app (sign-in, hub switcher, profile menu, Manage Hub → API tab,
 // playbook opt-ins report with a streamed CSV download, spend dashboard) and the signed embeds
-// under {base_url}/embed. Server-rendered; see README "The web admin".
+// under {base_url}/embed. Server-rendered; see docs/web-admin.md.
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.ts';
