@@ -1,9 +1,8 @@
 // Embed keys are Ed25519 key pairs: nothing in the database is enough to sign
-// an embed token; the customer's private key is; the README's Node snippet works as written.
+// an embed token; the customer's private key is. (docs/web-admin.md's signing snippet is run by
+// test/docs/examples.test.ts.)
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createHash, createHmac, createPrivateKey, sign } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { createKey, listKeys } from '../../src/domain/api-keys/api-key.repository.ts';
@@ -103,24 +102,4 @@ test('an embed key made before key pairs keeps working until revoked', async () 
   const revoked = await get(token);
   assert.equal(revoked.statusCode, 401);
   assert.match(reason(revoked.body), /revoked/);
-});
-
-test("the README's Node snippet signs a token that renders", async () => {
-  const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
-  const section = readme.slice(readme.indexOf('### Signed embeds'));
-  const snippet = /```js\n([\s\S]*?)```/.exec(section)?.[1];
-  assert.ok(snippet, 'the Signed embeds section has a js block');
-  const key = await createKey(t.db, { hubId: 'hub_1', name: 'readme', scope: 'embed' });
-  const child = spawn(process.execPath, ['--input-type=module', '-'], {
-    env: { PATH: process.env.PATH, EMBED_KEY: key.key, EMBED_KEY_ID: key.id, HUB_ID: 'hub_1', BASE_URL: 'http://hubops.test' },
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  child.stdin.end(snippet);
-  let out = '';
-  for await (const chunk of child.stdout) out += chunk;
-  assert.equal(await new Promise((resolve) => child.on('close', resolve)), 0);
-  const src = /src="http:\/\/hubops\.test([^"]+)"/.exec(out)?.[1];
-  assert.ok(src, out);
-  const r = await t.app.fastify.inject({ url: src });
-  assert.equal(r.statusCode, 200, reason(r.body));
 });
