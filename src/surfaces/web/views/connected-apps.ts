@@ -19,11 +19,12 @@ interface ViewInput {
 /** A cell of a stacked table: one element beside its label, however many lines it holds. */
 const cell = (label: string, content: string, attrs = '') => `<td data-label="${label}"${attrs}><div>${content}</div></td>`;
 
+// The client id is plain code, free to break anywhere: a one-line .token made the hub table wider than its card.
 function row(app: ConnectedApp, o: ViewInput, withUser: boolean): string {
   const scope = app.scopes.length ? app.scopes.map((s) => `<code class="token">${h(s)}</code>`).join(' ') : '—';
   const lastUsed = app.lastUsedAt ? agoTag(new Date(app.lastUsedAt), o.now) : '<span class="muted">not yet</span>';
   return `<tr data-grant="${h(app.ref)}">
-${cell('App', `<strong data-client-name>${h(app.client.name)}</strong><br><small>client <code class="token">${h(app.client.id)}</code></small>`)}
+${cell('App', `<strong data-client-name>${h(app.client.name)}</strong><br><small>client <code>${h(app.client.id)}</code></small>`)}
 ${withUser ? cell('User', `${h(app.user.name || app.user.email)}<br><small>${h(app.user.email)}</small>`) : ''}
 ${cell('Acts in', `${h(app.hub.name)}<br><small>${app.workspace ? `workspace ${h(app.workspace.name)}` : 'whole hub'}</small>`)}
 ${cell('Access', scope)}

@@ -47,7 +47,7 @@ table{width:100%;border-collapse:collapse}th,td{text-align:left;padding:8px 10px
 .token{font-family:var(--mono);white-space:nowrap;overflow-wrap:normal;word-break:keep-all;display:inline-block;max-width:100%;overflow-x:auto;vertical-align:bottom}
 .secret{border:2px solid var(--warn);border-radius:12px;padding:16px;margin:0 0 20px;background:color-mix(in srgb,var(--warn) 8%,transparent)}.secret > code{display:block;padding:10px;margin:8px 0;font-size:1rem}
 .row{display:flex;gap:12px;flex-wrap:wrap;align-items:flex-end}.row>div{flex:1;min-width:150px}.radio{display:flex;flex-wrap:wrap;gap:0 18px}.radio label{font-weight:400;display:flex;gap:6px;align-items:center;margin:6px 0}.radio input{width:auto}
-.pill{display:inline-block;padding:1px 8px;border-radius:99px;font-size:.85rem;border:1px solid var(--line);white-space:nowrap}.pill.live{border-color:var(--ok);color:var(--ok)}.pill.revoked{border-color:var(--danger);color:var(--danger)}
+.pill{display:inline-block;padding:1px 8px;border-radius:99px;font-size:.85rem;border:1px solid var(--line);white-space:nowrap}.pill.live{border-color:var(--ok);color:var(--ok)}.pill.revoked{border-color:var(--danger);color:var(--danger)}.pill.warn{border-color:var(--warn);color:var(--warn)}
 .grid4{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(200px,100%),1fr));gap:12px;margin:0 0 20px}.stat{background:var(--card);border:1px solid var(--line);border-radius:12px;padding:14px}.stat a{text-decoration:none;color:inherit}.stat.on{outline:2px solid var(--accent)}.stat .big{font-size:1.5rem;font-weight:700}.up{color:var(--ok)}.down{color:var(--danger)}
 svg{max-width:100%;height:auto}svg.chart text{fill:var(--text);font-size:12px}svg.chart rect.bar{fill:var(--accent)}svg.chart rect.prior{fill:var(--muted);opacity:.45}svg.chart rect.other{fill:var(--muted)}
 .pager{display:flex;flex-wrap:wrap;align-items:center;gap:10px;margin-top:14px}.actions{display:flex;flex-wrap:wrap;gap:10px;margin-top:16px}
@@ -185,15 +185,6 @@ export function statusLabel(status: string): string {
   if (label) return label;
   const words = status.replace(/[_-]/g, ' ');
   return words.charAt(0).toUpperCase() + words.slice(1);
-}
-
-export function money(cents: number): string {
-  return `$${(cents / 100).toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
-}
-
-export function when(iso: string | null): string {
-  if (!iso) return '—';
-  return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
 }
 
 export function change(current: number, prior: number): string {
