@@ -185,13 +185,15 @@ test('Roll with no grace period: the reveal says the old secret stopped working 
   assert.equal((await web.hubGet('/playbook-opt-ins', old.key)).status, 401);
 });
 
-test('Roll refuses a revoked, expired or already rolled key (409, nothing made), another hub\'s key (404), a forged CSRF token and a grace period not offered (400), and members (403)', async () => {
+test('Roll refuses an embed, revoked, expired or already rolled key (409, nothing made), another hub\'s key (404), a forged CSRF token and a grace period not offered (400), and members (403)', async () => {
   const b = await signedIn(web);
   const revoked = await createKey(web.db, { hubId: HUB, name: 'roll revoked', now: web.clock.now() });
   await revokeKey(web.db, revoked.id);
   const expired = await createKey(web.db, { hubId: HUB, name: 'roll expired', expiresInDays: 30, now: new Date(web.clock.now().getTime() - 31 * DAY) });
   const rolled = await createKey(web.db, { hubId: HUB, name: 'roll twice', now: web.clock.now() });
   assert.equal((await rollThroughForm(b, rolled.id, '24')).status, 303);
+  const embed = await createKey(web.db, { hubId: HUB, name: 'roll embed', scope: 'embed', now: web.clock.now() });
+  assert.doesNotMatch(rowOf(await (await b.fetch(apiTab())).text(), embed.id), /Roll<\/a>/, 'an embed key offers no Roll');
   const count = async () => (await web.db.kysely.selectFrom('api_keys').select('id').execute()).length;
   const before = await count();
   const page = await (await b.fetch(apiTab())).text();
@@ -199,6 +201,7 @@ test('Roll refuses a revoked, expired or already rolled key (409, nothing made),
     [revoked, /This key is revoked: only a working key can be rolled\. Create a new key instead\./],
     [expired, /This key expired on \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC: only a working key can be rolled\./],
     [rolled, /This key was already rolled: roll the key that replaced it instead\./],
+    [embed, /An embed key is not rolled: create a new embed key, sign with its private key, then revoke this one/],
   ] as const) {
     const shown = await b.fetch(`${apiTab()}/keys/${key.id}/roll`);
     assert.equal(shown.status, 409, key.id);

@@ -148,7 +148,7 @@ export interface RolledKey extends CreatedKey {
 /**
  * Rolls a key of this hub: a new secret with the same name, scope and lifetime (shown once),
  * while the old secret keeps working for `graceMs` (or until its own expiry, if sooner). The old
- * row names its successor. A revoked, expired or already rolled key is refused (conflict). Runs
+ * row names its successor. An embed, revoked, expired or already rolled key is refused (conflict). Runs
  * in the caller's transaction, with the old row locked, so two rolls of one key make one successor.
  */
 export async function rollKeyInTransaction(trx: Transaction<Database>, input: { hubId: string; keyId: string; graceMs: number; now: Date }): Promise<RolledKey> {
@@ -162,6 +162,9 @@ export async function rollKeyInTransaction(trx: Transaction<Database>, input: { 
     .executeTakeFirst();
   if (!old) throw new DomainError('not_found', `key ${input.keyId} does not exist`);
   const nowMs = input.now.getTime();
+  // The private half of an embed key may be the customer's own (keys create --public-key): a roll
+  // must not swap it for a pair hubops made. Its successor is simply a new embed key.
+  if (old.scope === 'embed') throw new DomainError('conflict', `key ${old.id} is an embed key, which is not rolled: create a new embed key, sign with it, then revoke this one`);
   if (old.revoked_at) throw new DomainError('conflict', `key ${old.id} is revoked, so it cannot be rolled: create a new key instead`);
   if (old.expires_at && old.expires_at.getTime() <= nowMs) {
     throw new DomainError('conflict', `key ${old.id} expired at ${old.expires_at.toISOString()}, so it cannot be rolled: create a new key instead`);
@@ -304,6 +307,7 @@ export async function addKeyUsage(db: Db, usage: KeyUsage[]): Promise<void> {
   const firstKept = utcDay(new Date(Date.parse(newest) - (KEY_USAGE_DAYS - 1) * DAY_MS));
   // Keys deleted meanwhile are skipped (their rows locked, so none can go before the inserts).
   // The deleted days are all before firstKept and the inserted ones from it: no row is touched twice.
+  // Rows are locked in key (and day) order, so instances flushing the same keys cannot deadlock.
   await sql`
     WITH u AS (
       SELECT * FROM unnest(${rows.map((r) => r.keyId)}::text[], ${rows.map((r) => r.day)}::date[],
@@ -312,13 +316,13 @@ export async function addKeyUsage(db: Db, usage: KeyUsage[]): Promise<void> {
       SELECT k.id FROM api_keys k WHERE k.id IN (SELECT id FROM u) ORDER BY k.id FOR KEY SHARE
     ), totals AS (
       INSERT INTO api_key_usage AS a (key_id, request_count, last_used_at)
-      SELECT u.id, sum(u.count), max(u.last_used_at) FROM u JOIN live USING (id) GROUP BY u.id
+      SELECT u.id, sum(u.count), max(u.last_used_at) FROM u JOIN live USING (id) GROUP BY u.id ORDER BY u.id
       ON CONFLICT (key_id) DO UPDATE SET request_count = a.request_count + excluded.request_count,
                                          last_used_at = greatest(a.last_used_at, excluded.last_used_at)
     ), pruned AS (
       DELETE FROM api_key_daily_usage d USING live WHERE d.key_id = live.id AND d.day < ${firstKept}::date
     )
     INSERT INTO api_key_daily_usage AS d (key_id, day, request_count)
-    SELECT u.id, u.day, u.count FROM u JOIN live USING (id) WHERE u.day >= ${firstKept}::date
+    SELECT u.id, u.day, u.count FROM u JOIN live USING (id) WHERE u.day >= ${firstKept}::date ORDER BY u.id, u.day
     ON CONFLICT (key_id, day) DO UPDATE SET request_count = d.request_count + excluded.request_count`.execute(db.kysely);
 }

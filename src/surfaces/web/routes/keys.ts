@@ -29,9 +29,12 @@ function checkKeyForm(name: string, scope: string, expires: string): CheckedKeyF
   return errors.name || errors.expires || !isKeyScope(scope) ? { ok: false, errors } : { ok: true, scope, expiresInDays };
 }
 
+const EMBED_ROLL_REFUSAL = 'An embed key is not rolled: create a new embed key, sign with its private key, then revoke this one (embeds signed with it keep working until you do).';
+
 /** Why a key cannot be rolled at `now`, or undefined when it can. */
 function rollRefusal(key: KeySummary, now: Date): string | undefined {
   const state = keyState(key, now);
+  if (key.scope === 'embed') return EMBED_ROLL_REFUSAL;
   if (state === 'rolled') return 'This key was already rolled: roll the key that replaced it instead.';
   if (state === 'revoked') return 'This key is revoked: only a working key can be rolled. Create a new key instead.';
   if (state === 'expired') return `This key expired on ${when(key.expiresAt)}: only a working key can be rolled. Create a new key instead.`;

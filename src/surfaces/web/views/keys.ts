@@ -88,7 +88,7 @@ export function apiTabView(o: { baseUrl: string; hubUrl: string; csrf: string; k
   const rows = keys.map((k) => {
     const state = keyState(k, now);
     const actions = [
-      state === 'active' ? `<a class="button" href="${keyUrl(k, 'roll')}">Roll</a>` : '',
+      state === 'active' && k.scope !== 'embed' ? `<a class="button" href="${keyUrl(k, 'roll')}">Roll</a>` : '',
       state === 'active' || state === 'rolled' ? `<a class="button" href="${keyUrl(k, 'revoke')}">Revoke</a>` : '',
     ].join('');
     return `<tr data-key-id="${h(k.id)}" data-state="${state}"><td data-label="Name">${h(k.name)}<br><small>id <code class="token">${h(k.id)}</code></small></td>
