@@ -1,5 +1,6 @@
 // Connected apps' "last used": each instance writes a grant's last use at most once a minute, the
-// first use at once, later ones when the minute is over (or on close), and never lowers it.
+// first use within a second (batched), later ones when the minute is over (or on close), and never
+// lowers it.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { GRANT_USE_WRITE_INTERVAL_MS, GrantUseRecorder } from '../../src/domain/oauth/grant-usage.ts';

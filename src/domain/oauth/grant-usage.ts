@@ -5,10 +5,13 @@ import { addGrantUses } from './grants.repository.ts';
 export const GRANT_USE_WRITE_INTERVAL_MS = 60_000;
 /** How often uses held back by the interval are looked at (so one waits at most interval + this). */
 const SWEEP_MS = 15_000;
+/** First uses are gathered this long and written in one statement (a restart's burst is one write). */
+const FIRST_USE_BATCH_MS = 1_000;
 
 /**
  * When each OAuth grant's tokens were last used, without a write per request: a grant's first use
- * on this instance is written at once, later uses within GRANT_USE_WRITE_INTERVAL_MS of that write
+ * on this instance is written within a second (with every other first use of that second, in one
+ * statement), later uses within GRANT_USE_WRITE_INTERVAL_MS of that write
  * are only remembered, and a sweep writes the latest of them once the interval has passed (and on
  * close). So a grant costs at most one write a minute per instance, and the stored time is at most
  * about 75 s behind the real last use. Writes only ever raise the time, so instances can race.
@@ -20,6 +23,9 @@ export class GrantUseRecorder {
   readonly #writtenAt = new Map<string, number>();
   /** Uses not yet written because the grant was written less than an interval ago. */
   #held = new Map<string, Date>();
+  /** First uses waiting for the next batch write. */
+  #fresh = new Map<string, Date>();
+  #freshTimer: NodeJS.Timeout | undefined;
   readonly #timer: NodeJS.Timeout;
   /** Writes under way, awaited on close (before the pool they use goes). */
   readonly #inFlight = new Set<Promise<void>>();
@@ -45,11 +51,14 @@ export class GrantUseRecorder {
     }
     this.#writtenAt.set(grantId, nowMs);
     this.#held.delete(grantId);
-    void this.#write([{ grantId, at }]);
+    const fresh = this.#fresh.get(grantId);
+    if (!fresh || at > fresh) this.#fresh.set(grantId, at);
+    this.#freshTimer ??= setTimeout(() => void this.#writeFresh(), FIRST_USE_BATCH_MS).unref();
   }
 
   /** Writes the held uses whose grant was last written an interval ago or more; settles every write under way. */
   async flushDue(): Promise<void> {
+    await this.#writeFresh();
     await this.#sweep(false);
     await Promise.all(this.#inFlight);
   }
@@ -57,6 +66,7 @@ export class GrantUseRecorder {
   /** Writes everything held back (last use is a convenience: a failure is reported, not retried). */
   async close(): Promise<void> {
     clearInterval(this.#timer);
+    await this.#writeFresh();
     await this.#sweep(true);
     await Promise.all(this.#inFlight);
   }
@@ -74,6 +84,14 @@ export class GrantUseRecorder {
       this.#writtenAt.set(grantId, nowMs);
     }
     await this.#write(due);
+  }
+
+  #writeFresh(): Promise<void> {
+    clearTimeout(this.#freshTimer);
+    this.#freshTimer = undefined;
+    const uses = [...this.#fresh].map(([grantId, at]) => ({ grantId, at }));
+    this.#fresh.clear();
+    return this.#write(uses);
   }
 
   #write(uses: { grantId: string; at: Date }[]): Promise<void> {
