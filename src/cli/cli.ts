@@ -178,7 +178,10 @@ const COMMANDS: Command[] = [
         // What a re-run did is said, not left for the user to find in a report.
         const effect = spend.new + spend.changed + spend.unchanged === 0 ? ''
           : `\nSpend per ad account, workspace and date: ${spend.new} new, ${spend.changed} ${values.add === true ? 'added to' : 'replaced'}, ${spend.unchanged} unchanged.`;
-        return { json: { imported: result.imported }, human: parts.length ? `Imported ${parts.join(', ')}.${effect}` : 'Imported nothing: the file has no lines.' };
+        // Lines already stored exactly so (spend has its own line above, per key).
+        const same = IMPORT_TYPES.filter((t) => t !== 'spend' && result.unchanged[t] > 0).map((t) => `${result.unchanged[t]} ${t}`);
+        const unchanged = same.length === 0 ? '' : `\nUnchanged (already stored so, not written): ${same.join(', ')}.`;
+        return { json: { imported: result.imported }, human: parts.length ? `Imported ${parts.join(', ')}.${effect}${unchanged}` : 'Imported nothing: the file has no lines.' };
       };
     },
   },

@@ -65,6 +65,7 @@ describe('a valid file', () => {
       imported: { account: 2, hub: 2, workspaceField: 2, workspace: 3, playbook: 2, optIn: 2, adAccount: 2, spend: 5, user: 2, channel: 0, media: 0, post: 0, organicMetrics: 0, paidMetrics: 0, reviewDay: 0, hubCpm: 0 },
       // Five lines, three keys (ad account, workspace or unattributed, date).
       spend: { new: 3, changed: 0, unchanged: 0 },
+      unchanged: { account: 0, hub: 0, workspaceField: 0, workspace: 0, playbook: 0, optIn: 0, adAccount: 0, spend: 0, user: 0, channel: 0, media: 0, post: 0, organicMetrics: 0, paidMetrics: 0, reviewDay: 0, hubCpm: 0 },
     });
   });
 
@@ -253,7 +254,8 @@ describe('a bad line fails the whole import with its line number and field, and 
     { name: 'cross-hub spend', lines: [...otherHub, aa, { ...spend, workspaceId: 'ws_f' }], line: 8, field: 'spend.workspaceId', message: /ws_f is in hub hub_f, but ad account aa_e is in hub hub_e/ },
     { name: 'user pinned to a workspace of another hub', lines: [...otherHub, { ...user, workspaceId: 'ws_f' }], line: 7, field: 'user.workspaceId', message: /not in hub hub_e/ },
     { name: 'duplicate id in the file', lines: [pb, { ...pb, name: 'Again' }], line: 6, field: 'playbook.id', message: /playbook id pb_e is already used on line 5/ },
-    { name: 'id of a stored row', lines: [{ type: 'account', id: 'acc_stored', name: 'Again' }], line: 5, field: 'account.id', message: /^account acc_stored already exists$/ },
+    { name: 'id of a stored row, with other values', lines: [{ type: 'account', id: 'acc_stored', name: 'Again' }], line: 5, field: 'account.id', message: /^account acc_stored already exists with a different name; change it in hubops or give a new id$/ },
+    { name: 'id of a stored row of another account', lines: [{ type: 'hub', id: 'hub_stored', accountId: 'acc_e', name: 'Stored' }], line: 5, field: 'hub.id', message: /^hub hub_stored already exists$/ },
     { name: 'field defined twice', lines: [{ type: 'workspaceField', hubId: 'hub_e', key: 'region', label: 'Again' }], line: 5, field: 'workspaceField.key', message: /already defined on line 3/ },
     { name: 'undefined field key', lines: [{ type: 'workspace', hubId: 'hub_e', name: 'X', fields: { colour: 'red' } }], line: 5, field: 'workspace.fields.colour', message: /hub hub_e has no field "colour"/ },
     { name: 'field key of another hub', lines: [...otherHub, { type: 'workspace', hubId: 'hub_f', name: 'X', fields: { region: 'South' } }], line: 7, field: 'workspace.fields.region', message: /hub hub_f has no field "region"/ },

@@ -4,6 +4,7 @@ import type { Kysely } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import { DomainError } from '../../platform/errors.ts';
+import { checkExisting } from './existing.ts';
 import { writeRecords, type SpendMode } from './import.repository.ts';
 import { readNdjson, readObjects, type LineReader } from './line-reader.ts';
 import { IMPORT_TYPES, type ImportCounts, type ImportIssue, type ImportRecord, type ImportResult } from './records.ts';
@@ -36,11 +37,16 @@ function counts(records: ImportRecord[]): ImportCounts {
 
 /** Checks the references of the lines read and writes them, or throws ImportError with every issue. */
 async function checkAndWrite(trx: Kysely<Database>, lines: LineReader, spendMode: SpendMode): Promise<ImportResult> {
-  const issues = [...lines.issues, ...(await checkReferences(trx, lines))].sort((a, b) => a.line - b.line);
+  const references = await checkReferences(trx, lines);
+  // Lines whose key is stored: unchanged (not written) when they match the stored row, else refused.
+  const existing = await checkExisting(trx, references.existing);
+  const issues = [...lines.issues, ...references.issues, ...existing.issues].sort((a, b) => a.line - b.line);
   if (issues.length > 0) throw new ImportError(issues);
   const records = lines.items as ImportRecord[];
-  const spend = await writeRecords(trx, records, spendMode);
-  return { imported: counts(records), spend };
+  const written = await writeRecords(trx, records.filter((record) => !existing.unchanged.has(record)), spendMode);
+  const unchanged = counts([...existing.unchanged]);
+  for (const type of IMPORT_TYPES) unchanged[type] += written.unchanged[type];
+  return { imported: counts(records), unchanged, spend: written.spend };
 }
 
 /**

@@ -55,7 +55,10 @@ export interface SpendEffect {
   unchanged: number;
 }
 export interface ImportResult {
+  /** The file's lines per type. */
   imported: ImportCounts;
+  /** Of those, per type, the lines that wrote nothing: their key was stored with the same values (spend: their key's sum). */
+  unchanged: ImportCounts;
   spend: SpendEffect;
 }
 
@@ -79,6 +82,8 @@ export interface SpendRecord { type: 'spend'; line: number; adAccountId: string;
 export interface UserRecord {
   type: 'user'; line: number; id: string; email: string; password: string; firstname: string; lastname: string;
   hubId: string; role: Role; workspaceId: string | null; staff: boolean;
+  /** The line gave the id (a user's natural key is the email: a generated id is not compared). */
+  idGiven: boolean;
   /** The hub's account. */
   accountId?: string;
 }

@@ -4,13 +4,16 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { kindOf } from '../media/media-info.ts';
 import { postProblems } from '../posts/post.ts';
+import type { ExistingRecord } from './existing.ts';
 import { findStoredRows, type StoredRow, type StoredRows, type Wanted } from './import.repository.ts';
 import type { LineReader } from './line-reader.ts';
 import { ID_KINDS, isKind, unhandled, type Broken, type ImportIssue, type ImportRecord, type Kind, type RecordOf } from './records.ts';
 
-// The rules: ids must be new (neither stored nor used on an earlier line); a reference must name
-// a row stored or defined on an earlier line; rows that must share a hub do; figures are given
-// once per key. References through a line that failed are accepted and not checked further.
+// The rules: ids are used once in a file; an id (a field's hub and key, a user's email) that is
+// stored already is collected in `existing`, to be compared with the stored row (existing.ts); a
+// reference must name a row stored or defined on an earlier line; rows that must share a hub do;
+// figures are given once per key. References through a line that failed are accepted and not
+// checked further.
 
 interface Known extends StoredRow {
   /** 0 for a stored row. */
@@ -66,6 +69,10 @@ class ReferenceCheck {
   readonly #figureLines = new Map<string, number>();
   /** Whether the current record has failed a check. */
   #failed = false;
+  /** Records that failed a check: not compared with the stored rows. */
+  readonly #failedRecords = new Set<ImportRecord>();
+  /** Lines whose natural key is stored: unchanged if they match the stored row, else refused. */
+  readonly #existing = new Set<ExistingRecord>();
 
   constructor(stored: StoredRows, firstDefined: Map<Kind, Map<string, number>>) {
     const storedRow = (row: StoredRow): Known => ({ line: 0, ...row });
@@ -78,6 +85,12 @@ class ReferenceCheck {
   #fail(record: ImportRecord, field: string, message: string): void {
     this.issues.push({ line: record.line, field: `${record.type}.${field}`, message });
     this.#failed = true;
+    this.#failedRecords.add(record);
+  }
+
+  /** The lines to compare with the rows stored under their key, those that passed every check. */
+  get existing(): ExistingRecord[] {
+    return [...this.#existing].filter((record) => !this.#failedRecords.has(record));
   }
 
   /** The row `id` refers to; undefined when it is missing (an issue) or its line failed. */
@@ -100,10 +113,14 @@ class ReferenceCheck {
 
   #define(record: ImportRecord & { id: string }, kind: Kind, info: StoredRow = {}): void {
     const prior = this.#known.get(kind)!.get(record.id);
+    if (prior?.line === 0) {
+      // Stored: compared with the stored row once every line is checked. A later line with the id is a duplicate.
+      this.#existing.add(record as ExistingRecord);
+      prior.line = record.line;
+      return;
+    }
     if (prior) {
-      this.#fail(record, 'id', prior.line === 0
-        ? `${ID_KINDS[kind].label} ${record.id} already exists`
-        : `${ID_KINDS[kind].label} id ${record.id} is already used on line ${prior.line}`);
+      this.#fail(record, 'id', `${ID_KINDS[kind].label} id ${record.id} is already used on line ${prior.line}`);
       return;
     }
     this.#known.get(kind)!.set(record.id, { line: record.line, broken: this.#failed, ...info });
@@ -140,10 +157,11 @@ class ReferenceCheck {
         this.#ref(item, 'hubId', 'hub', item.hubId);
         const keys = this.#fieldKeysOf(item.hubId);
         const prior = keys.get(item.key);
-        if (prior) {
-          this.#fail(item, 'key', prior.line === 0
-            ? `hub ${item.hubId} already has a field "${item.key}"`
-            : `field "${item.key}" of hub ${item.hubId} is already defined on line ${prior.line}`);
+        if (prior?.line === 0) {
+          this.#existing.add(item);
+          prior.line = item.line;
+        } else if (prior) {
+          this.#fail(item, 'key', `field "${item.key}" of hub ${item.hubId} is already defined on line ${prior.line}`);
         } else {
           keys.set(item.key, { line: item.line });
         }
@@ -223,11 +241,9 @@ class ReferenceCheck {
       this.#fail(item, 'workspaceId', `workspace ${item.workspaceId} is in hub ${workspace.hubId}, not in hub ${item.hubId}`);
     }
     const prior = this.#emailLines.get(item.email);
-    if (prior !== undefined) {
-      this.#fail(item, 'email', prior === 0 ? `a user with email ${item.email} already exists` : `email ${item.email} is already used on line ${prior}`);
-    } else {
-      this.#emailLines.set(item.email, item.line);
-    }
+    if (prior === 0) this.#existing.add(item);
+    if (prior !== undefined && prior !== 0) this.#fail(item, 'email', `email ${item.email} is already used on line ${prior}`);
+    else this.#emailLines.set(item.email, item.line);
     item.accountId = hub?.accountId;
     this.#define(item, 'user');
   }
@@ -262,9 +278,12 @@ class ReferenceCheck {
   }
 }
 
-/** The reference issues of the lines read; records get the hub (and account) they resolve to. */
-export async function checkReferences(trx: Kysely<Database>, lines: LineReader): Promise<ImportIssue[]> {
+/**
+ * The reference issues of the lines read, and the lines whose natural key is stored (to compare
+ * with the stored rows); records get the hub (and account) they resolve to.
+ */
+export async function checkReferences(trx: Kysely<Database>, lines: LineReader): Promise<{ issues: ImportIssue[]; existing: ExistingRecord[] }> {
   const check = new ReferenceCheck(await findStoredRows(trx, wantedRows(lines.items)), lines.firstDefined);
   for (const item of lines.items) check.check(item);
-  return check.issues;
+  return { issues: check.issues, existing: check.existing };
 }

@@ -24,5 +24,6 @@ export function readUser(r: FieldReader): UserRecord {
     role: r.oneOf('role', ROLES),
     workspaceId: r.refOrNull('workspaceId', true),
     staff: r.bool('staff', false),
+    idGiven: r.raw('id') !== undefined,
   };
 }
