@@ -3,7 +3,6 @@
 
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { verifyPassword } from '../../platform/password.ts';
 import { postRowsOf, ROWS } from './import.repository.ts';
 import { ID_KINDS, type ImportIssue, type ImportRecord, type Kind, type RecordOf } from './records.ts';
 
@@ -89,6 +88,12 @@ function groupBy<T>(rows: T[], key: (row: T) => string): Map<string, T[]> {
 
 const differently = (fields: string[]) => `with a different ${fields.join(', ')}`;
 
+/** A post line's row as compared: its updatedAt is hubops's (any edit or publish moves it), not the line's. */
+function postRowOf(record: RecordOf<'post'>): Row {
+  const { updated_at: _updatedAt, ...post } = postRowsOf(record).post as Row;
+  return post;
+}
+
 /** The fields in which a post's delivery and media rows differ from the stored ones. */
 function postChildDifferences(record: RecordOf<'post'>, deliveries: Row[], media: Row[]): string[] {
   const rows = postRowsOf(record);
@@ -113,7 +118,7 @@ async function checkById(trx: Trx, records: ExistingRecord[], result: ExistingCh
     const ids = new Set(lines.map((r) => r.id));
     const { table, tenant } = TABLES[kind];
     const [stored, deliveries, media] = await Promise.all([
-      trx.selectFrom(table).selectAll().where('id', '=', any(ids)).execute() as Promise<Row[]>,
+      trx.selectFrom(table).selectAll().where('id', '=', any(ids)).forShare().execute() as Promise<Row[]>,
       kind === 'post' ? trx.selectFrom('post_deliveries').selectAll().where('post_id', '=', any(ids)).orderBy('post_id').orderBy('position').execute() : [],
       kind === 'post' ? trx.selectFrom('post_media').selectAll().where('post_id', '=', any(ids)).orderBy('post_id').orderBy('position').execute() : [],
     ]);
@@ -125,7 +130,7 @@ async function checkById(trx: Trx, records: ExistingRecord[], result: ExistingCh
       // Gone since the reference check read it: the insert then creates it.
       if (!row) continue;
       const label = `${ID_KINDS[kind].label} ${record.id}`;
-      const written: Row = record.type === 'post' ? postRowsOf(record).post : (ROWS[record.type] as (r: ImportRecord) => Row)(record);
+      const written: Row = record.type === 'post' ? postRowOf(record) : (ROWS[record.type] as (r: ImportRecord) => Row)(record);
       if (tenant && differs(written[tenant], row[tenant])) {
         // Another tenant's row: its existence is all a line may learn of it.
         result.issues.push({ line: record.line, field: `${record.type}.id`, message: `${label} already exists` });
@@ -143,7 +148,7 @@ async function checkById(trx: Trx, records: ExistingRecord[], result: ExistingCh
 async function checkFields(trx: Trx, records: ExistingRecord[], result: ExistingCheck): Promise<void> {
   const lines = records.filter((r): r is RecordOf<'workspaceField'> => r.type === 'workspaceField');
   if (lines.length === 0) return;
-  const stored = await trx.selectFrom('workspace_fields').selectAll().where('hub_id', '=', any(new Set(lines.map((f) => f.hubId)))).execute();
+  const stored = await trx.selectFrom('workspace_fields').selectAll().where('hub_id', '=', any(new Set(lines.map((f) => f.hubId)))).forShare().execute();
   const storedByKey = byKey(stored as Row[], (row) => `${row.hub_id}\u0000${row.key}`);
   for (const record of lines) {
     const row = storedByKey.get(`${record.hubId}\u0000${record.key}`);
@@ -156,21 +161,21 @@ async function checkFields(trx: Trx, records: ExistingRecord[], result: Existing
 
 /**
  * User lines whose email (or given id) is stored: unchanged when the stored user has the line's
- * names and staff flag, a membership in the line's hub with its role and workspace, and a
- * password hash the line's password verifies against. Two SELECTs, then scrypt for the users
- * that match in everything else.
+ * names and staff flag and a membership in the line's hub with its role and workspace. The
+ * password is only used to create a user: never compared (an import must not become a way to
+ * test a user's password, nor run scrypt per line) and never changed. Two SELECTs.
  */
 async function checkUsers(trx: Trx, records: ExistingRecord[], result: ExistingCheck): Promise<void> {
   const lines = records.filter((r): r is RecordOf<'user'> => r.type === 'user');
   if (lines.length === 0) return;
-  const stored = await trx.selectFrom('users').select(['id', 'account_id', 'email', 'password_hash', 'firstname', 'lastname', 'is_staff'])
+  const stored = await trx.selectFrom('users').select(['id', 'account_id', 'email', 'firstname', 'lastname', 'is_staff'])
     .where((eb) => eb.or([eb('email', '=', any(new Set(lines.map((u) => u.email)))), eb('id', '=', any(new Set(lines.filter((u) => u.idGiven).map((u) => u.id))))]))
+    .forShare()
     .execute();
-  const memberships = stored.length === 0 ? [] : await trx.selectFrom('memberships').selectAll().where('user_id', '=', any(new Set(stored.map((u) => u.id)))).execute();
+  const memberships = stored.length === 0 ? [] : await trx.selectFrom('memberships').selectAll().where('user_id', '=', any(new Set(stored.map((u) => u.id)))).forShare().execute();
   const byEmail = byKey(stored, (u) => u.email);
   const byId = byKey(stored, (u) => u.id);
   const membershipOf = byKey(memberships, (m) => `${m.user_id}\u0000${m.hub_id}`);
-  const toVerify: { record: RecordOf<'user'>; hash: string }[] = [];
   for (const record of lines) {
     const user = byEmail.get(record.email);
     const sameId = record.idGiven ? byId.get(record.id) : undefined;
@@ -193,15 +198,9 @@ async function checkUsers(trx: Trx, records: ExistingRecord[], result: ExistingC
     if (fields.length > 0) {
       result.issues.push({ line: record.line, field: 'user.email', message: `a user with email ${record.email} already exists ${differently(fields)}; change it in hubops or give a new email` });
     } else {
-      toVerify.push({ record, hash: user.password_hash });
+      result.unchanged.add(record);
     }
   }
-  // scrypt runs on libuv's thread pool: the verifications run in parallel.
-  const verified = await Promise.all(toVerify.map(({ record, hash }) => verifyPassword(record.password, hash)));
-  toVerify.forEach(({ record }, i) => {
-    if (verified[i]) result.unchanged.add(record);
-    else result.issues.push({ line: record.line, field: 'user.email', message: `a user with email ${record.email} already exists ${differently(['password'])}; change it in hubops or give a new email` });
-  });
 }
 
 /** Compares the lines whose natural key is stored with the stored rows: unchanged, or an issue each. */
