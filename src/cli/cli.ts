@@ -5,14 +5,14 @@ import { ConfigError, loadConfig } from '../config.ts';
 import { isDatabaseUnavailable } from '../db/database.ts';
 import { openDatabase, type OpenedDatabase } from '../db/open.ts';
 import { EmbeddedDatabaseError } from '../db/embedded.ts';
-import { createEmbedKeyFromPublicKey, createKey, listKeys, revokeKey, type KeySummary } from '../domain/api-keys/api-key.repository.ts';
+import { createEmbedKeyFromPublicKey, createKey, listKeys, revokeKey, rollKey, type KeySummary } from '../domain/api-keys/api-key.repository.ts';
 import { KEY_SCOPES, keyState, type KeyScope } from '../domain/api-keys/api-key.ts';
 import { seedDemo } from '../domain/demo/seed.ts';
 import { IMPORT_TYPES, importNdjson } from '../domain/import/import.ts';
 import { PLANS, ROLES, addUserToHub, createAccount, createHub, createUser, getHub, setHubSuspended } from '../domain/tenancy/tenancy.repository.ts';
 import { DomainError } from '../platform/errors.ts';
 import { VERSION } from '../platform/version.ts';
-import { KEY_LIFETIME_DAYS } from '../policy.ts';
+import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_MS } from '../policy.ts';
 import { createClient } from '../domain/oauth/clients.repository.ts';
 
 // The `hubops` operator CLI (docs/cli.md). Every command validates its arguments before touching
@@ -114,6 +114,7 @@ export const OPTION_HELP: Record<string, string> = {
   staff: 'mark the user as hubops staff (may use the main API whatever their account\'s plan)',
   scope: 'read (default: the Hub API) or embed (signs embed tokens)',
   'expires-in-days': 'the key stops working this many days after creation (default: never)',
+  'grace-hours': 'how long the old secret keeps working after a roll: 0 (stops at once), 1 (default) or 24',
   'public-key': 'for --scope embed: your own Ed25519 public key (PEM or base64url); hubops keeps only it',
   'redirect-uri': 'an allowed redirect URI (repeat for several)',
   public: 'a public client (PKCE, no secret), e.g. a desktop or mobile app',
@@ -360,6 +361,28 @@ const COMMANDS: Command[] = [
           human: keys.length
             ? table(['ID', 'NAME', 'SCOPE', 'START', 'REQUESTS', 'LAST USED', 'CREATED', 'EXPIRES', 'STATE'], rows)
             : `Hub ${hubId} has no keys.`,
+        };
+      };
+    },
+  },
+  {
+    name: 'keys roll',
+    args: `KEY_ID [--grace-hours ${KEY_ROLL_GRACE_MS.map((ms) => ms / 3_600_000).join('|')}]`,
+    summary: 'give a read key a new secret with the same name, scope and lifetime, printed once; the old secret keeps working for the grace period, then stops (an embed key is not rolled: create a new one)',
+    json: '`{"id","key","name","scope","hubId","expiresAt","replaces":{"id","expiresAt"}}`: the only time the new key is shown',
+    options: { 'grace-hours': { type: 'string' } },
+    positionals: ['KEY_ID'],
+    prepare: async (values, [keyId]) => {
+      const graceHours = choice(values, 'grace-hours', KEY_ROLL_GRACE_MS.map((ms) => String(ms / 3_600_000)), '1');
+      return async ({ db }) => {
+        const key = await rollKey(db, { keyId: keyId!, graceMs: Number(graceHours) * 3_600_000, now: new Date() });
+        return {
+          json: { id: key.id, key: key.key, name: key.name, scope: key.scope, hubId: key.hubId, expiresAt: key.expiresAt, replaces: key.replaces },
+          human: [
+            `Rolled ${key.replaces.id}: its old secret works until ${key.replaces.expiresAt}. New ${key.scope} key ${key.id} ${JSON.stringify(key.name)} for hub ${key.hubId}.${expiryLine(key.expiresAt)}`,
+            'The key is shown only now; store it in a secret manager:',
+            `  ${key.key}`,
+          ].join('\n'),
         };
       };
     },

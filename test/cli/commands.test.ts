@@ -320,6 +320,29 @@ describe('accounts, hubs, users', () => {
       await fails(2, ['keys', 'list'], /missing required option --hub/);
     });
 
+    test('keys roll prints a new key once; the old one names it and works for the grace period; refusals write nothing', async () => {
+      const old = await json(['keys', 'create', '--hub', hubId, '--name', 'to roll', '--expires-in-days', '30']);
+      const rolledAt = Date.now();
+      const rolled = await json(['keys', 'roll', old.id]);
+      assert.deepEqual(Object.keys(rolled), ['id', 'key', 'name', 'scope', 'hubId', 'expiresAt', 'replaces']);
+      assert.equal(rolled.name, 'to roll');
+      assert.match(rolled.key, /^hubops_/);
+      assert.notEqual(rolled.key, old.key);
+      // Default grace 1 h; the new key keeps the old one's 30-day lifetime, counted from the roll.
+      assert.ok(Math.abs(Date.parse(rolled.replaces.expiresAt) - rolledAt - 3_600_000) < 60_000, rolled.replaces.expiresAt);
+      assert.ok(Math.abs(Date.parse(rolled.expiresAt) - rolledAt - 30 * 86_400_000) < 60_000, rolled.expiresAt);
+      const listed = await json(['keys', 'list', '--hub', hubId]);
+      assert.equal(listed.find((k: { id: string }) => k.id === old.id).state, 'rolled');
+      const count = async () => (await json(['keys', 'list', '--hub', hubId])).length;
+      const before = await count();
+      await fails(1, ['keys', 'roll', old.id], new RegExp(`^hubops: key ${old.id} was already rolled: roll its replacement, ${rolled.id}, instead$`));
+      await fails(2, ['keys', 'roll', rolled.id, '--grace-hours', '2'], /--grace-hours must be one of 0, 1, 24, got "2"/);
+      await fails(1, ['keys', 'roll', 'key_nope'], /^hubops: key key_nope does not exist$/);
+      const embed = await json(['keys', 'create', '--hub', hubId, '--name', 'embed', '--scope', 'embed']);
+      await fails(1, ['keys', 'roll', embed.id, '--grace-hours', '0'], /is an embed key, which is not rolled/);
+      assert.equal(await count(), before + 1, 'only the embed key was added');
+    });
+
     test('keys revoke sets revokedAt, which list then shows; revoking again keeps it', async () => {
       const revoked = await json(['keys', 'revoke', created.id]);
       assert.deepEqual(Object.keys(revoked), ['id', 'revokedAt']);
@@ -456,7 +479,7 @@ describe('usage, help and configuration', () => {
   test('unknown commands and subcommands exit 2', async () => {
     await fails(2, ['frobnicate'], /unknown command "frobnicate"/);
     await fails(2, ['keys', 'rotate'], /unknown command "keys rotate"/);
-    await fails(2, ['keys'], /missing subcommand: hubops keys create\|list\|revoke/);
+    await fails(2, ['keys'], /missing subcommand: hubops keys create\|list\|roll\|revoke/);
     const none = await hubops([]);
     assert.equal(none.code, 2);
     assert.match(none.stderr, /missing command/);

@@ -182,6 +182,15 @@ export async function rollKeyInTransaction(trx: Transaction<Database>, input: { 
   return { ...created, key: material.secret, replaces: { id: old.id, expiresAt: graceEnds.toISOString() } };
 }
 
+/** Rolls a key by its id alone (the operator CLI, which is not acting in one hub): see rollKeyInTransaction. */
+export async function rollKey(db: Db, input: { keyId: string; graceMs: number; now: Date }): Promise<RolledKey> {
+  return db.kysely.transaction().execute(async (trx) => {
+    const key = await trx.selectFrom('api_keys').select('hub_id').where('id', '=', input.keyId).executeTakeFirst();
+    if (!key) throw new DomainError('not_found', `key ${input.keyId} does not exist`);
+    return rollKeyInTransaction(trx, { ...input, hubId: key.hub_id });
+  });
+}
+
 export async function listKeys(db: Db, hubId: string): Promise<KeySummary[]> {
   const rows = await db.kysely
     .selectFrom('api_keys as k')
