@@ -26,7 +26,7 @@ export function redactQuery(url: string): string {
   return url.replace(SECRET_QUERY, '$1[redacted]');
 }
 
-export function loggerOptions(level: string): LoggerOptions {
+function loggerOptions(level: string): LoggerOptions {
   return {
     level,
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
@@ -103,7 +103,7 @@ export function createLogger(options: { level: string; format: LogFormat }, out:
 
 const HEALTH_CHECKS = new Set(['/healthz', '/readyz']);
 
-export interface ServedRequest {
+interface ServedRequest {
   method: string;
   url: string;
   statusCode: number;
@@ -117,7 +117,7 @@ export interface ServedRequest {
  * nothing when they pass, so only a failing one is logged. A 5xx, or a response that broke
  * off with an error, is an error line with that error.
  */
-export function logRequest(log: Pick<Logger, 'info' | 'error'>, request: ServedRequest, err?: Error | null): void {
+function logRequest(log: Pick<Logger, 'info' | 'error'>, request: ServedRequest, err?: Error | null): void {
   const path = request.url.split('?')[0]!.replace(/(.)\/+$/, '$1');
   if (HEALTH_CHECKS.has(path) && request.statusCode < 500 && !err) return;
   const fields = { method: request.method, url: redactQuery(request.url), statusCode: request.statusCode, responseTime: Math.round(request.ms * 10) / 10 };

@@ -61,7 +61,7 @@ export function hubOpenApi(config: Config, version: string): OpenApiDocument {
  * GET /v1/hub: what a client finds at the API's base URL without a key. The endpoints come from
  * the operation declarations, as the OpenAPI document's paths do, so the two cannot differ.
  */
-export function hubIndex(config: Config, version: string) {
+function hubIndex(config: Config, version: string) {
   const base = `${config.baseUrl}${HUB_API_PREFIX}`;
   return {
     name: 'hubops Hub API',
