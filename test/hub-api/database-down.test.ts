@@ -107,7 +107,7 @@ test('database down: 503 service_unavailable, /healthz up, /readyz down; then re
   assert.equal(mcp.statusCode, 503, mcp.body);
   assert.equal(mcp.json().error, 'service_unavailable');
   // A mistyped key needs no database: still a clean 401.
-  assert.equal((await get('/v1/hub/playbook-opt-ins', `${key.key.slice(0, -1)}x`)).status, 401);
+  assert.equal((await get('/v1/hub/playbook-opt-ins', fx.mistyped(key.key))).status, 401);
 
   const ready = await get('/readyz');
   assert.equal(ready.status, 503);

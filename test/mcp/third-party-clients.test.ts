@@ -134,7 +134,7 @@ function assertNoOAuth(run: Run): void {
 }
 
 describe('the Hub MCP endpoint through real third-party clients', () => {
-  const wrongKey = () => `${key.slice(0, -1)}${key.endsWith('x') ? 'y' : 'x'}`;
+  const wrongKey = () => fx.mistyped(key);
 
   test('MCP Inspector CLI: a wrong key is reported as invalid_api_key, not as an OAuth problem', async () => {
     const run = await inspector(wrongKey());

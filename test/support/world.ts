@@ -158,3 +158,8 @@ export async function seedHubAdmin(
   await hub(db, hubId, accountId);
   await createUser(db, { ...user, firstname: o.firstname ?? 'Ada', lastname: o.lastname ?? 'Lee', hubId, role: 'hub_admin' });
 }
+
+/** The key with its last character changed to one it is not already: a typo, never the key itself. */
+export function mistyped(key: string): string {
+  return `${key.slice(0, -1)}${key.endsWith('x') ? 'y' : 'x'}`;
+}
