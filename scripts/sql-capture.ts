@@ -11,8 +11,8 @@ import { connect, queryPrepared, RideAlongCheck, type Db } from '../src/db/datab
 import { hashKey } from '../src/domain/api-keys/api-key.ts';
 import { createKey, findKeyByHash, keyVerdictOf, keyVerdictStatement } from '../src/domain/api-keys/api-key.repository.ts';
 import { HubCatalogCache } from '../src/domain/opt-ins/hub-catalog.ts';
-import { findOptInPage, type OptInPageQuery } from '../src/domain/opt-ins/opt-in.repository.ts';
-import { optInSummary } from '../src/domain/opt-ins/opt-in.service.ts';
+import { findOptInPage, findOptInPageState, readOptInSummaryVersion, type OptInPageQuery } from '../src/domain/opt-ins/opt-in.repository.ts';
+import { cachedOptInSummary, OptInSummaryCache } from '../src/domain/opt-ins/opt-in.service.ts';
 import { PERIODS, periodRanges } from '../src/domain/periods.ts';
 import { readSpendState, sumSpendByWorkspace } from '../src/domain/spend/spend.repository.ts';
 import { FixedClock } from '../src/platform/clock.ts';
@@ -185,9 +185,11 @@ export async function captureHotSql(url: string): Promise<Snapshot[]> {
           'The opt-in page: findOptInPage (src/domain/opt-ins/opt-in.repository.ts), behind listOptIns',
           '(Hub API GET /playbook-opt-ins, MCP) and the web report and its CSV export. One keyset page',
           'of a hub\'s opt-ins; the catalog read runs only when the hub\'s workspaces or playbooks changed.',
+          'A conditional request reads the digest of the page\'s keys first (findOptInPageState, its ETag) and the page only if they changed.',
         ],
         variants: [
           { label: 'first page, catalog not yet read', run: () => findOptInPage(db, catalogs, { hubId, limit: 2 }) },
+          { label: 'conditional request: the page\'s keys (findOptInPageState)', run: () => findOptInPageState(db, { hubId, limit: 2, after }) },
           { label: 'first page', run: () => page({}) },
           { label: 'next page (cursor)', run: () => page({ after }) },
           { label: 'since', run: () => page({ since }) },
@@ -231,7 +233,8 @@ export async function captureHotSql(url: string): Promise<Snapshot[]> {
         header: [
           'The spend report: readSpendState and sumSpendByWorkspace (src/domain/spend/spend.repository.ts),',
           'behind spendByWorkspace (Hub API GET /spend-by-workspace, MCP, the web spend dashboard). The',
-          'state is read on every request; the sums only when the hub\'s report version changed.',
+          'state is read on every request, and is all a conditional request that matches reads (its ETag);',
+          'the sums only when the hub\'s report version changed.',
         ],
         variants: [
           { label: 'every request (report version, ad account sync state)', run: () => readSpendState(db, hubId) },
@@ -241,11 +244,15 @@ export async function captureHotSql(url: string): Promise<Snapshot[]> {
       await snapshotOf(recorder, {
         file: 'opt-in-summary.sql',
         header: [
-          'The opt-in summary: optInSummary (src/domain/opt-ins/opt-in.service.ts) through',
-          'countOptInsByRanges and countActiveOptIns (opt-in.repository.ts), behind Hub API',
-          'GET /opt-in-summary, MCP and the web summary: every period\'s current and prior range at once.',
+          'The opt-in summary: cachedOptInSummary (src/domain/opt-ins/opt-in.service.ts) through',
+          'countOptInSummary (opt-in.repository.ts), behind Hub API GET /opt-in-summary, MCP and the',
+          'web summary: the summary version and every period\'s current and prior range at once. A',
+          'conditional request reads the version alone first (readOptInSummaryVersion, its ETag).',
         ],
-        variants: [{ label: 'summary', run: () => optInSummary(db, hubId, clock) }],
+        variants: [
+          { label: 'summary (the version, then the figures: nothing cached yet)', run: () => cachedOptInSummary(db, hubId, clock, new OptInSummaryCache()) },
+          { label: 'conditional request: the summary version (readOptInSummaryVersion)', run: () => readOptInSummaryVersion(db, hubId) },
+        ],
       }),
     ];
   } finally {

@@ -9,6 +9,7 @@ import { GrantUseRecorder } from './domain/oauth/grant-usage.ts';
 import { SandboxConnector } from './domain/posts/connector.ts';
 import { createPublisher } from './domain/posts/publisher.ts';
 import { HubCatalogCache } from './domain/opt-ins/hub-catalog.ts';
+import { OptInSummaryCache } from './domain/opt-ins/opt-in.service.ts';
 import { SpendReportCache } from './domain/spend/spend.service.ts';
 import { systemClock, type Clock } from './platform/clock.ts';
 import { configureCursorKey } from './platform/cursor.ts';
@@ -29,6 +30,7 @@ import { RevocationFeed } from './db/revocation-feed.ts';
 import { loadServerSecrets, resolveSecretsKeys } from './surfaces/oauth/server-secrets.ts';
 import { webErrorPages, webPlugin } from './surfaces/web/plugin.ts';
 import { checkInbound, RouteMethods } from './surfaces/rest.ts';
+import { compressResponses } from './surfaces/shared/compression.ts';
 import { fromFrameworkError, refusalOf } from './surfaces/shared/errors.ts';
 import { oauthRoutes } from './surfaces/shared/oauth.ts';
 
@@ -108,6 +110,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   fastify.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  // JSON and CSV answers go compressed when the client accepts it (br, gzip, zstd): one hook, every route.
+  compressResponses(fastify);
 
   // Every refusal (a surface's ApiError, the domain's DomainError) answers as refusalOf maps it.
   fastify.setErrorHandler((error: FastifyError | Error, request, reply) => {
@@ -184,20 +188,23 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const spendCache = new SpendReportCache();
   // Workspaces and playbooks as opt-in rows embed them, for every surface that lists opt-ins.
   const catalogs = new HubCatalogCache();
+  // Opt-in summaries per hub and day at their summary version: repeated polls count nothing.
+  const summaries = new OptInSummaryCache();
   // The main MCP server at {base_url}/mcp and its protected-resource metadata under /.well-known
   // (at the origin's root, so it is registered without the base path prefix).
-  await fastify.register(mcpMainPlugin, { config: deps.config, db: deps.db, clock, media, auth, spendCache, catalogs, version: VERSION });
+  await fastify.register(mcpMainPlugin, { config: deps.config, db: deps.db, clock, media, auth, spendCache, catalogs, summaries, version: VERSION });
 
+  // The Hub API at {base_url}/v1/hub: under BASE_URL's path, like the main API.
   await fastify.register(hubApiPlugin, {
-    prefix: HUB_API_PREFIX,
+    prefix: `${new URL(deps.config.baseUrl).pathname.replace(/\/$/, '')}${HUB_API_PREFIX}`,
     config: deps.config,
     guard,
-    context: { db: deps.db, clock, spendCache, catalogs },
+    context: { db: deps.db, clock, spendCache, catalogs, summaries },
     version: VERSION,
   });
 
   // The web admin ({base_url}/app) and the signed embeds ({base_url}/embed).
-  await fastify.register(webPlugin, { config: deps.config, db: deps.db, clock, limiter, spendCache, catalogs, revocations });
+  await fastify.register(webPlugin, { config: deps.config, db: deps.db, clock, limiter, spendCache, catalogs, summaries, revocations });
 
   await fastify.ready();
   if (deps.publisher !== false) publisher.start();

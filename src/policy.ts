@@ -24,6 +24,12 @@ export const HUB_KEY_LIMIT = window('per-key', 120, MINUTE);
 /** On top of the per-key window, for each of the two aggregate reports (REST and MCP alike). */
 export const HUB_SUMMARY_LIMIT = window('opt-in-summary', 20, MINUTE);
 export const HUB_SPEND_LIMIT = window('spend-by-workspace', 20, MINUTE);
+/**
+ * Conditional requests per key, answered 304 or not: a 304 is not counted against the per-key
+ * window, but each is still a database read (the validator), so a key gets a ceiling — one that
+ * lets a poller revalidate a full pull of a million opt-ins (2,000 pages of 500) within a minute.
+ */
+export const HUB_CONDITIONAL_LIMIT = window('per-key-conditional', 3_000, MINUTE);
 /** Failed key checks per client address; beyond it the address gets 429 without a key check. */
 export const FAILED_AUTH_LIMIT = window('failed-auth', 30, MINUTE);
 /** How often counted key usage (request count, last used) is written to the database. */
@@ -44,6 +50,27 @@ export const JSON_MAX_DEPTH = 32;
 /** Rows per page when a list request names no `limit`, and the largest `limit` a list accepts. */
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 500;
+
+// --- Response compression (every surface's JSON and CSV) ----------------------------------
+
+/** Bodies shorter than this go uncompressed: the saving would not pay for the coding's header and CPU. */
+export const COMPRESSION_MIN_BYTES = 1024;
+/**
+ * Levels per coding: the fast ones, because a full pull compresses every 500-row page on its way
+ * out and must keep its throughput. On a real 250 KB page of the benchmark's data set (CPU ms on
+ * one thread → ratio): zstd 1 0.52 ms → 7.3× (3: 1.1 ms → 6.7×); br 1 0.59 ms → 6.7× (4: 1.9 ms →
+ * 7.6×); gzip 3 1.3 ms → 6.3× (1: 1.2 ms → 5.9×, too close to the 5× the pull promises; 6: 2.5 ms
+ * → 7.3×). Measured levels over pages: `npm run bench:compression`; the pull: `npm run bench`.
+ */
+export const GZIP_LEVEL = 3;
+export const BROTLI_LEVEL = 1;
+export const ZSTD_LEVEL = 1;
+/** Compressed bodies at least this long, with a strong ETag, are kept and reused while their tag stays the same. */
+export const COMPRESSED_CACHE_MIN_BYTES = 64 * 1024;
+/** The cache of compressed bodies holds at most this many bytes per instance (least recently used out first). */
+export const COMPRESSED_CACHE_MAX_BYTES = 16 * 1024 * 1024;
+/** A streamed body of known length up to this is collected and compressed in one piece (and may be cached); longer ones, or of unknown length, are compressed as they stream. */
+export const COMPRESSED_COLLECT_MAX_BYTES = 8 * 1024 * 1024;
 
 // --- Hub API reports ------------------------------------------------------------------------
 

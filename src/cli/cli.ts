@@ -337,7 +337,7 @@ const COMMANDS: Command[] = [
   },
   {
     name: 'keys list',
-    json: '`[{"id","name","scope","start","requestCount","lastUsedAt","createdAt","revokedAt","legacyEmbed","expiresAt","replacedBy","state"}]`; `legacyEmbed`: an embed key made before key pairs (replace it)',
+    json: '`[{"id","name","scope","start","requestCount","notModifiedCount","lastUsedAt","createdAt","revokedAt","legacyEmbed","expiresAt","replacedBy","state"}]`; `notModifiedCount`: of `requestCount`, the Hub API requests answered 304 Not Modified (the tool already had the data; not counted against the rate limit), the UNCHANGED (304) column; `legacyEmbed`: an embed key made before key pairs (replace it)',
     args: '--hub H',
     summary: "list a hub's keys with usage (never the secret)",
     options: { hub: { type: 'string' } },
@@ -349,17 +349,17 @@ const COMMANDS: Command[] = [
         const keys = await listKeys(db, hubId);
         const now = new Date();
         const rows = keys.map((k) => [
-          k.id, k.name, k.legacyEmbed ? 'embed (legacy: replace)' : k.scope, `${k.start}…`, String(k.requestCount), k.lastUsedAt ?? '-', k.createdAt,
+          k.id, k.name, k.legacyEmbed ? 'embed (legacy: replace)' : k.scope, `${k.start}…`, String(k.requestCount), String(k.notModifiedCount), k.lastUsedAt ?? '-', k.createdAt,
           k.expiresAt ?? 'never', keyStateText(k, now),
         ]);
         return {
           json: keys.map((k) => ({
-            id: k.id, name: k.name, scope: k.scope, start: k.start, requestCount: k.requestCount,
+            id: k.id, name: k.name, scope: k.scope, start: k.start, requestCount: k.requestCount, notModifiedCount: k.notModifiedCount,
             lastUsedAt: k.lastUsedAt, createdAt: k.createdAt, revokedAt: k.revokedAt, legacyEmbed: k.legacyEmbed,
             expiresAt: k.expiresAt, replacedBy: k.replacedBy, state: keyState(k, now),
           })),
           human: keys.length
-            ? table(['ID', 'NAME', 'SCOPE', 'START', 'REQUESTS', 'LAST USED', 'CREATED', 'EXPIRES', 'STATE'], rows)
+            ? table(['ID', 'NAME', 'SCOPE', 'START', 'REQUESTS', 'UNCHANGED (304)', 'LAST USED', 'CREATED', 'EXPIRES', 'STATE'], rows)
             : `Hub ${hubId} has no keys.`,
         };
       };

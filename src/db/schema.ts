@@ -26,6 +26,10 @@ export interface HubsTable {
   suspended: Generated<boolean>;
   report_version: DefaultInt8;
   catalog_version: DefaultInt8;
+  /** Bumped by the opt-in statements that change /opt-in-summary's figures (migration 015). */
+  opt_in_summary_version: DefaultInt8;
+  /** When those figures last changed. */
+  opt_ins_changed_at: DefaultTimestamp;
   created_at: DefaultTimestamp;
 }
 
@@ -139,12 +143,16 @@ export interface ApiKeyDailyUsageTable {
   key_id: string;
   day: string;
   request_count: Int8;
+  /** Of those, answered 304 Not Modified (migration 016). */
+  not_modified_count: DefaultInt8;
 }
 
 /** Batched usage per key, apart from the key row every request reads (migration 007). */
 export interface ApiKeyUsageTable {
   key_id: string;
   request_count: Int8;
+  /** Of those, answered 304 Not Modified (migration 016). */
+  not_modified_count: DefaultInt8;
   last_used_at: Timestamp;
 }
 

@@ -78,3 +78,22 @@ export class LruCache<K, V> {
     return slot;
   }
 }
+
+/**
+ * Values kept per key at the version they were computed at (a counter the database bumps with
+ * every change): a lookup at another version finds nothing, so nothing here goes stale — a
+ * changed entry is simply not found. Bounded: least recently used entries go.
+ */
+export class VersionedCache<V> {
+  readonly #entries: LruCache<string, { version: string; value: V }>;
+  constructor(max: number) {
+    this.#entries = new LruCache({ max });
+  }
+  get(key: string, version: string): V | undefined {
+    if (this.#entries.peek(key)?.version !== version) return undefined;
+    return this.#entries.get(key)!.value;
+  }
+  set(key: string, version: string, value: V): void {
+    this.#entries.set(key, { version, value });
+  }
+}

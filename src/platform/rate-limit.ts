@@ -39,6 +39,8 @@ export interface RateLimiter {
   refund(charge: RateCharge): Promise<void>;
   /** How many requests `key` has in the window now, without counting one. */
   count(key: string, windowMs: number, nowMs: number): Promise<number>;
+  /** What `hitAll` would say of each window now, without counting anything (a request the limits let through free, such as a 304). */
+  peekAll(windows: RateWindow[], nowMs: number): Promise<RateDecision[]>;
   close(): Promise<void>;
 }
 
@@ -109,6 +111,13 @@ export class MemoryRateLimiter implements RateLimiter {
 
   async count(key: string, windowMs: number, nowMs: number): Promise<number> {
     return this.#window(key, windowMs, nowMs).length;
+  }
+
+  async peekAll(windows: RateWindow[], nowMs: number): Promise<RateDecision[]> {
+    return windows.map((w) => {
+      const log = this.#window(w.key, w.windowMs, nowMs);
+      return decide(log.length < w.limit, w.limit, log.length, log[0] ?? nowMs, w.windowMs, nowMs);
+    });
   }
 
   async close(): Promise<void> {

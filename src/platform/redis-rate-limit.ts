@@ -77,6 +77,23 @@ export class RedisRateLimiter implements RateLimiter {
     return this.#redis.zcount(this.#prefix + key, `(${nowMs - windowMs}`, '+inf');
   }
 
+  async peekAll(windows: RateWindow[], nowMs: number): Promise<RateDecision[]> {
+    const pipeline = this.#redis.pipeline();
+    for (const w of windows) {
+      const since = `(${nowMs - w.windowMs}`;
+      pipeline.zcount(this.#prefix + w.key, since, '+inf');
+      pipeline.zrangebyscore(this.#prefix + w.key, since, '+inf', 'WITHSCORES', 'LIMIT', 0, 1);
+    }
+    const results = (await pipeline.exec()) ?? [];
+    return windows.map((w, i) => {
+      const [countError, used] = results[2 * i]!;
+      const [oldestError, oldest] = results[2 * i + 1]!;
+      if (countError || oldestError) throw countError ?? oldestError;
+      const usedCount = Number(used);
+      return decide(usedCount < w.limit, w.limit, usedCount, Number((oldest as string[])[1] ?? nowMs), w.windowMs, nowMs);
+    });
+  }
+
   async ready(): Promise<void> {
     if (this.#redis.status === 'ready') return;
     await new Promise<void>((resolve, reject) => {

@@ -3,7 +3,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { JsonText } from '../platform/json-text.ts';
 import { JSON_MAX_DEPTH, type RatePolicy } from '../policy.ts';
-import { Replayed, runOperation, type Operation, type OperationInfo } from './operation.ts';
+import { resultValue, runOperation, type Operation, type OperationInfo } from './operation.ts';
 import { nestsDeeperThan } from './rest.ts';
 import { refusalOf } from './shared/errors.ts';
 
@@ -39,7 +39,7 @@ export interface McpEndpoint<Ctx> {
 export type ToolCallCharge = (extraLimit: RatePolicy | undefined, nth: number) => Promise<void>;
 
 function toolResult(result: unknown): CallToolResult {
-  const value = result instanceof Replayed ? result.value : result;
+  const value = resultValue(result);
   const structured = value instanceof JsonText ? value.value() : value;
   const text = value instanceof JsonText ? value.text : JSON.stringify(value);
   return { content: [{ type: 'text', text }], structuredContent: structured as Record<string, unknown> };

@@ -43,7 +43,7 @@ export interface OpenApiOptions {
   securityScheme: Record<string, unknown>;
   /** Error responses every operation can give, by status. */
   errors: Record<string, { description: string; headers?: Record<string, unknown> }>;
-  /** Headers every successful response carries. */
+  /** Headers every successful response carries (a read's 304 too). */
   successHeaders?: Record<string, unknown>;
   errorSchema: TSchema;
 }
@@ -51,6 +51,52 @@ export interface OpenApiOptions {
 /** Drops TypeBox's internal symbols and keys JSON Schema does not know. */
 function plain(schema: TSchema): JsonSchema {
   return JSON.parse(JSON.stringify(schema)) as JsonSchema;
+}
+
+// Conditional requests and compression (RFC 9110 §8.8, §13; src/surfaces/rest.ts): what every
+// read accepts and answers, documented with standard fields so that generated clients and
+// HTTP-cache-aware libraries see them.
+
+const STRING = { type: 'string' };
+
+function conditionalParameters(sendsLastModified: boolean): OpenApiParameter[] {
+  return [
+    {
+      name: 'If-None-Match',
+      in: 'header',
+      required: false,
+      description: 'The ETag of a response you hold (or several, comma-separated): 304 Not Modified, without a body, while it still names the current answer; `W/` and a `-br`/`-gzip`/`-zstd` suffix are ignored in the comparison. A malformed value is ignored (full response).',
+      schema: STRING,
+      example: '"Tq3aUhbm6BZcxF1nLnE5kQ"',
+    },
+    {
+      name: 'If-Modified-Since',
+      in: 'header',
+      required: false,
+      description: sendsLastModified
+        ? 'The Last-Modified of a response you hold (an HTTP date): 304 Not Modified while nothing changed since. Ignored with If-None-Match or when in the future; a malformed value is ignored (full response).'
+        : 'Accepted, but this read sends no Last-Modified, so it always gets the full response: use If-None-Match. A malformed value is ignored.',
+      schema: STRING,
+      example: 'Tue, 24 Nov 2026 17:11:24 GMT',
+    },
+  ];
+}
+
+const ETAG = { description: 'Strong entity tag of this answer; a compressed body’s carries a `-br`, `-gzip` or `-zstd` suffix. Send it back in If-None-Match.', schema: STRING };
+const LAST_MODIFIED = { description: 'When the figures last changed (an HTTP date); sent once that second is over. Send it back in If-Modified-Since.', schema: STRING };
+const CACHE_CONTROL = { description: '`private, no-cache`: only your own HTTP cache may keep the answer, and it must revalidate (If-None-Match) before each reuse.', schema: STRING };
+const VARY = { description: '`Authorization`, and `Accept-Encoding` on a body that may be compressed: keep one copy per key and per coding.', schema: STRING };
+const CONTENT_ENCODING = { description: '`br`, `gzip` or `zstd` when Accept-Encoding asked for one and the body is large enough to be worth it; absent otherwise.', schema: STRING };
+
+/** The 304 of a read: answered from its validator before the answer is built, or from the hash of the built body. */
+function notModifiedResponse(op: OperationInfo, sendsLastModified: boolean, successHeaders: Record<string, unknown> | undefined) {
+  const description = op.conditional
+    ? 'Not Modified: the answer has not changed since the ETag (or Last-Modified) you sent; no body. Decided from what the database already knows, before the answer is built; not counted against the rate limits.'
+    : 'Not Modified: the answer has not changed since the ETag you sent (a hash of the body, compared once it is built); no body; its charge is given back, so it is not counted against the rate limits.';
+  return {
+    description,
+    headers: { ETag: ETAG, ...(sendsLastModified ? { 'Last-Modified': LAST_MODIFIED } : {}), 'Cache-Control': CACHE_CONTROL, Vary: VARY, ...successHeaders },
+  };
 }
 
 /** `/workspaces/:id` → `/workspaces/{id}` and the names of its path parameters. */
@@ -90,18 +136,25 @@ export function buildOpenApi(operations: readonly OperationInfo[], options: Open
     );
     const { path, pathParams } = openApiPath(op.rest.path);
     const method = verbOf(op);
+    const read = method === 'GET';
+    const sendsLastModified = read && op.conditional === true && op.lastModified === true;
+    const readHeaders = read
+      ? { ETag: ETAG, ...(sendsLastModified ? { 'Last-Modified': LAST_MODIFIED } : {}), 'Cache-Control': CACHE_CONTROL, Vary: VARY, 'Content-Encoding': CONTENT_ENCODING }
+      : {};
+    const successHeaders = { ...readHeaders, ...options.successHeaders };
     (paths[path] ??= {})[method.toLowerCase()] = {
       operationId: op.name,
       summary: op.title,
       description: op.description,
-      parameters: parameters(op.input, pathParams, method === 'GET'),
+      parameters: [...parameters(op.input, pathParams, read), ...(read ? conditionalParameters(sendsLastModified) : [])],
       ...(method === 'POST' ? { requestBody: { required: true, content: { 'application/json': { schema: bodySchema(op.input, pathParams) } } } } : {}),
       responses: {
         [method === 'POST' ? '201' : '200']: {
           description: op.title,
-          ...(options.successHeaders ? { headers: options.successHeaders } : {}),
+          ...(Object.keys(successHeaders).length > 0 ? { headers: successHeaders } : {}),
           content: { 'application/json': { schema: plain(op.output) } },
         },
+        ...(read ? { '304': notModifiedResponse(op, sendsLastModified, options.successHeaders) } : {}),
         ...errorResponses,
       },
       ...(op.extraLimit ? { 'x-rate-limit': { policy: op.extraLimit.policy, requests: op.extraLimit.limit, windowSeconds: op.extraLimit.windowMs / 1000 } } : {}),

@@ -4,6 +4,7 @@ import type { Replayable } from '../domain/idempotency/idempotency.ts';
 import type { Issue } from '../platform/errors.ts';
 import { JsonText } from '../platform/json-text.ts';
 import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText } from '../platform/text.ts';
+import type { Validator } from '../platform/validators.ts';
 import type { RatePolicy } from '../policy.ts';
 import { invalidRequest } from './shared/errors.ts';
 
@@ -14,7 +15,11 @@ export type Effect = 'read' | 'create';
 export interface OperationInfo {
   /** operationId in OpenAPI and the MCP tool name. */
   readonly name: string;
-  /** read: only reads (GET, readOnlyHint); create: only creates, nothing is overwritten or deleted (POST answered 201, destructiveHint false). */
+  /**
+   * read: only reads (GET; readOnlyHint, idempotentHint); create: only creates, nothing is
+   * overwritten or deleted (POST answered 201; destructiveHint false, and idempotentHint false:
+   * a tool call has no Idempotency-Key, so every call creates again).
+   */
   readonly effect: Effect;
   /** The REST route, its path relative to the surface's base (e.g. `/playbook-opt-ins`); absent for a tool that is on MCP only. */
   readonly rest?: { readonly path: string };
@@ -24,10 +29,14 @@ export interface OperationInfo {
   readonly description: string;
   readonly input: TObject;
   readonly output: TSchema;
-  /** The MCP tool reaches outside hubops (e.g. fetches a URL): its openWorldHint. Default false. */
+  /** The MCP tool reaches outside hubops (fetches a URL, publishes to social networks): its openWorldHint. Default false. */
   readonly openWorld?: boolean;
   /** An extra limit for this operation, on top of the surface's (e.g. 20/min on a report). */
   readonly extraLimit?: RatePolicy;
+  /** True when the read declares a validator: a conditional request is answered 304 before the handler runs, and before the limits count it. */
+  readonly conditional?: boolean;
+  /** The read's validator carries a change time: its answers carry Last-Modified, and If-Modified-Since applies. */
+  readonly lastModified?: boolean;
 }
 
 /**
@@ -39,7 +48,14 @@ export interface OperationInfo {
  */
 export interface Operation<Ctx> extends OperationInfo {
   /** Validates `rawInput` (a copy; defaults filled in; throws 400 naming every bad field), then gives the call to make. */
-  prepare(rawInput: unknown): (ctx: Ctx) => Promise<unknown>;
+  prepare(rawInput: unknown): PreparedCall<Ctx>;
+}
+
+/** A validated call of an operation: run it, or (a read with a validator) first ask what its answer would be current as of. */
+export interface PreparedCall<Ctx> {
+  (ctx: Ctx): Promise<unknown>;
+  /** The read's current validator, from what the database already knows and without building the answer; absent when the operation has none. */
+  validator?: (ctx: Ctx) => Promise<Validator>;
 }
 
 /** The HTTP method of an operation's REST route: reads are GETs, creations POSTs. */
@@ -51,7 +67,30 @@ export function verbOf(op: OperationInfo): 'GET' | 'POST' {
 export interface OperationSpec<Ctx, In extends TObject, Out extends TSchema> extends OperationInfo {
   readonly input: In;
   readonly output: Out;
-  handler(ctx: Ctx, input: Static<In>): Promise<Static<Out> | JsonText | Replayed<Static<Out>>>;
+  handler(ctx: Ctx, input: Static<In>): Promise<Static<Out> | JsonText | Replayed<Static<Out>> | Validated<Static<Out> | JsonText>>;
+  /**
+   * A read's validator, computed cheaply (version counters, the page's keys) so that a conditional
+   * request that matches is answered 304 without running the handler. The handler must then
+   * return `Validated` with the validator of the data it answered from: the same function of the
+   * same state, so the two agree.
+   */
+  validator?(ctx: Ctx, input: Static<In>): Promise<Validator>;
+}
+
+/** A read's answer with the validator of the data it was built from (its ETag, maybe Last-Modified). */
+export class Validated<T> {
+  readonly value: T;
+  readonly validator: Validator;
+
+  constructor(value: T, validator: Validator) {
+    this.value = value;
+    this.validator = validator;
+  }
+}
+
+/** An operation's result without its wrappers (a replay mark, a validator): what MCP and the web show. */
+export function resultValue(result: unknown): unknown {
+  return result instanceof Replayed || result instanceof Validated ? result.value : result;
 }
 
 /** An operation's result given again for a retried request (the same idempotency key). */
@@ -70,13 +109,16 @@ export function replayable<T>(result: Replayable<T>): T | Replayed<T> {
 
 /** Declares an operation with its input type inferred from the schema. */
 export function defineOperation<Ctx, In extends TObject, Out extends TSchema>(spec: OperationSpec<Ctx, In, Out>): Operation<Ctx> {
-  const { handler, ...info } = spec;
+  const { handler, validator, ...info } = spec;
   return {
     ...info,
+    conditional: validator !== undefined,
     prepare(rawInput) {
       // Copy: defaults must not write into Fastify's query object or the tool arguments.
       const input = validateInput(spec.input, { ...(rawInput as object) });
-      return (ctx) => handler(ctx, input);
+      const call: PreparedCall<Ctx> = (ctx) => handler(ctx, input);
+      if (validator) call.validator = (ctx) => validator(ctx, input);
+      return call;
     },
   };
 }
@@ -91,7 +133,9 @@ export function withContext<From, To>(op: Operation<To>, to: (ctx: From) => To, 
     ...changes,
     prepare(rawInput) {
       const call = op.prepare(rawInput);
-      return async (ctx) => call(to(ctx));
+      const converted: PreparedCall<From> = async (ctx) => call(to(ctx));
+      if (call.validator) converted.validator = async (ctx) => call.validator!(to(ctx));
+      return converted;
     },
   };
 }

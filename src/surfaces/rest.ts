@@ -3,7 +3,8 @@ import { IDEMPOTENCY_KEY } from '../domain/idempotency/idempotency.ts';
 import { JsonText } from '../platform/json-text.ts';
 import { JSON_MAX_DEPTH } from '../policy.ts';
 import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText } from '../platform/text.ts';
-import { fromQueryText, Replayed, runOperation, verbOf, type Operation } from './operation.ts';
+import { conditionsOf, entityTagOfBody, matchingTag, validatorHeaders, type Validator } from '../platform/validators.ts';
+import { fromQueryText, Replayed, Validated, verbOf, type Operation, type PreparedCall } from './operation.ts';
 import { invalidRequest } from './shared/errors.ts';
 
 /** The response header that marks a replayed result (draft-ietf-httpapi-idempotency-key-header). */
@@ -15,49 +16,139 @@ export function idempotencyKeyOf(request: FastifyRequest): string | undefined {
 }
 
 /**
+ * What a surface does around its operations' REST routes. `contextFor` does authentication and
+ * anything per-request (limits); what it throws becomes the error response. With `charge: false`
+ * (a conditional read that its validator may answer 304) it leaves the limits out: the request is
+ * then either charged (`charge`, its conditions did not match) or answered 304 (`notModified`).
+ * `settle`, when given, runs after the operation and before any answer, success or error: what it
+ * throws wins (a provisional authentication refused after the fact).
+ */
+export interface RestSurface<Ctx> {
+  /** The surface's clock (If-Modified-Since in the future is ignored); default the system's. */
+  now?(): Date;
+  contextFor(request: FastifyRequest, reply: FastifyReply, op: Operation<Ctx>, options: { charge: boolean }): Promise<Ctx>;
+  settle?(ctx: Ctx): Promise<void>;
+  /** Counts a request that `contextFor` did not (its conditions did not match); throws 429 when over a limit. */
+  charge?(ctx: Ctx, reply: FastifyReply, op: Operation<Ctx>): Promise<void>;
+  /** A request answered 304: counted as a conditional hit, not against the limits (`charged`: give back what contextFor counted). */
+  notModified?(ctx: Ctx, reply: FastifyReply, op: Operation<Ctx>, charged: boolean): Promise<void>;
+}
+
+/**
+ * The caching headers of a read that carries a validator: the caller's own HTTP cache may keep
+ * it if it revalidates every time (which is what makes a client library's cache send
+ * If-None-Match for it); no shared cache may, and a cache keeps one copy per credential.
+ */
+const REVALIDATE = { 'cache-control': 'private, no-cache', vary: 'Authorization' };
+
+type Answer = { kind: 'result'; value: unknown } | { kind: 'not-modified'; validator: Validator; held: string };
+
+/**
  * Mounts operations as REST routes (those that have one). The input is path parameters, query string and JSON body
  * merged (path parameters win), validated once by the operation's schema; only the query and path
- * text is converted to the declared types (strictly), the JSON body never is. `contextFor` does
- * authentication and anything per-request (limits); what it throws becomes the error response.
- * `settle`, when given, runs after the operation and before any answer, success or error: what
- * it throws wins (a provisional authentication refused after the fact).
+ * text is converted to the declared types (strictly), the JSON body never is.
+ *
+ * Every read carries a strong ETag: its validator's (from what the database knows), or else a hash
+ * of its body. A conditional read (If-None-Match, If-Modified-Since) whose operation declares a
+ * validator is compared before the handler runs, and before the limits count it; one that only has
+ * a body hash is compared once the body is built, and its charge given back.
  */
-export function mountRest<Ctx>(
-  app: FastifyInstance,
-  operations: readonly Operation<Ctx>[],
-  contextFor: (request: FastifyRequest, reply: FastifyReply, op: Operation<Ctx>) => Promise<Ctx>,
-  settle?: (ctx: Ctx) => Promise<void>,
-): void {
+export function mountRest<Ctx>(app: FastifyInstance, operations: readonly Operation<Ctx>[], surface: RestSurface<Ctx>): void {
   for (const op of operations) {
     if (!op.rest) continue;
     app.route({
       method: verbOf(op),
       url: op.rest.path,
       handler: async (request, reply) => {
-        const ctx = await contextFor(request, reply, op);
+        const conditions = op.effect === 'read' ? conditionsOf(request.headers, surface.now?.() ?? new Date()) : undefined;
+        const early = conditions !== undefined && op.conditional === true;
+        const ctx = await surface.contextFor(request, reply, op, { charge: !early });
         const input = {
           ...(request.body && typeof request.body === 'object' ? request.body : {}),
           ...fromQueryText(op.input, request.query as Record<string, unknown>),
           ...fromQueryText(op.input, request.params as Record<string, unknown>),
         };
-        const outcome = await runOperation(op, ctx, input).then(
+        const answer = async (): Promise<Answer> => {
+          let call: PreparedCall<Ctx>;
+          try {
+            call = op.prepare(input);
+          } catch (error) {
+            // Refused input is charged like any request: only a 304 is free.
+            if (early) await surface.charge?.(ctx, reply, op);
+            throw error;
+          }
+          if (early) {
+            const validator = await call.validator?.(ctx);
+            const held = validator && matchingTag(conditions, validator);
+            if (held) return { kind: 'not-modified', validator: validator!, held };
+            await surface.charge?.(ctx, reply, op);
+          }
+          return { kind: 'result', value: await call(ctx) };
+        };
+        const outcome = await answer().then(
           (value) => ({ ok: true, value }) as const,
           (error: unknown) => ({ ok: false, error }) as const,
         );
-        await settle?.(ctx);
+        await surface.settle?.(ctx);
         if (!outcome.ok) throw outcome.error;
-        let result = outcome.value;
+        if (outcome.value.kind === 'not-modified') {
+          await surface.notModified?.(ctx, reply, op, false);
+          return notModified(reply, outcome.value.validator, outcome.value.held);
+        }
+        let result = outcome.value.value;
         if (result instanceof Replayed) {
           reply.header(REPLAYED_HEADER, 'true');
           result = result.value;
         }
-        if (op.effect === 'create') reply.code(201);
-        if (!(result instanceof JsonText)) return result;
-        const { body, length } = result.body();
-        return reply.type('application/json').header('content-length', length).send(body);
+        if (op.effect === 'create') {
+          reply.code(201);
+          return result instanceof JsonText ? sendJsonText(reply, result) : result;
+        }
+        let validator: Validator | undefined;
+        if (result instanceof Validated) {
+          validator = result.validator;
+          result = result.value;
+        }
+        const body = result instanceof JsonText ? result : new JsonText(JSON.stringify(result));
+        validator ??= { etag: entityTagOfBody(body.parts) };
+        const held = conditions && matchingTag(conditions, validator);
+        if (held) {
+          await surface.notModified?.(ctx, reply, op, true);
+          return notModified(reply, validator, held);
+        }
+        reply.headers({ ...validatorHeaders(validator), ...REVALIDATE });
+        return sendJsonText(reply, body);
       },
     });
   }
+}
+
+/**
+ * Serves a JSON document fixed at startup (an OpenAPI document, an index) at `url` with its
+ * strong ETag, answering a matching conditional GET with 304. Public: any cache may keep it, and
+ * must ask again before reusing it (a deploy changes it).
+ */
+export function serveDocument(app: FastifyInstance, url: string, document: unknown): void {
+  const body = new JsonText(JSON.stringify(document));
+  const validator = { etag: entityTagOfBody(body.parts) };
+  const caching = { 'cache-control': 'public, no-cache' };
+  app.get(url, async (request, reply) => {
+    const conditions = conditionsOf(request.headers, new Date());
+    const held = conditions && matchingTag(conditions, validator);
+    if (held) return reply.code(304).headers({ ...validatorHeaders(validator, held), ...caching }).send();
+    reply.headers({ ...validatorHeaders(validator), ...caching });
+    return sendJsonText(reply, body);
+  });
+}
+
+function sendJsonText(reply: FastifyReply, text: JsonText): FastifyReply {
+  const { body, length } = text.body();
+  return reply.type('application/json').header('content-length', length).send(body);
+}
+
+/** 304: no body; the validators the 200 would carry (the tag as the client holds it: its coding's suffix too). */
+function notModified(reply: FastifyReply, validator: Validator, held: string): FastifyReply {
+  return reply.code(304).headers({ ...validatorHeaders(validator, held), ...REVALIDATE }).send();
 }
 
 /** True when `value` nests objects or arrays deeper than `max`. Iterative: hostile depth cannot overflow the stack. */

@@ -8,6 +8,7 @@ import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { runCli } from '../../src/cli/cli.ts';
+import { UsageRecorder } from '../../src/domain/api-keys/usage-recorder.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { snapshot } from '../support/snapshot.ts';
 
@@ -302,17 +303,31 @@ describe('accounts, hubs, users', () => {
       const [first] = keys;
       assert.deepEqual(keys.map((k: { scope: string; legacyEmbed: boolean }) => [k.scope, k.legacyEmbed]), [['read', false], ['embed', false], ['embed', false]]);
       assert.ok(keys.slice(1).every((k: { start: string }) => k.start.startsWith('ed25519:')), 'key pairs are listed by their public key');
-      assert.deepEqual(Object.keys(first), ['id', 'name', 'scope', 'start', 'requestCount', 'lastUsedAt', 'createdAt', 'revokedAt', 'legacyEmbed', 'expiresAt', 'replacedBy', 'state']);
+      assert.deepEqual(Object.keys(first), ['id', 'name', 'scope', 'start', 'requestCount', 'notModifiedCount', 'lastUsedAt', 'createdAt', 'revokedAt', 'legacyEmbed', 'expiresAt', 'replacedBy', 'state']);
       assert.deepEqual([first.expiresAt, first.replacedBy, first.state], [null, null, 'active']);
       assert.equal(first.id, created.id);
       assert.equal(first.name, 'Dashboard');
       assert.equal(first.scope, 'read');
       assert.ok(created.key.startsWith(first.start) && first.start.length < 16, first.start);
-      assert.equal(first.requestCount, 0);
+      assert.deepEqual([first.requestCount, first.notModifiedCount], [0, 0]);
       assert.equal(first.lastUsedAt, null);
       assert.match(first.createdAt, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
       assert.equal(first.revokedAt, null);
       assert.deepEqual(await json(['keys', 'list', '--hub', otherHubId]), []);
+    });
+
+    test('keys list counts the requests answered 304 Not Modified apart (notModifiedCount, the UNCHANGED (304) column)', async () => {
+      // What the Hub API's guard records: every admitted request, and those answered 304 again as conditional hits.
+      const usage = new UsageRecorder(db);
+      const at = new Date('2026-11-22T10:00:00.000Z');
+      for (let i = 0; i < 12; i++) usage.record(created.id, at);
+      for (let i = 0; i < 9; i++) usage.recordNotModified(created.id, at);
+      await usage.flush();
+      const listed = (await json(['keys', 'list', '--hub', hubId])).find((k: { id: string }) => k.id === created.id);
+      assert.deepEqual([listed.requestCount, listed.notModifiedCount, listed.lastUsedAt], [12, 9, at.toISOString()]);
+      const human = await hubops(['keys', 'list', '--hub', hubId]);
+      assert.match(human.stdout, /^ID\s+NAME\s+SCOPE\s+START\s+REQUESTS\s+UNCHANGED \(304\)\s+LAST USED\s/);
+      assert.match(human.stdout, new RegExp(`^${created.id}\\s+Dashboard\\s+read\\s+\\S+…\\s+12\\s+9\\s+${at.toISOString()}\\s`, 'm'));
     });
 
     test('keys list: unknown hub exits 1', async () => {

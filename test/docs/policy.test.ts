@@ -10,6 +10,7 @@ const s = (ms: number) => ms / 1000;
 const minutes = (ms: number) => ms / 60_000;
 const hours = (ms: number) => ms / 3_600_000;
 const mb = (bytes: number) => bytes / (1024 * 1024);
+const kb = (bytes: number) => bytes / 1024;
 
 const PAGES = ['docs/hub-api.md', 'docs/main-api.md', 'docs/mcp.md', 'docs/web-admin.md', 'docs/operations.md', 'docs/architecture.md'] as const;
 type Page = (typeof PAGES)[number];
@@ -20,6 +21,10 @@ type PolicyName = keyof typeof policy;
 /** Each promise: its page, and its sentence built from the policy values it states. */
 const promises: { what: string; page: Page; covers: PolicyName[]; sentence: string }[] = [
   { what: 'JSON bodies', page: 'docs/hub-api.md', covers: ['JSON_MAX_DEPTH', 'JSON_BODY_MAX_BYTES'], sentence: `nest objects and arrays at most ${policy.JSON_MAX_DEPTH} deep (\`issues\` names \`(body)\`) and weigh at most ${mb(policy.JSON_BODY_MAX_BYTES)} MiB` },
+  { what: 'compression threshold (Hub API)', page: 'docs/hub-api.md', covers: ['COMPRESSION_MIN_BYTES'], sentence: `JSON bodies of at least ${kb(policy.COMPRESSION_MIN_BYTES)} KB come compressed` },
+  { what: 'compression threshold (main API)', page: 'docs/main-api.md', covers: ['COMPRESSION_MIN_BYTES'], sentence: `JSON bodies of at least ${kb(policy.COMPRESSION_MIN_BYTES)} KB come compressed` },
+  { what: 'compression threshold (architecture)', page: 'docs/architecture.md', covers: ['COMPRESSION_MIN_BYTES'], sentence: `for JSON and CSV 200s of at least ${kb(policy.COMPRESSION_MIN_BYTES)} KB` },
+  { what: 'compressed body cache', page: 'docs/architecture.md', covers: ['COMPRESSED_CACHE_MIN_BYTES', 'COMPRESSED_CACHE_MAX_BYTES'], sentence: `Compressed bodies of ${kb(policy.COMPRESSED_CACHE_MIN_BYTES)} KB or more are kept, keyed by coding and ETag, in an LRU cache of ${mb(policy.COMPRESSED_CACHE_MAX_BYTES)} MB per instance` },
   { what: 'Hub API page size', page: 'docs/hub-api.md', covers: ['DEFAULT_PAGE_SIZE', 'MAX_PAGE_SIZE'], sentence: `${policy.DEFAULT_PAGE_SIZE} per page (limit 1–${policy.MAX_PAGE_SIZE})` },
   { what: 'main API page size', page: 'docs/main-api.md', covers: ['DEFAULT_PAGE_SIZE', 'MAX_PAGE_SIZE'], sentence: `\`limit\` 1–${policy.MAX_PAGE_SIZE} (default ${policy.DEFAULT_PAGE_SIZE})` },
   { what: 'spend staleness', page: 'docs/web-admin.md', covers: ['SPEND_STALE_AFTER_MS'], sentence: `stale (oldest sync older than ${hours(policy.SPEND_STALE_AFTER_MS)} h)` },
@@ -28,6 +33,7 @@ const promises: { what: string; page: Page; covers: PolicyName[]; sentence: stri
   { what: 'Hub API report limits', page: 'docs/hub-api.md', covers: ['HUB_SUMMARY_LIMIT', 'HUB_SPEND_LIMIT'], sentence: `in addition ${policy.HUB_SUMMARY_LIMIT.limit} per key per rolling ${s(policy.HUB_SUMMARY_LIMIT.windowMs)} s on each of \`/opt-in-summary\` and \`/spend-by-workspace\`` },
   { what: 'RateLimit-Policy example', page: 'docs/hub-api.md', covers: ['HUB_KEY_LIMIT', 'HUB_SUMMARY_LIMIT'], sentence: `"${policy.HUB_KEY_LIMIT.policy}";q=${policy.HUB_KEY_LIMIT.limit};w=${s(policy.HUB_KEY_LIMIT.windowMs)}, "${policy.HUB_SUMMARY_LIMIT.policy}";q=${policy.HUB_SUMMARY_LIMIT.limit};w=${s(policy.HUB_SUMMARY_LIMIT.windowMs)}` },
   { what: 'Hub MCP report limits', page: 'docs/mcp.md', covers: ['HUB_SPEND_LIMIT'], sentence: `\`get_opt_in_summary\` and \`get_spend_by_workspace\` are also limited to ${policy.HUB_SPEND_LIMIT.limit} calls a minute each` },
+  { what: 'Hub API conditional ceiling', page: 'docs/hub-api.md', covers: ['HUB_CONDITIONAL_LIMIT'], sentence: `at most ${policy.HUB_CONDITIONAL_LIMIT.limit.toLocaleString('en-US')} conditional requests per rolling ${s(policy.HUB_CONDITIONAL_LIMIT.windowMs)} s (policy \`"${policy.HUB_CONDITIONAL_LIMIT.policy}"\`` },
   { what: 'failed-auth limit', page: 'docs/hub-api.md', covers: ['FAILED_AUTH_LIMIT'], sentence: `Failed authentication** is limited to ${policy.FAILED_AUTH_LIMIT.limit} per client address per rolling ${s(policy.FAILED_AUTH_LIMIT.windowMs)} s` },
   { what: 'usage flush', page: 'docs/hub-api.md', covers: ['USAGE_FLUSH_MS'], sentence: `written in one statement per instance every ${s(policy.USAGE_FLUSH_MS)} s and on shutdown` },
   { what: 'plan limits', page: 'docs/main-api.md', covers: ['PLAN_LIMITS', 'PLAN_WINDOW_MS'], sentence: `${policy.PLAN_LIMITS.standard} requests per ${policy.PLAN_WINDOW_MS === 60_000 ? 'minute' : `${s(policy.PLAN_WINDOW_MS)} s`} per user and client on the Standard plan, ${policy.PLAN_LIMITS.partner} on Partner` },
@@ -55,7 +61,8 @@ const promises: { what: string; page: Page; covers: PolicyName[]; sentence: stri
 ];
 
 /** Internal timings with no sentence in the docs: documented in src/policy.ts only. */
-const UNPROMISED: PolicyName[] = ['CONNECT_TIMEOUT_MS', 'OAUTH_SESSION_TTL_S', 'OAUTH_INTERACTION_TTL_S', 'FORM_TOKEN_TTL_MS', 'EMBED_CLOCK_SKEW_S'];
+// Compression levels are tuning, measured in bench/ (bench/compression-levels.ts), not a promise.
+const UNPROMISED: PolicyName[] = ['CONNECT_TIMEOUT_MS', 'OAUTH_SESSION_TTL_S', 'OAUTH_INTERACTION_TTL_S', 'FORM_TOKEN_TTL_MS', 'EMBED_CLOCK_SKEW_S', 'GZIP_LEVEL', 'BROTLI_LEVEL', 'ZSTD_LEVEL', 'COMPRESSED_COLLECT_MAX_BYTES'];
 
 test('every number the docs promise is the one in src/policy.ts', () => {
   // docs/hub-api.md states one number "on each of" the two reports.

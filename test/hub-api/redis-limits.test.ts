@@ -115,6 +115,27 @@ describe('rate limits shared through Redis', { skip: !REDIS_URL && 'needs REDIS_
   });
 });
 
+describe('304s through Redis', { skip: !REDIS_URL && 'needs REDIS_URL' }, () => {
+  test('a 304 reads the shared windows without counting: r stays where the other instance left it, and with the window full it is still a 304', async () => {
+    const [a, b] = await twoInstances();
+    await seed(a.db, 'hub_c');
+    const { key } = await createKey(a.db, { hubId: 'hub_c', name: 'conditional' });
+    const first = await a.hubGet('/opt-in-summary', key);
+    assert.equal(first.status, 200);
+    const etag = String(first.headers.etag);
+    for (let i = 1; i <= 3; i++) {
+      const again = await b.hubGet('/opt-in-summary', key, { 'if-none-match': etag });
+      assert.equal(again.status, 304, `#${i}`);
+      assert.equal(again.headers.ratelimit, '"per-key";r=119;t=60, "opt-in-summary";r=19;t=60', `#${i}: peeked on B, counted by A`);
+    }
+    for (let i = 2; i <= 120; i++) assert.equal((await (i % 2 ? a : b).hubGet('/playbook-opt-ins?limit=1', key)).status, 200, `#${i}`);
+    const full = await a.hubGet('/opt-in-summary', key, { 'if-none-match': etag });
+    assert.equal(full.status, 304);
+    assert.match(String(full.headers.ratelimit), /^"per-key";r=0;t=\d+, "opt-in-summary";r=19;t=\d+$/);
+    assert.equal((await b.hubGet('/opt-in-summary', key)).status, 429);
+  });
+});
+
 describe('refused requests through Redis', { skip: !REDIS_URL && 'needs REDIS_URL' }, () => {
   test('a 429 consumes nothing from any window; after the window the full quota is back', async () => {
     const [a, b] = await twoInstances();
@@ -168,7 +189,7 @@ describe('Redis unreachable', () => {
     assert.ok(Date.now() - started < 10_000, `50 requests took ${Date.now() - started} ms`);
 
     // Authentication still works without the limiter: a wrong key is refused, not waved through.
-    const refused = await t.hubGet('/playbook-opt-ins', `${key.slice(0, -1)}${key.endsWith('x') ? 'y' : 'x'}`);
+    const refused = await t.hubGet('/playbook-opt-ins', fx.mistyped(key));
     assert.equal(refused.status, 401);
     assert.equal(refused.body.error, 'invalid_api_key');
   });

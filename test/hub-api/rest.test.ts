@@ -55,7 +55,8 @@ describe('GET /playbook-opt-ins', () => {
     const r = await t.hubGet('/playbook-opt-ins', key);
     assert.equal(r.status, 200);
     assert.match(String(r.headers['content-type']), /^application\/json/);
-    assert.equal(r.headers['cache-control'], 'no-store');
+    // A read with a validator: the caller's own cache may keep it, revalidating every time.
+    assert.equal(r.headers['cache-control'], 'private, no-cache');
     assert.deepEqual(r.body.data.map((row: { id: string }) => row.id), ['o3', 'o1', 'o2']);
     assert.equal(r.body.nextCursor, null);
     assert.deepEqual(r.body.data[1], {
@@ -153,7 +154,10 @@ describe('GET /opt-in-summary', () => {
     const r = await t.hubGet('/opt-in-summary', key);
     assert.equal(r.status, 200);
     assert.equal(r.body.timezone, 'UTC');
-    assert.equal(r.body.asOf, '2026-11-21T12:00:00.000Z');
+    // Since when the figures are current: the hub's last counted change (the seeding, on the
+    // database's clock), not the request's time.
+    const changed = await t.db.kysely.selectFrom('hubs').select('opt_ins_changed_at').where('id', '=', 'h1').executeTakeFirstOrThrow();
+    assert.equal(r.body.asOf, new Date(Math.max(changed.opt_ins_changed_at.getTime(), Date.parse('2026-11-21T00:00:00Z'))).toISOString());
     assert.equal(r.body.activeOptIns, 1);
     const byPeriod = Object.fromEntries(r.body.periods.map((p: { period: string }) => [p.period, p]));
     assert.deepEqual(Object.keys(byPeriod), ['today', 'yesterday', 'last_7_days', 'last_30_days']);
@@ -368,7 +372,8 @@ describe('operations endpoints', () => {
     assert.equal(r.body.servers[0].url, 'http://hubops.test/v1/hub');
     assert.deepEqual(Object.keys(r.body.paths).sort(), ['/opt-in-summary', '/playbook-opt-ins', '/spend-by-workspace']);
     const list = r.body.paths['/playbook-opt-ins'].get;
-    assert.deepEqual(list.parameters.map((p: { name: string }) => p.name), ['since', 'playbookId', 'status', 'limit', 'cursor']);
+    const query = list.parameters.filter((p: { in: string }) => p.in === 'query');
+    assert.deepEqual(query.map((p: { name: string }) => p.name), ['since', 'playbookId', 'status', 'limit', 'cursor']);
     const limit = list.parameters.find((p: { name: string }) => p.name === 'limit');
     assert.deepEqual([limit.schema.minimum, limit.schema.maximum, limit.schema.default], [1, 500, 100]);
     assert.equal(list.parameters.find((p: { name: string }) => p.name === 'status').schema.enum.length, 13);

@@ -194,7 +194,9 @@ describe('Hub MCP endpoint (SDK client over Streamable HTTP)', () => {
       assert.deepEqual(first.workspace.fields, { region: 'West' });
       assert.deepEqual(first.variant, { audience: 'Families' });
       const summary = await callOk(client, 'get_opt_in_summary');
-      assert.equal(summary.asOf, NOW);
+      // asOf: the instant the figures have been current since (the hub's last counted opt-in change, not before today).
+      const changed = await t.db.kysely.selectFrom('hubs').select('opt_ins_changed_at').where('id', '=', 'hub_a').executeTakeFirstOrThrow();
+      assert.equal(summary.asOf, new Date(Math.max(changed.opt_ins_changed_at.getTime(), Date.parse('2026-11-21T00:00:00Z'))).toISOString());
       assert.equal(summary.activeOptIns, 2);
       const week = (summary.periods as any[]).find((p) => p.period === 'last_7_days');
       assert.deepEqual([week.startDate, week.endDate, week.optIns, week.workspaces], ['2026-11-15', '2026-11-21', 3, 2]);
@@ -315,8 +317,7 @@ describe('Hub MCP endpoint (SDK client over Streamable HTTP)', () => {
       ['no key', {}],
       ['revoked key', { authorization: `Bearer ${keys.revoked}` }],
       ['embed key', { authorization: `Bearer ${keys.embed}` }],
-      // Its last character changed (to one it is not already).
-      ['mistyped key', { authorization: `Bearer ${keys.a.slice(0, -1)}${keys.a.endsWith('x') ? 'y' : 'x'}` }],
+      ['mistyped key', { authorization: `Bearer ${fx.mistyped(keys.a)}` }],
     ];
     for (const [label, headers] of cases) {
       const response = await rawPost(headers);

@@ -34,11 +34,20 @@ async function requestCount(keyId: string): Promise<number> {
   return Number(rows[0]?.n ?? 0);
 }
 
+/** The key's requests answered 304 Not Modified, in all and on its days. */
+async function notModifiedCounts(keyId: string): Promise<{ total: number; daily: number }> {
+  const { rows } = await db.pool.query<{ total: string | null; daily: string | null }>(
+    `SELECT (SELECT not_modified_count FROM api_key_usage WHERE key_id = $1) AS total,
+            (SELECT sum(not_modified_count) FROM api_key_daily_usage WHERE key_id = $1) AS daily`, [keyId]);
+  return { total: Number(rows[0]?.total ?? 0), daily: Number(rows[0]?.daily ?? 0) };
+}
+
 test('a shutdown flush that fails is retried, and the counts arrive once the database is back', async () => {
   const key = await createKey(db, { hubId: 'hub_u', name: 'retried' });
   const warnings: unknown[] = [];
   const usage = new UsageRecorder(proxied, { onError: (error) => warnings.push(error) });
   for (let i = 0; i < 17; i += 1) usage.record(key.id, new Date());
+  for (let i = 0; i < 6; i += 1) usage.recordNotModified(key.id, new Date());
 
   await proxy.cut();
   const closed = usage.close([200, 200, 2_000]);
@@ -48,6 +57,7 @@ test('a shutdown flush that fails is retried, and the counts arrive once the dat
   await closed;
   assert.ok(warnings.length >= 1, 'the failed attempts were reported');
   assert.equal(await requestCount(key.id), 17);
+  assert.deepEqual(await notModifiedCounts(key.id), { total: 6, daily: 6 }, 'the conditional hits arrive with the requests');
 });
 
 test('a shutdown flush that keeps failing rejects, naming the requests lost', async () => {

@@ -269,3 +269,32 @@ test('the API tab charts each key\'s requests per UTC day for 30 days, with a te
   assert.match(page, /<a class="button primary" href="#create-key">Create key<\/a>/);
   assert.match(page, /<div class="card" id="create-key"><h2>Create key<\/h2>/);
 });
+
+test('the API tab counts a key\'s requests answered 304 Not Modified apart, explains they are free, and shows them as the lighter top of the day\'s bar', async () => {
+  const b = await signedIn(web);
+  const key = await createKey(web.db, { hubId: HUB, name: 'polling sync', now: web.clock.now() });
+  const embed = await createKey(web.db, { hubId: HUB, name: 'embed only', scope: 'embed', now: web.clock.now() });
+  const first = await web.hubGet('/playbook-opt-ins', key.key);
+  assert.equal(first.status, 200);
+  const etag = String(first.headers.etag);
+  assert.match(etag, /^"[^"]+"$/);
+  for (let i = 0; i < 3; i++) {
+    const again = await web.hubGet('/playbook-opt-ins', key.key, { 'if-none-match': etag });
+    assert.equal(again.status, 304);
+  }
+  assert.equal((await web.hubGet('/playbook-opt-ins', key.key, { 'if-none-match': '"not-what-you-have"' })).status, 200);
+  await web.app.usage.flush();
+  const page = await (await b.fetch(apiTab())).text();
+  const today = web.clock.now().toISOString().slice(0, 10);
+  const row = rowOf(page, key.id);
+  assert.match(row, /<span data-requests>5<\/span> in all<br><small data-not-modified title="[^"]*do not count against the rate limit[^"]*">3 unchanged \(304\), not counted against the limit<\/small>/);
+  assert.ok(row.includes(`(UTC): 5 requests (3 unchanged, 304), most on ${today} (5).`), row);
+  // Today's bar: 2 counted requests below, 3 unchanged above, lighter; one tooltip for the day.
+  const bar = new RegExp(`<g><title>${today}: 5, 3 unchanged \\(304\\)</title><rect class="bar" x="145" width="4" y="(\\d+)" height="(\\d+)"/><rect class="bar" fill-opacity="0.4" x="145" width="4" y="2" height="(\\d+)"/></g></svg>`).exec(row);
+  assert.ok(bar, row);
+  const [counted, unchanged] = [Number(bar[2]), Number(bar[3])];
+  assert.equal(counted + unchanged, 26, 'the whole bar is the day\'s requests, the busiest day\'s full height');
+  assert.ok(unchanged > counted, `3 of 5 unchanged: ${unchanged} px of ${counted + unchanged}`);
+  assert.match(page, /<strong>Unchanged \(304\)<\/strong>: requests from a tool that already had the latest data, answered “304 Not Modified” without sending it again\. They are free: they do not count against the rate limit\./);
+  assert.doesNotMatch(rowOf(page, embed.id), /data-not-modified/, 'an embed key makes no Hub API requests');
+});

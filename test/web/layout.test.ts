@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { addKeyUsage, createKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { utcDay } from '../../src/domain/api-keys/api-key.ts';
 import { signEmbedToken } from '../../src/surfaces/web/embed-token.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { CHROMIUM, CHROMIUM_ARGS, chromiumMissing } from '../support/chromium.ts';
@@ -99,7 +100,17 @@ describe('every page at 390 px and at 1280 px', { skip: chromiumMissing }, () =>
   before(async () => {
     const { chromium } = await import('playwright-core');
     web = await startApp({ listen: true, now: 'system', seed: seedWebHub });
-    await createKey(web.db, { hubId: HUB, name: 'Looker Studio dashboard (finance team)' });
+    const looker = await createKey(web.db, { hubId: HUB, name: 'Looker Studio dashboard (finance team)' });
+    // A month of a dashboard's polling, through the flush's own statement: most polls unchanged (304).
+    const today = Date.now();
+    await addKeyUsage(web.db, [{
+      keyId: looker.id,
+      lastUsedAt: new Date(today),
+      days: new Map(Array.from({ length: 30 }, (_, i) => {
+        const requests = 96 + ((i * 37) % 60);
+        return [utcDay(new Date(today - i * 86_400_000)), { requests, notModified: Math.round(requests * (0.55 + ((i * 13) % 30) / 100)) }] as const;
+      })),
+    }]);
     const embedKey = await createKey(web.db, { hubId: HUB, name: 'Franchise intranet embed', scope: 'embed' });
     const token = signEmbedToken({ hub: HUB, view: 'spend', exp: Math.floor(Date.now() / 1000) + 3600, kid: embedKey.id }, embedKey.key);
     embedUrl = `${web.baseUrl}/embed/spend?token=${token}`;

@@ -16,6 +16,8 @@ export interface KeySummary {
   scope: KeyScope;
   start: string;
   requestCount: number;
+  /** Of requestCount, those answered 304 Not Modified: conditional hits, free against the rate limit. */
+  notModifiedCount: number;
   lastUsedAt: string | null;
   createdAt: string;
   revokedAt: string | null;
@@ -196,7 +198,7 @@ export async function listKeys(db: Db, hubId: string): Promise<KeySummary[]> {
     .selectFrom('api_keys as k')
     .leftJoin('api_key_usage as u', 'u.key_id', 'k.id')
     .select([
-      'k.id', 'k.name', 'k.scope', 'k.start', 'u.request_count', 'u.last_used_at', 'k.created_at', 'k.revoked_at', 'k.expires_at', 'k.replaced_by',
+      'k.id', 'k.name', 'k.scope', 'k.start', 'u.request_count', 'u.not_modified_count', 'u.last_used_at', 'k.created_at', 'k.revoked_at', 'k.expires_at', 'k.replaced_by',
       sql<boolean>`k.scope = 'embed' AND k.public_key IS NULL`.as('legacy_embed'),
     ])
     .where('k.hub_id', '=', hubId)
@@ -209,6 +211,7 @@ export async function listKeys(db: Db, hubId: string): Promise<KeySummary[]> {
     scope: r.scope,
     start: r.start,
     requestCount: Number(r.request_count ?? 0),
+    notModifiedCount: Number(r.not_modified_count ?? 0),
     lastUsedAt: r.last_used_at?.toISOString() ?? null,
     createdAt: r.created_at.toISOString(),
     revokedAt: r.revoked_at?.toISOString() ?? null,
@@ -218,27 +221,39 @@ export async function listKeys(db: Db, hubId: string): Promise<KeySummary[]> {
   }));
 }
 
-/**
- * Requests per day of each of the hub's keys, for the KEY_USAGE_DAYS UTC days ending with
- * `today`'s: counts oldest first (0 for a day without requests), by key id.
- */
-export async function keyDailyUsage(db: Db, hubId: string, today: Date): Promise<{ days: string[]; counts: Map<string, number[]> }> {
+/** Each key's requests per UTC day, oldest first, by key id (absent: none in the period). */
+export interface DailyKeyUsage {
+  days: string[];
+  /** All requests, 0 for a day without any. */
+  counts: Map<string, number[]>;
+  /** Of those, the ones answered 304 Not Modified. */
+  notModified: Map<string, number[]>;
+}
+
+/** Requests per day of each of the hub's keys, for the KEY_USAGE_DAYS UTC days ending with `today`'s. */
+export async function keyDailyUsage(db: Db, hubId: string, today: Date): Promise<DailyKeyUsage> {
   const days = daysEndingWith(today, KEY_USAGE_DAYS);
   const rows = await db.kysely
     .selectFrom('api_key_daily_usage as d')
     .innerJoin('api_keys as k', 'k.id', 'd.key_id')
-    .select(['d.key_id', 'd.day', 'd.request_count'])
+    .select(['d.key_id', 'd.day', 'd.request_count', 'd.not_modified_count'])
     .where('k.hub_id', '=', hubId)
     .where('d.day', '>=', days[0]!)
     .where('d.day', '<=', days.at(-1)!)
     .execute();
   const counts = new Map<string, number[]>();
+  const notModified = new Map<string, number[]>();
+  const seriesOf = (map: Map<string, number[]>, keyId: string) => {
+    let series = map.get(keyId);
+    if (!series) map.set(keyId, (series = days.map(() => 0)));
+    return series;
+  };
   for (const row of rows) {
-    let series = counts.get(row.key_id);
-    if (!series) counts.set(row.key_id, (series = days.map(() => 0)));
-    series[days.indexOf(row.day)] = Number(row.request_count);
+    const day = days.indexOf(row.day);
+    seriesOf(counts, row.key_id)[day] = Number(row.request_count);
+    seriesOf(notModified, row.key_id)[day] = Number(row.not_modified_count);
   }
-  return { days, counts };
+  return { days, counts, notModified };
 }
 
 /** Revokes a key (idempotent: revoking again keeps the first revocation time). */
@@ -297,20 +312,26 @@ export async function findEmbedKey(db: Db, keyId: string): Promise<EmbedKeyRecor
   };
 }
 
-/** A key's usage since the last flush: requests by UTC day (YYYY-MM-DD), and the latest one. */
+/** One key's requests on one UTC day, and how many of them were answered 304 Not Modified. */
+export interface DayUsage {
+  requests: number;
+  notModified: number;
+}
+
+/** A key's usage since the last flush: by UTC day (YYYY-MM-DD), and the latest request. */
 export interface KeyUsage {
   keyId: string;
-  days: Map<string, number>;
+  days: Map<string, DayUsage>;
   lastUsedAt: Date;
 }
 
 /**
- * Adds batched usage in one statement for any number of keys: each key's total and last use,
- * its requests per UTC day, and the deletion of its days older than KEY_USAGE_DAYS (counted back
- * from the newest day in the batch), so a key never holds more days than that.
+ * Adds batched usage in one statement for any number of keys: each key's totals (requests, and
+ * those answered 304) and last use, the same per UTC day, and the deletion of its days older than
+ * KEY_USAGE_DAYS (counted back from the newest day in the batch), so a key never holds more days than that.
  */
 export async function addKeyUsage(db: Db, usage: KeyUsage[]): Promise<void> {
-  const rows = usage.flatMap((u) => [...u.days].map(([day, count]) => ({ keyId: u.keyId, day, count, lastUsedAt: u.lastUsedAt.toISOString() })));
+  const rows = usage.flatMap((u) => [...u.days].map(([day, { requests, notModified }]) => ({ keyId: u.keyId, day, requests, notModified, lastUsedAt: u.lastUsedAt.toISOString() })));
   if (rows.length === 0) return;
   const newest = rows.reduce((max, r) => (r.day > max ? r.day : max), rows[0]!.day);
   const firstKept = utcDay(new Date(Date.parse(newest) - (KEY_USAGE_DAYS - 1) * DAY_MS));
@@ -320,18 +341,21 @@ export async function addKeyUsage(db: Db, usage: KeyUsage[]): Promise<void> {
   await sql`
     WITH u AS (
       SELECT * FROM unnest(${rows.map((r) => r.keyId)}::text[], ${rows.map((r) => r.day)}::date[],
-                           ${rows.map((r) => r.count)}::bigint[], ${rows.map((r) => r.lastUsedAt)}::timestamptz[]) AS u(id, day, count, last_used_at)
+                           ${rows.map((r) => r.requests)}::bigint[], ${rows.map((r) => r.notModified)}::bigint[],
+                           ${rows.map((r) => r.lastUsedAt)}::timestamptz[]) AS u(id, day, requests, not_modified, last_used_at)
     ), live AS (
       SELECT k.id FROM api_keys k WHERE k.id IN (SELECT id FROM u) ORDER BY k.id FOR KEY SHARE
     ), totals AS (
-      INSERT INTO api_key_usage AS a (key_id, request_count, last_used_at)
-      SELECT u.id, sum(u.count), max(u.last_used_at) FROM u JOIN live USING (id) GROUP BY u.id ORDER BY u.id
+      INSERT INTO api_key_usage AS a (key_id, request_count, not_modified_count, last_used_at)
+      SELECT u.id, sum(u.requests), sum(u.not_modified), max(u.last_used_at) FROM u JOIN live USING (id) GROUP BY u.id ORDER BY u.id
       ON CONFLICT (key_id) DO UPDATE SET request_count = a.request_count + excluded.request_count,
+                                         not_modified_count = a.not_modified_count + excluded.not_modified_count,
                                          last_used_at = greatest(a.last_used_at, excluded.last_used_at)
     ), pruned AS (
       DELETE FROM api_key_daily_usage d USING live WHERE d.key_id = live.id AND d.day < ${firstKept}::date
     )
-    INSERT INTO api_key_daily_usage AS d (key_id, day, request_count)
-    SELECT u.id, u.day, u.count FROM u JOIN live USING (id) WHERE u.day >= ${firstKept}::date ORDER BY u.id, u.day
-    ON CONFLICT (key_id, day) DO UPDATE SET request_count = d.request_count + excluded.request_count`.execute(db.kysely);
+    INSERT INTO api_key_daily_usage AS d (key_id, day, request_count, not_modified_count)
+    SELECT u.id, u.day, u.requests, u.not_modified FROM u JOIN live USING (id) WHERE u.day >= ${firstKept}::date ORDER BY u.id, u.day
+    ON CONFLICT (key_id, day) DO UPDATE SET request_count = d.request_count + excluded.request_count,
+                                            not_modified_count = d.not_modified_count + excluded.not_modified_count`.execute(db.kysely);
 }

@@ -1,10 +1,10 @@
 import type { Db } from '../../db/database.ts';
-import { addKeyUsage } from './api-key.repository.ts';
+import { addKeyUsage, type DayUsage } from './api-key.repository.ts';
 import { utcDay } from './api-key.ts';
 
 interface Pending {
-  /** Requests by UTC day (a flush can straddle midnight). */
-  days: Map<string, number>;
+  /** Requests, and those answered 304, by UTC day (a flush can straddle midnight). */
+  days: Map<string, DayUsage>;
   lastUsedAt: Date;
 }
 
@@ -12,7 +12,7 @@ interface Pending {
 const CLOSE_RETRY_DELAYS_MS = [250, 1_000, 3_000];
 
 /**
- * Request counts (per UTC day) and last-use times per key, kept in memory and written in one statement per
+ * Request counts and conditional hits (per UTC day) and last-use times per key, kept in memory and written in one statement per
  * flush (every `flushEveryMs`, and on shutdown), so authenticated requests never write to the
  * database. Deltas are additive, so any number of instances can flush independently.
  */
@@ -32,8 +32,14 @@ export class UsageRecorder {
     }
   }
 
+  /** A request admitted with this key (at authentication, whatever its answer). */
   record(keyId: string, at: Date): void {
-    this.#add(keyId, { days: new Map([[utcDay(at), 1]]), lastUsedAt: at });
+    this.#add(keyId, { days: new Map([[utcDay(at), { requests: 1, notModified: 0 }]]), lastUsedAt: at });
+  }
+
+  /** A request answered 304 Not Modified, already counted by `record`: a conditional hit. */
+  recordNotModified(keyId: string, at: Date): void {
+    this.#add(keyId, { days: new Map([[utcDay(at), { requests: 0, notModified: 1 }]]), lastUsedAt: at });
   }
 
   #add(keyId: string, usage: Pending): void {
@@ -42,7 +48,13 @@ export class UsageRecorder {
       this.#pending.set(keyId, usage);
       return;
     }
-    for (const [day, count] of usage.days) entry.days.set(day, (entry.days.get(day) ?? 0) + count);
+    for (const [day, add] of usage.days) {
+      const sum = entry.days.get(day);
+      if (sum) {
+        sum.requests += add.requests;
+        sum.notModified += add.notModified;
+      } else entry.days.set(day, { ...add });
+    }
     if (usage.lastUsedAt > entry.lastUsedAt) entry.lastUsedAt = usage.lastUsedAt;
   }
 
@@ -63,7 +75,7 @@ export class UsageRecorder {
       const error = await this.#write();
       if (!error) return;
       if (attempt === retryDelaysMs.length) {
-        const requests = [...this.#pending.values()].flatMap((u) => [...u.days.values()]).reduce((sum, count) => sum + count, 0);
+        const requests = [...this.#pending.values()].flatMap((u) => [...u.days.values()]).reduce((sum, day) => sum + day.requests, 0);
         throw new Error(`key usage not written at shutdown: ${requests} request(s) on ${this.#pending.size} key(s) are lost`, { cause: error });
       }
       this.#onError(error);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { queryPrepared, type Db } from '../../db/database.ts';
@@ -24,8 +25,21 @@ export interface OptInPageQuery {
   optedInBefore?: Date;
 }
 
+/**
+ * What a keyset page is a function of, besides its query: the catalog version its rows embed
+ * (null for an empty page, which embeds nothing), the digest of its rows' keys at the database's
+ * full precision (every change to a row's own columns moves its updated_at: opt_ins_touch,
+ * migration 001), and whether more rows follow.
+ */
+export interface OptInPageState {
+  catalogVersion: string | null;
+  /** SHA-256 (hex) of each row's `updated_at` (fixed-width text, microseconds), the byte length of its id, `:` and the id, in page order. */
+  keysDigest: string;
+  hasNext: boolean;
+}
+
 /** A keyset page of opt-ins. */
-export interface OptInPage {
+export interface OptInPage extends OptInPageState {
   /** The page's rows as a Hub API JSON array, in (updatedAt, id) order, in pieces to concatenate. */
   json: string[];
   rows: number;
@@ -61,7 +75,7 @@ interface OptInPageSqlRow {
 export async function findOptInPage(db: Db, catalogs: HubCatalogCache, q_: OptInPageQuery): Promise<OptInPage> {
   const query = optInPageQuery(q_).compile(db.kysely);
   const rows = await queryPrepared(db, query);
-  if (rows.length === 0) return { json: ['[]'], rows: 0, next: null };
+  if (rows.length === 0) return { json: ['[]'], rows: 0, next: null, catalogVersion: null, keysDigest: keysDigestOf([]), hasNext: false };
   const cached = catalogs.get(q_.hubId, rows[0]!.catalog_version);
   const page = cached && splice(rows, q_.limit, cached);
   if (page) return page;
@@ -78,15 +92,23 @@ export async function findOptInPage(db: Db, catalogs: HubCatalogCache, q_: OptIn
   return fresh;
 }
 
+// updated_at as the cursor keeps it: microseconds, as text (a JS Date would drop them).
+const UPDATED_AT_TEXT = sql`to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
 function optInPageQuery(q_: OptInPageQuery) {
   return sql<OptInPageSqlRow>`
     SELECT o.id, o.playbook_id, o.workspace_id, o.status,
            to_char(o.opted_in_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS opted_in_at,
-           to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_updated_at,
+           ${UPDATED_AT_TEXT} AS cursor_updated_at,
            o.budget_cents, o.budget_type, o.variant::text AS variant, o.responses::text AS responses,
            (SELECT h.catalog_version::text FROM hubs h WHERE h.id = ${q_.hubId}) AS catalog_version
       FROM opt_ins o
-     WHERE o.hub_id = ${q_.hubId}
+     ${pageRows(q_)}`;
+}
+
+/** The page's rows: the WHERE, ORDER BY and LIMIT of the page and of its keys alike. */
+function pageRows(q_: OptInPageQuery) {
+  return sql`WHERE o.hub_id = ${q_.hubId}
        ${q_.playbookId !== undefined ? sql`AND o.playbook_id = ${q_.playbookId}` : sql``}
        ${q_.status !== undefined ? sql`AND o.status = ${q_.status}` : sql``}
        ${q_.since !== undefined ? sql`AND o.updated_at >= ${q_.since}` : sql``}
@@ -96,6 +118,31 @@ function optInPageQuery(q_: OptInPageQuery) {
        ${q_.after ? sql`AND ${after(sql`o.updated_at`, sql`o.id`, q_.after)}` : sql``}
      ORDER BY o.updated_at, o.id
      LIMIT ${q_.limit + 1}`;
+}
+
+/**
+ * The state of the page findOptInPage would return (see OptInPageState), in one statement that
+ * reads the same rows' keys from the (hub, …, updated_at, id) indexes and hands back one row: the
+ * digest is taken in PostgreSQL, so a conditional request parses no page of keys.
+ */
+export async function findOptInPageState(db: Db, q_: OptInPageQuery): Promise<OptInPageState> {
+  const query = sql<{ n: number; digest: string; catalog_version: string | null }>`
+    SELECT coalesce(cardinality(k.keys), 0) AS n,
+           encode(sha256(convert_to(coalesce(array_to_string(k.keys[1:${q_.limit}], ''), ''), 'UTF8')), 'hex') AS digest,
+           CASE WHEN k.keys IS NOT NULL THEN (SELECT h.catalog_version::text FROM hubs h WHERE h.id = ${q_.hubId}) END AS catalog_version
+      FROM (SELECT array_agg(p.updated_at || octet_length(p.id) || ':' || p.id ORDER BY p.at, p.id) AS keys
+              FROM (SELECT o.id, o.updated_at AS at, ${UPDATED_AT_TEXT} AS updated_at
+                      FROM opt_ins o
+                     ${pageRows(q_)}) p) k`.compile(db.kysely);
+  const [row] = await queryPrepared(db, query);
+  return { catalogVersion: row!.catalog_version, keysDigest: row!.digest, hasNext: row!.n > q_.limit };
+}
+
+/** The digest findOptInPageState takes in PostgreSQL, of rows read here (see OptInPageState). */
+function keysDigestOf(keys: readonly Position[]): string {
+  const hash = createHash('sha256');
+  for (const key of keys) hash.update(`${key.at}${Buffer.byteLength(key.id)}:${key.id}`);
+  return hash.digest('hex');
 }
 
 /** Rows per piece of a page's JSON: pieces stay small enough (~50 kB) to die young. */
@@ -131,8 +178,9 @@ function splice(rows: OptInPageSqlRow[], limit: number, catalog: HubCatalog): Op
   }
   parts.push(']');
   pieces.push(parts.join(''));
-  const last = rows[count - 1]!;
-  return { json: pieces, rows: count, next: rows.length > limit ? { at: last.cursor_updated_at, id: last.id } : null };
+  const keys = rows.slice(0, count).map((r) => ({ at: r.cursor_updated_at, id: r.id }));
+  const hasNext = rows.length > limit;
+  return { json: pieces, rows: count, next: hasNext ? keys[count - 1]! : null, catalogVersion: catalog.version, keysDigest: keysDigestOf(keys), hasNext };
 }
 
 /** The hub's catalog (see HubCatalog) and the version it is at, in one statement. */
@@ -159,58 +207,81 @@ export interface PeriodCounts {
 }
 
 /**
- * Opt-ins whose optedInAt falls on a day of each range, and the distinct workspaces among them.
- * The opt-in counts add up the per-day counts the triggers of migration 006 keep (one row a day).
- * Distinct workspaces need the rows: one pass over the hub's opted_in_at index for the union of
- * the ranges folds each workspace's days into a bit mask (bit i = i days after the first day), and
- * a workspace counts for a range when its mask shares a bit with the range's. Up to 63 days.
+ * What /opt-in-summary's figures are current at: the hub's counter and when it last moved
+ * (migration 015: stamped at the changing transaction's commit), and the database's time when
+ * they were read, on the same clock as the stamp.
  */
-export async function countOptInsByRanges(db: Db, hubId: string, ranges: DateRange[]): Promise<PeriodCounts[]> {
-  if (ranges.length === 0) return [];
+export interface OptInSummaryVersion {
+  version: string;
+  changedAt: Date;
+  readAt: Date;
+}
+
+/** The hub's summary version alone: one row by primary key, what a conditional request is compared with. */
+export async function readOptInSummaryVersion(db: Db, hubId: string): Promise<OptInSummaryVersion> {
+  const query = sql<{ version: string; changed_at: Date; read_at: Date }>`
+    SELECT h.opt_in_summary_version::text AS version, h.opt_ins_changed_at AS changed_at, statement_timestamp() AS read_at
+      FROM hubs h WHERE h.id = ${hubId}`.compile(db.kysely);
+  const [row] = await queryPrepared(db, query);
+  if (!row) throw new Error(`hub ${hubId} does not exist`);
+  return { version: row.version, changedAt: row.changed_at, readAt: row.read_at };
+}
+
+export interface OptInSummaryCounts extends OptInSummaryVersion {
+  /** Opt-ins whose status is active now. */
+  activeOptIns: number;
+  /** Per range, in the order given. */
+  ranges: PeriodCounts[];
+}
+
+/**
+ * The summary's figures and the version they are at, in one statement (one snapshot, so the
+ * version names exactly these figures). Opt-ins per range add up the per-day counts the triggers
+ * of migration 006 keep, and the active count is theirs too. Distinct workspaces need the rows:
+ * one pass over the hub's opted_in_at index for the union of the ranges folds each workspace's
+ * days into a bit mask (bit i = i days after the first day), and a workspace counts for a range
+ * when its mask shares a bit with the range's. Up to 63 days.
+ */
+export async function countOptInSummary(db: Db, hubId: string, ranges: DateRange[]): Promise<OptInSummaryCounts> {
+  if (ranges.length === 0) throw new Error('countOptInSummary needs at least one range');
   const from = ranges.reduce((min, r) => (r.startDate < min ? r.startDate : min), ranges[0]!.startDate);
   const to = ranges.reduce((max, r) => (r.endDate > max ? r.endDate : max), ranges[0]!.endDate);
   const dayIndex = (date: string) => Math.round((Date.parse(date) - Date.parse(from)) / 86_400_000);
   const days = dayIndex(to) + 1;
-  if (days > 63) throw new Error(`countOptInsByRanges spans ${days} days; a bigint mask holds 63`);
+  if (days > 63) throw new Error(`countOptInSummary spans ${days} days; a bigint mask holds 63`);
   const dayStarts = Array.from({ length: days }, (_, i) => `${addDays(from, i)}T00:00:00Z`);
   const masks = ranges.map((r) => {
     let mask = 0n;
     for (let i = dayIndex(r.startDate); i <= dayIndex(r.endDate); i++) mask |= 1n << BigInt(i);
     return mask;
   });
-  const [perDay, distinct] = await Promise.all([
-    db.kysely
-      .selectFrom('opt_in_day_counts')
-      .select(['day', 'opt_ins'])
-      .where('hub_id', '=', hubId)
-      .where('day', '>=', from)
-      .where('day', '<=', to)
-      .execute(),
-    sql<Record<string, string>>`
-      SELECT ${sql.join(masks.map((mask, i) => sql`count(*) FILTER (WHERE days & ${mask.toString()}::bigint <> 0) AS ${sql.raw(`w${i}`)}`))}
-        FROM (SELECT bit_or(1::bigint << (width_bucket(o.opted_in_at, ${dayStarts}::timestamptz[]) - 1)) AS days
-                FROM opt_ins o
-               WHERE o.hub_id = ${hubId}
-                 AND o.opted_in_at >= ${dayStarts[0]}::timestamptz
-                 AND o.opted_in_at < ${`${addDays(to, 1)}T00:00:00Z`}::timestamptz
-               GROUP BY o.workspace_id) per_workspace`.execute(db.kysely),
-  ]);
-  const workspaces = distinct.rows[0]!;
-  return ranges.map((r, i) => ({
-    optIns: perDay.reduce((sum, d) => (d.day >= r.startDate && d.day <= r.endDate ? sum + d.opt_ins : sum), 0),
-    workspaces: Number(workspaces[`w${i}`]),
-  }));
-}
-
-/** Opt-ins whose status is active now (a count the triggers of migration 006 keep). */
-export async function countActiveOptIns(db: Db, hubId: string): Promise<number> {
-  const row = await db.kysely
-    .selectFrom('opt_in_status_counts')
-    .select('opt_ins')
-    .where('hub_id', '=', hubId)
-    .where('status', '=', 'active')
-    .executeTakeFirst();
-  return row?.opt_ins ?? 0;
+  const { rows } = await sql<Record<string, string | Date>>`
+    SELECT h.opt_in_summary_version::text AS version, h.opt_ins_changed_at AS changed_at, statement_timestamp() AS read_at,
+           coalesce((SELECT s.opt_ins FROM opt_in_status_counts s WHERE s.hub_id = h.id AND s.status = 'active'), 0) AS active,
+           per_day.*, distinct_workspaces.*
+      FROM hubs h
+     CROSS JOIN (
+       SELECT ${sql.join(ranges.map((r, i) => sql`coalesce(sum(d.opt_ins) FILTER (WHERE d.day BETWEEN ${r.startDate}::date AND ${r.endDate}::date), 0) AS ${sql.raw(`o${i}`)}`))}
+         FROM opt_in_day_counts d
+        WHERE d.hub_id = ${hubId} AND d.day >= ${from}::date AND d.day <= ${to}::date) per_day
+     CROSS JOIN (
+       SELECT ${sql.join(masks.map((mask, i) => sql`count(*) FILTER (WHERE days & ${mask.toString()}::bigint <> 0) AS ${sql.raw(`w${i}`)}`))}
+         FROM (SELECT bit_or(1::bigint << (width_bucket(o.opted_in_at, ${dayStarts}::timestamptz[]) - 1)) AS days
+                 FROM opt_ins o
+                WHERE o.hub_id = ${hubId}
+                  AND o.opted_in_at >= ${dayStarts[0]}::timestamptz
+                  AND o.opted_in_at < ${`${addDays(to, 1)}T00:00:00Z`}::timestamptz
+                GROUP BY o.workspace_id) per_workspace) distinct_workspaces
+     WHERE h.id = ${hubId}`.execute(db.kysely);
+  const row = rows[0];
+  if (!row) throw new Error(`hub ${hubId} does not exist`);
+  return {
+    version: row.version as string,
+    changedAt: row.changed_at as Date,
+    readAt: row.read_at as Date,
+    activeOptIns: Number(row.active),
+    ranges: ranges.map((_, i) => ({ optIns: Number(row[`o${i}`]), workspaces: Number(row[`w${i}`]) })),
+  };
 }
 
 /** Opt-ins whose optedInAt falls in [from, before), and the distinct workspaces among them. */

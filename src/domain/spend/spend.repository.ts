@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Db } from '../../db/database.ts';
+import { queryPrepared, type Db } from '../../db/database.ts';
 import { visibleFields } from '../opt-ins/opt-in.repository.ts';
 import type { DateRange, PeriodRanges } from '../periods.ts';
 import type { AdAccountStatus, AdAccountSync } from './spend.ts';
@@ -10,14 +10,19 @@ export interface SpendState {
   accounts: AdAccountSync[];
 }
 
+/**
+ * What the report is built from besides the sums: one small indexed read, on every request (and
+ * all a conditional request needs). Prepared: a Hub API key's verdict rides along with it.
+ */
 export async function readSpendState(db: Db, hubId: string): Promise<SpendState> {
-  const result = await sql<{ report_version: string; sync_state: AdAccountSync['syncState'] | null; last_synced_at: Date | null }>`
+  const query = sql<{ report_version: string; sync_state: AdAccountSync['syncState'] | null; last_synced_at: Date | null }>`
     SELECT h.report_version, a.sync_state, a.last_synced_at
       FROM hubs h LEFT JOIN ad_accounts a ON a.hub_id = h.id
-     WHERE h.id = ${hubId}`.execute(db.kysely);
+     WHERE h.id = ${hubId}`.compile(db.kysely);
+  const rows = await queryPrepared(db, query);
   return {
-    reportVersion: result.rows[0]?.report_version ?? '0',
-    accounts: result.rows.filter((r) => r.sync_state !== null).map((r) => ({ syncState: r.sync_state!, lastSyncedAt: r.last_synced_at })),
+    reportVersion: rows[0]?.report_version ?? '0',
+    accounts: rows.filter((r) => r.sync_state !== null).map((r) => ({ syncState: r.sync_state!, lastSyncedAt: r.last_synced_at })),
   };
 }
 

@@ -1,32 +1,30 @@
 import type { Db } from '../../db/database.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { JsonText } from '../../platform/json-text.ts';
-import { LruCache } from '../../platform/lru.ts';
+import { VersionedCache } from '../../platform/lru.ts';
+import { entityTag, type Validator } from '../../platform/validators.ts';
 import { periodRanges, utcDate, type Period } from '../periods.ts';
 import { spendFreshness } from './spend.ts';
-import { readSpendState, sumSpendByWorkspace, type SpendByWorkspace } from './spend.repository.ts';
+import { readSpendState, sumSpendByWorkspace, type SpendByWorkspace, type SpendState } from './spend.repository.ts';
 
 /**
  * Spend sums per (hub, period, UTC day), kept while the hub's report version is unchanged. The
  * first request of a day computes them; repeats cost one small read (the version and the ad
- * accounts' sync state, which is always read fresh). Bounded: least recently used entries go.
+ * accounts' sync state, which is always read fresh).
  */
-export class SpendReportCache {
-  readonly #entries: LruCache<string, { version: string; sums: SpendByWorkspace }>;
+export class SpendReportCache extends VersionedCache<SpendByWorkspace> {
   constructor(max = 16) {
-    this.#entries = new LruCache({ max });
-  }
-  get(key: string, version: string): SpendByWorkspace | undefined {
-    if (this.#entries.peek(key)?.version !== version) return undefined;
-    return this.#entries.get(key)!.sums;
-  }
-  set(key: string, version: string, sums: SpendByWorkspace): void {
-    this.#entries.set(key, { version, sums });
+    super(max);
   }
 }
 
 /** The spend-by-workspace report as JSON text (its workspaces array may be thousands long). */
 export async function spendByWorkspace(db: Db, hubId: string, period: Period, clock: Clock, cache: SpendReportCache): Promise<JsonText> {
+  return (await spendReport(db, hubId, period, clock, cache)).json;
+}
+
+/** The report and the validator of the state it was built from. */
+export async function spendReport(db: Db, hubId: string, period: Period, clock: Clock, cache: SpendReportCache): Promise<{ json: JsonText; validator: Validator }> {
   const now = clock.now();
   const ranges = periodRanges(period, now);
   const state = await readSpendState(db, hubId);
@@ -51,5 +49,25 @@ export async function spendByWorkspace(db: Db, hubId: string, period: Period, cl
       priorUnattributedSpendCents: sums.priorUnattributedSpendCents,
     },
   });
-  return new JsonText(`${head.slice(0, -1)},"workspaces":`, sums.workspacesJson, '}');
+  return { json: new JsonText(`${head.slice(0, -1)},"workspaces":`, sums.workspacesJson, '}'), validator: spendValidatorOf(hubId, period, now, state) };
+}
+
+/**
+ * The report's validator without its sums: the state read alone (one small query). No
+ * Last-Modified: an ad account's sync state flips (and freshness turns stale) at no recorded time.
+ */
+export async function spendReportValidator(db: Db, hubId: string, period: Period, clock: Clock): Promise<Validator> {
+  const now = clock.now();
+  return spendValidatorOf(hubId, period, now, await readSpendState(db, hubId));
+}
+
+/**
+ * Everything the report is a function of at `now`: the UTC day (its ranges), the report version
+ * (spend, workspaces and their fields, by trigger), and what the ad accounts' state shows of
+ * itself: asOf (the oldest sync) and freshness (it turns stale 6 hours after a sync with nothing
+ * written). Another account's sync that moves neither changes nothing in the report, nor its tag.
+ */
+function spendValidatorOf(hubId: string, period: Period, now: Date, state: SpendState): Validator {
+  const { freshness, asOf } = spendFreshness(state.accounts, now);
+  return { etag: entityTag('spend', hubId, period, utcDate(now), state.reportVersion, asOf?.getTime() ?? null, freshness) };
 }

@@ -6,7 +6,7 @@ import type { UsageRecorder } from '../../domain/api-keys/usage-recorder.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { LruCache } from '../../platform/lru.ts';
 import { allowedCharge, type RateCharge, type RateDecision, type RateLimiter, type RateWindow } from '../../platform/rate-limit.ts';
-import { FAILED_AUTH_LIMIT, HUB_KEY_LIMIT, type RatePolicy } from '../../policy.ts';
+import { FAILED_AUTH_LIMIT, HUB_CONDITIONAL_LIMIT, HUB_KEY_LIMIT, type RatePolicy } from '../../policy.ts';
 import { ApiError } from '../shared/errors.ts';
 import { rateLimitHeaders, rateLimited, toolCallWindows } from '../shared/rate-limit.ts';
 
@@ -24,8 +24,10 @@ export interface CallerKey {
 export interface Admission {
   caller: CallerKey;
   db: Db;
-  /** What this request was counted as (given back if a tool call in it is refused). */
+  /** What this request was counted as (given back if a tool call in it is refused, or if it is answered 304). */
   charge: RateCharge;
+  /** When it was admitted (its usage is counted at this time). */
+  admittedAt: Date;
 }
 
 /**
@@ -77,13 +79,15 @@ export class HubApiGuard {
    * Without it (and for a key not seen before) the verdict is read before this returns.
    *
    * `extra` is the operation's own limit: the request is counted in both windows or in neither.
+   * With `charge: false` (a conditional read) it is counted in neither yet: `chargeLater` counts
+   * it, or `notModified` answers it free.
    *
    * An address over its failed-authentication limit gets 429 for every key this instance has not
    * admitted before, without a database read; keys it has admitted (real keys, in use) still
    * work, so one misconfigured tool behind a shared address (an office NAT, an automation
    * platform's egress) does not lock out everyone else there (see docs/hub-api.md, Limits).
    */
-  async authenticate(request: FastifyRequest, reply: FastifyReply, options: { rideAlong: boolean; extra?: RatePolicy }): Promise<Admission> {
+  async authenticate(request: FastifyRequest, reply: FastifyReply, options: { rideAlong: boolean; extra?: RatePolicy; charge?: boolean }): Promise<Admission> {
     const nowMs = this.#clock.now().getTime();
     const addressKey = `auth-fail:${request.ip}`;
     const key = bearerToken(request.headers.authorization);
@@ -100,8 +104,10 @@ export class HubApiGuard {
     }
     if (key === undefined || hash === undefined) throw await this.#refusal(key, undefined, addressKey, nowMs);
     const known = options.rideAlong ? seen : undefined;
+    const charging = options.charge ?? true;
+    const admittedAt = new Date(nowMs);
     if (known) {
-      const charge = await this.#charge(known, reply, nowMs, options.extra);
+      const charge = charging ? await this.#charge(known, reply, nowMs, options.extra) : await this.#chargeConditional(known, nowMs);
       const check = new RideAlongCheck(keyVerdictStatement(hash), async (rows) => {
         await this.#admit(key, hash, keyVerdictOf(rows), addressKey, nowMs);
       });
@@ -110,12 +116,22 @@ export class HubApiGuard {
         await check.settle(this.#db.pool);
         throw refusedBy(charge);
       }
-      return { caller: known, db: { ...this.#db, check }, charge };
+      return { caller: known, db: { ...this.#db, check }, charge, admittedAt };
     }
     const caller = await this.#admit(key, hash, await findKeyByHash(this.#db, hash), addressKey, nowMs);
-    const charge = await this.#charge(caller, reply, nowMs, options.extra);
+    const charge = charging ? await this.#charge(caller, reply, nowMs, options.extra) : await this.#chargeConditional(caller, nowMs);
     if (!charge.allowed) throw refusedBy(charge);
-    return { caller, db: this.#db, charge };
+    return { caller, db: this.#db, charge, admittedAt };
+  }
+
+  /**
+   * A conditional request counts only against the key's conditional ceiling until its validator
+   * is compared: what it is charged in the per-key windows comes later, and only if it is not
+   * answered 304 (`chargeLater`). Its charge is not kept: it stays counted in the ceiling.
+   */
+  async #chargeConditional(caller: CallerKey, nowMs: number): Promise<RateCharge> {
+    const charge = await this.#limitAll(caller, [HUB_CONDITIONAL_LIMIT], nowMs);
+    return charge.allowed ? NOT_CHARGED : charge;
   }
 
   /**
@@ -133,6 +149,31 @@ export class HubApiGuard {
     this.#usage.record(caller.keyId, new Date(nowMs));
     if (verdict.hubSuspended) throw new ApiError(403, 'hub_access_suspended', "This hub's API access is suspended. Contact your account manager.");
     return caller;
+  }
+
+  /**
+   * Counts a request that `authenticate` admitted with `charge: false` (its conditions did not
+   * match); throws 429 when over a limit. Returns what it counted (given back if a 304 follows).
+   */
+  async chargeLater(admission: Admission, reply: FastifyReply, extra: RatePolicy | undefined): Promise<RateCharge> {
+    const charge = await this.#charge(admission.caller, reply, this.#clock.now().getTime(), extra);
+    if (!charge.allowed) throw refusedBy(charge);
+    return charge;
+  }
+
+  /**
+   * A request answered 304 Not Modified: counted in the key's usage as a conditional hit, and not
+   * against its limits (GitHub's rule; `charged`: what `authenticate` counted is given back); its
+   * RateLimit headers say where the windows stand.
+   */
+  async notModified(admission: Admission, reply: FastifyReply, extra: RatePolicy | undefined, charged: boolean): Promise<void> {
+    const now = this.#clock.now();
+    if (charged) await this.#safe(() => this.#limiter.refund(admission.charge), undefined);
+    this.#usage.recordNotModified(admission.caller.keyId, admission.admittedAt);
+    const policies = extra ? [HUB_KEY_LIMIT, extra] : [HUB_KEY_LIMIT];
+    const windows = this.#windows(admission.caller, policies);
+    const decisions = await this.#safe(() => this.#limiter.peekAll(windows, now.getTime()), allowedCharge(windows).decisions);
+    reply.headers(rateLimitHeaders(policies.map((policy, i) => ({ policy, decision: decisions[i]! }))));
   }
 
   /** Counts the request against the per-key limit (and `extra`) and sets the RateLimit headers. */
@@ -180,13 +221,18 @@ export class HubApiGuard {
 
   /** Counts one request against the caller's windows for these policies (all or none). */
   async #limitAll(caller: CallerKey, policies: RatePolicy[], nowMs: number): Promise<RateCharge> {
-    const windows: RateWindow[] = policies.map((p) => ({
+    const windows = this.#windows(caller, policies);
+    // A limiter outage (Redis down) must not take the API down with it: fail open, and say so.
+    return this.#safe(() => this.#limiter.hitAll(windows, nowMs), allowedCharge(windows));
+  }
+
+  /** The caller's windows for these policies: the per-key one, and one per operation limit. */
+  #windows(caller: CallerKey, policies: RatePolicy[]): RateWindow[] {
+    return policies.map((p) => ({
       key: p === HUB_KEY_LIMIT ? `key:${caller.keyId}` : `op:${p.policy}:${caller.keyId}`,
       limit: p.limit,
       windowMs: p.windowMs,
     }));
-    // A limiter outage (Redis down) must not take the API down with it: fail open, and say so.
-    return this.#safe(() => this.#limiter.hitAll(windows, nowMs), allowedCharge(windows));
   }
 
   async #limit(key: string, policy: RatePolicy, nowMs: number): Promise<RateDecision> {
@@ -208,6 +254,9 @@ export class HubApiGuard {
     }
   }
 }
+
+/** What a request admitted with `charge: false` has been counted as so far: nothing. */
+const NOT_CHARGED: RateCharge = { allowed: true, decisions: [], counted: [] };
 
 /** The 429 of a refused charge: Retry-After is when every window that refused has room again. */
 function refusedBy(charge: RateCharge): ApiError {

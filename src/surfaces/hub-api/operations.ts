@@ -2,13 +2,13 @@ import { Type } from 'typebox';
 import type { Db } from '../../db/database.ts';
 import { OPT_IN_STATUSES, SOLUTIONS, isValidOptInCursor } from '../../domain/opt-ins/opt-in.ts';
 import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
-import { listOptIns, optInSummary } from '../../domain/opt-ins/opt-in.service.ts';
+import { cachedOptInSummary, listOptIns, optInPageValidator, optInSummaryValidator, type OptInSummaryCache } from '../../domain/opt-ins/opt-in.service.ts';
 import { PERIODS } from '../../domain/periods.ts';
 import { FRESHNESS } from '../../domain/spend/spend.ts';
-import { spendByWorkspace, type SpendReportCache } from '../../domain/spend/spend.service.ts';
+import { spendReport, spendReportValidator, type SpendReportCache } from '../../domain/spend/spend.service.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { HUB_SPEND_LIMIT, HUB_SUMMARY_LIMIT, type RatePolicy } from '../../policy.ts';
-import { defineOperation, type Operation } from '../operation.ts';
+import { defineOperation, Validated, type Operation } from '../operation.ts';
 import { cursorFormat, NOT_OUR_CURSOR, Page, pageParameters } from '../shared/paging.ts';
 import { TIMESTAMP_OR_DATE } from '../shared/time-formats.ts';
 
@@ -19,6 +19,7 @@ export interface HubContext {
   hubId: string;
   spendCache: SpendReportCache;
   catalogs: HubCatalogCache;
+  summaries: OptInSummaryCache;
 }
 
 const optInCursor = cursorFormat('opaque-cursor', isValidOptInCursor, NOT_OUR_CURSOR);
@@ -62,7 +63,7 @@ const RangeCounts = {
 
 const OptInSummarySchema = Type.Object({
   timezone: Type.Literal('UTC'),
-  asOf: Timestamp('When this summary was built.'),
+  asOf: Timestamp('The instant these figures have been current since: the last change to the hub\'s opt-ins that moved a count, or 00:00 UTC today, whichever is later. Not when the response was built: the same figures give the same response (and ETag) all day.'),
   activeOptIns: Type.Integer({ description: 'Opt-ins whose status is active now.' }),
   periods: Type.Array(
     Type.Object({
@@ -124,6 +125,7 @@ export function hubOperationsFor(per: LimitSubject): Operation<HubContext>[] {
         'Rows are ordered by (updatedAt, id), oldest change first. Page with `cursor` until `nextCursor` is null.',
         'For incremental pulls pass the largest `updatedAt` you have received as `since`: the boundary row comes back again, so merge rows by `id`; use `optedInAt` to tell new opt-ins from updates.',
         'A row that changes while you page moves to the end and is returned again; nothing is skipped. A full pull every 15 minutes is plenty.',
+        "Over HTTP each page has a strong ETag: send it back in If-None-Match and an unchanged page is 304 Not Modified, which does not count against the limits. A page changes when one of its rows changes, a row joins or leaves it, or the hub's workspaces, custom fields or playbooks change (every row embeds them, so every page of the hub changes then); a change to a row on another page leaves it as it was.",
       ].join(' '),
       input: Type.Object({
         since: Type.Optional(Type.String({ format: TIMESTAMP_OR_DATE, maxLength: 64, description: 'Only opt-ins created or changed at or after this instant (inclusive). ISO 8601 with Z or an offset, or a date (00:00 UTC).', examples: ['2026-11-02T09:00:00Z'] })),
@@ -132,7 +134,11 @@ export function hubOperationsFor(per: LimitSubject): Operation<HubContext>[] {
         ...pageParameters('Rows', optInCursor),
       }),
       output: Page(OptInRowSchema),
-      handler: (ctx: HubContext, input) => listOptIns(ctx.db, ctx.catalogs, ctx.hubId, input),
+      validator: (ctx: HubContext, input) => optInPageValidator(ctx.db, ctx.hubId, input),
+      handler: async (ctx: HubContext, input) => {
+        const { json, validator } = await listOptIns(ctx.db, ctx.catalogs, ctx.hubId, input);
+        return new Validated(json, validator);
+      },
     }),
     defineOperation({
       name: 'get_opt_in_summary',
@@ -142,12 +148,18 @@ export function hubOperationsFor(per: LimitSubject): Operation<HubContext>[] {
       description: [
         'Counts of new opt-ins for today (so far), yesterday, the last 7 days and the last 30 days (UTC days), each with the same-length period before it, plus the number of opt-ins active now.',
         'It agrees exactly with /playbook-opt-ins: rows whose optedInAt falls in last_7_days count to its optIns; rows with status active count to activeOptIns.',
+        'Over HTTP its ETag and Last-Modified (= asOf) change only when an opt-in is added or deleted, or moves to another workspace, another UTC day of optedInAt, or in or out of active, and at 00:00 UTC; a conditional request answered 304 Not Modified does not count against the limits.',
         limitedTo(HUB_SUMMARY_LIMIT, per),
       ].join(' '),
       input: Type.Object({}),
       output: OptInSummarySchema,
       extraLimit: HUB_SUMMARY_LIMIT,
-      handler: (ctx: HubContext) => optInSummary(ctx.db, ctx.hubId, ctx.clock),
+      lastModified: true,
+      validator: (ctx: HubContext) => optInSummaryValidator(ctx.db, ctx.hubId, ctx.clock),
+      handler: async (ctx: HubContext) => {
+        const { summary, validator } = await cachedOptInSummary(ctx.db, ctx.hubId, ctx.clock, ctx.summaries);
+        return new Validated(summary, validator);
+      },
     }),
     defineOperation({
       name: 'get_spend_by_workspace',
@@ -158,6 +170,7 @@ export function hubOperationsFor(per: LimitSubject): Operation<HubContext>[] {
         'Paid ad spend per workspace for a period (UTC days; today is partial), with the same-length prior period, unattributed spend, and how fresh the figures are.',
         'Money is in integer cents (dollars = cents / 100). Check asOf and freshness before publishing numbers.',
         'The first request for a period each day computes the figures; later ones are fast.',
+        'Over HTTP its ETag changes with the spend, the workspaces and their fields, asOf (the oldest ad account sync), freshness (a sync 6 hours old turns stale) and the UTC day; a conditional request answered 304 Not Modified does not count against the limits. No Last-Modified: a sync state or freshness changes at no single recorded time.',
         limitedTo(HUB_SPEND_LIMIT, per),
       ].join(' '),
       input: Type.Object({
@@ -165,7 +178,11 @@ export function hubOperationsFor(per: LimitSubject): Operation<HubContext>[] {
       }),
       output: SpendSchema,
       extraLimit: HUB_SPEND_LIMIT,
-      handler: (ctx: HubContext, input) => spendByWorkspace(ctx.db, ctx.hubId, input.period ?? 'last_30_days', ctx.clock, ctx.spendCache),
+      validator: (ctx: HubContext, input) => spendReportValidator(ctx.db, ctx.hubId, input.period ?? 'last_30_days', ctx.clock),
+      handler: async (ctx: HubContext, input) => {
+        const { json, validator } = await spendReport(ctx.db, ctx.hubId, input.period ?? 'last_30_days', ctx.clock, ctx.spendCache);
+        return new Validated(json, validator);
+      },
     }),
   ];
 }

@@ -5,9 +5,9 @@ import { settleCheck } from '../../db/database.ts';
 import { acceptAnyJson, serveMcp, type McpEndpoint } from '../mcp.ts';
 import { buildOpenApi, type OpenApiDocument } from '../openapi.ts';
 import { verbOf } from '../operation.ts';
-import { mountRest } from '../rest.ts';
+import { mountRest, serveDocument } from '../rest.ts';
 import { ApiError } from '../shared/errors.ts';
-import type { RatePolicy } from '../../policy.ts';
+import { HUB_CONDITIONAL_LIMIT, type RatePolicy } from '../../policy.ts';
 import type { Admission, HubApiGuard } from './guard.ts';
 import { hubOperations, type HubContext } from './operations.ts';
 
@@ -40,7 +40,8 @@ export function hubOpenApi(config: Config, version: string): OpenApiDocument {
       "Read-only access to one hub's playbook opt-ins and paid ad spend, for dashboards, spreadsheets, automation tools, AI app builders and AI assistants.",
       'Authenticate every request with `Authorization: Bearer <HUB_API_KEY>` (a read key created by a hub admin under profile menu → Manage Hub → API). A key reads only its own hub.',
       'Call it from server-side code only: requests from browsers (an Origin header, a CORS preflight, or Sec-Fetch-Mode: cors with a Sec-Fetch-Site header) are refused with 403 browser_request_rejected.',
-      'Limits: 120 requests per key in any rolling 60 s, and in addition 20 per key per 60 s on each of /opt-in-summary and /spend-by-workspace. Every response carries RateLimit and RateLimit-Policy headers; a 429 carries Retry-After (seconds).',
+      `Limits: 120 requests per key in any rolling 60 s, and in addition 20 per key per 60 s on each of /opt-in-summary and /spend-by-workspace. Every response carries RateLimit and RateLimit-Policy headers; a 429 carries Retry-After (seconds). A request answered 304 Not Modified is not counted against the limits (it still needs a valid key); conditional requests have a ceiling of their own, ${HUB_CONDITIONAL_LIMIT.limit} per key per ${HUB_CONDITIONAL_LIMIT.windowMs / 1000} s.`,
+      'Polling: every GET answers with a strong ETag (and /opt-in-summary with Last-Modified) derived from what the database already knows about the hub. Send it back in If-None-Match (or If-Modified-Since) and an unchanged answer is 304 Not Modified, without a body; a malformed value is ignored. `Cache-Control: private, no-cache` lets your own HTTP cache revalidate by itself. Send Accept-Encoding (br, gzip, zstd) and bodies above about 1 KB come compressed, with `Vary: Accept-Encoding`.',
       `Errors have the body {"error": CODE, "message": TEXT} and, on 400, "issues": [{"field", "message"}]. Unknown query parameters are ignored. The same operations are MCP tools at ${config.baseUrl}${HUB_API_PREFIX}/mcp.`,
     ].join('\n\n'),
     serverUrl: `${config.baseUrl}${HUB_API_PREFIX}`,
@@ -99,31 +100,41 @@ function refusedForMcp(error: unknown): unknown {
 
 export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Promise<void> {
   const { guard } = deps;
-  const openApi = JSON.stringify(hubOpenApi(deps.config, deps.version));
   const contextFor = ({ caller, db }: Admission): HubContext => ({ ...deps.context, db, hubId: caller.hubId });
 
-  // Every response is about one hub's private data: never cached by intermediaries.
+  // Every response is about one hub's private data: never kept by a cache, unless it carries a
+  // validator (then `private, no-cache`: only the caller's own cache, revalidating every time).
   app.addHook('onSend', async (_request, reply) => {
-    reply.header('cache-control', 'no-store');
+    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
   });
 
-  app.get('/openapi.json', async (_request, reply) => reply.type('application/json').send(openApi));
-  const index = JSON.stringify(hubIndex(deps.config, deps.version));
-  app.get('/', async (_request, reply) => reply.type('application/json').send(index));
+  serveDocument(app, '/openapi.json', hubOpenApi(deps.config, deps.version));
+  serveDocument(app, '/', hubIndex(deps.config, deps.version));
 
-  const authenticate = async (request: FastifyRequest, reply: FastifyReply, rideAlong: boolean, extra?: RatePolicy): Promise<Admission> => {
+  const authenticate = async (request: FastifyRequest, reply: FastifyReply, options: { rideAlong: boolean; extra?: RatePolicy; charge?: boolean }): Promise<Admission> => {
     guard.refuseBrowsers(request);
-    return guard.authenticate(request, reply, { rideAlong, extra });
+    return guard.authenticate(request, reply, options);
   };
 
   // REST answers only after the operation, so a known key's verdict can ride along with its
-  // first query and be settled before the answer (see HubApiGuard.authenticate).
-  mountRest(
-    app,
-    hubOperations,
-    async (request, reply, op) => contextFor(await authenticate(request, reply, true, op.extraLimit)),
-    (ctx) => settleCheck(ctx.db),
-  );
+  // first query and be settled before the answer (see HubApiGuard.authenticate). A conditional
+  // read is charged only once its validator did not match: a 304 costs no part of the limits.
+  const admissions = new WeakMap<HubContext, Admission>();
+  mountRest(app, hubOperations, {
+    now: () => deps.context.clock.now(),
+    async contextFor(request, reply, op, { charge }) {
+      const admission = await authenticate(request, reply, { rideAlong: true, extra: op.extraLimit, charge });
+      const ctx = contextFor(admission);
+      admissions.set(ctx, admission);
+      return ctx;
+    },
+    settle: (ctx) => settleCheck(ctx.db),
+    async charge(ctx, reply, op) {
+      const admission = admissions.get(ctx)!;
+      admissions.set(ctx, { ...admission, charge: await guard.chargeLater(admission, reply, op.extraLimit) });
+    },
+    notModified: (ctx, reply, op, charged) => guard.notModified(admissions.get(ctx)!, reply, op.extraLimit, charged),
+  });
 
   const mcp: McpEndpoint<HubContext> = {
     name: 'hubops-hub-api',
@@ -137,7 +148,7 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
   await app.register(async (scope) => {
     acceptAnyJson(scope);
     scope.post('/mcp', async (request, reply) => {
-      const admission = await authenticate(request, reply, false).catch((error: unknown) => {
+      const admission = await authenticate(request, reply, { rideAlong: false }).catch((error: unknown) => {
         throw refusedForMcp(error);
       });
       await serveMcp(mcp, contextFor(admission), (extraLimit, nth) => guard.chargeToolCall(admission, extraLimit, nth), request, reply);

@@ -148,6 +148,20 @@ export class BearerAuth {
       : `${extra!.policy} allows ${extra!.limit} per ${extra!.windowMs / 1000} s per user and client`);
   }
 
+  /**
+   * Gives back the plan charge of a request answered 304 Not Modified (GitHub's rule: a
+   * conditional request that finds nothing new does not count), and says so in its RateLimit header.
+   */
+  async giveBack(caller: Caller, reply: FastifyReply): Promise<void> {
+    const charge = this.#charges.get(caller);
+    if (!charge || charge.counted.length === 0) return;
+    this.#charges.delete(caller);
+    await this.#deps.limiter.refund(charge).catch((error: unknown) => this.#deps.onLimiterError?.(error));
+    const plan = this.#planWindow(caller.user.id, caller.clientId, caller.account.plan);
+    const [decision] = await this.#deps.limiter.peekAll([plan], this.#deps.clock.now().getTime()).catch(() => charge.decisions);
+    reply.headers(rateLimitHeaders([{ policy: { policy: 'per-user-client', limit: plan.limit, windowMs: PLAN_WINDOW_MS }, decision: decision! }]));
+  }
+
   #planWindow(userId: string, clientId: string, plan: keyof typeof PLAN_LIMITS): RateWindow {
     return { key: `main:${userId}:${clientId}`, limit: PLAN_LIMITS[plan], windowMs: PLAN_WINDOW_MS };
   }

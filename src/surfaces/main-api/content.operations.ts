@@ -206,6 +206,8 @@ export const contentOperations = [
     effect: 'create',
     rest: { path: '/posts' },
     title: 'Create a post',
+    // A scheduled post is published to the channels' social networks: public, outside hubops.
+    openWorld: true,
     description: [
       ...CREATE_POST,
       'Send an Idempotency-Key header to retry safely: the same key and body within 24 hours returns the first post (with Idempotent-Replayed: true) and creates nothing; the same key with another body is refused with 422 idempotency_key_reused.',

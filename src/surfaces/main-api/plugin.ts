@@ -6,7 +6,7 @@ import type { MediaStore } from '../../domain/media/media-store.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { buildOpenApi, type OpenApiDocument } from '../openapi.ts';
 import type { Operation } from '../operation.ts';
-import { idempotencyKeyOf, mountRest } from '../rest.ts';
+import { idempotencyKeyOf, mountRest, serveDocument } from '../rest.ts';
 import { oauthUrl, SCOPE } from '../shared/oauth.ts';
 import type { BearerAuth } from './auth.ts';
 import type { MainContext } from './context.ts';
@@ -21,6 +21,11 @@ export interface MainApiDeps {
   operations: readonly Operation<MainContext>[];
   version: string;
 }
+
+const RATE_HEADERS = {
+  RateLimit: { description: 'Remaining requests (r) and seconds until a request frees up (t), e.g. `"per-user-client";r=57;t=41`.', schema: { type: 'string' } },
+  'RateLimit-Policy': { description: 'The plan’s limit, e.g. `"per-user-client";q=60;w=60`.', schema: { type: 'string' } },
+};
 
 const ErrorSchema = Type.Object({
   error: Type.String({ description: 'invalid_request, invalid_token, insufficient_scope, not_found, rate_limited, idempotency_key_reused, hub_access_suspended, service_unavailable, internal_error.' }),
@@ -38,6 +43,7 @@ export function mainOpenApi(config: Config, version: string, operations: readonl
       `Every request needs \`Authorization: Bearer <ACCESS_TOKEN>\` from the OAuth 2.1 authorization code flow with PKCE (S256) — discovery at ${config.siteUrl}/.well-known/oauth-authorization-server, scope \`${SCOPE}\`. Access tokens live 1 hour; refresh tokens rotate on every use.`,
       'Records are identified by `_id`. Lists page with `limit` (1–500, default 100) and an opaque `cursor`, returning `{data, nextCursor}`.',
       'Limits: 60 requests per minute per user and client on the Standard plan, 300 on Partner; a 429 carries Retry-After. Errors have the body {"error", "message"} (400 adds "issues").',
+      'Every GET answers with a strong ETag, a hash of its body: send it back in If-None-Match and an unchanged answer is 304 Not Modified, without a body, and not counted against the plan’s limit. Send Accept-Encoding (br, gzip, zstd) and bodies above about 1 KB come compressed, with `Vary: Accept-Encoding`.',
       `The same operations are MCP tools at ${config.baseUrl}/mcp.`,
     ].join('\n\n'),
     serverUrl: config.baseUrl,
@@ -57,8 +63,9 @@ export function mainOpenApi(config: Config, version: string, operations: readonl
       '401': { description: 'invalid_token: missing, expired, revoked or for another resource (see WWW-Authenticate).' },
       '403': { description: 'insufficient_scope, or hub_access_suspended.' },
       '404': { description: 'not_found: does not exist or is outside what the token may see.' },
-      '429': { description: 'rate_limited: retry after Retry-After seconds.', headers: { 'Retry-After': { schema: { type: 'integer' } } } },
+      '429': { description: 'rate_limited: retry after Retry-After seconds.', headers: { 'Retry-After': { schema: { type: 'integer' } }, ...RATE_HEADERS } },
     },
+    successHeaders: RATE_HEADERS,
     errorSchema: ErrorSchema,
   });
   // POST /media is multipart, so it is declared by hand next to its route.
@@ -67,11 +74,10 @@ export function mainOpenApi(config: Config, version: string, operations: readonl
 }
 
 export async function mainApiPlugin(app: FastifyInstance, deps: MainApiDeps): Promise<void> {
-  const openApi = JSON.stringify(mainOpenApi(deps.config, deps.version, deps.operations));
-  app.get('/openapi.json', async (_request, reply) => reply.type('application/json').send(openApi));
+  serveDocument(app, '/openapi.json', mainOpenApi(deps.config, deps.version, deps.operations));
 
   app.addHook('onSend', async (request, reply) => {
-    if (request.headers.authorization) reply.header('cache-control', 'no-store');
+    if (request.headers.authorization && !reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
   });
 
   const contextFor = async (request: FastifyRequest, reply: FastifyReply): Promise<MainContext> => ({
@@ -81,6 +87,12 @@ export async function mainApiPlugin(app: FastifyInstance, deps: MainApiDeps): Pr
     caller: await deps.auth.authenticate(request, reply, { audience: deps.config.baseUrl }),
     idempotencyKey: idempotencyKeyOf(request),
   });
-  mountRest(app, deps.operations, contextFor);
+  // A main API read is compared by its body's hash once built: a 304 saves the transfer, and its
+  // charge is given back (it is not counted against the plan's limit).
+  mountRest(app, deps.operations, {
+    now: () => deps.clock.now(),
+    contextFor,
+    notModified: async (ctx, reply) => deps.auth.giveBack(ctx.caller, reply),
+  });
   await registerMediaUpload(app, { resolveContext: contextFor });
 }

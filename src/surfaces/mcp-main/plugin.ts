@@ -5,6 +5,7 @@ import type { Caller } from '../../domain/caller.ts';
 import { DocIndex, guideEntries, openApiEntries } from '../../domain/docs/docs.ts';
 import type { MediaStore } from '../../domain/media/media-store.ts';
 import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
+import type { OptInSummaryCache } from '../../domain/opt-ins/opt-in.service.ts';
 import type { SpendReportCache } from '../../domain/spend/spend.service.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { hubOpenApi, HUB_API_PREFIX } from '../hub-api/plugin.ts';
@@ -39,6 +40,7 @@ export interface McpMainDeps {
   auth: BearerAuth;
   spendCache: SpendReportCache;
   catalogs: HubCatalogCache;
+  summaries: OptInSummaryCache;
   version: string;
 }
 
@@ -137,7 +139,7 @@ export async function mcpMainPlugin(app: FastifyInstance, deps: McpMainDeps): Pr
       },
       handler: async (request, reply) => {
         const caller = callers.get(request)!;
-        const ctx: McpMainContext = { db: deps.db, clock: deps.clock, media: deps.media, caller, spendCache: deps.spendCache, catalogs: deps.catalogs, docs: docIndex };
+        const ctx: McpMainContext = { db: deps.db, clock: deps.clock, media: deps.media, caller, spendCache: deps.spendCache, catalogs: deps.catalogs, summaries: deps.summaries, docs: docIndex };
         await serveMcp(endpoint, ctx, (extraLimit, nth) => deps.auth.chargeToolCall(caller, extraLimit, nth), request, reply);
       },
     });

@@ -5,6 +5,7 @@ import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import type { RevocationFeed } from '../../db/revocation-feed.ts';
 import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
+import type { OptInSummaryCache } from '../../domain/opt-ins/opt-in.service.ts';
 import { PERIODS } from '../../domain/periods.ts';
 import { spendByWorkspace, type SpendReportCache } from '../../domain/spend/spend.service.ts';
 import type { Clock } from '../../platform/clock.ts';
@@ -22,6 +23,7 @@ export interface WebDeps {
   limiter: RateLimiter;
   spendCache: SpendReportCache;
   catalogs: HubCatalogCache;
+  summaries: OptInSummaryCache;
   /** Told when Connected apps revokes a grant, so this instance's token verdicts go at once. */
   revocations?: Pick<RevocationFeed, 'revoked'>;
 }

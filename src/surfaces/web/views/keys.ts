@@ -1,6 +1,6 @@
-// Manage Hub → API: the addresses, the hub's keys (state, expiry, requests per day), the Create key
+// Manage Hub → API: the addresses, the hub's keys (state, expiry, requests and unchanged answers per day), the Create key
 // form, the new key shown once, and the confirmations before a roll and a revocation.
-import type { KeySummary } from '../../../domain/api-keys/api-key.repository.ts';
+import type { DailyKeyUsage, KeySummary } from '../../../domain/api-keys/api-key.repository.ts';
 import { KEY_NAME_MAX_LENGTH, keyState } from '../../../domain/api-keys/api-key.ts';
 import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_MS } from '../../../policy.ts';
 import { escapeHtml as h } from '../../shared/html.ts';
@@ -24,28 +24,35 @@ export interface ApiTabState {
   notice?: string;
 }
 
-/** Requests per UTC day, oldest first, by key id (absent: none in the period). */
-interface DailyUsage {
-  days: string[];
-  counts: Map<string, number[]>;
-}
-
 const BAR = 5;
 const CHART_HEIGHT = 28;
 
+/** The unchanged (304) part of a bar: the bar's colour, lighter (an SVG attribute, which the page's CSP allows). */
+const UNCHANGED_OPACITY = '0.4';
+
+const UNCHANGED_HELP = 'Requests from a tool that already had the latest data: hubops answered 304 Not Modified and sent nothing again. They are free: they do not count against the rate limit.';
+
 /**
  * A key's requests per day as a bar chart: inline SVG, no script. Its text alternative (the
- * period, the total, the busiest day) is its accessible name; each bar's date and count is its tooltip.
+ * period, the total, the unchanged answers, the busiest day) is its accessible name; each bar's
+ * date and counts are its tooltip. A day's unchanged (304) answers are the lighter top of its bar.
  */
-function dailyChart(days: string[], counts: number[] | undefined): string {
+function dailyChart(days: string[], counts: number[] | undefined, unchanged: number[] | undefined): string {
   const series = counts ?? days.map(() => 0);
   const total = series.reduce((a, b) => a + b, 0);
+  const totalUnchanged = (unchanged ?? []).reduce((a, b) => a + b, 0);
   const peak = Math.max(...series);
   const busiest = series.indexOf(peak);
-  const label = `Requests per day, ${days[0]} to ${days.at(-1)} (UTC): ${counted(total, 'request')}${total ? `, most on ${days[busiest]} (${count(peak)})` : ''}.`;
+  const label = `Requests per day, ${days[0]} to ${days.at(-1)} (UTC): ${counted(total, 'request')}${totalUnchanged ? ` (${count(totalUnchanged)} unchanged, 304)` : ''}${total ? `, most on ${days[busiest]} (${count(peak)})` : ''}.`;
   const bars = series.map((n, i) => {
     const height = n === 0 ? 0 : Math.max(2, Math.round((n / peak) * (CHART_HEIGHT - 2)));
-    return `<rect class="${n ? 'bar' : 'prior'}" x="${i * BAR}" y="${CHART_HEIGHT - Math.max(height, 1)}" width="${BAR - 1}" height="${Math.max(height, 1)}"><title>${days[i]}: ${count(n)}</title></rect>`;
+    const x = `x="${i * BAR}" width="${BAR - 1}"`;
+    const free = unchanged?.[i] ?? 0;
+    if (free === 0) return `<rect class="${n ? 'bar' : 'prior'}" ${x} y="${CHART_HEIGHT - Math.max(height, 1)}" height="${Math.max(height, 1)}"><title>${days[i]}: ${count(n)}</title></rect>`;
+    // At least a pixel each for the counted part and the unchanged part, so a small share still shows.
+    const top = Math.min(height - (free < n ? 1 : 0), Math.max(1, Math.round((free / n) * height)));
+    const charged = height - top;
+    return `<g><title>${days[i]}: ${count(n)}, ${count(free)} unchanged (304)</title>${charged ? `<rect class="bar" ${x} y="${CHART_HEIGHT - charged}" height="${charged}"/>` : ''}<rect class="bar" fill-opacity="${UNCHANGED_OPACITY}" ${x} y="${CHART_HEIGHT - height}" height="${top}"/></g>`;
   }).join('');
   return `<svg class="chart spark" role="img" aria-label="${h(label)}" width="${days.length * BAR}" height="${CHART_HEIGHT}" viewBox="0 0 ${days.length * BAR} ${CHART_HEIGHT}"><title>${h(label)}</title>${bars}</svg>`;
 }
@@ -79,7 +86,15 @@ function revealOf(state: ApiTabState, keys: KeySummary[]): string {
 <p><small>Key id (not secret; embed tokens name it as <code>kid</code>): <code class="token">${h(state.created.keyId)}</code>${createdKey?.expiresAt ? `. Expires ${h(when(createdKey.expiresAt))}` : ''}</small></p></div>`;
 }
 
-export function apiTabView(o: { baseUrl: string; hubUrl: string; csrf: string; keys: KeySummary[]; usage: DailyUsage; now: Date }, state: ApiTabState): string {
+/** A key's requests, and for a read key how many were answered 304 (free against the limit), over its chart. */
+function requestsCell(k: KeySummary, usage: DailyKeyUsage): string {
+  const unchanged = k.scope === 'read'
+    ? `<br><small data-not-modified title="${h(UNCHANGED_HELP)}">${count(k.notModifiedCount)} unchanged (304), not counted against the limit</small>`
+    : '';
+  return `<span data-requests>${count(k.requestCount)}</span> in all${unchanged}<br>${dailyChart(usage.days, usage.counts.get(k.id), usage.notModified.get(k.id))}`;
+}
+
+export function apiTabView(o: { baseUrl: string; hubUrl: string; csrf: string; keys: KeySummary[]; usage: DailyKeyUsage; now: Date }, state: ApiTabState): string {
   const { keys, now } = o;
   const u = o.hubUrl;
   const hubApi = `${o.baseUrl}/v1/hub`;
@@ -95,7 +110,7 @@ export function apiTabView(o: { baseUrl: string; hubUrl: string; csrf: string; k
 <td data-label="Scope">${k.scope === 'read' ? 'read' : k.legacyEmbed ? 'embed <span class="pill revoked" title="Made before embed key pairs: anyone who can read hubops\'s database could sign with it. Create a new embed key and revoke this one.">legacy: replace</span>' : 'embed'}</td>
 <td data-label="Key starts"><code class="token">${h(k.start)}…</code></td>
 <td data-label="Created">${h(when(k.createdAt))}<br><small data-expires>${k.expiresAt ? `expires ${h(when(k.expiresAt))}` : 'never expires'}</small></td>
-<td data-label="Requests"><span data-requests>${count(k.requestCount)}</span> in all<br>${dailyChart(o.usage.days, o.usage.counts.get(k.id))}</td>
+<td data-label="Requests">${requestsCell(k, o.usage)}</td>
 <td data-label="Last used">${h(when(k.lastUsedAt))}</td>
 <td data-label="State">${stateCell(k, keys, now)}</td><td class="actions-cell">${actions ? `<div class="actions">${actions}</div>` : ''}</td></tr>`;
   }).join('');
@@ -110,7 +125,8 @@ export function apiTabView(o: { baseUrl: string; hubUrl: string; csrf: string; k
 <p>Give each tool its own key, named after it (“Looker dashboard”, “Zapier sync”). Then you can see which tool makes which requests, and revoke one integration without breaking the others. Roll a key to replace its secret: the old one keeps working for the grace period you choose.</p>
 <p><a class="button primary" href="#create-key">Create key</a></p>
 ${keys.length ? `<table class="stack keys"><thead><tr><th>Name</th><th>Scope</th><th>Key starts</th><th>Created</th><th>Requests (last 30 days)</th><th>Last used</th><th>State</th><th><span class="muted">Actions</span></th></tr></thead><tbody>${rows}</tbody></table>` : '<p class="muted">No keys yet.</p>'}
-<p class="muted"><small>Request counts, daily requests (UTC days) and last-use times are updated about every ten seconds.</small></p></div>
+<p class="muted"><small>Request counts, daily requests (UTC days) and last-use times are updated about every ten seconds.
+<strong>Unchanged (304)</strong>: requests from a tool that already had the latest data, answered “304 Not Modified” without sending it again. They are free: they do not count against the rate limit. In the chart they are the lighter top of each day’s bar.</small></p></div>
 <div class="card" id="create-key"><h2>Create key</h2>
 <form method="post" action="${h(u)}/settings/api/keys" data-once novalidate>
 <input type="hidden" name="csrf" value="${h(o.csrf)}"><input type="hidden" name="form_token" value="${h(state.formToken)}">
