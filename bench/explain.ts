@@ -5,7 +5,7 @@
 import { connect } from '../src/db/database.ts';
 import { HubCatalogCache } from '../src/domain/opt-ins/hub-catalog.ts';
 import { findOptInPage } from '../src/domain/opt-ins/opt-in.repository.ts';
-import { optInSummary } from '../src/domain/opt-ins/opt-in.service.ts';
+import { cachedOptInSummary, OptInSummaryCache } from '../src/domain/opt-ins/opt-in.service.ts';
 import { parseSince } from '../src/domain/opt-ins/opt-in.ts';
 import { SpendReportCache, spendByWorkspace } from '../src/domain/spend/spend.service.ts';
 import { systemClock } from '../src/platform/clock.ts';
@@ -40,7 +40,7 @@ export async function explainQueries(databaseUrl: string, hubId: string, since: 
     await show('/playbook-opt-ins?limit=500 (a page in the middle: cursor)', () =>
       findOptInPage(db, catalogs, { hubId, limit: 500, after: { at: middle!.updated_at, id: middle!.id } }));
     await show(`/playbook-opt-ins?limit=100&since=${since}`, () => findOptInPage(db, catalogs, { hubId, since: parseSince(since), limit: 100 }));
-    await show('/opt-in-summary (both statements)', () => optInSummary(db, hubId, systemClock));
+    await show('/opt-in-summary (the version, then the figures)', () => cachedOptInSummary(db, hubId, systemClock, new OptInSummaryCache()));
     await show('/spend-by-workspace?period=last_30_days (cache miss: state + sums)', () =>
       spendByWorkspace(db, hubId, 'last_30_days', systemClock, new SpendReportCache()));
   } finally {

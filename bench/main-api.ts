@@ -10,7 +10,6 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
-import pg from 'pg';
 import * as oauth from 'oauth4webapi';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
@@ -27,6 +26,7 @@ import { mountRest } from '../src/surfaces/rest.ts';
 import { freePort } from '../src/platform/net.ts';
 import type { TestApp } from '../test/support/app.ts';
 import { authorize, exchangeCode, registerClient } from '../test/support/oauth-flow.ts';
+import { scratchDatabase } from './scratch-database.ts';
 
 const DATABASE = 'hubops_bench_main';
 const WORKSPACES = 500;
@@ -34,14 +34,8 @@ const CONNECTIONS = 10;
 const SECONDS = 10;
 const ROUNDS = 2;
 
-const serverUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const admin = new pg.Client({ connectionString: serverUrl });
-await admin.connect();
-await admin.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`);
-await admin.query(`CREATE DATABASE ${DATABASE}`);
-const dbUrl = new URL(serverUrl);
-dbUrl.pathname = `/${DATABASE}`;
-const db = connect(dbUrl.toString(), { max: 20 });
+const scratch = await scratchDatabase(DATABASE);
+const db = connect(scratch.url, { max: 20 });
 await migrate(db.pool);
 
 await db.kysely.insertInto('accounts').values({ id: 'acc_bench', name: 'Bench', plan: 'partner', api_access: true }).execute();
@@ -53,7 +47,7 @@ const unlimited = new UnlimitedRateLimiter();
 
 // Side A: the real app, token checked on every request.
 const portA = await freePort();
-const config = loadConfig({ DATABASE_URL: dbUrl.toString(), LOG_LEVEL: 'silent', BASE_URL: `http://127.0.0.1:${portA}`, PORT: String(portA), DATA_DIR: await mkdtemp(path.join(tmpdir(), 'hubops-bench-')) });
+const config = loadConfig({ DATABASE_URL: scratch.url, LOG_LEVEL: 'silent', BASE_URL: `http://127.0.0.1:${portA}`, PORT: String(portA), DATA_DIR: await mkdtemp(path.join(tmpdir(), 'hubops-bench-')) });
 const app = await buildApp({ config, db, limiter: unlimited, logger: false, publisher: false });
 await app.fastify.listen({ port: portA, host: '127.0.0.1' });
 const issuer = new URL(config.siteUrl);
@@ -75,7 +69,7 @@ const benchCaller: Caller = {
 };
 const bare = Fastify({ logger: false });
 const media = await openDiskMediaStore(await mkdtemp(path.join(tmpdir(), 'hubops-bench-media-')));
-mountRest<MainContext>(bare, mainOperations, async () => ({ db, clock: systemClock, media, caller: benchCaller }));
+mountRest<MainContext>(bare, mainOperations, { contextFor: async () => ({ db, clock: systemClock, media, caller: benchCaller }) });
 const portB = await freePort();
 await bare.listen({ port: portB, host: '127.0.0.1' });
 
@@ -106,5 +100,4 @@ console.log(`\ntoken check cost: ${(overhead * 100).toFixed(1)}% of throughput (
 await app.close();
 await bare.close();
 await db.close();
-await admin.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`);
-await admin.end();
+await scratch.drop();

@@ -13,6 +13,8 @@
 //   --rounds N         interleaved throughput rounds, best of each kind reported (default 2)
 //   --cold-samples N   fresh server processes to time the first spend report on (default 3)
 //   --samples N        sequential requests for the spend and summary latencies (default 100)
+//   --repolls N        conditional re-polls (304s), and as many unconditional requests (200s), of
+//                      each re-polled resource (default 500)
 import { execFileSync } from 'node:child_process';
 import { availableParallelism, cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -25,11 +27,11 @@ import { explainQueries } from './explain.ts';
 import { forEachConcurrently, HubClient, KeyRing } from './http.ts';
 import { renderTable, type Line } from './report.ts';
 import {
-  apiThroughput, bareThroughput, firstSpendRequest, fullPull, HUB, latencySeries, warmKeys,
-  type PullResult, type ThroughputResult,
+  apiThroughput, bareThroughput, codingServed, compressedSeries, conditionalRepolls, firstSpendRequest, fullPull, HUB,
+  latencySeries, warmKeys, type CompressedSeries, type PullResult, type RepollResult, type ThroughputResult,
 } from './scenarios.ts';
 import { BENCH_ENTRY, MAIN_ENTRY, startServer, type RunningServer, type ServerMemory } from './server.ts';
-import { int, ms, type Summary } from './stats.ts';
+import { int, ms, size, type Summary } from './stats.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -42,6 +44,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '2' },
     'cold-samples': { type: 'string', default: '3' },
     samples: { type: 'string', default: '100' },
+    repolls: { type: 'string', default: '500' },
   },
 });
 const positive = (name: string, text: string): number => {
@@ -56,8 +59,16 @@ const seconds = positive('duration', args.duration);
 const rounds = positive('rounds', args.rounds);
 const coldSamples = positive('cold-samples', args['cold-samples']);
 const latencySamples = positive('samples', args.samples);
+const repollCount = positive('repolls', args.repolls);
+// Re-polls and full requests alternate in blocks; CPU is sampled around each block, and /proc
+// counts in 10 ms ticks, so each block must last well beyond one.
+const REPOLL_BLOCKS = Math.min(10, repollCount);
 
 const PULL_LIMIT = 500;
+const SPEND_PATH = `${HUB}/spend-by-workspace?period=last_30_days`;
+/** The codings compressed responses are measured in; zstd only where the server offers it. */
+const CODINGS = ['gzip', 'br', 'zstd'] as const;
+const REQUIRED_CODINGS: readonly string[] = ['gzip', 'br'];
 const serverUrl = process.env.DATABASE_URL?.trim() || 'postgres://postgres@127.0.0.1:5432/postgres';
 const say = (line: string) => process.stderr.write(`${line}\n`);
 const elapsed = (t0: number) => `${((performance.now() - t0) / 1000).toFixed(1)} s`;
@@ -73,6 +84,8 @@ say(dataset.reused
 // run's. createKey is what the CLI and the admin UI use.
 t0 = performance.now();
 const keys: string[] = [];
+// The conditional re-polls' one key, outside the ring: its 304s must not use up its limits.
+let pollerKey = '';
 {
   const db = connect(dataset.url, { max: 10, applicationName: 'hubops-bench-keys' });
   try {
@@ -80,11 +93,12 @@ const keys: string[] = [];
     await forEachConcurrently(Array.from({ length: keyCount }, (_, i) => i), 10, async (i) => {
       keys.push((await createKey(db, { hubId: BIG_HUB, name: `bench ${i + 1}` })).key);
     });
+    pollerKey = (await createKey(db, { hubId: BIG_HUB, name: 'bench poller' })).key;
   } finally {
     await db.close();
   }
 }
-say(`created ${keyCount} read keys in ${elapsed(t0)}`);
+say(`created ${keyCount} read keys and a poller's key in ${elapsed(t0)}`);
 const ring = new KeyRing(keys);
 const cpu = await cpuProbe(dataset.url);
 
@@ -109,14 +123,14 @@ say('starting src/main.ts …');
 const serverA = await startHub();
 const clientA = new HubClient(serverA.baseUrl, ring);
 say(`warming ${keyCount} keys (one request each: the server then knows each key, as it would a client's one key) …`);
-await warmKeys(clientA, keys);
+await warmKeys(clientA, [...keys, pollerKey]);
 
 const coldMs: number[] = [];
 const first = await firstSpendRequest(clientA, ring.next());
 coldMs.push(first.ms);
 say(`spend report, first request: ${ms(first.ms)}; now ${latencySamples} repeated requests …`);
 const spendRepeated = await withCpu(serverA.pid, (s) => s.n, () =>
-  latencySeries(clientA, `${HUB}/spend-by-workspace?period=last_30_days`, latencySamples));
+  latencySeries(clientA, SPEND_PATH, latencySamples));
 say(`opt-in summary: ${latencySamples} requests …`);
 const summary = await latencySeries(clientA, `${HUB}/opt-in-summary`, latencySamples);
 
@@ -124,6 +138,46 @@ say(`full pull, limit=${PULL_LIMIT} …`);
 const pull = await withCpu(serverA.pid, (p: PullResult) => p.pages, () => fullPull(clientA, PULL_LIMIT));
 const memoryAfterPull: ServerMemory = await serverA.memory();
 say(`pulled ${int(pull.result.rows)} rows in ${pull.result.seconds.toFixed(1)} s; server peak RSS ${memoryAfterPull.peakMB.toFixed(0)} MB`);
+
+// ── Conditional re-polls: an unchanged resource, 304 against 200 ─────────────────────────────
+const repollTargets = [
+  { label: `opt-ins page (limit=${PULL_LIMIT}, fixed since)`, path: `${HUB}/playbook-opt-ins?limit=${PULL_LIMIT}&since=${since}` },
+  { label: 'opt-in summary', path: `${HUB}/opt-in-summary` },
+  { label: 'spend, last_30_days', path: SPEND_PATH },
+];
+const repolls: { label: string; result: RepollResult }[] = [];
+for (const target of repollTargets) {
+  say(`conditional re-polls, ${target.label}: ${repollCount} × 304 and ${repollCount} × 200 in ${REPOLL_BLOCKS} blocks each …`);
+  repolls.push({
+    label: target.label,
+    result: await conditionalRepolls({ client: clientA, path: target.path, pollerKey, requests: repollCount, blocks: REPOLL_BLOCKS, serverPid: serverA.pid, cpu }),
+  });
+}
+
+// ── Compression: the full pull and the spend report, per coding the server answers in ───────
+// A coding the server does not answer in (it sends identity) is reported as such, not measured.
+const pulls: { coding: string; served: string; run?: { result: PullResult; cpu?: CpuShare } }[] = [];
+for (const coding of CODINGS) {
+  const served = await codingServed(clientA, `${HUB}/playbook-opt-ins?limit=${PULL_LIMIT}`, coding);
+  if (served !== coding) {
+    say(`Accept-Encoding: ${coding}: the server sent ${served}; no ${coding} pull`);
+    pulls.push({ coding, served });
+    continue;
+  }
+  say(`full pull, limit=${PULL_LIMIT}, Accept-Encoding: ${coding} …`);
+  pulls.push({ coding, served, run: await withCpu(serverA.pid, (r: PullResult) => r.pages, () => fullPull(clientA, PULL_LIMIT, coding)) });
+}
+const spends: { coding: string; served: string; run?: { result: CompressedSeries; cpu?: CpuShare } }[] = [];
+for (const coding of CODINGS) {
+  const served = await codingServed(clientA, SPEND_PATH, coding);
+  if (served !== coding) {
+    say(`Accept-Encoding: ${coding}: the server sent the spend report as ${served}`);
+    spends.push({ coding, served });
+    continue;
+  }
+  say(`spend report, Accept-Encoding: ${coding}: ${latencySamples} repeated requests …`);
+  spends.push({ coding, served, run: await withCpu(serverA.pid, (s: CompressedSeries) => s.latency.n, () => compressedSeries(clientA, SPEND_PATH, coding, latencySamples)) });
+}
 
 // ── Throughput: real server with rotated keys, the app without limits, bare pg ───────────────
 // Interleaved rounds, best of each: the three runs of a round see the same machine, and other
@@ -211,6 +265,68 @@ const throughputLine = (t: ThroughputResult, all: ThroughputResult[]): Line => (
 // tick-sampled, per-process times are not.)
 const noise = (label: string, c: CpuShare | undefined): Line[] =>
   c ? [{ name: label, value: `${f2(c.otherCores)} cores`, target: c.otherCores > 0.3 ? 'busy machine: re-run' : '' }] : [];
+const pullOrder = (label: string, r: PullResult): Line => ({
+  name: `${label}${r.ordered ? ', in (updatedAt, id) order' : ', ORDER BROKEN'}`,
+  value: `${int(r.distinctIds)} of ${int(r.rows)}`,
+  target: `= ${int(spec.optIns)}`,
+  pass: r.distinctIds === spec.optIns && r.rows === spec.optIns && r.ordered,
+});
+const times = (identity: number, wire: number) => `${(identity / wire).toFixed(1)}×`;
+/** A coding the server did not answer in: a failure for the codings it must offer, else information. */
+const notServed = (coding: string, served: string): Line => ({
+  name: `Accept-Encoding: ${coding}`,
+  value: served === 'identity' ? 'not compressed (server sent identity)' : `server sent ${served}`,
+  target: REQUIRED_CODINGS.includes(coding) ? 'compressed' : '',
+  pass: REQUIRED_CODINGS.includes(coding) ? false : undefined,
+});
+const statusCheck = (label: string, s: { requests: number; unexpected: Record<string, number> }, status: number): Line => {
+  const wrong = Object.values(s.unexpected).reduce((a, b) => a + b, 0);
+  return {
+    name: `  every ${label} a ${status}`,
+    value: wrong === 0 ? `${int(s.requests)} of ${int(s.requests)}` : `${int(wrong)} were ${JSON.stringify(s.unexpected)}`,
+    target: 'all',
+    pass: wrong === 0,
+  };
+};
+const repollLines = ({ label, result: r }: { label: string; result: RepollResult }): Line[] => {
+  const [c304, c200] = [r.notModified.cpu, r.full.cpu];
+  const ratio = c304 && c200 ? c304.msPerRequest.server / c200.msPerRequest.server : undefined;
+  return [
+    { name: `${label}: 304 p50 / p99`, value: `${ms(r.notModified.latency.p50)} / ${ms(r.notModified.latency.p99)}`, target: '' },
+    { name: `  200 p50 / p99`, value: `${ms(r.full.latency.p50)} / ${ms(r.full.latency.p99)}`, target: '' },
+    ...cpuLine('304', c304).map((l) => ({ ...l, name: `  ${l.name}` })),
+    ...cpuLine('200', c200).map((l) => ({ ...l, name: `  ${l.name}` })),
+    ...(ratio === undefined ? [] : [{ name: '  304 server CPU / 200 server CPU', value: `${(ratio * 100).toFixed(0)} %`, target: '≤ 25 %', pass: ratio <= 0.25 }]),
+    statusCheck('304', r.notModified, 304),
+    statusCheck('200', r.full, 200),
+  ];
+};
+const compressedPullLines = ({ coding, served, run }: (typeof pulls)[number]): Line[] => {
+  if (!run) return [notServed(coding, served)];
+  const r = run.result;
+  const perSecond = r.rows / r.seconds;
+  const compressedPages = r.codings[coding] ?? 0;
+  return [
+    { name: `${coding}: rows/s (total ${r.seconds.toFixed(1)} s)`, value: int(perSecond), target: '≥ 50,000', pass: perSecond >= 50_000 },
+    { name: `  bytes on the wire · identity`, value: `${size(r.wireBytes)} · ${size(r.identityBytes)}`, target: '' },
+    { name: `  identity / wire`, value: times(r.identityBytes, r.wireBytes), target: '≥ 5×', pass: r.identityBytes >= 5 * r.wireBytes },
+    ...(compressedPages === r.pages ? [] : [{ name: `  pages sent as ${coding}`, value: `${int(compressedPages)} of ${int(r.pages)}`, target: '' }]),
+    { name: `  page latency p50 / p99`, value: `${ms(r.pageLatency.p50)} / ${ms(r.pageLatency.p99)}`, target: '' },
+    pullOrder('  distinct ids', r),
+    ...cpuLine(`${coding} pull, per page`, run.cpu).map((l) => ({ ...l, name: `  ${l.name}` })),
+  ];
+};
+const compressedSpendLines = ({ coding, served, run }: (typeof spends)[number]): Line[] => {
+  if (!run) return [notServed(coding, served)];
+  const r = run.result;
+  return [
+    { name: `${coding}: bytes on the wire · identity (one response)`, value: `${size(r.wireBytes)} · ${size(r.identityBytes)}`, target: '' },
+    { name: `  identity / wire`, value: times(r.identityBytes, r.wireBytes), target: '' },
+    ...(r.codings[coding] === r.latency.n ? [] : [{ name: `  responses sent as ${coding}`, value: `${int(r.codings[coding] ?? 0)} of ${int(r.latency.n)}`, target: '' }]),
+    ...latencyLines(`  repeated`, r.latency, 20),
+    ...cpuLine(`${coding} spend`, run.cpu).map((l) => ({ ...l, name: `  ${l.name}` })),
+  ];
+};
 
 const lines: Line[] = [
   { section: `1. Full pull, /playbook-opt-ins?limit=${PULL_LIMIT}, one client following nextCursor` },
@@ -219,12 +335,8 @@ const lines: Line[] = [
   { name: 'rows/s', value: int(rowsPerSec), target: '≥ 50,000', pass: rowsPerSec >= 50_000 },
   { name: `page latency p50 (${int(p.pages)} pages)`, value: ms(p.pageLatency.p50), target: '' },
   { name: 'page latency p99', value: ms(p.pageLatency.p99), target: '' },
-  {
-    name: `distinct ids${p.ordered ? ', in (updatedAt, id) order' : ', ORDER BROKEN'}`,
-    value: `${int(p.distinctIds)} of ${int(p.rows)}`,
-    target: `= ${int(spec.optIns)}`,
-    pass: p.distinctIds === spec.optIns && p.rows === spec.optIns && p.ordered,
-  },
+  pullOrder('distinct ids', p),
+  { name: 'bytes on the wire (identity)', value: size(p.wireBytes), target: '' },
   { name: 'server peak RSS (VmHWM) after the pull', value: `${memoryAfterPull.peakMB.toFixed(0)} MB`, target: '< 300 MB', pass: memoryAfterPull.peakMB < 300 },
   ...cpuLine('pull, per page', pull.cpu),
   { section: '2. /spend-by-workspace?period=last_30_days' },
@@ -250,6 +362,15 @@ const lines: Line[] = [
   ...noise('during the repeated spend requests', spendRepeated.cpu),
   ...noise('during the best real-API run', apiRotating.cpu),
   ...noise('during the best bare-pg run', bare.cpu),
+  ...repolls.flatMap((r) => noise(`during the conditional re-polls: ${r.label}`, r.result.cpu)),
+  ...pulls.flatMap((r) => noise(`during the ${r.coding} pull`, r.run?.cpu)),
+  ...spends.flatMap((r) => noise(`during the ${r.coding} spend requests`, r.run?.cpu)),
+  { section: `6. Conditional re-polls: ${int(repollCount)} × 304 (If-None-Match, one key) and ${int(repollCount)} × 200 (keys rotated) each, in alternating blocks` },
+  ...repolls.flatMap(repollLines),
+  { section: `7. Full pull compressed: /playbook-opt-ins?limit=${PULL_LIMIT} with Accept-Encoding, decompressed by the client` },
+  ...pulls.flatMap(compressedPullLines),
+  { section: `8. /spend-by-workspace?period=last_30_days compressed, ${latencySamples} repeated requests each` },
+  ...spends.flatMap(compressedSpendLines),
 ];
 
 const failedRequests = [apiRotating, apiUnlimited].filter((t) => t.failed > 0);
@@ -259,7 +380,7 @@ const out = [
   `machine: ${availableParallelism()} × ${cpus()[0]?.model ?? 'CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB · PostgreSQL ${pgVersion} · Node ${process.version}`,
   `code: ${codeVersion}`,
   `server: ${serverA.entry}`,
-  `data: ${int(spec.optIns)} opt-ins, ${int(spec.workspaces)} workspaces (spend report lists ${int(first.workspaces)}), ${spec.adAccounts} ad accounts × ${spec.spendDays} days · ${keyCount} read keys`,
+  `data: ${int(spec.optIns)} opt-ins, ${int(spec.workspaces)} workspaces (spend report lists ${int(first.workspaces)}), ${spec.adAccounts} ad accounts × ${spec.spendDays} days · ${keyCount} read keys + 1 poller's`,
   '',
   renderTable(lines),
   ...failedRequests.map((t) => `\n${t.label}: ${t.failed} requests failed; status counts ${JSON.stringify(t.statusCounts)}`),

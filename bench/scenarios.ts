@@ -5,7 +5,7 @@ import { connect } from '../src/db/database.ts';
 import { HubCatalogCache } from '../src/domain/opt-ins/hub-catalog.ts';
 import { findOptInPage } from '../src/domain/opt-ins/opt-in.repository.ts';
 import { parseSince } from '../src/domain/opt-ins/opt-in.ts';
-import { cpuShare, type CpuProbe, type CpuShare } from './cpu.ts';
+import { cpuShare, type CpuProbe, type CpuShare, type CpuTimes } from './cpu.ts';
 import { forEachConcurrently, type HubClient } from './http.ts';
 import type { RunningServer } from './server.ts';
 import { summarize, type Summary } from './stats.ts';
@@ -18,7 +18,7 @@ export const HUB = '/v1/hub';
  */
 export async function warmKeys(client: HubClient, keys: readonly string[]): Promise<void> {
   await forEachConcurrently(keys, 8, async (key) => {
-    await client.getOk(`${HUB}/playbook-opt-ins?limit=1`, key);
+    await client.getOk(`${HUB}/playbook-opt-ins?limit=1`, { key });
   });
 }
 
@@ -30,23 +30,40 @@ export interface PullResult {
   /** Every row came after the previous one in (updatedAt, id) order, as the Hub API promises. */
   ordered: boolean;
   pageLatency: Summary;
-  /** Seconds spent waiting for responses (the rest is the client parsing pages and merging ids). */
+  /** Seconds spent waiting for responses (the rest is the client decompressing and parsing pages and merging ids). */
   waitingSeconds: number;
+  /** Body bytes received, summed over the pages (compressed where the server compressed). */
+  wireBytes: number;
+  /** The same bodies decompressed. */
+  identityBytes: number;
+  /** Pages by the content coding the server sent them in. */
+  codings: Record<string, number>;
 }
 
-/** A client's full pull: page with `cursor` until `nextCursor` is null, merging rows by id. */
-export async function fullPull(client: HubClient, limit: number): Promise<PullResult> {
+/**
+ * A client's full pull: page with `cursor` until `nextCursor` is null, merging rows by id. With
+ * `acceptEncoding`, each page is asked for compressed and decompressed here (node:zlib) before
+ * it is parsed, as an HTTP client library would.
+ */
+export async function fullPull(client: HubClient, limit: number, acceptEncoding?: string): Promise<PullResult> {
+  const headers: Record<string, string> = acceptEncoding ? { 'accept-encoding': acceptEncoding } : {};
   const ids = new Set<string>();
   const latencies: number[] = [];
+  const codings: Record<string, number> = {};
   let rows = 0;
+  let wireBytes = 0;
+  let identityBytes = 0;
   let ordered = true;
   let previous = { updatedAt: '', id: '' };
   let cursor: string | null = null;
   const started = performance.now();
   do {
     const path: string = `${HUB}/playbook-opt-ins?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
-    const response = await client.getOk(path);
+    const response = await client.getOk(path, { headers });
     latencies.push(response.ms);
+    wireBytes += response.wireBytes;
+    identityBytes += response.identityBytes;
+    codings[response.coding] = (codings[response.coding] ?? 0) + 1;
     const page = JSON.parse(response.body) as { data: { id: string; updatedAt: string }[]; nextCursor: string | null };
     for (const row of page.data) {
       // Timestamps are fixed-width ISO strings and ids ASCII, so string order is the promised order.
@@ -65,7 +82,15 @@ export async function fullPull(client: HubClient, limit: number): Promise<PullRe
     ordered,
     pageLatency: summarize(latencies),
     waitingSeconds: latencies.reduce((sum, x) => sum + x, 0) / 1000,
+    wireBytes,
+    identityBytes,
+    codings,
   };
+}
+
+/** The content coding the server answers `path` in when asked for `coding` alone. */
+export async function codingServed(client: HubClient, path: string, coding: string): Promise<string> {
+  return (await client.getOk(path, { headers: { 'accept-encoding': coding } })).coding;
 }
 
 export interface FirstSpendResult {
@@ -80,8 +105,8 @@ export interface FirstSpendResult {
  * not the process's first database connection.
  */
 export async function firstSpendRequest(client: HubClient, key: string, period = 'last_30_days'): Promise<FirstSpendResult> {
-  await client.getOk(`${HUB}/playbook-opt-ins?limit=1`, key);
-  const response = await client.getOk(`${HUB}/spend-by-workspace?period=${period}`, key);
+  await client.getOk(`${HUB}/playbook-opt-ins?limit=1`, { key });
+  const response = await client.getOk(`${HUB}/spend-by-workspace?period=${period}`, { key });
   const body = JSON.parse(response.body) as { workspaces: unknown[] };
   return { ms: response.ms, workspaces: body.workspaces.length };
 }
@@ -91,6 +116,130 @@ export async function latencySeries(client: HubClient, path: string, n: number):
   const latencies: number[] = [];
   for (let i = 0; i < n; i++) latencies.push((await client.getOk(path)).ms);
   return summarize(latencies);
+}
+
+export interface CompressedSeries {
+  /** What the server sent (the first response's coding). */
+  coding: string;
+  /** One response's body bytes as sent, and decompressed. */
+  wireBytes: number;
+  identityBytes: number;
+  latency: Summary;
+  /** Responses by coding, over the whole series. */
+  codings: Record<string, number>;
+}
+
+/**
+ * `n` sequential requests of `path` with `Accept-Encoding: coding` (next key each time), timed to
+ * the last byte as sent; the first response is decompressed and parsed, so a body the bench
+ * cannot decode fails the run instead of being timed.
+ */
+export async function compressedSeries(client: HubClient, path: string, coding: string, n: number): Promise<CompressedSeries> {
+  const headers = { 'accept-encoding': coding };
+  const first = await client.getOk(path, { headers });
+  JSON.parse(first.body);
+  const latencies: number[] = [];
+  const codings: Record<string, number> = {};
+  for (let i = 0; i < n; i++) {
+    const response = await client.getOk(path, { headers });
+    latencies.push(response.ms);
+    codings[response.coding] = (codings[response.coding] ?? 0) + 1;
+  }
+  return { coding: first.coding, wireBytes: first.wireBytes, identityBytes: first.identityBytes, latency: summarize(latencies), codings };
+}
+
+/** CPU used over several separate intervals, summed as if it were one interval. */
+class CpuTally {
+  readonly #used: CpuTimes = { postgres: new Map(), server: 0, bench: 0, machine: 0 };
+  #seconds = 0;
+  #requests = 0;
+
+  add(before: CpuTimes, after: CpuTimes, seconds: number, requests: number): void {
+    // PostgreSQL pid by pid, as cpuShare compares them: a backend new in `after` counts from zero.
+    for (const [pid, cpu] of after.postgres) this.#used.postgres.set(pid, (this.#used.postgres.get(pid) ?? 0) + cpu - (before.postgres.get(pid) ?? 0));
+    this.#used.server += after.server - before.server;
+    this.#used.bench += after.bench - before.bench;
+    this.#used.machine += after.machine - before.machine;
+    this.#seconds += seconds;
+    this.#requests += requests;
+  }
+
+  share(): CpuShare {
+    return cpuShare({ postgres: new Map(), server: 0, bench: 0, machine: 0 }, this.#used, this.#seconds, this.#requests);
+  }
+}
+
+export interface StatusSeries {
+  requests: number;
+  latency: Summary;
+  /** Responses with another status than the one expected, by status: each one fails the row. */
+  unexpected: Record<string, number>;
+  cpu?: CpuShare;
+}
+
+export interface RepollResult {
+  /** The ETag the poller held (from one unconditional request first). */
+  etag: string;
+  /** Conditional re-polls with If-None-Match: each must be 304. */
+  notModified: StatusSeries;
+  /** The same resource unconditionally: each must be 200. */
+  full: StatusSeries;
+  /** Both kinds' intervals together, for the noise line. */
+  cpu?: CpuShare;
+}
+
+/**
+ * A poller re-requesting an unchanged resource: `requests` sequential conditional requests
+ * (If-None-Match: its ETag, all with one key, which 304s must not use up) and as many
+ * unconditional ones (next key of the ring each, since 200s count against the limits), in
+ * `blocks` blocks of each kind, alternating which kind goes first, so that whatever else runs on
+ * the machine meanwhile hits both kinds alike. CPU is sampled around each block and summed per kind.
+ */
+export async function conditionalRepolls(options: {
+  client: HubClient;
+  path: string;
+  pollerKey: string;
+  requests: number;
+  blocks: number;
+  serverPid: number;
+  cpu?: CpuProbe;
+}): Promise<RepollResult> {
+  const { client, path } = options;
+  const etag = (await client.getOk(path)).headers.etag;
+  if (!etag) throw new Error(`GET ${path} sent no ETag: nothing to re-poll with`);
+  const kinds = {
+    notModified: { status: 304, send: () => client.get(path, { key: options.pollerKey, headers: { 'if-none-match': etag } }) },
+    full: { status: 200, send: () => client.get(path) },
+  };
+  const tallies = { notModified: new CpuTally(), full: new CpuTally(), both: new CpuTally() };
+  const latencies: Record<keyof typeof kinds, number[]> = { notModified: [], full: [] };
+  const unexpected: Record<keyof typeof kinds, Record<string, number>> = { notModified: {}, full: {} };
+  for (let block = 0; block < options.blocks; block++) {
+    // The requests spread evenly over the blocks (the first blocks take the remainder).
+    const size = Math.floor(options.requests / options.blocks) + (block < options.requests % options.blocks ? 1 : 0);
+    for (const kind of block % 2 === 0 ? (['notModified', 'full'] as const) : (['full', 'notModified'] as const)) {
+      const before = await options.cpu?.(options.serverPid);
+      const started = performance.now();
+      for (let i = 0; i < size; i++) {
+        const response = await kinds[kind].send();
+        latencies[kind].push(response.ms);
+        if (response.status !== kinds[kind].status) unexpected[kind][response.status] = (unexpected[kind][response.status] ?? 0) + 1;
+      }
+      const seconds = (performance.now() - started) / 1000;
+      const after = await options.cpu?.(options.serverPid);
+      if (before && after) {
+        tallies[kind].add(before, after, seconds, size);
+        tallies.both.add(before, after, seconds, size);
+      }
+    }
+  }
+  const series = (kind: keyof typeof kinds): StatusSeries => ({
+    requests: latencies[kind].length,
+    latency: summarize(latencies[kind]),
+    unexpected: unexpected[kind],
+    cpu: options.cpu ? tallies[kind].share() : undefined,
+  });
+  return { etag, notModified: series('notModified'), full: series('full'), cpu: options.cpu ? tallies.both.share() : undefined };
 }
 
 export interface ThroughputResult {

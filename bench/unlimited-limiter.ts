@@ -12,5 +12,8 @@ export class UnlimitedRateLimiter implements RateLimiter {
   async count(): Promise<number> {
     return 0;
   }
+  async peekAll(windows: RateWindow[]): Promise<RateDecision[]> {
+    return allowedCharge(windows).decisions;
+  }
   async close(): Promise<void> {}
 }
