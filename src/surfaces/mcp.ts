@@ -60,6 +60,25 @@ function toolError(error: unknown, onUnexpected: (error: unknown) => void): Call
 // declarations never change.
 const toolLists = new WeakMap<readonly OperationInfo[], unknown[]>();
 
+/**
+ * All four hints, always stated: directory reviews refuse a tool that leaves one to its default
+ * (the defaults assume a destructive, open-world tool). docs/mcp.md "Tools" tables them.
+ */
+function toolAnnotations(op: OperationInfo): { title: string; readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean; openWorldHint: boolean } {
+  const reads = op.effect === 'read';
+  return {
+    title: op.title,
+    readOnlyHint: reads,
+    // No operation overwrites or deletes: a creation only adds.
+    destructiveHint: false,
+    // A read changes nothing however often it runs; a creation adds again on every call, as a
+    // tool call carries no Idempotency-Key.
+    idempotentHint: reads,
+    openWorldHint: op.openWorld ?? false,
+  };
+}
+
+/** The tools of a server in the order of its operations, which each server declares on purpose. */
 function toolsOf(operations: readonly OperationInfo[]): unknown[] {
   let tools = toolLists.get(operations);
   if (!tools) {
@@ -69,7 +88,7 @@ function toolsOf(operations: readonly OperationInfo[]): unknown[] {
       description: op.mcp?.description ?? op.description,
       inputSchema: JSON.parse(JSON.stringify(op.input)),
       outputSchema: JSON.parse(JSON.stringify(op.output)),
-      annotations: { title: op.title, readOnlyHint: op.effect === 'read', ...(op.effect === 'read' ? {} : { destructiveHint: false }), openWorldHint: op.openWorld ?? false },
+      annotations: toolAnnotations(op),
     }));
     toolLists.set(operations, tools);
   }
