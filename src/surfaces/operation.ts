@@ -23,8 +23,12 @@ export interface OperationInfo {
   readonly effect: Effect;
   /** The REST route, its path relative to the surface's base (e.g. `/playbook-opt-ins`); absent for a tool that is on MCP only. */
   readonly rest?: { readonly path: string };
-  /** The MCP tool's description where it differs from the REST one (advice that only applies to HTTP), written out in full. */
-  readonly mcp?: { readonly description: string };
+  /**
+   * MCP only: `description`, the tool's description where it differs from the REST one (advice
+   * that only applies to HTTP), written out in full; `ui`, the `ui://` resource of an MCP Apps
+   * view that shows the tool's result (the endpoint serves that resource).
+   */
+  readonly mcp?: { readonly description?: string; readonly ui?: string };
   readonly title: string;
   readonly description: string;
   readonly input: TObject;

@@ -46,9 +46,12 @@ after(async () => {
 const INITIALIZE = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
 const toolCall = (id: number, name = 'whoami', args: Record<string, unknown> = {}) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
 
-/** One POST to the MCP endpoint, as a client would send it. */
+/**
+ * One POST to the MCP endpoint, as a client would send it: a 2025-06-18 client, or a 2025-03-26
+ * one for a JSON-RPC batch (the last revision that has them).
+ */
 async function post(token: string | undefined, body: unknown = INITIALIZE, url = mcpUrl): Promise<{ status: number; headers: Headers; body: any }> {
-  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
+  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': Array.isArray(body) ? '2025-03-26' : '2025-06-18' };
   if (token) headers.authorization = `Bearer ${token}`;
   const response = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body) });
   const text = await response.text();
@@ -102,12 +105,12 @@ describe('protected-resource metadata (RFC 9728)', () => {
       assert.equal(((await missing.json()) as { error: string }).error, 'not_found');
     }
     // The authorization server it names answers RFC 8414 discovery; dynamic registration is on,
-    // Client ID Metadata Documents are not advertised (see the README).
+    // and so are Client ID Metadata Documents (test/oauth/cimd.test.ts).
     const as = (await (await fetch(`${live.config.siteUrl}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
     assert.equal(as.issuer, live.config.siteUrl);
     assert.equal(as.registration_endpoint, `${live.baseUrl}/oauth/register`);
     assert.deepEqual(as.code_challenge_methods_supported, ['S256']);
-    assert.equal(as.client_id_metadata_document_supported, undefined);
+    assert.equal(as.client_id_metadata_document_supported, true);
   });
 
   test('a base URL with a path puts the well-known segment before it', () => {
@@ -342,5 +345,21 @@ describe('rate limits', () => {
     assert.equal(refused.status, 429);
     assert.equal(refused.body.error, 'rate_limited');
     assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+  });
+
+  test('a batch from a revision without batches (2025-06-18 on) is -32600 and runs nothing', async () => {
+    const { access } = await tokensFor(MEMBER, { resource: mcpUrl });
+    for (const version of ['2025-06-18', '2025-11-25', '2026-07-28']) {
+      const response = await fetch(mcpUrl, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${access}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': version },
+        body: JSON.stringify([toolCall(1), toolCall(2)]),
+      });
+      assert.equal(response.status, 400, version);
+      assert.equal(response.headers.get('cache-control'), 'no-store');
+      assert.deepEqual(await response.json(), { jsonrpc: '2.0', id: null, error: { code: -32600, message: `Invalid Request: MCP ${version} has no JSON-RPC batches; send one message per POST.` } }, version);
+    }
+    // Only the POSTs were counted (one each), no tool call: 60 - 3 - this one.
+    assert.equal(remaining((await post(access, toolCall(3))).headers), 56);
   });
 });

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Config } from '../../config.ts';
 import { settleCheck } from '../../db/database.ts';
-import { acceptAnyJson, serveMcp, type McpEndpoint } from '../mcp.ts';
+import { acceptAnyJson, mcpHandler } from '../mcp.ts';
 import { buildOpenApi, type OpenApiDocument } from '../openapi.ts';
 import { verbOf } from '../operation.ts';
 import { mountRest, serveDocument } from '../rest.ts';
@@ -136,22 +136,22 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
     notModified: (ctx, reply, op, charged) => guard.notModified(admissions.get(ctx)!, reply, op.extraLimit, charged),
   });
 
-  const mcp: McpEndpoint<HubContext> = {
+  const serveMcp = mcpHandler<HubContext>({
     name: 'hubops-hub-api',
     version: deps.version,
     instructions:
       "Read-only tools over one hub's playbook opt-ins and paid ad spend. Group and filter by playbook.id and workspace.id, never by name. Money is in cents. Check asOf and freshness before quoting spend.",
     operations: hubOperations,
-  };
-  // The MCP SDK writes the answer itself: the verdict is read before any tool runs. In a scope
-  // of its own, so that a body that is not JSON gets JSON-RPC's parse error.
+  });
+  // The key's verdict is read before any tool runs (no riding along). In a scope of its own, so
+  // that a body that is not JSON gets JSON-RPC's parse error.
   await app.register(async (scope) => {
     acceptAnyJson(scope);
     scope.post('/mcp', async (request, reply) => {
       const admission = await authenticate(request, reply, { rideAlong: false }).catch((error: unknown) => {
         throw refusedForMcp(error);
       });
-      await serveMcp(mcp, contextFor(admission), (extraLimit, nth) => guard.chargeToolCall(admission, extraLimit, nth), request, reply);
+      return serveMcp(contextFor(admission), (extraLimit, nth) => guard.chargeToolCall(admission, extraLimit, nth), request, reply);
     });
   });
 

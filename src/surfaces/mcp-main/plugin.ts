@@ -12,16 +12,17 @@ import { hubOpenApi, HUB_API_PREFIX } from '../hub-api/plugin.ts';
 import type { BearerAuth } from '../main-api/auth.ts';
 import { mainOperations } from '../main-api/operations.ts';
 import { mainOpenApi } from '../main-api/plugin.ts';
-import { acceptAnyJson, serveMcp, type McpEndpoint } from '../mcp.ts';
+import { acceptAnyJson, mcpHandler } from '../mcp.ts';
 import { ApiError } from '../shared/errors.ts';
 import { readGuideFiles } from '../shared/guide-files.ts';
 import { SCOPE } from '../shared/oauth.ts';
 import { ADD_MEDIA_BODY_LIMIT } from './add-media.ts';
 import { mainMcpTools, type McpMainContext } from './tools.ts';
 
-// The main MCP server at {base_url}/mcp: stateless Streamable HTTP (a new server and transport
-// per POST), protected by the same OAuth 2.1 server as the REST API and following the MCP
-// authorization specification (2025-11-25):
+// The main MCP server at {base_url}/mcp: stateless Streamable HTTP (a new server per POST) for
+// 2026-07-28 and the 2025 revisions (see mcp.ts), protected by the same OAuth 2.1 server as the
+// REST API and following the MCP authorization specification (unchanged from 2025-11-25 to
+// 2026-07-28 for a protected resource):
 // - RFC 9728 protected-resource metadata at /.well-known/oauth-protected-resource + the resource
 //   path (path-aware form) only: the root form would describe a resource that is the origin;
 // - a 401 carries `WWW-Authenticate: Bearer resource_metadata="…", scope="service:full"` (and
@@ -96,12 +97,12 @@ export async function mcpMainPlugin(app: FastifyInstance, deps: McpMainDeps): Pr
     docs = undefined;
     throw error;
   }));
-  const endpoint: McpEndpoint<McpMainContext> = {
+  const serveMcp = mcpHandler<McpMainContext>({
     name: 'hubops',
     version: deps.version,
     instructions: instructions(deps.config),
     operations: mainMcpTools,
-  };
+  });
 
   // RFC 9728 metadata at the path-aware URL of the resource only (clients find it through the
   // 401's resource_metadata). No root document: RFC 9728 §3.3 would make its resource the origin,
@@ -140,7 +141,7 @@ export async function mcpMainPlugin(app: FastifyInstance, deps: McpMainDeps): Pr
       handler: async (request, reply) => {
         const caller = callers.get(request)!;
         const ctx: McpMainContext = { db: deps.db, clock: deps.clock, media: deps.media, caller, spendCache: deps.spendCache, catalogs: deps.catalogs, summaries: deps.summaries, docs: docIndex };
-        await serveMcp(endpoint, ctx, (extraLimit, nth) => deps.auth.chargeToolCall(caller, extraLimit, nth), request, reply);
+        return serveMcp(ctx, (extraLimit, nth) => deps.auth.chargeToolCall(caller, extraLimit, nth), request, reply);
       },
     });
   });
