@@ -35,11 +35,18 @@ export interface SafeFetchOptions {
   refuseAddress?: (address: string) => string | undefined;
   /** Resolves a host name to its addresses. Default: the system resolver (getaddrinfo, /etc/hosts). */
   resolve?: (hostname: string) => Promise<{ address: string; family: number }[]>;
+  /** Request headers, over the defaults (a media fetcher's user-agent and accept). */
+  headers?: Record<string, string>;
+  /** The certificate authorities https trusts instead of Node's (tests' self-signed servers). */
+  ca?: string;
 }
 
 export interface FetchedUrl {
   /** The URL the body came from, after redirects. */
   url: string;
+  /** A 2xx status. */
+  status: number;
+  headers: http.IncomingHttpHeaders;
   contentType: string | undefined;
   /** The bytes, streamed; iterating past `maxBytes` or the deadline throws. Always iterate or return() it. */
   body: AsyncIterable<Buffer>;
@@ -86,7 +93,7 @@ async function checkTarget(url: URL, options: SafeFetchOptions, signal: AbortSig
   return { url, address: addresses[0]!.address, family: addresses[0]!.family };
 }
 
-function request(target: Target, signal: AbortSignal): Promise<http.IncomingMessage> {
+function request(target: Target, options: SafeFetchOptions, signal: AbortSignal): Promise<http.IncomingMessage> {
   const pinned: LookupFunction = (_hostname, options, callback) => {
     if ((options as { all?: boolean }).all) (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: target.address, family: target.family }]);
     else callback(null, target.address, target.family);
@@ -98,7 +105,8 @@ function request(target: Target, signal: AbortSignal): Promise<http.IncomingMess
       agent: false,
       lookup: pinned,
       signal,
-      headers: { 'user-agent': 'hubops-media-fetch/1.0', accept: 'image/*, video/*;q=0.9, */*;q=0.1', 'accept-encoding': 'identity' },
+      ...(options.ca === undefined ? {} : { ca: options.ca }),
+      headers: { 'user-agent': 'hubops-media-fetch/1.0', accept: 'image/*, video/*;q=0.9, */*;q=0.1', ...options.headers, 'accept-encoding': 'identity' },
     }, resolve);
     req.on('error', reject);
     req.end();
@@ -126,13 +134,13 @@ export async function safeFetch(input: string, options: SafeFetchOptions): Promi
   try {
     for (let redirects = 0; ; redirects++) {
       const target = await checkTarget(url, options, signal);
-      response = await request(target, signal);
+      response = await request(target, options, signal);
       const status = response.statusCode ?? 0;
       if (!REDIRECTS.has(status)) break;
       response.destroy();
       const location = response.headers.location;
       if (!location) throw new UrlFetchFailed(`the server answered ${status} without a Location`);
-      if (redirects >= maxRedirects) throw new UrlRefused(`more than ${maxRedirects} redirects`);
+      if (redirects >= maxRedirects) throw new UrlRefused(maxRedirects === 0 ? `the server answered ${status} (a redirect), and redirects are not followed here` : `more than ${maxRedirects} redirects`);
       url = new URL(location, url);
     }
   } catch (error) {
@@ -164,5 +172,5 @@ export async function safeFetch(input: string, options: SafeFetchOptions): Promi
       source.destroy();
     }
   }
-  return { url: url.toString(), contentType: response.headers['content-type'], body: body(), close: () => source.destroy() };
+  return { url: url.toString(), status, headers: response.headers, contentType: response.headers['content-type'], body: body(), close: () => source.destroy() };
 }
