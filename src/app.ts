@@ -25,6 +25,7 @@ import { mainApiPlugin } from './surfaces/main-api/plugin.ts';
 import { mcpMainPlugin } from './surfaces/mcp-main/plugin.ts';
 import { deleteExpiredArtifacts } from './surfaces/oauth/adapter.ts';
 import { oauthPlugin } from './surfaces/oauth/plugin.ts';
+import type { ClientMetadataTrust } from './surfaces/oauth/client-metadata-document.ts';
 import { createAuthorizationServer } from './surfaces/oauth/provider.ts';
 import { RevocationFeed } from './db/revocation-feed.ts';
 import { loadServerSecrets, resolveSecretsKeys } from './surfaces/oauth/server-secrets.ts';
@@ -50,6 +51,8 @@ export interface AppDeps {
   publisher?: boolean;
   /** A pino logger to share (main.ts), or false for none (tests); default: one from the config. */
   logger?: FastifyBaseLogger | false;
+  /** Tests only: trust a local HTTPS server for client metadata documents (no configuration sets it). */
+  cimdTrust?: ClientMetadataTrust;
 }
 
 export interface App {
@@ -153,7 +156,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   configureCursorKey(createHmac('sha256', secrets.cookieKeys[0]!).update('cursor v2').digest());
   const revocations = new RevocationFeed(deps.db);
   await revocations.start().catch((error) => fastify.log.warn({ err: error }, 'revocation listener not started; token verdicts are not cached until it is'));
-  const provider = createAuthorizationServer(deps.config, deps.db, secrets, { revocations, limiter, clock, log: fastify.log });
+  const provider = createAuthorizationServer(deps.config, deps.db, secrets, { revocations, limiter, clock, log: fastify.log, cimdTrust: deps.cimdTrust });
   await fastify.register(oauthPlugin, { config: deps.config, db: deps.db, provider, limiter, clock, csrfKey: secrets.cookieKeys[0]! });
   // Expired tokens, codes and sessions are deleted in the background (any instance may do it).
   const cleanup = setInterval(() => {

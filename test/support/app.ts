@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import * as oauth from 'oauth4webapi';
-import { buildApp, type App } from '../../src/app.ts';
+import { buildApp, type App, type AppDeps } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { connect, type Db } from '../../src/db/database.ts';
 import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
@@ -43,6 +43,8 @@ export interface StartOptions {
   usageFlushMs?: number;
   /** Seeds the database before the app starts (e.g. `seedWebHub`). */
   seed?: (db: TestDb) => Promise<void>;
+  /** Trust for client metadata documents served by a local HTTPS server (test/oauth/cimd.test.ts). */
+  cimdTrust?: AppDeps['cimdTrust'];
 }
 
 export interface TestApp {
@@ -94,6 +96,7 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
     logger: options.logger ?? false,
     publisher: options.publisher ?? false,
     ...(options.usageFlushMs === undefined ? {} : { usageFlushMs: options.usageFlushMs }),
+    ...(options.cimdTrust ? { cimdTrust: options.cimdTrust } : {}),
   });
   let as: oauth.AuthorizationServer | undefined;
   if (port) {

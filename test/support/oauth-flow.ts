@@ -197,3 +197,8 @@ export async function expireAccessTokens(live: TestApp): Promise<void> {
 }
 
 export { insecure, oauth };
+
+/** A client that is its metadata document's URL (no registration): public, PKCE only. */
+export function documentClient(clientId: string): RegisteredClient {
+  return { client: { client_id: clientId, token_endpoint_auth_method: 'none' }, clientAuth: oauth.None() };
+}

@@ -34,10 +34,18 @@ export function pageHeaders(nonce: string): Record<string, string> {
   };
 }
 
-export function signInPage(o: { action: string; csrf: string; clientName: string; email?: string; error?: string }, nonce: string): string {
+/** A client as pages name it: `host` for a client metadata document, whose name anyone can choose. */
+export interface ClientLabel {
+  name: string;
+  host?: string;
+}
+
+const fromHost = (client: ClientLabel) => (client.host ? ` <small>from</small> <strong>${escapeHtml(client.host)}</strong>` : '');
+
+export function signInPage(o: { action: string; csrf: string; client: ClientLabel; email?: string; error?: string }, nonce: string): string {
   return page('Sign in', `
 <h1>Sign in</h1>
-<p>to continue to <strong>${escapeHtml(o.clientName)}</strong></p>
+<p>to continue to <strong>${escapeHtml(o.client.name)}</strong>${fromHost(o.client)}</p>
 ${o.error ? `<p class="error" role="alert">${escapeHtml(o.error)}</p>` : ''}
 <form method="post" action="${escapeHtml(o.action)}" autocomplete="on">
   <input type="hidden" name="csrf" value="${escapeHtml(o.csrf)}">
@@ -58,7 +66,7 @@ export interface ConsentChoice {
   hubWide: boolean;
 }
 
-export function consentPage(o: { action: string; csrf: string; clientName: string; clientId: string; userEmail: string; choices: ConsentChoice[]; connectedAppsUrl: string }, nonce: string): string {
+export function consentPage(o: { action: string; csrf: string; client: ClientLabel; clientId: string; userEmail: string; choices: ConsentChoice[]; connectedAppsUrl: string }, nonce: string): string {
   const hubField = o.choices.length === 1
     ? `<dt>Hub</dt><dd>${escapeHtml(o.choices[0]!.hubName)}</dd>`
     : '';
@@ -76,8 +84,8 @@ export function consentPage(o: { action: string; csrf: string; clientName: strin
         .join('')}</select>`
     : '';
   return page('Allow access', `
-<h1>Allow ${escapeHtml(o.clientName)} to use hubops for you?</h1>
-<p><strong>${escapeHtml(o.clientName)}</strong> <small>(${escapeHtml(o.clientId)})</small> is asking for:</p>
+<h1>Allow ${escapeHtml(o.client.name)} to use hubops for you?</h1>
+<p><strong>${escapeHtml(o.client.name)}</strong>${fromHost(o.client)} <small>(${escapeHtml(o.clientId)})</small> is asking for:</p>
 <ul class="scope"><li>full access to the hub below on your behalf — read and create posts and media, and read analytics, reviews, playbooks, opt-ins and ad spend</li></ul>
 <form method="post" action="${escapeHtml(o.action)}">
   <input type="hidden" name="csrf" value="${escapeHtml(o.csrf)}">

@@ -11,7 +11,7 @@ import type { RateLimiter } from '../../platform/rate-limit.ts';
 import { sendPage } from '../shared/html.ts';
 import { oauthRoutes } from '../shared/oauth.ts';
 import { submitSignInForm } from '../shared/sign-in-form.ts';
-import { consentPage, errorPage, pageHeaders, refusalPage, signInPage } from './pages.ts';
+import { consentPage, errorPage, pageHeaders, refusalPage, signInPage, type ClientLabel } from './pages.ts';
 
 export interface OAuthDeps {
   config: Config;
@@ -84,9 +84,11 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
       const redirectTo = await deps.provider.interactionResult(request.raw, reply.raw, result, { mergeWithLastSubmission: merge });
       return reply.code(303).header('cache-control', 'no-store').redirect(redirectTo, 303);
     };
-    const clientName = async (clientId: string) => {
+    /** How pages name the client: its name, and for a metadata document the host that serves it (names are self-chosen). */
+    const clientName = async (clientId: string): Promise<ClientLabel> => {
       const client = await deps.provider.Client.find(clientId);
-      return (client?.clientName as string | undefined) || clientId;
+      const name = (client?.clientName as string | undefined) || clientId;
+      return (client as { clientIdMetadataDocument?: boolean } | undefined)?.clientIdMetadataDocument ? { name, host: new URL(clientId).host } : { name };
     };
 
     refuseOtherMethods(scope, `${routes.interaction}/:uid`, ['GET']);
@@ -97,21 +99,21 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
       const uid = details.uid;
       const name = await clientName(String(details.params.client_id));
       if (details.prompt.name === 'login') {
-        return send(reply, 200, (nonce) => signInPage({ action: `${routes.interaction}/${uid}/login`, csrf: csrfFor(uid), clientName: name }, nonce));
+        return send(reply, 200, (nonce) => signInPage({ action: `${routes.interaction}/${uid}/login`, csrf: csrfFor(uid), client: name }, nonce));
       }
       return renderConsent(request, reply, uid, String(details.session?.accountId), String(details.params.client_id), name);
     });
 
-    const renderConsent = async (_request: FastifyRequest, reply: FastifyReply, uid: string, userId: string, clientId: string, name: string) => {
+    const renderConsent = async (_request: FastifyRequest, reply: FastifyReply, uid: string, userId: string, clientId: string, name: ClientLabel) => {
       const options = await consentOptions(deps.db, userId);
       const action = `${routes.interaction}/${uid}/consent`;
       if (!options || !options.apiAccess || options.hubs.length === 0) {
-        return send(reply, 403, (nonce) => refusalPage({ action, csrf: csrfFor(uid), clientName: name, userEmail: options?.user.email ?? '' }, nonce));
+        return send(reply, 403, (nonce) => refusalPage({ action, csrf: csrfFor(uid), clientName: name.name, userEmail: options?.user.email ?? '' }, nonce));
       }
       return send(reply, 200, (nonce) => consentPage({
         action,
         csrf: csrfFor(uid),
-        clientName: name,
+        client: name,
         clientId,
         userEmail: options.user.email,
         choices: options.hubs.map((h) => ({ hubId: h.hubId, hubName: h.hubName, workspaces: h.workspaces, pinned: h.pinned, hubWide: h.role === 'hub_admin' })),
@@ -127,7 +129,7 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
       const name = await clientName(String(details.params.client_id));
       // This page shows one message: the first field's problem, when it is about a field.
       const error = result.error ?? result.fieldErrors?.email ?? result.fieldErrors?.password;
-      return send(reply, result.status, (nonce) => signInPage({ action: request.url, csrf: csrfFor(details.uid), clientName: name, email: result.email, error }, nonce));
+      return send(reply, result.status, (nonce) => signInPage({ action: request.url, csrf: csrfFor(details.uid), client: name, email: result.email, error }, nonce));
     });
 
     scope.post<{ Params: { uid: string }; Body: Form }>(`${routes.interaction}/:uid/consent`, async (request, reply) => {

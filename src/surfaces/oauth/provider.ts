@@ -21,14 +21,24 @@ import {
 import { newNonce } from '../shared/html.ts';
 import { oauthRoutes, SCOPE } from '../shared/oauth.ts';
 import { PostgresAdapter } from './adapter.ts';
+import {
+  CLIENT_METADATA_CACHE_S,
+  CLIENT_METADATA_FETCH_LIMIT,
+  CLIENT_METADATA_MAX_BYTES,
+  checkDocument,
+  explainUrlClientIds,
+  isUrlClientId,
+  metadataDocumentFetch,
+  type ClientMetadataTrust,
+} from './client-metadata-document.ts';
 import { errorPage, pageHeaders } from './pages.ts';
 import type { RevocationFeed } from '../../db/revocation-feed.ts';
 import type { AuthorizationServerSecrets } from './server-secrets.ts';
 
 // The OAuth 2.1 authorization server: oidc-provider configured down to what hubops allows (one
 // scope, opaque access tokens). It does the protocol — PKCE, code and refresh grants, rotation
-// and reuse detection, registration, revocation, resource indicators; we supply storage,
-// accounts, pages.
+// and reuse detection, registration, client metadata documents, revocation, resource indicators;
+// we supply storage, accounts, pages.
 
 /** The protected resources tokens can be issued for (RFC 8707): the REST API and the MCP server. */
 export function resources(config: Config): string[] {
@@ -49,13 +59,22 @@ export interface AuthorizationServerOptions {
   limiter: RateLimiter;
   clock: Clock;
   log: FastifyBaseLogger;
+  /** Test-only trust for client metadata documents (see ClientMetadataTrust); never from configuration. */
+  cimdTrust?: ClientMetadataTrust;
 }
 
 export function createAuthorizationServer(config: Config, db: Db, secrets: AuthorizationServerSecrets, options: AuthorizationServerOptions): Provider {
-  const { revocations, limiter, clock, log } = options;
+  const { revocations, limiter, clock, log, cimdTrust } = options;
   const routes = oauthRoutes(config);
   const secure = config.baseUrl.startsWith('https:');
   const knownResources = new Set(resources(config));
+
+  /** Limits fail open: a limiter that cannot answer (Redis down) is logged and lets the request through. */
+  const charge = (key: string, { limit, windowMs }: RatePolicy) =>
+    limiter.hitAll([{ key, limit, windowMs }], clock.now().getTime()).catch((error: unknown) => {
+      log.warn({ err: error }, 'rate limiter unavailable; request allowed');
+      return undefined;
+    });
 
   const configuration: Configuration = {
     adapter: (model: string) => new PostgresAdapter(model, db, revocations),
@@ -85,12 +104,15 @@ export function createAuthorizationServer(config: Config, db: Db, secrets: Autho
         if (unknown.length > 0) throw new errors.InvalidScope(`unsupported scope ${unknown.join(' ')}; the only scope is ${SCOPE}`, unknown.join(' '));
       },
     },
-    // Registration (RFC 7591) accepts only what can be stored and the MCP authorization spec's
-    // redirect URIs: https, or http to a loopback address (private-use schemes for native apps).
+    // Registration (RFC 7591) and client metadata documents accept only what can be stored and the
+    // MCP authorization spec's redirect URIs: https, or http to a loopback address (private-use
+    // schemes for native apps). Runs once per client, since client_name is the one extra property.
     extraClientMetadata: {
       properties: ['client_name'],
       validator: (ctx: KoaContextWithOIDC | undefined, key: string, _value: unknown, metadata: Record<string, unknown>) => {
-        if (key !== 'client_name' || ctx?.oidc?.route !== 'registration') return;
+        const document = typeof metadata.client_id === 'string' && isUrlClientId(metadata.client_id);
+        if (key !== 'client_name' || (ctx?.oidc?.route !== 'registration' && !document)) return;
+        if (document) checkDocument(metadata);
         const field = findForbiddenText(metadata);
         if (field) throw new errors.InvalidClientMetadata(`${field} ${FORBIDDEN_CHARACTER_MESSAGE}`);
         for (const uri of Array.isArray(metadata.redirect_uris) ? metadata.redirect_uris : []) {
@@ -112,9 +134,31 @@ export function createAuthorizationServer(config: Config, db: Db, secrets: Autho
     // OAuth 2.1: PKCE for every client (oidc-provider only accepts S256), exact redirect URIs.
     pkce: { required: () => true },
     allowOmittingSingleRegisteredRedirectUri: false,
+    // Client metadata documents come through the SSRF-safe fetch; nothing else is fetched (no
+    // jwks_uri or sector_identifier_uri: no client authenticates with keys, no pairwise subjects).
+    fetch: metadataDocumentFetch(cimdTrust),
+    fetchResponseBodyLimits: { 'client_id metadata document': CLIENT_METADATA_MAX_BYTES },
     features: {
       devInteractions: { enabled: false },
+      // Kept for clients that predate metadata documents (MCP 2026-07-28 deprecates it).
       registration: { enabled: true, initialAccessToken: false },
+      clientIdMetadataDocument: {
+        enabled: true,
+        ack: 'draft-02',
+        cacheDuration: { ...CLIENT_METADATA_CACHE_S },
+        // Only cache misses fetch; each takes a unit of this address's window (none outside a
+        // request: the sign-in and consent pages look up a client the request already resolved).
+        allowFetch: async (ctx: KoaContextWithOIDC | undefined) => {
+          if (!ctx) return true;
+          const attempt = await charge(`oauth-client-metadata:${ctx.req.socket.remoteAddress}`, CLIENT_METADATA_FETCH_LIMIT);
+          if (attempt && !attempt.allowed) {
+            const retryAfter = attempt.decisions[0]!.resetSeconds;
+            ctx.set('retry-after', String(retryAfter));
+            throw new TooManyRequests(`too many client metadata document fetches from this address; retry in ${retryAfter} s`);
+          }
+          return true;
+        },
+      },
       revocation: { enabled: true },
       introspection: { enabled: false },
       userinfo: { enabled: false },
@@ -157,13 +201,7 @@ export function createAuthorizationServer(config: Config, db: Db, secrets: Autho
 
   const provider = new Provider(config.siteUrl, configuration);
   if (secure) provider.proxy = true;
-
-  /** Limits fail open: a limiter that cannot answer (Redis down) is logged and lets the request through. */
-  const charge = (key: string, { limit, windowMs }: RatePolicy) =>
-    limiter.hitAll([{ key, limit, windowMs }], clock.now().getTime()).catch((error: unknown) => {
-      log.warn({ err: error }, 'rate limiter unavailable; request allowed');
-      return undefined;
-    });
+  explainUrlClientIds(provider.Client, () => Provider.ctx);
 
   // Client secrets are stored hashed (see adapter.ts), so compare the hash of what was presented.
   // oidc-provider still does all of client authentication; only the comparison is ours. Each
