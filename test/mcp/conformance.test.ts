@@ -25,7 +25,7 @@ const APPLIES = ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-prote
  * example server ("everything server") by name; the others need capabilities our servers do not
  * declare, or a stateful session.
  */
-export const NOT_APPLICABLE: Record<string, string> = {
+const NOT_APPLICABLE: Record<string, string> = {
   'logging-set-level': 'no `logging` capability: the servers send no log messages',
   'completion-complete': 'no `completions` capability: no prompts or resource templates to complete',
   'tools-call-simple-text': "calls the example server's `test_simple_text` tool",
@@ -127,6 +127,15 @@ test(`the suite is the pinned ${VERSION}, and every server scenario it has is cl
   assert.ok(scenarios.length > 0, listed.stdout);
   assert.deepEqual(scenarios.filter((s) => !APPLIES.includes(s) && !(s in NOT_APPLICABLE)), [], 'scenarios neither applied nor explained');
   assert.deepEqual([...APPLIES, ...Object.keys(NOT_APPLICABLE)].filter((s) => !scenarios.includes(s)), [], 'classified scenarios the suite no longer has');
+});
+
+test('docs/mcp.md "Conformance" lists the same scenarios as not applicable', async () => {
+  const page = await readFile(path.join(ROOT, 'docs/mcp.md'), 'utf8');
+  const from = page.indexOf('\n### Conformance\n');
+  assert.ok(from >= 0, 'docs/mcp.md has a "### Conformance" subsection');
+  const rows = page.slice(from, page.indexOf('\n## ', from)).split('\n').filter((line) => line.startsWith('| `'));
+  const listed = rows.flatMap((row) => [...row.split('|')[1]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!));
+  assert.deepEqual(listed.sort(), Object.keys(NOT_APPLICABLE).sort());
 });
 
 for (const [name, endpoint] of [['hub', '/v1/hub/mcp'], ['main', '/mcp']] as const) {

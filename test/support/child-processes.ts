@@ -75,8 +75,17 @@ export interface Finished {
 }
 
 /** Runs a node script to the end in its own process group; the group is killed after `timeoutMs`. */
-export function runNode(args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs: number }): Promise<Finished> {
-  const child = spawnGroup(process.execPath, args, { env: options.env, cwd: options.cwd });
+export const runNode = (args: string[], options: RunOptions): Promise<Finished> => runCommand(process.execPath, args, options);
+
+interface RunOptions {
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  timeoutMs: number;
+}
+
+/** Runs a command to the end in its own process group; the group is killed after `timeoutMs`. */
+export function runCommand(command: string, args: string[], options: RunOptions): Promise<Finished> {
+  const child = spawnGroup(command, args, { env: options.env, cwd: options.cwd });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

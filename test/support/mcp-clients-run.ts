@@ -3,10 +3,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { TestApp } from './app.ts';
 import { killGroup, toolPath, trackGroup } from './child-processes.ts';
+import { completeAuthorization } from './oauth-flow.ts';
 
 // Running third-party MCP clients as a user's machine would, but sandboxed: a throwaway HOME and
-// config directories (mcp-remote's token store, the Inspector's catalog and secrets), and a
+// config directories (mcp-remote's token store; the Inspector's catalog and secrets, under HOME), and a
 // BROWSER that only records the URL it is asked to open — the test then plays the user for it.
 
 export interface Sandbox {
@@ -31,11 +33,11 @@ export async function sandbox(): Promise<Sandbox> {
   return {
     home,
     env: {
-      PATH: process.env.PATH ?? '',
+      // The tests' own node first, for the tools' `#!/usr/bin/env node`.
+      PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ''}`,
       HOME: home,
       XDG_CONFIG_HOME: path.join(home, '.config'),
       MCP_REMOTE_CONFIG_DIR: path.join(home, 'mcp-remote'),
-      MCP_CATALOG_PATH: path.join(home, 'catalog.json'),
       BROWSER: browser,
     },
     opened,
@@ -63,28 +65,46 @@ export interface StdioSession {
 }
 
 /**
- * Starts mcp-remote (`args` after the script) as an MCP stdio server and connects the SDK's
- * stdio client to it, as a desktop assistant does. It runs under `setsid`, leading a process
- * group of its own, so that whatever it started (a browser opener) dies with it.
+ * Starts `command` as an MCP stdio server, as a desktop assistant does, and connects the SDK's
+ * stdio client to it. It runs under `setsid`, leading a process group of its own, so that
+ * whatever it started (npx's child, a browser opener) dies with it.
  */
-export function mcpRemote(args: string[], box: Sandbox): StdioSession {
-  const transport = new StdioClientTransport({ command: 'setsid', args: [process.execPath, toolPath('mcpRemote'), ...args], env: box.env, cwd: box.home, stderr: 'pipe' });
+export function stdioServer(command: string, args: string[], box: Sandbox, options: { env?: Record<string, string>; cwd?: string } = {}): StdioSession {
+  const transport = new StdioClientTransport({ command: 'setsid', args: [command, ...args], env: { ...box.env, ...options.env }, cwd: options.cwd ?? box.home, stderr: 'pipe' });
   let log = '';
   transport.stderr!.on('data', (chunk: Buffer) => (log += chunk.toString()));
   const client = new Client({ name: 'hubops-stdio-test', version: '1.0.0' });
-  let untrack = () => {};
   const connected = client.connect(transport, { timeout: 30_000 });
-  // The pid exists once start() spawned it, which connect() does first.
-  const pid = transport.pid;
-  if (pid) untrack = trackGroup(pid);
+  // connect() spawns the process before its first await: the pid is there now.
+  const pid = transport.pid ?? undefined;
+  const untrack = pid ? trackGroup(pid) : () => {};
   return {
     client,
     connected,
     log: () => log,
     async close() {
       await client.close().catch(() => {});
-      killGroup(pid ?? undefined);
+      killGroup(pid);
       untrack();
     },
   };
+}
+
+/** mcp-remote (`args` after its script) as a stdio server. */
+export const mcpRemote = (args: string[], box: Sandbox): StdioSession => stdioServer(process.execPath, [toolPath('mcpRemote'), ...args], box);
+
+/**
+ * Plays the user for the sign-in a client asked the sandbox's browser to open: signs in to the
+ * server at `baseUrl` as `user`, allows the whole hub, and lets the browser follow the redirect to
+ * the client's callback (its local port). Returns the authorization URL.
+ */
+export async function signInThroughBrowser(box: Sandbox, baseUrl: string, user: { email: string; password: string }): Promise<URL> {
+  const authorizeUrl = new URL(await box.waitForOpened(/\/oauth\/authorize\?/));
+  const redirectUri = authorizeUrl.searchParams.get('redirect_uri');
+  if (!redirectUri) throw new Error(`no redirect_uri in ${authorizeUrl}`);
+  const signedIn = await completeAuthorization({ baseUrl } as TestApp, authorizeUrl, { ...user, redirectUri, workspace: '' });
+  if (!signedIn.callback?.searchParams.get('code')) throw new Error(`sign-in gave no code: ${signedIn.response.status} ${signedIn.pages.at(-1)?.slice(0, 300)}`);
+  const landed = await fetch(signedIn.callback);
+  if (landed.status !== 200) throw new Error(`the client's callback answered ${landed.status}: ${await landed.text()}`);
+  return authorizeUrl;
 }
