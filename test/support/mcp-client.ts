@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -115,14 +116,32 @@ export function transport(url: URL, options: { provider?: OAuthClientProvider; l
 
 export const newClient = () => new Client({ name: 'hubops-mcp-test', version: '1.0.0' });
 
+/**
+ * The SDK v2 client pinned to 2026-07-28 (server/discover, no initialize, the envelope on every
+ * request), connected with a bearer token (an OAuth access token or a Hub API key).
+ */
+export async function modernClient(url: URL, options: { token?: string; log?: RecordedRequest[] } = {}): Promise<ModernClient> {
+  const client = new ModernClient({ name: 'hubops-mcp-test', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await client.connect(new ModernTransport(url, {
+    ...(options.log ? { fetch: recordingFetch(options.log) } : {}),
+    ...(options.token ? { requestInit: { headers: { Authorization: `Bearer ${options.token}` } } } : {}),
+  }));
+  return client;
+}
+
 export function textOf(result: CallToolResult): string {
   const first = result.content[0];
   assert.equal(first?.type, 'text');
   return (first as { text: string }).text;
 }
 
+/** What callOk and callError need of a client: the SDK's v1 and v2 clients both have it. */
+interface ToolCaller {
+  callTool(params: { name: string; arguments?: Record<string, unknown> }): Promise<unknown>;
+}
+
 /** Calls a tool; asserts success and that its text is its structured content as JSON. */
-export async function callOk(client: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
+export async function callOk(client: ToolCaller, name: string, args: Record<string, unknown> = {}): Promise<any> {
   const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
   assert.notEqual(result.isError, true, `${name} failed: ${JSON.stringify(result.content)}`);
   assert.ok(result.structuredContent, `${name} returned no structuredContent`);
@@ -131,7 +150,7 @@ export async function callOk(client: Client, name: string, args: Record<string, 
 }
 
 /** Calls a tool that must fail with a tool error (not a protocol error); returns its text. */
-export async function callError(client: Client, name: string, args: Record<string, unknown> = {}): Promise<string> {
+export async function callError(client: ToolCaller, name: string, args: Record<string, unknown> = {}): Promise<string> {
   const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
   assert.equal(result.isError, true, `${name} should have failed: ${JSON.stringify(result.content).slice(0, 300)}`);
   assert.equal(result.structuredContent, undefined);
