@@ -16,11 +16,11 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Browser, BrowserContext, Frame, Page } from 'playwright-core';
 import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
 import { SPEND_STALE_AFTER_MS } from '../../src/policy.ts';
-import { MCP_APP_VIEWS, mcpAppResources, REPORT_VIEW_URI } from '../../src/surfaces/mcp-apps/resources.ts';
+import { mcpAppResources, REPORT_VIEW_URI } from '../../src/surfaces/mcp-apps/resources.ts';
 import { count, money, when } from '../../src/surfaces/web/views/format.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { CHROMIUM, CHROMIUM_ARGS, chromiumMissing } from '../support/chromium.ts';
-import { callOk, newClient, textOf, transport } from '../support/mcp-client.ts';
+import { newClient, textOf, transport } from '../support/mcp-client.ts';
 import * as fx from '../support/world.ts';
 
 process.env.PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD = '1';
@@ -157,9 +157,12 @@ describe('MCP Apps report view in Chromium', { skip: chromiumMissing }, () => {
       await client.connect(transport(mcpUrl, { token: key }));
       return client;
     };
+    /** The tool's result as the client got it: what a host hands the view. */
     const asResult = async (client: Client, name: string, a: Record<string, unknown>): Promise<CallToolResult> => {
-      const structuredContent = await callOk(client, name, a);
-      return { content: [{ type: 'text', text: JSON.stringify(structuredContent) }], structuredContent };
+      const result = (await client.callTool({ name, arguments: a })) as CallToolResult;
+      assert.notEqual(result.isError, true, `${name}: ${JSON.stringify(result.content)}`);
+      assert.ok(result.structuredContent, `${name} gave no structuredContent`);
+      return result;
     };
     const net = await connect('hub_net');
     results.spend = await asResult(net, 'get_spend_by_workspace', args.spend);
@@ -190,6 +193,7 @@ describe('MCP Apps report view in Chromium', { skip: chromiumMissing }, () => {
   /** The host page at `width`, framing the view; with `result`, the host sends it once the view is initialized. */
   async function mount(o: { width?: number; theme?: 'light' | 'dark'; result?: CallToolResult; args?: Record<string, unknown>; answer?: boolean } = {}): Promise<Mounted> {
     const theme = o.theme ?? 'light';
+    for (const done of contexts.splice(0)) await done.close();
     // The browser prefers the other scheme: the host's theme must win.
     const context = await browser.newContext({ viewport: { width: o.width ?? 800, height: 900 }, colorScheme: theme === 'light' ? 'dark' : 'light' });
     contexts.push(context);
@@ -220,10 +224,9 @@ describe('MCP Apps report view in Chromium', { skip: chromiumMissing }, () => {
   }
 
   const text = async (f: Frame, selector: string) => (await f.locator(selector).textContent())?.trim();
-  const log = (m: Mounted): Promise<{ dir: string; method?: string; id?: number; params?: any; result?: any }[]> => m.page.evaluate(() => (globalThis as any).log);
+  const log = (m: Mounted): Promise<{ dir: string; method?: string; id?: number; params?: any; result?: any; error?: any }[]> => m.page.evaluate(() => (globalThis as any).log);
 
-  test('both report tools link the one view, an HTML MCP App with nothing to load', () => {
-    assert.deepEqual(MCP_APP_VIEWS, { get_spend_by_workspace: REPORT_VIEW_URI, get_opt_in_summary: REPORT_VIEW_URI });
+  test('the view is an HTML MCP App with nothing to load', () => {
     assert.deepEqual(mcpAppResources.map((r) => r.uri), [REPORT_VIEW_URI]);
     assert.ok(view.uri.startsWith('ui://'));
     assert.equal(view.mimeType, 'text/html;profile=mcp-app');
@@ -254,6 +257,20 @@ describe('MCP Apps report view in Chromium', { skip: chromiumMissing }, () => {
     assert.equal(sizes.at(-1)!.height, frameBox.height);
     assert.ok(frameBox.height > 400, `the frame grew to the report (${frameBox.height} px)`);
     assert.ok(sizes.length < 10, `sizes are reported on change, not in a loop (${sizes.length})`);
+
+    // Requests from the host are answered: ping and teardown with {}, anything else as unknown.
+    for (const [id, method] of [[90, 'ping'], [91, 'ui/resource-teardown'], [92, 'ui/no-such-method']] as const) {
+      await m.page.evaluate((msg) => (globalThis as any).hostSend(msg), { jsonrpc: '2.0', id, method, params: {} });
+    }
+    await m.page.waitForFunction(() => (globalThis as any).log.some((x: any) => x.dir === 'in' && x.id === 92));
+    const answers = (await log(m)).filter((x) => x.dir === 'in' && typeof x.id === 'number' && x.id >= 90).map((x) => ({ id: x.id, result: x.result, code: x.error?.code }));
+    assert.deepEqual(answers, [{ id: 90, result: {}, code: undefined }, { id: 91, result: {}, code: undefined }, { id: 92, result: undefined, code: -32601 }]);
+    // A theme change from the host restyles the view.
+    const background = () => m.frame.evaluate(() => (globalThis as any).getComputedStyle((globalThis as any).document.body).backgroundColor);
+    assert.equal(await background(), 'rgb(255, 255, 255)');
+    await m.page.evaluate(() => (globalThis as any).hostSend({ jsonrpc: '2.0', method: 'ui/notifications/host-context-changed', params: { theme: 'dark' } }));
+    await m.frame.waitForFunction(() => (globalThis as any).document.documentElement.dataset.theme === 'dark');
+    assert.equal(await background(), 'rgb(29, 32, 38)');
     assert.deepEqual(m.requests, []);
     assert.deepEqual(m.errors, []);
   });
