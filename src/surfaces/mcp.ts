@@ -25,7 +25,7 @@ const sdk = (): Promise<Sdk> => (loading ??= import('@modelcontextprotocol/serve
  * the spec has servers assume it for a request without MCP-Protocol-Version; 2024-11-05 defined
  * the HTTP+SSE transport, which no client of a Streamable HTTP endpoint speaks.
  */
-export const SERVED_PROTOCOL_VERSIONS = ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26'];
+const SERVED_PROTOCOL_VERSIONS = ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26'];
 
 /** The first revision without JSON-RPC batches (its clients MUST send one message per POST). */
 const NO_BATCHES_FROM = '2025-06-18';
@@ -67,7 +67,7 @@ export interface McpEndpoint<Ctx> {
 export type ToolCallCharge = (extraLimit: RatePolicy | undefined, nth: number) => Promise<void>;
 
 /** Serves one MCP HTTP request, answered through the reply (so the app's onSend hooks apply), never cached. */
-export type ServeMcp<Ctx> = (ctx: Ctx, charge: ToolCallCharge, request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
+type ServeMcp<Ctx> = (ctx: Ctx, charge: ToolCallCharge, request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
 
 /** What one HTTP request gives the servers made for it: it reaches the SDK's factory as `authInfo.extra`. */
 interface RequestScope<Ctx> {
