@@ -1,6 +1,7 @@
 // The official MCP conformance suite (@modelcontextprotocol/conformance, pinned) against both MCP
 // servers of a started app: every server scenario it has runs, those that apply to our servers
-// must pass, and each one that cannot apply is listed here with the reason (docs/mcp.md
+// must pass (some only where a capability is declared), and each one that cannot apply is listed
+// here with the reason (docs/mcp.md
 // "Conformance" carries the same list). The suite's server runner takes a URL and no header, so
 // it reaches each server through a local proxy that adds the credential — the Hub API key, or a
 // hub admin's OAuth token for /mcp — and otherwise stands in for the app (test/support/header-proxy.ts).
@@ -9,9 +10,11 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import type { ServerCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { readKey, startApp, type TestApp } from '../support/app.ts';
 import { killStartedGroups, ROOT, runNode, toolPath, versions } from '../support/child-processes.ts';
 import { headerProxy, type HeaderProxy } from '../support/header-proxy.ts';
+import { newClient, transport } from '../support/mcp-client.ts';
 import { authorize, exchangeCode, REDIRECT, registerClient } from '../support/oauth-flow.ts';
 import * as fx from '../support/world.ts';
 
@@ -31,7 +34,7 @@ const NOT_APPLICABLE: Record<string, string> = {
   'tools-call-simple-text': "calls the example server's `test_simple_text` tool",
   'tools-call-image': "calls the example server's `test_image_content` tool (our tools return JSON, no images)",
   'tools-call-audio': "calls the example server's `test_audio_content` tool (no audio)",
-  'tools-call-embedded-resource': "calls the example server's `test_embedded_resource` tool (no resources)",
+  'tools-call-embedded-resource': "calls the example server's `test_embedded_resource` tool",
   'tools-call-mixed-content': "calls the example server's `test_multiple_content_types` tool",
   'tools-call-with-logging': "calls the example server's `test_tool_with_logging` tool, which sends log notifications (no `logging` capability)",
   'tools-call-error': "calls the example server's `test_error_handling` tool (our tool errors are tested in test/mcp/hub-mcp.test.ts and connect.test.ts)",
@@ -43,18 +46,24 @@ const NOT_APPLICABLE: Record<string, string> = {
   'json-schema-2020-12': "looks for the example server's `json_schema_2020_12_tool` (our input schemas are JSON Schema 2020-12 and are validated by the SDK clients in the other tests)",
   'server-sse-polling': 'needs a session (`Mcp-Session-Id`) and SSE responses: both servers are stateless and answer with JSON',
   'server-sse-multiple-streams': 'needs a session (`Mcp-Session-Id`): both servers are stateless',
-  'resources-list': 'no `resources` capability',
-  'resources-read-text': 'no `resources` capability',
-  'resources-read-binary': 'no `resources` capability',
-  'resources-templates-read': 'no `resources` capability',
-  'resources-subscribe': 'no `resources` capability',
-  'resources-unsubscribe': 'no `resources` capability',
+  'resources-read-text': "reads the example server's `test://static-text` resource",
+  'resources-read-binary': "reads the example server's `test://static-binary` resource",
+  'resources-templates-read': "reads the example server's resource template; no resource templates",
+  'resources-subscribe': "subscribes to the example server's resource; no resource subscriptions (`subscribe` is not declared)",
+  'resources-unsubscribe': 'as above',
   'prompts-list': 'no `prompts` capability',
   'prompts-get-simple': 'no `prompts` capability',
   'prompts-get-with-args': 'no `prompts` capability',
   'prompts-get-embedded-resource': 'no `prompts` capability',
   'prompts-get-with-image': 'no `prompts` capability',
 };
+
+/**
+ * Scenarios that apply where the endpoint declares a capability: `resources-list` must pass on an
+ * endpoint that serves resources (the interactive view's `ui://` resource); on one that declares
+ * none there is nothing to list, and the method must then be unknown to it.
+ */
+const WHEN_DECLARED: Record<string, 'resources'> = { 'resources-list': 'resources' };
 
 /**
  * Checks that fail on one endpoint by design, with the reason. The Hub MCP endpoint refuses every
@@ -125,8 +134,9 @@ test(`the suite is the pinned ${VERSION}, and every server scenario it has is cl
   assert.equal(listed.code, 0, listed.stderr);
   const scenarios = [...listed.stdout.matchAll(/^\s+- (\S+) \[/gm)].map((m) => m[1]!);
   assert.ok(scenarios.length > 0, listed.stdout);
-  assert.deepEqual(scenarios.filter((s) => !APPLIES.includes(s) && !(s in NOT_APPLICABLE)), [], 'scenarios neither applied nor explained');
-  assert.deepEqual([...APPLIES, ...Object.keys(NOT_APPLICABLE)].filter((s) => !scenarios.includes(s)), [], 'classified scenarios the suite no longer has');
+  const classified = [...APPLIES, ...Object.keys(WHEN_DECLARED), ...Object.keys(NOT_APPLICABLE)];
+  assert.deepEqual(scenarios.filter((s) => !classified.includes(s)), [], 'scenarios neither applied nor explained');
+  assert.deepEqual(classified.filter((s) => !scenarios.includes(s)), [], 'classified scenarios the suite no longer has');
 });
 
 test('docs/mcp.md "Conformance" lists the same scenarios as not applicable', async () => {
@@ -135,14 +145,20 @@ test('docs/mcp.md "Conformance" lists the same scenarios as not applicable', asy
   assert.ok(from >= 0, 'docs/mcp.md has a "### Conformance" subsection');
   const rows = page.slice(from, page.indexOf('\n## ', from)).split('\n').filter((line) => line.startsWith('| `'));
   const listed = rows.flatMap((row) => [...row.split('|')[1]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!));
-  assert.deepEqual(listed.sort(), Object.keys(NOT_APPLICABLE).sort());
+  assert.deepEqual(listed.sort(), [...Object.keys(WHEN_DECLARED), ...Object.keys(NOT_APPLICABLE)].sort());
 });
 
 for (const [name, endpoint] of [['hub', '/v1/hub/mcp'], ['main', '/mcp']] as const) {
   describe(`${name === 'hub' ? 'the Hub MCP endpoint' : 'the main MCP server'} (${endpoint})`, () => {
     let results: Map<string, Check[]>;
+    let capabilities: ServerCapabilities;
     before(async () => {
-      results = await runAll(name, `${proxies[name]!.origin}${endpoint}`);
+      const url = `${proxies[name]!.origin}${endpoint}`;
+      results = await runAll(name, url);
+      const client = newClient();
+      await client.connect(transport(new URL(url), {}));
+      capabilities = client.getServerCapabilities()!;
+      await client.close();
     });
 
     for (const scenario of APPLIES) {
@@ -157,6 +173,18 @@ for (const [name, endpoint] of [['hub', '/v1/hub/mcp'], ['main', '/mcp']] as con
           const check: Check | undefined = checks.find((c) => `${scenario}/${c.id}` === at);
           assert.equal(check?.status, 'FAILURE', `${at} now passes: remove it from BY_DESIGN (${expected.reason})`);
           assert.equal(check?.details?.body?.error, expected.error, JSON.stringify(check));
+        }
+      });
+    }
+
+    for (const [scenario, capability] of Object.entries(WHEN_DECLARED)) {
+      test(`${scenario} passes where the endpoint declares ${capability}, and finds the method unknown where it does not`, () => {
+        const checks = results.get(scenario);
+        assert.ok(checks, `${scenario} did not run`);
+        if (capabilities[capability]) {
+          assert.ok(checks.length > 0 && checks.every((c) => c.status === 'SUCCESS'), JSON.stringify(checks, null, 2));
+        } else {
+          assert.ok(checks.some((c) => c.status === 'FAILURE' && /-32601/.test(c.errorMessage ?? '')), JSON.stringify(checks, null, 2));
         }
       });
     }
