@@ -184,7 +184,10 @@ async function viaCommand(name: string, entry: Entry): Promise<void> {
   const session = stdioServer(entry.command, entry.args, box, { cwd: ROOT, env: { ...entry.env, npm_config_offline: 'true', npm_config_update_notifier: 'false' } });
   try {
     if (!entry.args.some((a) => a === '--header')) {
-      await Promise.race([signInThroughBrowser(box, base, DEMO_ADMIN), session.connected]);
+      // The browser step, unless the client gave up first (then its error says why).
+      const signIn = signInThroughBrowser(box, base, DEMO_ADMIN);
+      signIn.catch(() => {});
+      await Promise.race([signIn, session.connected]);
     }
     await session.connected.catch((error: unknown) => {
       throw new Error(`${name}: ${String(error)}\n${session.log()}`);

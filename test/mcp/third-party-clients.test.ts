@@ -24,11 +24,14 @@ import * as fx from '../support/world.ts';
 const PINNED = { '@modelcontextprotocol/inspector': '2.12.0', 'mcp-remote': '0.15.1' };
 const TIMEOUT_MS = 30_000;
 
-/** Each Hub MCP tool with an input, and the Hub REST request with the same input. */
-const HUB_CALLS: Record<string, { args: Record<string, unknown>; rest: string }> = {
-  list_playbook_opt_ins: { args: { status: 'active', limit: 5 }, rest: '/playbook-opt-ins?status=active&limit=5' },
-  get_opt_in_summary: { args: {}, rest: '/opt-in-summary' },
-  get_spend_by_workspace: { args: { period: 'last_7_days' }, rest: '/spend-by-workspace?period=last_7_days' },
+/**
+ * Each Hub MCP tool with an input, the Hub REST request with the same input, and what the answer
+ * holds in the seeded hub (so that two empty answers never pass for equal ones).
+ */
+const HUB_CALLS: Record<string, { args: Record<string, unknown>; rest: string; holds: (answer: any) => boolean }> = {
+  list_playbook_opt_ins: { args: { status: 'active', limit: 5 }, rest: '/playbook-opt-ins?status=active&limit=5', holds: (a) => a.data.length === 5 },
+  get_opt_in_summary: { args: {}, rest: '/opt-in-summary', holds: (a) => a.activeOptIns > 0 },
+  get_spend_by_workspace: { args: { period: 'last_7_days' }, rest: '/spend-by-workspace?period=last_7_days', holds: (a) => a.totals.spendCents > 0 },
 };
 const HUB_TOOLS = Object.keys(HUB_CALLS).sort();
 
@@ -52,6 +55,13 @@ async function rest(pathAndQuery: string): Promise<unknown> {
   const response = await live.hubGet(pathAndQuery, key);
   assert.equal(response.status, 200, JSON.stringify(response.body));
   return response.body;
+}
+
+/** The REST answer to a Hub MCP tool's input, checked to hold the seeded data. */
+async function restFor(name: string): Promise<unknown> {
+  const answer = await rest(HUB_CALLS[name]!.rest);
+  assert.ok(HUB_CALLS[name]!.holds(answer), `${name}: ${JSON.stringify(answer).slice(0, 300)}`);
+  return answer;
 }
 
 /** A tool result's structured content, after checking it is a success whose text is that content. */
@@ -186,7 +196,7 @@ describe('the Hub MCP endpoint through real third-party clients', () => {
     for (const [i, name] of HUB_TOOLS.entries()) {
       const run = calls[i]!;
       assert.equal(run.code, 0, `${name}: ${run.output}`);
-      assert.deepEqual(structured(name, (JSON.parse(run.stdout) as { result: CallToolResult }).result), await rest(HUB_CALLS[name]!.rest), name);
+      assert.deepEqual(structured(name, (JSON.parse(run.stdout) as { result: CallToolResult }).result), await restFor(name), name);
     }
     for (const run of [listed!, ...calls]) assertNoOAuth(run);
   });
@@ -201,7 +211,7 @@ describe('the Hub MCP endpoint through real third-party clients', () => {
       assert.deepEqual(tools.map((t) => t.name).sort(), HUB_TOOLS, 'every tool has a call below');
       for (const name of HUB_TOOLS) {
         const result = (await remote.client.callTool({ name, arguments: HUB_CALLS[name]!.args })) as CallToolResult;
-        assert.deepEqual(structured(name, result), await rest(HUB_CALLS[name]!.rest), name);
+        assert.deepEqual(structured(name, result), await restFor(name), name);
       }
       assertNoOAuth({ output: remote.log(), opened: await box.opened(), requests: requests.slice(seen) });
     } finally {
@@ -260,7 +270,7 @@ describe('the main MCP server through mcp-remote, signing in by OAuth', () => {
       const workspaces = structured('list_workspaces', (await remote.client.callTool({ name: 'list_workspaces', arguments: {} })) as CallToolResult) as { data: { _id: string }[] };
       assert.deepEqual(workspaces.data.map((w) => w._id), ['ws_a', 'ws_b', 'ws_c']);
       const summary = structured('get_opt_in_summary', (await remote.client.callTool({ name: 'get_opt_in_summary', arguments: {} })) as CallToolResult);
-      assert.deepEqual(summary, await rest('/opt-in-summary'));
+      assert.deepEqual(summary, await restFor('get_opt_in_summary'));
 
       // mcp-remote keeps what it registered and the tokens in its config directory, nowhere else.
       const files = await readdir(path.join(box.env.MCP_REMOTE_CONFIG_DIR!), { recursive: true });
@@ -282,7 +292,7 @@ describe('the main MCP server through mcp-remote, signing in by OAuth', () => {
       const me = structured('whoami', (await remote.client.callTool({ name: 'whoami', arguments: {} })) as CallToolResult) as { user: { email: string } };
       assert.equal(me.user.email, fx.ADMIN.email);
       const spend = structured('get_spend_by_workspace', (await remote.client.callTool({ name: 'get_spend_by_workspace', arguments: { period: 'last_7_days' } })) as CallToolResult);
-      assert.deepEqual(spend, await rest('/spend-by-workspace?period=last_7_days'));
+      assert.deepEqual(spend, await restFor('get_spend_by_workspace'));
       assert.equal((await box.opened()).length, openedBefore, 'no browser was opened');
       const during = requests.slice(seen);
       assert.ok(!during.some((r) => /^(GET \/oauth\/authorize|POST \/oauth\/register|POST \/oauth\/token)/.test(r)), during.join('\n'));

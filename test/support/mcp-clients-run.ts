@@ -75,6 +75,7 @@ export function stdioServer(command: string, args: string[], box: Sandbox, optio
   transport.stderr!.on('data', (chunk: Buffer) => (log += chunk.toString()));
   const client = new Client({ name: 'hubops-stdio-test', version: '1.0.0' });
   const connected = client.connect(transport, { timeout: 30_000 });
+  connected.catch(() => {}); // reported to whoever awaits it, not as an unhandled rejection meanwhile
   // connect() spawns the process before its first await: the pid is there now.
   const pid = transport.pid ?? undefined;
   const untrack = pid ? trackGroup(pid) : () => {};
