@@ -28,9 +28,10 @@ const LAYERS: [prefix: string, rank: number][] = [
   ['policy.ts', 0],
 ];
 
-/** A surface composing another: the main MCP server serves the main API's and the Hub API's operations. */
+/** A surface composing another: the main MCP server serves the main API's and the Hub API's operations; both MCP servers serve the MCP Apps view. */
 const COMPOSES: Record<string, string[]> = {
-  'mcp-main': ['main-api', 'hub-api'],
+  'mcp-main': ['main-api', 'hub-api', 'mcp-apps'],
+  'hub-api': ['mcp-apps'],
 };
 
 /** The surface toolkit every surface may use: not a surface of its own. */

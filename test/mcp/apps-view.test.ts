@@ -165,6 +165,11 @@ describe('MCP Apps report view in Chromium', { skip: chromiumMissing }, () => {
       return result;
     };
     const net = await connect('hub_net');
+    // The view under test is the one the endpoint serves, linked from both tools.
+    const served = await net.readResource({ uri: REPORT_VIEW_URI });
+    assert.deepEqual(served.contents.map((c) => [c.uri, c.mimeType, 'text' in c ? c.text : undefined]), [[REPORT_VIEW_URI, view.mimeType, view.text]]);
+    const linked = (await net.listTools()).tools.filter((tool) => tool._meta?.ui !== undefined).map((tool) => tool.name);
+    assert.deepEqual(linked, ['get_opt_in_summary', 'get_spend_by_workspace']);
     results.spend = await asResult(net, 'get_spend_by_workspace', args.spend);
     results.optIns = await asResult(net, 'get_opt_in_summary', args.optIns);
     results.error = (await net.callTool({ name: 'get_spend_by_workspace', arguments: { period: 'last_year' } })) as CallToolResult;

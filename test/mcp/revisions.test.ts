@@ -9,6 +9,7 @@ import { SdkHttpError } from '@modelcontextprotocol/client';
 import { createKey, revokeKey } from '../../src/domain/api-keys/api-key.repository.ts';
 import { importNdjson } from '../../src/domain/import/import.ts';
 import { hubOperations } from '../../src/surfaces/hub-api/operations.ts';
+import { mcpAppResources, REPORT_VIEW_URI } from '../../src/surfaces/mcp-apps/resources.ts';
 import { mainMcpTools } from '../../src/surfaces/mcp-main/tools.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { callError, callOk, modernClient, type RecordedRequest } from '../support/mcp-client.ts';
@@ -97,7 +98,7 @@ describe('2026-07-28 through the SDK v2 client', () => {
       assert.equal(client.getNegotiatedProtocolVersion(), '2026-07-28');
       const discovered = client.getDiscoverResult()!;
       assert.deepEqual(discovered.supportedVersions, ['2026-07-28']);
-      assert.deepEqual(discovered.capabilities, { tools: {} });
+      assert.deepEqual(discovered.capabilities, { tools: {}, resources: {} });
       assert.match(discovered.instructions ?? '', /Read-only tools over one hub/);
 
       const { tools } = await client.listTools();
@@ -137,7 +138,7 @@ describe('2026-07-28 through the SDK v2 client', () => {
     const client = await modernClient(mainUrl, { token: mcpToken });
     try {
       assert.equal(client.getNegotiatedProtocolVersion(), '2026-07-28');
-      assert.deepEqual(client.getDiscoverResult()!.capabilities, { tools: {} });
+      assert.deepEqual(client.getDiscoverResult()!.capabilities, { tools: {}, resources: {} });
       const { tools } = await client.listTools();
       assert.deepEqual(tools.map((tool) => tool.name), mainMcpTools.map((op) => op.name));
 
@@ -155,6 +156,25 @@ describe('2026-07-28 through the SDK v2 client', () => {
       await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }), (error: Error & { code?: number }) => error.code === -32602 && /Unknown tool: no_such_tool/.test(error.message));
     } finally {
       await client.close();
+    }
+  });
+
+  test('both endpoints link the MCP Apps report view from exactly the two report tools, and serve it', async () => {
+    const reports = new Set(['get_opt_in_summary', 'get_spend_by_workspace']);
+    const [view] = mcpAppResources;
+    for (const endpoint of endpoints()) {
+      const client = await modernClient(endpoint.url, { token: endpoint.auth.slice('Bearer '.length) });
+      try {
+        const { tools } = await client.listTools();
+        const linked = tools.filter((tool) => tool._meta?.ui !== undefined).map((tool) => [tool.name, (tool._meta!.ui as { resourceUri: string }).resourceUri]);
+        assert.deepEqual(linked, endpoint.tools.filter((name) => reports.has(name)).map((name) => [name, REPORT_VIEW_URI]), endpoint.label);
+        const { resources } = await client.listResources();
+        assert.deepEqual(resources.map((r) => [r.uri, r.mimeType]), [[REPORT_VIEW_URI, 'text/html;profile=mcp-app']], endpoint.label);
+        const read = await client.readResource({ uri: REPORT_VIEW_URI });
+        assert.deepEqual(read.contents.map((c) => [c.uri, c.mimeType, 'text' in c ? c.text : undefined]), [[REPORT_VIEW_URI, view!.mimeType, view!.text]], endpoint.label);
+      } finally {
+        await client.close();
+      }
     }
   });
 
@@ -187,7 +207,7 @@ describe('2025 revisions over raw HTTP', () => {
         assert.equal(response.headers.get('mcp-session-id'), null, 'stateless');
         assert.equal(response.body.result.protocolVersion, answered, `${endpoint.label} ${offered}`);
         assert.equal(response.body.result.serverInfo.name, endpoint.name);
-        assert.deepEqual(response.body.result.capabilities, { tools: {} });
+        assert.deepEqual(response.body.result.capabilities, { tools: {}, resources: {} });
       }
     }
   });

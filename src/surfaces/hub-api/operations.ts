@@ -8,6 +8,7 @@ import { FRESHNESS } from '../../domain/spend/spend.ts';
 import { spendReport, spendReportValidator, type SpendReportCache } from '../../domain/spend/spend.service.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { HUB_SPEND_LIMIT, HUB_SUMMARY_LIMIT, type RatePolicy } from '../../policy.ts';
+import { REPORT_VIEW_URI } from '../mcp-apps/resources.ts';
 import { defineOperation, Validated, type Operation } from '../operation.ts';
 import { cursorFormat, NOT_OUR_CURSOR, Page, pageParameters } from '../shared/paging.ts';
 import { TIMESTAMP_OR_DATE } from '../shared/time-formats.ts';
@@ -144,6 +145,8 @@ export function hubOperationsFor(per: LimitSubject): Operation<HubContext>[] {
       name: 'get_opt_in_summary',
       effect: 'read',
       rest: { path: '/opt-in-summary' },
+      // Clients with the MCP Apps extension show the figures in an interactive view.
+      mcp: { ui: REPORT_VIEW_URI },
       title: 'Opt-in summary',
       description: [
         'Counts of new opt-ins for today (so far), yesterday, the last 7 days and the last 30 days (UTC days), each with the same-length period before it, plus the number of opt-ins active now.',
@@ -165,6 +168,8 @@ export function hubOperationsFor(per: LimitSubject): Operation<HubContext>[] {
       name: 'get_spend_by_workspace',
       effect: 'read',
       rest: { path: '/spend-by-workspace' },
+      // Clients with the MCP Apps extension show the figures in an interactive view.
+      mcp: { ui: REPORT_VIEW_URI },
       title: 'Paid ad spend by workspace',
       description: [
         'Paid ad spend per workspace for a period (UTC days; today is partial), with the same-length prior period, unattributed spend, and how fresh the figures are.',

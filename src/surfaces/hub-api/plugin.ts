@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Config } from '../../config.ts';
 import { settleCheck } from '../../db/database.ts';
+import { mcpAppResources } from '../mcp-apps/resources.ts';
 import { acceptAnyJson, mcpHandler } from '../mcp.ts';
 import { buildOpenApi, type OpenApiDocument } from '../openapi.ts';
 import { verbOf } from '../operation.ts';
@@ -142,6 +143,7 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
     instructions:
       "Read-only tools over one hub's playbook opt-ins and paid ad spend. Group and filter by playbook.id and workspace.id, never by name. Money is in cents. Check asOf and freshness before quoting spend.",
     operations: hubOperations,
+    resources: mcpAppResources,
   });
   // The key's verdict is read before any tool runs (no riding along). In a scope of its own, so
   // that a body that is not JSON gets JSON-RPC's parse error.

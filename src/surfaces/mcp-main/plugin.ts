@@ -12,6 +12,7 @@ import { hubOpenApi, HUB_API_PREFIX } from '../hub-api/plugin.ts';
 import type { BearerAuth } from '../main-api/auth.ts';
 import { mainOperations } from '../main-api/operations.ts';
 import { mainOpenApi } from '../main-api/plugin.ts';
+import { mcpAppResources } from '../mcp-apps/resources.ts';
 import { acceptAnyJson, mcpHandler } from '../mcp.ts';
 import { ApiError } from '../shared/errors.ts';
 import { readGuideFiles } from '../shared/guide-files.ts';
@@ -102,6 +103,7 @@ export async function mcpMainPlugin(app: FastifyInstance, deps: McpMainDeps): Pr
     version: deps.version,
     instructions: instructions(deps.config),
     operations: mainMcpTools,
+    resources: mcpAppResources,
   });
 
   // RFC 9728 metadata at the path-aware URL of the resource only (clients find it through the
