@@ -53,7 +53,7 @@ interface Raw {
   body: Buffer;
 }
 
-function raw(path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Raw> {
+function raw(path: string, headers: Record<string, string> = {}, method = 'GET', body?: string): Promise<Raw> {
   return new Promise((resolve, reject) => {
     const request = http.request(`${t.baseUrl}${path}`, { method, headers, agent: false }, (response) => {
       const chunks: Buffer[] = [];
@@ -62,7 +62,7 @@ function raw(path: string, headers: Record<string, string> = {}, method = 'GET')
       response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks) }));
     });
     request.on('error', reject);
-    request.end();
+    request.end(body);
   });
 }
 
@@ -109,6 +109,20 @@ test('a 500-row page comes back in each coding we offer and decodes to the ident
     assertCompressedLike(response, identity, coding, coding);
     // Vary keeps rest.ts's Authorization, once each.
     assert.deepEqual(varyNames(response).sort(), ['accept-encoding', 'authorization'], coding);
+  }
+});
+
+test('MCP answers are compressed like REST ones: a 500-row tool result from the Hub MCP endpoint', async () => {
+  const call = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_playbook_opt_ins', arguments: { limit: 500 } } });
+  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+  const identity = await raw('/v1/hub/mcp', headers, 'POST', call);
+  assert.equal(identity.status, 200, identity.body.toString('utf8').slice(0, 300));
+  assert.equal(identity.headers['content-encoding'], undefined);
+  assert.equal(JSON.parse(identity.body.toString('utf8')).result.structuredContent.data.length, 500);
+  for (const coding of OFFERED_CODINGS) {
+    const response = await raw('/v1/hub/mcp', { ...headers, 'accept-encoding': coding }, 'POST', call);
+    assertCompressedLike(response, identity, coding, `MCP ${coding}`);
+    assert.equal(response.headers['cache-control'], 'no-store', coding);
   }
 });
 
