@@ -54,7 +54,7 @@ await initialised;
 // The longest files start first, so that the run does not end waiting on one started last.
 const SLOW_FIRST = [
   'test/process/shared-data-dir', 'test/process/stop', 'test/process/signals', 'test/fuzz/', 'test/web/browser', 'test/process/embedded-restart',
-  'test/process/shutdown', 'test/process/', 'test/hub-api/database-down', 'test/mcp/third-party-clients', 'test/cli/', 'test/domain/publisher', 'test/docs/examples', 'test/web/layout', 'test/web/connected-apps',
+  'test/process/shutdown', 'test/process/', 'test/hub-api/database-down', 'test/mcp/third-party-clients', 'test/cli/', 'test/domain/publisher', 'test/docs/examples', 'test/docs/mcp-configs', 'test/mcp/apps-view', 'test/web/layout', 'test/web/connected-apps',
 ];
 const rank = (file: string) => {
   const index = SLOW_FIRST.findIndex((prefix) => file.startsWith(prefix));
