@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import type { AuthInfo, CacheHint, CallToolResult, JSONRPCRequest, McpHttpHandler, McpRequestContext, Result, Server, ServerContext, Tool } from '@modelcontextprotocol/server';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { JsonText } from '../platform/json-text.ts';
 import { JSON_MAX_DEPTH, type RatePolicy } from '../policy.ts';
 import { resultValue, runOperation, type Operation, type OperationInfo } from './operation.ts';
@@ -91,7 +91,9 @@ function toolResult(result: unknown): CallToolResult {
 function toolError(error: unknown, onUnexpected: (error: unknown) => void): CallToolResult {
   const refusal = refusalOf(error);
   if (refusal) {
-    const detail = refusal.issues ? ` ${refusal.issues.map((i) => `${i.field}: ${i.message}`).join('; ')}` : '';
+    // Each bad field once: a message about one field already says it.
+    const unsaid = (refusal.issues ?? []).map((i) => `${i.field}: ${i.message}`).filter((issue) => !refusal.message.includes(issue));
+    const detail = unsaid.length > 0 ? ` ${unsaid.join('; ')}` : '';
     return { isError: true, content: [{ type: 'text', text: `${refusal.code}: ${refusal.message}${detail}` }] };
   }
   onUnexpected(error);
@@ -236,7 +238,7 @@ export function acceptAnyJson(scope: FastifyInstance): void {
  * response (-32600: a non-object, no `method`, an empty batch), in our words and before any
  * server is made; and MCP's to a batch from a revision that has none (2025-06-18 removed them).
  */
-function invalidBody(sdk: Sdk, body: unknown, protocolVersion: string | string[] | undefined): { code: number; message: string; id: string | number | null } | undefined {
+function invalidBody(sdk: Sdk, body: unknown, protocolVersion: string | undefined): { code: number; message: string; id: string | number | null } | undefined {
   if (body === UNPARSABLE) return { code: -32700, message: 'Parse error: the body is not valid JSON.', id: null };
   if (body === TOO_DEEP) return { code: -32600, message: `Invalid Request: the body nests objects and arrays more than ${JSON_MAX_DEPTH} levels deep.`, id: null };
   const messages = Array.isArray(body) ? body : [body];
@@ -252,20 +254,23 @@ function invalidBody(sdk: Sdk, body: unknown, protocolVersion: string | string[]
       id: !Array.isArray(body) && (typeof fields?.id === 'string' || typeof fields?.id === 'number') ? fields.id : null,
     };
   }
-  if (Array.isArray(body) && typeof protocolVersion === 'string' && protocolVersion >= NO_BATCHES_FROM) {
+  if (Array.isArray(body) && protocolVersion !== undefined && protocolVersion >= NO_BATCHES_FROM) {
     return { code: -32600, message: `Invalid Request: MCP ${protocolVersion} has no JSON-RPC batches; send one message per POST.`, id: null };
   }
   return undefined;
 }
 
-/** The request as the SDK reads it: method, URL and headers; the body goes alongside, already parsed. */
+/**
+ * The request as the SDK reads it: method and headers; the body goes alongside, already parsed.
+ * The SDK does not use the URL, so it is a fixed one: the Host header is the caller's to garble.
+ */
 function webRequest(request: FastifyRequest, signal: AbortSignal): Request {
   const headers = new Headers();
   for (const [name, value] of Object.entries(request.headers)) {
     if (name.startsWith(':') || value === undefined) continue;
     for (const one of Array.isArray(value) ? value : [value]) headers.append(name, one);
   }
-  return new Request(new URL(request.url, `${request.protocol}://${request.host}`), { method: request.method, headers, signal });
+  return new Request('http://mcp.invalid/', { method: request.method, headers, signal });
 }
 
 /** The SDK's answer as the Fastify reply: status, headers and body (an event stream is piped as it comes). */
@@ -286,14 +291,21 @@ async function sendResponse(request: FastifyRequest, reply: FastifyReply, respon
  * The MCP handler of an endpoint: the SDK's, made once on the first request, with the request's
  * own context handed to the server factory through `authInfo.extra` (the SDK passes it through
  * untouched; we authenticate before, in the route). Throws at once when a tool links a view the
- * endpoint does not serve.
+ * endpoint does not serve. `log` gets what the SDK reports beside its answers.
  */
-export function mcpHandler<Ctx>(endpoint: McpEndpoint<Ctx>): ServeMcp<Ctx> {
+export function mcpHandler<Ctx>(endpoint: McpEndpoint<Ctx>, log: FastifyBaseLogger): ServeMcp<Ctx> {
   const tools = toolsOf(endpoint as McpEndpoint<unknown>);
   let ready: Promise<{ sdk: Sdk; modern: McpHttpHandler; legacy: (request: Request, authInfo: AuthInfo, parsedBody: unknown) => Promise<Response> }> | undefined;
   const load = () =>
     (ready ??= sdk().then((sdk) => {
       const McpServer = serverClass(sdk);
+      // A request the SDK refused (its answer says why) is the client's affair; anything else is ours.
+      const report = (error: Error) => {
+        const refusal = error instanceof sdk.UnsupportedProtocolVersionError || error instanceof sdk.MissingRequiredClientCapabilityError ||
+          /^(Rejected inbound request|Bad Request|Not Acceptable|Unsupported Media Type|Invalid Request|Parse error|Method not allowed)/i.test(error.message);
+        if (refusal) log.debug({ err: error }, 'the MCP SDK refused a request');
+        else log.error({ err: error }, 'the MCP SDK failed');
+      };
       const factory = ({ authInfo }: Pick<McpRequestContext, 'authInfo'>) => createServer(sdk, McpServer, endpoint, tools, authInfo!.extra![SCOPE_KEY] as RequestScope<Ctx>);
       // The 2025 leg, stateless as createMcpHandler's own but answering in JSON, not an event
       // stream: no tool of ours sends anything before its result (the SDK's isLegacyRequest
@@ -301,21 +313,32 @@ export function mcpHandler<Ctx>(endpoint: McpEndpoint<Ctx>): ServeMcp<Ctx> {
       const legacy = async (request: Request, authInfo: AuthInfo, parsedBody: unknown): Promise<Response> => {
         const server = factory({ authInfo });
         const transport = new sdk.WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-        request.signal.addEventListener('abort', () => void transport.close(), { once: true });
-        await server.connect(transport);
+        transport.onerror = report;
+        const teardown = () => Promise.all([transport.close(), server.close()]).catch(report);
+        request.signal.addEventListener('abort', () => void teardown(), { once: true });
         try {
+          await server.connect(transport);
           return await transport.handleRequest(request, { authInfo, parsedBody });
+        } catch (error) {
+          // As the SDK's own stateless leg answers a failure: JSON-RPC's internal error.
+          report(error instanceof Error ? error : new Error(String(error)));
+          return Response.json({ jsonrpc: '2.0', id: null, error: { code: -32603, message: 'Internal error' } }, { status: 500 });
         } finally {
-          await transport.close();
-          await server.close();
+          await teardown();
         }
       };
-      return { sdk, modern: sdk.createMcpHandler(factory, { legacy: 'reject' }), legacy };
+      return { sdk, modern: sdk.createMcpHandler(factory, { legacy: 'reject', onerror: report }), legacy };
     }));
 
   return async (ctx, charge, request, reply) => {
     const { sdk, modern, legacy } = await load();
-    const invalid = invalidBody(sdk, request.body, request.headers['mcp-protocol-version']);
+    const version = request.headers['mcp-protocol-version'];
+    if (version !== undefined && (typeof version !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(version))) {
+      // The SDK would echo the value, however long; a revision is a date.
+      const message = `Bad Request: Unsupported protocol version (supported versions: ${SERVED_PROTOCOL_VERSIONS.join(', ')})`;
+      return reply.code(400).header('cache-control', 'no-store').send({ jsonrpc: '2.0', id: null, error: { code: -32000, message } });
+    }
+    const invalid = invalidBody(sdk, request.body, version);
     if (invalid) {
       const { id, ...error } = invalid;
       return reply.code(400).header('cache-control', 'no-store').send({ jsonrpc: '2.0', id, error });

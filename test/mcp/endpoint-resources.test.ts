@@ -59,8 +59,8 @@ let base: string;
 
 before(async () => {
   app = Fastify();
-  const withView = mcpHandler(endpoint([VIEW]));
-  const without = mcpHandler(endpoint());
+  const withView = mcpHandler(endpoint([VIEW]), app.log);
+  const without = mcpHandler(endpoint(), app.log);
   await app.register(async (scope) => {
     acceptAnyJson(scope);
     scope.post('/with', async (request, reply) => withView({ who: 'ada' }, async () => {}, request, reply));
@@ -168,6 +168,6 @@ describe('an endpoint without resources', () => {
   });
 
   test('a tool that links a view the endpoint does not serve is refused when the handler is made', () => {
-    assert.throws(() => mcpHandler({ ...endpoint(), operations: [echo] }), /MCP tool echo links ui:\/\/test\/echo\.html, which resources-test does not serve as a ui:\/\/ resource/);
+    assert.throws(() => mcpHandler({ ...endpoint(), operations: [echo] }, app.log), /MCP tool echo links ui:\/\/test\/echo\.html, which resources-test does not serve as a ui:\/\/ resource/);
   });
 });

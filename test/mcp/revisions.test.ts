@@ -4,6 +4,7 @@
 // contradictions refused as the specification says, and the auth failures of the 2025 leg
 // unchanged on the 2026 one.
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { SdkHttpError } from '@modelcontextprotocol/client';
 import { createKey, revokeKey } from '../../src/domain/api-keys/api-key.repository.ts';
@@ -116,7 +117,9 @@ describe('2026-07-28 through the SDK v2 client', () => {
         assert.equal(viaRest.status, 200, path);
         assert.deepEqual(await callOk(client, name, args), viaRest.body, name);
       }
-      assert.match(await callError(client, 'list_playbook_opt_ins', { limit: 0 }), /^invalid_request: .*\blimit\b/);
+      const refused = await callError(client, 'list_playbook_opt_ins', { limit: 0 });
+      assert.match(refused, /^invalid_request: .*\blimit\b/);
+      assert.equal(refused.match(/\blimit: /g)?.length, 1, `the bad field is named once: ${refused}`);
 
       // What went over the wire: no initialize, and every POST named its revision and method in
       // headers and envelope alike.
@@ -176,6 +179,50 @@ describe('2026-07-28 through the SDK v2 client', () => {
         await client.close();
       }
     }
+  });
+
+  test('every 2026-07-28 POST counts once against the per-key window, and a report call against its own too', async () => {
+    const { key } = await createKey(live.db, { hubId: 'h1', name: 'charged on 2026-07-28' });
+    const log: RecordedRequest[] = [];
+    const client = await modernClient(hubUrl, { token: key, log });
+    try {
+      await client.listTools();
+      await callOk(client, 'list_playbook_opt_ins', { limit: 1 });
+      await callOk(client, 'get_opt_in_summary');
+      await callOk(client, 'get_spend_by_workspace', { period: 'today' });
+    } finally {
+      await client.close();
+    }
+    const posts = log.filter((r) => r.method === 'POST');
+    const window = (policy: string) => posts.map((r) => Number(r.headers.get('ratelimit')?.match(new RegExp(`"${policy}";r=(\\d+)`))?.[1] ?? NaN));
+    const perKey = window('per-key');
+    assert.deepEqual(perKey, perKey.map((_, i) => perKey[0]! - i), `one unit per POST: ${perKey.join(', ')}`);
+    assert.equal(perKey[0], 119, 'the first POST (server/discover) is the first request of this key');
+    // The summary's own 20-a-minute window counted the tool call: REST's next one is its second.
+    const rest = await live.hubGet('/opt-in-summary', key);
+    assert.match(String(rest.headers.ratelimit), /"opt-in-summary";r=18\b/);
+  });
+
+  test('a garbled Host or a protocol version that is no revision is a client error: never a 500, never echoed', async () => {
+    const list = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} };
+    for (const host of ['[', 'a b', 'x:99999', '%']) {
+      const response = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const request = http.request(hubUrl, { method: 'POST', headers: { host, authorization: `Bearer ${hubKey}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' } }, (answer) => {
+          let body = '';
+          answer.on('data', (chunk) => (body += chunk));
+          answer.on('end', () => resolve({ status: answer.statusCode!, body }));
+        });
+        request.on('error', reject);
+        request.end(JSON.stringify(list));
+      });
+      assert.equal(response.status, 200, `Host ${host}: ${response.body.slice(0, 200)}`);
+      assert.ok(JSON.parse(response.body).result.tools.length > 0, host);
+    }
+    const long = `2025-${'x'.repeat(5_000)}`;
+    const response = await post(hubUrl, { authorization: `Bearer ${hubKey}`, 'mcp-protocol-version': long }, list);
+    assert.equal(response.status, 400);
+    assert.match(response.body.error.message, /^Bad Request: Unsupported protocol version \(supported versions: 2026-07-28, /);
+    assert.ok(JSON.stringify(response.body).length < 300, 'the value is not echoed');
   });
 
   test('tools/list carries ttlMs and cacheScope on 2026-07-28, and not on 2025-11-25', async () => {

@@ -144,7 +144,7 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
       "Read-only tools over one hub's playbook opt-ins and paid ad spend. Group and filter by playbook.id and workspace.id, never by name. Money is in cents. Check asOf and freshness before quoting spend.",
     operations: hubOperations,
     resources: mcpAppResources,
-  });
+  }, app.log);
   // The key's verdict is read before any tool runs (no riding along). In a scope of its own, so
   // that a body that is not JSON gets JSON-RPC's parse error.
   await app.register(async (scope) => {

@@ -104,7 +104,7 @@ export async function mcpMainPlugin(app: FastifyInstance, deps: McpMainDeps): Pr
     instructions: instructions(deps.config),
     operations: mainMcpTools,
     resources: mcpAppResources,
-  });
+  }, app.log);
 
   // RFC 9728 metadata at the path-aware URL of the resource only (clients find it through the
   // 401's resource_metadata). No root document: RFC 9728 §3.3 would make its resource the origin,
