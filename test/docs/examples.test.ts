@@ -11,12 +11,11 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { sql } from 'kysely';
 import { examplesOf, parseShape, responseMismatch, shapeDifferences, textMatches, type Example } from '../support/docs-examples.ts';
 import { completeAuthorization } from '../support/oauth-flow.ts';
 import type { TestApp } from '../support/app.ts';
-import { createTestDb, type TestDb } from '../support/db.ts';
-import { dataDir, demoKey, hubopsEnv, killGroup, killStarted, NODE, ROOT, startServer, type Running } from '../process/support.ts';
+import { startDemo, type Demo } from '../support/demo.ts';
+import { ROOT } from '../process/support.ts';
 
 /** Where the docs send every request: the default base URL, rewritten to the test server's port. */
 const DOCS_ORIGIN = 'localhost:3000';
@@ -59,9 +58,7 @@ interface PageRun {
   outputs: string[];
 }
 
-let server: Running | undefined;
-let testDb: TestDb | undefined;
-let dir: string | undefined;
+let demo: Demo | undefined;
 let shellEnv: NodeJS.ProcessEnv;
 let key: string;
 
@@ -88,35 +85,17 @@ const PLACEHOLDERS: Placeholder[] = [
 
 before(async () => {
   if (missingTool) return;
-  let database: { url: string } | { dataDir: string };
-  if (process.env.DATABASE_URL) {
-    // A database of its own, migrated but empty: the server seeds the demo as at a first start.
-    testDb = await createTestDb();
-    const url = new URL(process.env.HUBOPS_TEST_SERVER_URL!);
-    url.pathname = `/${(await sql<{ name: string }>`SELECT current_database() AS name`.execute(testDb.kysely)).rows[0]!.name}`;
-    database = { url: url.toString() };
-  } else {
-    dir = await dataDir('hubops-docs-', { initialised: true });
-    database = { dataDir: dir };
-  }
-  const env = hubopsEnv(database);
-  server = await startServer(NODE, ['src/main.ts'], env);
-  key = demoKey(server.output()).key;
+  demo = await startDemo('hubops-docs-');
+  key = demo.key;
   // The shell a user types in: their PATH (not the test runner's node_modules/.bin), the same
   // database settings as the server, nothing of the test runner's.
-  const PATH = (env.PATH ?? '').split(':').filter((p) => !p.includes('node_modules')).join(':');
-  shellEnv = { ...env, PATH, LOG_LEVEL: 'warn' };
+  const PATH = (demo.env.PATH ?? '').split(':').filter((p) => !p.includes('node_modules')).join(':');
+  shellEnv = { ...demo.env, PATH, LOG_LEVEL: 'warn' };
   for (const name of Object.keys(shellEnv)) if (name === 'PORT' || name.startsWith('HUBOPS_TEST_') || name.startsWith('npm_')) delete shellEnv[name];
 });
 
 after(async () => {
-  if (server) {
-    killGroup(server.child, 'SIGTERM');
-    await server.exited;
-  }
-  killStarted();
-  await testDb?.drop();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await demo?.stop();
 });
 
 async function pages(): Promise<string[]> {
@@ -159,17 +138,17 @@ test('every shell example in the docs runs as written against a fresh demo serve
           skipped.push(`${where} — ${example.skip}`);
           // The start the test made itself: what it printed is what the page shows after it.
           if (/\bnpm start$/m.test(example.code) && example.response?.lang === 'text') {
-            const lines = server!.output().split('\n');
+            const lines = demo!.server.output().split('\n');
             const from = lines.findIndex((l) => l.startsWith('hubops is running'));
             const to = lines.findIndex((l) => l.includes('shown once'));
             const banner = lines.slice(from, to + 2).join('\n');
-            if (from === -1 || to === -1 || !textMatches(example.response.text.replaceAll(DOCS_ORIGIN, `localhost:${server!.port}`), banner)) {
+            if (from === -1 || to === -1 || !textMatches(example.response.text.replaceAll(DOCS_ORIGIN, `localhost:${demo!.server.port}`), banner)) {
               failures.push(`${where}: the first start's banner is not the one shown at line ${example.response.line}:\n${banner}`);
             }
           }
           continue;
         }
-        let code = example.code.replaceAll(DOCS_ORIGIN, `localhost:${server!.port}`);
+        let code = example.code.replaceAll(DOCS_ORIGIN, `localhost:${demo!.server.port}`);
         for (const placeholder of PLACEHOLDERS) {
           if (code.includes(placeholder.text)) code = code.replaceAll(placeholder.text, await placeholder.fill(run));
         }
@@ -186,7 +165,7 @@ test('every shell example in the docs runs as written against a fresh demo serve
           continue;
         }
         if (example.response) {
-          const shown = { ...example.response, text: example.response.text.replaceAll(DOCS_ORIGIN, `localhost:${server!.port}`) };
+          const shown = { ...example.response, text: example.response.text.replaceAll(DOCS_ORIGIN, `localhost:${demo!.server.port}`) };
           const mismatch = responseMismatch(shown, result.stdout);
           if (mismatch) failures.push(`${where} (response at line ${example.response.line}): ${mismatch}`);
         }

@@ -10,7 +10,7 @@
 // An entry without a header signs in through OAuth as the demo admin (the browser step played over
 // HTTP); each lists its tools and calls one with the demo's data.
 import assert from 'node:assert/strict';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
@@ -19,11 +19,11 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { TestApp } from '../support/app.ts';
 import { killStartedGroups, runCommand } from '../support/child-processes.ts';
-import { createTestDb, type TestDb } from '../support/db.ts';
+import { startDemo, type Demo } from '../support/demo.ts';
 import { MemoryOAuthProvider, newClient, transport } from '../support/mcp-client.ts';
 import { sandbox, signInThroughBrowser, stdioServer } from '../support/mcp-clients-run.ts';
 import { completeAuthorization } from '../support/oauth-flow.ts';
-import { dataDir, demoKey, hubopsEnv, killGroup, killStarted, NODE, ROOT, startServer, type Running } from '../process/support.ts';
+import { ROOT } from '../process/support.ts';
 
 const PAGE = 'docs/mcp.md';
 const DOCS_BASE = 'http://localhost:3000';
@@ -32,26 +32,16 @@ const HUB_TOOLS = ['get_opt_in_summary', 'get_spend_by_workspace', 'list_playboo
 /** Where an SDK client "registered" by the test is sent back to: the code is read from the redirect. */
 const REDIRECT = 'http://127.0.0.1:9/callback';
 
-let server: Running | undefined;
-let testDb: TestDb | undefined;
-let dir: string | undefined;
+let demo: Demo | undefined;
 let base: string;
 let key: string;
 let section: string;
 
 before(async () => {
-  let database: { url: string } | { dataDir: string };
-  if (process.env.DATABASE_URL) {
-    testDb = await createTestDb(); // migrated, empty: the server seeds the demo as at a first start
-    database = { url: testDb.url };
-  } else {
-    dir = await dataDir('hubops-mcp-configs-', { initialised: true });
-    database = { dataDir: dir };
-  }
-  server = await startServer(NODE, ['src/main.ts'], hubopsEnv(database, { LOG_LEVEL: 'warn' }));
+  demo = await startDemo('hubops-mcp-configs-', { LOG_LEVEL: 'warn' });
   // The docs' address with the demo's port: BASE_URL is http://localhost:<port>.
-  base = `http://localhost:${server.port}`;
-  key = demoKey(server.output()).key;
+  base = `http://localhost:${demo.server.port}`;
+  key = demo.key;
   const page = await readFile(path.join(ROOT, PAGE), 'utf8');
   const from = page.indexOf('\n## Configurations\n');
   assert.ok(from >= 0, `${PAGE} has no "## Configurations"`);
@@ -59,13 +49,7 @@ before(async () => {
 });
 after(async () => {
   killStartedGroups();
-  if (server) {
-    killGroup(server.child, 'SIGTERM');
-    await server.exited;
-  }
-  killStarted();
-  await testDb?.drop();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await demo?.stop();
 });
 
 /** The JSON blocks of the section, each under its `###` heading. */
