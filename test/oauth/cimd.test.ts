@@ -2,17 +2,20 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import {
   CLIENT_METADATA_CACHE_S,
   CLIENT_METADATA_FETCH_LIMIT,
+  CLIENT_METADATA_HOST_FETCH_LIMIT,
   CLIENT_METADATA_MAX_BYTES,
   CLIENT_METADATA_TIMEOUT_MS,
 } from '../../src/surfaces/oauth/client-metadata-document.ts';
-import { startApp, type TestApp } from '../support/app.ts';
+import { MemoryRateLimiter } from '../../src/platform/rate-limit.ts';
+import { startApp, UnlimitedRateLimiter, type TestApp } from '../support/app.ts';
+import { captureLog } from '../support/log.ts';
 import { api, Browser, documentClient, exchangeCode, authorize, oauth, openSignIn, REDIRECT, refresh } from '../support/oauth-flow.ts';
 import { HUB_ADMIN, seedHubAdmin } from '../support/world.ts';
 
@@ -33,6 +36,8 @@ interface Route {
 class DocumentServer {
   readonly routes = new Map<string, Route>();
   readonly fetches = new Map<string, number>();
+  /** The Accept header of every request, in order. */
+  readonly accepts: (string | undefined)[] = [];
   readonly #server: Server;
   origin = '';
 
@@ -40,6 +45,7 @@ class DocumentServer {
     this.#server = createServer({ key, cert }, (request, response) => {
       const at = request.url ?? '';
       this.fetches.set(at, (this.fetches.get(at) ?? 0) + 1);
+      this.accepts.push(request.headers.accept);
       const route = this.routes.get(at);
       const send = () => {
         if (!route) return response.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
@@ -85,9 +91,14 @@ const documentFor = (url: string, extra: Record<string, unknown> = {}) => ({
 });
 
 let live: TestApp;
+const liveLimiter = new UnlimitedRateLimiter();
+const liveLog = captureLog('info');
+const untrustingLimiter = new MemoryRateLimiter();
 let untrusting: TestApp;
 let docs: DocumentServer;
 let certDir: string;
+/** A port where nothing listens (taken and given back). */
+let closedPort = 0;
 
 before(async () => {
   certDir = await mkdtemp(path.join(tmpdir(), 'hubops-cimd-'));
@@ -97,8 +108,12 @@ before(async () => {
   const [key, cert] = await Promise.all([readFile(keyFile, 'utf8'), readFile(certFile, 'utf8')]);
   docs = new DocumentServer(key, cert);
   await docs.start();
-  live = await startApp({ listen: true, limiter: 'unlimited', seed: (db) => seedHubAdmin(db), cimdTrust: { ca: cert, allowLoopback: true } });
-  untrusting = await startApp({ listen: true });
+  const probe = createTcpServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  closedPort = (probe.address() as AddressInfo).port;
+  await new Promise((resolve) => probe.close(resolve));
+  live = await startApp({ listen: true, limiter: liveLimiter, logger: liveLog.logger, seed: (db) => seedHubAdmin(db), cimdTrust: { ca: cert, allowLoopback: true } });
+  untrusting = await startApp({ listen: true, limiter: untrustingLimiter });
 });
 after(async () => {
   await live?.close();
@@ -164,6 +179,7 @@ test('a client known only by its document URL: code + PKCE, tokens, the API, ref
   assert.equal((await api(live, '/whoami', refreshed.access_token)).status, 200);
 
   assert.equal(docs.count('/apps/docs-client.json'), 1, 'fetched once: the sign-in, consent, token and refresh used the cache');
+  assert.deepEqual(docs.accepts, ['application/json'], 'the fetch asks for JSON');
   assert.equal(await clientRows(live), 0, 'the document is the registration: no client row');
 });
 
@@ -175,6 +191,7 @@ test('redirect URIs come from the document: another one is refused on a page, ne
 });
 
 describe('refusals: invalid_client with the reason, on a page; nothing stored', () => {
+  const unreachable = /the client metadata document could not be fetched/;
   const origin = () => docs.origin;
   const valid = (at: string, extra: Record<string, unknown> = {}, route: Omit<Route, 'body'> = {}) => {
     const url = docs.serve(at, { ...route, body: {} });
@@ -183,7 +200,9 @@ describe('refusals: invalid_client with the reason, on a page; nothing stored', 
   };
   const big = 'x'.repeat(CLIENT_METADATA_MAX_BYTES);
 
-  const cases: { name: string; clientId: () => string; reason: RegExp; at?: string }[] = [
+  // Network and HTTP failures all read the same to the caller (anyone can name any host and
+  // port); the precise reason is `logged`, and must not be on the page.
+  const cases: { name: string; clientId: () => string; reason: RegExp; at?: string; logged?: RegExp }[] = [
     { name: 'over http', clientId: () => `http://127.0.0.1:${new URL(origin()).port}/apps/a.json`, reason: /the client_id must be an https URL/ },
     { name: 'with a fragment', clientId: () => `${origin()}/apps/a.json#x`, reason: /must not have a fragment/ },
     { name: 'with credentials', clientId: () => `https://user:pw@${new URL(origin()).host}/apps/a.json`, reason: /must not contain a user name or password/ },
@@ -193,7 +212,9 @@ describe('refusals: invalid_client with the reason, on a page; nothing stored', 
     { name: 'on a private address', clientId: () => 'https://10.1.2.3/apps/a.json', reason: /10\.1\.2\.3 is a private address; only addresses on the public internet can be fetched/ },
     { name: 'too large (Content-Length)', at: '/r/large.json', clientId: () => valid('/r/large.json', { padding: big }), reason: /larger than 5120 bytes/ },
     { name: 'too large (streamed)', at: '/r/large-chunked.json', clientId: () => valid('/r/large-chunked.json', { padding: big }, { chunked: true }), reason: /larger than 5120 bytes/ },
-    { name: 'too slow', at: '/r/slow.json', clientId: () => valid('/r/slow.json', {}, { delayMs: CLIENT_METADATA_TIMEOUT_MS + 1500 }), reason: new RegExp(`did not finish within ${CLIENT_METADATA_TIMEOUT_MS / 1000} s`) },
+    { name: 'too slow', at: '/r/slow.json', clientId: () => valid('/r/slow.json', {}, { delayMs: CLIENT_METADATA_TIMEOUT_MS + 1500 }), reason: unreachable, logged: new RegExp(`did not finish within ${CLIENT_METADATA_TIMEOUT_MS / 1000} s`) },
+    { name: 'nothing listening', clientId: () => `https://127.0.0.1:${closedPort}/r/refused.json`, reason: unreachable, logged: /could not be reached \(ECONNREFUSED\)/ },
+    { name: 'a 203 (a success, but not 200)', at: '/r/203.json', clientId: () => valid('/r/203.json', {}, { status: 203 }), reason: unreachable, logged: /answered HTTP 203; a client metadata document is served with 200/ },
     { name: 'not JSON (content type)', at: '/r/html.json', clientId: () => valid('/r/html.json', {}, { headers: { 'content-type': 'text/html' } }), reason: /served as text\/html, not application\/json/ },
     { name: 'not JSON (body)', at: '/r/broken.json', clientId: () => docs.serve('/r/broken.json', { body: '{"client_id": ' }), reason: /the document is not valid JSON/ },
     { name: 'not an object', at: '/r/array.json', clientId: () => docs.serve('/r/array.json', { body: [] }), reason: /not a JSON object/ },
@@ -203,17 +224,25 @@ describe('refusals: invalid_client with the reason, on a page; nothing stored', 
     { name: 'a client_secret', at: '/r/secret.json', clientId: () => valid('/r/secret.json', { client_secret: 'hunter2hunter2hunter2hunter2hunter2' }), reason: /must not contain client_secret/ },
     { name: 'no client_name', at: '/r/nameless.json', clientId: () => valid('/r/nameless.json', { client_name: undefined }), reason: /client_name is required/ },
     { name: 'an http redirect URI off loopback', at: '/r/http-redirect.json', clientId: () => valid('/r/http-redirect.json', { redirect_uris: ['http://app.example/cb'] }), reason: /redirect URI http:\/\/app\.example\/cb must use https/ },
-    { name: 'a 404', at: '/r/missing.json', clientId: () => `${origin()}/r/missing.json`, reason: /fetch failed: the server answered HTTP 404/ },
-    { name: 'a redirect', at: '/r/moved.json', clientId: () => docs.serve('/r/moved.json', { status: 302, headers: { location: '/apps/docs-client.json' }, body: '' }), reason: /answered 302 \(a redirect\), and redirects are not followed/ },
+    { name: 'a 404', at: '/r/missing.json', clientId: () => `${origin()}/r/missing.json`, reason: unreachable, logged: /the server answered HTTP 404/ },
+    { name: 'a redirect', at: '/r/moved.json', clientId: () => docs.serve('/r/moved.json', { status: 302, headers: { location: '/apps/docs-client.json' }, body: '' }), reason: unreachable, logged: /answered 302 \(a redirect\), and redirects are not followed/ },
   ];
 
   for (const c of cases) {
     test(c.name, async () => {
       const clientId = c.clientId();
+      const logged = liveLog.lines.length;
       const page = await refusal(await authorizationRequest(live, clientId));
       assert.match(page, /Error code: invalid_client/);
       assert.match(page, c.reason);
       assert.equal(docs.count(new URL(clientId).pathname), c.at ? 1 : 0, c.at ? 'fetched once' : 'refused before any request');
+      if (c.at) assert.equal(docs.accepts.at(-1), 'application/json', 'the fetch asks for JSON');
+      if (c.logged) {
+        assert.doesNotMatch(page, c.logged);
+        const line = liveLog.lines.slice(logged).find((l) => l.msg === 'client metadata document could not be fetched');
+        assert.equal(line?.clientId, clientId);
+        assert.match(line?.reason ?? '', c.logged);
+      }
       assert.equal(await clientRows(live), 0);
     });
   }
@@ -272,6 +301,24 @@ describe('caching: HTTP caching within bounds', () => {
     assert.equal(docs.count('/c/forever.json'), 2);
   });
 
+  test('a document out of the cache by the sign-in page is fetched again, counted; refused, it is an error page', async () => {
+    const url = docs.serve('/c/gone.json', { body: {}, headers: { 'cache-control': 'max-age=60' } });
+    docs.routes.get('/c/gone.json')!.body = documentFor(url);
+    const browser = new Browser();
+    const signIn = await openSignIn(live, documentClient(url), browser, REDIRECT);
+    assert.equal((await browser.fetch(signIn)).status, 200);
+    assert.equal(docs.count('/c/gone.json'), 1);
+    const counted = () => liveLimiter.count('oauth-client-metadata:127.0.0.1', CLIENT_METADATA_FETCH_LIMIT.windowMs, live.clock.now().getTime());
+    const before = await counted();
+    docs.routes.delete('/c/gone.json');
+    advance(61);
+    const page = await refusal(await browser.fetch(signIn));
+    assert.match(page, /Error code: invalid_client/);
+    assert.match(page, /the client metadata document could not be fetched/);
+    assert.equal(docs.count('/c/gone.json'), 2, 'the page fetched it again');
+    assert.equal(await counted(), before + 1, "that fetch took a unit of the address's window");
+  });
+
   test('a document that turned bad is refused at the token endpoint too, once the cache expired', async () => {
     const url = docs.serve('/c/turns-bad.json', { body: {}, headers: { 'cache-control': 'max-age=120' } });
     docs.routes.get('/c/turns-bad.json')!.body = documentFor(url);
@@ -298,16 +345,32 @@ describe('the trust option is what lets tests use a loopback server', () => {
     assert.equal(await clientRows(untrusting), 0);
   });
 
-  test(`document fetches are limited per client address (${CLIENT_METADATA_FETCH_LIMIT.limit} per ${CLIENT_METADATA_FETCH_LIMIT.windowMs / 60_000} minutes)`, async () => {
-    let last: Response | undefined;
-    for (let i = 0; i <= CLIENT_METADATA_FETCH_LIMIT.limit; i++) {
-      last = await authorizationRequest(untrusting, `${docs.origin}/t/limit-${i}.json`);
-      if (last.status === 429) break;
-      await last.body?.cancel();
-    }
-    const page = await refusal(last!, 429);
-    assert.match(page, /too many client metadata document fetches from this address; retry in \d+ s/);
-    assert.ok(Number(last!.headers.get('retry-after')) > 0);
+  test(`document fetches are limited per client address (${CLIENT_METADATA_FETCH_LIMIT.limit} per ${CLIENT_METADATA_FETCH_LIMIT.windowMs / 60_000} minutes) and per host from it (${CLIENT_METADATA_HOST_FETCH_LIMIT.limit})`, async () => {
+    // Each request is refused as a loopback address before any connection, after the limits.
+    const untilRefused = async (limit: number, clientId: (i: number) => string) => {
+      for (let i = 0; i <= limit; i++) {
+        const response = await authorizationRequest(untrusting, clientId(i));
+        if (i < limit) {
+          assert.equal(response.status, 400, `request ${i + 1} of ${limit} is within the limit`);
+          await response.body?.cancel();
+        } else {
+          return response;
+        }
+      }
+      throw new Error('unreachable');
+    };
+    const hostLimited = await untilRefused(CLIENT_METADATA_HOST_FETCH_LIMIT.limit, (i) => `https://127.0.0.3/t/limit-${i}.json`);
+    assert.match(await refusal(hostLimited, 429), /too many client metadata document fetches from this address for this host; retry in \d+ s/);
+    assert.ok(Number(hostLimited.headers.get('retry-after')) > 0);
+    const otherHost = await authorizationRequest(untrusting, 'https://127.0.0.2/t/other-host.json');
+    assert.match(await refusal(otherHost), /127\.0\.0\.2 is a loopback address/, 'another host has its own window');
+    // Made-up hosts: the address's window bounds them (the requests above are in it).
+    const used = await untrustingLimiter.count('oauth-client-metadata:127.0.0.1', CLIENT_METADATA_FETCH_LIMIT.windowMs, untrusting.clock.now().getTime());
+    assert.ok(used >= CLIENT_METADATA_HOST_FETCH_LIMIT.limit + 1);
+    const left = CLIENT_METADATA_FETCH_LIMIT.limit - used;
+    const addressLimited = await untilRefused(left, (i) => `https://127.1.${Math.floor(i / 200)}.${(i % 200) + 1}/t/made-up.json`);
+    assert.match(await refusal(addressLimited, 429), /too many client metadata document fetches from this address; retry in \d+ s/);
+    assert.ok(Number(addressLimited.headers.get('retry-after')) > 0);
   });
 });
 
@@ -317,6 +380,8 @@ test('docs/main-api.md states the bounds this file tests', async () => {
   assert.ok(text.includes(sentence), sentence);
   const cache = `for at least ${CLIENT_METADATA_CACHE_S.min / 60} minute and at most ${CLIENT_METADATA_CACHE_S.max / 3600} hours`;
   assert.ok(text.includes(cache), cache);
-  const limit = `${CLIENT_METADATA_FETCH_LIMIT.limit} document fetches per client address per ${CLIENT_METADATA_FETCH_LIMIT.windowMs / 60_000} minutes`;
+  const limit = `${CLIENT_METADATA_FETCH_LIMIT.limit} document fetches per client address per ${CLIENT_METADATA_FETCH_LIMIT.windowMs / 60_000} minutes, and ${CLIENT_METADATA_HOST_FETCH_LIMIT.limit} from one address for any one host`;
   assert.ok(text.includes(limit), limit);
+  assert.equal(CLIENT_METADATA_HOST_FETCH_LIMIT.windowMs, CLIENT_METADATA_FETCH_LIMIT.windowMs, 'the sentence names one window');
+  assert.ok(text.includes('up to 100 documents per instance'), 'the cache size');
 });

@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import type { FastifyBaseLogger } from 'fastify';
 import { errors } from 'oidc-provider';
 import { nonPublicReason } from '../../platform/public-address.ts';
 import { safeFetch, UrlTooLarge } from '../../platform/safe-fetch.ts';
@@ -7,8 +8,9 @@ import type { RatePolicy } from '../../policy.ts';
 // Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document, the MCP 2025-11-25
 // authorization spec's preferred registration): a client whose client_id is an https URL is
 // described by the JSON document at that URL. oidc-provider does the protocol part (fetch on
-// first use, client_id must equal the URL, no shared-secret auth, in-memory cache bounded by
-// `cacheDuration`); here are our rules: the URL's shape, the fetch (through the same SSRF-safe
+// first use, client_id must equal the URL, no shared-secret auth, an in-memory cache of at most
+// 100 documents per instance, each kept within `cacheDuration` unless evicted sooner to make
+// room); here are our rules: the URL's shape, the fetch (through the same SSRF-safe
 // fetch as add_media, no redirects, small, quick, JSON only), the document's contents, and error
 // descriptions that say what is wrong. Nothing is stored: the document is the registration.
 
@@ -18,8 +20,14 @@ export const CLIENT_METADATA_MAX_BYTES = 5 * 1024;
 export const CLIENT_METADATA_TIMEOUT_MS = 3_000;
 /** Cache-Control max-age / Expires are honoured within these bounds (seconds). */
 export const CLIENT_METADATA_CACHE_S = Object.freeze({ min: 60, max: 86_400 });
-/** Document fetches (cache misses) per client address: each costs us an outbound request. */
-export const CLIENT_METADATA_FETCH_LIMIT: RatePolicy = Object.freeze({ policy: 'client-metadata-fetches', limit: 30, windowMs: 10 * 60_000 });
+/**
+ * Document fetches (cache misses), each an outbound request, per client address (the socket's:
+ * the app trusts no proxy header) and per host of the client_id URL from that address. Hosts are
+ * free to make up, so the address window bounds the total; it is generous because behind a
+ * proxy every client shares one address, and one caller's made-up hosts should not block the rest.
+ */
+export const CLIENT_METADATA_FETCH_LIMIT: RatePolicy = Object.freeze({ policy: 'client-metadata-fetches', limit: 300, windowMs: 10 * 60_000 });
+export const CLIENT_METADATA_HOST_FETCH_LIMIT: RatePolicy = Object.freeze({ policy: 'client-metadata-fetches-per-host', limit: 30, windowMs: 10 * 60_000 });
 
 /**
  * Test-only: trust this CA and allow loopback addresses, so tests can serve a document from a
@@ -51,10 +59,27 @@ export function clientIdUrlProblem(id: string): string | undefined {
 
 const LOOPBACK = /^(127\.|::1$|::ffff:127\.)/;
 
+/**
+ * Why a fetch failed at the network or HTTP level (no answer, TLS, timeout, a status other than
+ * 200). Callers are not signed in and can name any public host and port, so they get this one
+ * message, not the reason (which would make us a port scanner); the reason goes to the log.
+ */
+export class DocumentUnreachable extends Error {
+  constructor() {
+    super('the client metadata document could not be fetched');
+  }
+}
+
 /** oidc-provider's `fetch` (it passes `redirect: 'manual'` and its own timeout; ours apply instead). */
-export function metadataDocumentFetch(trust: ClientMetadataTrust | undefined): (input: string | URL | Request) => Promise<Response> {
+export function metadataDocumentFetch(trust: ClientMetadataTrust | undefined, log: Pick<FastifyBaseLogger, 'info'>): (input: string | URL | Request) => Promise<Response> {
   return async (input) => {
     const url = new URL(input instanceof Request ? input.url : input);
+    const unreachable = (reason: unknown) => {
+      log.info({ clientId: url.href, reason: reason instanceof Error ? reason.message : String(reason) }, 'client metadata document could not be fetched');
+      return new DocumentUnreachable();
+    };
+    const explain = (error: unknown) =>
+      error instanceof UrlTooLarge ? new Error(`the document is larger than ${CLIENT_METADATA_MAX_BYTES} bytes`) : unreachable(error);
     let nonPublic = false;
     const refuseAddress = (address: string) => {
       const reason = trust?.allowLoopback && LOOPBACK.test(address) ? undefined : nonPublicReason(address);
@@ -74,11 +99,13 @@ export function metadataDocumentFetch(trust: ClientMetadataTrust | undefined): (
     } catch (error) {
       // Say which rule, not where a name resolves to: the requester is not signed in.
       if (nonPublic && !isIP(url.hostname.replace(/^\[|\]$/g, ''))) throw new Error(`${url.hostname} is not on the public internet; only public addresses are fetched`);
+      if (nonPublic) throw error; // an address literal: the message names only what the caller sent
       throw explain(error);
     }
+    // safeFetch refused every status outside 2xx; a document is served with exactly 200.
     if (fetched.status !== 200) {
       fetched.close();
-      throw new Error(`the server answered HTTP ${fetched.status}; a client metadata document is served with 200`);
+      throw unreachable(`the server answered HTTP ${fetched.status}; a client metadata document is served with 200`);
     }
     const type = fetched.contentType?.split(';')[0]!.trim().toLowerCase();
     if (type !== 'application/json' && !/^application\/[^/\s]+\+json$/.test(type ?? '')) {
@@ -100,11 +127,6 @@ export function metadataDocumentFetch(trust: ClientMetadataTrust | undefined): (
     }
     return new Response(ReadableStream.from(explained()), { status: 200, headers });
   };
-}
-
-function explain(error: unknown): Error {
-  if (error instanceof UrlTooLarge) return new Error(`the document is larger than ${CLIENT_METADATA_MAX_BYTES} bytes`);
-  return error instanceof Error ? error : new Error(String(error));
 }
 
 /**
@@ -145,7 +167,7 @@ export function explainUrlClientIds(Client: { find(id: string): Promise<unknown>
       const { error_description: description, error_detail: detail, cause } = error as { error_description?: string; error_detail?: string; cause?: unknown };
       const why = cause instanceof SyntaxError ? 'the document is not valid JSON' : detail;
       const what = description?.startsWith('client_id metadata document') ? description : `client_id metadata document is invalid: ${description}`;
-      const refusal = new errors.InvalidClient(why ? `${what}: ${why}` : what);
+      const refusal = new errors.InvalidClient(cause instanceof DocumentUnreachable ? cause.message : why ? `${what}: ${why}` : what);
       if (request) refused.set(request, { id, error: refusal });
       throw refusal;
     }

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
-import type Provider from 'oidc-provider';
+import { errors, type default as Provider } from 'oidc-provider';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import { consentOptions, saveGrantContext } from '../../domain/oauth/identity.repository.ts';
@@ -11,6 +11,7 @@ import type { RateLimiter } from '../../platform/rate-limit.ts';
 import { sendPage } from '../shared/html.ts';
 import { oauthRoutes } from '../shared/oauth.ts';
 import { submitSignInForm } from '../shared/sign-in-form.ts';
+import { lookupClient, TooManyRequests } from './provider.ts';
 import { consentPage, errorPage, pageHeaders, refusalPage, signInPage, type ClientLabel } from './pages.ts';
 
 export interface OAuthDeps {
@@ -84,11 +85,27 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
       const redirectTo = await deps.provider.interactionResult(request.raw, reply.raw, result, { mergeWithLastSubmission: merge });
       return reply.code(303).header('cache-control', 'no-store').redirect(redirectTo, 303);
     };
-    /** How pages name the client: its name, and for a metadata document the host that serves it (names are self-chosen). */
-    const clientName = async (clientId: string): Promise<ClientLabel> => {
-      const client = await deps.provider.Client.find(clientId);
+    /**
+     * How pages name the client: its name, and for a metadata document the host that serves it
+     * (names are self-chosen). A document whose cache expired since the authorization request is
+     * fetched again and may now be refused (oidc-provider keeps no client metadata with the
+     * interaction): the refusal, for an error page.
+     */
+    const clientName = async (request: FastifyRequest, clientId: string): Promise<ClientLabel | errors.OIDCProviderError> => {
+      let client;
+      try {
+        client = await lookupClient(deps.provider, clientId, request.ip);
+      } catch (error) {
+        if (error instanceof errors.OIDCProviderError && error.status < 500) return error;
+        throw error;
+      }
       const name = (client?.clientName as string | undefined) || clientId;
       return (client as { clientIdMetadataDocument?: boolean } | undefined)?.clientIdMetadataDocument ? { name, host: new URL(clientId).host } : { name };
+    };
+    const refuse = (reply: FastifyReply, refusal: errors.OIDCProviderError) => {
+      if (refusal instanceof TooManyRequests) reply.header('retry-after', String(refusal.retryAfter));
+      const { error, error_description: description } = refusal as { error: string; error_description?: string };
+      return send(reply, refusal.status, (nonce) => errorPage(error, description ?? '', nonce));
     };
 
     refuseOtherMethods(scope, `${routes.interaction}/:uid`, ['GET']);
@@ -97,7 +114,8 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
     scope.get<{ Params: { uid: string } }>(`${routes.interaction}/:uid`, async (request, reply) => {
       const details = await deps.provider.interactionDetails(request.raw, reply.raw);
       const uid = details.uid;
-      const name = await clientName(String(details.params.client_id));
+      const name = await clientName(request, String(details.params.client_id));
+      if (name instanceof errors.OIDCProviderError) return refuse(reply, name);
       if (details.prompt.name === 'login') {
         return send(reply, 200, (nonce) => signInPage({ action: `${routes.interaction}/${uid}/login`, csrf: csrfFor(uid), client: name }, nonce));
       }
@@ -126,7 +144,8 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
       const expectedCsrf = details.prompt.name === 'login' ? csrfFor(details.uid) : undefined;
       const result = await submitSignInForm(deps, request, expectedCsrf);
       if (result.ok) return finish(request, reply, { login: { accountId: result.user.id } }, false);
-      const name = await clientName(String(details.params.client_id));
+      const name = await clientName(request, String(details.params.client_id));
+      if (name instanceof errors.OIDCProviderError) return refuse(reply, name);
       // This page shows one message: the first field's problem, when it is about a field.
       const error = result.error ?? result.fieldErrors?.email ?? result.fieldErrors?.password;
       return send(reply, result.status, (nonce) => signInPage({ action: request.url, csrf: csrfFor(details.uid), client: name, email: result.email, error }, nonce));
@@ -151,7 +170,9 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
       const hub = options.hubs.find((h) => h.hubId === body.hub) ?? (options.hubs.length === 1 ? options.hubs[0] : undefined);
       const workspaceId = hub?.pinned?.id ?? (body.workspace ? body.workspace : null);
       if (!hub || (workspaceId && !hub.pinned && !hub.workspaces.some((w) => w.id === workspaceId))) {
-        return renderConsent(request, reply, details.uid, userId, clientId, await clientName(clientId));
+        const name = await clientName(request, clientId);
+        if (name instanceof errors.OIDCProviderError) return refuse(reply, name);
+        return renderConsent(request, reply, details.uid, userId, clientId, name);
       }
       // Every consent makes a new grant with its own context: tokens issued from an earlier grant
       // keep exactly the hub and workspace chosen then (a context is never rewritten). The new

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { FastifyBaseLogger } from 'fastify';
 import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../../config.ts';
@@ -5,7 +6,7 @@ import { isDatabaseUnavailable, type Db } from '../../db/database.ts';
 import { redirectUriProblem } from '../../domain/oauth/clients.repository.ts';
 import { clientSecretMatches } from '../../domain/oauth/secrets.ts';
 import type { Clock } from '../../platform/clock.ts';
-import type { RateLimiter } from '../../platform/rate-limit.ts';
+import type { RateLimiter, RateWindow } from '../../platform/rate-limit.ts';
 import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText } from '../../platform/text.ts';
 import {
   ACCESS_TOKEN_TTL_S,
@@ -24,6 +25,7 @@ import { PostgresAdapter } from './adapter.ts';
 import {
   CLIENT_METADATA_CACHE_S,
   CLIENT_METADATA_FETCH_LIMIT,
+  CLIENT_METADATA_HOST_FETCH_LIMIT,
   CLIENT_METADATA_MAX_BYTES,
   checkDocument,
   explainUrlClientIds,
@@ -47,11 +49,24 @@ export function resources(config: Config): string[] {
 
 
 /** A 429 in the shape of an OAuth error; oidc-provider's error handlers render it as such. */
-class TooManyRequests extends errors.OIDCProviderError {
-  constructor(description: string) {
+export class TooManyRequests extends errors.OIDCProviderError {
+  readonly retryAfter: number;
+  constructor(description: string, retryAfter: number) {
     super(429, 'rate_limited');
+    this.retryAfter = retryAfter;
     Object.assign(this, { error_description: description });
   }
+}
+
+/** The client address of a client lookup made outside oidc-provider's own requests. */
+const lookupAddress = new AsyncLocalStorage<string>();
+
+/**
+ * Looks a client up for a page of ours (sign-in, consent): a metadata document out of the cache
+ * is fetched again, and that fetch is counted against `address` like any other.
+ */
+export function lookupClient(provider: Provider, clientId: string, address: string): ReturnType<Provider['Client']['find']> {
+  return lookupAddress.run(address, () => provider.Client.find(clientId));
 }
 
 export interface AuthorizationServerOptions {
@@ -70,11 +85,12 @@ export function createAuthorizationServer(config: Config, db: Db, secrets: Autho
   const knownResources = new Set(resources(config));
 
   /** Limits fail open: a limiter that cannot answer (Redis down) is logged and lets the request through. */
-  const charge = (key: string, { limit, windowMs }: RatePolicy) =>
-    limiter.hitAll([{ key, limit, windowMs }], clock.now().getTime()).catch((error: unknown) => {
+  const chargeAll = (windows: RateWindow[]) =>
+    limiter.hitAll(windows, clock.now().getTime()).catch((error: unknown) => {
       log.warn({ err: error }, 'rate limiter unavailable; request allowed');
       return undefined;
     });
+  const charge = (key: string, { limit, windowMs }: RatePolicy) => chargeAll([{ key, limit, windowMs }]);
 
   const configuration: Configuration = {
     adapter: (model: string) => new PostgresAdapter(model, db, revocations),
@@ -136,7 +152,7 @@ export function createAuthorizationServer(config: Config, db: Db, secrets: Autho
     allowOmittingSingleRegisteredRedirectUri: false,
     // Client metadata documents come through the SSRF-safe fetch; nothing else is fetched (no
     // jwks_uri or sector_identifier_uri: no client authenticates with keys, no pairwise subjects).
-    fetch: metadataDocumentFetch(cimdTrust),
+    fetch: metadataDocumentFetch(cimdTrust, log),
     fetchResponseBodyLimits: { 'client_id metadata document': CLIENT_METADATA_MAX_BYTES },
     features: {
       devInteractions: { enabled: false },
@@ -146,15 +162,21 @@ export function createAuthorizationServer(config: Config, db: Db, secrets: Autho
         enabled: true,
         ack: 'draft-02',
         cacheDuration: { ...CLIENT_METADATA_CACHE_S },
-        // Only cache misses fetch; each takes a unit of this address's window (none outside a
-        // request: the sign-in and consent pages look up a client the request already resolved).
-        allowFetch: async (ctx: KoaContextWithOIDC | undefined) => {
-          if (!ctx) return true;
-          const attempt = await charge(`oauth-client-metadata:${ctx.req.socket.remoteAddress}`, CLIENT_METADATA_FETCH_LIMIT);
+        // Only cache misses fetch; each takes a unit of the address's window and of its window for
+        // the URL's host (see CLIENT_METADATA_FETCH_LIMIT). The address is the socket's, as below;
+        // outside oidc-provider's requests (sign-in and consent pages) the page's, via lookupClient.
+        allowFetch: async (ctx: KoaContextWithOIDC | undefined, clientId: string) => {
+          const address = ctx?.req.socket.remoteAddress ?? lookupAddress.getStore() ?? '';
+          const windows = [
+            { key: `oauth-client-metadata:${address}`, policy: CLIENT_METADATA_FETCH_LIMIT },
+            { key: `oauth-client-metadata-host:${address}:${new URL(clientId).hostname}`, policy: CLIENT_METADATA_HOST_FETCH_LIMIT },
+          ];
+          const attempt = await chargeAll(windows.map(({ key, policy }) => ({ key, limit: policy.limit, windowMs: policy.windowMs })));
           if (attempt && !attempt.allowed) {
-            const retryAfter = attempt.decisions[0]!.resetSeconds;
-            ctx.set('retry-after', String(retryAfter));
-            throw new TooManyRequests(`too many client metadata document fetches from this address; retry in ${retryAfter} s`);
+            const full = attempt.decisions.findIndex((decision) => !decision.allowed);
+            const retryAfter = attempt.decisions[full]!.resetSeconds;
+            ctx?.set('retry-after', String(retryAfter));
+            throw new TooManyRequests(`too many client metadata document fetches from this address${full === 1 ? ' for this host' : ''}; retry in ${retryAfter} s`, retryAfter);
           }
           return true;
         },
@@ -217,7 +239,7 @@ export function createAuthorizationServer(config: Config, db: Db, secrets: Autho
     if (attempt && !attempt.allowed) {
       const retryAfter = attempt.decisions[0]!.resetSeconds;
       Provider.ctx?.set('retry-after', String(retryAfter));
-      throw new TooManyRequests(`too many failed authentications for this client; retry in ${retryAfter} s`);
+      throw new TooManyRequests(`too many failed authentications for this client; retry in ${retryAfter} s`, retryAfter);
     }
     const matches = clientSecretMatches(this.clientSecret, actual);
     if (matches && attempt) await limiter.refund(attempt).catch((error: unknown) => log.warn({ err: error }, 'rate limiter refund failed'));
