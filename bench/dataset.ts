@@ -139,8 +139,8 @@ async function whyNotReusable(url: string, comment: string | null, spec: Dataset
 // (platform/ids.ts), but derived from i so that later statements can compute them again.
 const idOf = (prefix: string, i: string) => `'${prefix}_' || left(md5('${prefix}' || ${i}), 20)`;
 
-/** Generates everything in one transaction; returns the anchor instant. */
-async function generate(db: Db, spec: DatasetSpec, log: (line: string) => void): Promise<Date> {
+/** Generates everything in one transaction into an empty, migrated database (bench/mcp.ts seeds its own with it); returns the anchor instant. */
+export async function generate(db: Db, spec: DatasetSpec, log: (line: string) => void): Promise<Date> {
   const client = await db.pool.connect();
   const step = async (label: string, text: string, params: unknown[] = []) => {
     const t0 = performance.now();
