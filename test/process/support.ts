@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { runCli } from '../../src/cli/cli.ts';
 import { freePort } from '../../src/platform/net.ts';
+import { killGroup as killProcessGroup } from '../support/child-processes.ts';
 import { httpRequest } from '../support/http.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -79,12 +80,9 @@ export async function startServer(command: string, args: string[], env: NodeJS.P
   return { child, port, base, output: () => output, exited };
 }
 
+/** Signals the process group `child` leads (the server and whatever it started). */
 export function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-child.pid!, signal);
-  } catch {
-    // already gone
-  }
+  killProcessGroup(child.pid, signal);
 }
 
 /** The demo key and its hub, from the first start's banner. */
