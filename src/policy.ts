@@ -79,6 +79,24 @@ export const SPEND_STALE_AFTER_MS = 6 * HOUR;
 /** Workspaces plus playbooks an instance keeps ready for embedding in opt-in rows (least recently used hub out first). */
 export const HUB_CATALOG_MAX_ENTRIES = 100_000;
 
+// --- Ad-platform spend sync -------------------------------------------------------------------
+
+/** The Meta Graph API version every call names (the path's /vNN.0/). v26.0 is current as of 2026-07. */
+export const META_GRAPH_API_VERSION = 'v26.0';
+/** Days a new ad account's first sync reads back from today (account-local). */
+export const SPEND_BACKFILL_DAYS = 90;
+/** Days each later sync re-reads before its last complete day, because platforms restate spend (Meta: up to 28). */
+export const SPEND_LOOKBACK_DAYS = Object.freeze({ meta: 28, google_ads: 30, chatgpt_ads: 28 } as const);
+/** How often each connected ad account syncs by itself, and the random spread added to spread the load. */
+export const SPEND_SYNC_INTERVAL_MS = HOUR;
+export const SPEND_SYNC_JITTER_MS = 5 * MINUTE;
+/** A sync claims its account for this long; a claim older than this (its instance died) is taken over. */
+export const SPEND_SYNC_LEASE_MS = 10 * MINUTE;
+/** A platform throttle shorter than this is waited out inside the sync; a longer one reschedules the account. */
+export const SPEND_THROTTLE_WAIT_MAX_MS = 2 * MINUTE;
+/** A token that expires within this is flagged to the admin. */
+export const AD_TOKEN_EXPIRY_WARNING_MS = 7 * DAY;
+
 // --- Main API and main MCP server (OAuth tokens) --------------------------------------------
 
 /** Requests (REST) and tool calls (MCP) per user and OAuth client, by the account's plan. */

@@ -24,6 +24,8 @@ const LAYERS: [prefix: string, rank: number][] = [
   ['domain/', 3],
   ['db/', 2],
   ['config.ts', 1],
+  // Ad and social platforms' wire clients and their sandboxes: they know no hub, only platform and policy.
+  ['integrations/', 0.5],
   ['platform/', 0],
   ['policy.ts', 0],
 ];
