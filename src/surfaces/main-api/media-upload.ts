@@ -8,7 +8,7 @@ import type { MediaAsset } from '../../domain/media/media.ts';
 import type { OpenApiOperation } from '../openapi.ts';
 import { idempotencyKeyOf, REPLAYED_HEADER } from '../rest.ts';
 import { ApiError, invalidRequest } from '../shared/errors.ts';
-import { MediaSchema } from './content.operations.ts';
+import { MediaSchema } from './media.operations.ts';
 import type { MainContext } from './context.ts';
 
 // POST /media: multipart/form-data with one part named `file` (and, for a hub admin acting
