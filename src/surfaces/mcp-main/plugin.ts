@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import type { Caller } from '../../domain/caller.ts';
-import { DocIndex, guideEntries, openApiEntries } from '../../domain/docs/docs.ts';
+import { DocIndex, guideEntries, openApiEntries } from './docs.ts';
 import type { MediaStore } from '../../domain/media/media-store.ts';
 import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
 import type { OptInSummaryCache } from '../../domain/opt-ins/opt-in.service.ts';

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import type { DocIndex } from '../../domain/docs/docs.ts';
+import type { DocIndex } from './docs.ts';
 import type { Db } from '../../db/database.ts';
 import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
 import type { OptInSummaryCache } from '../../domain/opt-ins/opt-in.service.ts';
