@@ -1,16 +1,16 @@
 import { Type } from 'typebox';
 import type { Db } from '../../db/database.ts';
 import { OPT_IN_STATUSES, SOLUTIONS, isValidOptInCursor } from '../../domain/opt-ins/opt-in.ts';
-import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
-import { cachedOptInSummary, listOptIns, optInPageValidator, optInSummaryValidator, type OptInSummaryCache } from '../../domain/opt-ins/opt-in.service.ts';
+import { cachedOptInSummary, listOptIns, optInPageValidator, optInSummaryValidator } from '../../domain/opt-ins/opt-in.service.ts';
 import { PERIODS } from '../../domain/periods.ts';
 import { FRESHNESS } from '../../domain/spend/spend.ts';
-import { spendReport, spendReportValidator, type SpendReportCache } from '../../domain/spend/spend.service.ts';
+import { spendReport, spendReportValidator } from '../../domain/spend/spend.service.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { HUB_SPEND_LIMIT, HUB_SUMMARY_LIMIT, type RatePolicy } from '../../policy.ts';
 import { REPORT_VIEW_URI } from '../mcp-apps/resources.ts';
 import { defineOperation, Validated, type Operation } from '../operation.ts';
 import { cursorFormat, NOT_OUR_CURSOR, Page, pageParameters } from '../shared/paging.ts';
+import type { ReportCaches } from '../shared/report-caches.ts';
 import { TIMESTAMP_OR_DATE } from '../shared/time-formats.ts';
 
 /** What every Hub API operation runs with: the hub of the calling key, and the services. */
@@ -18,9 +18,7 @@ export interface HubContext {
   db: Db;
   clock: Clock;
   hubId: string;
-  spendCache: SpendReportCache;
-  catalogs: HubCatalogCache;
-  summaries: OptInSummaryCache;
+  caches: ReportCaches;
 }
 
 const optInCursor = cursorFormat('opaque-cursor', isValidOptInCursor, NOT_OUR_CURSOR);
@@ -137,7 +135,7 @@ export function hubOperationsFor(per: LimitSubject): Operation<HubContext>[] {
       output: Page(OptInRowSchema),
       validator: (ctx: HubContext, input) => optInPageValidator(ctx.db, ctx.hubId, input),
       handler: async (ctx: HubContext, input) => {
-        const { json, validator } = await listOptIns(ctx.db, ctx.catalogs, ctx.hubId, input);
+        const { json, validator } = await listOptIns(ctx.db, ctx.caches.catalogs, ctx.hubId, input);
         return new Validated(json, validator);
       },
     }),
@@ -160,7 +158,7 @@ export function hubOperationsFor(per: LimitSubject): Operation<HubContext>[] {
       lastModified: true,
       validator: (ctx: HubContext) => optInSummaryValidator(ctx.db, ctx.hubId, ctx.clock),
       handler: async (ctx: HubContext) => {
-        const { summary, validator } = await cachedOptInSummary(ctx.db, ctx.hubId, ctx.clock, ctx.summaries);
+        const { summary, validator } = await cachedOptInSummary(ctx.db, ctx.hubId, ctx.clock, ctx.caches.summaries);
         return new Validated(summary, validator);
       },
     }),
@@ -185,7 +183,7 @@ export function hubOperationsFor(per: LimitSubject): Operation<HubContext>[] {
       extraLimit: HUB_SPEND_LIMIT,
       validator: (ctx: HubContext, input) => spendReportValidator(ctx.db, ctx.hubId, input.period ?? 'last_30_days', ctx.clock),
       handler: async (ctx: HubContext, input) => {
-        const { json, validator } = await spendReport(ctx.db, ctx.hubId, input.period ?? 'last_30_days', ctx.clock, ctx.spendCache);
+        const { json, validator } = await spendReport(ctx.db, ctx.hubId, input.period ?? 'last_30_days', ctx.clock, ctx.caches.spend);
         return new Validated(json, validator);
       },
     }),

@@ -4,14 +4,13 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import type { RevocationFeed } from '../../db/revocation-feed.ts';
-import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
-import type { OptInSummaryCache } from '../../domain/opt-ins/opt-in.service.ts';
 import { PERIODS } from '../../domain/periods.ts';
-import { spendByWorkspace, type SpendReportCache } from '../../domain/spend/spend.service.ts';
+import { spendByWorkspace } from '../../domain/spend/spend.service.ts';
 import type { Membership, SessionUser } from '../../domain/web-sessions/web-session.service.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { RateLimiter } from '../../platform/rate-limit.ts';
 import { sendPage } from '../shared/html.ts';
+import type { ReportCaches } from '../shared/report-caches.ts';
 import { embedRefusalView } from './views/embed.ts';
 import { appHeaders, embedDocument, embedHeaders, messagePage, type Shell } from './views/layout.ts';
 import type { SpendReport } from './views/reports.ts';
@@ -21,9 +20,7 @@ export interface WebDeps {
   db: Db;
   clock: Clock;
   limiter: RateLimiter;
-  spendCache: SpendReportCache;
-  catalogs: HubCatalogCache;
-  summaries: OptInSummaryCache;
+  caches: ReportCaches;
   /** Told when Connected apps revokes a grant, so this instance's token verdicts go at once. */
   revocations?: Pick<RevocationFeed, 'revoked'>;
 }
@@ -44,7 +41,7 @@ export function webPaths(config: Config): WebPaths {
 
 /** The hub's spend report for every period: the spend dashboard's, and the spend embed's. */
 export const spendReports = async (deps: WebDeps, hubId: string): Promise<SpendReport[]> =>
-  Promise.all(PERIODS.map(async (p) => (await spendByWorkspace(deps.db, hubId, p, deps.clock, deps.spendCache)).value() as SpendReport));
+  Promise.all(PERIODS.map(async (p) => (await spendByWorkspace(deps.db, hubId, p, deps.clock, deps.caches.spend)).value() as SpendReport));
 
 /** A signed-in request to a hub's page: the session, its user, their membership of the hub. */
 export interface HubCtx {
