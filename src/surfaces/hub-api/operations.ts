@@ -9,6 +9,7 @@ import type { Clock } from '../../platform/clock.ts';
 import { HUB_SPEND_LIMIT, HUB_SUMMARY_LIMIT, type RatePolicy } from '../../policy.ts';
 import { REPORT_VIEW_URI } from '../mcp-apps/resources.ts';
 import { defineOperation, Validated, type Operation } from '../operation.ts';
+import { checkedString } from '../shared/formats.ts';
 import { cursorFormat, NOT_OUR_CURSOR, Page, pageParameters } from '../shared/paging.ts';
 import type { ReportCaches } from '../shared/report-caches.ts';
 import { TIMESTAMP_OR_DATE } from '../shared/time-formats.ts';
@@ -127,7 +128,7 @@ export function hubOperationsFor(per: LimitSubject): Operation<HubContext>[] {
         "Over HTTP each page has a strong ETag: send it back in If-None-Match and an unchanged page is 304 Not Modified, which does not count against the limits. A page changes when one of its rows changes, a row joins or leaves it, or the hub's workspaces, custom fields or playbooks change (every row embeds them, so every page of the hub changes then); a change to a row on another page leaves it as it was.",
       ].join(' '),
       input: Type.Object({
-        since: Type.Optional(Type.String({ format: TIMESTAMP_OR_DATE, maxLength: 64, description: 'Only opt-ins created or changed at or after this instant (inclusive). ISO 8601 with Z or an offset, or a date (00:00 UTC).', examples: ['2026-11-02T09:00:00Z'] })),
+        since: Type.Optional(checkedString(TIMESTAMP_OR_DATE, { maxLength: 64, description: 'Only opt-ins created or changed at or after this instant (inclusive). ISO 8601 with Z or an offset, or a date (00:00 UTC).', examples: ['2026-11-02T09:00:00Z'] })),
         playbookId: Type.Optional(Type.String({ maxLength: 64, description: 'Only this playbook. An unknown id gives an empty page.' })),
         status: Type.Optional(Type.Enum([...OPT_IN_STATUSES], { description: 'Only opt-ins in this status.' })),
         ...pageParameters('Rows', optInCursor),

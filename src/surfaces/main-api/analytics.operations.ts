@@ -5,6 +5,7 @@ import { SOCIAL_PLATFORMS } from '../../domain/channels/channel.ts';
 import { googleReviewSummaries } from '../../domain/reviews/review.service.ts';
 import { AD_PLATFORMS } from '../../domain/spend/spend.ts';
 import { defineOperation } from '../operation.ts';
+import { checkedString } from '../shared/formats.ts';
 import { CALENDAR_DATE } from '../shared/time-formats.ts';
 import type { MainContext } from './context.ts';
 import { Nullable, workspaceFilter } from './schemas.ts';
@@ -12,8 +13,8 @@ import { Nullable, workspaceFilter } from './schemas.ts';
 // The analytics reports over a range of UTC days: organic and paid performance, Google reviews.
 
 const range = {
-  from: Type.Optional(Type.String({ format: CALENDAR_DATE, description: `First UTC day, inclusive (YYYY-MM-DD). Default: ${DEFAULT_RANGE_DAYS - 1} days before \`to\`.` })),
-  to: Type.Optional(Type.String({ format: CALENDAR_DATE, description: `Last UTC day, inclusive (YYYY-MM-DD). Default: today, or \`from\` when that is later. At most ${MAX_RANGE_DAYS} days from \`from\`.` })),
+  from: Type.Optional(checkedString(CALENDAR_DATE, { description: `First UTC day, inclusive (YYYY-MM-DD). Default: ${DEFAULT_RANGE_DAYS - 1} days before \`to\`.` })),
+  to: Type.Optional(checkedString(CALENDAR_DATE, { description: `Last UTC day, inclusive (YYYY-MM-DD). Default: today, or \`from\` when that is later. At most ${MAX_RANGE_DAYS} days from \`from\`.` })),
 };
 
 const WorkspaceRef = Type.Object({ _id: Type.String(), name: Type.String() }, { description: 'The workspace (location) of the row.' });

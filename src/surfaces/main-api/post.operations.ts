@@ -4,6 +4,7 @@ import { MAX_CHANNELS, MAX_IMAGES, MAX_TEXT_LENGTH, NEW_POST_STATUSES, POST_STAT
 import { POST_CURSOR, createPost, getPost, listPosts } from '../../domain/posts/post.service.ts';
 import { defineOperation, replayable } from '../operation.ts';
 import { Page, pageParameters } from '../shared/paging.ts';
+import { checkedString } from '../shared/formats.ts';
 import { INSTANT, TIMESTAMP_OR_DATE } from '../shared/time-formats.ts';
 import type { MainContext } from './context.ts';
 import { Id, Nullable, positionCursor, Timestamp, workspaceFilter } from './schemas.ts';
@@ -64,8 +65,8 @@ export const postOperations = [
     input: Type.Object({
       workspaceId: workspaceFilter,
       status: Type.Optional(Type.Enum([...POST_STATUSES], { description: 'Only posts in this status.' })),
-      from: Type.Optional(Type.String({ format: TIMESTAMP_OR_DATE, maxLength: 64, description: 'Only posts with calendarAt at or after this instant (a date: 00:00 UTC).', examples: ['2026-11-01'] })),
-      to: Type.Optional(Type.String({ format: TIMESTAMP_OR_DATE, maxLength: 64, description: 'Only posts with calendarAt at or before this instant (a date: through the end of that UTC day).', examples: ['2026-11-30'] })),
+      from: Type.Optional(checkedString(TIMESTAMP_OR_DATE, { maxLength: 64, description: 'Only posts with calendarAt at or after this instant (a date: 00:00 UTC).', examples: ['2026-11-01'] })),
+      to: Type.Optional(checkedString(TIMESTAMP_OR_DATE, { maxLength: 64, description: 'Only posts with calendarAt at or before this instant (a date: through the end of that UTC day).', examples: ['2026-11-30'] })),
       ...pageParameters('Posts', postCursor),
     }),
     output: Page(PostSchema),
@@ -100,7 +101,7 @@ export const postOperations = [
       channelIds: Type.Optional(Type.Array(Id('A channel _id.'), { maxItems: MAX_CHANNELS, uniqueItems: true, default: [], description: `Target channels (at most ${MAX_CHANNELS}); at least one to schedule. A draft may have none yet.` })),
       mediaIds: Type.Optional(Type.Array(Id('A media _id.'), { maxItems: MAX_IMAGES, uniqueItems: true, default: [], description: `Media assets in display order: up to ${MAX_IMAGES} images or exactly one video.` })),
       status: Type.Enum([...NEW_POST_STATUSES], { description: 'draft: save without publishing; scheduled: publish at scheduledAt (or now with publishNow).' }),
-      scheduledAt: Type.Optional(Type.String({ format: INSTANT, maxLength: 64, description: 'When to publish (ISO 8601 with Z or an offset). Required for status scheduled unless publishNow; optional on a draft (its planned time).', examples: ['2026-12-01T15:00:00Z'] })),
+      scheduledAt: Type.Optional(checkedString(INSTANT, { maxLength: 64, description: 'When to publish (ISO 8601 with Z or an offset). Required for status scheduled unless publishNow; optional on a draft (its planned time).', examples: ['2026-12-01T15:00:00Z'] })),
       publishNow: Type.Optional(Type.Boolean({ description: 'With status scheduled and no scheduledAt: publish as soon as possible (within seconds).' })),
     }),
     output: PostSchema,
