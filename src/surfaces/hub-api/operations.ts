@@ -6,7 +6,7 @@ import { PERIODS } from '../../domain/periods.ts';
 import { FRESHNESS } from '../../domain/spend/spend.ts';
 import { spendReport, spendReportValidator } from '../../domain/spend/spend.service.ts';
 import type { Clock } from '../../platform/clock.ts';
-import { HUB_SPEND_LIMIT, HUB_SUMMARY_LIMIT, type RatePolicy } from '../../policy.ts';
+import { HUB_SPEND_LIMIT, HUB_SUMMARY_LIMIT, SPEND_STALE_AFTER_MS, type RatePolicy } from '../../policy.ts';
 import { REPORT_VIEW_URI } from '../mcp-apps/resources.ts';
 import { defineOperation, Validated, type Operation } from '../operation.ts';
 import { checkedString } from '../shared/formats.ts';
@@ -23,6 +23,8 @@ export interface HubContext {
 }
 
 const optInCursor = cursorFormat('opaque-cursor', isValidOptInCursor, NOT_OUR_CURSOR);
+
+const STALE_HOURS = SPEND_STALE_AFTER_MS / 3_600_000;
 
 const Timestamp = (description: string) => Type.String({ format: 'date-time', description });
 const DateOnly = (description: string) => Type.String({ format: 'date', description });
@@ -86,7 +88,7 @@ const SpendSchema = Type.Object({
     description: "The oldest completed ad-account sync behind the figures; null when no account has completed a sync. Check it (and freshness) before publishing numbers, especially early in the day.",
   }),
   freshness: Type.Enum([...FRESHNESS], {
-    description: 'no_accounts: the hub has no ad account; syncing: a sync is running; failed: an account’s latest sync failed; never_synced: an account never completed a sync; stale: asOf is older than 6 hours; fresh otherwise.',
+    description: `no_accounts: the hub has no ad account; syncing: a sync is running; failed: an account’s latest sync failed; never_synced: an account never completed a sync; stale: asOf is older than ${STALE_HOURS} hours; fresh otherwise.`,
   }),
   totals: Type.Object({
     spendCents: Type.Integer({ description: "Sum of the workspaces' spendCents plus unattributedSpendCents." }),
@@ -174,7 +176,7 @@ export function hubOperationsFor(per: LimitSubject): Operation<HubContext>[] {
         'Paid ad spend per workspace for a period (UTC days; today is partial), with the same-length prior period, unattributed spend, and how fresh the figures are.',
         'Money is in integer cents (dollars = cents / 100). Check asOf and freshness before publishing numbers.',
         'The first request for a period each day computes the figures; later ones are fast.',
-        'Over HTTP its ETag changes with the spend, the workspaces and their fields, asOf (the oldest ad account sync), freshness (a sync 6 hours old turns stale) and the UTC day; a conditional request answered 304 Not Modified does not count against the limits. No Last-Modified: a sync state or freshness changes at no single recorded time.',
+        `Over HTTP its ETag changes with the spend, the workspaces and their fields, asOf (the oldest ad account sync), freshness (a sync ${STALE_HOURS} hours old turns stale) and the UTC day; a conditional request answered 304 Not Modified does not count against the limits. No Last-Modified: a sync state or freshness changes at no single recorded time.`,
         limitedTo(HUB_SPEND_LIMIT, per),
       ].join(' '),
       input: Type.Object({

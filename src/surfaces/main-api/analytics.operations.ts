@@ -71,7 +71,7 @@ export const analyticsOperations = [
     rest: { path: '/analytics/organic' },
     title: 'Organic social performance',
     description: [
-      'Organic post performance per workspace and in total over a range of UTC days (default: the last 30 days, today included; at most 366 days): posts, impressions, reach, likes, comments, shares, saves,',
+      `Organic post performance per workspace and in total over a range of UTC days (default: the last ${DEFAULT_RANGE_DAYS} days, today included; at most ${MAX_RANGE_DAYS} days): posts, impressions, reach, likes, comments, shares, saves,`,
       'engagement (likes + comments + shares + saves), engagement rate (engagement / reach) and earned media value (impressions × the hub’s CPM for the platform / 1000, in cents; `cpm` lists the CPMs used, a platform without one counts 0).',
       'Every workspace in scope is listed (zeros when it has no figures), most impressions first. Totals are computed from the summed counts (rates are not averaged); totals.earnedMediaValueCents is the sum of the rows.',
     ].join(' '),
@@ -94,7 +94,7 @@ export const analyticsOperations = [
     rest: { path: '/analytics/paid' },
     title: 'Paid campaign performance',
     description: [
-      'Paid ad performance per workspace, per campaign and in total over a range of UTC days (default: the last 30 days, today included — today is partial; at most 366 days):',
+      `Paid ad performance per workspace, per campaign and in total over a range of UTC days (default: the last ${DEFAULT_RANGE_DAYS} days, today included — today is partial; at most ${MAX_RANGE_DAYS} days):`,
       'spend (cents), impressions, clicks, CTR (clicks / impressions), CPC (spend / clicks), results and cost per result (spend / results).',
       'Every workspace in scope is listed (zeros when it ran nothing), most spend first; campaigns most spend first. Totals equal the sum of the workspaces (and of the campaigns); ratios are computed from the totals.',
     ].join(' '),
@@ -124,7 +124,7 @@ export const analyticsOperations = [
     title: 'Google review summaries',
     description: [
       'Google Business Profile reviews per workspace and in total: average rating, review count and rating distribution of all reviews up to `to`,',
-      'and for the range of UTC days (default: the last 30 days; at most 366): new reviews, their average and distribution, how many have a reply, and the response rate (replied / new).',
+      `and for the range of UTC days (default: the last ${DEFAULT_RANGE_DAYS} days; at most ${MAX_RANGE_DAYS}): new reviews, their average and distribution, how many have a reply, and the response rate (replied / new).`,
       'Every workspace in scope is listed, most new reviews first. Totals are exact sums (averages weighted by review counts).',
     ].join(' '),
     input: Type.Object({ workspaceId: workspaceFilter, ...range }),

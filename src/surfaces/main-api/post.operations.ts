@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import { SOCIAL_PLATFORMS } from '../../domain/channels/channel.ts';
 import { MAX_CHANNELS, MAX_IMAGES, MAX_TEXT_LENGTH, NEW_POST_STATUSES, POST_STATUSES, TEXT_LIMITS } from '../../domain/posts/post.ts';
 import { POST_CURSOR, createPost, getPost, listPosts } from '../../domain/posts/post.service.ts';
+import { IDEMPOTENCY_KEY_TTL_MS } from '../../policy.ts';
 import { defineOperation, replayable } from '../operation.ts';
 import { Page, pageParameters } from '../shared/paging.ts';
 import { checkedString } from '../shared/formats.ts';
@@ -91,7 +92,7 @@ export const postOperations = [
     openWorld: true,
     description: [
       ...CREATE_POST,
-      'Send an Idempotency-Key header to retry safely: the same key and body within 24 hours returns the first post (with Idempotent-Replayed: true) and creates nothing; the same key with another body is refused with 422 idempotency_key_reused.',
+      `Send an Idempotency-Key header to retry safely: the same key and body within ${IDEMPOTENCY_KEY_TTL_MS / 3_600_000} hours returns the first post (with Idempotent-Replayed: true) and creates nothing; the same key with another body is refused with 422 idempotency_key_reused.`,
     ].join(' '),
     // A tool call has no request headers to send.
     mcp: { description: [...CREATE_POST, 'A tool call is not idempotent: if a call fails mid-way, check list_posts before creating the post again.'].join(' ') },
