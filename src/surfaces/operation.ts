@@ -7,6 +7,7 @@ import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText } from '../platform/text
 import type { Validator } from '../platform/validators.ts';
 import type { RatePolicy } from '../policy.ts';
 import { invalidRequest } from './shared/errors.ts';
+import { checkedFormatOf, type CheckedFormat } from './shared/formats.ts';
 
 /** What an operation does, which decides its verbs: GET (200) or POST (201), and its MCP hints. */
 export type Effect = 'read' | 'create';
@@ -149,15 +150,30 @@ export function withContext<From, To>(op: Operation<To>, to: (ctx: From) => To, 
 // `fromQueryText`.
 const ajv = new Ajv({ coerceTypes: false, allErrors: true, useDefaults: true, strict: false, removeAdditional: false });
 const compiled = new WeakMap<TSchema, ValidateFunction>();
+/** The checked string formats ajv has been given, by name: added as the schemas that use them are compiled. */
+const checkedFormats = new Map<string, CheckedFormat>();
 
-// Semantic string formats, validated with everything else so one response names every bad field.
-const formats = new Map<string, { check: (value: string) => boolean; message: string }>();
-
-export function defineFormat(name: string, check: (value: string) => boolean, message: string): void {
-  formats.set(name, { check, message });
-  ajv.addFormat(name, { type: 'string', validate: check });
+/**
+ * The schema as the server validates it: a checked string (shared/formats.ts) also names its
+ * check as its `format`, so that one pass names every bad field. Published schemas never carry it.
+ */
+function withChecks(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(withChecks);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const copy: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) copy[key] = withChecks(value);
+  const format = checkedFormatOf(schema);
+  if (format) {
+    const known = checkedFormats.get(format.name);
+    if (known !== undefined && known !== format) throw new Error(`two string formats are named ${format.name}`);
+    if (known === undefined) {
+      checkedFormats.set(format.name, format);
+      ajv.addFormat(format.name, { type: 'string', validate: format.check });
+    }
+    copy.format = format.name;
+  }
+  return copy;
 }
-
 
 function fieldOf(error: ErrorObject): string {
   const path = error.instancePath.replace(/^\//, '').replaceAll('/', '.');
@@ -168,7 +184,8 @@ function fieldOf(error: ErrorObject): string {
 /** A sentence about what the field accepts, from its schema. */
 function expectation(schema: Record<string, unknown> | undefined, fallback: string): string {
   if (!schema) return fallback;
-  if (typeof schema.format === 'string' && formats.has(schema.format)) return formats.get(schema.format)!.message;
+  const checked = checkedFormatOf(schema);
+  if (checked) return checked.message;
   if (Array.isArray(schema.enum)) return `must be one of: ${schema.enum.join(', ')}`;
   if (schema.type === 'integer') {
     const range = schema.minimum !== undefined && schema.maximum !== undefined ? ` from ${schema.minimum} to ${schema.maximum}` : '';
@@ -210,7 +227,7 @@ export function validateInput<S extends TObject>(schema: S, input: unknown): Sta
   if (forbidden !== undefined) throw invalidRequest([{ field: forbidden, message: FORBIDDEN_CHARACTER_MESSAGE }]);
   let validate = compiled.get(schema);
   if (!validate) {
-    validate = ajv.compile(schema);
+    validate = ajv.compile(withChecks(schema) as TSchema);
     compiled.set(schema, validate);
   }
   const value = input ?? {};

@@ -8,7 +8,7 @@ import { account, hub, workspace } from './world.ts';
 import type { Clock } from '../../src/platform/clock.ts';
 import { Replayed, runOperation, type Operation } from '../../src/surfaces/operation.ts';
 import { REPLAYED_HEADER } from '../../src/surfaces/rest.ts';
-import { contentOperations } from '../../src/surfaces/main-api/content.operations.ts';
+import { mainOperations } from '../../src/surfaces/main-api/operations.ts';
 import type { MainContext } from '../../src/surfaces/main-api/context.ts';
 import type { Caller } from '../../src/domain/caller.ts';
 import type { MediaStore } from '../../src/domain/media/media-store.ts';
@@ -97,9 +97,9 @@ export async function tempMediaStore(): Promise<TempMediaStore> {
   };
 }
 
-const byName = new Map(contentOperations.map((op) => [op.name, op as unknown as Operation<MainContext>]));
+const byName = new Map(mainOperations.map((op) => [op.name, op as unknown as Operation<MainContext>]));
 
-/** Runs a content operation as REST and MCP do: the input validated by its schema, then the handler. */
+/** Runs a main API operation as REST and MCP do: the input validated by its schema, then the handler. */
 export async function call(name: string, ctx: MainContext, input: Record<string, unknown> = {}): Promise<any> {
   const op = byName.get(name);
   if (!op) throw new Error(`no operation ${name}`);

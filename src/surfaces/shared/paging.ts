@@ -1,10 +1,10 @@
 import { Type, type TSchema } from 'typebox';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../policy.ts';
-import { defineFormat } from '../operation.ts';
+import { checkedString, type CheckedFormat } from './formats.ts';
 
 // How every list pages, on every surface (REST, OpenAPI, MCP): a `limit` of 1 to MAX_PAGE_SIZE
 // rows (DEFAULT_PAGE_SIZE when not given), an opaque `cursor` checked as a string format with
-// every other field, and the answer `{data, nextCursor}`. The cursors themselves (signed, one
+// every other field (published as the shape every cursor has), and the answer `{data, nextCursor}`. The cursors themselves (signed, one
 // kind per list) are the domain's: domain/keyset.ts.
 
 /** The refusal of a cursor that is not one the list issued (a list whose cursors carry its kind). */
@@ -12,10 +12,12 @@ const NOT_THIS_LISTS_CURSOR = 'is not a cursor issued by this API for this list;
 /** The same refusal, as the workspaces, hubs and opt-ins lists word it. */
 export const NOT_OUR_CURSOR = 'is not a cursor issued by this API; pass nextCursor from the previous page unchanged';
 
-/** Declares the string format `name` of a list's cursors; returns the name. */
-export function cursorFormat(name: string, isValid: (text: string) => boolean, message: string = NOT_THIS_LISTS_CURSOR): string {
-  defineFormat(name, isValid, message);
-  return name;
+/** Every cursor's shape (platform/cursor.ts): base64url text, a dot, a 22-character tag. */
+const CURSOR_PATTERN = '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]{22}$';
+
+/** The string format `name` of a list's cursors: those `isValid` accepts. */
+export function cursorFormat(name: string, isValid: (text: string) => boolean, message: string = NOT_THIS_LISTS_CURSOR): CheckedFormat {
+  return { name, check: isValid, message, published: { pattern: CURSOR_PATTERN } };
 }
 
 const CURSOR = 'The nextCursor of the previous page, unchanged.';
@@ -24,10 +26,10 @@ const CURSOR = 'The nextCursor of the previous page, unchanged.';
  * The paging parameters of a list: `limit` ("`what` per page") and `cursor` of the format given.
  * A list with filters (`filtered`) asks for the same filters on every page.
  */
-export function pageParameters(what: string, format: string, options: { filtered: boolean } = { filtered: true }) {
+export function pageParameters(what: string, format: CheckedFormat, options: { filtered: boolean } = { filtered: true }) {
   return {
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE, description: `${what} per page, 1 to ${MAX_PAGE_SIZE}.` })),
-    cursor: Type.Optional(Type.String({ format, maxLength: 1000, description: options.filtered ? `${CURSOR} Keep the other parameters the same while paging.` : CURSOR })),
+    cursor: Type.Optional(checkedString(format, { maxLength: 1000, description: options.filtered ? `${CURSOR} Keep the other parameters the same while paging.` : CURSOR })),
   };
 }
 
