@@ -3,7 +3,7 @@ import { buildApp, type App } from './app.ts';
 import { ConfigError, loadConfig, redactUrl, type Config } from './config.ts';
 import { EmbeddedDatabaseError } from './db/embedded.ts';
 import { openDatabase } from './db/open.ts';
-import { createKey } from './domain/api-keys/api-key.repository.ts';
+import { createKey } from './domain/api-keys/api-key.service.ts';
 import { DEMO_HUB_ID, isDatabaseEmpty, seedDemo } from './domain/demo/seed.ts';
 import { getHub } from './domain/tenancy/tenancy.repository.ts';
 import { DomainError } from './platform/errors.ts';

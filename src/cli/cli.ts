@@ -5,7 +5,7 @@ import { ConfigError, loadConfig } from '../config.ts';
 import { isDatabaseUnavailable } from '../db/database.ts';
 import { openDatabase, type OpenedDatabase } from '../db/open.ts';
 import { EmbeddedDatabaseError } from '../db/embedded.ts';
-import { createEmbedKeyFromPublicKey, createKey, listKeys, revokeKey, rollKey, type KeySummary } from '../domain/api-keys/api-key.repository.ts';
+import { createEmbedKeyFromPublicKey, createKey, listKeys, revokeKey, rollKey, type KeySummary } from '../domain/api-keys/api-key.service.ts';
 import { KEY_SCOPES, keyState, type KeyScope } from '../domain/api-keys/api-key.ts';
 import { seedDemo } from '../domain/demo/seed.ts';
 import { IMPORT_TYPES, importNdjson } from '../domain/import/import.ts';

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
-import { createKey, revokeKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { createKey, revokeKey } from '../../src/domain/api-keys/api-key.service.ts';
 import { cachedOptInSummary, OptInSummaryCache } from '../../src/domain/opt-ins/opt-in.service.ts';
 import { importNdjson } from '../../src/domain/import/import.ts';
 import { utcDate } from '../../src/domain/periods.ts';

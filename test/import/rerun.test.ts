@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { runCli } from '../../src/cli/cli.ts';
-import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { createKey } from '../../src/domain/api-keys/api-key.service.ts';
 import { ImportError, importNdjson, IMPORT_TYPES } from '../../src/domain/import/import.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { snapshot } from '../support/snapshot.ts';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { SdkHttpError } from '@modelcontextprotocol/client';
-import { createKey, revokeKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { createKey, revokeKey } from '../../src/domain/api-keys/api-key.service.ts';
 import { importNdjson } from '../../src/domain/import/import.ts';
 import { hubOperations } from '../../src/surfaces/hub-api/operations.ts';
 import { mcpAppResources, REPORT_VIEW_URI } from '../../src/surfaces/mcp-apps/resources.ts';

@@ -6,7 +6,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Fastify from 'fastify';
-import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { createKey } from '../../src/domain/api-keys/api-key.service.ts';
 import { HubCatalogCache } from '../../src/domain/opt-ins/hub-catalog.ts';
 import { OptInSummaryCache } from '../../src/domain/opt-ins/opt-in.service.ts';
 import { SpendReportCache } from '../../src/domain/spend/spend.service.ts';

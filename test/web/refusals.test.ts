@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import Fastify from 'fastify';
-import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { createKey } from '../../src/domain/api-keys/api-key.service.ts';
 import { HubCatalogCache } from '../../src/domain/opt-ins/hub-catalog.ts';
 import { OptInSummaryCache } from '../../src/domain/opt-ins/opt-in.service.ts';
 import type { SpendReportCache } from '../../src/domain/spend/spend.service.ts';

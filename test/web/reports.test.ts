@@ -4,7 +4,7 @@
 // column and previous/next pages. Through HTTP on a started app, with a session like a browser's.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { createKey } from '../../src/domain/api-keys/api-key.service.ts';
 import { OPT_IN_STATUSES } from '../../src/domain/opt-ins/opt-in.ts';
 import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
 import { signEmbedToken } from '../../src/surfaces/web/embed-token.ts';
