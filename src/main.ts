@@ -5,7 +5,7 @@ import { EmbeddedDatabaseError } from './db/embedded.ts';
 import { openDatabase } from './db/open.ts';
 import { createKey } from './domain/api-keys/api-key.service.ts';
 import { DEMO_HUB_ID, isDatabaseEmpty, seedDemo } from './domain/demo/seed.ts';
-import { getHub } from './domain/tenancy/tenancy.repository.ts';
+import { getHub } from './domain/tenancy/tenancy.service.ts';
 import { DomainError } from './platform/errors.ts';
 import { chooseLogFormat, createLogger } from './platform/logger.ts';
 import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';

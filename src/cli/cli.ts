@@ -9,7 +9,8 @@ import { createEmbedKeyFromPublicKey, createKey, listKeys, revokeKey, rollKey, t
 import { KEY_SCOPES, keyState, type KeyScope } from '../domain/api-keys/api-key.ts';
 import { seedDemo } from '../domain/demo/seed.ts';
 import { IMPORT_TYPES, importNdjson } from '../domain/import/import.ts';
-import { PLANS, ROLES, addUserToHub, createAccount, createHub, createUser, getHub, setHubSuspended } from '../domain/tenancy/tenancy.repository.ts';
+import { addUserToHub, createAccount, createHub, createUser, getHub, setHubSuspended } from '../domain/tenancy/tenancy.service.ts';
+import { PLANS, ROLES } from '../domain/tenancy/tenancy.ts';
 import { DomainError } from '../platform/errors.ts';
 import { VERSION } from '../platform/version.ts';
 import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_MS } from '../policy.ts';

@@ -1,6 +1,6 @@
 import type { Db } from '../../db/database.ts';
 import { hashPassword, verifyPassword } from '../../platform/password.ts';
-import { normaliseEmail } from '../tenancy/tenancy.repository.ts';
+import { normaliseEmail } from '../tenancy/tenancy.ts';
 
 // Who may sign in, what they may consent to, and who a grant acts as.
 

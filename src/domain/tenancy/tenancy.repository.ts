@@ -1,21 +1,10 @@
 import type { Db } from '../../db/database.ts';
 import { DomainError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
-import { hashPassword } from '../../platform/password.ts';
+import type { Plan, Role } from './tenancy.ts';
 
-// Accounts own hubs; users belong to an account and hold a role in a hub (a membership row).
-// The rules below are shared with the NDJSON import, so both refuse exactly the same input.
-// The *Problem functions return the reason without the subject ("must be …"), so callers can
-// put it after a flag name or an import field path.
-
-export const PLANS = ['standard', 'partner'] as const;
-export type Plan = (typeof PLANS)[number];
-export const ROLES = ['hub_admin', 'member'] as const;
-export type Role = (typeof ROLES)[number];
-const PASSWORD_MIN_LENGTH = 8;
-// scrypt accepts any length; the cap only stops a megabyte "password" from being hashed.
-const PASSWORD_MAX_LENGTH = 1024;
-const EMAIL_PATTERN = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
+// The SQL of accounts, hubs, users and memberships. Input is checked by tenancy.service.ts;
+// what only the database can tell (a row missing or taken) is refused here, inside the transaction.
 
 export interface Account {
   id: string;
@@ -43,44 +32,13 @@ export interface User {
   staff: boolean;
 }
 
-/** Names are kept exactly as given (trailing spaces included) but must show something. */
-export function nameProblem(name: string, max = 200): string | undefined {
-  if (name.length < 1 || name.length > max) return `must be 1 to ${max} characters`;
-  if (name.trim() === '') return 'must not be blank';
-  return undefined;
-}
-
-export function normaliseEmail(email: string): string {
-  return email.trim().toLowerCase();
-}
-
-/** For an address already passed through normaliseEmail. */
-export function emailProblem(email: string): string | undefined {
-  if (email.length > 254 || !EMAIL_PATTERN.test(email)) return 'must be an email address like name@example.com';
-  return undefined;
-}
-
-export function passwordProblem(password: string): string | undefined {
-  const length = [...password].length;
-  if (length < PASSWORD_MIN_LENGTH) return `must be at least ${PASSWORD_MIN_LENGTH} characters`;
-  if (length > PASSWORD_MAX_LENGTH) return `must be at most ${PASSWORD_MAX_LENGTH} characters`;
-  return undefined;
-}
-
-function check(subject: string, problem: string | undefined): void {
-  if (problem) throw new DomainError('invalid', `${subject} ${problem}`);
-}
-
 function isUniqueViolation(error: unknown, constraint: string): boolean {
   const e = error as { code?: string; constraint?: string };
   return e.code === '23505' && e.constraint === constraint;
 }
 
-export async function createAccount(db: Db, input: { name: string; plan?: Plan; apiAccess?: boolean }): Promise<Account> {
-  check('account name', nameProblem(input.name));
-  const plan = input.plan ?? 'standard';
-  if (!PLANS.includes(plan)) throw new DomainError('invalid', `plan must be one of ${PLANS.join(', ')}`);
-  const account = { id: newId('acc'), name: input.name, plan, apiAccess: input.apiAccess ?? false };
+export async function insertAccount(db: Db, input: Omit<Account, 'id'>): Promise<Account> {
+  const account = { id: newId('acc'), ...input };
   await db.kysely
     .insertInto('accounts')
     .values({ id: account.id, name: account.name, plan: account.plan, api_access: account.apiAccess })
@@ -88,8 +46,7 @@ export async function createAccount(db: Db, input: { name: string; plan?: Plan; 
   return account;
 }
 
-export async function createHub(db: Db, input: { accountId: string; name: string }): Promise<Hub> {
-  check('hub name', nameProblem(input.name));
+export async function insertHub(db: Db, input: { accountId: string; name: string }): Promise<Hub> {
   return db.kysely.transaction().execute(async (trx) => {
     // FOR SHARE: the account cannot disappear between this check and the insert.
     const account = await trx.selectFrom('accounts').select('id').where('id', '=', input.accountId).forShare().executeTakeFirst();
@@ -100,31 +57,30 @@ export async function createHub(db: Db, input: { accountId: string; name: string
   });
 }
 
-export async function getHub(db: Db, hubId: string): Promise<Hub> {
+export async function findHub(db: Db, hubId: string): Promise<Hub | undefined> {
   const row = await db.kysely
     .selectFrom('hubs')
     .select(['id', 'account_id', 'name', 'suspended'])
     .where('id', '=', hubId)
     .executeTakeFirst();
-  if (!row) throw new DomainError('not_found', `hub ${hubId} does not exist`);
-  return { id: row.id, accountId: row.account_id, name: row.name, suspended: row.suspended };
+  return row && { id: row.id, accountId: row.account_id, name: row.name, suspended: row.suspended };
 }
 
-/** Suspends or restores a hub's access; the Hub API answers 403 while it is suspended. */
-export async function setHubSuspended(db: Db, hubId: string, suspended: boolean): Promise<{ id: string; suspended: boolean }> {
+/** Sets whether a hub is suspended; undefined for an unknown hub. */
+export async function updateHubSuspended(db: Db, hubId: string, suspended: boolean): Promise<{ id: string; suspended: boolean } | undefined> {
   const row = await db.kysely
     .updateTable('hubs')
     .set({ suspended })
     .where('id', '=', hubId)
     .returning(['id', 'suspended'])
     .executeTakeFirst();
-  if (!row) throw new DomainError('not_found', `hub ${hubId} does not exist`);
-  return { id: row.id, suspended: row.suspended };
+  return row;
 }
 
-export interface NewUser {
+/** A user row: the email already normalised and checked, the password already hashed. */
+export interface UserRow {
   email: string;
-  password: string;
+  passwordHash: string;
   firstname: string;
   lastname: string;
   hubId: string;
@@ -134,16 +90,9 @@ export interface NewUser {
   staff?: boolean | undefined;
 }
 
-/** Creates a user in the hub's account with a membership (role) in that hub. */
-export async function createUser(db: Db, input: NewUser): Promise<User> {
-  const email = normaliseEmail(input.email);
-  check('email', emailProblem(email));
-  check('password', passwordProblem(input.password));
-  check('firstname', nameProblem(input.firstname, 100));
-  check('lastname', nameProblem(input.lastname, 100));
-  if (!ROLES.includes(input.role)) throw new DomainError('invalid', `role must be one of ${ROLES.join(', ')}`);
-  // Hashing takes ~0.1 s: do it before the transaction, not while holding locks.
-  const passwordHash = await hashPassword(input.password);
+/** Inserts a user in the hub's account with a membership (role) in that hub. */
+export async function insertUser(db: Db, input: UserRow): Promise<User> {
+  const { email, passwordHash } = input;
   try {
     return await db.kysely.transaction().execute(async (trx) => {
       const hub = await trx.selectFrom('hubs').select(['id', 'account_id']).where('id', '=', input.hubId).forShare().executeTakeFirst();
@@ -196,14 +145,9 @@ export interface Membership {
   workspaceId: string | null;
 }
 
-/**
- * Gives an existing user a role in another hub of their account. A user belongs to one account
- * (its plan and API access apply to them), so a hub of another account is refused. Nothing is
- * written on a refusal.
- */
-export async function addUserToHub(db: Db, input: { email: string; hubId: string; role: Role; workspaceId?: string | undefined }): Promise<Membership> {
-  const email = normaliseEmail(input.email);
-  if (!ROLES.includes(input.role)) throw new DomainError('invalid', `role must be one of ${ROLES.join(', ')}`);
+/** Inserts the membership; a missing user, hub or workspace, another account's hub or a second membership is refused. */
+export async function insertMembership(db: Db, input: { email: string; hubId: string; role: Role; workspaceId?: string | undefined }): Promise<Membership> {
+  const { email } = input;
   try {
     return await db.kysely.transaction().execute(async (trx) => {
       const user = await trx.selectFrom('users').select(['id', 'account_id']).where('email', '=', email).forShare().executeTakeFirst();
