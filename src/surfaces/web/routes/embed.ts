@@ -3,7 +3,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { findEmbedKey } from '../../../domain/api-keys/api-key.service.ts';
 import { webOptInSummary } from '../../../domain/opt-ins/opt-in.service.ts';
-import { adAccountStatuses } from '../../../domain/spend/spend.repository.ts';
+import { adAccountStatuses } from '../../../domain/spend/spend.service.ts';
 import { hubName } from '../../../domain/tenancy/tenancy.service.ts';
 import { embedPage, embedRefusal, one, spendReports, type Query, type Web } from '../context.ts';
 import { verifyEmbedToken, type EmbedView } from '../embed-token.ts';
