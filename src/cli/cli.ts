@@ -14,7 +14,7 @@ import { PLANS, ROLES } from '../domain/tenancy/tenancy.ts';
 import { DomainError } from '../platform/errors.ts';
 import { VERSION } from '../platform/version.ts';
 import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_MS } from '../policy.ts';
-import { createClient } from '../domain/oauth/clients.repository.ts';
+import { createClient } from '../domain/oauth/clients.service.ts';
 
 // The `hubops` operator CLI (docs/cli.md). Every command validates its arguments before touching
 // the database (bad usage → exit 2 without starting anything), then opens the configured

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { buildApp } from '../../src/app.ts';
-import { createClient } from '../../src/domain/oauth/clients.repository.ts';
+import { createClient } from '../../src/domain/oauth/clients.service.ts';
 import { createUser } from '../../src/domain/tenancy/tenancy.service.ts';
 import { deleteExpiredArtifacts } from '../../src/surfaces/oauth/adapter.ts';
 import { startApp, type TestApp } from '../support/app.ts';
