@@ -4,7 +4,7 @@ import { ConfigError, loadConfig, redactUrl, type Config } from './config.ts';
 import { EmbeddedDatabaseError } from './db/embedded.ts';
 import { openDatabase } from './db/open.ts';
 import { createKey } from './domain/api-keys/api-key.service.ts';
-import { DEMO_HUB_ID, isDatabaseEmpty, seedDemo } from './domain/demo/seed.ts';
+import { DEMO_HUB_ID, isDatabaseEmpty, seedDemo } from './domain/demo/demo.service.ts';
 import { getHub } from './domain/tenancy/tenancy.service.ts';
 import { DomainError } from './platform/errors.ts';
 import { chooseLogFormat, createLogger } from './platform/logger.ts';

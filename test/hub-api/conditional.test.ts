@@ -9,7 +9,7 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
 import { createKey, revokeKey } from '../../src/domain/api-keys/api-key.service.ts';
 import { cachedOptInSummary, OptInSummaryCache } from '../../src/domain/opt-ins/opt-in.service.ts';
-import { importNdjson } from '../../src/domain/import/import.ts';
+import { importNdjson } from '../../src/domain/import/import.service.ts';
 import { utcDate } from '../../src/domain/periods.ts';
 import { readKey, startApp, type TestApp } from '../support/app.ts';
 import * as fx from '../support/world.ts';

@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { runCli } from '../../src/cli/cli.ts';
 import { createKey } from '../../src/domain/api-keys/api-key.service.ts';
-import { ImportError, importNdjson, IMPORT_TYPES } from '../../src/domain/import/import.ts';
+import { ImportError, importNdjson, IMPORT_TYPES } from '../../src/domain/import/import.service.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { snapshot } from '../support/snapshot.ts';
 import * as fx from '../support/world.ts';

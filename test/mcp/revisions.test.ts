@@ -8,7 +8,7 @@ import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { SdkHttpError } from '@modelcontextprotocol/client';
 import { createKey, revokeKey } from '../../src/domain/api-keys/api-key.service.ts';
-import { importNdjson } from '../../src/domain/import/import.ts';
+import { importNdjson } from '../../src/domain/import/import.service.ts';
 import { hubOperations } from '../../src/surfaces/hub-api/operations.ts';
 import { mcpAppResources, REPORT_VIEW_URI } from '../../src/surfaces/mcp-apps/resources.ts';
 import { mainMcpTools } from '../../src/surfaces/mcp-main/tools.ts';
