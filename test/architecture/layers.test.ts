@@ -149,6 +149,14 @@ test('above the domain, every concept is reached through its services: no reposi
   assert.deepEqual(staleConcepts, [], `concepts listed in WITHOUT_SERVICE that have a service or are no longer used above the domain:\n${staleConcepts.join('\n')}`);
 });
 
+test('repositories refuse nothing: no *.repository.ts imports platform/errors.ts (refusals are rules, made by services)', async () => {
+  const refusing: string[] = [];
+  for (const file of (await sourceFiles()).filter((f) => f.endsWith('.repository.ts'))) {
+    if ((await importsOf(file)).includes('platform/errors.ts')) refusing.push(file);
+  }
+  assert.deepEqual(refusing, [], 'repositories that import DomainError: return undefined or a row, and let the service refuse');
+});
+
 /**
  * SQL lives in domain/ and db/: every other file calls them. The one exception by design is the
  * OAuth storage adapter (oidc-provider's storage interface, in its own shapes).

@@ -1,12 +1,18 @@
 // Accounts, hubs, users and memberships' one door, and what the web admin shows about a hub beside
 // its reports. Input is checked here (with the rules in tenancy.ts, shared with the NDJSON import)
 // before any row is read; the repositories hold the SQL.
+import type { Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
+import type { Database } from '../../db/schema.ts';
 import { DomainError } from '../../platform/errors.ts';
+import { newId } from '../../platform/ids.ts';
 import { hashPassword } from '../../platform/password.ts';
 import { hubName as findHubName, hubPlaybooks as findHubPlaybooks, hubWorkspaces as findHubWorkspaces, visibleFieldKeys as findVisibleFieldKeys } from './hub-directory.repository.ts';
 import { check, emailProblem, nameProblem, normaliseEmail, passwordProblem, PLANS, ROLES, type Plan, type Role } from './tenancy.ts';
-import { findHub, insertAccount, insertHub, insertMembership, insertUser, updateHubSuspended, type Account, type Hub, type Membership, type User } from './tenancy.repository.ts';
+import {
+  emailTaken, findHub, insertAccount, insertHub, insertMembership, insertUser, isUniqueViolation, lockAccount, lockHub, lockUserByEmail, lockWorkspace,
+  membershipRole, updateHubSuspended, type Account, type Hub, type Membership, type User,
+} from './tenancy.repository.ts';
 
 export type { Account, Hub, Membership, User } from './tenancy.repository.ts';
 
@@ -23,7 +29,25 @@ export async function createAccount(db: Db, input: { name: string; plan?: Plan; 
 
 export async function createHub(db: Db, input: { accountId: string; name: string }): Promise<Hub> {
   check('hub name', nameProblem(input.name));
-  return insertHub(db, input);
+  return db.kysely.transaction().execute(async (trx) => {
+    if (!(await lockAccount(trx, input.accountId))) throw new DomainError('not_found', `account ${input.accountId} does not exist`);
+    return insertHub(trx, input);
+  });
+}
+
+/** The hub (locked until the transaction ends); refuses an unknown hub. */
+async function existingHub(trx: Transaction<Database>, hubId: string): Promise<{ id: string; accountId: string }> {
+  const hub = await lockHub(trx, hubId);
+  if (!hub) throw new DomainError('not_found', `hub ${hubId} does not exist`);
+  return hub;
+}
+
+/** Refuses a workspace that does not exist or belongs to another hub than `hubId` (the workspace stays locked). */
+async function checkWorkspaceOf(trx: Transaction<Database>, workspaceId: string | undefined, hubId: string): Promise<void> {
+  if (workspaceId === undefined) return;
+  const workspace = await lockWorkspace(trx, workspaceId);
+  if (!workspace) throw new DomainError('not_found', `workspace ${workspaceId} does not exist`);
+  if (workspace.hubId !== hubId) throw new DomainError('invalid', `workspace ${workspaceId} belongs to another hub, not ${hubId}`);
 }
 
 export async function getHub(db: Db, hubId: string): Promise<Hub> {
@@ -60,8 +84,31 @@ export async function createUser(db: Db, input: NewUser): Promise<User> {
   check('lastname', nameProblem(input.lastname, 100));
   checkRole(input.role);
   // Hashing takes ~0.1 s: do it before the transaction, not while holding locks.
-  const { password, ...rest } = input;
-  return insertUser(db, { ...rest, email, passwordHash: await hashPassword(password) });
+  const passwordHash = await hashPassword(input.password);
+  try {
+    return await db.kysely.transaction().execute(async (trx) => {
+      const hub = await existingHub(trx, input.hubId);
+      await checkWorkspaceOf(trx, input.workspaceId, hub.id);
+      if (await emailTaken(trx, email)) throw new DomainError('conflict', `a user with email ${email} already exists`);
+      const user: User = {
+        id: newId('usr'),
+        accountId: hub.accountId,
+        email,
+        firstname: input.firstname,
+        lastname: input.lastname,
+        hubId: hub.id,
+        role: input.role,
+        workspaceId: input.workspaceId ?? null,
+        staff: input.staff ?? false,
+      };
+      await insertUser(trx, user, passwordHash);
+      return user;
+    });
+  } catch (error) {
+    // Two concurrent creations of the same address: the unique index decides, the reason stays human.
+    if (isUniqueViolation(error, 'users_email_key')) throw new DomainError('conflict', `a user with email ${email} already exists`);
+    throw error;
+  }
 }
 
 /**
@@ -70,8 +117,28 @@ export async function createUser(db: Db, input: NewUser): Promise<User> {
  * written on a refusal.
  */
 export async function addUserToHub(db: Db, input: { email: string; hubId: string; role: Role; workspaceId?: string | undefined }): Promise<Membership> {
+  const email = normaliseEmail(input.email);
   checkRole(input.role);
-  return insertMembership(db, { ...input, email: normaliseEmail(input.email) });
+  try {
+    return await db.kysely.transaction().execute(async (trx) => {
+      const user = await lockUserByEmail(trx, email);
+      if (!user) throw new DomainError('not_found', `no user has the email ${email} (create one with: hubops users create)`);
+      const hub = await existingHub(trx, input.hubId);
+      if (hub.accountId !== user.accountId) {
+        throw new DomainError('rejected', `hub ${hub.id} belongs to account ${hub.accountId}, and ${email} to account ${user.accountId}; a user can only join hubs of their own account`);
+      }
+      await checkWorkspaceOf(trx, input.workspaceId, hub.id);
+      const existing = await membershipRole(trx, user.id, hub.id);
+      if (existing) throw new DomainError('conflict', `${email} is already a member of hub ${hub.id} (role ${existing})`);
+      const membership = { userId: user.id, email, hubId: hub.id, role: input.role, workspaceId: input.workspaceId ?? null };
+      await insertMembership(trx, membership);
+      return membership;
+    });
+  } catch (error) {
+    // Two concurrent additions of the same user to the same hub: the primary key decides.
+    if (isUniqueViolation(error, 'memberships_pkey')) throw new DomainError('conflict', `${email} is already a member of hub ${input.hubId}`);
+    throw error;
+  }
 }
 
 /** The hub's name; undefined for an unknown hub. */
