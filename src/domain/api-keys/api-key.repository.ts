@@ -6,23 +6,21 @@ import type { KeyMaterial, KeyScope } from './api-key.ts';
 
 // The SQL of API keys: rows in and out, as the service (api-key.service.ts) decides them.
 
-export interface KeySummary {
+/** A key as the hub's list reads it (api-key.service.ts's KeySummary, before its rules). */
+export interface KeyListRow {
   id: string;
   name: string;
   scope: KeyScope;
   start: string;
   requestCount: number;
-  /** Of requestCount, those answered 304 Not Modified: conditional hits, free against the rate limit. */
   notModifiedCount: number;
   lastUsedAt: string | null;
   createdAt: string;
   revokedAt: string | null;
-  /** When it stops working (a rolled key: the end of its grace period); null: never. */
   expiresAt: string | null;
-  /** The key that replaced it when it was rolled. */
   replacedBy: string | null;
-  /** An embed key made before key pairs: its tokens are HMACs over a hash the database holds. */
-  legacyEmbed: boolean;
+  /** Whether the key stores an Ed25519 public key (an embed key pair). */
+  hasPublicKey: boolean;
 }
 
 /** What authentication needs to know about a key, read by its hash. */
@@ -119,13 +117,13 @@ export async function hubOfKey(trx: Transaction<Database>, keyId: string): Promi
   return key?.hub_id;
 }
 
-export async function listKeys(db: Db, hubId: string): Promise<KeySummary[]> {
+export async function listKeys(db: Db, hubId: string): Promise<KeyListRow[]> {
   const rows = await db.kysely
     .selectFrom('api_keys as k')
     .leftJoin('api_key_usage as u', 'u.key_id', 'k.id')
     .select([
       'k.id', 'k.name', 'k.scope', 'k.start', 'u.request_count', 'u.not_modified_count', 'u.last_used_at', 'k.created_at', 'k.revoked_at', 'k.expires_at', 'k.replaced_by',
-      sql<boolean>`k.scope = 'embed' AND k.public_key IS NULL`.as('legacy_embed'),
+      sql<boolean>`k.public_key IS NOT NULL`.as('has_public_key'),
     ])
     .where('k.hub_id', '=', hubId)
     .orderBy('k.created_at')
@@ -143,7 +141,7 @@ export async function listKeys(db: Db, hubId: string): Promise<KeySummary[]> {
     revokedAt: r.revoked_at?.toISOString() ?? null,
     expiresAt: r.expires_at?.toISOString() ?? null,
     replacedBy: r.replaced_by,
-    legacyEmbed: r.legacy_embed,
+    hasPublicKey: r.has_public_key,
   }));
 }
 

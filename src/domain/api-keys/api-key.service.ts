@@ -10,9 +10,9 @@ import {
   daysEndingWith, embedMaterialFromPublicKey, isKeyLifetime, isRollGrace, keyNameProblem, newKeyMaterial, utcDay, type KeyMaterial, type KeyScope,
 } from './api-key.ts';
 import * as keys from './api-key.repository.ts';
-import type { DayUsage, EmbedKeyRecord, KeySummary, KeyVerdict } from './api-key.repository.ts';
+import type { DayUsage, EmbedKeyRecord, KeyVerdict } from './api-key.repository.ts';
 
-export type { DayUsage, EmbedKeyRecord, KeySummary, KeyVerdict } from './api-key.repository.ts';
+export type { DayUsage, EmbedKeyRecord, KeyVerdict } from './api-key.repository.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -129,9 +129,28 @@ export async function rollKey(db: Db, input: { keyId: string; graceMs: number; n
   });
 }
 
+export interface KeySummary {
+  id: string;
+  name: string;
+  scope: KeyScope;
+  start: string;
+  requestCount: number;
+  /** Of requestCount, those answered 304 Not Modified: conditional hits, free against the rate limit. */
+  notModifiedCount: number;
+  lastUsedAt: string | null;
+  createdAt: string;
+  revokedAt: string | null;
+  /** When it stops working (a rolled key: the end of its grace period); null: never. */
+  expiresAt: string | null;
+  /** The key that replaced it when it was rolled. */
+  replacedBy: string | null;
+  /** An embed key made before key pairs: its tokens are HMACs over a hash the database holds. */
+  legacyEmbed: boolean;
+}
+
 /** The hub's keys, oldest first, with their usage totals. */
 export async function listKeys(db: Db, hubId: string): Promise<KeySummary[]> {
-  return keys.listKeys(db, hubId);
+  return (await keys.listKeys(db, hubId)).map(({ hasPublicKey, ...key }) => ({ ...key, legacyEmbed: key.scope === 'embed' && !hasPublicKey }));
 }
 
 /** Each key's requests per UTC day, oldest first, by key id (absent: none in the period). */
