@@ -1,6 +1,7 @@
 // Accounts, hubs, users and memberships' one door, and what the web admin shows about a hub beside
 // its reports. Input is checked here (with the rules in tenancy.ts, shared with the NDJSON import)
-// before any row is read; the repositories hold the SQL.
+// before any row is read; what the rows say (an unknown hub, a taken email) is decided here too,
+// inside the transaction that holds them. The repositories hold the SQL.
 import type { Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
