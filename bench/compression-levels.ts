@@ -16,7 +16,7 @@ import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { connect } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
-import { createKey } from '../src/domain/api-keys/api-key.repository.ts';
+import { createKey } from '../src/domain/api-keys/api-key.service.ts';
 import { freePort } from '../src/platform/net.ts';
 import { BROTLI_LEVEL, GZIP_LEVEL, ZSTD_LEVEL } from '../src/policy.ts';
 import { OFFERED_CODINGS } from '../src/surfaces/shared/compression.ts';

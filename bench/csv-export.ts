@@ -5,7 +5,7 @@
 // npm test.
 import http from 'node:http';
 import { connect } from '../src/db/database.ts';
-import { createUser } from '../src/domain/tenancy/tenancy.repository.ts';
+import { createUser } from '../src/domain/tenancy/tenancy.service.ts';
 import { BIG_HUB, DEFAULT_SPEC, ensureDataset } from './dataset.ts';
 import { START_FLAGS, startServer, type RunningServer } from './server.ts';
 

@@ -16,7 +16,7 @@ import { loadConfig } from '../src/config.ts';
 import { connect } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openDiskMediaStore } from '../src/domain/media/media-store.ts';
-import { createUser } from '../src/domain/tenancy/tenancy.repository.ts';
+import { createUser } from '../src/domain/tenancy/tenancy.service.ts';
 import { systemClock } from '../src/platform/clock.ts';
 import { UnlimitedRateLimiter } from './unlimited-limiter.ts';
 import type { Caller } from '../src/domain/caller.ts';

@@ -31,7 +31,7 @@ import zlib from 'node:zlib';
 import autocannon from 'autocannon';
 import { connect } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
-import { createKey } from '../src/domain/api-keys/api-key.repository.ts';
+import { createKey } from '../src/domain/api-keys/api-key.service.ts';
 import { cpuProbe, cpuShare, type CpuShare } from './cpu.ts';
 import { BIG_HUB, generate } from './dataset.ts';
 import { scratchDatabase } from './scratch-database.ts';

@@ -20,7 +20,7 @@ import { availableParallelism, cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { connect } from '../src/db/database.ts';
-import { createKey } from '../src/domain/api-keys/api-key.repository.ts';
+import { createKey } from '../src/domain/api-keys/api-key.service.ts';
 import { BENCH_DATABASE, BIG_HUB, DEFAULT_SPEC, ensureDataset } from './dataset.ts';
 import { cpuProbe, cpuShare, type CpuShare } from './cpu.ts';
 import { explainQueries } from './explain.ts';

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import { connect, queryPrepared, RideAlongCheck, type Db } from '../src/db/database.ts';
 import { hashKey } from '../src/domain/api-keys/api-key.ts';
-import { createKey, findKeyByHash, keyVerdictOf, keyVerdictStatement } from '../src/domain/api-keys/api-key.repository.ts';
+import { createKey, findKeyByHash, keyVerdictOf, keyVerdictStatement } from '../src/domain/api-keys/api-key.service.ts';
 import { HubCatalogCache } from '../src/domain/opt-ins/hub-catalog.ts';
 import { findOptInPage, findOptInPageState, readOptInSummaryVersion, type OptInPageQuery } from '../src/domain/opt-ins/opt-in.repository.ts';
 import { cachedOptInSummary, OptInSummaryCache } from '../src/domain/opt-ins/opt-in.service.ts';

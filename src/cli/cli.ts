@@ -5,15 +5,16 @@ import { ConfigError, loadConfig } from '../config.ts';
 import { isDatabaseUnavailable } from '../db/database.ts';
 import { openDatabase, type OpenedDatabase } from '../db/open.ts';
 import { EmbeddedDatabaseError } from '../db/embedded.ts';
-import { createEmbedKeyFromPublicKey, createKey, listKeys, revokeKey, rollKey, type KeySummary } from '../domain/api-keys/api-key.repository.ts';
+import { createEmbedKeyFromPublicKey, createKey, listKeys, revokeKey, rollKey, type KeySummary } from '../domain/api-keys/api-key.service.ts';
 import { KEY_SCOPES, keyState, type KeyScope } from '../domain/api-keys/api-key.ts';
-import { seedDemo } from '../domain/demo/seed.ts';
-import { IMPORT_TYPES, importNdjson } from '../domain/import/import.ts';
-import { PLANS, ROLES, addUserToHub, createAccount, createHub, createUser, getHub, setHubSuspended } from '../domain/tenancy/tenancy.repository.ts';
+import { seedDemo } from '../domain/demo/demo.service.ts';
+import { IMPORT_TYPES, importNdjson } from '../domain/import/import.service.ts';
+import { addUserToHub, createAccount, createHub, createUser, getHub, setHubSuspended } from '../domain/tenancy/tenancy.service.ts';
+import { PLANS, ROLES } from '../domain/tenancy/tenancy.ts';
 import { DomainError } from '../platform/errors.ts';
 import { VERSION } from '../platform/version.ts';
 import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_MS } from '../policy.ts';
-import { createClient } from '../domain/oauth/clients.repository.ts';
+import { createClient } from '../domain/oauth/clients.service.ts';
 
 // The `hubops` operator CLI (docs/cli.md). Every command validates its arguments before touching
 // the database (bad usage → exit 2 without starting anything), then opens the configured

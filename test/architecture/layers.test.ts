@@ -2,8 +2,8 @@
 // platform and policy. A file may import its own layer or any layer below it, never one above. Within
 // surfaces, each surface (a folder under src/surfaces) stands alone: it imports only itself, the
 // surface toolkit (src/surfaces/*.ts and src/surfaces/shared), and the layers below, except where
-// one surface composes another's operations. No imports go round in a circle, between files or
-// between folders.
+// one surface composes another's operations. Above the domain, concepts are reached through their
+// services, never their repositories. No imports go round in a circle, between files or between folders.
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -158,6 +158,57 @@ test('no import cycle between files of src/, and no loop between its folders', a
   const show = (groups: string[][]) => groups.map((group) => group.join(' <-> ')).join('\n');
   assert.deepEqual(cycles(files), [], `files that import each other, directly or around a loop:\n${show(cycles(files))}`);
   assert.deepEqual(cycles(folders), [], `folders that import each other (move what both need below them):\n${show(cycles(folders))}`);
+});
+
+/**
+ * Above the domain (surfaces, app.ts, main.ts and the operator CLI, a way in of its own) a concept
+ * is reached through its services, which hold its rules: no file there imports a repository
+ * (`*.repository.ts`). The exception by design, `from -> to` under src/: the OAuth storage adapter,
+ * oidc-provider's storage interface in its own shapes, which revokes a grant where the provider
+ * destroys one. An entry that no longer matches an import fails the test, so the list only shrinks.
+ */
+const REPOSITORY_IMPORTS_BY_DESIGN = ['surfaces/oauth/adapter.ts -> domain/oauth/grants.repository.ts'];
+
+/** Concept folders used from above the domain without a service, each with its reason; the list only shrinks too. */
+const WITHOUT_SERVICE: string[] = [];
+
+const isAboveDomain = (file: string) => rankOf(file) > rankOf('domain/');
+
+/** The concept folder of a file under domain/ (domain/<concept>), or undefined for a file directly in domain/. */
+function conceptOf(file: string): string | undefined {
+  const parts = file.split('/');
+  return parts[0] === 'domain' && parts.length > 2 ? `domain/${parts[1]}` : undefined;
+}
+
+test('above the domain, every concept is reached through its services: no repository imports (the OAuth storage adapter aside), and every concept used there has a *.service.ts', async () => {
+  const files = await sourceFiles();
+  const repositoryImports: string[] = [];
+  const conceptsUsed = new Set<string>();
+  for (const file of files.filter(isAboveDomain)) {
+    for (const target of await importsOf(file)) {
+      if (target.startsWith('domain/') && target.endsWith('.repository.ts')) repositoryImports.push(`${file} -> ${target}`);
+      const concept = conceptOf(target);
+      if (concept) conceptsUsed.add(concept);
+    }
+  }
+  const unexpected = repositoryImports.filter((i) => !REPOSITORY_IMPORTS_BY_DESIGN.includes(i));
+  const stale = REPOSITORY_IMPORTS_BY_DESIGN.filter((i) => !repositoryImports.includes(i));
+  assert.deepEqual(unexpected, [], `files above the domain that import a repository (call its service instead):\n${unexpected.join('\n')}`);
+  assert.deepEqual(stale, [], `allowed repository imports that no longer occur (remove them from REPOSITORY_IMPORTS_BY_DESIGN):\n${stale.join('\n')}`);
+
+  const hasService = (concept: string) => files.some((f) => f.startsWith(`${concept}/`) && f.endsWith('.service.ts'));
+  const withoutService = [...conceptsUsed].filter((c) => !hasService(c)).sort();
+  assert.deepEqual(withoutService.filter((c) => !WITHOUT_SERVICE.includes(c)), [], 'concept folders used above the domain without a <concept>.service.ts');
+  const staleConcepts = WITHOUT_SERVICE.filter((c) => !withoutService.includes(c));
+  assert.deepEqual(staleConcepts, [], `concepts listed in WITHOUT_SERVICE that have a service or are no longer used above the domain:\n${staleConcepts.join('\n')}`);
+});
+
+test('repositories refuse nothing: no *.repository.ts imports platform/errors.ts (refusals are rules, made by services)', async () => {
+  const refusing: string[] = [];
+  for (const file of (await sourceFiles()).filter((f) => f.endsWith('.repository.ts'))) {
+    if ((await importsOf(file)).includes('platform/errors.ts')) refusing.push(file);
+  }
+  assert.deepEqual(refusing, [], 'repositories that import DomainError: return undefined or a row, and let the service refuse');
 });
 
 /**

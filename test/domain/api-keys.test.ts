@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { Kysely, PostgresDialect } from 'kysely';
 import { connect, type Db } from '../../src/db/database.ts';
 import type { Database } from '../../src/db/schema.ts';
-import { createKey, keyDailyUsage, listKeys } from '../../src/domain/api-keys/api-key.repository.ts';
+import { createKey, keyDailyUsage, listKeys } from '../../src/domain/api-keys/api-key.service.ts';
 import { generateKey, isWellFormedKey, KEY_PREFIX, visibleStart } from '../../src/domain/api-keys/api-key.ts';
 import { MemoryRateLimiter } from '../../src/platform/rate-limit.ts';
 import { UsageRecorder } from '../../src/domain/api-keys/usage-recorder.ts';

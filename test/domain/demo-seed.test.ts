@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
-import { isDatabaseEmpty, seedDemo, type DemoSeed } from '../../src/domain/demo/seed.ts';
+import { isDatabaseEmpty, seedDemo, type DemoSeed } from '../../src/domain/demo/demo.service.ts';
 import { OPT_IN_STATUSES } from '../../src/domain/opt-ins/opt-in.ts';
 import { FixedClock } from '../../src/platform/clock.ts';
 import { verifyPassword } from '../../src/platform/password.ts';

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { GRANT_USE_WRITE_INTERVAL_MS, GrantUseRecorder } from '../../src/domain/oauth/grant-usage.ts';
-import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
+import { createUser } from '../../src/domain/tenancy/tenancy.service.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import * as fx from '../support/world.ts';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { createAccount, createHub, createUser, getHub, setHubSuspended } from '../../src/domain/tenancy/tenancy.repository.ts';
+import { createAccount, createHub, createUser, getHub, setHubSuspended } from '../../src/domain/tenancy/tenancy.service.ts';
 import { DomainError } from '../../src/platform/errors.ts';
 import { verifyPassword } from '../../src/platform/password.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';

@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import { buildApp, type App } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { connect, type Db } from '../../src/db/database.ts';
-import { createKey, revokeKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { createKey, revokeKey } from '../../src/domain/api-keys/api-key.service.ts';
 import { openDiskMediaStore } from '../../src/domain/media/media-store.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import * as fx from '../support/world.ts';

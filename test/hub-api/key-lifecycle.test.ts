@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { createKey, keyDailyUsage, revokeKey, rollKeyInTransaction } from '../../src/domain/api-keys/api-key.repository.ts';
+import { createKey, keyDailyUsage, revokeKey, rollKeyInTransaction } from '../../src/domain/api-keys/api-key.service.ts';
 import { DomainError } from '../../src/platform/errors.ts';
 import { KEY_USAGE_DAYS } from '../../src/policy.ts';
 import { startApp, type TestApp } from '../support/app.ts';

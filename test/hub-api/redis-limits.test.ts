@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { createKey } from '../../src/domain/api-keys/api-key.service.ts';
 import { RedisRateLimiter } from '../../src/platform/redis-rate-limit.ts';
 import { startApp, type TestApp, TEST_SECRETS_KEY } from '../support/app.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import { ImportError, importNdjson } from '../../src/domain/import/import.ts';
+import { ImportError, importNdjson } from '../../src/domain/import/import.service.ts';
 import { ID_PATTERN } from '../../src/platform/ids.ts';
 import { verifyPassword } from '../../src/platform/password.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';

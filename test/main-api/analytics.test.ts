@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { divideRounded, earnedMediaValueCents, ratio } from '../../src/domain/analytics/metrics.ts';
-import { importNdjson } from '../../src/domain/import/import.ts';
+import { importNdjson } from '../../src/domain/import/import.service.ts';
 import { FixedClock } from '../../src/platform/clock.ts';
 import { refusalOf } from '../../src/surfaces/shared/errors.ts';
 import { call, caller, principal, tempMediaStore, type TempMediaStore } from '../support/content-world.ts';

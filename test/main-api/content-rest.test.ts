@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
+import { createUser } from '../../src/domain/tenancy/tenancy.service.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { channel } from '../support/content-world.ts';
 import * as fx from '../support/world.ts';

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { sql } from 'kysely';
-import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
+import { createUser } from '../../src/domain/tenancy/tenancy.service.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import * as fx from '../support/world.ts';
 import { callError, callOk, newClient, transport } from '../support/mcp-client.ts';

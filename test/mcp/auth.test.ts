@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { loadConfig } from '../../src/config.ts';
-import { importNdjson } from '../../src/domain/import/import.ts';
+import { importNdjson } from '../../src/domain/import/import.service.ts';
 import { mcpResource, protectedResourceMetadata } from '../../src/surfaces/mcp-main/plugin.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { callError, callOk, newClient, remaining, transport } from '../support/mcp-client.ts';

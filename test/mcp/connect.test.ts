@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { sql } from 'kysely';
-import { importNdjson } from '../../src/domain/import/import.ts';
+import { importNdjson } from '../../src/domain/import/import.service.ts';
 import { TOOL_GROUPS } from '../../src/surfaces/mcp-main/tools.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { png } from '../support/media-files.ts';

@@ -9,7 +9,7 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontex
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { JsonSchemaType, JsonSchemaValidator, jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
-import { createKey, revokeKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { createKey, revokeKey } from '../../src/domain/api-keys/api-key.service.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import * as fx from '../support/world.ts';
 import { httpRequest, type HttpResponse } from '../support/http.ts';

@@ -3,7 +3,7 @@ import { request } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
-import { createClient } from '../../src/domain/oauth/clients.repository.ts';
+import { createClient } from '../../src/domain/oauth/clients.service.ts';
 import { CLIENT_AUTH_FAILURE_LIMIT, REGISTRATION_LIMIT } from '../../src/policy.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { HUB_ADMIN, seedHubAdmin } from '../support/world.ts';

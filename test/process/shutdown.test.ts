@@ -10,7 +10,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { createKey } from '../../src/domain/api-keys/api-key.service.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import * as fx from '../support/world.ts';
 import { httpRequest } from '../support/http.ts';

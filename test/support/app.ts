@@ -6,7 +6,7 @@ import * as oauth from 'oauth4webapi';
 import { buildApp, type App, type AppDeps } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { connect, type Db } from '../../src/db/database.ts';
-import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { createKey } from '../../src/domain/api-keys/api-key.service.ts';
 import { FixedClock, systemClock } from '../../src/platform/clock.ts';
 import { freePort } from '../../src/platform/net.ts';
 import { MemoryRateLimiter, type RateCharge, type RateDecision, type RateLimiter, type RateWindow } from '../../src/platform/rate-limit.ts';

@@ -7,7 +7,7 @@ import * as fx from './world.ts';
 import { png } from './media-files.ts';
 import { newClient, transport } from './mcp-client.ts';
 import { api, authorize, exchangeCode, REDIRECT, registerClient } from './oauth-flow.ts';
-import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
+import { createUser } from '../../src/domain/tenancy/tenancy.service.ts';
 
 // The edge world, in a whole app on a real port: an authorised caller on every surface, for tests that probe
 // the edges with many requests: a hub admin's OAuth token (main API and its MCP server), a Hub

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../../src/db/database.ts';
-import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
+import { createUser } from '../../src/domain/tenancy/tenancy.service.ts';
 
 // The tenancy world: accounts, hubs, workspaces (and their fields), playbooks, opt-ins, ad accounts
 // and spend, written straight to the tables (the import path has its own tests); and the web

@@ -1,7 +1,7 @@
 // The web admin over plain HTTP (no browser): CSRF, cookies, one key per form, embed refusals.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { createKey, revokeKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { createKey, revokeKey } from '../../src/domain/api-keys/api-key.service.ts';
 import { signEmbedToken } from '../../src/surfaces/web/embed-token.ts';
 import { Browser } from '../support/oauth-flow.ts';
 import { startApp, type TestApp } from '../support/app.ts';

@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { createKey } from '../../src/domain/api-keys/api-key.service.ts';
 import { signEmbedToken } from '../../src/surfaces/web/embed-token.ts';
 import { parseCsv } from '../support/csv-parse.ts';
 import { httpRequest } from '../support/http.ts';

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
-import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { createKey } from '../../src/domain/api-keys/api-key.service.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { Browser } from '../support/oauth-flow.ts';
 import { ADMIN, HUB, seedWebHub } from '../support/world.ts';

@@ -2,7 +2,7 @@
 // never a 500, and nothing is logged at warn or above (anyone could otherwise flood the log).
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { createKey } from '../../src/domain/api-keys/api-key.service.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { account, hub } from '../support/world.ts';
 import { captureLog } from '../support/log.ts';

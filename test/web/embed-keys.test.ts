@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { createHash, createHmac, createPrivateKey, sign } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
-import { createKey, listKeys } from '../../src/domain/api-keys/api-key.repository.ts';
+import { createKey, listKeys } from '../../src/domain/api-keys/api-key.service.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { account, hub } from '../support/world.ts';
 

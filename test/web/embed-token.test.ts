@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash, createHmac, createPrivateKey, sign } from 'node:crypto';
 import { test } from 'node:test';
 import { newKeyMaterial } from '../../src/domain/api-keys/api-key.ts';
-import type { EmbedKeyRecord } from '../../src/domain/api-keys/api-key.repository.ts';
+import type { EmbedKeyRecord } from '../../src/domain/api-keys/api-key.service.ts';
 import { signEmbedToken, verifyEmbedToken } from '../../src/surfaces/web/embed-token.ts';
 
 const pair = newKeyMaterial('embed');

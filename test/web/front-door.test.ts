@@ -6,7 +6,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Fastify from 'fastify';
-import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { createKey } from '../../src/domain/api-keys/api-key.service.ts';
 import type { Clock } from '../../src/platform/clock.ts';
 import { MemoryRateLimiter } from '../../src/platform/rate-limit.ts';
 import { createReportCaches } from '../../src/surfaces/shared/report-caches.ts';

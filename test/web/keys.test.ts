@@ -3,7 +3,7 @@
 // roll, rolling with a grace period, and the keys' states and daily request charts.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { createKey, revokeKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { createKey, revokeKey } from '../../src/domain/api-keys/api-key.service.ts';
 import { FORM_TOKEN_TTL_MS } from '../../src/policy.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { hub, HUB, MEMBER, seedWebHub } from '../support/world.ts';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { addKeyUsage, createKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { addKeyUsage, createKey } from '../../src/domain/api-keys/api-key.service.ts';
 import { utcDay } from '../../src/domain/api-keys/api-key.ts';
 import { signEmbedToken } from '../../src/surfaces/web/embed-token.ts';
 import { startApp, type TestApp } from '../support/app.ts';

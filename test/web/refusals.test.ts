@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import Fastify from 'fastify';
-import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { createKey } from '../../src/domain/api-keys/api-key.service.ts';
 import type { SpendReportCache } from '../../src/domain/spend/spend.service.ts';
 import { systemClock } from '../../src/platform/clock.ts';
 import { DomainError } from '../../src/platform/errors.ts';

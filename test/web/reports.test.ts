@@ -4,9 +4,9 @@
 // column and previous/next pages. Through HTTP on a started app, with a session like a browser's.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
+import { createKey } from '../../src/domain/api-keys/api-key.service.ts';
 import { OPT_IN_STATUSES } from '../../src/domain/opt-ins/opt-in.ts';
-import { createUser } from '../../src/domain/tenancy/tenancy.repository.ts';
+import { createUser } from '../../src/domain/tenancy/tenancy.service.ts';
 import { signEmbedToken } from '../../src/surfaces/web/embed-token.ts';
 import { money } from '../../src/surfaces/web/views/format.ts';
 import { startApp, type TestApp } from '../support/app.ts';

@@ -1,55 +1,26 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { queryPrepared, type Db, type Statement } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
-import { DomainError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
-import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_MS, KEY_USAGE_DAYS } from '../../policy.ts';
-import {
-  daysEndingWith, embedMaterialFromPublicKey, isKeyLifetime, isRollGrace, keyNameProblem, newKeyMaterial, utcDay, type KeyMaterial, type KeyScope,
-} from './api-key.ts';
+import type { KeyMaterial, KeyScope } from './api-key.ts';
 
-const DAY_MS = 86_400_000;
+// The SQL of API keys: rows in and out, as the service (api-key.service.ts) decides them.
 
-export interface KeySummary {
+/** A key as the hub's list reads it (api-key.service.ts's KeySummary, before its rules). */
+export interface KeyListRow {
   id: string;
   name: string;
   scope: KeyScope;
   start: string;
   requestCount: number;
-  /** Of requestCount, those answered 304 Not Modified: conditional hits, free against the rate limit. */
   notModifiedCount: number;
   lastUsedAt: string | null;
   createdAt: string;
   revokedAt: string | null;
-  /** When it stops working (a rolled key: the end of its grace period); null: never. */
   expiresAt: string | null;
-  /** The key that replaced it when it was rolled. */
   replacedBy: string | null;
-  /** An embed key made before key pairs: its tokens are HMACs over a hash the database holds. */
-  legacyEmbed: boolean;
-}
-
-export interface CreatedKey {
-  id: string;
-  /** The secret, shown once: a read key, or an embed key pair's private key. */
-  key: string;
-  name: string;
-  scope: KeyScope;
-  hubId: string;
-  start: string;
-  createdAt: string;
-  expiresAt: string | null;
-}
-
-/** A new key, and how it stops working: never, or after one of the allowed lifetimes. */
-export interface NewKey {
-  hubId: string;
-  name: string;
-  scope?: KeyScope;
-  /** One of KEY_LIFETIME_DAYS; absent or null: the key never expires. */
-  expiresInDays?: number | null;
-  /** The creation time the expiry counts from (default: now). */
-  now?: Date;
+  /** Whether the key stores an Ed25519 public key (an embed key pair). */
+  hasPublicKey: boolean;
 }
 
 /** What authentication needs to know about a key, read by its hash. */
@@ -80,126 +51,79 @@ export interface EmbedKeyRecord {
   keyHash: Buffer | null;
 }
 
-function validateKeyName(name: string): string {
-  if (keyNameProblem(name)) throw new DomainError('invalid', 'key name must be 1 to 100 characters');
-  return name.trim();
+/** A key row to insert: what the service decided (name, scope, times) and the key's material. */
+export interface KeyRow {
+  hubId: string;
+  name: string;
+  scope: KeyScope;
+  now: Date;
+  expiresAt: Date | null;
 }
 
-/** The expiry of a key created at `now` with this lifetime; refuses a lifetime that is not allowed. */
-function expiryOf(expiresInDays: number | null | undefined, now: Date): Date | null {
-  if (expiresInDays === undefined || expiresInDays === null) return null;
-  if (!isKeyLifetime(expiresInDays)) throw new DomainError('invalid', `expiry must be one of ${KEY_LIFETIME_DAYS.join(', ')} days, or none (never expires)`);
-  return new Date(now.getTime() + expiresInDays * DAY_MS);
-}
-
-export async function createKey(db: Db, input: NewKey): Promise<CreatedKey> {
-  return createKeyIn(db.kysely, input);
-}
-
-/** createKey inside the caller's transaction (the key commits or rolls back with the rest). */
-export async function createKeyInTransaction(trx: Transaction<Database>, input: NewKey): Promise<CreatedKey> {
-  return createKeyIn(trx, input);
-}
-
-async function createKeyIn(executor: Kysely<Database>, input: NewKey): Promise<CreatedKey> {
-  const scope = input.scope ?? 'read';
-  const now = input.now ?? new Date();
-  const expiresAt = expiryOf(input.expiresInDays, now);
-  const material = newKeyMaterial(scope);
-  const created = await insertKey(executor, { hubId: input.hubId, name: input.name, scope, now, expiresAt }, material);
-  return { ...created, key: material.secret };
-}
-
-/** An embed key whose private key the customer made and keeps: only its public key is given. */
-export async function createEmbedKeyFromPublicKey(db: Db, input: Omit<NewKey, 'scope'> & { publicKey: string }): Promise<Omit<CreatedKey, 'key'>> {
-  const now = input.now ?? new Date();
-  const expiresAt = expiryOf(input.expiresInDays, now);
-  const material = embedMaterialFromPublicKey(input.publicKey);
-  if (!material) throw new DomainError('invalid', 'public key must be an Ed25519 public key (PEM, or the 32 raw bytes in base64url)');
-  return insertKey(db.kysely, { hubId: input.hubId, name: input.name, scope: 'embed', now, expiresAt }, material);
-}
-
-async function insertKey(
+/** The inserted key as lists show it; undefined when the hub does not exist (nothing is written). */
+export async function insertKey(
   executor: Kysely<Database>,
-  input: { hubId: string; name: string; scope: KeyScope; now: Date; expiresAt: Date | null },
+  input: KeyRow,
   material: KeyMaterial,
-): Promise<Omit<CreatedKey, 'key'>> {
-  const name = validateKeyName(input.name);
+): Promise<{ id: string; name: string; scope: KeyScope; hubId: string; start: string; createdAt: string; expiresAt: string | null } | undefined> {
   const hub = await executor.selectFrom('hubs').select('id').where('id', '=', input.hubId).executeTakeFirst();
-  if (!hub) throw new DomainError('not_found', `hub ${input.hubId} does not exist`);
+  if (!hub) return undefined;
   // created_at is the same instant the expiry counts from, so a roll can carry the lifetime over.
   const row = await executor
     .insertInto('api_keys')
     .values({
-      id: newId('key'), hub_id: input.hubId, name, scope: input.scope, start: material.start, key_hash: material.keyHash, public_key: material.publicKey,
+      id: newId('key'), hub_id: input.hubId, name: input.name, scope: input.scope, start: material.start, key_hash: material.keyHash, public_key: material.publicKey,
       created_at: input.now, expires_at: input.expiresAt,
     })
     .returning(['id', 'created_at', 'expires_at'])
     .executeTakeFirstOrThrow();
   return {
-    id: row.id, name, scope: input.scope, hubId: input.hubId, start: material.start,
+    id: row.id, name: input.name, scope: input.scope, hubId: input.hubId, start: material.start,
     createdAt: row.created_at.toISOString(), expiresAt: row.expires_at?.toISOString() ?? null,
   };
 }
 
-export interface RolledKey extends CreatedKey {
-  /** The key that was rolled, and when its old secret stops working. */
-  replaces: { id: string; expiresAt: string };
+/** What a roll decides on, read with the row locked (FOR UPDATE) until the caller's transaction ends. */
+export interface KeyToRoll {
+  id: string;
+  name: string;
+  scope: KeyScope;
+  createdAt: Date;
+  revokedAt: Date | null;
+  expiresAt: Date | null;
+  replacedBy: string | null;
 }
 
-/**
- * Rolls a key of this hub: a new secret with the same name, scope and lifetime (shown once),
- * while the old secret keeps working for `graceMs` (or until its own expiry, if sooner). The old
- * row names its successor. An embed, revoked, expired or already rolled key is refused (conflict). Runs
- * in the caller's transaction, with the old row locked, so two rolls of one key make one successor.
- */
-export async function rollKeyInTransaction(trx: Transaction<Database>, input: { hubId: string; keyId: string; graceMs: number; now: Date }): Promise<RolledKey> {
-  if (!isRollGrace(input.graceMs)) throw new DomainError('invalid', `grace period must be one of ${KEY_ROLL_GRACE_MS.map((ms) => `${ms / 3_600_000} h`).join(', ')}`);
-  const old = await trx
+/** The hub's key, locked for a roll; undefined when the hub has no such key. */
+export async function lockKeyToRoll(trx: Transaction<Database>, hubId: string, keyId: string): Promise<KeyToRoll | undefined> {
+  const row = await trx
     .selectFrom('api_keys')
     .select(['id', 'name', 'scope', 'created_at', 'revoked_at', 'expires_at', 'replaced_by'])
-    .where('id', '=', input.keyId)
-    .where('hub_id', '=', input.hubId)
+    .where('id', '=', keyId)
+    .where('hub_id', '=', hubId)
     .forUpdate()
     .executeTakeFirst();
-  if (!old) throw new DomainError('not_found', `key ${input.keyId} does not exist`);
-  const nowMs = input.now.getTime();
-  // The private half of an embed key may be the customer's own (keys create --public-key): a roll
-  // must not swap it for a pair hubops made. Its successor is simply a new embed key.
-  if (old.scope === 'embed') throw new DomainError('conflict', `key ${old.id} is an embed key, which is not rolled: create a new embed key, sign with it, then revoke this one`);
-  if (old.revoked_at) throw new DomainError('conflict', `key ${old.id} is revoked, so it cannot be rolled: create a new key instead`);
-  if (old.expires_at && old.expires_at.getTime() <= nowMs) {
-    throw new DomainError('conflict', `key ${old.id} expired at ${old.expires_at.toISOString()}, so it cannot be rolled: create a new key instead`);
-  }
-  if (old.replaced_by) throw new DomainError('conflict', `key ${old.id} was already rolled: roll its replacement, ${old.replaced_by}, instead`);
-  const material = newKeyMaterial(old.scope);
-  const lifetimeMs = old.expires_at ? old.expires_at.getTime() - old.created_at.getTime() : null;
-  const created = await insertKey(
-    trx,
-    { hubId: input.hubId, name: old.name, scope: old.scope, now: input.now, expiresAt: lifetimeMs === null ? null : new Date(nowMs + lifetimeMs) },
-    material,
-  );
-  const graceEnds = new Date(Math.min(nowMs + input.graceMs, old.expires_at?.getTime() ?? Infinity));
-  await trx.updateTable('api_keys').set({ replaced_by: created.id, expires_at: graceEnds }).where('id', '=', old.id).where('hub_id', '=', input.hubId).execute();
-  return { ...created, key: material.secret, replaces: { id: old.id, expiresAt: graceEnds.toISOString() } };
+  return row && { id: row.id, name: row.name, scope: row.scope, createdAt: row.created_at, revokedAt: row.revoked_at, expiresAt: row.expires_at, replacedBy: row.replaced_by };
 }
 
-/** Rolls a key by its id alone (the operator CLI, which is not acting in one hub): see rollKeyInTransaction. */
-export async function rollKey(db: Db, input: { keyId: string; graceMs: number; now: Date }): Promise<RolledKey> {
-  return db.kysely.transaction().execute(async (trx) => {
-    const key = await trx.selectFrom('api_keys').select('hub_id').where('id', '=', input.keyId).executeTakeFirst();
-    if (!key) throw new DomainError('not_found', `key ${input.keyId} does not exist`);
-    return rollKeyInTransaction(trx, { ...input, hubId: key.hub_id });
-  });
+/** Records that a key was rolled: its successor, and the end of its grace period as its expiry. */
+export async function markKeyRolled(trx: Transaction<Database>, input: { hubId: string; keyId: string; replacedBy: string; expiresAt: Date }): Promise<void> {
+  await trx.updateTable('api_keys').set({ replaced_by: input.replacedBy, expires_at: input.expiresAt }).where('id', '=', input.keyId).where('hub_id', '=', input.hubId).execute();
 }
 
-export async function listKeys(db: Db, hubId: string): Promise<KeySummary[]> {
+/** The hub a key belongs to, or undefined for an unknown key. */
+export async function hubOfKey(trx: Transaction<Database>, keyId: string): Promise<string | undefined> {
+  const key = await trx.selectFrom('api_keys').select('hub_id').where('id', '=', keyId).executeTakeFirst();
+  return key?.hub_id;
+}
+
+export async function listKeys(db: Db, hubId: string): Promise<KeyListRow[]> {
   const rows = await db.kysely
     .selectFrom('api_keys as k')
     .leftJoin('api_key_usage as u', 'u.key_id', 'k.id')
     .select([
       'k.id', 'k.name', 'k.scope', 'k.start', 'u.request_count', 'u.not_modified_count', 'u.last_used_at', 'k.created_at', 'k.revoked_at', 'k.expires_at', 'k.replaced_by',
-      sql<boolean>`k.scope = 'embed' AND k.public_key IS NULL`.as('legacy_embed'),
+      sql<boolean>`k.public_key IS NOT NULL`.as('has_public_key'),
     ])
     .where('k.hub_id', '=', hubId)
     .orderBy('k.created_at')
@@ -217,55 +141,38 @@ export async function listKeys(db: Db, hubId: string): Promise<KeySummary[]> {
     revokedAt: r.revoked_at?.toISOString() ?? null,
     expiresAt: r.expires_at?.toISOString() ?? null,
     replacedBy: r.replaced_by,
-    legacyEmbed: r.legacy_embed,
+    hasPublicKey: r.has_public_key,
   }));
 }
 
-/** Each key's requests per UTC day, oldest first, by key id (absent: none in the period). */
-export interface DailyKeyUsage {
-  days: string[];
-  /** All requests, 0 for a day without any. */
-  counts: Map<string, number[]>;
-  /** Of those, the ones answered 304 Not Modified. */
-  notModified: Map<string, number[]>;
+/** One key's requests on one UTC day, and how many of them were answered 304 Not Modified. */
+export interface DayUsage {
+  requests: number;
+  notModified: number;
 }
 
-/** Requests per day of each of the hub's keys, for the KEY_USAGE_DAYS UTC days ending with `today`'s. */
-export async function keyDailyUsage(db: Db, hubId: string, today: Date): Promise<DailyKeyUsage> {
-  const days = daysEndingWith(today, KEY_USAGE_DAYS);
+/** The daily usage rows of the hub's keys for the UTC days from `first` to `last` (YYYY-MM-DD). */
+export async function dailyKeyUsageRows(db: Db, hubId: string, first: string, last: string): Promise<({ keyId: string; day: string } & DayUsage)[]> {
   const rows = await db.kysely
     .selectFrom('api_key_daily_usage as d')
     .innerJoin('api_keys as k', 'k.id', 'd.key_id')
     .select(['d.key_id', 'd.day', 'd.request_count', 'd.not_modified_count'])
     .where('k.hub_id', '=', hubId)
-    .where('d.day', '>=', days[0]!)
-    .where('d.day', '<=', days.at(-1)!)
+    .where('d.day', '>=', first)
+    .where('d.day', '<=', last)
     .execute();
-  const counts = new Map<string, number[]>();
-  const notModified = new Map<string, number[]>();
-  const seriesOf = (map: Map<string, number[]>, keyId: string) => {
-    let series = map.get(keyId);
-    if (!series) map.set(keyId, (series = days.map(() => 0)));
-    return series;
-  };
-  for (const row of rows) {
-    const day = days.indexOf(row.day);
-    seriesOf(counts, row.key_id)[day] = Number(row.request_count);
-    seriesOf(notModified, row.key_id)[day] = Number(row.not_modified_count);
-  }
-  return { days, counts, notModified };
+  return rows.map((r) => ({ keyId: r.key_id, day: r.day, requests: Number(r.request_count), notModified: Number(r.not_modified_count) }));
 }
 
-/** Revokes a key (idempotent: revoking again keeps the first revocation time). */
-export async function revokeKey(db: Db, keyId: string, hubId?: string): Promise<{ id: string; revokedAt: string }> {
+/** Revokes a key (idempotent: revoking again keeps the first revocation time); undefined for an unknown key. */
+export async function revokeKey(db: Db, keyId: string, hubId?: string): Promise<{ id: string; revokedAt: string } | undefined> {
   let query = db.kysely
     .updateTable('api_keys')
     .set({ revoked_at: sql`coalesce(revoked_at, now())` })
     .where('id', '=', keyId);
   if (hubId) query = query.where('hub_id', '=', hubId);
   const row = await query.returning(['id', 'revoked_at']).executeTakeFirst();
-  if (!row?.revoked_at) throw new DomainError('not_found', `key ${keyId} does not exist`);
-  return { id: row.id, revokedAt: row.revoked_at.toISOString() };
+  return row?.revoked_at ? { id: row.id, revokedAt: row.revoked_at.toISOString() } : undefined;
 }
 
 // Every Hub API request reads this: a fixed prepared statement (planned once per connection).
@@ -312,29 +219,12 @@ export async function findEmbedKey(db: Db, keyId: string): Promise<EmbedKeyRecor
   };
 }
 
-/** One key's requests on one UTC day, and how many of them were answered 304 Not Modified. */
-export interface DayUsage {
-  requests: number;
-  notModified: number;
-}
-
-/** A key's usage since the last flush: by UTC day (YYYY-MM-DD), and the latest request. */
-export interface KeyUsage {
-  keyId: string;
-  days: Map<string, DayUsage>;
-  lastUsedAt: Date;
-}
-
 /**
- * Adds batched usage in one statement for any number of keys: each key's totals (requests, and
- * those answered 304) and last use, the same per UTC day, and the deletion of its days older than
- * KEY_USAGE_DAYS (counted back from the newest day in the batch), so a key never holds more days than that.
+ * Adds batched usage in one statement for any number of keys and days: each key's totals
+ * (requests, and those answered 304) and last use, the same per UTC day, and the deletion of its
+ * days before `firstKept`, so a key holds only the days the service keeps.
  */
-export async function addKeyUsage(db: Db, usage: KeyUsage[]): Promise<void> {
-  const rows = usage.flatMap((u) => [...u.days].map(([day, { requests, notModified }]) => ({ keyId: u.keyId, day, requests, notModified, lastUsedAt: u.lastUsedAt.toISOString() })));
-  if (rows.length === 0) return;
-  const newest = rows.reduce((max, r) => (r.day > max ? r.day : max), rows[0]!.day);
-  const firstKept = utcDay(new Date(Date.parse(newest) - (KEY_USAGE_DAYS - 1) * DAY_MS));
+export async function addKeyUsage(db: Db, rows: ({ keyId: string; day: string; lastUsedAt: string } & DayUsage)[], firstKept: string): Promise<void> {
   // Keys deleted meanwhile are skipped (their rows locked, so none can go before the inserts).
   // The deleted days are all before firstKept and the inserted ones from it: no row is touched twice.
   // Rows are locked in key (and day) order, so instances flushing the same keys cannot deadlock.

@@ -1,5 +1,5 @@
 import type { Db } from '../../db/database.ts';
-import { addKeyUsage, type DayUsage } from './api-key.repository.ts';
+import { addKeyUsage, type DayUsage } from './api-key.service.ts';
 import { utcDay } from './api-key.ts';
 
 interface Pending {

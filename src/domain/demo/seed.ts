@@ -1,7 +1,3 @@
-import { sql } from 'kysely';
-import type { Db } from '../../db/database.ts';
-import { systemClock, type Clock } from '../../platform/clock.ts';
-import { importObjects } from '../import/import.ts';
 import type { Question } from '../playbooks/playbook.ts';
 import type { AdAccountSyncState } from '../spend/spend.ts';
 import type { BudgetType } from '../opt-ins/budget-types.ts';
@@ -14,7 +10,7 @@ import { utcDate } from '../periods.ts';
 // Everything is drawn from a seeded PRNG and placed relative to the clock: the same data every
 // time, always "recent". Ids are fixed, which is what makes seeding idempotent.
 
-const DEMO_ACCOUNT_ID = 'acc_demo';
+export const DEMO_ACCOUNT_ID = 'acc_demo';
 const DEMO_ADMIN_EMAIL = 'admin@demo.hubops.dev';
 const DEMO_MEMBER_EMAIL = 'member@demo.hubops.dev';
 const DEMO_PASSWORD = 'hubops-demo';
@@ -25,8 +21,6 @@ const PULSE = 'hub_demo_pulse';
 export const DEMO_HUB_ID = BREWLINE;
 const ADMIN_ID = 'usr_demo_admin';
 const MEMBER_ID = 'usr_demo_member';
-// Any constant shared by every hubops process: serialises concurrent seeders.
-const SEED_LOCK = 7_262_012;
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const HISTORY_DAYS = 60;
@@ -369,7 +363,8 @@ function demoLocations(): DemoLocation[] {
   ];
 }
 
-function dataSet(now: number): unknown[] {
+/** The demo data set as NDJSON import objects, placed relative to `now` (ms). */
+export function dataSet(now: number): unknown[] {
   const draw = new Draw(20_261_101);
   const records: unknown[] = [
     { type: 'account', id: DEMO_ACCOUNT_ID, name: 'Summit Franchise Group', plan: 'partner', apiAccess: true },
@@ -430,7 +425,7 @@ function dataSet(now: number): unknown[] {
   return records;
 }
 
-const SEED: Omit<DemoSeed, 'created'> = {
+export const SEED: Omit<DemoSeed, 'created'> = {
   accountId: DEMO_ACCOUNT_ID,
   hubIds: [BREWLINE, PULSE],
   workspaceIds: [...brewlineIds, ...pulseIds],
@@ -442,20 +437,3 @@ const SEED: Omit<DemoSeed, 'created'> = {
   memberEmail: DEMO_MEMBER_EMAIL,
   memberPassword: DEMO_PASSWORD,
 };
-
-/** Adds the demo data set unless it is already there; either way returns its ids. */
-export async function seedDemo(db: Db, clock: Clock = systemClock): Promise<DemoSeed> {
-  return db.kysely.transaction().execute(async (trx) => {
-    await sql`SELECT pg_advisory_xact_lock(${SEED_LOCK})`.execute(trx);
-    const existing = await trx.selectFrom('accounts').select('id').where('id', '=', DEMO_ACCOUNT_ID).executeTakeFirst();
-    if (existing) return { created: false, ...SEED };
-    await importObjects(trx, dataSet(clock.now().getTime()));
-    return { created: true, ...SEED };
-  });
-}
-
-/** True before anything exists: the server seeds demo data at its first start only then. */
-export async function isDatabaseEmpty(db: Db): Promise<boolean> {
-  const row = await db.kysely.selectFrom('accounts').select('id').limit(1).executeTakeFirst();
-  return row === undefined;
-}

@@ -2,7 +2,7 @@
 
 import { ID_PATTERN, newId } from '../../platform/ids.ts';
 import { parseDate, parseTimestamp } from '../../platform/time.ts';
-import { nameProblem } from '../tenancy/tenancy.repository.ts';
+import { nameProblem } from '../tenancy/tenancy.ts';
 import { ID_KINDS, type ImportIssue, type ImportType, type Kind } from './records.ts';
 
 /** The largest value of an `integer` column. */

@@ -6,7 +6,7 @@ import type { OptInStatus, Solution } from '../opt-ins/opt-in.ts';
 import type { Question } from '../playbooks/playbook.ts';
 import type { RatingCounts } from '../reviews/review.ts';
 import type { AdAccountSyncState } from '../spend/spend.ts';
-import type { Plan, Role } from '../tenancy/tenancy.repository.ts';
+import type { Plan, Role } from '../tenancy/tenancy.ts';
 
 /** Every `type` a line may have, in the order the docs and the result list them. */
 export const IMPORT_TYPES = [

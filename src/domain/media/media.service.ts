@@ -6,7 +6,8 @@ import { invalid, notFound, refuseFields, type DomainError } from '../../platfor
 import { newId } from '../../platform/ids.ts';
 import { IMAGE_MAX_BYTES, VIDEO_MAX_BYTES } from '../../policy.ts';
 import type { Caller } from '../caller.ts';
-import { withIdempotency, type Replayable } from '../idempotency/idempotency.ts';
+import type { Replayable } from '../idempotency/idempotency.ts';
+import { withIdempotency } from '../idempotency/idempotency.service.ts';
 import { DEFAULT_PAGE_SIZE } from '../../policy.ts';
 import { decodePosition, toPage, type Page } from '../keyset.ts';
 import { narrowScope, scopeOf, targetWorkspace } from '../scope.ts';

@@ -1,47 +1,39 @@
 import type { Db } from '../../db/database.ts';
-import { hashPassword, verifyPassword } from '../../platform/password.ts';
-import { normaliseEmail } from '../tenancy/tenancy.repository.ts';
 
-// Who may sign in, what they may consent to, and who a grant acts as.
+// The SQL of who may sign in, what they may consent to, and who a grant acts as; identity.service.ts decides.
 
-// Verified against when the email is unknown, so a wrong email costs the same time as a wrong
-// password and response times don't reveal which emails exist.
-const decoyHash = hashPassword('decoy password that matches nothing');
-
-/** The user for these credentials, or undefined. Takes the same time whether or not the email exists. */
-export async function checkCredentials(db: Db, email: string, password: string): Promise<{ id: string; email: string } | undefined> {
+/** The user with this (normalised) email and their password hash, or undefined. */
+export async function findCredentials(db: Db, email: string): Promise<{ id: string; email: string; passwordHash: string } | undefined> {
   const user = await db.kysely
     .selectFrom('users')
     .select(['id', 'email', 'password_hash'])
-    .where('email', '=', normaliseEmail(email))
+    .where('email', '=', email)
     .executeTakeFirst();
-  const matches = await verifyPassword(password, user?.password_hash ?? (await decoyHash));
-  return user && matches ? { id: user.id, email: user.email } : undefined;
+  return user && { id: user.id, email: user.email, passwordHash: user.password_hash };
 }
 
-export interface ConsentOptions {
-  user: { id: string; email: string; isStaff: boolean };
-  /** Whether the user may authorise API clients: the account has API access, or the user is staff. */
-  apiAccess: boolean;
-  hubs: {
-    hubId: string;
-    hubName: string;
-    role: 'hub_admin' | 'member';
-    pinned: { id: string; name: string } | null;
-    /** Workspaces a hub admin may choose to act in. */
-    workspaces: { id: string; name: string }[];
-  }[];
-}
-
-export async function consentOptions(db: Db, userId: string): Promise<ConsentOptions | undefined> {
+/** The user, whether they are staff and whether their account has API access; undefined for an unknown user. */
+export async function findConsentUser(db: Db, userId: string): Promise<{ id: string; email: string; isStaff: boolean; accountApiAccess: boolean } | undefined> {
   const user = await db.kysely
     .selectFrom('users as u')
     .innerJoin('accounts as a', 'a.id', 'u.account_id')
     .select(['u.id', 'u.email', 'u.is_staff', 'a.api_access'])
     .where('u.id', '=', userId)
     .executeTakeFirst();
-  if (!user) return undefined;
-  const memberships = await db.kysely
+  return user && { id: user.id, email: user.email, isStaff: user.is_staff, accountApiAccess: user.api_access };
+}
+
+export interface MembershipRow {
+  hubId: string;
+  hubName: string;
+  role: 'hub_admin' | 'member';
+  /** The membership's workspace and its name, or null. */
+  workspace: { id: string; name: string } | null;
+}
+
+/** The user's memberships in hubs that are not suspended, by hub name. */
+export async function findLiveMemberships(db: Db, userId: string): Promise<MembershipRow[]> {
+  const rows = await db.kysely
     .selectFrom('memberships as m')
     .innerJoin('hubs as h', 'h.id', 'm.hub_id')
     .leftJoin('workspaces as w', 'w.id', 'm.workspace_id')
@@ -51,27 +43,20 @@ export async function consentOptions(db: Db, userId: string): Promise<ConsentOpt
     .orderBy('h.name')
     .orderBy('m.hub_id')
     .execute();
-  const adminHubs = memberships.filter((m) => m.role === 'hub_admin').map((m) => m.hub_id);
-  const workspaces = adminHubs.length === 0 ? [] : await db.kysely
+  return rows.map((m) => ({ hubId: m.hub_id, hubName: m.hub_name, role: m.role, workspace: m.workspace_id ? { id: m.workspace_id, name: m.workspace_name! } : null }));
+}
+
+/** The workspaces of these hubs, by name. */
+export async function findWorkspacesOfHubs(db: Db, hubIds: string[]): Promise<{ id: string; name: string; hubId: string }[]> {
+  if (hubIds.length === 0) return [];
+  const rows = await db.kysely
     .selectFrom('workspaces')
     .select(['id', 'name', 'hub_id'])
-    .where('hub_id', 'in', adminHubs)
+    .where('hub_id', 'in', hubIds)
     .orderBy('name')
     .orderBy('id')
     .execute();
-  return {
-    user: { id: user.id, email: user.email, isStaff: user.is_staff },
-    apiAccess: user.api_access || user.is_staff,
-    // A member not assigned to a workspace has nothing a token could act in.
-    hubs: memberships.filter((m) => m.role === 'hub_admin' || m.workspace_id).map((m) => ({
-      hubId: m.hub_id,
-      hubName: m.hub_name,
-      role: m.role,
-      // A member acts in their workspace only; a hub admin's workspace is just where they start.
-      pinned: m.role === 'member' && m.workspace_id ? { id: m.workspace_id, name: m.workspace_name! } : null,
-      workspaces: m.role === 'hub_admin' ? workspaces.filter((w) => w.hub_id === m.hub_id).map(({ id, name }) => ({ id, name })) : [],
-    })),
-  };
+  return rows.map((w) => ({ id: w.id, name: w.name, hubId: w.hub_id }));
 }
 
 /**
@@ -93,11 +78,8 @@ export interface GrantIdentity {
   role: 'hub_admin' | 'member';
 }
 
-/**
- * Who a grant acts as, read fresh on every request: the user must still be a member of the hub
- * (and, if pinned, of that workspace), so removing a membership cuts the token off at once.
- */
-export async function grantIdentity(db: Db, grantId: string, userId: string): Promise<GrantIdentity | undefined> {
+/** A grant's context joined with its user, account, hub and the user's membership there (and the workspace it is pinned to); undefined without a membership. */
+export async function findGrantIdentity(db: Db, grantId: string, userId: string): Promise<(GrantIdentity & { pinnedWorkspaceId: string | null }) | undefined> {
   const row = await db.kysely
     .selectFrom('oauth_grant_contexts as g')
     .innerJoin('users as u', 'u.id', 'g.user_id')
@@ -115,14 +97,12 @@ export async function grantIdentity(db: Db, grantId: string, userId: string): Pr
     .where('g.grant_id', '=', grantId)
     .where('g.user_id', '=', userId)
     .executeTakeFirst();
-  if (!row) return undefined;
-  // Members are bound to their workspace (one without a workspace gets no hub-wide token).
-  if (row.role === 'member' && (!row.workspace_id || row.pinned_workspace_id !== row.workspace_id)) return undefined;
-  return {
+  return row && {
     user: { id: row.user_id, email: row.email, firstname: row.firstname, lastname: row.lastname, isStaff: row.is_staff },
     account: { id: row.account_id, plan: row.plan, apiAccess: row.api_access },
     hub: { id: row.hub_id, name: row.hub_name, suspended: row.suspended },
     workspace: row.workspace_id ? { id: row.workspace_id, name: row.workspace_name! } : null,
     role: row.role,
+    pinnedWorkspaceId: row.pinned_workspace_id,
   };
 }

@@ -2,8 +2,8 @@ import type { Db } from '../../db/database.ts';
 import type { RateLimiter } from '../../platform/rate-limit.ts';
 import { hasForbiddenCharacter } from '../../platform/text.ts';
 import { SIGN_IN_LIMITS } from '../../policy.ts';
-import { normaliseEmail } from '../tenancy/tenancy.repository.ts';
-import { checkCredentials } from './identity.repository.ts';
+import { normaliseEmail } from '../tenancy/tenancy.ts';
+import { checkCredentials } from './identity.service.ts';
 
 export type SignInOutcome = { ok: true; user: { id: string; email: string } } | { ok: false; reason: 'throttled' | 'mismatch' };
 

@@ -5,7 +5,7 @@ import { queryPrepared, type Db } from '../../db/database.ts';
 import { after, type Position } from '../keyset.ts';
 import { addDays, type DateRange } from '../periods.ts';
 import type { HubCatalog, HubCatalogCache } from './hub-catalog.ts';
-import { OPT_IN_STATUSES, type OptInStatus } from './opt-in.ts';
+import { OPT_IN_STATUSES, type OptInReportSort, type OptInStatus } from './opt-in.ts';
 
 // The hub's non-archived custom fields only: archived keys are removed from each workspace's
 // values. Evaluated once per statement (an InitPlan), not per row.
@@ -295,10 +295,6 @@ export async function countOptInsBetween(db: Db, hubId: string, from: Date, befo
 
 // --- The web admin's opt-ins report: sorted by the column a user picks, counted, paged by offset.
 
-/** The report's sortable columns. */
-export const OPT_IN_REPORT_SORTS = ['workspace', 'playbook', 'status', 'opted_in', 'updated'] as const;
-export type OptInReportSort = (typeof OPT_IN_REPORT_SORTS)[number];
-
 export interface OptInReportFilters {
   hubId: string;
   playbookId?: string;
@@ -309,7 +305,7 @@ export interface OptInReportFilters {
   optedInBefore?: Date;
 }
 
-interface OptInReportQuery extends OptInReportFilters {
+export interface OptInReportQuery extends OptInReportFilters {
   sort: OptInReportSort;
   descending: boolean;
   offset: number;

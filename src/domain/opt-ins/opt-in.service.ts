@@ -8,9 +8,11 @@ import { DEFAULT_PAGE_SIZE } from '../../policy.ts';
 import type { HubCatalogCache } from './hub-catalog.ts';
 import { decodeOptInCursor, encodeOptInCursor, parseSince } from './opt-in.ts';
 import {
-  countOptInsBetween, countOptInSummary, findOptInPage, findOptInPageState, readOptInSummaryVersion,
-  type OptInPageQuery, type OptInPageState, type PeriodCounts,
+  countOptInReport as countReport, countOptInsBetween, countOptInSummary, findOptInPage as readOptInPage, findOptInPageState, findOptInReportPage as readReportPage,
+  readOptInSummaryVersion, type OptInPage, type OptInPageQuery, type OptInPageState, type OptInReportFilters, type OptInReportQuery, type OptInReportRow, type PeriodCounts,
 } from './opt-in.repository.ts';
+
+export type { OptInPage, OptInPageQuery, OptInReportFilters, OptInReportQuery, OptInReportRow } from './opt-in.repository.ts';
 
 export interface ListOptInsInput {
   since?: string;
@@ -34,7 +36,7 @@ function pageQuery(hubId: string, input: ListOptInsInput): OptInPageQuery {
 /** A page of the hub's opt-ins, oldest change first, as `{data, nextCursor}` JSON text, and its validator. */
 export async function listOptIns(db: Db, catalogs: HubCatalogCache, hubId: string, input: ListOptInsInput): Promise<{ json: JsonText; validator: Validator }> {
   const query = pageQuery(hubId, input);
-  const page = await findOptInPage(db, catalogs, query);
+  const page = await readOptInPage(db, catalogs, query);
   const nextCursor = page.next && encodeOptInCursor(page.next);
   return { json: new JsonText('{"data":', ...page.json, `,"nextCursor":${JSON.stringify(nextCursor)}}`), validator: pageValidatorOf(query, page) };
 }
@@ -174,4 +176,21 @@ export async function webOptInSummary(db: Db, hubId: string, clock: Clock, cache
   const yesterday = new Date(`${addDays(utcDate(now), -1)}T00:00:00Z`);
   const yesterdaySameHours = await countOptInsBetween(db, hubId, yesterday, new Date(now.getTime() - 86_400_000));
   return { ...summary, asOf: now.toISOString(), yesterdaySameHours };
+}
+
+/** One keyset page of the hub's opt-ins with the web report's filters too (the CSV export reads them all, page by page). */
+export async function findOptInPage(db: Db, catalogs: HubCatalogCache, query: OptInPageQuery): Promise<OptInPage> {
+  return readOptInPage(db, catalogs, query);
+}
+
+// --- The web admin's opt-ins report: sorted by the column a user picks, counted, paged by offset.
+
+/** One page of the report in the chosen order. */
+export async function findOptInReportPage(db: Db, query: OptInReportQuery): Promise<OptInReportRow[]> {
+  return readReportPage(db, query);
+}
+
+/** How many opt-ins the report's filters match. */
+export async function countOptInReport(db: Db, filters: OptInReportFilters): Promise<number> {
+  return countReport(db, filters);
 }

@@ -11,6 +11,10 @@ export type OptInStatus = (typeof OPT_IN_STATUSES)[number];
 export const SOLUTIONS = ['meta', 'google_ads', 'chatgpt_ads', 'organic_social'] as const;
 export type Solution = (typeof SOLUTIONS)[number];
 
+/** The web admin's opt-ins report's sortable columns. */
+export const OPT_IN_REPORT_SORTS = ['workspace', 'playbook', 'status', 'opted_in', 'updated'] as const;
+export type OptInReportSort = (typeof OPT_IN_REPORT_SORTS)[number];
+
 /** One opt-in row exactly as the Hub API and the CSV report present it. */
 export interface OptInRow {
   id: string;

@@ -4,8 +4,8 @@ import { JsonText } from '../../platform/json-text.ts';
 import { VersionedCache } from '../../platform/lru.ts';
 import { entityTag, type Validator } from '../../platform/validators.ts';
 import { periodRanges, utcDate, type Period } from '../periods.ts';
-import { spendFreshness } from './spend.ts';
-import { readSpendState, sumSpendByWorkspace, type SpendByWorkspace, type SpendState } from './spend.repository.ts';
+import { spendFreshness, type AdAccountStatus } from './spend.ts';
+import { adAccountStatuses as readAdAccountStatuses, readSpendState, sumSpendByWorkspace, type SpendByWorkspace, type SpendState } from './spend.repository.ts';
 
 /**
  * Spend sums per (hub, period, UTC day), kept while the hub's report version is unchanged. The
@@ -70,4 +70,9 @@ export async function spendReportValidator(db: Db, hubId: string, period: Period
 function spendValidatorOf(hubId: string, period: Period, now: Date, state: SpendState): Validator {
   const { freshness, asOf } = spendFreshness(state.accounts, now);
   return { etag: entityTag('spend', hubId, period, utcDate(now), state.reportVersion, asOf?.getTime() ?? null, freshness) };
+}
+
+/** The hub's ad accounts with their sync state, by name: what the web admin's freshness banner names. */
+export async function adAccountStatuses(db: Db, hubId: string): Promise<AdAccountStatus[]> {
+  return readAdAccountStatuses(db, hubId);
 }

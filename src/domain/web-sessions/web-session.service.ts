@@ -8,7 +8,7 @@ import type { Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import { FORM_TOKEN_TTL_MS, WEB_SESSION_TTL_MS } from '../../policy.ts';
-import { createKeyInTransaction, rollKeyInTransaction, type CreatedKey } from '../api-keys/api-key.repository.ts';
+import { createKeyInTransaction, rollKeyInTransaction, type CreatedKey } from '../api-keys/api-key.service.ts';
 import type { KeyScope } from '../api-keys/api-key.ts';
 import {
   deleteSession, findSessionUser, insertFormToken, insertSession, lockFormToken, recordKeyOfFormToken, takeSealedKey, type SessionUser,

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RideAlongCheck, type Db } from '../../db/database.ts';
 import { hashKey, isWellFormedKey } from '../../domain/api-keys/api-key.ts';
-import { findKeyByHash, keyVerdictOf, keyVerdictStatement, type KeyVerdict } from '../../domain/api-keys/api-key.repository.ts';
+import { findKeyByHash, keyVerdictOf, keyVerdictStatement, type KeyVerdict } from '../../domain/api-keys/api-key.service.ts';
 import type { UsageRecorder } from '../../domain/api-keys/usage-recorder.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { LruCache } from '../../platform/lru.ts';

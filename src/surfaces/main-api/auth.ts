@@ -4,7 +4,7 @@ import type { Db } from '../../db/database.ts';
 import { createHash } from 'node:crypto';
 import type { Caller } from '../../domain/caller.ts';
 import type { GrantUseRecorder } from '../../domain/oauth/grant-usage.ts';
-import { grantIdentity, type GrantIdentity } from '../../domain/oauth/identity.repository.ts';
+import { grantIdentity, type GrantIdentity } from '../../domain/oauth/identity.service.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { LruCache } from '../../platform/lru.ts';
 import { allowedCharge, type RateCharge, type RateDecision, type RateLimiter, type RateWindow } from '../../platform/rate-limit.ts';

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { scopeOf } from '../../domain/scope.ts';
-import { findHubs, findWorkspaces } from '../../domain/workspaces/workspace.repository.ts';
+import { findHubs, findWorkspaces } from '../../domain/workspaces/workspace.service.ts';
 import { decodeAfterId, isValidAfterId, toIdPage } from '../../domain/keyset.ts';
 import { notFound } from '../../platform/errors.ts';
 import { defineOperation } from '../operation.ts';

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { QUESTION_TYPES } from '../../domain/playbooks/playbook.ts';
 import { decodeAfterId, isValidAfterId, toIdPage } from '../../domain/keyset.ts';
 import { SOLUTIONS } from '../../domain/opt-ins/opt-in.ts';
-import { findPlaybooks } from '../../domain/playbooks/playbook.repository.ts';
+import { findPlaybooks } from '../../domain/playbooks/playbook.service.ts';
 import { defineOperation } from '../operation.ts';
 import { cursorFormat, limitOf, Page, pageParameters } from '../shared/paging.ts';
 import type { MainContext } from './context.ts';

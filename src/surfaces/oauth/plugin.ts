@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 
 import { errors, type default as Provider } from 'oidc-provider';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
-import { consentOptions, saveGrantContext } from '../../domain/oauth/identity.repository.ts';
+import { consentOptions, saveGrantContext } from '../../domain/oauth/identity.service.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { sameSecret } from '../../platform/constant-time.ts';
 import type { RateLimiter } from '../../platform/rate-limit.ts';

@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../../config.ts';
 import { isDatabaseUnavailable, type Db } from '../../db/database.ts';
-import { redirectUriProblem } from '../../domain/oauth/clients.repository.ts';
+import { redirectUriProblem } from '../../domain/oauth/clients.service.ts';
 import { clientSecretMatches } from '../../domain/oauth/secrets.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { RateLimiter, RateWindow } from '../../platform/rate-limit.ts';

@@ -3,7 +3,7 @@ import { mkdir, open, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError, type Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
-import { findServerSecret, insertServerSecretIfAbsent, replaceServerSecret } from '../../domain/oauth/server-secrets.repository.ts';
+import { findServerSecret, insertServerSecretIfAbsent, replaceServerSecret } from '../../domain/oauth/server-secrets.service.ts';
 
 // Server secrets are encrypted at rest (AES-256-GCM) under a key that is not in the database:
 // HUBOPS_SECRETS_KEY, or a key file under DATA_DIR made on first start (mode 0600). Each stored

@@ -4,7 +4,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Db } from '../../db/database.ts';
 import { signIn } from '../../domain/oauth/sign-in.ts';
-import { normaliseEmail } from '../../domain/tenancy/tenancy.repository.ts';
+import { normaliseEmail } from '../../domain/tenancy/tenancy.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { sameSecret } from '../../platform/constant-time.ts';
 import type { RateLimiter } from '../../platform/rate-limit.ts';

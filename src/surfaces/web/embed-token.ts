@@ -5,7 +5,7 @@
 // Embed keys made before key pairs (no public key) still verify their legacy tokens until revoked:
 //   base64url(JSON {hub, view, exp, kid}) + "." + base64url(HMAC-SHA256(payload part, SHA-256(key)))
 import { createHmac, createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
-import type { EmbedKeyRecord } from '../../domain/api-keys/api-key.repository.ts';
+import type { EmbedKeyRecord } from '../../domain/api-keys/api-key.service.ts';
 import { EMBED_SECRET_PREFIX } from '../../domain/api-keys/api-key.ts';
 import { sameSecret } from '../../platform/constant-time.ts';
 import { hasForbiddenCharacter } from '../../platform/text.ts';

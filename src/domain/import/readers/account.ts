@@ -1,6 +1,6 @@
 // Reads an `account` line: a franchise group's account.
 
-import { PLANS } from '../../tenancy/tenancy.repository.ts';
+import { PLANS } from '../../tenancy/tenancy.ts';
 import type { FieldReader } from '../field-reader.ts';
 import type { AccountRecord } from '../records.ts';
 

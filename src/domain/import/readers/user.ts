@@ -1,6 +1,6 @@
 // Reads a `user` line: a person with a password and a role in one hub.
 
-import { emailProblem, normaliseEmail, passwordProblem, ROLES } from '../../tenancy/tenancy.repository.ts';
+import { emailProblem, normaliseEmail, passwordProblem, ROLES } from '../../tenancy/tenancy.ts';
 import type { FieldReader } from '../field-reader.ts';
 import type { UserRecord } from '../records.ts';
 

@@ -1,10 +1,10 @@
 // The signed embeds under {base}/embed: a hub's spend or opt-in summary, for a token signed with
 // one of its embed keys.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { findEmbedKey } from '../../../domain/api-keys/api-key.repository.ts';
+import { findEmbedKey } from '../../../domain/api-keys/api-key.service.ts';
 import { webOptInSummary } from '../../../domain/opt-ins/opt-in.service.ts';
-import { adAccountStatuses } from '../../../domain/spend/spend.repository.ts';
-import { hubName } from '../../../domain/tenancy/hub-directory.repository.ts';
+import { adAccountStatuses } from '../../../domain/spend/spend.service.ts';
+import { hubName } from '../../../domain/tenancy/tenancy.service.ts';
 import { embedPage, embedRefusal, one, spendReports, type Query, type Web } from '../context.ts';
 import { verifyEmbedToken, type EmbedView } from '../embed-token.ts';
 import { embedReportView } from '../views/embed.ts';

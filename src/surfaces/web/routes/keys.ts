@@ -2,7 +2,7 @@
 // form, shown once, with an optional expiry), roll (a new secret shown once; the old one valid
 // for the grace period chosen) and revoke.
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { keyDailyUsage, listKeys, revokeKey, type KeySummary } from '../../../domain/api-keys/api-key.repository.ts';
+import { keyDailyUsage, listKeys, revokeKey, type KeySummary } from '../../../domain/api-keys/api-key.service.ts';
 import { isKeyLifetime, isKeyScope, isRollGrace, KEY_NAME_MAX_LENGTH, keyNameProblem, keyState, type KeyScope } from '../../../domain/api-keys/api-key.ts';
 import { createKeyOnce, issueFormToken, revealKeyOnce, rollKeyOnce } from '../../../domain/web-sessions/web-session.service.ts';
 import { DomainError } from '../../../platform/errors.ts';

@@ -2,9 +2,9 @@
 // matching opt-in as a streamed CSV (in the Hub API's keyset order, whatever the page's sort).
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { OPT_IN_STATUSES, type OptInRow, type PageCursor } from '../../../domain/opt-ins/opt-in.ts';
-import { countOptInReport, findOptInPage, findOptInReportPage, OPT_IN_REPORT_SORTS, type OptInReportFilters, type OptInReportSort } from '../../../domain/opt-ins/opt-in.repository.ts';
-import { hubPlaybooks, hubWorkspaces, visibleFieldKeys } from '../../../domain/tenancy/hub-directory.repository.ts';
+import { OPT_IN_REPORT_SORTS, OPT_IN_STATUSES, type OptInReportSort, type OptInRow, type PageCursor } from '../../../domain/opt-ins/opt-in.ts';
+import { countOptInReport, findOptInPage, findOptInReportPage, type OptInReportFilters } from '../../../domain/opt-ins/opt-in.service.ts';
+import { hubPlaybooks, hubWorkspaces, visibleFieldKeys } from '../../../domain/tenancy/tenancy.service.ts';
 import { DATE_RANGE_MESSAGE, parseDate } from '../../../platform/time.ts';
 import { appPage, one, refuse, type Query, type Web } from '../context.ts';
 import { csvLine, optInCsvHeader, optInCsvValues } from '../csv.ts';

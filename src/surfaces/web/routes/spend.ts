@@ -1,7 +1,7 @@
 // The spend dashboard: spend per workspace for each period, against the period before.
 import type { FastifyInstance } from 'fastify';
 import { PERIODS, type Period } from '../../../domain/periods.ts';
-import { adAccountStatuses } from '../../../domain/spend/spend.repository.ts';
+import { adAccountStatuses } from '../../../domain/spend/spend.service.ts';
 import { appPage, one, spendReports, type Query, type Web } from '../context.ts';
 import { shell } from '../views/layout.ts';
 import { spendView } from '../views/reports.ts';

@@ -1,6 +1,6 @@
 // Manage Hub → API: the addresses, the hub's keys (state, expiry, requests and unchanged answers per day), the Create key
 // form, the new key shown once, and the confirmations before a roll and a revocation.
-import type { DailyKeyUsage, KeySummary } from '../../../domain/api-keys/api-key.repository.ts';
+import type { DailyKeyUsage, KeySummary } from '../../../domain/api-keys/api-key.service.ts';
 import { KEY_NAME_MAX_LENGTH, keyState } from '../../../domain/api-keys/api-key.ts';
 import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_MS } from '../../../policy.ts';
 import { escapeHtml as h } from '../../shared/html.ts';

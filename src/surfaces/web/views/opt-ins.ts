@@ -1,7 +1,7 @@
 // The playbook opt-ins report: its filters, the total, one page of opt-ins sorted by a column,
 // previous/next, and the CSV link.
-import type { OptInReportRow, OptInReportSort } from '../../../domain/opt-ins/opt-in.repository.ts';
-import { OPT_IN_STATUSES } from '../../../domain/opt-ins/opt-in.ts';
+import type { OptInReportRow } from '../../../domain/opt-ins/opt-in.service.ts';
+import { OPT_IN_STATUSES, type OptInReportSort } from '../../../domain/opt-ins/opt-in.ts';
 import { escapeHtml as h } from '../../shared/html.ts';
 import { counted, money, when } from './format.ts';
 import { statusLabel } from './layout.ts';

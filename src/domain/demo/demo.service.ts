@@ -1,0 +1,24 @@
+// The demo data set's one door: seeding it (once, whoever asks first) and whether a database is
+// new enough to get it. The data set itself is seed.ts.
+import type { Db } from '../../db/database.ts';
+import { systemClock, type Clock } from '../../platform/clock.ts';
+import { importObjects } from '../import/import.service.ts';
+import { accountExists, anyAccount, lockDemoSeed } from './demo.repository.ts';
+import { dataSet, DEMO_ACCOUNT_ID, SEED, type DemoSeed } from './seed.ts';
+
+export { DEMO_HUB_ID, type DemoSeed } from './seed.ts';
+
+/** Adds the demo data set unless it is already there; either way returns its ids. */
+export async function seedDemo(db: Db, clock: Clock = systemClock): Promise<DemoSeed> {
+  return db.kysely.transaction().execute(async (trx) => {
+    await lockDemoSeed(trx);
+    if (await accountExists(trx, DEMO_ACCOUNT_ID)) return { created: false, ...SEED };
+    await importObjects(trx, dataSet(clock.now().getTime()));
+    return { created: true, ...SEED };
+  });
+}
+
+/** True before anything exists: the server seeds demo data at its first start only then. */
+export async function isDatabaseEmpty(db: Db): Promise<boolean> {
+  return !(await anyAccount(db));
+}
