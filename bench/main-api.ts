@@ -69,7 +69,7 @@ const benchCaller: Caller = {
 };
 const bare = Fastify({ logger: false });
 const media = await openDiskMediaStore(await mkdtemp(path.join(tmpdir(), 'hubops-bench-media-')));
-mountRest<MainContext>(bare, mainOperations, { contextFor: async () => ({ db, clock: systemClock, media, caller: benchCaller }) });
+mountRest<MainContext>(bare, mainOperations, { admitted: (_request, _reply, _op, _options, work) => work({ db, clock: systemClock, media, caller: benchCaller }) });
 const portB = await freePort();
 await bare.listen({ port: portB, host: '127.0.0.1' });
 

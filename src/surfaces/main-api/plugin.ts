@@ -91,7 +91,7 @@ export async function mainApiPlugin(app: FastifyInstance, deps: MainApiDeps): Pr
   // charge is given back (it is not counted against the plan's limit).
   mountRest(app, deps.operations, {
     now: () => deps.clock.now(),
-    contextFor,
+    admitted: async (request, reply, _op, _options, work) => work(await contextFor(request, reply)),
     notModified: async (ctx, reply) => deps.auth.giveBack(ctx.caller, reply),
   });
   await registerMediaUpload(app, { resolveContext: contextFor });
