@@ -12,7 +12,7 @@ import { HubCatalogCache } from './domain/opt-ins/hub-catalog.ts';
 import { OptInSummaryCache } from './domain/opt-ins/opt-in.service.ts';
 import { SpendReportCache } from './domain/spend/spend.service.ts';
 import { systemClock, type Clock } from './platform/clock.ts';
-import { configureCursorKey } from './platform/cursor.ts';
+import { CursorKey } from './platform/cursor.ts';
 import { chooseLogFormat, createLogger, RequestLogController } from './platform/logger.ts';
 import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
 import { VERSION } from './platform/version.ts';
@@ -32,6 +32,7 @@ import { loadServerSecrets, resolveSecretsKeys } from './surfaces/oauth/server-s
 import { webErrorPages, webPlugin } from './surfaces/web/plugin.ts';
 import { checkInbound, RouteMethods } from './surfaces/rest.ts';
 import { compressResponses } from './surfaces/shared/compression.ts';
+import { InputValidator } from './surfaces/shared/inputs.ts';
 import { fromFrameworkError, refusalOf } from './surfaces/shared/errors.ts';
 import { oauthRoutes } from './surfaces/shared/oauth.ts';
 
@@ -152,8 +153,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     fastify.log.warn({ keyFile: secretsKeys.fromFile }, 'HUBOPS_SECRETS_KEY is not set: server secrets are encrypted under this key file; every instance sharing the database needs the same key');
   }
   const secrets = await loadServerSecrets(deps.db, { keys: secretsKeys.keys });
-  // Cursors are signed with a key every instance derives alike from the shared server secrets.
-  configureCursorKey(createHmac('sha256', secrets.cookieKeys[0]!).update('cursor v2').digest());
+  // Cursors are signed with a key every instance derives alike from the shared server secrets;
+  // this app's operations validate their input (cursors included) with it.
+  const inputs = new InputValidator(new CursorKey(createHmac('sha256', secrets.cookieKeys[0]!).update('cursor v2').digest()));
   const revocations = new RevocationFeed(deps.db);
   await revocations.start().catch((error) => fastify.log.warn({ err: error }, 'revocation listener not started; token verdicts are not cached until it is'));
   const provider = createAuthorizationServer(deps.config, deps.db, secrets, { revocations, limiter, clock, log: fastify.log, cimdTrust: deps.cimdTrust });
@@ -184,6 +186,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     media,
     auth,
     operations: mainOperations,
+    inputs,
     version: VERSION,
   });
 
@@ -195,7 +198,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const summaries = new OptInSummaryCache();
   // The main MCP server at {base_url}/mcp and its protected-resource metadata under /.well-known
   // (at the origin's root, so it is registered without the base path prefix).
-  await fastify.register(mcpMainPlugin, { config: deps.config, db: deps.db, clock, media, auth, spendCache, catalogs, summaries, version: VERSION });
+  await fastify.register(mcpMainPlugin, { config: deps.config, db: deps.db, clock, media, auth, spendCache, catalogs, summaries, inputs, version: VERSION });
 
   // The Hub API at {base_url}/v1/hub: under BASE_URL's path, like the main API.
   await fastify.register(hubApiPlugin, {
@@ -203,6 +206,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     config: deps.config,
     guard,
     context: { db: deps.db, clock, spendCache, catalogs, summaries },
+    inputs,
     version: VERSION,
   });
 

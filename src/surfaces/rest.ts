@@ -6,6 +6,7 @@ import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText } from '../platform/text
 import { conditionsOf, entityTagOfBody, matchingTag, validatorHeaders, type Validator } from '../platform/validators.ts';
 import { fromQueryText, Replayed, Validated, verbOf, type Operation, type PreparedCall } from './operation.ts';
 import { invalidRequest } from './shared/errors.ts';
+import type { InputValidator } from './shared/inputs.ts';
 
 /** The response header that marks a replayed result (draft-ietf-httpapi-idempotency-key-header). */
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
@@ -27,6 +28,8 @@ export function idempotencyKeyOf(request: FastifyRequest): string | undefined {
 export interface RestSurface<Ctx> {
   /** The surface's clock (If-Modified-Since in the future is ignored); default the system's. */
   now?(): Date;
+  /** The app's validation of operation input (its formats; its cursor key). */
+  inputs: InputValidator;
   admitted<T>(request: FastifyRequest, reply: FastifyReply, op: Operation<Ctx>, options: { charge: boolean }, work: (ctx: Ctx) => Promise<T>): Promise<T>;
   /** Counts a request that `admitted` did not (its conditions did not match); throws 429 when over a limit. */
   charge?(ctx: Ctx, reply: FastifyReply, op: Operation<Ctx>): Promise<void>;
@@ -71,7 +74,7 @@ export function mountRest<Ctx>(app: FastifyInstance, operations: readonly Operat
           };
           let call: PreparedCall<Ctx>;
           try {
-            call = op.prepare(input);
+            call = op.prepare(input, surface.inputs);
           } catch (error) {
             // Refused input is charged like any request: only a 304 is free.
             if (early) await surface.charge?.(ctx, reply, op);
@@ -164,7 +167,7 @@ export function nestsDeeperThan(value: unknown, max: number): boolean {
  * The input rule at the door of every route, operation or not (a preValidation hook): JSON bodies
  * no deeper than JSON_MAX_DEPTH, so nothing recursive ever meets hostile nesting, and path
  * parameters, query strings and HTML form bodies without forbidden characters (platform/text.ts),
- * so none reaches SQL. JSON bodies' text is checked by each operation (validateInput), where MCP
+ * so none reaches SQL. JSON bodies' text is checked by each operation (InputValidator), where MCP
  * tool arguments are too, so that a tool gets a tool error rather than an HTTP one.
  */
 export function checkInbound(request: FastifyRequest): void {

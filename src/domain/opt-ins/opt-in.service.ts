@@ -6,7 +6,8 @@ import { entityTag, type Validator } from '../../platform/validators.ts';
 import { addDays, PERIODS, periodRanges, utcDate, type DateRange, type Period } from '../periods.ts';
 import { DEFAULT_PAGE_SIZE } from '../../policy.ts';
 import type { HubCatalogCache } from './hub-catalog.ts';
-import { decodeOptInCursor, encodeOptInCursor, parseSince } from './opt-in.ts';
+import type { ListCursor, Position } from '../keyset.ts';
+import { parseSince } from './opt-in.ts';
 import {
   countOptInsBetween, countOptInSummary, findOptInPage, findOptInPageState, readOptInSummaryVersion,
   type OptInPageQuery, type OptInPageState, type PeriodCounts,
@@ -17,7 +18,7 @@ export interface ListOptInsInput {
   playbookId?: string;
   status?: string;
   limit?: number;
-  cursor?: string;
+  cursor: ListCursor<Position>;
 }
 
 function pageQuery(hubId: string, input: ListOptInsInput): OptInPageQuery {
@@ -26,7 +27,7 @@ function pageQuery(hubId: string, input: ListOptInsInput): OptInPageQuery {
     since: input.since === undefined ? undefined : parseSince(input.since),
     playbookId: input.playbookId,
     status: input.status,
-    after: input.cursor === undefined ? undefined : decodeOptInCursor(input.cursor),
+    after: input.cursor.after,
     limit: input.limit ?? DEFAULT_PAGE_SIZE,
   };
 }
@@ -35,7 +36,7 @@ function pageQuery(hubId: string, input: ListOptInsInput): OptInPageQuery {
 export async function listOptIns(db: Db, catalogs: HubCatalogCache, hubId: string, input: ListOptInsInput): Promise<{ json: JsonText; validator: Validator }> {
   const query = pageQuery(hubId, input);
   const page = await findOptInPage(db, catalogs, query);
-  const nextCursor = page.next && encodeOptInCursor(page.next);
+  const nextCursor = page.next && input.cursor.next(page.next);
   return { json: new JsonText('{"data":', ...page.json, `,"nextCursor":${JSON.stringify(nextCursor)}}`), validator: pageValidatorOf(query, page) };
 }
 

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { Db } from '../../db/database.ts';
-import { OPT_IN_STATUSES, SOLUTIONS, isValidOptInCursor } from '../../domain/opt-ins/opt-in.ts';
+import { OPT_IN_CURSOR, OPT_IN_STATUSES, SOLUTIONS } from '../../domain/opt-ins/opt-in.ts';
 import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
 import { cachedOptInSummary, listOptIns, optInPageValidator, optInSummaryValidator, type OptInSummaryCache } from '../../domain/opt-ins/opt-in.service.ts';
 import { PERIODS } from '../../domain/periods.ts';
@@ -23,7 +23,7 @@ export interface HubContext {
   summaries: OptInSummaryCache;
 }
 
-const optInCursor = cursorFormat('opaque-cursor', isValidOptInCursor, NOT_OUR_CURSOR);
+const optInCursor = cursorFormat('opaque-cursor', OPT_IN_CURSOR, NOT_OUR_CURSOR);
 
 const Timestamp = (description: string) => Type.String({ format: 'date-time', description });
 const DateOnly = (description: string) => Type.String({ format: 'date', description });

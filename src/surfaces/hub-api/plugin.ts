@@ -7,6 +7,7 @@ import { buildOpenApi, type OpenApiDocument } from '../openapi.ts';
 import { verbOf } from '../operation.ts';
 import { mountRest, serveDocument } from '../rest.ts';
 import { ApiError } from '../shared/errors.ts';
+import type { InputValidator } from '../shared/inputs.ts';
 import { HUB_CONDITIONAL_LIMIT } from '../../policy.ts';
 import type { Admission, HubApiGuard } from './guard.ts';
 import { hubOperations, type HubContext } from './operations.ts';
@@ -17,6 +18,8 @@ export interface HubApiDeps {
   config: Config;
   guard: HubApiGuard;
   context: Omit<HubContext, 'hubId'>;
+  /** The app's validation of operation input (its formats; its cursor key). */
+  inputs: InputValidator;
   version: string;
 }
 
@@ -117,6 +120,7 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
   const admissions = new WeakMap<HubContext, Admission>();
   mountRest(app, hubOperations, {
     now: () => deps.context.clock.now(),
+    inputs: deps.inputs,
     admitted(request, reply, op, { charge }, work) {
       guard.refuseBrowsers(request);
       return guard.whileAdmitted(request, reply, { extra: op.extraLimit, charge }, (admission) => {
@@ -138,6 +142,7 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
     instructions:
       "Read-only tools over one hub's playbook opt-ins and paid ad spend. Group and filter by playbook.id and workspace.id, never by name. Money is in cents. Check asOf and freshness before quoting spend.",
     operations: hubOperations,
+    inputs: deps.inputs,
     resources: mcpAppResources,
   }, app.log);
   // The key's verdict is read before any tool runs (no riding along). In a scope of its own, so

@@ -7,6 +7,7 @@ import type { Clock } from '../../platform/clock.ts';
 import { buildOpenApi, type OpenApiDocument } from '../openapi.ts';
 import type { Operation } from '../operation.ts';
 import { idempotencyKeyOf, mountRest, serveDocument } from '../rest.ts';
+import type { InputValidator } from '../shared/inputs.ts';
 import { oauthUrl, SCOPE } from '../shared/oauth.ts';
 import type { BearerAuth } from './auth.ts';
 import type { MainContext } from './context.ts';
@@ -19,6 +20,8 @@ export interface MainApiDeps {
   media: MediaStore;
   auth: BearerAuth;
   operations: readonly Operation<MainContext>[];
+  /** The app's validation of operation input (its formats; its cursor key). */
+  inputs: InputValidator;
   version: string;
 }
 
@@ -91,6 +94,7 @@ export async function mainApiPlugin(app: FastifyInstance, deps: MainApiDeps): Pr
   // charge is given back (it is not counted against the plan's limit).
   mountRest(app, deps.operations, {
     now: () => deps.clock.now(),
+    inputs: deps.inputs,
     admitted: async (request, reply, _op, _options, work) => work(await contextFor(request, reply)),
     notModified: async (ctx, reply) => deps.auth.giveBack(ctx.caller, reply),
   });

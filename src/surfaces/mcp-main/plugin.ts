@@ -16,6 +16,7 @@ import { mcpAppResources } from '../mcp-apps/resources.ts';
 import { acceptAnyJson, mcpHandler } from '../mcp.ts';
 import { ApiError } from '../shared/errors.ts';
 import { readGuideFiles } from '../shared/guide-files.ts';
+import type { InputValidator } from '../shared/inputs.ts';
 import { SCOPE } from '../shared/oauth.ts';
 import { ADD_MEDIA_BODY_LIMIT } from './add-media.ts';
 import { mainMcpTools, type McpMainContext } from './tools.ts';
@@ -43,6 +44,8 @@ export interface McpMainDeps {
   spendCache: SpendReportCache;
   catalogs: HubCatalogCache;
   summaries: OptInSummaryCache;
+  /** The app's validation of tool arguments (its formats; its cursor key). */
+  inputs: InputValidator;
   version: string;
 }
 
@@ -103,6 +106,7 @@ export async function mcpMainPlugin(app: FastifyInstance, deps: McpMainDeps): Pr
     version: deps.version,
     instructions: instructions(deps.config),
     operations: mainMcpTools,
+    inputs: deps.inputs,
     resources: mcpAppResources,
   }, app.log);
 

@@ -1,0 +1,142 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Type, type Static, type TObject, type TSchema, type TUnsafe } from 'typebox';
+import { ListCursor, type CursorKind } from '../../domain/keyset.ts';
+import type { CursorKey } from '../../platform/cursor.ts';
+import type { Issue } from '../../platform/errors.ts';
+import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText } from '../../platform/text.ts';
+import { invalidRequest } from './errors.ts';
+import { TIME_FORMATS } from './time-formats.ts';
+
+// Validation of every operation's input (REST and MCP alike), one per app: its own ajv, whose
+// string formats include the cursors of every list, checked with the app's cursor key. Two apps
+// in one process never share a key or a format.
+
+/** A semantic string format, validated with everything else so one response names every bad field. */
+export interface StringFormat {
+  readonly name: string;
+  check(text: string): boolean;
+  /** What a refusal says the field accepts. */
+  readonly message: string;
+}
+
+/** A list's `cursor` parameter: its format's name, the list's cursors, and the refusal of anything else. */
+export interface CursorFormat<P> {
+  readonly name: string;
+  readonly kind: CursorKind<P>;
+  readonly message: string;
+}
+
+/** Where a cursor parameter's schema keeps its format (a symbol: JSON, so OpenAPI and MCP, never sees it). */
+const CURSOR_FORMAT = Symbol('cursor format');
+
+/**
+ * The schema of a list's `cursor` parameter (`schema`: optional text of `format`'s name). Its
+ * input is a ListCursor, never text: validation reads the cursor once, and gives the first
+ * page's when none was sent.
+ */
+export function cursorParameter<P>(format: CursorFormat<P>, schema: TSchema): TUnsafe<ListCursor<P>> {
+  return Object.defineProperty(Type.Unsafe<ListCursor<P>>(schema), CURSOR_FORMAT, { value: format });
+}
+
+const cursorFormatOf = (schema: TSchema): CursorFormat<unknown> | undefined => (schema as { [CURSOR_FORMAT]?: CursorFormat<unknown> })[CURSOR_FORMAT];
+
+interface Compiled {
+  validate: ValidateFunction;
+  /** The schema's cursor parameters, by property. */
+  cursors: [string, CursorFormat<unknown>][];
+}
+
+export class InputValidator {
+  readonly #key: CursorKey;
+  // No type coercion: JSON bodies and tool arguments must carry the declared types ("text": 16 is
+  // refused, not turned into "16"). Query-string text is converted beforehand, strictly, by
+  // `fromQueryText`.
+  readonly #ajv = new Ajv({ coerceTypes: false, allErrors: true, useDefaults: true, strict: false, removeAdditional: false });
+  readonly #compiled = new WeakMap<TSchema, Compiled>();
+  /** What a refusal says, by format name. */
+  readonly #messages = new Map<string, string>();
+  /** The cursors the running validation read, by format name: each is verified once, by its format check. */
+  readonly #read = new Map<string, ListCursor<unknown>>();
+
+  /** `cursorKey`: the key this app's cursors are signed with. */
+  constructor(cursorKey: CursorKey) {
+    this.#key = cursorKey;
+    for (const format of TIME_FORMATS) this.#addFormat(format);
+  }
+
+  #addFormat(format: StringFormat): void {
+    this.#messages.set(format.name, format.message);
+    this.#ajv.addFormat(format.name, { type: 'string', validate: format.check });
+  }
+
+  #compile(schema: TObject): Compiled {
+    let compiled = this.#compiled.get(schema);
+    if (compiled) return compiled;
+    const cursors: Compiled['cursors'] = [];
+    for (const [property, propertySchema] of Object.entries(schema.properties as Record<string, TSchema>)) {
+      const format = cursorFormatOf(propertySchema);
+      if (!format) continue;
+      cursors.push([property, format]);
+      if (this.#messages.has(format.name)) continue;
+      this.#addFormat({
+        name: format.name,
+        message: format.message,
+        check: (text) => {
+          const cursor = ListCursor.read(format.kind, this.#key, text);
+          if (cursor) this.#read.set(format.name, cursor);
+          return cursor !== undefined;
+        },
+      });
+    }
+    compiled = { validate: this.#ajv.compile(schema), cursors };
+    this.#compiled.set(schema, compiled);
+    return compiled;
+  }
+
+  /**
+   * Validates `input` (defaults filled in, cursors read, in place); throws 400 invalid_request
+   * naming every bad field. First the one rule for inbound text, on every surface: no string or
+   * key with NUL, other controls, lone surrogates or noncharacters ever reaches a handler (or
+   * PostgreSQL).
+   */
+  validate<S extends TObject>(schema: S, input: unknown): Static<S> {
+    const forbidden = findForbiddenText(input);
+    if (forbidden !== undefined) throw invalidRequest([{ field: forbidden, message: FORBIDDEN_CHARACTER_MESSAGE }]);
+    const { validate, cursors } = this.#compile(schema);
+    const value = (input ?? {}) as Record<string, unknown>;
+    this.#read.clear();
+    if (validate(value)) {
+      for (const [property, format] of cursors) value[property] = this.#read.get(format.name) ?? ListCursor.first(format.kind, this.#key);
+      return value as Static<S>;
+    }
+    const issues = new Map<string, Issue>();
+    for (const error of validate.errors ?? []) {
+      const field = fieldOf(error);
+      if (issues.has(field)) continue;
+      const top = field.split('.')[0]!;
+      const fieldSchema = (schema.properties as Record<string, Record<string, unknown>>)[top];
+      const message = error.keyword === 'required' ? 'is required' : this.#expectation(fieldSchema, error.message ?? 'is invalid');
+      issues.set(field, { field, message });
+    }
+    throw invalidRequest([...issues.values()]);
+  }
+
+  /** A sentence about what the field accepts, from its schema. */
+  #expectation(schema: Record<string, unknown> | undefined, fallback: string): string {
+    if (!schema) return fallback;
+    if (typeof schema.format === 'string' && this.#messages.has(schema.format)) return this.#messages.get(schema.format)!;
+    if (Array.isArray(schema.enum)) return `must be one of: ${schema.enum.join(', ')}`;
+    if (schema.type === 'integer') {
+      const range = schema.minimum !== undefined && schema.maximum !== undefined ? ` from ${schema.minimum} to ${schema.maximum}` : '';
+      return `must be an integer${range}`;
+    }
+    if (schema.type === 'string' && typeof schema.maxLength === 'number') return `must be a string of at most ${schema.maxLength} characters`;
+    return fallback;
+  }
+}
+
+function fieldOf(error: ErrorObject): string {
+  const path = error.instancePath.replace(/^\//, '').replaceAll('/', '.');
+  if (error.keyword === 'required') return [path, (error.params as { missingProperty: string }).missingProperty].filter(Boolean).join('.');
+  return path || '(input)';
+}
