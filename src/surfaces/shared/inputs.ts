@@ -42,8 +42,8 @@ const cursorFormatOf = (schema: TSchema): CursorFormat<unknown> | undefined => (
 
 interface Compiled {
   validate: ValidateFunction;
-  /** The schema's cursor parameters, by property. */
-  cursors: [string, CursorFormat<unknown>][];
+  /** The schema's cursor parameters: the property, its format, and its first page's cursor (immutable, so one serves every request). */
+  cursors: { property: string; format: CursorFormat<unknown>; first: ListCursor<unknown> }[];
 }
 
 export class InputValidator {
@@ -76,7 +76,7 @@ export class InputValidator {
     for (const [property, propertySchema] of Object.entries(schema.properties as Record<string, TSchema>)) {
       const format = cursorFormatOf(propertySchema);
       if (!format) continue;
-      cursors.push([property, format]);
+      cursors.push({ property, format, first: ListCursor.first(format.kind, this.#key) });
       if (this.#messages.has(format.name)) continue;
       this.#addFormat({
         name: format.name,
@@ -106,7 +106,7 @@ export class InputValidator {
     const value = (input ?? {}) as Record<string, unknown>;
     this.#read.clear();
     if (validate(value)) {
-      for (const [property, format] of cursors) value[property] = this.#read.get(format.name) ?? ListCursor.first(format.kind, this.#key);
+      for (const { property, format, first } of cursors) value[property] = this.#read.get(format.name) ?? first;
       return value as Static<S>;
     }
     const issues = new Map<string, Issue>();
