@@ -104,7 +104,8 @@ export class InputValidator {
     if (forbidden !== undefined) throw invalidRequest([{ field: forbidden, message: FORBIDDEN_CHARACTER_MESSAGE }]);
     const { validate, cursors } = this.#compile(schema);
     const value = (input ?? {}) as Record<string, unknown>;
-    this.#read.clear();
+    // Map.clear reallocates even an empty map: most requests read no cursor.
+    if (this.#read.size > 0) this.#read.clear();
     if (validate(value)) {
       for (const { property, format, first } of cursors) value[property] = this.#read.get(format.name) ?? first;
       return value as Static<S>;
