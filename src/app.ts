@@ -8,9 +8,6 @@ import { openDiskMediaStore, type MediaStore } from './domain/media/media-store.
 import { GrantUseRecorder } from './domain/oauth/grant-usage.ts';
 import { SandboxConnector } from './domain/posts/connector.ts';
 import { createPublisher } from './domain/posts/publisher.ts';
-import { HubCatalogCache } from './domain/opt-ins/hub-catalog.ts';
-import { OptInSummaryCache } from './domain/opt-ins/opt-in.service.ts';
-import { SpendReportCache } from './domain/spend/spend.service.ts';
 import { systemClock, type Clock } from './platform/clock.ts';
 import { CursorKey } from './platform/cursor.ts';
 import { chooseLogFormat, createLogger, RequestLogController } from './platform/logger.ts';
@@ -27,6 +24,7 @@ import { deleteExpiredArtifacts } from './surfaces/oauth/adapter.ts';
 import { oauthPlugin } from './surfaces/oauth/plugin.ts';
 import type { ClientMetadataTrust } from './surfaces/oauth/client-metadata-document.ts';
 import { createAuthorizationServer } from './surfaces/oauth/provider.ts';
+import { createReportCaches } from './surfaces/shared/report-caches.ts';
 import { RevocationFeed } from './db/revocation-feed.ts';
 import { loadServerSecrets, resolveSecretsKeys } from './surfaces/oauth/server-secrets.ts';
 import { webErrorPages, webPlugin } from './surfaces/web/plugin.ts';
@@ -190,28 +188,24 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     version: VERSION,
   });
 
-  // One spend report cache for the Hub API and the main MCP server's hub-wide spend tool.
-  const spendCache = new SpendReportCache();
-  // Workspaces and playbooks as opt-in rows embed them, for every surface that lists opt-ins.
-  const catalogs = new HubCatalogCache();
-  // Opt-in summaries per hub and day at their summary version: repeated polls count nothing.
-  const summaries = new OptInSummaryCache();
+  // The hub reports' caches, one set for every surface that serves them.
+  const caches = createReportCaches();
   // The main MCP server at {base_url}/mcp and its protected-resource metadata under /.well-known
   // (at the origin's root, so it is registered without the base path prefix).
-  await fastify.register(mcpMainPlugin, { config: deps.config, db: deps.db, clock, media, auth, spendCache, catalogs, summaries, inputs, version: VERSION });
+  await fastify.register(mcpMainPlugin, { config: deps.config, db: deps.db, clock, media, auth, caches, inputs, version: VERSION });
 
   // The Hub API at {base_url}/v1/hub: under BASE_URL's path, like the main API.
   await fastify.register(hubApiPlugin, {
     prefix: `${new URL(deps.config.baseUrl).pathname.replace(/\/$/, '')}${HUB_API_PREFIX}`,
     config: deps.config,
     guard,
-    context: { db: deps.db, clock, spendCache, catalogs, summaries },
+    context: { db: deps.db, clock, caches },
     inputs,
     version: VERSION,
   });
 
   // The web admin ({base_url}/app) and the signed embeds ({base_url}/embed).
-  await fastify.register(webPlugin, { config: deps.config, db: deps.db, clock, limiter, spendCache, catalogs, summaries, revocations });
+  await fastify.register(webPlugin, { config: deps.config, db: deps.db, clock, limiter, caches, revocations });
 
   await fastify.ready();
   if (deps.publisher !== false) publisher.start();

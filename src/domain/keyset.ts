@@ -48,9 +48,6 @@ export function positionCursor(kind: string, options: { anyFraction?: boolean } 
   };
 }
 
-/** positionCursor, by the name src/surfaces/main-api/content.operations.ts imports it. */
-export const isValidPosition = (kind: string): CursorKind<Position> => positionCursor(kind);
-
 /** The cursors of the list of `kind`, ordered by id alone. */
 export function idCursor(kind: string): CursorKind<string> {
   return { kind, partsOf: (id) => [id], positionOf: (parts) => (parts.length === 1 ? parts[0] : undefined) };

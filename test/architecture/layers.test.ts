@@ -2,7 +2,8 @@
 // platform and policy. A file may import its own layer or any layer below it, never one above. Within
 // surfaces, each surface (a folder under src/surfaces) stands alone: it imports only itself, the
 // surface toolkit (src/surfaces/*.ts and src/surfaces/shared), and the layers below, except where
-// one surface composes another's operations.
+// one surface composes another's operations. No imports go round in a circle, between files or
+// between folders.
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -99,6 +100,64 @@ test('no import in src/ runs up a layer or sideways between surfaces', async () 
   const stale = KNOWN.filter((k) => !violations.some((v) => v.startsWith(`${k} `)));
   assert.deepEqual(unexpected, [], `imports that break the layering:\n${unexpected.join('\n')}`);
   assert.deepEqual(stale, [], `allowed exceptions that no longer occur (remove them from KNOWN):\n${stale.join('\n')}`);
+});
+
+/** The strongly connected groups of more than one node in a graph: each holds a cycle. */
+function cycles(graph: Map<string, Set<string>>): string[][] {
+  // Tarjan's algorithm.
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const found: string[][] = [];
+  const visit = (node: string) => {
+    index.set(node, next);
+    low.set(node, next++);
+    stack.push(node);
+    for (const to of graph.get(node) ?? []) {
+      if (!index.has(to)) {
+        visit(to);
+        low.set(node, Math.min(low.get(node)!, low.get(to)!));
+      } else if (stack.includes(to)) {
+        low.set(node, Math.min(low.get(node)!, index.get(to)!));
+      }
+    }
+    if (low.get(node) !== index.get(node)) return;
+    const group: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      group.push(member);
+    } while (member !== node);
+    if (group.length > 1) found.push(group.sort());
+  };
+  for (const node of [...graph.keys()].sort()) if (!index.has(node)) visit(node);
+  return found;
+}
+
+/**
+ * The folder a file counts in for loops: each surface, the surface toolkit's files
+ * (surfaces/*.ts) and shared/ apart, each domain concept, the domain's own files, db, platform…
+ */
+function folderOf(file: string): string {
+  const parts = file.split('/');
+  if (parts.length === 1) return file;
+  if (parts[0] === 'surfaces' || parts[0] === 'domain') return parts.length > 2 ? `${parts[0]}/${parts[1]}/` : `${parts[0]}/*.ts`;
+  return `${parts[0]}/`;
+}
+
+test('no import cycle between files of src/, and no loop between its folders', async () => {
+  const files = new Map<string, Set<string>>();
+  const folders = new Map<string, Set<string>>();
+  for (const file of await sourceFiles()) {
+    files.set(file, new Set(await importsOf(file)));
+    for (const target of files.get(file)!) {
+      if (folderOf(target) !== folderOf(file)) (folders.get(folderOf(file)) ?? folders.set(folderOf(file), new Set()).get(folderOf(file))!).add(folderOf(target));
+    }
+  }
+  const show = (groups: string[][]) => groups.map((group) => group.join(' <-> ')).join('\n');
+  assert.deepEqual(cycles(files), [], `files that import each other, directly or around a loop:\n${show(cycles(files))}`);
+  assert.deepEqual(cycles(folders), [], `folders that import each other (move what both need below them):\n${show(cycles(folders))}`);
 });
 
 /**

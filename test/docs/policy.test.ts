@@ -1,10 +1,18 @@
 // The numbers the documentation promises are the ones in src/policy.ts: every sentence below is
 // built from the policy values and names the page that states it, so changing a number there fails
-// here until that page says the same.
+// here until that page says the same. The same for the documents the server generates (both
+// OpenAPI documents, both MCP servers' tool lists): their sentences must be built from policy too.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
+import { loadConfig } from '../../src/config.ts';
 import * as policy from '../../src/policy.ts';
+import { hubOpenApi } from '../../src/surfaces/hub-api/plugin.ts';
+import { hubOperations } from '../../src/surfaces/hub-api/operations.ts';
+import { mainOperations } from '../../src/surfaces/main-api/operations.ts';
+import { mainOpenApi } from '../../src/surfaces/main-api/plugin.ts';
+import { mainMcpTools } from '../../src/surfaces/mcp-main/tools.ts';
+import type { OperationInfo } from '../../src/surfaces/operation.ts';
 
 const s = (ms: number) => ms / 1000;
 const minutes = (ms: number) => ms / 60_000;
@@ -77,4 +85,55 @@ test('every policy value is either promised in the docs or listed as internal', 
   const covered = new Set<string>([...promises.flatMap((p) => p.covers), ...UNPROMISED]);
   const values = Object.entries(policy).filter(([, value]) => typeof value !== 'function').map(([name]) => name);
   assert.deepEqual(values.filter((name) => !covered.has(name)), []);
+});
+
+/** Every string in a value (descriptions, summaries, examples), one per line. */
+function strings(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value)) return value.map(strings).join('\n');
+  if (typeof value === 'object' && value !== null) return Object.values(value).map(strings).join('\n');
+  return '';
+}
+
+/** A tool list as tools/list describes it: each tool's MCP description and its schemas. */
+const toolText = (operations: readonly OperationInfo[]) =>
+  strings(operations.map((op) => ({ description: op.mcp?.description ?? op.description, input: op.input, output: op.output })));
+
+const config = loadConfig({});
+const generated = {
+  'Hub API OpenAPI': strings(hubOpenApi(config, 'test')),
+  'main API OpenAPI': strings(mainOpenApi(config, 'test', mainOperations)),
+  'Hub MCP tools/list': toolText(hubOperations),
+  'main MCP tools/list': toolText(mainMcpTools),
+};
+type Generated = keyof typeof generated;
+
+/** Each promise of a generated document, built from the policy values it states. */
+const generatedPromises: { what: string; in: Generated[]; sentence: string }[] = [
+  { what: 'Hub API limits', in: ['Hub API OpenAPI'], sentence: `${policy.HUB_KEY_LIMIT.limit} requests per key in any rolling ${s(policy.HUB_KEY_LIMIT.windowMs)} s, and in addition ${policy.HUB_SUMMARY_LIMIT.limit} per key per ${s(policy.HUB_SUMMARY_LIMIT.windowMs)} s on each of /opt-in-summary and /spend-by-workspace` },
+  { what: 'Hub API conditional ceiling', in: ['Hub API OpenAPI'], sentence: `conditional requests have a ceiling of their own, ${policy.HUB_CONDITIONAL_LIMIT.limit} per key per ${s(policy.HUB_CONDITIONAL_LIMIT.windowMs)} s` },
+  { what: 'Hub API RateLimit-Policy example', in: ['Hub API OpenAPI'], sentence: `\`"${policy.HUB_KEY_LIMIT.policy}";q=${policy.HUB_KEY_LIMIT.limit};w=${s(policy.HUB_KEY_LIMIT.windowMs)}\`` },
+  { what: 'Hub API report limits', in: ['Hub API OpenAPI', 'Hub MCP tools/list'], sentence: `Limited to ${policy.HUB_SUMMARY_LIMIT.limit} requests per minute per key.` },
+  { what: 'hub-wide report tools', in: ['main MCP tools/list'], sentence: `Limited to ${policy.HUB_SPEND_LIMIT.limit} requests per minute per user and client.` },
+  { what: 'compression threshold', in: ['Hub API OpenAPI', 'main API OpenAPI'], sentence: `bodies above about ${kb(policy.COMPRESSION_MIN_BYTES)} KB come compressed` },
+  { what: 'spend freshness', in: ['Hub API OpenAPI', 'Hub MCP tools/list', 'main MCP tools/list'], sentence: `stale: asOf is older than ${hours(policy.SPEND_STALE_AFTER_MS)} hours` },
+  { what: 'spend ETag', in: ['Hub API OpenAPI', 'Hub MCP tools/list'], sentence: `freshness (a sync ${hours(policy.SPEND_STALE_AFTER_MS)} hours old turns stale)` },
+  { what: 'page size', in: ['main API OpenAPI'], sentence: `\`limit\` (1–${policy.MAX_PAGE_SIZE}, default ${policy.DEFAULT_PAGE_SIZE})` },
+  { what: 'page size per list', in: ['Hub API OpenAPI', 'main API OpenAPI', 'Hub MCP tools/list', 'main MCP tools/list'], sentence: `per page, 1 to ${policy.MAX_PAGE_SIZE}.` },
+  { what: 'access token lifetime', in: ['main API OpenAPI'], sentence: `Access tokens live ${policy.ACCESS_TOKEN_TTL_S / 3600} hour` },
+  { what: 'plan limits', in: ['main API OpenAPI'], sentence: `${policy.PLAN_LIMITS.standard} requests per ${policy.PLAN_WINDOW_MS === 60_000 ? 'minute' : `${s(policy.PLAN_WINDOW_MS)} s`} per user and client on the Standard plan, ${policy.PLAN_LIMITS.partner} on Partner` },
+  { what: 'main API RateLimit-Policy example', in: ['main API OpenAPI'], sentence: `\`"per-user-client";q=${policy.PLAN_LIMITS.standard};w=${s(policy.PLAN_WINDOW_MS)}\`` },
+  { what: 'create_post idempotency', in: ['main API OpenAPI'], sentence: `the same key and body within ${hours(policy.IDEMPOTENCY_KEY_TTL_MS)} hours returns the first post` },
+  { what: 'upload idempotency', in: ['main API OpenAPI'], sentence: `the same key with the same file within ${hours(policy.IDEMPOTENCY_KEY_TTL_MS)} hours returns the first asset` },
+  { what: 'upload sizes', in: ['main API OpenAPI'], sentence: `images up to ${mb(policy.IMAGE_MAX_BYTES)} MB, videos up to ${mb(policy.VIDEO_MAX_BYTES)} MB` },
+  { what: 'upload_media sizes', in: ['main API OpenAPI'], sentence: `an image (JPEG, PNG, WebP, GIF; up to ${mb(policy.IMAGE_MAX_BYTES)} MB) or a video (MP4, MOV; up to ${mb(policy.VIDEO_MAX_BYTES)} MB)` },
+  { what: 'add_media sizes', in: ['main MCP tools/list'], sentence: `images up to ${mb(policy.IMAGE_MAX_BYTES)} MB, videos up to ${mb(policy.VIDEO_MAX_BYTES)} MB` },
+  { what: 'add_media url', in: ['main MCP tools/list'], sentence: `at most ${policy.URL_FETCH_MAX_REDIRECTS} redirects, ${s(policy.URL_FETCH_TIMEOUT_MS)} s;` },
+  { what: 'add_media base64', in: ['main MCP tools/list'], sentence: `at most ${mb(policy.BASE64_MEDIA_MAX_BYTES)} MB decoded` },
+];
+
+test('every number the OpenAPI documents and the MCP tool lists promise is the one in src/policy.ts', () => {
+  const missing = generatedPromises.flatMap(({ what, in: documents, sentence }) =>
+    documents.filter((document) => !generated[document].includes(sentence)).map((document) => `${what}: the ${document} should say "${sentence}"`));
+  assert.deepEqual(missing, []);
 });

@@ -3,16 +3,14 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { idCursor, ListCursor } from '../../src/domain/keyset.ts';
-import { HubCatalogCache } from '../../src/domain/opt-ins/hub-catalog.ts';
-import { OptInSummaryCache } from '../../src/domain/opt-ins/opt-in.service.ts';
 import { OPT_IN_CURSOR, parseSince } from '../../src/domain/opt-ins/opt-in.ts';
-import { SpendReportCache } from '../../src/domain/spend/spend.service.ts';
 import { systemClock } from '../../src/platform/clock.ts';
 import { CursorKey } from '../../src/platform/cursor.ts';
 import type { JsonText } from '../../src/platform/json-text.ts';
 import { hubOperations } from '../../src/surfaces/hub-api/operations.ts';
 import { resultValue, type PreparedCall } from '../../src/surfaces/operation.ts';
 import { InputValidator } from '../../src/surfaces/shared/inputs.ts';
+import { createReportCaches } from '../../src/surfaces/shared/report-caches.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import * as fx from '../support/world.ts';
 
@@ -78,7 +76,7 @@ describe('a page reads its cursor once, at the edge', () => {
     const counting = new CountingKey(randomBytes(32));
     const inputs = new InputValidator(counting);
     const op = hubOperations.find((o) => o.name === 'list_playbook_opt_ins')!;
-    const ctx = { db, clock: systemClock, hubId: 'h1', spendCache: new SpendReportCache(), catalogs: new HubCatalogCache(), summaries: new OptInSummaryCache() };
+    const ctx = { db, clock: systemClock, hubId: 'h1', caches: createReportCaches() };
     const page = async (call: PreparedCall<typeof ctx>) => (resultValue(await call(ctx)) as JsonText).value() as { data: { id: string }[]; nextCursor: string };
     const first = await page(op.prepare({ limit: 1 }, inputs));
     assert.equal(counting.reads, 0, 'the first page has no cursor to check');

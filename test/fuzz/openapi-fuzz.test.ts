@@ -34,6 +34,7 @@ interface Schema {
   enum?: unknown[];
   const?: unknown;
   format?: string;
+  pattern?: string;
   minimum?: number;
   maximum?: number;
   maxLength?: number;
@@ -61,6 +62,8 @@ after(async () => {
 
 // ---- values -------------------------------------------------------------------------------
 
+/** Shaped as our cursors are, but not one we issued. */
+const CURSOR_LIKE = 'eyJ2MiJ9.AAAAAAAAAAAAAAAAAAAAAA';
 const KNOWN_IDS = ['w1', 'w2', 'p1', 'p2', 'o1', 'o2', 'ch_fb', 'ch_x', 'h1'];
 const HOSTILE_TEXT = [
   '\u0000', 'a\u0000b', '\ud800', 'x\udfff', '\uffff', '\ufdd0', '\u0007', '\u001b[31m', '\u202e', '\u007f', 'é', '😀', '', ' ', '+',
@@ -106,9 +109,11 @@ function valid(schema: Schema, bad: fc.Arbitrary<unknown> = hostile): fc.Arbitra
     }
     default: {
       const day = fc.date({ min: new Date('2026-10-01T00:00:00Z'), max: new Date('2027-01-31T00:00:00Z'), noInvalidDate: true });
-      if (schema.format?.includes('date') && !schema.format.includes('time')) return day.map((d) => d.toISOString().slice(0, 10));
-      if (schema.format && /date|time|instant/.test(schema.format)) return day.map((d) => d.toISOString());
-      if (schema.format?.endsWith('cursor')) return fc.constantFrom('', 'abc', 'eyJ2MiJ9.AAAAAAAAAAAAAAAAAAAAAA');
+      // Time fields and cursors say their shape with a pattern: a sample of each kind tells which.
+      const matches = (sample: string) => schema.pattern !== undefined && new RegExp(schema.pattern, 'u').test(sample);
+      if (schema.format === 'date') return day.map((d) => d.toISOString().slice(0, 10));
+      if (matches('2026-11-01T00:00:00.000Z')) return day.map((d) => d.toISOString());
+      if (matches(CURSOR_LIKE)) return fc.constantFrom('', 'abc', CURSOR_LIKE);
       return fc.oneof(fc.constantFrom(...KNOWN_IDS, ...((schema.examples as string[] | undefined) ?? [])), fc.string({ maxLength: Math.min(schema.maxLength ?? 20, 20) }));
     }
   }

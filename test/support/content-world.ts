@@ -10,7 +10,7 @@ import type { Clock } from '../../src/platform/clock.ts';
 import { CursorKey } from '../../src/platform/cursor.ts';
 import { Replayed, runOperation, type Operation } from '../../src/surfaces/operation.ts';
 import { REPLAYED_HEADER } from '../../src/surfaces/rest.ts';
-import { contentOperations } from '../../src/surfaces/main-api/content.operations.ts';
+import { mainOperations } from '../../src/surfaces/main-api/operations.ts';
 import type { MainContext } from '../../src/surfaces/main-api/context.ts';
 import { InputValidator } from '../../src/surfaces/shared/inputs.ts';
 import type { Caller } from '../../src/domain/caller.ts';
@@ -100,11 +100,11 @@ export async function tempMediaStore(): Promise<TempMediaStore> {
   };
 }
 
-const byName = new Map(contentOperations.map((op) => [op.name, op as unknown as Operation<MainContext>]));
+const byName = new Map(mainOperations.map((op) => [op.name, op as unknown as Operation<MainContext>]));
 /** The validation an app would run, with a key of this process: a cursor `call` issued is accepted by `call`. */
 const inputs = new InputValidator(new CursorKey(randomBytes(32)));
 
-/** Runs a content operation as REST and MCP do: the input validated by its schema, then the handler. */
+/** Runs a main API operation as REST and MCP do: the input validated by its schema, then the handler. */
 export async function call(name: string, ctx: MainContext, input: Record<string, unknown> = {}): Promise<any> {
   const op = byName.get(name);
   if (!op) throw new Error(`no operation ${name}`);

@@ -7,11 +7,9 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Fastify from 'fastify';
 import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
-import { HubCatalogCache } from '../../src/domain/opt-ins/hub-catalog.ts';
-import { OptInSummaryCache } from '../../src/domain/opt-ins/opt-in.service.ts';
-import { SpendReportCache } from '../../src/domain/spend/spend.service.ts';
 import type { Clock } from '../../src/platform/clock.ts';
 import { MemoryRateLimiter } from '../../src/platform/rate-limit.ts';
+import { createReportCaches } from '../../src/surfaces/shared/report-caches.ts';
 import { webPlugin } from '../../src/surfaces/web/plugin.ts';
 import { hubOperations } from '../../src/surfaces/hub-api/operations.ts';
 import { startApp, type TestApp } from '../support/app.ts';
@@ -221,7 +219,7 @@ describe('front door', () => {
     // A clock that fails: whatever a page does after reading the session cookie fails with it.
     const failing: Clock = { now: () => { throw new Error('clock exploded at /secret/path.ts:12'); } } as unknown as Clock;
     const app = Fastify({ logger: false, genReqId: () => 'req-123' });
-    await app.register(webPlugin, { config: t.config, db: t.db, clock: failing, limiter: new MemoryRateLimiter(), spendCache: new SpendReportCache(), catalogs: new HubCatalogCache(), summaries: new OptInSummaryCache() });
+    await app.register(webPlugin, { config: t.config, db: t.db, clock: failing, limiter: new MemoryRateLimiter(), caches: createReportCaches() });
     try {
       const r = await app.inject({ url: `/app/hubs/${HUB}`, headers: { cookie: `hubops_app=${'a'.repeat(43)}` } });
       assert.equal(r.statusCode, 500, r.body.slice(0, 200));

@@ -4,13 +4,12 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import Fastify from 'fastify';
 import { createKey } from '../../src/domain/api-keys/api-key.repository.ts';
-import { HubCatalogCache } from '../../src/domain/opt-ins/hub-catalog.ts';
-import { OptInSummaryCache } from '../../src/domain/opt-ins/opt-in.service.ts';
 import type { SpendReportCache } from '../../src/domain/spend/spend.service.ts';
 import { systemClock } from '../../src/platform/clock.ts';
 import { DomainError } from '../../src/platform/errors.ts';
 import { MemoryRateLimiter } from '../../src/platform/rate-limit.ts';
 import { signEmbedToken } from '../../src/surfaces/web/embed-token.ts';
+import { createReportCaches } from '../../src/surfaces/shared/report-caches.ts';
 import { webPlugin } from '../../src/surfaces/web/plugin.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { captureLog } from '../support/log.ts';
@@ -50,7 +49,7 @@ test('a domain refusal on an embed URL is a logged 500, not the "malformed token
   const { logger, lines } = captureLog('info');
   const app = Fastify({ loggerInstance: logger });
   const refusingCache = { get: () => { throw new DomainError('not_found', 'no such report'); }, set: () => undefined } as unknown as SpendReportCache;
-  await app.register(webPlugin, { config: web.config, db: web.db, clock: systemClock, limiter: new MemoryRateLimiter(), spendCache: refusingCache, catalogs: new HubCatalogCache(), summaries: new OptInSummaryCache() });
+  await app.register(webPlugin, { config: web.config, db: web.db, clock: systemClock, limiter: new MemoryRateLimiter(), caches: { ...createReportCaches(), spend: refusingCache } });
   try {
     const token = signEmbedToken({ hub: HUB, view: 'spend', exp: Math.floor(Date.now() / 1000) + 300, kid: key.id }, key.key);
     const r = await app.inject({ url: `/embed/spend?token=${encodeURIComponent(token)}` });

@@ -1,16 +1,17 @@
 import { Type } from 'typebox';
 import type { Db } from '../../db/database.ts';
 import { OPT_IN_CURSOR, OPT_IN_STATUSES, SOLUTIONS } from '../../domain/opt-ins/opt-in.ts';
-import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
-import { cachedOptInSummary, listOptIns, optInPageValidator, optInSummaryValidator, type OptInSummaryCache } from '../../domain/opt-ins/opt-in.service.ts';
+import { cachedOptInSummary, listOptIns, optInPageValidator, optInSummaryValidator } from '../../domain/opt-ins/opt-in.service.ts';
 import { PERIODS } from '../../domain/periods.ts';
 import { FRESHNESS } from '../../domain/spend/spend.ts';
-import { spendReport, spendReportValidator, type SpendReportCache } from '../../domain/spend/spend.service.ts';
+import { spendReport, spendReportValidator } from '../../domain/spend/spend.service.ts';
 import type { Clock } from '../../platform/clock.ts';
-import { HUB_SPEND_LIMIT, HUB_SUMMARY_LIMIT, type RatePolicy } from '../../policy.ts';
+import { HUB_SPEND_LIMIT, HUB_SUMMARY_LIMIT, SPEND_STALE_AFTER_MS, type RatePolicy } from '../../policy.ts';
 import { REPORT_VIEW_URI } from '../mcp-apps/resources.ts';
 import { defineOperation, Validated, type Operation } from '../operation.ts';
+import { checkedString } from '../shared/formats.ts';
 import { cursorFormat, NOT_OUR_CURSOR, Page, pageParameters } from '../shared/paging.ts';
+import type { ReportCaches } from '../shared/report-caches.ts';
 import { TIMESTAMP_OR_DATE } from '../shared/time-formats.ts';
 
 /** What every Hub API operation runs with: the hub of the calling key, and the services. */
@@ -18,12 +19,12 @@ export interface HubContext {
   db: Db;
   clock: Clock;
   hubId: string;
-  spendCache: SpendReportCache;
-  catalogs: HubCatalogCache;
-  summaries: OptInSummaryCache;
+  caches: ReportCaches;
 }
 
 const optInCursor = cursorFormat('opaque-cursor', OPT_IN_CURSOR, NOT_OUR_CURSOR);
+
+const STALE_HOURS = SPEND_STALE_AFTER_MS / 3_600_000;
 
 const Timestamp = (description: string) => Type.String({ format: 'date-time', description });
 const DateOnly = (description: string) => Type.String({ format: 'date', description });
@@ -87,7 +88,7 @@ const SpendSchema = Type.Object({
     description: "The oldest completed ad-account sync behind the figures; null when no account has completed a sync. Check it (and freshness) before publishing numbers, especially early in the day.",
   }),
   freshness: Type.Enum([...FRESHNESS], {
-    description: 'no_accounts: the hub has no ad account; syncing: a sync is running; failed: an account’s latest sync failed; never_synced: an account never completed a sync; stale: asOf is older than 6 hours; fresh otherwise.',
+    description: `no_accounts: the hub has no ad account; syncing: a sync is running; failed: an account’s latest sync failed; never_synced: an account never completed a sync; stale: asOf is older than ${STALE_HOURS} hours; fresh otherwise.`,
   }),
   totals: Type.Object({
     spendCents: Type.Integer({ description: "Sum of the workspaces' spendCents plus unattributedSpendCents." }),
@@ -129,7 +130,7 @@ export function hubOperationsFor(per: LimitSubject): Operation<HubContext>[] {
         "Over HTTP each page has a strong ETag: send it back in If-None-Match and an unchanged page is 304 Not Modified, which does not count against the limits. A page changes when one of its rows changes, a row joins or leaves it, or the hub's workspaces, custom fields or playbooks change (every row embeds them, so every page of the hub changes then); a change to a row on another page leaves it as it was.",
       ].join(' '),
       input: Type.Object({
-        since: Type.Optional(Type.String({ format: TIMESTAMP_OR_DATE, maxLength: 64, description: 'Only opt-ins created or changed at or after this instant (inclusive). ISO 8601 with Z or an offset, or a date (00:00 UTC).', examples: ['2026-11-02T09:00:00Z'] })),
+        since: Type.Optional(checkedString(TIMESTAMP_OR_DATE, { maxLength: 64, description: 'Only opt-ins created or changed at or after this instant (inclusive). ISO 8601 with Z or an offset, or a date (00:00 UTC).', examples: ['2026-11-02T09:00:00Z'] })),
         playbookId: Type.Optional(Type.String({ maxLength: 64, description: 'Only this playbook. An unknown id gives an empty page.' })),
         status: Type.Optional(Type.Enum([...OPT_IN_STATUSES], { description: 'Only opt-ins in this status.' })),
         ...pageParameters('Rows', optInCursor),
@@ -137,7 +138,7 @@ export function hubOperationsFor(per: LimitSubject): Operation<HubContext>[] {
       output: Page(OptInRowSchema),
       validator: (ctx: HubContext, input) => optInPageValidator(ctx.db, ctx.hubId, input),
       handler: async (ctx: HubContext, input) => {
-        const { json, validator } = await listOptIns(ctx.db, ctx.catalogs, ctx.hubId, input);
+        const { json, validator } = await listOptIns(ctx.db, ctx.caches.catalogs, ctx.hubId, input);
         return new Validated(json, validator);
       },
     }),
@@ -160,7 +161,7 @@ export function hubOperationsFor(per: LimitSubject): Operation<HubContext>[] {
       lastModified: true,
       validator: (ctx: HubContext) => optInSummaryValidator(ctx.db, ctx.hubId, ctx.clock),
       handler: async (ctx: HubContext) => {
-        const { summary, validator } = await cachedOptInSummary(ctx.db, ctx.hubId, ctx.clock, ctx.summaries);
+        const { summary, validator } = await cachedOptInSummary(ctx.db, ctx.hubId, ctx.clock, ctx.caches.summaries);
         return new Validated(summary, validator);
       },
     }),
@@ -175,7 +176,7 @@ export function hubOperationsFor(per: LimitSubject): Operation<HubContext>[] {
         'Paid ad spend per workspace for a period (UTC days; today is partial), with the same-length prior period, unattributed spend, and how fresh the figures are.',
         'Money is in integer cents (dollars = cents / 100). Check asOf and freshness before publishing numbers.',
         'The first request for a period each day computes the figures; later ones are fast.',
-        'Over HTTP its ETag changes with the spend, the workspaces and their fields, asOf (the oldest ad account sync), freshness (a sync 6 hours old turns stale) and the UTC day; a conditional request answered 304 Not Modified does not count against the limits. No Last-Modified: a sync state or freshness changes at no single recorded time.',
+        `Over HTTP its ETag changes with the spend, the workspaces and their fields, asOf (the oldest ad account sync), freshness (a sync ${STALE_HOURS} hours old turns stale) and the UTC day; a conditional request answered 304 Not Modified does not count against the limits. No Last-Modified: a sync state or freshness changes at no single recorded time.`,
         limitedTo(HUB_SPEND_LIMIT, per),
       ].join(' '),
       input: Type.Object({
@@ -185,7 +186,7 @@ export function hubOperationsFor(per: LimitSubject): Operation<HubContext>[] {
       extraLimit: HUB_SPEND_LIMIT,
       validator: (ctx: HubContext, input) => spendReportValidator(ctx.db, ctx.hubId, input.period ?? 'last_30_days', ctx.clock),
       handler: async (ctx: HubContext, input) => {
-        const { json, validator } = await spendReport(ctx.db, ctx.hubId, input.period ?? 'last_30_days', ctx.clock, ctx.spendCache);
+        const { json, validator } = await spendReport(ctx.db, ctx.hubId, input.period ?? 'last_30_days', ctx.clock, ctx.caches.spend);
         return new Validated(json, validator);
       },
     }),

@@ -8,7 +8,7 @@ import { verbOf } from '../operation.ts';
 import { mountRest, serveDocument } from '../rest.ts';
 import { ApiError } from '../shared/errors.ts';
 import type { InputValidator } from '../shared/inputs.ts';
-import { HUB_CONDITIONAL_LIMIT } from '../../policy.ts';
+import { COMPRESSION_MIN_BYTES, HUB_CONDITIONAL_LIMIT, HUB_KEY_LIMIT, HUB_SUMMARY_LIMIT, type RatePolicy } from '../../policy.ts';
 import type { Admission, HubApiGuard } from './guard.ts';
 import { hubOperations, type HubContext } from './operations.ts';
 
@@ -31,8 +31,8 @@ const ErrorSchema = Type.Object({
 });
 
 const RATE_HEADERS = {
-  RateLimit: { description: 'Remaining requests (r) and seconds until a request frees up (t) per policy, e.g. `"per-key";r=87;t=41`.', schema: { type: 'string' } },
-  'RateLimit-Policy': { description: 'The limits that apply, e.g. `"per-key";q=120;w=60`.', schema: { type: 'string' } },
+  RateLimit: { description: `Remaining requests (r) and seconds until a request frees up (t) per policy, e.g. \`"${HUB_KEY_LIMIT.policy}";r=87;t=41\`.`, schema: { type: 'string' } },
+  'RateLimit-Policy': { description: `The limits that apply, e.g. \`"${HUB_KEY_LIMIT.policy}";q=${HUB_KEY_LIMIT.limit};w=${HUB_KEY_LIMIT.windowMs / 1000}\`.`, schema: { type: 'string' } },
 };
 
 export function hubOpenApi(config: Config, version: string): OpenApiDocument {
@@ -43,8 +43,8 @@ export function hubOpenApi(config: Config, version: string): OpenApiDocument {
       "Read-only access to one hub's playbook opt-ins and paid ad spend, for dashboards, spreadsheets, automation tools, AI app builders and AI assistants.",
       'Authenticate every request with `Authorization: Bearer <HUB_API_KEY>` (a read key created by a hub admin under profile menu → Manage Hub → API). A key reads only its own hub.',
       'Call it from server-side code only: requests from browsers (an Origin header, a CORS preflight, or Sec-Fetch-Mode: cors with a Sec-Fetch-Site header) are refused with 403 browser_request_rejected.',
-      `Limits: 120 requests per key in any rolling 60 s, and in addition 20 per key per 60 s on each of /opt-in-summary and /spend-by-workspace. Every response carries RateLimit and RateLimit-Policy headers; a 429 carries Retry-After (seconds). A request answered 304 Not Modified is not counted against the limits (it still needs a valid key); conditional requests have a ceiling of their own, ${HUB_CONDITIONAL_LIMIT.limit} per key per ${HUB_CONDITIONAL_LIMIT.windowMs / 1000} s.`,
-      'Polling: every GET answers with a strong ETag (and /opt-in-summary with Last-Modified) derived from what the database already knows about the hub. Send it back in If-None-Match (or If-Modified-Since) and an unchanged answer is 304 Not Modified, without a body; a malformed value is ignored. `Cache-Control: private, no-cache` lets your own HTTP cache revalidate by itself. Send Accept-Encoding (br, gzip, zstd) and bodies above about 1 KB come compressed, with `Vary: Accept-Encoding`.',
+      `Limits: ${HUB_KEY_LIMIT.limit} requests per key in any rolling ${HUB_KEY_LIMIT.windowMs / 1000} s, and in addition ${HUB_SUMMARY_LIMIT.limit} per key per ${HUB_SUMMARY_LIMIT.windowMs / 1000} s on each of /opt-in-summary and /spend-by-workspace. Every response carries RateLimit and RateLimit-Policy headers; a 429 carries Retry-After (seconds). A request answered 304 Not Modified is not counted against the limits (it still needs a valid key); conditional requests have a ceiling of their own, ${HUB_CONDITIONAL_LIMIT.limit} per key per ${HUB_CONDITIONAL_LIMIT.windowMs / 1000} s.`,
+      `Polling: every GET answers with a strong ETag (and /opt-in-summary with Last-Modified) derived from what the database already knows about the hub. Send it back in If-None-Match (or If-Modified-Since) and an unchanged answer is 304 Not Modified, without a body; a malformed value is ignored. \`Cache-Control: private, no-cache\` lets your own HTTP cache revalidate by itself. Send Accept-Encoding (br, gzip, zstd) and bodies above about ${COMPRESSION_MIN_BYTES / 1024} KB come compressed, with \`Vary: Accept-Encoding\`.`,
       `Errors have the body {"error": CODE, "message": TEXT} and, on 400, "issues": [{"field", "message"}]. Unknown query parameters are ignored. The same operations are MCP tools at ${config.baseUrl}${HUB_API_PREFIX}/mcp.`,
     ].join('\n\n'),
     serverUrl: `${config.baseUrl}${HUB_API_PREFIX}`,

@@ -1,14 +1,14 @@
 import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Replayable } from '../../domain/idempotency/idempotency.ts';
-import { MAX_DIMENSION } from '../../domain/media/media-info.ts';
-import { IMAGE_MAX_BYTES, VIDEO_MAX_BYTES } from '../../policy.ts';
+import { MAX_DIMENSION, MAX_DURATION_MS } from '../../domain/media/media-info.ts';
+import { IDEMPOTENCY_KEY_TTL_MS, IMAGE_MAX_BYTES, VIDEO_MAX_BYTES } from '../../policy.ts';
 import { uploadMedia } from '../../domain/media/media.service.ts';
 import type { MediaAsset } from '../../domain/media/media.ts';
 import type { OpenApiOperation } from '../openapi.ts';
 import { idempotencyKeyOf, REPLAYED_HEADER } from '../rest.ts';
 import { ApiError, invalidRequest } from '../shared/errors.ts';
-import { MediaSchema } from './content.operations.ts';
+import { MediaSchema } from './media.operations.ts';
 import type { MainContext } from './context.ts';
 
 // POST /media: multipart/form-data with one part named `file` (and, for a hub admin acting
@@ -26,6 +26,7 @@ const ENVELOPE_BYTES = 64 * 1024;
 const FILE_FIELD = 'file';
 
 const MB = 1024 * 1024;
+const HOUR_MS = 3_600_000;
 
 /** The OpenAPI operation of POST /media (multipart, so not generated from a JSON declaration). */
 export const mediaUploadOpenApi: OpenApiOperation = {
@@ -35,9 +36,9 @@ export const mediaUploadOpenApi: OpenApiOperation = {
     `Adds an image (JPEG, PNG, WebP, GIF; up to ${IMAGE_MAX_BYTES / MB} MB) or a video (MP4, MOV; up to ${VIDEO_MAX_BYTES / MB} MB) to the media library, for use in posts.`,
     'Send multipart/form-data with the file in a part named `file`; a hub admin acting hub-wide also sends `workspaceId` (a form field before the file, or a query parameter).',
     'The type is detected from the bytes (the declared type and the file name are not trusted; the name’s extension is corrected), and the dimensions and a video’s duration are read from the file.',
-    `A file claiming a side over ${MAX_DIMENSION.toLocaleString('en-US')} pixels or a duration over 24 hours is refused with 400; a duration the file marks as unknown is null.`,
+    `A file claiming a side over ${MAX_DIMENSION.toLocaleString('en-US')} pixels or a duration over ${MAX_DURATION_MS / HOUR_MS} hours is refused with 400; a duration the file marks as unknown is null.`,
     'Unsupported content is refused with 415 unsupported_media_type, oversize files with 413 payload_too_large as soon as they pass the limit; nothing is stored unless the upload is accepted.',
-    'Send an Idempotency-Key header to retry safely: the same key with the same file within 24 hours returns the first asset (Idempotent-Replayed: true); with another file, 422 idempotency_key_reused.',
+    `Send an Idempotency-Key header to retry safely: the same key with the same file within ${IDEMPOTENCY_KEY_TTL_MS / HOUR_MS} hours returns the first asset (Idempotent-Replayed: true); with another file, 422 idempotency_key_reused.`,
   ].join(' '),
   parameters: [
     { name: 'workspaceId', in: 'query', required: false, description: 'The workspace to add the asset to (hub-wide callers); otherwise the active workspace.', schema: { type: 'string', maxLength: 64 } },

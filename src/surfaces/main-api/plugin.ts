@@ -8,6 +8,7 @@ import { buildOpenApi, type OpenApiDocument } from '../openapi.ts';
 import type { Operation } from '../operation.ts';
 import { idempotencyKeyOf, mountRest, serveDocument } from '../rest.ts';
 import type { InputValidator } from '../shared/inputs.ts';
+import { ACCESS_TOKEN_TTL_S, COMPRESSION_MIN_BYTES, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, PLAN_LIMITS, PLAN_WINDOW_MS } from '../../policy.ts';
 import { oauthUrl, SCOPE } from '../shared/oauth.ts';
 import type { BearerAuth } from './auth.ts';
 import type { MainContext } from './context.ts';
@@ -27,8 +28,11 @@ export interface MainApiDeps {
 
 const RATE_HEADERS = {
   RateLimit: { description: 'Remaining requests (r) and seconds until a request frees up (t), e.g. `"per-user-client";r=57;t=41`.', schema: { type: 'string' } },
-  'RateLimit-Policy': { description: 'The plan’s limit, e.g. `"per-user-client";q=60;w=60`.', schema: { type: 'string' } },
+  'RateLimit-Policy': { description: `The plan’s limit, e.g. \`"per-user-client";q=${PLAN_LIMITS.standard};w=${PLAN_WINDOW_MS / 1000}\`.`, schema: { type: 'string' } },
 };
+
+const ACCESS_TOKEN_HOURS = ACCESS_TOKEN_TTL_S / 3600;
+const PLAN_WINDOW = PLAN_WINDOW_MS === 60_000 ? 'minute' : `${PLAN_WINDOW_MS / 1000} s`;
 
 const ErrorSchema = Type.Object({
   error: Type.String({ description: 'invalid_request, invalid_token, insufficient_scope, not_found, rate_limited, idempotency_key_reused, hub_access_suspended, service_unavailable, internal_error.' }),
@@ -43,10 +47,10 @@ export function mainOpenApi(config: Config, version: string, operations: readonl
     version,
     description: [
       "The main hubops API: the caller's hub and workspaces, posts, media, and organic, paid and review analytics.",
-      `Every request needs \`Authorization: Bearer <ACCESS_TOKEN>\` from the OAuth 2.1 authorization code flow with PKCE (S256) — discovery at ${config.siteUrl}/.well-known/oauth-authorization-server, scope \`${SCOPE}\`. Access tokens live 1 hour; refresh tokens rotate on every use.`,
-      'Records are identified by `_id`. Lists page with `limit` (1–500, default 100) and an opaque `cursor`, returning `{data, nextCursor}`.',
-      'Limits: 60 requests per minute per user and client on the Standard plan, 300 on Partner; a 429 carries Retry-After. Errors have the body {"error", "message"} (400 adds "issues").',
-      'Every GET answers with a strong ETag, a hash of its body: send it back in If-None-Match and an unchanged answer is 304 Not Modified, without a body, and not counted against the plan’s limit. Send Accept-Encoding (br, gzip, zstd) and bodies above about 1 KB come compressed, with `Vary: Accept-Encoding`.',
+      `Every request needs \`Authorization: Bearer <ACCESS_TOKEN>\` from the OAuth 2.1 authorization code flow with PKCE (S256) — discovery at ${config.siteUrl}/.well-known/oauth-authorization-server, scope \`${SCOPE}\`. Access tokens live ${ACCESS_TOKEN_HOURS} hour${ACCESS_TOKEN_HOURS === 1 ? '' : 's'}; refresh tokens rotate on every use.`,
+      `Records are identified by \`_id\`. Lists page with \`limit\` (1–${MAX_PAGE_SIZE}, default ${DEFAULT_PAGE_SIZE}) and an opaque \`cursor\`, returning \`{data, nextCursor}\`.`,
+      `Limits: ${PLAN_LIMITS.standard} requests per ${PLAN_WINDOW} per user and client on the Standard plan, ${PLAN_LIMITS.partner} on Partner; a 429 carries Retry-After. Errors have the body {"error", "message"} (400 adds "issues").`,
+      `Every GET answers with a strong ETag, a hash of its body: send it back in If-None-Match and an unchanged answer is 304 Not Modified, without a body, and not counted against the plan’s limit. Send Accept-Encoding (br, gzip, zstd) and bodies above about ${COMPRESSION_MIN_BYTES / 1024} KB come compressed, with \`Vary: Accept-Encoding\`.`,
       `The same operations are MCP tools at ${config.baseUrl}/mcp.`,
     ].join('\n\n'),
     serverUrl: config.baseUrl,

@@ -4,7 +4,7 @@ import { addMediaFromBuffer, uploadMedia } from '../../domain/media/media.servic
 import { scopeOf, targetWorkspace } from '../../domain/scope.ts';
 import { UrlFetchFailed, UrlRefused, UrlTooLarge, safeFetch, type FetchedUrl, type SafeFetchOptions } from '../../platform/safe-fetch.ts';
 import { BASE64_MEDIA_MAX_BYTES, URL_FETCH_MAX_REDIRECTS, URL_FETCH_TIMEOUT_MS } from '../../policy.ts';
-import { MediaSchema } from '../main-api/content.operations.ts';
+import { MediaSchema } from '../main-api/media.operations.ts';
 import type { MainContext } from '../main-api/context.ts';
 import { defineOperation } from '../operation.ts';
 import { ApiError, invalidRequest } from '../shared/errors.ts';

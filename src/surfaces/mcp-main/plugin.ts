@@ -2,11 +2,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import type { Caller } from '../../domain/caller.ts';
-import { DocIndex, guideEntries, openApiEntries } from '../../domain/docs/docs.ts';
+import { DocIndex, guideEntries, openApiEntries } from './docs.ts';
 import type { MediaStore } from '../../domain/media/media-store.ts';
-import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
-import type { OptInSummaryCache } from '../../domain/opt-ins/opt-in.service.ts';
-import type { SpendReportCache } from '../../domain/spend/spend.service.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { hubOpenApi, HUB_API_PREFIX } from '../hub-api/plugin.ts';
 import type { BearerAuth } from '../main-api/auth.ts';
@@ -18,6 +15,7 @@ import { ApiError } from '../shared/errors.ts';
 import { readGuideFiles } from '../shared/guide-files.ts';
 import type { InputValidator } from '../shared/inputs.ts';
 import { SCOPE } from '../shared/oauth.ts';
+import type { ReportCaches } from '../shared/report-caches.ts';
 import { ADD_MEDIA_BODY_LIMIT } from './add-media.ts';
 import { mainMcpTools, type McpMainContext } from './tools.ts';
 
@@ -41,9 +39,7 @@ export interface McpMainDeps {
   clock: Clock;
   media: MediaStore;
   auth: BearerAuth;
-  spendCache: SpendReportCache;
-  catalogs: HubCatalogCache;
-  summaries: OptInSummaryCache;
+  caches: ReportCaches;
   /** The app's validation of tool arguments (its formats; its cursor key). */
   inputs: InputValidator;
   version: string;
@@ -146,7 +142,7 @@ export async function mcpMainPlugin(app: FastifyInstance, deps: McpMainDeps): Pr
       },
       handler: async (request, reply) => {
         const caller = callers.get(request)!;
-        const ctx: McpMainContext = { db: deps.db, clock: deps.clock, media: deps.media, caller, spendCache: deps.spendCache, catalogs: deps.catalogs, summaries: deps.summaries, docs: docIndex };
+        const ctx: McpMainContext = { db: deps.db, clock: deps.clock, media: deps.media, caller, caches: deps.caches, docs: docIndex };
         return serveMcp(ctx, (extraLimit, nth) => deps.auth.chargeToolCall(caller, extraLimit, nth), request, reply);
       },
     });

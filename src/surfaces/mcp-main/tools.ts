@@ -1,14 +1,12 @@
 import { Type } from 'typebox';
-import type { DocIndex } from '../../domain/docs/docs.ts';
+import type { DocIndex } from './docs.ts';
 import type { Db } from '../../db/database.ts';
-import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
-import type { OptInSummaryCache } from '../../domain/opt-ins/opt-in.service.ts';
-import type { SpendReportCache } from '../../domain/spend/spend.service.ts';
 import { DomainError, notFound } from '../../platform/errors.ts';
 import { hubOperationsFor, type HubContext } from '../hub-api/operations.ts';
 import type { MainContext } from '../main-api/context.ts';
 import { mainOperations } from '../main-api/operations.ts';
 import { defineOperation, withContext, type Operation } from '../operation.ts';
+import type { ReportCaches } from '../shared/report-caches.ts';
 import { addMediaOperation } from './add-media.ts';
 
 // The main MCP server's tools. Wherever a REST operation exists the tool IS that declaration
@@ -18,9 +16,7 @@ import { addMediaOperation } from './add-media.ts';
 
 /** What every main MCP tool runs with: the main API's context plus what the extra tools need. */
 export interface McpMainContext extends MainContext {
-  spendCache: SpendReportCache;
-  catalogs: HubCatalogCache;
-  summaries: OptInSummaryCache;
+  caches: ReportCaches;
   /** The documentation corpus, built on first use. */
   docs(): Promise<DocIndex>;
 }
@@ -41,7 +37,7 @@ function hubContextOf(ctx: McpMainContext, tool: string): HubContext {
       `${tool} reports on every workspace of the hub, and this token is ${bound}. Hub-wide figures need a hub admin who chose "the whole hub" when connecting; for your own workspace use paid_analytics, list_playbooks and list_posts.`,
       { code: HUB_WIDE_ERROR });
   }
-  return { db: ctx.db, clock: ctx.clock, hubId: caller.hub.id, spendCache: ctx.spendCache, catalogs: ctx.catalogs, summaries: ctx.summaries };
+  return { db: ctx.db, clock: ctx.clock, hubId: caller.hub.id, caches: ctx.caches };
 }
 
 /** A Hub API operation as a main MCP tool: run on the token's hub, hub-wide tokens only. */

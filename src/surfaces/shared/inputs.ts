@@ -5,19 +5,13 @@ import type { CursorKey } from '../../platform/cursor.ts';
 import type { Issue } from '../../platform/errors.ts';
 import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText } from '../../platform/text.ts';
 import { invalidRequest } from './errors.ts';
-import { TIME_FORMATS } from './time-formats.ts';
+import { checkedFormatOf } from './formats.ts';
 
-// Validation of every operation's input (REST and MCP alike), one per app: its own ajv, whose
-// string formats include the cursors of every list, checked with the app's cursor key. Two apps
-// in one process never share a key or a format.
-
-/** A semantic string format, validated with everything else so one response names every bad field. */
-export interface StringFormat {
-  readonly name: string;
-  check(text: string): boolean;
-  /** What a refusal says the field accepts. */
-  readonly message: string;
-}
+// Validation of every operation's input (REST and MCP alike), one per app: its own ajv, given the
+// server-only string checks (shared/formats.ts) as formats as the schemas that use them are
+// compiled, the cursors of every list among them, checked with the app's cursor key. Two apps in
+// one process never share a key or a format. Published schemas never name these formats: the
+// validator compiles a copy of each schema with the checks put back.
 
 /** A list's `cursor` parameter: its format's name, the list's cursors, and the refusal of anything else. */
 export interface CursorFormat<P> {
@@ -30,15 +24,16 @@ export interface CursorFormat<P> {
 const CURSOR_FORMAT = Symbol('cursor format');
 
 /**
- * The schema of a list's `cursor` parameter (`schema`: optional text of `format`'s name). Its
- * input is a ListCursor, never text: validation reads the cursor once, and gives the first
- * page's when none was sent.
+ * The schema of a list's `cursor` parameter (`schema`: the optional text it is published as). Its
+ * input is a ListCursor, never text: validation checks the cursor with the app's key, once, as the
+ * format `format.name`, and gives the first page's when none was sent.
  */
 export function cursorParameter<P>(format: CursorFormat<P>, schema: TSchema): TUnsafe<ListCursor<P>> {
   return Object.defineProperty(Type.Unsafe<ListCursor<P>>(schema), CURSOR_FORMAT, { value: format });
 }
 
-const cursorFormatOf = (schema: TSchema): CursorFormat<unknown> | undefined => (schema as { [CURSOR_FORMAT]?: CursorFormat<unknown> })[CURSOR_FORMAT];
+const cursorFormatOf = (schema: unknown): CursorFormat<unknown> | undefined =>
+  typeof schema === 'object' && schema !== null ? (schema as { [CURSOR_FORMAT]?: CursorFormat<unknown> })[CURSOR_FORMAT] : undefined;
 
 interface Compiled {
   validate: ValidateFunction;
@@ -53,20 +48,51 @@ export class InputValidator {
   // `fromQueryText`.
   readonly #ajv = new Ajv({ coerceTypes: false, allErrors: true, useDefaults: true, strict: false, removeAdditional: false });
   readonly #compiled = new WeakMap<TSchema, Compiled>();
-  /** What a refusal says, by format name. */
-  readonly #messages = new Map<string, string>();
+  /** The formats ajv has been given, by name, with what declared each: added as the schemas that use them are compiled. */
+  readonly #formats = new Map<string, object>();
   /** The cursors the running validation read, by format name: each is verified once, by its format check. */
   readonly #read = new Map<string, ListCursor<unknown>>();
 
   /** `cursorKey`: the key this app's cursors are signed with. */
   constructor(cursorKey: CursorKey) {
     this.#key = cursorKey;
-    for (const format of TIME_FORMATS) this.#addFormat(format);
   }
 
-  #addFormat(format: StringFormat): void {
-    this.#messages.set(format.name, format.message);
-    this.#ajv.addFormat(format.name, { type: 'string', validate: format.check });
+  /** Gives ajv the format `name` declared by `source` (once); two declarations of one name are a programming error. */
+  #addFormat(name: string, source: object, check: (text: string) => boolean): void {
+    const known = this.#formats.get(name);
+    if (known !== undefined) {
+      if (known !== source) throw new Error(`two string formats are named ${name}`);
+      return;
+    }
+    this.#formats.set(name, source);
+    this.#ajv.addFormat(name, { type: 'string', validate: check });
+  }
+
+  /**
+   * The schema as this validator checks it: a checked string (shared/formats.ts) or a cursor
+   * parameter also names its check as its `format`, so that one pass names every bad field.
+   */
+  #withChecks(schema: unknown): unknown {
+    if (Array.isArray(schema)) return schema.map((item) => this.#withChecks(item));
+    if (typeof schema !== 'object' || schema === null) return schema;
+    const copy: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(schema)) copy[key] = this.#withChecks(value);
+    const checked = checkedFormatOf(schema);
+    if (checked) {
+      this.#addFormat(checked.name, checked, checked.check);
+      copy.format = checked.name;
+    }
+    const cursor = cursorFormatOf(schema);
+    if (cursor) {
+      this.#addFormat(cursor.name, cursor, (text) => {
+        const read = ListCursor.read(cursor.kind, this.#key, text);
+        if (read) this.#read.set(cursor.name, read);
+        return read !== undefined;
+      });
+      copy.format = cursor.name;
+    }
+    return copy;
   }
 
   #compile(schema: TObject): Compiled {
@@ -75,20 +101,9 @@ export class InputValidator {
     const cursors: Compiled['cursors'] = [];
     for (const [property, propertySchema] of Object.entries(schema.properties as Record<string, TSchema>)) {
       const format = cursorFormatOf(propertySchema);
-      if (!format) continue;
-      cursors.push({ property, format, first: ListCursor.first(format.kind, this.#key) });
-      if (this.#messages.has(format.name)) continue;
-      this.#addFormat({
-        name: format.name,
-        message: format.message,
-        check: (text) => {
-          const cursor = ListCursor.read(format.kind, this.#key, text);
-          if (cursor) this.#read.set(format.name, cursor);
-          return cursor !== undefined;
-        },
-      });
+      if (format) cursors.push({ property, format, first: ListCursor.first(format.kind, this.#key) });
     }
-    compiled = { validate: this.#ajv.compile(schema), cursors };
+    compiled = { validate: this.#ajv.compile(this.#withChecks(schema) as TSchema), cursors };
     this.#compiled.set(schema, compiled);
     return compiled;
   }
@@ -125,7 +140,8 @@ export class InputValidator {
   /** A sentence about what the field accepts, from its schema. */
   #expectation(schema: Record<string, unknown> | undefined, fallback: string): string {
     if (!schema) return fallback;
-    if (typeof schema.format === 'string' && this.#messages.has(schema.format)) return this.#messages.get(schema.format)!;
+    const checked = checkedFormatOf(schema) ?? cursorFormatOf(schema);
+    if (checked) return checked.message;
     if (Array.isArray(schema.enum)) return `must be one of: ${schema.enum.join(', ')}`;
     if (schema.type === 'integer') {
       const range = schema.minimum !== undefined && schema.maximum !== undefined ? ` from ${schema.minimum} to ${schema.maximum}` : '';

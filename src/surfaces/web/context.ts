@@ -1,19 +1,18 @@
 // What every part of the web admin is given: its dependencies, its paths, and the ways it answers
 // with a page (each response with a fresh nonce and the headers made for it).
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import type { RevocationFeed } from '../../db/revocation-feed.ts';
-import type { HubCatalogCache } from '../../domain/opt-ins/hub-catalog.ts';
-import type { OptInSummaryCache } from '../../domain/opt-ins/opt-in.service.ts';
 import { PERIODS } from '../../domain/periods.ts';
-import { spendByWorkspace, type SpendReportCache } from '../../domain/spend/spend.service.ts';
+import { spendByWorkspace } from '../../domain/spend/spend.service.ts';
+import type { Membership, SessionUser } from '../../domain/web-sessions/web-session.service.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { RateLimiter } from '../../platform/rate-limit.ts';
 import { sendPage } from '../shared/html.ts';
-import type { Sessions } from './session.ts';
+import type { ReportCaches } from '../shared/report-caches.ts';
 import { embedRefusalView } from './views/embed.ts';
-import { appHeaders, embedDocument, embedHeaders, messagePage } from './views/layout.ts';
+import { appHeaders, embedDocument, embedHeaders, messagePage, type Shell } from './views/layout.ts';
 import type { SpendReport } from './views/reports.ts';
 
 export interface WebDeps {
@@ -21,9 +20,7 @@ export interface WebDeps {
   db: Db;
   clock: Clock;
   limiter: RateLimiter;
-  spendCache: SpendReportCache;
-  catalogs: HubCatalogCache;
-  summaries: OptInSummaryCache;
+  caches: ReportCaches;
   /** Told when Connected apps revokes a grant, so this instance's token verdicts go at once. */
   revocations?: Pick<RevocationFeed, 'revoked'>;
 }
@@ -44,7 +41,31 @@ export function webPaths(config: Config): WebPaths {
 
 /** The hub's spend report for every period: the spend dashboard's, and the spend embed's. */
 export const spendReports = async (deps: WebDeps, hubId: string): Promise<SpendReport[]> =>
-  Promise.all(PERIODS.map(async (p) => (await spendByWorkspace(deps.db, hubId, p, deps.clock, deps.spendCache)).value() as SpendReport));
+  Promise.all(PERIODS.map(async (p) => (await spendByWorkspace(deps.db, hubId, p, deps.clock, deps.caches.spend)).value() as SpendReport));
+
+/** A signed-in request to a hub's page: the session, its user, their membership of the hub. */
+export interface HubCtx {
+  sessionId: string;
+  user: SessionUser;
+  hub: Membership;
+  csrf: string;
+}
+
+/** Who is signed in, and the checks of hub pages (session.ts keeps them). */
+export interface Sessions {
+  /** The signed-in user, or undefined once answered with a redirect to sign-in (GET) or a 401. */
+  signedIn(request: FastifyRequest, reply: FastifyReply): Promise<{ sessionId: string; user: SessionUser } | undefined>;
+  /** Signed in, a member of the hub and, for admin pages, its hub admin; otherwise answered here. */
+  hubCtx(request: FastifyRequest, reply: FastifyReply, hubId: string, adminOnly: boolean): Promise<HubCtx | undefined>;
+  /**
+   * Signed in, for a page of the user's own (not a hub's): the header shows their first hub they
+   * administer, else their first hub. A user of no hub is answered here.
+   */
+  userCtx(request: FastifyRequest, reply: FastifyReply): Promise<HubCtx | undefined>;
+  /** Whether a posted form carries the session's CSRF token. */
+  csrfOk(ctx: { sessionId: string }, body: Form): boolean;
+  shellOf(ctx: HubCtx, active: Shell['active']): Shell;
+}
 
 /** What each route module of the web admin is given. */
 export interface Web {

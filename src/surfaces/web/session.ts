@@ -2,23 +2,15 @@
 // member and admin checks of hub pages, and the sign-in and sign-out routes.
 import { createHmac, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { createSession, endSession, sessionUser, type Membership, type SessionUser } from '../../domain/web-sessions/web-session.service.ts';
+import { createSession, endSession, sessionUser } from '../../domain/web-sessions/web-session.service.ts';
 import { sameSecret } from '../../platform/constant-time.ts';
 import { submitSignInForm } from '../shared/sign-in-form.ts';
-import { appPage, FORM_EXPIRED, one, refuse, type Form, type Query, type WebDeps, type WebPaths } from './context.ts';
-import { signInPage, type Shell } from './views/layout.ts';
+import { appPage, FORM_EXPIRED, one, refuse, type Form, type HubCtx, type Query, type Sessions, type WebDeps, type WebPaths } from './context.ts';
+import { signInPage } from './views/layout.ts';
 
 const SESSION_COOKIE = 'hubops_app';
 /** Before sign-in: a random value the sign-in form's CSRF token is derived from. */
 const SIGNIN_COOKIE = 'hubops_signin';
-
-/** A signed-in request to a hub's page: the session, its user, their membership of the hub. */
-export interface HubCtx {
-  sessionId: string;
-  user: SessionUser;
-  hub: Membership;
-  csrf: string;
-}
 
 function cookies(request: FastifyRequest): Map<string, string> {
   const jar = new Map<string, string>();
@@ -37,21 +29,6 @@ function cookies(request: FastifyRequest): Map<string, string> {
 const hmac = (secret: string, label: string) => createHmac('sha256', secret).update(label).digest('base64url');
 const csrfOf = (sessionId: string) => hmac(sessionId, 'hubops-web-csrf');
 const signInCsrfOf = (preSession: string) => hmac(preSession, 'hubops-web-signin');
-
-export interface Sessions {
-  /** The signed-in user, or undefined once answered with a redirect to sign-in (GET) or a 401. */
-  signedIn(request: FastifyRequest, reply: FastifyReply): Promise<{ sessionId: string; user: SessionUser } | undefined>;
-  /** Signed in, a member of the hub and, for admin pages, its hub admin; otherwise answered here. */
-  hubCtx(request: FastifyRequest, reply: FastifyReply, hubId: string, adminOnly: boolean): Promise<HubCtx | undefined>;
-  /**
-   * Signed in, for a page of the user's own (not a hub's): the header shows their first hub they
-   * administer, else their first hub. A user of no hub is answered here.
-   */
-  userCtx(request: FastifyRequest, reply: FastifyReply): Promise<HubCtx | undefined>;
-  /** Whether a posted form carries the session's CSRF token. */
-  csrfOk(ctx: { sessionId: string }, body: Form): boolean;
-  shellOf(ctx: HubCtx, active: Shell['active']): Shell;
-}
 
 export function webSessions(deps: WebDeps, paths: WebPaths): Sessions {
   const signedIn: Sessions['signedIn'] = async (request, reply) => {

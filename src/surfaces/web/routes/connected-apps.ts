@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { connectedApps, revokeConnectedApp, type GrantViewer } from '../../../domain/oauth/grants.service.ts';
 import { DomainError } from '../../../platform/errors.ts';
 import { appPage, FORM_EXPIRED, one, refuse, type Form, type Query, type Web } from '../context.ts';
-import type { HubCtx } from '../session.ts';
+import type { HubCtx } from '../context.ts';
 import { connectedAppsView } from '../views/connected-apps.ts';
 import { shell } from '../views/layout.ts';
 

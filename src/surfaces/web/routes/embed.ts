@@ -21,7 +21,7 @@ export function embedRoutes(app: FastifyInstance, { deps, paths }: Web): void {
       const body = spendView(reports, 'last_30_days', null, { now: deps.clock.now(), accounts });
       return embedPage(reply, 200, `${name} · spend`, embedReportView(`${name} · spend by workspace`, body));
     }
-    const summary = await webOptInSummary(deps.db, hubId, deps.clock, deps.summaries);
+    const summary = await webOptInSummary(deps.db, hubId, deps.clock, deps.caches.summaries);
     return embedPage(reply, 200, `${name} · opt-ins`, embedReportView(`${name} · playbook opt-ins`, optInSummaryView(summary)));
   };
   app.get(`${paths.base}/embed/spend`, embed('spend'));

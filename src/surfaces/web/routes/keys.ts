@@ -8,7 +8,7 @@ import { createKeyOnce, issueFormToken, revealKeyOnce, rollKeyOnce } from '../..
 import { DomainError } from '../../../platform/errors.ts';
 import { KEY_LIFETIME_DAYS } from '../../../policy.ts';
 import { appPage, FORM_EXPIRED, one, refuse, type Form, type Query, type Web } from '../context.ts';
-import type { HubCtx } from '../session.ts';
+import type { HubCtx } from '../context.ts';
 import { apiTabView, revokeKeyView, rollKeyView, type ApiTabState, type KeyFormErrors } from '../views/keys.ts';
 import { when } from '../views/format.ts';
 import { shell } from '../views/layout.ts';

@@ -135,7 +135,7 @@ export function optInRoutes(app: FastifyInstance, { deps, paths, sessions }: Web
       yield csvLine(optInCsvHeader(fieldKeys));
       let after: PageCursor | undefined;
       for (;;) {
-        const page = await findOptInPage(deps.db, deps.catalogs, { hubId, ...f.query, after, limit: CSV_PAGE_SIZE });
+        const page = await findOptInPage(deps.db, deps.caches.catalogs, { hubId, ...f.query, after, limit: CSV_PAGE_SIZE });
         let chunk = '';
         for (const row of JSON.parse(page.json.join('')) as OptInRow[]) chunk += csvLine(optInCsvValues(row, fieldKeys));
         if (chunk) yield chunk;

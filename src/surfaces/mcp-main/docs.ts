@@ -2,6 +2,9 @@
 // from inside a conversation: the guide's sections (README and docs pages), and for each OpenAPI document an overview
 // (authentication, limits, errors) plus one entry per operation (method, URL, parameters, body
 // and success response). Ranking is plain term matching — the corpus is a few hundred entries.
+// The main MCP server's search_docs and read_doc serve it.
+
+import type { OpenApiDocument } from '../openapi.ts';
 
 export type DocSource = 'guide' | 'openapi';
 
@@ -56,6 +59,7 @@ export function guideEntries(page: string, markdown: string): DocEntry[] {
   return entries;
 }
 
+/** What a parameter's description reads of its schema. */
 interface SchemaLike {
   type?: unknown;
   enum?: unknown[];
@@ -65,29 +69,6 @@ interface SchemaLike {
   maxLength?: number;
   default?: unknown;
   items?: SchemaLike;
-}
-
-interface OpenApiParameter {
-  name: string;
-  in: string;
-  required?: boolean;
-  description?: string;
-  schema?: SchemaLike;
-}
-
-interface OpenApiOperation {
-  operationId: string;
-  summary?: string;
-  description?: string;
-  parameters?: OpenApiParameter[];
-  requestBody?: { content?: Record<string, { schema?: unknown }> };
-  responses?: Record<string, { description?: string; content?: Record<string, { schema?: unknown }> }>;
-}
-
-export interface OpenApiDocument {
-  info: { title: string; description?: string };
-  servers?: { url: string }[];
-  paths: Record<string, Record<string, OpenApiOperation>>;
 }
 
 /** `integer 1–500, default 100`, `one of: a, b`, `string (date-time)`. */
@@ -133,7 +114,7 @@ export function openApiEntries(document: OpenApiDocument, prefix: string): DocEn
           op.summary ?? '',
           op.description ?? '',
           op.parameters?.length
-            ? `Parameters:\n${op.parameters.map((p) => `- ${p.name} (${p.in}${p.required ? ', required' : ''}; ${describeSchema(p.schema)}): ${p.description ?? ''}`).join('\n')}`
+            ? `Parameters:\n${op.parameters.map((p) => `- ${p.name} (${p.in}${p.required ? ', required' : ''}; ${describeSchema(p.schema as SchemaLike)}): ${p.description ?? ''}`).join('\n')}`
             : '',
           body ? `Request body (${Object.keys(op.requestBody?.content ?? {})[0]}):\n${json(body.schema)}` : '',
           success ? `Response ${success[0]}:\n${json(Object.values(success[1].content ?? {})[0]?.schema ?? success[1].description)}` : '',
