@@ -5,6 +5,7 @@
 //
 // Both sides run without a rate limiter (the plan limits would otherwise stop a load test after
 // 60–300 requests): the figure is the cost of the token check itself.
+import { randomBytes } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -18,11 +19,13 @@ import { migrate } from '../src/db/migrate.ts';
 import { openDiskMediaStore } from '../src/domain/media/media-store.ts';
 import { createUser } from '../src/domain/tenancy/tenancy.service.ts';
 import { systemClock } from '../src/platform/clock.ts';
+import { CursorKey } from '../src/platform/cursor.ts';
 import { UnlimitedRateLimiter } from './unlimited-limiter.ts';
 import type { Caller } from '../src/domain/caller.ts';
 import type { MainContext } from '../src/surfaces/main-api/context.ts';
 import { mainOperations } from '../src/surfaces/main-api/operations.ts';
 import { mountRest } from '../src/surfaces/rest.ts';
+import { InputValidator } from '../src/surfaces/shared/inputs.ts';
 import { freePort } from '../src/platform/net.ts';
 import type { TestApp } from '../test/support/app.ts';
 import { authorize, exchangeCode, registerClient } from '../test/support/oauth-flow.ts';
@@ -69,7 +72,7 @@ const benchCaller: Caller = {
 };
 const bare = Fastify({ logger: false });
 const media = await openDiskMediaStore(await mkdtemp(path.join(tmpdir(), 'hubops-bench-media-')));
-mountRest<MainContext>(bare, mainOperations, { contextFor: async () => ({ db, clock: systemClock, media, caller: benchCaller }) });
+mountRest<MainContext>(bare, mainOperations, { inputs: new InputValidator(new CursorKey(randomBytes(32))), admitted: (_request, _reply, _op, _options, work) => work({ db, clock: systemClock, media, caller: benchCaller }) });
 const portB = await freePort();
 await bare.listen({ port: portB, host: '127.0.0.1' });
 

@@ -9,7 +9,7 @@ import { GrantUseRecorder } from './domain/oauth/grant-usage.ts';
 import { SandboxConnector } from './domain/posts/connector.ts';
 import { createPublisher } from './domain/posts/publisher.ts';
 import { systemClock, type Clock } from './platform/clock.ts';
-import { configureCursorKey } from './platform/cursor.ts';
+import { CursorKey } from './platform/cursor.ts';
 import { chooseLogFormat, createLogger, RequestLogController } from './platform/logger.ts';
 import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
 import { VERSION } from './platform/version.ts';
@@ -30,6 +30,7 @@ import { loadServerSecrets, resolveSecretsKeys } from './surfaces/oauth/server-s
 import { webErrorPages, webPlugin } from './surfaces/web/plugin.ts';
 import { checkInbound, RouteMethods } from './surfaces/rest.ts';
 import { compressResponses } from './surfaces/shared/compression.ts';
+import { InputValidator } from './surfaces/shared/inputs.ts';
 import { fromFrameworkError, refusalOf } from './surfaces/shared/errors.ts';
 import { oauthRoutes } from './surfaces/shared/oauth.ts';
 
@@ -150,8 +151,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     fastify.log.warn({ keyFile: secretsKeys.fromFile }, 'HUBOPS_SECRETS_KEY is not set: server secrets are encrypted under this key file; every instance sharing the database needs the same key');
   }
   const secrets = await loadServerSecrets(deps.db, { keys: secretsKeys.keys });
-  // Cursors are signed with a key every instance derives alike from the shared server secrets.
-  configureCursorKey(createHmac('sha256', secrets.cookieKeys[0]!).update('cursor v2').digest());
+  // Cursors are signed with a key every instance derives alike from the shared server secrets;
+  // this app's operations validate their input (cursors included) with it.
+  const inputs = new InputValidator(new CursorKey(createHmac('sha256', secrets.cookieKeys[0]!).update('cursor v2').digest()));
   const revocations = new RevocationFeed(deps.db);
   await revocations.start().catch((error) => fastify.log.warn({ err: error }, 'revocation listener not started; token verdicts are not cached until it is'));
   const provider = createAuthorizationServer(deps.config, deps.db, secrets, { revocations, limiter, clock, log: fastify.log, cimdTrust: deps.cimdTrust });
@@ -182,6 +184,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     media,
     auth,
     operations: mainOperations,
+    inputs,
     version: VERSION,
   });
 
@@ -189,7 +192,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const caches = createReportCaches();
   // The main MCP server at {base_url}/mcp and its protected-resource metadata under /.well-known
   // (at the origin's root, so it is registered without the base path prefix).
-  await fastify.register(mcpMainPlugin, { config: deps.config, db: deps.db, clock, media, auth, caches, version: VERSION });
+  await fastify.register(mcpMainPlugin, { config: deps.config, db: deps.db, clock, media, auth, caches, inputs, version: VERSION });
 
   // The Hub API at {base_url}/v1/hub: under BASE_URL's path, like the main API.
   await fastify.register(hubApiPlugin, {
@@ -197,6 +200,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     config: deps.config,
     guard,
     context: { db: deps.db, clock, caches },
+    inputs,
     version: VERSION,
   });
 

@@ -124,11 +124,6 @@ export async function queryPrepared<Row>(db: Db, query: CompiledQuery<Row> | Sta
   return (await db.pool.query(statement)).rows as Row[];
 }
 
-/** Waits for the check `db` may carry (see RideAlongCheck); throws its refusal. */
-export async function settleCheck(db: Db): Promise<void> {
-  await db.check?.settle(db.pool);
-}
-
 /**
  * A check that must hold, read fresh, before a request's result may be used (a key not revoked),
  * without a round trip of its own: it is written on the same connection right in front of the

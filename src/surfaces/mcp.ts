@@ -7,6 +7,7 @@ import { JSON_MAX_DEPTH, type RatePolicy } from '../policy.ts';
 import { resultValue, runOperation, type Operation, type OperationInfo } from './operation.ts';
 import { nestsDeeperThan } from './rest.ts';
 import { refusalOf } from './shared/errors.ts';
+import type { InputValidator } from './shared/inputs.ts';
 
 // MCP tools from the operation declarations, on the official SDK v2, stateless: every request is
 // answered by a server made for it (no sessions to share between instances). Two legs, one
@@ -53,6 +54,8 @@ export interface McpEndpoint<Ctx> {
   version: string;
   instructions: string;
   operations: readonly Operation<Ctx>[];
+  /** The app's validation of tool arguments (its formats; its cursor key). */
+  inputs: InputValidator;
   /** Served by resources/list and resources/read; the `resources` capability only when there are some. */
   resources?: readonly McpResource[];
 }
@@ -195,7 +198,7 @@ function createServer<Ctx>(sdk: Sdk, McpServer: typeof Server, endpoint: McpEndp
     let result: CallToolResult;
     try {
       await scope.charge(found.op.extraLimit, ++scope.toolCalls);
-      result = toolResult(await runOperation(found.op, scope.ctx, request.params.arguments ?? {}));
+      result = toolResult(await runOperation(found.op, scope.ctx, request.params.arguments ?? {}, endpoint.inputs));
     } catch (error) {
       result = toolError(error, scope.onUnexpected);
     }

@@ -1,13 +1,9 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { Static, TObject, TSchema } from 'typebox';
 import type { Replayable } from '../domain/idempotency/idempotency.ts';
-import type { Issue } from '../platform/errors.ts';
 import { JsonText } from '../platform/json-text.ts';
-import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText } from '../platform/text.ts';
 import type { Validator } from '../platform/validators.ts';
 import type { RatePolicy } from '../policy.ts';
-import { invalidRequest } from './shared/errors.ts';
-import { checkedFormatOf, type CheckedFormat } from './shared/formats.ts';
+import type { InputValidator } from './shared/inputs.ts';
 
 /** What an operation does, which decides its verbs: GET (200) or POST (201), and its MCP hints. */
 export type Effect = 'read' | 'create';
@@ -52,8 +48,8 @@ export interface OperationInfo {
  * type (`Operation<Ctx>`).
  */
 export interface Operation<Ctx> extends OperationInfo {
-  /** Validates `rawInput` (a copy; defaults filled in; throws 400 naming every bad field), then gives the call to make. */
-  prepare(rawInput: unknown): PreparedCall<Ctx>;
+  /** Validates `rawInput` with the app's `inputs` (a copy; defaults filled in, cursors read; throws 400 naming every bad field), then gives the call to make. */
+  prepare(rawInput: unknown, inputs: InputValidator): PreparedCall<Ctx>;
 }
 
 /** A validated call of an operation: run it, or (a read with a validator) first ask what its answer would be current as of. */
@@ -118,9 +114,9 @@ export function defineOperation<Ctx, In extends TObject, Out extends TSchema>(sp
   return {
     ...info,
     conditional: validator !== undefined,
-    prepare(rawInput) {
-      // Copy: defaults must not write into Fastify's query object or the tool arguments.
-      const input = validateInput(spec.input, { ...(rawInput as object) });
+    prepare(rawInput, inputs) {
+      // Copy: defaults and cursors must not write into Fastify's query object or the tool arguments.
+      const input = inputs.validate(spec.input, { ...(rawInput as object) });
       const call: PreparedCall<Ctx> = (ctx) => handler(ctx, input);
       if (validator) call.validator = (ctx) => validator(ctx, input);
       return call;
@@ -136,63 +132,13 @@ export function withContext<From, To>(op: Operation<To>, to: (ctx: From) => To, 
   return {
     ...op,
     ...changes,
-    prepare(rawInput) {
-      const call = op.prepare(rawInput);
+    prepare(rawInput, inputs) {
+      const call = op.prepare(rawInput, inputs);
       const converted: PreparedCall<From> = async (ctx) => call(to(ctx));
       if (call.validator) converted.validator = async (ctx) => call.validator!(to(ctx));
       return converted;
     },
   };
-}
-
-// No type coercion: JSON bodies and tool arguments must carry the declared types ("text": 16 is
-// refused, not turned into "16"). Query-string text is converted beforehand, strictly, by
-// `fromQueryText`.
-const ajv = new Ajv({ coerceTypes: false, allErrors: true, useDefaults: true, strict: false, removeAdditional: false });
-const compiled = new WeakMap<TSchema, ValidateFunction>();
-/** The checked string formats ajv has been given, by name: added as the schemas that use them are compiled. */
-const checkedFormats = new Map<string, CheckedFormat>();
-
-/**
- * The schema as the server validates it: a checked string (shared/formats.ts) also names its
- * check as its `format`, so that one pass names every bad field. Published schemas never carry it.
- */
-function withChecks(schema: unknown): unknown {
-  if (Array.isArray(schema)) return schema.map(withChecks);
-  if (typeof schema !== 'object' || schema === null) return schema;
-  const copy: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(schema)) copy[key] = withChecks(value);
-  const format = checkedFormatOf(schema);
-  if (format) {
-    const known = checkedFormats.get(format.name);
-    if (known !== undefined && known !== format) throw new Error(`two string formats are named ${format.name}`);
-    if (known === undefined) {
-      checkedFormats.set(format.name, format);
-      ajv.addFormat(format.name, { type: 'string', validate: format.check });
-    }
-    copy.format = format.name;
-  }
-  return copy;
-}
-
-function fieldOf(error: ErrorObject): string {
-  const path = error.instancePath.replace(/^\//, '').replaceAll('/', '.');
-  if (error.keyword === 'required') return [path, (error.params as { missingProperty: string }).missingProperty].filter(Boolean).join('.');
-  return path || '(input)';
-}
-
-/** A sentence about what the field accepts, from its schema. */
-function expectation(schema: Record<string, unknown> | undefined, fallback: string): string {
-  if (!schema) return fallback;
-  const checked = checkedFormatOf(schema);
-  if (checked) return checked.message;
-  if (Array.isArray(schema.enum)) return `must be one of: ${schema.enum.join(', ')}`;
-  if (schema.type === 'integer') {
-    const range = schema.minimum !== undefined && schema.maximum !== undefined ? ` from ${schema.minimum} to ${schema.maximum}` : '';
-    return `must be an integer${range}`;
-  }
-  if (schema.type === 'string' && typeof schema.maxLength === 'number') return `must be a string of at most ${schema.maxLength} characters`;
-  return fallback;
 }
 
 const INTEGER_TEXT = /^(0|-?[1-9][0-9]{0,15})$/;
@@ -217,34 +163,7 @@ export function fromQueryText(schema: TObject, text: Record<string, unknown>): R
   return out;
 }
 
-/**
- * Validates `input` (defaults filled in place); throws 400 invalid_request naming every bad field.
- * First the one rule for inbound text, on every surface: no string or key with NUL, other
- * controls, lone surrogates or noncharacters ever reaches a handler (or PostgreSQL).
- */
-export function validateInput<S extends TObject>(schema: S, input: unknown): Static<S> {
-  const forbidden = findForbiddenText(input);
-  if (forbidden !== undefined) throw invalidRequest([{ field: forbidden, message: FORBIDDEN_CHARACTER_MESSAGE }]);
-  let validate = compiled.get(schema);
-  if (!validate) {
-    validate = ajv.compile(withChecks(schema) as TSchema);
-    compiled.set(schema, validate);
-  }
-  const value = input ?? {};
-  if (validate(value)) return value as Static<S>;
-  const issues = new Map<string, Issue>();
-  for (const error of validate.errors ?? []) {
-    const field = fieldOf(error);
-    if (issues.has(field)) continue;
-    const top = field.split('.')[0]!;
-    const fieldSchema = (schema.properties as Record<string, Record<string, unknown>>)[top];
-    const message = error.keyword === 'required' ? 'is required' : expectation(fieldSchema, error.message ?? 'is invalid');
-    issues.set(field, { field, message });
-  }
-  throw invalidRequest([...issues.values()]);
-}
-
-/** Runs an operation: validate, then the handler. */
-export async function runOperation<Ctx>(op: Operation<Ctx>, ctx: Ctx, rawInput: unknown): Promise<unknown> {
-  return op.prepare(rawInput)(ctx);
+/** Runs an operation: validate (with the app's `inputs`), then the handler. */
+export async function runOperation<Ctx>(op: Operation<Ctx>, ctx: Ctx, rawInput: unknown, inputs: InputValidator): Promise<unknown> {
+  return op.prepare(rawInput, inputs)(ctx);
 }

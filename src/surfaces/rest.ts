@@ -6,6 +6,7 @@ import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText } from '../platform/text
 import { conditionsOf, entityTagOfBody, matchingTag, validatorHeaders, type Validator } from '../platform/validators.ts';
 import { fromQueryText, Replayed, Validated, verbOf, type Operation, type PreparedCall } from './operation.ts';
 import { invalidRequest } from './shared/errors.ts';
+import type { InputValidator } from './shared/inputs.ts';
 
 /** The response header that marks a replayed result (draft-ietf-httpapi-idempotency-key-header). */
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
@@ -16,21 +17,23 @@ export function idempotencyKeyOf(request: FastifyRequest): string | undefined {
 }
 
 /**
- * What a surface does around its operations' REST routes. `contextFor` does authentication and
- * anything per-request (limits); what it throws becomes the error response. With `charge: false`
- * (a conditional read that its validator may answer 304) it leaves the limits out: the request is
- * then either charged (`charge`, its conditions did not match) or answered 304 (`notModified`).
- * `settle`, when given, runs after the operation and before any answer, success or error: what it
- * throws wins (a provisional authentication refused after the fact).
+ * What a surface does around its operations' REST routes. `admitted` authenticates, makes the
+ * context and anything per-request (limits), runs `work` with it, and gives back what work
+ * returns or throws only once the caller is confirmed: a check that rode along with work's
+ * queries (a known key's verdict) is settled before anything is answered, and what it throws
+ * wins. What `admitted` throws becomes the error response. With `charge: false` (a conditional
+ * read that its validator may answer 304) it leaves the limits out: the request is then either
+ * charged (`charge`, its conditions did not match) or answered 304 (`notModified`).
  */
 export interface RestSurface<Ctx> {
   /** The surface's clock (If-Modified-Since in the future is ignored); default the system's. */
   now?(): Date;
-  contextFor(request: FastifyRequest, reply: FastifyReply, op: Operation<Ctx>, options: { charge: boolean }): Promise<Ctx>;
-  settle?(ctx: Ctx): Promise<void>;
-  /** Counts a request that `contextFor` did not (its conditions did not match); throws 429 when over a limit. */
+  /** The app's validation of operation input (its formats; its cursor key). */
+  inputs: InputValidator;
+  admitted<T>(request: FastifyRequest, reply: FastifyReply, op: Operation<Ctx>, options: { charge: boolean }, work: (ctx: Ctx) => Promise<T>): Promise<T>;
+  /** Counts a request that `admitted` did not (its conditions did not match); throws 429 when over a limit. */
   charge?(ctx: Ctx, reply: FastifyReply, op: Operation<Ctx>): Promise<void>;
-  /** A request answered 304: counted as a conditional hit, not against the limits (`charged`: give back what contextFor counted). */
+  /** A request answered 304: counted as a conditional hit, not against the limits (`charged`: give back what `admitted` counted). */
   notModified?(ctx: Ctx, reply: FastifyReply, op: Operation<Ctx>, charged: boolean): Promise<void>;
 }
 
@@ -41,7 +44,8 @@ export interface RestSurface<Ctx> {
  */
 const REVALIDATE = { 'cache-control': 'private, no-cache', vary: 'Authorization' };
 
-type Answer = { kind: 'result'; value: unknown } | { kind: 'not-modified'; validator: Validator; held: string };
+/** What an operation's route answers, and the context it ran in. */
+type Answer<Ctx> = { kind: 'result'; ctx: Ctx; value: unknown } | { kind: 'not-modified'; ctx: Ctx; validator: Validator; held: string };
 
 /**
  * Mounts operations as REST routes (those that have one). The input is path parameters, query string and JSON body
@@ -62,16 +66,15 @@ export function mountRest<Ctx>(app: FastifyInstance, operations: readonly Operat
       handler: async (request, reply) => {
         const conditions = op.effect === 'read' ? conditionsOf(request.headers, surface.now?.() ?? new Date()) : undefined;
         const early = conditions !== undefined && op.conditional === true;
-        const ctx = await surface.contextFor(request, reply, op, { charge: !early });
-        const input = {
-          ...(request.body && typeof request.body === 'object' ? request.body : {}),
-          ...fromQueryText(op.input, request.query as Record<string, unknown>),
-          ...fromQueryText(op.input, request.params as Record<string, unknown>),
-        };
-        const answer = async (): Promise<Answer> => {
+        const answer = async (ctx: Ctx): Promise<Answer<Ctx>> => {
+          const input = {
+            ...(request.body && typeof request.body === 'object' ? request.body : {}),
+            ...fromQueryText(op.input, request.query as Record<string, unknown>),
+            ...fromQueryText(op.input, request.params as Record<string, unknown>),
+          };
           let call: PreparedCall<Ctx>;
           try {
-            call = op.prepare(input);
+            call = op.prepare(input, surface.inputs);
           } catch (error) {
             // Refused input is charged like any request: only a 304 is free.
             if (early) await surface.charge?.(ctx, reply, op);
@@ -80,22 +83,19 @@ export function mountRest<Ctx>(app: FastifyInstance, operations: readonly Operat
           if (early) {
             const validator = await call.validator?.(ctx);
             const held = validator && matchingTag(conditions, validator);
-            if (held) return { kind: 'not-modified', validator: validator!, held };
+            if (held) return { kind: 'not-modified', ctx, validator: validator!, held };
             await surface.charge?.(ctx, reply, op);
           }
-          return { kind: 'result', value: await call(ctx) };
+          return { kind: 'result', ctx, value: await call(ctx) };
         };
-        const outcome = await answer().then(
-          (value) => ({ ok: true, value }) as const,
-          (error: unknown) => ({ ok: false, error }) as const,
-        );
-        await surface.settle?.(ctx);
-        if (!outcome.ok) throw outcome.error;
-        if (outcome.value.kind === 'not-modified') {
+        // Nothing below runs before the caller is confirmed.
+        const outcome = await surface.admitted(request, reply, op, { charge: !early }, answer);
+        const { ctx } = outcome;
+        if (outcome.kind === 'not-modified') {
           await surface.notModified?.(ctx, reply, op, false);
-          return notModified(reply, outcome.value.validator, outcome.value.held);
+          return notModified(reply, outcome.validator, outcome.held);
         }
-        let result = outcome.value.value;
+        let result = outcome.value;
         if (result instanceof Replayed) {
           reply.header(REPLAYED_HEADER, 'true');
           result = result.value;
@@ -167,7 +167,7 @@ export function nestsDeeperThan(value: unknown, max: number): boolean {
  * The input rule at the door of every route, operation or not (a preValidation hook): JSON bodies
  * no deeper than JSON_MAX_DEPTH, so nothing recursive ever meets hostile nesting, and path
  * parameters, query strings and HTML form bodies without forbidden characters (platform/text.ts),
- * so none reaches SQL. JSON bodies' text is checked by each operation (validateInput), where MCP
+ * so none reaches SQL. JSON bodies' text is checked by each operation (InputValidator), where MCP
  * tool arguments are too, so that a tool gets a tool error rather than an HTTP one.
  */
 export function checkInbound(request: FastifyRequest): void {

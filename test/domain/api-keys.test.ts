@@ -36,7 +36,7 @@ describe('Hub API keys', () => {
     const guard = new HubApiGuard({ db: unreachable, limiter, usage: new UsageRecorder(unreachable), clock: systemClock });
     const reply = { headers: () => reply } as unknown as FastifyReply;
     const attempt = (authorization: string) =>
-      guard.authenticate({ ip: '192.0.2.1', headers: { authorization } } as FastifyRequest, reply, { rideAlong: true });
+      guard.authenticate({ ip: '192.0.2.1', headers: { authorization } } as FastifyRequest, reply, {});
     const key = generateKey();
     const mistyped = key.slice(0, 10) + (key[10] === 'a' ? 'b' : 'a') + key.slice(11);
     for (const header of [`Bearer ${mistyped}`, 'Bearer nonsense']) {

@@ -2,6 +2,7 @@
 // declares `mcp.ui` links its `ui://` resource in tools/list, and the endpoint's resources are
 // listed and read, on 2026-07-28 (SDK v2 client) and 2025-11-25 (SDK v1 client) alike.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
@@ -10,7 +11,9 @@ import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextp
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { acceptAnyJson, mcpHandler, type McpEndpoint, type McpResource } from '../../src/surfaces/mcp.ts';
+import { CursorKey } from '../../src/platform/cursor.ts';
 import { defineOperation } from '../../src/surfaces/operation.ts';
+import { InputValidator } from '../../src/surfaces/shared/inputs.ts';
 
 const VIEW: McpResource = {
   uri: 'ui://test/echo.html',
@@ -51,6 +54,7 @@ const endpoint = (resources?: readonly McpResource[]): McpEndpoint<{ who: string
   version: '1.0.0',
   instructions: 'For tests.',
   operations: resources ? [echo, plain] : [plain],
+  inputs: new InputValidator(new CursorKey(randomBytes(32))),
   ...(resources ? { resources } : {}),
 });
 

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -6,10 +7,12 @@ import type { SocialPlatform } from '../../src/db/schema.ts';
 import { openDiskMediaStore } from '../../src/domain/media/media-store.ts';
 import { account, hub, workspace } from './world.ts';
 import type { Clock } from '../../src/platform/clock.ts';
+import { CursorKey } from '../../src/platform/cursor.ts';
 import { Replayed, runOperation, type Operation } from '../../src/surfaces/operation.ts';
 import { REPLAYED_HEADER } from '../../src/surfaces/rest.ts';
 import { mainOperations } from '../../src/surfaces/main-api/operations.ts';
 import type { MainContext } from '../../src/surfaces/main-api/context.ts';
+import { InputValidator } from '../../src/surfaces/shared/inputs.ts';
 import type { Caller } from '../../src/domain/caller.ts';
 import type { MediaStore } from '../../src/domain/media/media-store.ts';
 import { uploadMedia, type UploadDetails } from '../../src/domain/media/media.service.ts';
@@ -98,12 +101,14 @@ export async function tempMediaStore(): Promise<TempMediaStore> {
 }
 
 const byName = new Map(mainOperations.map((op) => [op.name, op as unknown as Operation<MainContext>]));
+/** The validation an app would run, with a key of this process: a cursor `call` issued is accepted by `call`. */
+const inputs = new InputValidator(new CursorKey(randomBytes(32)));
 
 /** Runs a main API operation as REST and MCP do: the input validated by its schema, then the handler. */
 export async function call(name: string, ctx: MainContext, input: Record<string, unknown> = {}): Promise<any> {
   const op = byName.get(name);
   if (!op) throw new Error(`no operation ${name}`);
-  return answered(ctx, await runOperation(op, ctx, input));
+  return answered(ctx, await runOperation(op, ctx, input, inputs));
 }
 
 /** Uploads through the media service as POST /media does: the asset, a replay recorded on the context. */

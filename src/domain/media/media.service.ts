@@ -9,13 +9,14 @@ import type { Caller } from '../caller.ts';
 import type { Replayable } from '../idempotency/idempotency.ts';
 import { withIdempotency } from '../idempotency/idempotency.service.ts';
 import { DEFAULT_PAGE_SIZE } from '../../policy.ts';
-import { decodePosition, toPage, type Page } from '../keyset.ts';
+import { toPage, type ListCursor, type Page, type Position } from '../keyset.ts';
 import { narrowScope, scopeOf, targetWorkspace } from '../scope.ts';
 import { EXTENSION, MediaRejected, SNIFF_BYTES, inspectMedia, kindOf, maxBytes, sniffContentType } from './media-info.ts';
 import { cleanFilename, type MediaAsset } from './media.ts';
 import { findMedia, findMediaPage, insertMedia } from './media.repository.ts';
 import type { MediaStore, StagedMedia } from './media-store.ts';
 
+/** The kind of this list's cursors (the surface's cursor parameter is declared with it). */
 export const MEDIA_CURSOR = 'media';
 
 export interface UploadDetails {
@@ -134,7 +135,7 @@ export interface ListMediaInput {
   workspaceId?: string;
   kind?: MediaKind;
   limit?: number;
-  cursor?: string;
+  cursor: ListCursor<Position>;
 }
 
 /** The media library in scope, oldest upload first. */
@@ -142,8 +143,7 @@ export async function listMedia(db: Db, caller: Caller, input: ListMediaInput): 
   const limit = input.limit ?? DEFAULT_PAGE_SIZE;
   const scope = narrowScope(scopeOf(caller), input.workspaceId);
   if (!scope) return { data: [], nextCursor: null };
-  const after = input.cursor === undefined ? undefined : decodePosition(MEDIA_CURSOR, input.cursor);
-  return toPage(MEDIA_CURSOR, await findMediaPage(db, { scope, kind: input.kind, after, limit }), limit);
+  return toPage(input.cursor, await findMediaPage(db, { scope, kind: input.kind, after: input.cursor.after, limit }), limit);
 }
 
 export async function getMedia(db: Db, caller: Caller, id: string): Promise<MediaAsset> {

@@ -6,7 +6,8 @@ import { entityTag, type Validator } from '../../platform/validators.ts';
 import { addDays, PERIODS, periodRanges, utcDate, type DateRange, type Period } from '../periods.ts';
 import { DEFAULT_PAGE_SIZE } from '../../policy.ts';
 import type { HubCatalogCache } from './hub-catalog.ts';
-import { decodeOptInCursor, encodeOptInCursor, parseSince } from './opt-in.ts';
+import type { ListCursor, Position } from '../keyset.ts';
+import { parseSince } from './opt-in.ts';
 import {
   countOptInReport as countReport, countOptInsBetween, countOptInSummary, findOptInPage as readOptInPage, findOptInPageState, findOptInReportPage as readReportPage,
   readOptInSummaryVersion, type OptInPage, type OptInPageQuery, type OptInPageState, type OptInReportFilters, type OptInReportQuery, type OptInReportRow, type PeriodCounts,
@@ -19,7 +20,7 @@ export interface ListOptInsInput {
   playbookId?: string;
   status?: string;
   limit?: number;
-  cursor?: string;
+  cursor: ListCursor<Position>;
 }
 
 function pageQuery(hubId: string, input: ListOptInsInput): OptInPageQuery {
@@ -28,7 +29,7 @@ function pageQuery(hubId: string, input: ListOptInsInput): OptInPageQuery {
     since: input.since === undefined ? undefined : parseSince(input.since),
     playbookId: input.playbookId,
     status: input.status,
-    after: input.cursor === undefined ? undefined : decodeOptInCursor(input.cursor),
+    after: input.cursor.after,
     limit: input.limit ?? DEFAULT_PAGE_SIZE,
   };
 }
@@ -37,7 +38,7 @@ function pageQuery(hubId: string, input: ListOptInsInput): OptInPageQuery {
 export async function listOptIns(db: Db, catalogs: HubCatalogCache, hubId: string, input: ListOptInsInput): Promise<{ json: JsonText; validator: Validator }> {
   const query = pageQuery(hubId, input);
   const page = await readOptInPage(db, catalogs, query);
-  const nextCursor = page.next && encodeOptInCursor(page.next);
+  const nextCursor = page.next && input.cursor.next(page.next);
   return { json: new JsonText('{"data":', ...page.json, `,"nextCursor":${JSON.stringify(nextCursor)}}`), validator: pageValidatorOf(query, page) };
 }
 

@@ -1,6 +1,6 @@
 import { invalid } from '../../platform/errors.ts';
 import { parseDate, parseTimestamp } from '../../platform/time.ts';
-import { positionCursors, type Position } from '../keyset.ts';
+import { positionCursor, type Position } from '../keyset.ts';
 
 export const OPT_IN_STATUSES = [
   'pending', 'pending_billing', 'in_review', 'deploying', 'active', 'partially-deployed', 'failed',
@@ -33,11 +33,7 @@ export interface OptInRow {
 export type PageCursor = Position;
 
 // The opt-in list accepts cursor timestamps with 0 to 6 fractional digits (it issues 6).
-const cursors = positionCursors('opt-ins', { anyFraction: true });
-
-export const encodeOptInCursor = cursors.encode;
-export const decodeOptInCursor = cursors.decode;
-export const isValidOptInCursor = cursors.isValid;
+export const OPT_IN_CURSOR = positionCursor('opt-ins', { anyFraction: true });
 
 /** `since`: an ISO 8601 timestamp with Z or an offset, or a date meaning 00:00 UTC. */
 export function parseSince(text: string): Date {

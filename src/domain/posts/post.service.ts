@@ -9,12 +9,13 @@ import { findWorkspaceChannels } from '../channels/channel.repository.ts';
 import type { Replayable } from '../idempotency/idempotency.ts';
 import { withIdempotency } from '../idempotency/idempotency.service.ts';
 import { DEFAULT_PAGE_SIZE } from '../../policy.ts';
-import { decodePosition, toPage, type Page } from '../keyset.ts';
+import { toPage, type ListCursor, type Page, type Position } from '../keyset.ts';
 import { findWorkspaceMedia } from '../media/media.repository.ts';
 import { narrowScope, scopeOf, targetWorkspace } from '../scope.ts';
 import { postProblems, type NEW_POST_STATUSES, type Post } from './post.ts';
 import { findPost, findPostPage, insertPost } from './post.repository.ts';
 
+/** The kind of this list's cursors (the surface's cursor parameter is declared with it). */
 export const POST_CURSOR = 'posts';
 const DAY_MS = 86_400_000;
 
@@ -84,7 +85,7 @@ export interface ListPostsInput {
   from?: string;
   to?: string;
   limit?: number;
-  cursor?: string;
+  cursor: ListCursor<Position>;
 }
 
 /** `from`: a timestamp, or a date meaning its first instant (00:00 UTC). */
@@ -107,6 +108,5 @@ export async function listPosts(db: Db, caller: Caller, input: ListPostsInput): 
   if (from && before && before.getTime() <= from.getTime()) throw invalid([{ field: 'to', message: 'must not be before from' }]);
   const scope = narrowScope(scopeOf(caller), input.workspaceId);
   if (!scope) return { data: [], nextCursor: null };
-  const after = input.cursor === undefined ? undefined : decodePosition(POST_CURSOR, input.cursor);
-  return toPage(POST_CURSOR, await findPostPage(db, { scope, status: input.status, from, before, after, limit }), limit);
+  return toPage(input.cursor, await findPostPage(db, { scope, status: input.status, from, before, after: input.cursor.after, limit }), limit);
 }

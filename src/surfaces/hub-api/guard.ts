@@ -18,8 +18,8 @@ export interface CallerKey {
 }
 
 /**
- * An authenticated request: who calls, and the database handle its reads go through — which may
- * still carry the key's verdict (settleCheck(db) before answering).
+ * An authenticated request: who calls, and the database handle its reads go through (inside
+ * `whileAdmitted`, it may carry the key's verdict along with the first query).
  */
 export interface Admission {
   caller: CallerKey;
@@ -35,6 +35,12 @@ export interface Admission {
  * move it, so the key remembered longest ago is forgotten first.
  */
 const KNOWN_KEYS = 50_000;
+
+/** `extra`: the operation's own limit; `charge: false`: a conditional read, charged later or answered 304 free. */
+export interface AdmitOptions {
+  extra?: RatePolicy | undefined;
+  charge?: boolean;
+}
 
 export class HubApiGuard {
   readonly #db: Db;
@@ -70,13 +76,8 @@ export class HubApiGuard {
 
   /**
    * Authenticates the bearer key and applies the per-key limit; sets the RateLimit headers on
-   * the reply. Counts the request towards the key's usage.
-   *
-   * The key's verdict (revoked? suspended?) is read fresh for every request. With `rideAlong`, a
-   * key seen before (its id and hub never change) is admitted provisionally: the returned `db`
-   * carries the verdict query in front of the request's first prepared query, one round trip for
-   * both, and `settleCheck(db)` must be awaited before anything is answered — it throws the 401/403.
-   * Without it (and for a key not seen before) the verdict is read before this returns.
+   * the reply. Counts the request towards the key's usage. The key's verdict (revoked?
+   * suspended?) is read fresh, before this returns: it throws the 401/403.
    *
    * `extra` is the operation's own limit: the request is counted in both windows or in neither.
    * With `charge: false` (a conditional read) it is counted in neither yet: `chargeLater` counts
@@ -87,7 +88,38 @@ export class HubApiGuard {
    * work, so one misconfigured tool behind a shared address (an office NAT, an automation
    * platform's egress) does not lock out everyone else there (see docs/hub-api.md, Limits).
    */
-  async authenticate(request: FastifyRequest, reply: FastifyReply, options: { rideAlong: boolean; extra?: RatePolicy; charge?: boolean }): Promise<Admission> {
+  async authenticate(request: FastifyRequest, reply: FastifyReply, options: AdmitOptions): Promise<Admission> {
+    return (await this.#admission(request, reply, options, false)).admission;
+  }
+
+  /**
+   * Authenticates as `authenticate` does, runs `work` as the admitted caller, and gives back what
+   * it returns (or throws) only once the key's verdict holds: a refused key's 401/403 wins over
+   * work's result and over its error. For a key this instance has admitted before (its id and hub
+   * never change), the verdict read rides along with work's first prepared query, one round trip
+   * for both; the handle that carries it never leaves this method unsettled. The one way to ride
+   * along: nothing can answer before the verdict.
+   */
+  async whileAdmitted<T>(request: FastifyRequest, reply: FastifyReply, options: AdmitOptions, work: (admission: Admission) => Promise<T>): Promise<T> {
+    const { admission, check } = await this.#admission(request, reply, options, true);
+    if (!check) return work(admission);
+    let result: T;
+    try {
+      result = await work(admission);
+    } catch (error) {
+      await check.settle(this.#db.pool);
+      throw error;
+    }
+    await check.settle(this.#db.pool);
+    return result;
+  }
+
+  /**
+   * The admission of a request, and with `rideAlong` for a known key the check it still owes
+   * (its verdict read, carried by the admission's `db`). Without it (and for a key not seen
+   * before) the verdict is read before this returns.
+   */
+  async #admission(request: FastifyRequest, reply: FastifyReply, options: AdmitOptions, rideAlong: boolean): Promise<{ admission: Admission; check?: RideAlongCheck }> {
     const nowMs = this.#clock.now().getTime();
     const addressKey = `auth-fail:${request.ip}`;
     const key = bearerToken(request.headers.authorization);
@@ -103,7 +135,7 @@ export class HubApiGuard {
       }
     }
     if (key === undefined || hash === undefined) throw await this.#refusal(key, undefined, addressKey, nowMs);
-    const known = options.rideAlong ? seen : undefined;
+    const known = rideAlong ? seen : undefined;
     const charging = options.charge ?? true;
     const admittedAt = new Date(nowMs);
     if (known) {
@@ -116,12 +148,12 @@ export class HubApiGuard {
         await check.settle(this.#db.pool);
         throw refusedBy(charge);
       }
-      return { caller: known, db: { ...this.#db, check }, charge, admittedAt };
+      return { admission: { caller: known, db: { ...this.#db, check }, charge, admittedAt }, check };
     }
     const caller = await this.#admit(key, hash, await findKeyByHash(this.#db, hash), addressKey, nowMs);
     const charge = charging ? await this.#charge(caller, reply, nowMs, options.extra) : await this.#chargeConditional(caller, nowMs);
     if (!charge.allowed) throw refusedBy(charge);
-    return { caller, db: this.#db, charge, admittedAt };
+    return { admission: { caller, db: this.#db, charge, admittedAt } };
   }
 
   /**

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { Db } from '../../db/database.ts';
-import { OPT_IN_STATUSES, SOLUTIONS, isValidOptInCursor } from '../../domain/opt-ins/opt-in.ts';
+import { OPT_IN_CURSOR, OPT_IN_STATUSES, SOLUTIONS } from '../../domain/opt-ins/opt-in.ts';
 import { cachedOptInSummary, listOptIns, optInPageValidator, optInSummaryValidator } from '../../domain/opt-ins/opt-in.service.ts';
 import { PERIODS } from '../../domain/periods.ts';
 import { FRESHNESS } from '../../domain/spend/spend.ts';
@@ -22,7 +22,7 @@ export interface HubContext {
   caches: ReportCaches;
 }
 
-const optInCursor = cursorFormat('opaque-cursor', isValidOptInCursor, NOT_OUR_CURSOR);
+const optInCursor = cursorFormat('opaque-cursor', OPT_IN_CURSOR, NOT_OUR_CURSOR);
 
 const STALE_HOURS = SPEND_STALE_AFTER_MS / 3_600_000;
 

@@ -1,13 +1,13 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { Config } from '../../config.ts';
-import { settleCheck } from '../../db/database.ts';
 import { mcpAppResources } from '../mcp-apps/resources.ts';
 import { acceptAnyJson, mcpHandler } from '../mcp.ts';
 import { buildOpenApi, type OpenApiDocument } from '../openapi.ts';
 import { verbOf } from '../operation.ts';
 import { mountRest, serveDocument } from '../rest.ts';
 import { ApiError } from '../shared/errors.ts';
+import type { InputValidator } from '../shared/inputs.ts';
 import { COMPRESSION_MIN_BYTES, HUB_CONDITIONAL_LIMIT, HUB_KEY_LIMIT, HUB_SUMMARY_LIMIT, type RatePolicy } from '../../policy.ts';
 import type { Admission, HubApiGuard } from './guard.ts';
 import { hubOperations, type HubContext } from './operations.ts';
@@ -18,6 +18,8 @@ export interface HubApiDeps {
   config: Config;
   guard: HubApiGuard;
   context: Omit<HubContext, 'hubId'>;
+  /** The app's validation of operation input (its formats; its cursor key). */
+  inputs: InputValidator;
   version: string;
 }
 
@@ -112,24 +114,21 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
   serveDocument(app, '/openapi.json', hubOpenApi(deps.config, deps.version));
   serveDocument(app, '/', hubIndex(deps.config, deps.version));
 
-  const authenticate = async (request: FastifyRequest, reply: FastifyReply, options: { rideAlong: boolean; extra?: RatePolicy; charge?: boolean }): Promise<Admission> => {
-    guard.refuseBrowsers(request);
-    return guard.authenticate(request, reply, options);
-  };
-
   // REST answers only after the operation, so a known key's verdict can ride along with its
-  // first query and be settled before the answer (see HubApiGuard.authenticate). A conditional
-  // read is charged only once its validator did not match: a 304 costs no part of the limits.
+  // first query: whileAdmitted gives the answer back once the verdict holds. A conditional read is
+  // charged only once its validator did not match: a 304 costs no part of the limits.
   const admissions = new WeakMap<HubContext, Admission>();
   mountRest(app, hubOperations, {
     now: () => deps.context.clock.now(),
-    async contextFor(request, reply, op, { charge }) {
-      const admission = await authenticate(request, reply, { rideAlong: true, extra: op.extraLimit, charge });
-      const ctx = contextFor(admission);
-      admissions.set(ctx, admission);
-      return ctx;
+    inputs: deps.inputs,
+    admitted(request, reply, op, { charge }, work) {
+      guard.refuseBrowsers(request);
+      return guard.whileAdmitted(request, reply, { extra: op.extraLimit, charge }, (admission) => {
+        const ctx = contextFor(admission);
+        admissions.set(ctx, admission);
+        return work(ctx);
+      });
     },
-    settle: (ctx) => settleCheck(ctx.db),
     async charge(ctx, reply, op) {
       const admission = admissions.get(ctx)!;
       admissions.set(ctx, { ...admission, charge: await guard.chargeLater(admission, reply, op.extraLimit) });
@@ -143,6 +142,7 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
     instructions:
       "Read-only tools over one hub's playbook opt-ins and paid ad spend. Group and filter by playbook.id and workspace.id, never by name. Money is in cents. Check asOf and freshness before quoting spend.",
     operations: hubOperations,
+    inputs: deps.inputs,
     resources: mcpAppResources,
   }, app.log);
   // The key's verdict is read before any tool runs (no riding along). In a scope of its own, so
@@ -150,7 +150,8 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
   await app.register(async (scope) => {
     acceptAnyJson(scope);
     scope.post('/mcp', async (request, reply) => {
-      const admission = await authenticate(request, reply, { rideAlong: false }).catch((error: unknown) => {
+      guard.refuseBrowsers(request);
+      const admission = await guard.authenticate(request, reply, {}).catch((error: unknown) => {
         throw refusedForMcp(error);
       });
       return serveMcp(contextFor(admission), (extraLimit, nth) => guard.chargeToolCall(admission, extraLimit, nth), request, reply);

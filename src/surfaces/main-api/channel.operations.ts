@@ -4,11 +4,11 @@ import { CHANNEL_CURSOR, listChannels } from '../../domain/channels/channel.serv
 import { defineOperation } from '../operation.ts';
 import { Page, pageParameters } from '../shared/paging.ts';
 import type { MainContext } from './context.ts';
-import { Nullable, positionCursor, Timestamp, workspaceFilter } from './schemas.ts';
+import { Nullable, positionCursorFormat, Timestamp, workspaceFilter } from './schemas.ts';
 
 // The social channels a post is sent to (Organic).
 
-const channelCursor = positionCursor(CHANNEL_CURSOR);
+const channelCursor = positionCursorFormat(CHANNEL_CURSOR);
 
 const ChannelSchema = Type.Object({
   _id: Type.String({ description: 'Channel id: use it in a post’s channelIds.' }),

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { scopeOf } from '../../domain/scope.ts';
 import { findHubs, findWorkspaces } from '../../domain/workspaces/workspace.service.ts';
-import { decodeAfterId, isValidAfterId, toIdPage } from '../../domain/keyset.ts';
+import { idCursor, toIdPage } from '../../domain/keyset.ts';
 import { notFound } from '../../platform/errors.ts';
 import { defineOperation } from '../operation.ts';
 import { SCOPE } from '../shared/oauth.ts';
@@ -10,10 +10,8 @@ import type { MainContext } from './context.ts';
 
 // Who am I, and where: whoami, workspaces, hubs.
 
-const WORKSPACES = 'workspaces';
-const HUBS = 'hubs';
-const workspaceCursor = cursorFormat('workspace-cursor', isValidAfterId(WORKSPACES), NOT_OUR_CURSOR);
-const hubCursor = cursorFormat('hub-cursor', isValidAfterId(HUBS), NOT_OUR_CURSOR);
+const workspaceCursor = cursorFormat('workspace-cursor', idCursor('workspaces'), NOT_OUR_CURSOR);
+const hubCursor = cursorFormat('hub-cursor', idCursor('hubs'), NOT_OUR_CURSOR);
 const Id = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' });
 
 const Named = Type.Object({ _id: Type.String(), name: Type.String() });
@@ -63,9 +61,8 @@ export const identityOperations = [
     output: Page(Workspace, NEXT_CURSOR_SHORT),
     handler: async (ctx: MainContext, input) => {
       const limit = limitOf(input);
-      const afterId = input.cursor === undefined ? undefined : decodeAfterId(WORKSPACES, input.cursor);
-      const rows = await findWorkspaces(ctx.db, scopeOf(ctx.caller), { afterId, limit });
-      return toIdPage(WORKSPACES, rows, limit, (w) => w._id);
+      const rows = await findWorkspaces(ctx.db, scopeOf(ctx.caller), { afterId: input.cursor.after, limit });
+      return toIdPage(input.cursor, rows, limit, (w) => w._id);
     },
   }),
   defineOperation({
@@ -92,8 +89,7 @@ export const identityOperations = [
     output: Page(Hub, NEXT_CURSOR_SHORT),
     handler: async (ctx: MainContext, input) => {
       const limit = limitOf(input);
-      const afterId = input.cursor === undefined ? undefined : decodeAfterId(HUBS, input.cursor);
-      return toIdPage(HUBS, await findHubs(ctx.db, ctx.caller.account.id, { afterId, limit }), limit, (h) => h._id);
+      return toIdPage(input.cursor, await findHubs(ctx.db, ctx.caller.account.id, { afterId: input.cursor.after, limit }), limit, (h) => h._id);
     },
   }),
 ];

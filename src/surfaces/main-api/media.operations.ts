@@ -4,11 +4,11 @@ import { IMAGE_MAX_BYTES, VIDEO_MAX_BYTES } from '../../policy.ts';
 import { defineOperation } from '../operation.ts';
 import { Page, pageParameters } from '../shared/paging.ts';
 import type { MainContext } from './context.ts';
-import { Id, Nullable, positionCursor, Timestamp, workspaceFilter } from './schemas.ts';
+import { Id, Nullable, positionCursorFormat, Timestamp, workspaceFilter } from './schemas.ts';
 
 // The media library (Media): list and read. POST /media is multipart and lives in media-upload.ts.
 
-const mediaCursor = positionCursor(MEDIA_CURSOR);
+const mediaCursor = positionCursorFormat(MEDIA_CURSOR);
 
 const MB = 1024 * 1024;
 

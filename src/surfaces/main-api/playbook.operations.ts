@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { QUESTION_TYPES } from '../../domain/playbooks/playbook.ts';
-import { decodeAfterId, isValidAfterId, toIdPage } from '../../domain/keyset.ts';
+import { idCursor, toIdPage } from '../../domain/keyset.ts';
 import { SOLUTIONS } from '../../domain/opt-ins/opt-in.ts';
 import { findPlaybooks } from '../../domain/playbooks/playbook.service.ts';
 import { defineOperation } from '../operation.ts';
@@ -10,8 +10,7 @@ import type { MainContext } from './context.ts';
 // The hub's playbooks (Paid): the catalogue workspaces opt into. Hub-level records, so every
 // token of the hub sees them, workspace-bound or not; the opt-ins themselves are per workspace.
 
-const PLAYBOOK_CURSOR = 'playbooks';
-const playbookCursor = cursorFormat(`${PLAYBOOK_CURSOR}-cursor`, isValidAfterId(PLAYBOOK_CURSOR));
+const playbookCursor = cursorFormat('playbooks-cursor', idCursor('playbooks'));
 
 const PlaybookSchema = Type.Object({
   _id: Type.String({ description: 'Playbook id (the playbook.id of opt-in rows); group and filter by it, never by name.' }),
@@ -50,9 +49,8 @@ export const playbookOperations = [
     output: Page(PlaybookSchema),
     handler: async (ctx: MainContext, input) => {
       const limit = limitOf(input);
-      const afterId = input.cursor === undefined ? undefined : decodeAfterId(PLAYBOOK_CURSOR, input.cursor);
-      const rows = await findPlaybooks(ctx.db, ctx.caller.hub.id, { afterId, limit, solution: input.solution });
-      return toIdPage(PLAYBOOK_CURSOR, rows, limit, (p) => p._id);
+      const rows = await findPlaybooks(ctx.db, ctx.caller.hub.id, { afterId: input.cursor.after, limit, solution: input.solution });
+      return toIdPage(input.cursor, rows, limit, (p) => p._id);
     },
   }),
 ];

@@ -7,6 +7,7 @@ import type { Clock } from '../../platform/clock.ts';
 import { buildOpenApi, type OpenApiDocument } from '../openapi.ts';
 import type { Operation } from '../operation.ts';
 import { idempotencyKeyOf, mountRest, serveDocument } from '../rest.ts';
+import type { InputValidator } from '../shared/inputs.ts';
 import { ACCESS_TOKEN_TTL_S, COMPRESSION_MIN_BYTES, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, PLAN_LIMITS, PLAN_WINDOW_MS } from '../../policy.ts';
 import { oauthUrl, SCOPE } from '../shared/oauth.ts';
 import type { BearerAuth } from './auth.ts';
@@ -20,6 +21,8 @@ export interface MainApiDeps {
   media: MediaStore;
   auth: BearerAuth;
   operations: readonly Operation<MainContext>[];
+  /** The app's validation of operation input (its formats; its cursor key). */
+  inputs: InputValidator;
   version: string;
 }
 
@@ -95,7 +98,8 @@ export async function mainApiPlugin(app: FastifyInstance, deps: MainApiDeps): Pr
   // charge is given back (it is not counted against the plan's limit).
   mountRest(app, deps.operations, {
     now: () => deps.clock.now(),
-    contextFor,
+    inputs: deps.inputs,
+    admitted: async (request, reply, _op, _options, work) => work(await contextFor(request, reply)),
     notModified: async (ctx, reply) => deps.auth.giveBack(ctx.caller, reply),
   });
   await registerMediaUpload(app, { resolveContext: contextFor });

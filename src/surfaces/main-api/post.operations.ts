@@ -8,11 +8,11 @@ import { Page, pageParameters } from '../shared/paging.ts';
 import { checkedString } from '../shared/formats.ts';
 import { INSTANT, TIMESTAMP_OR_DATE } from '../shared/time-formats.ts';
 import type { MainContext } from './context.ts';
-import { Id, Nullable, positionCursor, Timestamp, workspaceFilter } from './schemas.ts';
+import { Id, Nullable, positionCursorFormat, Timestamp, workspaceFilter } from './schemas.ts';
 
 // Posts (Organic): list, read, create (draft, scheduled or now).
 
-const postCursor = positionCursor(POST_CURSOR);
+const postCursor = positionCursorFormat(POST_CURSOR);
 
 const platformLimits = SOCIAL_PLATFORMS.map((p) => `${p} ${TEXT_LIMITS[p].toLocaleString('en-US')}`).join(', ');
 

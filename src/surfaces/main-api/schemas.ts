@@ -1,11 +1,11 @@
 import { Type, type TSchema } from 'typebox';
-import { isValidPosition } from '../../domain/keyset.ts';
+import { positionCursor } from '../../domain/keyset.ts';
 import { cursorFormat } from '../shared/paging.ts';
 
 // Schema pieces the main API's operations share.
 
 /** The cursor format of a list paged by (timestamp, id) positions of `kind`. */
-export const positionCursor = (kind: string) => cursorFormat(`${kind}-cursor`, isValidPosition(kind));
+export const positionCursorFormat = (kind: string) => cursorFormat(`${kind}-cursor`, positionCursor(kind));
 
 export const Nullable = <T extends TSchema>(schema: T, description: string) => Type.Union([schema, Type.Null()], { description });
 export const Timestamp = (description: string) => Type.String({ format: 'date-time', description });

@@ -13,6 +13,7 @@ import { mcpAppResources } from '../mcp-apps/resources.ts';
 import { acceptAnyJson, mcpHandler } from '../mcp.ts';
 import { ApiError } from '../shared/errors.ts';
 import { readGuideFiles } from '../shared/guide-files.ts';
+import type { InputValidator } from '../shared/inputs.ts';
 import { SCOPE } from '../shared/oauth.ts';
 import type { ReportCaches } from '../shared/report-caches.ts';
 import { ADD_MEDIA_BODY_LIMIT } from './add-media.ts';
@@ -39,6 +40,8 @@ export interface McpMainDeps {
   media: MediaStore;
   auth: BearerAuth;
   caches: ReportCaches;
+  /** The app's validation of tool arguments (its formats; its cursor key). */
+  inputs: InputValidator;
   version: string;
 }
 
@@ -99,6 +102,7 @@ export async function mcpMainPlugin(app: FastifyInstance, deps: McpMainDeps): Pr
     version: deps.version,
     instructions: instructions(deps.config),
     operations: mainMcpTools,
+    inputs: deps.inputs,
     resources: mcpAppResources,
   }, app.log);
 

@@ -4,7 +4,9 @@ import { Type, type TString, type TStringOptions } from 'typebox';
 // issued). Published schemas say them in standard JSON Schema 2020-12 — a `pattern` or a standard
 // `format` that every accepted value matches — so that a strict validator (an MCP client's, a
 // code generator's) compiles every one. The check itself rides on the schema under a symbol,
-// which JSON leaves out: operation.ts validates with it and names its message in refusals.
+// which JSON leaves out: the app's InputValidator (inputs.ts) validates with it and names its
+// message in refusals. A cursor's check needs the app's key, so a cursor parameter carries its
+// list's CursorFormat instead (inputs.ts, cursorParameter).
 
 /** A string format the server checks, and how published schemas state it. */
 export interface CheckedFormat {
