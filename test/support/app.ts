@@ -39,6 +39,10 @@ export interface StartOptions {
   secretsKey?: string;
   /** Run the background post publisher (default off; tests that drive it themselves keep it off). */
   publisher?: boolean;
+  /** Run the background spend sync loop (default off; tests that sync drive it themselves or turn it on). */
+  spendSync?: boolean;
+  /** The ad platforms' clients (default: the app's own, from the configuration). */
+  adPlatformClients?: AppDeps['adPlatformClients'];
   /** How often key usage is flushed to the database (default the app's). */
   usageFlushMs?: number;
   /** Seeds the database before the app starts (e.g. `seedWebHub`). */
@@ -95,6 +99,8 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
     limiter,
     logger: options.logger ?? false,
     publisher: options.publisher ?? false,
+    spendSync: options.spendSync ?? false,
+    ...(options.adPlatformClients ? { adPlatformClients: options.adPlatformClients } : {}),
     ...(options.usageFlushMs === undefined ? {} : { usageFlushMs: options.usageFlushMs }),
     ...(options.cimdTrust ? { cimdTrust: options.cimdTrust } : {}),
   });
