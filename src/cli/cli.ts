@@ -14,7 +14,11 @@ import { DomainError } from '../platform/errors.ts';
 import { VERSION } from '../platform/version.ts';
 import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_MS } from '../policy.ts';
 import { createClient } from '../domain/oauth/clients.repository.ts';
-import { choice, plural, readAll, required, table, UsageError, type CliIo, type Command, type Values } from './command.ts';
+import { resolveSecretsKeys } from '../surfaces/oauth/server-secrets.ts';
+import { systemClock } from '../platform/clock.ts';
+import { Sealer } from '../platform/sealing.ts';
+import { adAccountCommands } from './ad-accounts.ts';
+import { choice, plural, readAll, required, table, UsageError, type AdSyncFactory, type CliIo, type Command, type Values } from './command.ts';
 
 export type { CliIo, Command } from './command.ts';
 
@@ -66,10 +70,21 @@ export const OPTION_HELP: Record<string, string> = {
   'public-key': 'for --scope embed: your own Ed25519 public key (PEM or base64url); hubops keeps only it',
   'redirect-uri': 'an allowed redirect URI (repeat for several)',
   public: 'a public client (PKCE, no secret), e.g. a desktop or mobile app',
+  platform: 'the ad platform: meta (Google Ads and ChatGPT Ads come next)',
+  token: "the platform's access token (Meta: a Business Manager system-user token with ads_read); - reads it from stdin, keeping it out of shell history and ps",
+  wait: 'run the sync in this process and return when it has ended; exit 1 unless every account synced completely',
+  campaign: "the platform's campaign id (from the Unattributed spend list of the web admin, or the platform)",
+  'ad-set': "the platform's ad set id",
 };
 
 /** An option's explanation for one command. */
 export const optionHelpOf = (command: Command, name: string): string => command.optionHelp?.[name] ?? OPTION_HELP[name] ?? '';
+
+/**
+ * The ad-sync dependencies as the server builds them: tokens sealed under the server's secrets key
+ * (HUBOPS_SECRETS_KEY, or the key file under DATA_DIR), the platform clients from the configuration.
+ */
+const serverAdSync: AdSyncFactory = async (config, db) => ({ db, clock: systemClock, sealer: new Sealer((await resolveSecretsKeys(config)).keys), clients: {} });
 
 const COMMANDS: Command[] = [
   {
@@ -375,6 +390,7 @@ const COMMANDS: Command[] = [
       };
     },
   },
+  ...adAccountCommands(serverAdSync),
 ];
 
 const usageOf = (command: Command) => `usage: hubops ${command.name}${command.args ? ` ${command.args}` : ''} [--json]`;

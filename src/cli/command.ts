@@ -1,13 +1,21 @@
 // What every command of the `hubops` CLI is made of (src/cli/cli.ts runs them): its declaration,
 // its input and output, and the argument helpers the commands share.
 import type { ParseArgsConfig } from 'node:util';
+import type { Config } from '../config.ts';
+import type { Db } from '../db/database.ts';
 import type { OpenedDatabase } from '../db/open.ts';
+import type { AdSyncDeps } from '../domain/ad-sync/ad-account.service.ts';
+
+/** Builds the ad-sync dependencies (sealer, platform clients) for the ad-accounts commands. */
+export type AdSyncFactory = (config: Config, db: Db) => Promise<AdSyncDeps>;
 
 export interface CliIo {
   stdout(text: string): void;
   stderr(text: string): void;
   env: NodeJS.ProcessEnv;
   stdin: NodeJS.ReadableStream;
+  /** Tests only: the ad-accounts commands' platform clients and sealer instead of the server's (a fake platform). */
+  adSync?: AdSyncFactory;
 }
 
 /** Bad usage: exit 2 with the command's usage line. */
