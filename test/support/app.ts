@@ -45,6 +45,8 @@ export interface StartOptions {
   adPlatformClients?: AppDeps['adPlatformClients'];
   /** How often key usage is flushed to the database (default the app's). */
   usageFlushMs?: number;
+  /** More environment for the app's configuration (e.g. META_GRAPH_URL, META_APP_ID of a Meta sandbox). */
+  env?: Record<string, string>;
   /** Seeds the database before the app starts (e.g. `seedWebHub`). */
   seed?: (db: TestDb) => Promise<void>;
   /** Trust for client metadata documents served by a local HTTPS server (test/oauth/cimd.test.ts). */
@@ -87,7 +89,7 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
   const env: Record<string, string> = { DATABASE_URL: db.url, LOG_LEVEL: 'silent', BASE_URL: baseUrl, DATA_DIR: await mkdtemp(path.join(tmpdir(), 'hubops-test-data-')) };
   if (port) env.PORT = String(port);
   if (options.secretsKey) env.HUBOPS_SECRETS_KEY = options.secretsKey;
-  const config = loadConfig(env);
+  const config = loadConfig({ ...env, ...options.env });
   const fixed = options.now === 'system' ? undefined : new FixedClock(options.now ?? new Date());
   const limiter = options.limiter === 'unlimited' ? new UnlimitedRateLimiter() : options.limiter;
   const through = options.throughProxy ? await proxyDatabase(db.url) : undefined;
