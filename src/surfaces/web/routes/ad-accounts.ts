@@ -140,9 +140,10 @@ export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }:
     return page(reply, 200, found.ctx, found.adSync, { notice });
   });
 
-  // Connect Meta, step 1: to Meta's dialog with a state only this session's callback accepts.
-  app.post<{ Params: { hubId: string }; Body: Form }>(`${paths.app}/hubs/:hubId/settings/ad-accounts/meta/connect`, async (request, reply) => {
-    const found = await postedCtx(request, reply);
+  // Connect Meta, step 1: to Meta's dialog with a state only this session's callback accepts. A GET
+  // (a link): starting it changes nothing here, and the callback checks the state.
+  app.get<{ Params: { hubId: string } }>(`${paths.app}/hubs/:hubId/settings/ad-accounts/meta/connect`, async (request, reply) => {
+    const found = await adminCtx(request, reply, request.params.hubId);
     if (!found) return reply;
     if (!meta) return refuse(reply, 404, 'Not set up', 'Signing in with Facebook is not set up on this server: paste a system-user token instead.', back(found.ctx.hub.hubId));
     const state = signState(found.ctx.sessionId, found.ctx.hub.hubId, deps.clock.now());

@@ -135,10 +135,11 @@ export function adAccountsView(o: AdAccountsPage, state: AdAccountsPageState = {
   const gone = o.accounts.filter((a) => a.status === 'disconnected');
   const table = (accounts: AdAccountView[], cls: string) =>
     `<table class="stack ad-accounts ${cls}"><thead><tr><th>Account</th><th>Status</th><th><span class="muted">Actions</span></th></tr></thead><tbody>${accountRows(o, accounts)}</tbody></table>`;
+  // A link, not a form: the dialog is on Meta's origin, which the pages' CSP (form-action 'self')
+  // would not let a form submission be redirected to. The state in it binds the answer to this session.
   const oauth = o.metaOAuth
-    ? `<form method="post" action="${h(u)}/settings/ad-accounts/meta/connect" data-once><input type="hidden" name="csrf" value="${h(o.csrf)}">
-<p>Sign in with Facebook and allow hubops to read your ads (<code>ads_read</code>, <code>business_management</code>); then choose the ad accounts to add.</p>
-<div class="actions"><button class="primary" type="submit">Connect Meta</button></div></form>`
+    ? `<p>Sign in with Facebook and allow hubops to read your ads (<code>ads_read</code>, <code>business_management</code>); then choose the ad accounts to add.</p>
+<div class="actions"><a class="button primary" href="${h(u)}/settings/ad-accounts/meta/connect" data-connect-meta>Connect Meta</a></div>`
     : '<p class="muted" data-no-oauth><small>Signing in with Facebook is not set up on this server (the operator sets META_APP_ID and META_APP_SECRET). You can still paste a system-user token.</small></p>';
   const e = state.tokenError;
   return `<h1>Manage Hub · Ad accounts</h1>${manageTabs(u, 'ad-accounts')}${state.notice ? `<p class="notice" role="status">${h(state.notice)}</p>` : ''}
