@@ -109,3 +109,16 @@ export function hourlyRows(since: string, until: string, adSets: { campaignId: s
   }
   return rows;
 }
+
+export const CRASH_TOKEN = 'EAAGcrashTESTtoken42';
+export const CRASH_NOW = '2026-11-20T18:00:00Z';
+export const CRASH_AD_SETS = ['a', 'b', 'c'].map((w) => ({ campaignId: `c_${w}`, campaignName: `Campaign ${w}`, adSetId: `s_${w}`, adSetName: `Set [ws:ws_crash_${w}]` }));
+
+/** The platform the crash test and its child process both see: one UTC account, 120 days of hourly rows. */
+export function crashPlatform(): FakePlatform {
+  const platform = new FakePlatform();
+  platform.tokens.add(CRASH_TOKEN);
+  platform.add({ externalId: 'act_4242', timeZone: 'UTC', rows: hourlyRows('2026-07-20', '2026-11-19', CRASH_AD_SETS).concat(
+    hourlyRows('2026-11-20', '2026-11-20', CRASH_AD_SETS).filter((r) => r.hour! < 18)) });
+  return platform;
+}

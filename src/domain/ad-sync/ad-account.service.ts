@@ -199,18 +199,19 @@ export async function syncNow(deps: AdSyncDeps, hubId: string, accountId: string
   await connectedAccount(deps, hubId, accountId);
   const leaseMs = deps.leaseMs ?? SPEND_SYNC_LEASE_MS;
   const owner = newClaimant();
-  const started = deps.clock.now();
-  const [claimed] = await claimDue(deps.db, owner, started, new Date(started.getTime() + leaseMs), 1, accountId);
-  if (claimed) return runSync({ ...deps, leaseMs }, claimed, owner);
-  // Held elsewhere: wait (in real time) for its lease to be released or to run out.
-  const deadline = Date.now() + leaseMs;
-  while (Date.now() < deadline) {
+  // Held elsewhere: wait (in real time) until that instance releases the account (then report its
+  // outcome) or its lease runs out (a dead instance: then take the account over and run it here).
+  const deadline = Date.now() + leaseMs + 5_000;
+  for (;;) {
+    const now = deps.clock.now();
+    const [claimed] = await claimDue(deps.db, owner, now, new Date(now.getTime() + leaseMs), 1, accountId);
+    if (claimed) return runSync({ ...deps, leaseMs }, claimed, owner);
+    if (Date.now() > deadline) return { status: 'skipped', message: 'another instance is still syncing the account' };
     await delay(250);
     const row = await findAccountRow(deps.db.kysely, hubId, accountId);
     if (!row || row.connection_id === null) return { status: 'skipped', message: 'the account was disconnected' };
-    if (row.lease_until === null || row.lease_until <= deps.clock.now()) return outcomeOf(row, deps.clock.now());
+    if (row.lease_until === null) return outcomeOf(row, deps.clock.now());
   }
-  return { status: 'skipped', message: 'another instance is still syncing the account' };
 }
 
 export async function disconnectAdAccount(deps: AdSyncDeps, hubId: string, accountId: string): Promise<void> {
