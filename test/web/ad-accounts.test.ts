@@ -147,8 +147,8 @@ describe('Manage Hub → Ad accounts over HTTP', () => {
     assert.equal(outcome.status, 'done');
     page = (await get(admin, url())).text;
     assert.match(page, /data-status="connected">Connected</);
-    assert.match(page, /Last complete sync <time datetime="[^"]+"[^>]*>(just now|\d+ minutes? ago)<\/time>/);
-    assert.match(page, /Complete through <strong>\d{4}-\d{2}-\d{2}<\/strong>/);
+    assert.match(page, /<dt>Last complete sync<\/dt><dd><time datetime="[^"]+"[^>]*>(just now|\d+ minutes? ago)<\/time>/);
+    assert.match(page, /<dt>Complete through<\/dt><dd><strong>\d{4}-\d{2}-\d{2}<\/strong>/);
     // Ad sets without a match, largest first, each with its reason; escaped everywhere.
     assert.doesNotMatch(page, /<img src=x/);
     assert.match(page, /&quot;&gt;&lt;img src=x onerror=alert\(1\)&gt; Fall/);

@@ -58,23 +58,22 @@ const STATUS_WORDS: Record<AdAccountView['status'], string> = {
 const PLATFORM_NAMES: Record<string, string> = { meta: 'Meta', google_ads: 'Google Ads', chatgpt_ads: 'ChatGPT Ads' };
 const platformName = (p: string) => PLATFORM_NAMES[p] ?? p;
 
-/** `2026-11-24 09:30 UTC` of a Date. */
-const at = (d: Date) => `${d.toISOString().slice(0, 10)} ${d.toISOString().slice(11, 16)} UTC`;
-
-/** What the admin reads about one account: the sentence, then each fact that applies. */
+/**
+ * What the admin reads about one account: the service's sentence (what to do, retries and
+ * reschedules included), then the facts behind it, each labelled.
+ */
 function statusCell(a: AdAccountView, now: Date): string {
-  const facts: string[] = [];
-  if (a.status === 'rescheduled' && a.retryAt) facts.push(`Rescheduled until ${h(at(a.retryAt))} (${agoTag(a.retryAt, now)}): ${h(platformName(a.platform))} asked us to slow down; the sync resumes where it stopped.`);
-  else if (a.retryAt && a.status !== 'disconnected') facts.push(`Next try ${agoTag(a.retryAt, now)}.`);
-  facts.push(a.lastCompleteSyncAt ? `Last complete sync ${agoTag(a.lastCompleteSyncAt, now)}.` : 'No complete sync yet.');
-  if (a.completeThrough) facts.push(`Complete through <strong>${h(a.completeThrough)}</strong> (the account's days; today is always partial).`);
-  if (a.failureMessage) facts.push(`Last error, in ${h(platformName(a.platform))}'s words: <q data-platform-message>${h(a.failureMessage)}</q>`);
+  const facts: [string, string][] = [
+    ['Last complete sync', a.lastCompleteSyncAt ? agoTag(a.lastCompleteSyncAt, now) : 'none yet'],
+    ['Complete through', a.completeThrough ? `<strong>${h(a.completeThrough)}</strong> <small>(the account's days; today is always partial)</small>` : '—'],
+  ];
+  if (a.failureMessage) facts.push([`Last error, in ${h(platformName(a.platform))}'s words`, `<q data-platform-message>${h(a.failureMessage)}</q>`]);
   if (a.tokenExpiresAt && a.status !== 'disconnected') {
-    const expiry = `The access token expires on <strong>${h(a.tokenExpiresAt.toISOString().slice(0, 10))}</strong>`;
-    facts.push(a.tokenExpiresSoon ? `<span class="token-warning" data-token-expires-soon>${expiry}: connect it again before then, or syncing stops.</span>` : `${expiry}.`);
+    const day = `<strong>${h(a.tokenExpiresAt.toISOString().slice(0, 10))}</strong>`;
+    facts.push(['Token expires', a.tokenExpiresSoon ? `<span class="token-warning" data-token-expires-soon>on ${day}: connect it again before then, or syncing stops</span>` : `on ${day}`]);
   }
   return `<span class="pill ${PILL[a.status]}" data-status="${h(a.status)}">${h(STATUS_WORDS[a.status] ?? a.status)}</span>
-<p data-status-text>${h(a.statusText)}</p><ul class="facts">${facts.map((f) => `<li>${f}</li>`).join('')}</ul>`;
+<p data-status-text>${h(a.statusText)}</p><dl class="pairs facts">${facts.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join('')}</dl>`;
 }
 
 function accountRows(o: AdAccountsPage, accounts: AdAccountView[]): string {
@@ -87,7 +86,7 @@ function accountRows(o: AdAccountsPage, accounts: AdAccountView[]): string {
 ${a.status === 'needs_reconnect' || a.status === 'missing_permission' || a.tokenExpiresSoon ? '<a class="button primary" href="#connect">Reconnect</a>' : ''}
 <a class="button" href="${base}/disconnect">Disconnect</a></div>` : '';
     return `<tr data-ad-account="${h(a.id)}"><td data-label="Account"><strong>${h(a.name)}</strong><br><small>${h(platformName(a.platform))} <code class="token">${h(a.externalId)}</code></small><br><small>${h(a.currency)} · ${h(a.timeZone)}</small></td>
-<td data-label="Status">${statusCell(a, o.now)}</td><td class="actions-cell">${actions}</td></tr>`;
+<td data-label="Status" class="wide">${statusCell(a, o.now)}</td><td class="actions-cell">${actions}</td></tr>`;
   }).join('');
 }
 
