@@ -473,3 +473,67 @@ test('two apps on one database: their loops never sync one account at once, and 
     await db.drop();
   }
 });
+
+test('the app runs the loop: a connected account syncs by itself, and stopping the app releases nothing half-done', async () => {
+  const db = await createTestDb();
+  const platform = new FakePlatform();
+  platform.tokens.add(TOKEN);
+  const quiet = await startApp({ db, now: NOW, secretsKey: TEST_SECRETS_KEY, adPlatformClients: { meta: platform } });
+  try {
+    await account(db, 'acc_1');
+    await hub(db, 'h_loop', 'acc_1');
+    await workspace(db, 'h_loop', 'h_loop_a');
+    platform.add({ externalId: 'act_31', rows: happened(hourlyRows('2026-11-01', '2026-11-20', adSets('h_loop'))) });
+    const [view] = await connectAdAccounts(quiet.app.adSync, 'h_loop', { platform: 'meta', kind: 'system_user', accessToken: TOKEN, tokenExpiresAt: null, externalIds: ['act_31'], label: 'x' });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal((await listAdAccounts(quiet.app.adSync, 'h_loop'))[0]!.status, 'never_synced', 'an app without the loop syncs nothing');
+    const running = await startApp({ db, now: NOW, secretsKey: TEST_SECRETS_KEY, adPlatformClients: { meta: platform }, spendSync: true });
+    try {
+      const deadline = Date.now() + 20_000;
+      while ((await listAdAccounts(running.app.adSync, 'h_loop'))[0]!.status !== 'connected') {
+        assert.ok(Date.now() < deadline, 'the loop synced the account');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      await running.close();
+    }
+    const row = await db.kysely.selectFrom('ad_accounts').select(['lease_until', 'sync_state', 'complete_through']).where('id', '=', view!.id).executeTakeFirstOrThrow();
+    assert.deepEqual(row, { lease_until: null, sync_state: 'idle', complete_through: '2026-11-19' });
+  } finally {
+    await quiet.close();
+    await db.drop();
+  }
+});
+
+test('stopping an instance mid-sync releases the account (not a failure); the next run completes it', async () => {
+  const db = await createTestDb();
+  const platform = new FakePlatform();
+  platform.tokens.add(TOKEN);
+  platform.batchSize = 10;
+  platform.beforeBatch = () => new Promise((resolve) => setTimeout(resolve, 5));
+  const app = await startApp({ db, now: NOW, secretsKey: TEST_SECRETS_KEY, adPlatformClients: { meta: platform } });
+  try {
+    await account(db, 'acc_1');
+    await hub(db, 'h_stop', 'acc_1');
+    await workspace(db, 'h_stop', 'h_stop_a');
+    platform.add({ externalId: 'act_32', rows: happened(hourlyRows('2026-08-01', '2026-11-20', adSets('h_stop'))) });
+    const [view] = await connectAdAccounts(app.app.adSync, 'h_stop', { platform: 'meta', kind: 'system_user', accessToken: TOKEN, tokenExpiresAt: null, externalIds: ['act_32'], label: 'x' });
+    const loop = createSpendSyncLoop({ deps: app.app.adSync, intervalMs: 10, batchSize: 1 });
+    loop.start();
+    const row = () => db.kysely.selectFrom('ad_accounts').select(['lease_until', 'sync_state', 'failure_kind', 'complete_through', 'last_synced_at']).where('id', '=', view!.id).executeTakeFirstOrThrow();
+    const deadline = Date.now() + 20_000;
+    while ((await row()).complete_through === null) {
+      assert.ok(Date.now() < deadline, 'a first chunk committed');
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await loop.stop();
+    const stopped = await row();
+    assert.deepEqual([stopped.lease_until, stopped.sync_state, stopped.failure_kind, stopped.last_synced_at], [null, 'idle', null, null]);
+    assert.ok(stopped.complete_through! < '2026-11-19', 'stopped mid-run, its committed chunks kept');
+    assert.equal((await syncNow(app.app.adSync, 'h_stop', view!.id)).status, 'done');
+    assert.equal((await row()).complete_through, '2026-11-19');
+  } finally {
+    await app.close();
+    await db.drop();
+  }
+});

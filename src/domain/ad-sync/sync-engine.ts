@@ -150,6 +150,7 @@ async function readAndStore(deps: EngineDeps, account: AccountRow, owner: string
     // Every hour of UTC days [a, b] lies in account-local days [a − 1, b + 1]; none after local today exists yet.
     const range = { since: addDays(a, -1), until: minDate(addDays(b, 1), localToday) };
     const rows = await readChunk(deps, client, credential, platformAccount, range, { since: a, until: b }, mapper, account.id, owner, signal);
+    signal?.throwIfAborted();
     const leaseUntil = new Date(clock.now().getTime() + deps.leaseMs);
     // A local day is stored whole once every UTC day its hours touch is in a committed chunk: up
     // to b − 1 (whatever the zone's offset), and never local today.
@@ -180,6 +181,8 @@ async function readChunk(
     try {
       const sums = new Map<string, UtcDayRow>();
       for await (const batch of client.readSpend(credential, account, range, signal)) {
+        // Stopping: whatever the client does with the signal, the chunk in flight is dropped here.
+        signal?.throwIfAborted();
         for (const row of batch) {
           checkRow(row);
           const day = mapper.utcDay(row.date, row.hour);
