@@ -115,6 +115,10 @@ function hashText(text: string): number {
   return h >>> 0;
 }
 
+/** Cents as Meta's decimal string ("12.3", "12"), remembered: a row costs an array lookup, not BigInt arithmetic. */
+const centsTexts: string[] = [];
+const centsText = (c: number) => (c < 1_000_000 ? (centsTexts[c] ??= formatSpend(BigInt(c) * 10_000n)) : formatSpend(BigInt(c) * 10_000n));
+
 const dayNumber = (date: string) => Date.parse(`${date}T00:00:00Z`) / DAY_MS;
 const dateOf = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10);
 const isDate = (text: unknown): text is string => typeof text === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(text) && dateOf(dayNumber(text)) === text;
@@ -489,7 +493,7 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
         dayOfText = day;
         dayText = dateOf(day);
       }
-      const spend = withSpend ? `"spend":"${formatSpend(BigInt(c) * 10_000n)}",` : '';
+      const spend = withSpend ? `"spend":"${centsText(c)}",` : '';
       rows.push(`${prefixes[s]}${spend}"date_start":"${dayText}","date_stop":"${dayText}","${HOURLY_BREAKDOWN}":"${hourLabel(hour)}"}`);
       if (first < 0) first = position;
       last = position;
