@@ -13,7 +13,7 @@ import { META_GRAPH_API_VERSION } from '../../policy.ts';
 import { formatSpend } from './spend.ts';
 import { HOURLY_BREAKDOWN, hourLabel, type AsyncStatus, type GraphErrorBody } from './wire.ts';
 
-export interface SandboxAdSet {
+interface SandboxAdSet {
   id: string;
   name: string;
   campaignId: string;
@@ -50,7 +50,7 @@ export interface SandboxSpendRow {
   spendMicros: bigint;
 }
 
-export type SandboxMalformed = 'html' | 'wrong_types' | 'missing_fields' | 'truncated' | 'redirect' | 'huge' | 'slow';
+type SandboxMalformed = 'html' | 'wrong_types' | 'missing_fields' | 'truncated' | 'redirect' | 'huge' | 'slow';
 type ErrorFields = Partial<GraphErrorBody> & { code: number };
 
 export interface MetaSandbox {
