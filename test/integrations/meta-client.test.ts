@@ -167,6 +167,16 @@ test('spend: "too much data" (100/1504018) on a synchronous read switches to a r
   assert.ok(sandbox.requests.some((r) => r.method === 'POST'));
 });
 
+test('spend: "too much data" after rows were handed on is a temporary failure, not a second copy through a report run', async () => {
+  const error = await failure((async () => {
+    for await (const _ of client.readSpend({ accessToken: token }, busy, { since: '2026-11-20', until: '2026-11-26' })) {
+      sandbox.scenario.fail('act_1004', { code: 100, error_subcode: 1504018, message: 'Please reduce the amount of data you are asking for, then retry your request' });
+    }
+  })());
+  assert.deepEqual([error.kind, error.platformCode], ['platform_error', '100/1504018']);
+  assert.ok(!sandbox.requests.some((r) => r.method === 'POST'));
+});
+
 test('spend: a report run that ends "Job Failed" or "Job Skipped" is a platform error', async () => {
   for (const status of ['Job Failed', 'Job Skipped'] as const) {
     sandbox.scenario.failReport('act_1001', status);
@@ -319,6 +329,17 @@ test('abort: a read stops with the caller\'s reason, not a platform error', asyn
     for await (const _ of client.readSpend({ accessToken: token }, busy, { since: '2026-11-01', until: '2026-11-07' }, controller.signal)) controller.abort(reason);
   })();
   await assert.rejects(reading, (e) => e === reason);
+  // Also while waiting out a throttle with the real sleep (90 s throttled: a 2-minute wait).
+  sandbox.scenario.throttle('act_1001', 90_000);
+  sandbox.requests.length = 0;
+  const waiting = new AbortController();
+  const reading2 = (async () => {
+    for await (const _ of createMetaClient({ graphUrl: sandbox.url }).readSpend({ accessToken: token }, la, { since: '2026-11-20', until: '2026-11-20' }, waiting.signal));
+  })();
+  while (sandbox.requests.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  waiting.abort(reason);
+  await assert.rejects(reading2, (e) => e === reason);
 });
 
 test('OAuth: the dialog, its Continue button, the code exchange and the long-lived exchange', async () => {

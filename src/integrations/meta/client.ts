@@ -273,9 +273,12 @@ export function createMetaClient(options: MetaClientOptions): AdPlatformClient &
         }
         return;
       } catch (error) {
-        // Meta says the read is too large for a synchronous answer: ask again as a report run, unless
-        // rows were already handed on (they would then arrive twice).
-        if (yielded || !(error instanceof PlatformError) || !TOO_MUCH_FOR_SYNC.has(error.platformCode ?? '')) throw error;
+        // Meta says the read is too large for a synchronous answer: ask again as a report run. Once
+        // rows were handed on they cannot be taken back (they would arrive twice): a temporary failure.
+        if (!(error instanceof PlatformError) || !TOO_MUCH_FOR_SYNC.has(error.platformCode ?? '')) throw error;
+        if (yielded) {
+          throw new PlatformError('platform_error', `Meta stopped ${what} half-way as too large`, { platformMessage: error.platformMessage ?? '', platformCode: error.platformCode ?? '' });
+        }
       }
     }
     const runId = await runReport(s, account, range, params);
