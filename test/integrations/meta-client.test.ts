@@ -210,6 +210,15 @@ test('spend: a restated day is read with its new figures', async () => {
   assert.deepEqual(asText(afterRestating.rows), asText(sandbox.hourlySpend('act_1001', { since: '2026-11-15', until: '2026-11-15' })));
 });
 
+test('spend: an account whose hours are withheld comes as whole days (hour null), each the sum of its hours', async () => {
+  sandbox.scenario.withholdHours('act_1004');
+  const { rows } = await read(busy, '2026-11-20', '2026-11-27');
+  assert.ok(rows.length > 0 && rows.every((r) => r.hour === null));
+  const days = new Map<string, bigint>();
+  for (const r of sandbox.hourlySpend('act_1004', { since: '2026-11-20', until: '2026-11-27' })) days.set(`${r.date} null ${r.adSetId} ${r.campaignId}`, (days.get(`${r.date} null ${r.adSetId} ${r.campaignId}`) ?? 0n) + r.spendMicros);
+  assert.deepEqual(asText(rows), [...days].map(([k, micros]) => `${k} ${micros}`).sort());
+});
+
 test('spend: rows in another currency than the account was connected with are refused (invalid_request)', async () => {
   const error = await failure(read({ ...la, currency: 'EUR' }, '2026-11-20', '2026-11-20'));
   assert.equal(error.kind, 'invalid_request');
@@ -389,5 +398,6 @@ test('scenario control over HTTP: POST /__sandbox/scenario drives the same scena
   const issued = (await (await post({ action: 'issueToken', accounts: ['act_1001'] })).json()) as { token: string };
   assert.deepEqual((await client.listAccounts({ accessToken: issued.token })).map((a) => a.externalId), ['act_1001']);
   assert.equal((await post({ action: 'explode' })).status, 400);
+  assert.equal((await post({ action: 'malformed', accountId: 'act_1001', kind: 'bogus' })).status, 400);
   assert.equal((await fetch(`${sandbox.url}/__sandbox/scenario`, { method: 'POST', body: 'not json' })).status, 400);
 });

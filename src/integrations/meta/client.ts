@@ -56,6 +56,8 @@ const DEFAULT_ASYNC_AFTER_DAYS = 7;
 /** Rows per Insights page. Meta's default is 25; a larger page means far fewer round trips. */
 const INSIGHTS_PAGE_LIMIT = 500;
 const ACCOUNTS_PAGE_LIMIT = 100;
+/** No real read has this many pages (25 million Insights rows); an answer that does is looping. */
+const MAX_PAGES = 50_000;
 /** A throttle answer without a usable usage header is waited out this long. */
 const DEFAULT_THROTTLE_WAIT_MS = 60_000;
 /** Report-run polls: the first after this, then doubling up to the cap, giving up after the total. */
@@ -230,7 +232,8 @@ export function createMetaClient(options: MetaClientOptions): AdPlatformClient &
   /** Follows a paged edge (Graph API › Pagination: continue while `paging.next` is present, with `paging.cursors.after`). */
   async function* pages(s: Session, what: string, path: string, params: Record<string, string>): AsyncGenerator<unknown[]> {
     let after: string | undefined;
-    for (;;) {
+    for (let count = 1; ; count++) {
+      if (count > MAX_PAGES) throw new PlatformError('bad_answer', `Meta's answer to ${what} goes on for more than ${MAX_PAGES} pages`);
       const page = await graph(s, what, 'GET', path, after === undefined ? params : { ...params, after });
       if (!Array.isArray(page.data)) throw new PlatformError('bad_answer', `Meta's answer to ${what} has no data list`);
       yield page.data;
