@@ -134,6 +134,7 @@ export function createMetaClient(options: MetaClientOptions): AdPlatformClient &
     const form = new URLSearchParams(params);
     if (method === 'GET') url.search = form.toString();
     const headers: Record<string, string> = { accept: 'application/json' };
+    // The header, not the access_token parameter the SDKs use: a URL is what ends up in logs and errors.
     if (session.token !== undefined) headers.authorization = `Bearer ${session.token}`;
     if (method === 'POST') headers['content-type'] = 'application/x-www-form-urlencoded';
     const timeout = AbortSignal.timeout(timeoutMs);
