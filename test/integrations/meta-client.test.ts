@@ -167,6 +167,16 @@ test('spend: "too much data" (100/1504018) on a synchronous read switches to a r
   assert.ok(sandbox.requests.some((r) => r.method === 'POST'));
 });
 
+test('spend: "too much data" after rows were handed on is a temporary failure, not a second copy through a report run', async () => {
+  const error = await failure((async () => {
+    for await (const _ of client.readSpend({ accessToken: token }, busy, { since: '2026-11-20', until: '2026-11-26' })) {
+      sandbox.scenario.fail('act_1004', { code: 100, error_subcode: 1504018, message: 'Please reduce the amount of data you are asking for, then retry your request' });
+    }
+  })());
+  assert.deepEqual([error.kind, error.platformCode], ['platform_error', '100/1504018']);
+  assert.ok(!sandbox.requests.some((r) => r.method === 'POST'));
+});
+
 test('spend: a report run that ends "Job Failed" or "Job Skipped" is a platform error', async () => {
   for (const status of ['Job Failed', 'Job Skipped'] as const) {
     sandbox.scenario.failReport('act_1001', status);
@@ -198,6 +208,15 @@ test('spend: a restated day is read with its new figures', async () => {
   const sum = (rows: PlatformSpendRow[]) => rows.reduce((s, r) => s + r.spendMicros, 0n);
   assert.equal(sum(afterRestating.rows), 2n * sum(beforeRestating.rows));
   assert.deepEqual(asText(afterRestating.rows), asText(sandbox.hourlySpend('act_1001', { since: '2026-11-15', until: '2026-11-15' })));
+});
+
+test('spend: an account whose hours are withheld comes as whole days (hour null), each the sum of its hours', async () => {
+  sandbox.scenario.withholdHours('act_1004');
+  const { rows } = await read(busy, '2026-11-20', '2026-11-27');
+  assert.ok(rows.length > 0 && rows.every((r) => r.hour === null));
+  const days = new Map<string, bigint>();
+  for (const r of sandbox.hourlySpend('act_1004', { since: '2026-11-20', until: '2026-11-27' })) days.set(`${r.date} null ${r.adSetId} ${r.campaignId}`, (days.get(`${r.date} null ${r.adSetId} ${r.campaignId}`) ?? 0n) + r.spendMicros);
+  assert.deepEqual(asText(rows), [...days].map(([k, micros]) => `${k} ${micros}`).sort());
 });
 
 test('spend: rows in another currency than the account was connected with are refused (invalid_request)', async () => {
@@ -319,6 +338,17 @@ test('abort: a read stops with the caller\'s reason, not a platform error', asyn
     for await (const _ of client.readSpend({ accessToken: token }, busy, { since: '2026-11-01', until: '2026-11-07' }, controller.signal)) controller.abort(reason);
   })();
   await assert.rejects(reading, (e) => e === reason);
+  // Also while waiting out a throttle with the real sleep (90 s throttled: a 2-minute wait).
+  sandbox.scenario.throttle('act_1001', 90_000);
+  sandbox.requests.length = 0;
+  const waiting = new AbortController();
+  const reading2 = (async () => {
+    for await (const _ of createMetaClient({ graphUrl: sandbox.url }).readSpend({ accessToken: token }, la, { since: '2026-11-20', until: '2026-11-20' }, waiting.signal));
+  })();
+  while (sandbox.requests.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  waiting.abort(reason);
+  await assert.rejects(reading2, (e) => e === reason);
 });
 
 test('OAuth: the dialog, its Continue button, the code exchange and the long-lived exchange', async () => {
@@ -368,5 +398,6 @@ test('scenario control over HTTP: POST /__sandbox/scenario drives the same scena
   const issued = (await (await post({ action: 'issueToken', accounts: ['act_1001'] })).json()) as { token: string };
   assert.deepEqual((await client.listAccounts({ accessToken: issued.token })).map((a) => a.externalId), ['act_1001']);
   assert.equal((await post({ action: 'explode' })).status, 400);
+  assert.equal((await post({ action: 'malformed', accountId: 'act_1001', kind: 'bogus' })).status, 400);
   assert.equal((await fetch(`${sandbox.url}/__sandbox/scenario`, { method: 'POST', body: 'not json' })).status, 400);
 });

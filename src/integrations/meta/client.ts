@@ -17,7 +17,7 @@ import {
   type PlatformSpendRow,
 } from '../ad-platform.ts';
 import { parseSpendMicros } from './spend.ts';
-import { HOURLY_BREAKDOWN, parseHourLabel, type GraphErrorBody } from './wire.ts';
+import { HOURLY_BREAKDOWN, parseHourLabel, type AsyncStatus, type GraphErrorBody } from './wire.ts';
 
 export interface MetaClientOptions {
   /** https://graph.facebook.com in production (META_GRAPH_URL), the sandbox's url in tests and the demo. */
@@ -56,12 +56,17 @@ const DEFAULT_ASYNC_AFTER_DAYS = 7;
 /** Rows per Insights page. Meta's default is 25; a larger page means far fewer round trips. */
 const INSIGHTS_PAGE_LIMIT = 500;
 const ACCOUNTS_PAGE_LIMIT = 100;
+/** No real read has this many pages (25 million Insights rows); an answer that does is looping. */
+const MAX_PAGES = 50_000;
 /** A throttle answer without a usable usage header is waited out this long. */
 const DEFAULT_THROTTLE_WAIT_MS = 60_000;
 /** Report-run polls: the first after this, then doubling up to the cap, giving up after the total. */
 const FIRST_POLL_MS = 500;
 const MAX_POLL_DELAY_MS = 10_000;
 const MAX_POLL_TOTAL_MS = 5 * 60_000;
+
+/** A run in these states is polled again ("Job Completed" below 100 % too: the SDK's AdReportRun is done only at 100). */
+const STILL_RUNNING: AsyncStatus[] = ['Job Not Started', 'Job Started', 'Job Running', 'Job Completed'];
 
 const ACCOUNT_FIELDS = 'id,name,currency,timezone_name,account_status';
 const INSIGHTS_FIELDS = ['account_id', 'account_currency', 'campaign_id', 'campaign_name', 'adset_id', 'adset_name', 'spend', 'date_start', 'date_stop'].join(',');
@@ -109,7 +114,12 @@ interface Answer {
 export function createMetaClient(options: MetaClientOptions): AdPlatformClient & MetaOAuth {
   const base = options.graphUrl.replace(/\/+$/, '');
   const version = options.apiVersion ?? META_GRAPH_API_VERSION;
-  const sleep = options.sleep ?? ((ms: number, signal?: AbortSignal) => delay(ms, undefined, signal ? { signal } : {}));
+  const sleep = options.sleep ?? (async (ms: number, signal?: AbortSignal) => {
+    // A cancelled wait ends with the caller's own reason, as a cancelled request does.
+    await delay(ms, undefined, signal ? { signal } : {}).catch((error: unknown) => {
+      throw signal?.aborted ? signal.reason : error;
+    });
+  });
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const asyncAfterDays = options.asyncAfterDays ?? DEFAULT_ASYNC_AFTER_DAYS;
@@ -124,6 +134,7 @@ export function createMetaClient(options: MetaClientOptions): AdPlatformClient &
     const form = new URLSearchParams(params);
     if (method === 'GET') url.search = form.toString();
     const headers: Record<string, string> = { accept: 'application/json' };
+    // The header, not the access_token parameter the SDKs use: a URL is what ends up in logs and errors.
     if (session.token !== undefined) headers.authorization = `Bearer ${session.token}`;
     if (method === 'POST') headers['content-type'] = 'application/x-www-form-urlencoded';
     const timeout = AbortSignal.timeout(timeoutMs);
@@ -222,7 +233,8 @@ export function createMetaClient(options: MetaClientOptions): AdPlatformClient &
   /** Follows a paged edge (Graph API › Pagination: continue while `paging.next` is present, with `paging.cursors.after`). */
   async function* pages(s: Session, what: string, path: string, params: Record<string, string>): AsyncGenerator<unknown[]> {
     let after: string | undefined;
-    for (;;) {
+    for (let count = 1; ; count++) {
+      if (count > MAX_PAGES) throw new PlatformError('bad_answer', `Meta's answer to ${what} goes on for more than ${MAX_PAGES} pages`);
       const page = await graph(s, what, 'GET', path, after === undefined ? params : { ...params, after });
       if (!Array.isArray(page.data)) throw new PlatformError('bad_answer', `Meta's answer to ${what} has no data list`);
       yield page.data;
@@ -265,9 +277,12 @@ export function createMetaClient(options: MetaClientOptions): AdPlatformClient &
         }
         return;
       } catch (error) {
-        // Meta says the read is too large for a synchronous answer: ask again as a report run, unless
-        // rows were already handed on (they would then arrive twice).
-        if (yielded || !(error instanceof PlatformError) || !TOO_MUCH_FOR_SYNC.has(error.platformCode ?? '')) throw error;
+        // Meta says the read is too large for a synchronous answer: ask again as a report run. Once
+        // rows were handed on they cannot be taken back (they would arrive twice): a temporary failure.
+        if (!(error instanceof PlatformError) || !TOO_MUCH_FOR_SYNC.has(error.platformCode ?? '')) throw error;
+        if (yielded) {
+          throw new PlatformError('platform_error', `Meta stopped ${what} half-way as too large`, { platformMessage: error.platformMessage ?? '', platformCode: error.platformCode ?? '' });
+        }
       }
     }
     const runId = await runReport(s, account, range, params);
@@ -300,7 +315,7 @@ export function createMetaClient(options: MetaClientOptions): AdPlatformClient &
       if (status === 'Job Failed' || status === 'Job Skipped') {
         throw new PlatformError('platform_error', `Meta's ${what} ended as "${status}"`, { platformMessage: status, platformCode: status });
       }
-      if (!['Job Not Started', 'Job Started', 'Job Running', 'Job Completed'].includes(status)) throw new PlatformError('bad_answer', `Meta's ${what} has an unknown async_status`);
+      if (!STILL_RUNNING.includes(status as AsyncStatus)) throw new PlatformError('bad_answer', `Meta's ${what} has an unknown async_status`);
     }
   }
 
@@ -373,23 +388,21 @@ function dayCount(range: LocalDayRange): number {
   return (until - since) / 86_400_000 + 1;
 }
 
-/** Milliseconds the usage headers ask us to wait (Graph API › Rate Limiting, "Headers"), or undefined. */
+/** Milliseconds X-Business-Use-Case-Usage asks us to wait (Graph API › Rate Limiting › Business Use Case Rate Limits), or undefined. */
 function regainMs(headers: Headers): number | undefined {
   let ms: number | undefined;
-  const consider = (value: unknown, unitMs: number) => {
-    if (typeof value === 'number' && Number.isFinite(value) && value >= 0) ms = Math.max(ms ?? 0, Math.min(value * unitMs, 24 * 3_600_000));
+  const consider = (minutes: unknown) => {
+    if (typeof minutes === 'number' && Number.isFinite(minutes) && minutes >= 0) ms = Math.max(ms ?? 0, Math.min(minutes * 60_000, 24 * 3_600_000));
   };
   // {"<business id>": [{"type": "ads_insights", "call_count": 28, …, "estimated_time_to_regain_access": 0}]}, in minutes.
   const buc = parseHeader(headers.get('x-business-use-case-usage'));
   if (isObject(buc)) {
     for (const entries of Object.values(buc)) {
-      if (Array.isArray(entries)) for (const entry of entries) if (isObject(entry)) consider(entry.estimated_time_to_regain_access, 60_000);
+      if (Array.isArray(entries)) for (const entry of entries) if (isObject(entry)) consider(entry.estimated_time_to_regain_access);
     }
   }
-  // {"acc_id_util_pct": 9.67, "reset_time_duration": 0, …}: the reset only counts once the account is at 100 %. X-App-Usage
-  // gives percentages without a time, so it cannot say how long to wait.
-  const account = parseHeader(headers.get('x-ad-account-usage'));
-  if (isObject(account) && typeof account.acc_id_util_pct === 'number' && account.acc_id_util_pct >= 100) consider(account.reset_time_duration, 1000);
+  // X-App-Usage has percentages but no time; X-Ad-Account-Usage is for Ads API v3.3 and older
+  // (Graph API › Rate Limiting › Headers), so neither can say how long to wait.
   return ms;
 }
 

@@ -13,7 +13,7 @@ import { META_GRAPH_API_VERSION } from '../../policy.ts';
 import { formatSpend } from './spend.ts';
 import { HOURLY_BREAKDOWN, hourLabel, type AsyncStatus, type GraphErrorBody } from './wire.ts';
 
-export interface SandboxAdSet {
+interface SandboxAdSet {
   id: string;
   name: string;
   campaignId: string;
@@ -50,7 +50,8 @@ export interface SandboxSpendRow {
   spendMicros: bigint;
 }
 
-export type SandboxMalformed = 'html' | 'wrong_types' | 'missing_fields' | 'truncated' | 'redirect' | 'huge' | 'slow';
+const MALFORMED = ['html', 'wrong_types', 'missing_fields', 'truncated', 'redirect', 'huge', 'slow'] as const;
+type SandboxMalformed = (typeof MALFORMED)[number];
 type ErrorFields = Partial<GraphErrorBody> & { code: number };
 
 export interface MetaSandbox {
@@ -80,6 +81,8 @@ export interface MetaSandbox {
     malformed(accountId: string, kind: SandboxMalformed): void;
     /** The account's next report run ends as 'Job Failed' or 'Job Skipped'. */
     failReport(accountId: string, status: 'Job Failed' | 'Job Skipped'): void;
+    /** The account's Insights come without the hourly breakdown: one row per ad set and local day (the day's sum). */
+    withholdHours(accountId: string): void;
     /** Back to normal: no throttles, failures, restatements; tokens valid again. */
     reset(): void;
   };
@@ -114,6 +117,10 @@ function hashText(text: string): number {
   for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
   return h >>> 0;
 }
+
+/** Cents as Meta's decimal string ("12.3", "12"), remembered: a row costs an array lookup, not BigInt arithmetic. */
+const centsTexts: string[] = [];
+const centsText = (c: number) => (c < 1_000_000 ? (centsTexts[c] ??= formatSpend(BigInt(c) * 10_000n)) : formatSpend(BigInt(c) * 10_000n));
 
 const dayNumber = (date: string) => Date.parse(`${date}T00:00:00Z`) / DAY_MS;
 const dateOf = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10);
@@ -222,6 +229,7 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
   const malformed = new Map<string, SandboxMalformed[]>();
   const reportOutcomes = new Map<string, AsyncStatus>();
   const restatements = new Map<string, number>();
+  const withheld = new Set<string>();
   const callCounts = new Map<string, number>();
   const requests: { method: string; path: string }[] = [];
   let runCounter = 0;
@@ -483,18 +491,48 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
     let last = -1;
     let dayText = '';
     let dayOfText = NaN;
-    eachRow(account, dayNumber(q.since), dayNumber(q.until), start, (position, day, s, hour, c) => {
-      if (rows.length === limit) return false;
+    const row = (s: number, c: number, hourField: string) => `${prefixes[s]}${withSpend ? `"spend":"${centsText(c)}",` : ''}"date_start":"${dayText}","date_stop":"${dayText}"${hourField}}`;
+    const setDay = (day: number) => {
       if (day !== dayOfText) {
         dayOfText = day;
         dayText = dateOf(day);
       }
-      const spend = withSpend ? `"spend":"${formatSpend(BigInt(c) * 10_000n)}",` : '';
-      rows.push(`${prefixes[s]}${spend}"date_start":"${dayText}","date_stop":"${dayText}","${HOURLY_BREAKDOWN}":"${hourLabel(hour)}"}`);
-      if (first < 0) first = position;
-      last = position;
-      return true;
-    });
+    };
+    if (!withheld.has(account.id)) {
+      eachRow(account, dayNumber(q.since), dayNumber(q.until), start, (position, day, s, hour, c) => {
+        if (rows.length === limit) return false;
+        setDay(day);
+        rows.push(row(s, c, `,"${HOURLY_BREAKDOWN}":"${hourLabel(hour)}"`));
+        if (first < 0) first = position;
+        last = position;
+        return true;
+      });
+    } else {
+      // Hours withheld: one row per ad set and day, the day's sum, at the position of its last hour.
+      let block = -1;
+      let sum = 0;
+      let blockAdSet = 0;
+      const flush = () => {
+        if (block < 0) return;
+        rows.push(row(blockAdSet, sum, ''));
+        if (first < 0) first = block + 23;
+        last = block + 23;
+      };
+      eachRow(account, dayNumber(q.since), dayNumber(q.until), start, (position, day, s, _hour, c) => {
+        const here = position - (position % 24);
+        if (here !== block) {
+          flush();
+          if (rows.length === limit) return false;
+          block = here;
+          blockAdSet = s;
+          sum = 0;
+          setDay(day);
+        }
+        sum += c;
+        return true;
+      });
+      if (rows.length < limit) flush();
+    }
     const cursor = (p: number) => Buffer.from(String(p)).toString('base64');
     let paging = '';
     if (rows.length > 0) {
@@ -699,10 +737,14 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
       if (!Number.isSafeInteger(body.code)) throw new Error('a failure needs a numeric code');
       failures.set(accountId, [...(failures.get(accountId) ?? []), { body, times }]);
     },
-    malformed: (accountId, kind) => void malformed.set(accountId, [...(malformed.get(accountId) ?? []), kind]),
+    malformed: (accountId, kind) => {
+      if (!MALFORMED.includes(kind)) throw new Error(`malformed answers are ${MALFORMED.join(', ')}`);
+      malformed.set(accountId, [...(malformed.get(accountId) ?? []), kind]);
+    },
     failReport: (accountId, status) => void reportOutcomes.set(accountId, status),
+    withholdHours: (accountId) => void withheld.add(accountId),
     reset: () => {
-      for (const map of [throttles, failures, malformed, reportOutcomes, restatements]) map.clear();
+      for (const map of [throttles, failures, malformed, reportOutcomes, restatements, withheld]) map.clear();
       for (const info of tokens.values()) info.expired = info.revoked = false;
     },
   };
@@ -725,10 +767,11 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
         case 'fail': scenario.fail(text('accountId'), command.body as ErrorFields, typeof command.times === 'number' ? command.times : 1); break;
         case 'malformed': scenario.malformed(text('accountId'), text('kind') as SandboxMalformed); break;
         case 'failReport': scenario.failReport(text('accountId'), text('status') === 'Job Skipped' ? 'Job Skipped' : 'Job Failed'); break;
+        case 'withholdHours': scenario.withholdHours(text('accountId')); break;
         case 'reset': scenario.reset(); break;
         case 'addAccount': addAccount(command.account as SandboxAccount); break;
         case 'issueToken': return send(res, 200, JSON.stringify({ token: sandbox.issueToken(command as { accounts?: string[] }) }));
-        default: return send(res, 400, JSON.stringify({ error: 'unknown action; one of throttle, expireToken, revokePermission, restate, fail, malformed, failReport, reset, addAccount, issueToken' }));
+        default: return send(res, 400, JSON.stringify({ error: 'unknown action; one of throttle, expireToken, revokePermission, restate, fail, malformed, failReport, withholdHours, reset, addAccount, issueToken' }));
       }
     } catch (error) {
       return send(res, 400, JSON.stringify({ error: (error as Error).message }));
