@@ -14,9 +14,7 @@ import { DomainError } from '../platform/errors.ts';
 import { VERSION } from '../platform/version.ts';
 import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_MS } from '../policy.ts';
 import { createClient } from '../domain/oauth/clients.repository.ts';
-import { resolveSecretsKeys } from '../surfaces/oauth/server-secrets.ts';
-import { systemClock } from '../platform/clock.ts';
-import { Sealer } from '../platform/sealing.ts';
+import { adSyncDepsFor } from '../app.ts';
 import { adAccountCommands } from './ad-accounts.ts';
 import { choice, plural, readAll, required, table, UsageError, type AdSyncFactory, type CliIo, type Command, type Values } from './command.ts';
 
@@ -82,9 +80,9 @@ export const optionHelpOf = (command: Command, name: string): string => command.
 
 /**
  * The ad-sync dependencies as the server builds them: tokens sealed under the server's secrets key
- * (HUBOPS_SECRETS_KEY, or the key file under DATA_DIR), the platform clients from the configuration.
+ * (HUBOPS_SECRETS_KEY, or the key file under DATA_DIR), the Meta client at META_GRAPH_URL.
  */
-const serverAdSync: AdSyncFactory = async (config, db) => ({ db, clock: systemClock, sealer: new Sealer((await resolveSecretsKeys(config)).keys), clients: {} });
+const serverAdSync: AdSyncFactory = (config, db) => adSyncDepsFor(config, db);
 
 const COMMANDS: Command[] = [
   {

@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { runCli } from '../../src/cli/cli.ts';
 import type { AdSyncFactory } from '../../src/cli/command.ts';
 import { PlatformError } from '../../src/integrations/ad-platform.ts';
+import { startMetaSandbox } from '../../src/integrations/meta/sandbox.ts';
 import { systemClock } from '../../src/platform/clock.ts';
 import { Sealer, secretsKey } from '../../src/platform/sealing.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
@@ -29,15 +30,16 @@ interface Run {
   stderr: string;
 }
 
-async function hubops(args: string[], stdin = ''): Promise<Run> {
+/** One CLI invocation in this process; with `env`, the server's own ad-sync dependencies under it (no fake). */
+async function hubops(args: string[], stdin = '', env?: Record<string, string>): Promise<Run> {
   let stdout = '';
   let stderr = '';
   const code = await runCli(args, {
     stdout: (text) => (stdout += text),
     stderr: (text) => (stderr += text),
-    env: { PATH: process.env.PATH, DATABASE_URL: db.url, LOG_LEVEL: 'silent' },
+    env: { PATH: process.env.PATH, DATABASE_URL: db.url, LOG_LEVEL: 'silent', ...env },
     stdin: Readable.from(stdin ? [Buffer.from(stdin)] : []),
-    adSync,
+    ...(env ? {} : { adSync }),
   });
   return { code, stdout, stderr };
 }
@@ -194,5 +196,28 @@ describe('ad-accounts', () => {
     assert.equal(run.code, 0, run.stderr);
     assert.match(run.stdout, /^Connected 1 ad account to hub hub_cli_ads:\n {2}aa_\S+ {2}act_1001 {2}"Acme US" {2}USD, UTC\nThe token is stored sealed and is not shown again\. The first sync backfills 90 days/);
     assert.ok(!run.stdout.includes(token2));
+  });
+
+  test('with the server\'s dependencies: the Meta client at META_GRAPH_URL (here the sandbox), the token sealed under HUBOPS_SECRETS_KEY', async () => {
+    const sandbox = await startMetaSandbox({ seed: { accounts: [{ id: 'act_3003', name: 'Sandbox US', timezone_name: 'America/Los_Angeles' }], historyDays: 95 } });
+    try {
+      const env = { META_GRAPH_URL: sandbox.url, HUBOPS_SECRETS_KEY: randomBytes(32).toString('base64url') };
+      const sandboxToken = sandbox.issueToken({ accounts: ['act_3003'], systemUser: true });
+      const connect = await hubops(['ad-accounts', 'connect', '--hub', 'hub_cli_other', '--platform', 'meta', '--account', 'act_3003', '--token', '-', '--json'], sandboxToken, env);
+      assert.equal(connect.code, 0, connect.stderr);
+      const [a] = JSON.parse(connect.stdout);
+      assert.equal(a.timeZone, 'America/Los_Angeles');
+      const sync = await hubops(['ad-accounts', 'sync', '--hub', 'hub_cli_other', '--wait', '--json'], '', env);
+      assert.equal(sync.code, 0, sync.stderr);
+      assert.equal(JSON.parse(sync.stdout).accounts[0].status, 'done');
+      assert.ok(sandbox.requests.some((r) => r.path.endsWith('/act_3003/insights')), 'the spend came from the sandbox');
+      // Another secrets key cannot open the token: the sync fails and says so, without the token.
+      const wrongKey = await hubops(['ad-accounts', 'sync', '--hub', 'hub_cli_other', '--wait', '--json'], '', { ...env, HUBOPS_SECRETS_KEY: randomBytes(32).toString('base64url') });
+      assert.equal(wrongKey.code, 1);
+      assert.match(wrongKey.stderr, /failed \(needs_reconnect\): the stored token cannot be opened with this server's secrets key/);
+      assert.ok(!wrongKey.stderr.includes(sandboxToken));
+    } finally {
+      await sandbox.close();
+    }
   });
 });
