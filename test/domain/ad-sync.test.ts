@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import {
-  connectAdAccounts, disconnectAdAccount, listAdAccounts, listUnattributed, mapToWorkspace, requestSync, setDefaultWorkspace, syncNow, type AdSyncDeps,
+  connectAdAccounts, disconnectAdAccount, listAdAccounts, listUnattributed, mapToWorkspace, requestSync, setDefaultWorkspace, setReportingCurrency, syncNow, type AdSyncDeps,
 } from '../../src/domain/ad-sync/ad-account.service.ts';
 import { createSpendSyncLoop } from '../../src/domain/ad-sync/sync-loop.ts';
 import { DomainError } from '../../src/platform/errors.ts';
@@ -206,6 +206,15 @@ test('connect: another currency is refused with a clear message; bad tokens and 
   await refused({ externalIds: ['act_999'] }, /Meta refused ad account act_999 \(Ad account act_999 is not accessible/);
   await refused({ externalIds: [] }, /choose at least one ad account/);
   assert.equal(await count(), 0);
+
+  // The hub's reporting currency is the operator's choice; while an account reports in another, it stays.
+  await setReportingCurrency(deps, 'h_cur', 'eur');
+  const [eur] = await connectAdAccounts(deps, 'h_cur', { platform: 'meta', kind: 'system_user', accessToken: TOKEN, tokenExpiresAt: null, externalIds: ['act_500'], label: 'x' });
+  assert.equal(eur!.currency, 'EUR');
+  await assert.rejects(setReportingCurrency(deps, 'h_cur', 'USD'), /ad account act_500 reports in another currency than USD: disconnect it first/);
+  await assert.rejects(setReportingCurrency(deps, 'h_cur', 'dollars'), /currency: must be an ISO 4217 code/);
+  await disconnectAdAccount(deps, 'h_cur', eur!.id);
+  await setReportingCurrency(deps, 'h_cur', 'USD');
 });
 
 test('tokens are sealed: a database read shows no token bytes; no log line carries one', async () => {

@@ -63,6 +63,22 @@ export async function findHub(db: Db, hubId: string): Promise<{ reporting_curren
   return db.kysely.selectFrom('hubs').select('reporting_currency').where('id', '=', hubId).executeTakeFirst();
 }
 
+/**
+ * Sets the hub's reporting currency unless a connected account reports in another one; returns
+ * those accounts' external ids when refused (checked and written in one transaction, the hub row locked).
+ */
+export async function updateReportingCurrency(db: Db, hubId: string, currency: string): Promise<{ updated: boolean; conflicting: string[] }> {
+  return db.kysely.transaction().execute(async (trx) => {
+    const hubRow = await sql<{ id: string }>`SELECT id FROM hubs WHERE id = ${hubId} FOR UPDATE`.execute(trx);
+    if (hubRow.rows.length === 0) return { updated: false, conflicting: [] };
+    const others = await sql<{ external_id: string }>`
+      SELECT external_id FROM ad_accounts WHERE hub_id = ${hubId} AND connection_id IS NOT NULL AND currency <> ${currency} ORDER BY external_id`.execute(trx);
+    if (others.rows.length > 0) return { updated: false, conflicting: others.rows.map((r) => r.external_id) };
+    await sql`UPDATE hubs SET reporting_currency = ${currency} WHERE id = ${hubId} AND reporting_currency <> ${currency}`.execute(trx);
+    return { updated: true, conflicting: [] };
+  });
+}
+
 export async function workspaceExists(q: Q, hubId: string, workspaceId: string): Promise<boolean> {
   return (await q.selectFrom('workspaces').select('id').where('hub_id', '=', hubId).where('id', '=', workspaceId).executeTakeFirst()) !== undefined;
 }

@@ -11,7 +11,7 @@ import { AD_TOKEN_EXPIRY_WARNING_MS, SPEND_SYNC_LEASE_MS } from '../../policy.ts
 import { AD_PLATFORMS } from '../spend/spend.ts';
 import {
   claimDue, disconnect, findAccountRow, findHub, insertConnection, listAccountRows, markSyncRequested, unattributed, updateDefaultWorkspace,
-  upsertMapping, workspaceExists, type AccountRow,
+  updateReportingCurrency, upsertMapping, workspaceExists, type AccountRow,
 } from './ad-account.repository.ts';
 import { newClaimant } from './sync-loop.ts';
 import { runSync, type EngineDeps, type SyncOutcome } from './sync-engine.ts';
@@ -183,6 +183,20 @@ export async function connectAdAccounts(deps: AdSyncDeps, hubId: string, input: 
 export async function listAdAccounts(deps: AdSyncDeps, hubId: string): Promise<AdAccountView[]> {
   const now = deps.clock.now();
   return (await listAccountRows(deps.db, hubId)).map((row) => viewOf(row, now));
+}
+
+/**
+ * The one currency the hub's spend is reported in (an operator setting, default USD). Refused
+ * while a connected account reports in another: spend in two currencies is never summed.
+ */
+export async function setReportingCurrency(deps: AdSyncDeps, hubId: string, currency: string): Promise<void> {
+  const code = typeof currency === 'string' ? currency.trim().toUpperCase() : '';
+  if (!/^[A-Z]{3}$/.test(code)) throw new DomainError('invalid', 'currency: must be an ISO 4217 code of three letters, e.g. USD', { issues: [{ field: 'currency', message: 'must be an ISO 4217 code of three letters' }] });
+  const result = await updateReportingCurrency(deps.db, hubId, code);
+  if (result.conflicting.length > 0) {
+    throw new DomainError('rejected', `ad account${result.conflicting.length > 1 ? 's' : ''} ${result.conflicting.slice(0, 5).join(', ')} report${result.conflicting.length > 1 ? '' : 's'} in another currency than ${code}: disconnect ${result.conflicting.length > 1 ? 'them' : 'it'} first`);
+  }
+  if (!result.updated) throw new DomainError('not_found', 'No such hub.');
 }
 
 /** Asks for a sync of one account (or every connected account of the hub) as soon as a loop is free. */
