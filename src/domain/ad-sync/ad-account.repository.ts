@@ -232,15 +232,18 @@ export interface UtcDayRow {
 export async function replacePlatformRows(q: Q, hubId: string, accountId: string, range: { since: string; until: string }, rows: UtcDayRow[]): Promise<void> {
   const col = <T>(f: (r: UtcDayRow) => T) => rows.map(f);
   await sql`
-    WITH incoming AS (
-      SELECT * FROM unnest(${col((r) => r.date)}::date[], ${col((r) => r.campaignId)}::text[], ${col((r) => r.campaignName)}::text[],
-                           ${col((r) => r.adSetId)}::text[], ${col((r) => r.adSetName)}::text[],
-                           ${col((r) => r.spendMicros.toString())}::bigint[], ${col((r) => r.spendCents.toString())}::bigint[])
+    WITH incoming AS MATERIALIZED (
+      SELECT date, campaign_id COLLATE "C" AS campaign_id, campaign_name, ad_set_id COLLATE "C" AS ad_set_id, ad_set_name, spend_micros, spend_cents
+        FROM unnest(${col((r) => r.date)}::date[], ${col((r) => r.campaignId)}::text[], ${col((r) => r.campaignName)}::text[],
+                    ${col((r) => r.adSetId)}::text[], ${col((r) => r.adSetName)}::text[],
+                    ${col((r) => r.spendMicros.toString())}::bigint[], ${col((r) => r.spendCents.toString())}::bigint[])
           AS i(date, campaign_id, campaign_name, ad_set_id, ad_set_name, spend_micros, spend_cents)
     ), removed AS (
+      -- NOT IN over the incoming keys: one hashed lookup per stored row (an anti-join on the
+      -- unnest was planned as a nested loop, quadratic in the chunk's rows).
       DELETE FROM ad_spend_rows r
        WHERE r.ad_account_id = ${accountId} AND r.date BETWEEN ${range.since}::date AND ${range.until}::date
-         AND NOT EXISTS (SELECT 1 FROM incoming i WHERE (i.date, i.campaign_id, i.ad_set_id) = (r.date, r.campaign_id COLLATE "C", r.ad_set_id COLLATE "C"))
+         AND (r.date, r.campaign_id, r.ad_set_id) NOT IN (SELECT date, campaign_id, ad_set_id FROM incoming)
     )
     INSERT INTO ad_spend_rows AS t (hub_id, ad_account_id, date, campaign_id, campaign_name, ad_set_id, ad_set_name, spend_micros, spend_cents)
     SELECT ${hubId}, ${accountId}, date, campaign_id, campaign_name, ad_set_id, ad_set_name, spend_micros, spend_cents FROM incoming
