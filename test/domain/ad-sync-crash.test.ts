@@ -8,7 +8,8 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { claimDue } from '../../src/domain/ad-sync/ad-account.repository.ts';
-import { connectAdAccounts, syncNow, type AdSyncDeps } from '../../src/domain/ad-sync/ad-account.service.ts';
+import { connectAdAccounts, type AdSyncDeps } from '../../src/domain/ad-sync/ad-account.service.ts';
+import { createSpendSyncLoop } from '../../src/domain/ad-sync/sync-loop.ts';
 import { FixedClock } from '../../src/platform/clock.ts';
 import { Sealer, secretsKey } from '../../src/platform/sealing.ts';
 import { TEST_SECRETS_KEY } from '../support/app.ts';
@@ -68,10 +69,11 @@ test('a sync killed with SIGKILL mid-run: the next run completes it and nothing 
 
   // Within the dead instance's lease the account is not taken over…
   assert.deepEqual(await claimDue(db, 'another instance', clock.now(), new Date(clock.now().getTime() + LEASE_MS), 5, id), []);
-  // …after it, the next run takes it over and completes it.
+  // …after it, the next loop round takes it over and completes it, though its hourly sync is not due yet.
+  await db.kysely.updateTable('ad_accounts').set({ next_sync_at: new Date(clock.now().getTime() + 3_600_000) }).where('id', '=', id).execute();
   clock.advance(LEASE_MS + 1_000);
-  const outcome = await syncNow(deps, 'hub_crash', id);
-  assert.equal(outcome.status, 'done', JSON.stringify(outcome));
+  const outcomes = await createSpendSyncLoop({ deps, intervalMs: 10, batchSize: 5 }).runOnce();
+  assert.deepEqual(outcomes.map((o) => o.status), ['done'], JSON.stringify(outcomes));
   const done = await state();
   assert.equal(done.complete_through, '2026-11-19');
   assert.equal(done.sync_state, 'idle');

@@ -281,8 +281,9 @@ export async function unattributed(db: Db, hubId: string, range: { since: string
 // The loop's claims.
 
 /**
- * Up to `limit` accounts due (their time came, or a sync was asked for) and not leased, now
- * leased to `owner` and shown syncing. Requested syncs first, then the longest overdue.
+ * Up to `limit` accounts due (their time came, a sync was asked for, or a dead instance's run
+ * awaits takeover) and not leased, now leased to `owner` and shown syncing. Requested syncs
+ * first, then the longest overdue.
  */
 export async function claimDue(db: Db, owner: string, now: Date, leaseUntil: Date, limit: number, accountId?: string): Promise<string[]> {
   const result = await sql<{ id: string }>`
@@ -290,7 +291,9 @@ export async function claimDue(db: Db, owner: string, now: Date, leaseUntil: Dat
      WHERE id IN (SELECT id FROM ad_accounts
                    WHERE connection_id IS NOT NULL AND (lease_until IS NULL OR lease_until <= ${now})
                      AND ${accountId === undefined
-                       ? sql`(sync_requested_at IS NOT NULL OR (next_sync_at <= ${now} AND (throttled_until IS NULL OR throttled_until <= ${now})))`
+                       // Syncing with no live lease: a run whose instance died, taken over at once.
+                       ? sql`(sync_requested_at IS NOT NULL OR sync_state = 'syncing'
+                              OR (next_sync_at <= ${now} AND (throttled_until IS NULL OR throttled_until <= ${now})))`
                        : sql`id = ${accountId}`}
                    ORDER BY sync_requested_at NULLS LAST, next_sync_at
                    LIMIT ${limit} FOR UPDATE SKIP LOCKED)
