@@ -148,7 +148,8 @@ test('Los Angeles DST: the 23-hour day (8 March) and the 25-hour day (1 November
   const [wsA] = await newHub('h_dst', ['a']);
   const at = (date: string, hour: number, dollars: number): PlatformSpendRow => ({ date, hour, campaignId: 'c', campaignName: 'C', adSetId: 's', adSetName: 'S', spendMicros: BigInt(dollars) * 1_000_000n });
   fake.add({ externalId: 'act_310', rows: [at('2026-03-07', 15, 1), at('2026-03-07', 16, 2), at('2026-03-08', 1, 4), at('2026-03-08', 3, 8), at('2026-03-08', 16, 16), at('2026-03-08', 17, 32), at('2026-03-09', 0, 64)] });
-  fake.add({ externalId: 'act_311', rows: [at('2026-10-31', 16, 1), at('2026-10-31', 17, 2), at('2026-11-01', 0, 4), at('2026-11-01', 1, 8), at('2026-11-01', 2, 16), at('2026-11-01', 15, 32), at('2026-11-01', 16, 64)] });
+  // A day the platform gave without hours (hour null) counts on the UTC day equal to its local day.
+  fake.add({ externalId: 'act_311', rows: [at('2026-10-31', 16, 1), at('2026-10-31', 17, 2), at('2026-11-01', 0, 4), at('2026-11-01', 1, 8), at('2026-11-01', 2, 16), at('2026-11-01', 15, 32), at('2026-11-01', 16, 64), { ...at('2026-11-05', 0, 128), hour: null }] });
   t.clock.set('2026-03-20T18:00:00Z');
   const spring = await connect('h_dst', 'act_310');
   await setDefaultWorkspace(deps, 'h_dst', spring, wsA!);
@@ -161,7 +162,7 @@ test('Los Angeles DST: the 23-hour day (8 March) and the 25-hour day (1 November
   await setDefaultWorkspace(deps, 'h_dst', fall, wsA!);
   assert.equal((await syncNow(deps, 'h_dst', fall)).status, 'done');
   assert.deepEqual(await stored(fall), new Map([
-    ['2026-10-31|h_dst_a', 100], ['2026-11-01|h_dst_a', (2 + 4 + 8 + 16 + 32) * 100], ['2026-11-02|h_dst_a', 64 * 100],
+    ['2026-10-31|h_dst_a', 100], ['2026-11-01|h_dst_a', (2 + 4 + 8 + 16 + 32) * 100], ['2026-11-02|h_dst_a', 64 * 100], ['2026-11-05|h_dst_a', 128 * 100],
   ]));
 });
 
