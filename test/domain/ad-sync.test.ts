@@ -304,6 +304,14 @@ test('a failing run changes no stored figure (a chunk fails mid-read); a changed
   assert.equal(await platformRows(id), platform);
   assert.equal(await reportVersion('h_fail'), version);
 
+  // A row the client should not have let through (hour 24) is a bad answer too.
+  const rows700 = fake.accounts.get('act_700')!.rows;
+  rows700.push({ ...rows700.at(-1)!, hour: 24 });
+  const bad = await syncNow(deps, 'h_fail', id);
+  assert.deepEqual([bad.status, (bad as { failureKind: string }).failureKind], ['retrying', 'bad_answer']);
+  assert.deepEqual(await stored(id), figures);
+  rows700.pop();
+
   fake.accounts.get('act_700')!.currency = 'CAD';
   const outcome = await syncNow(deps, 'h_fail', id);
   assert.equal(outcome.status, 'failed');
