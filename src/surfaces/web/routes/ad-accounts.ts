@@ -10,6 +10,7 @@ import {
 import { holdPendingToken, readPendingToken, takePendingToken, type PendingToken } from '../../../domain/ad-sync/pending-connection.ts';
 import { hubWorkspaces } from '../../../domain/tenancy/hub-directory.repository.ts';
 import { PlatformError, PlatformThrottled } from '../../../integrations/ad-platform.ts';
+import { META_SCOPES } from '../../../integrations/meta/client.ts';
 import { sameSecret } from '../../../platform/constant-time.ts';
 import { DomainError } from '../../../platform/errors.ts';
 import { FORM_TOKEN_TTL_MS } from '../../../policy.ts';
@@ -20,8 +21,6 @@ import { shell } from '../views/layout.ts';
 
 /** Above this many workspaces the assign field is a text field for the id, not a list. */
 const WORKSPACE_SELECT_MAX = 500;
-/** The scopes hubops asks Meta for: read ads and list the business's ad accounts. */
-const META_SCOPES = ['ads_read', 'business_management'];
 /** A pasted token: printable ASCII without spaces (Meta's tokens are [A-Za-z0-9]). */
 const TOKEN_SHAPE = /^[\x21-\x7e]+$/;
 
