@@ -115,8 +115,8 @@ describe('Manage Hub → Ad accounts in Chromium', { skip: chromiumMissing }, ()
     assert.match(await page.textContent('body') ?? '', /ads_read,business_management/);
     await page.click('text=Continue');
     await page.waitForURL(/\/settings\/ad-accounts\/choose\?pending=/);
-    // The OAuth user reads every sandbox account; the one already connected cannot be chosen again.
-    assert.equal(await page.isDisabled('input[value=act_8001]'), true);
+    // The OAuth user reads every sandbox account; the one already connected is marked (choosing it again reconnects it).
+    assert.match(await page.textContent('li:has(input[value=act_8001]) [data-already]') ?? '', /already connected: choose it to reconnect it/);
     await page.check('input[value=act_8002]');
     await page.click('text=Add accounts');
     await page.waitForURL(/notice=sync$/);
@@ -128,6 +128,20 @@ describe('Manage Hub → Ad accounts in Chromium', { skip: chromiumMissing }, ()
     assert.match(await row.textContent() ?? '', /Needs reconnect/);
     assert.equal((await row.locator('q[data-platform-message]').textContent())?.trim(), REFUSED_WORDS);
     assert.equal(await row.locator('a.button', { hasText: 'Reconnect' }).count(), 1);
+
+    // Reconnect: Connect Meta again and choose the same account; it is connected again, same row.
+    sandbox.scenario.reset();
+    await row.locator('a.button', { hasText: 'Reconnect' }).click();
+    await page.click('[data-connect-meta]');
+    await page.click('text=Continue');
+    await page.waitForURL(/\/choose\?pending=/);
+    await page.check('input[value=act_8002]');
+    await page.click('text=Add accounts');
+    await page.waitForURL(/notice=sync$/);
+    assert.match(await page.locator(`[data-ad-account="${await idOf('act_8002')}"]`).textContent() ?? '', /Not synced yet|Connected/);
+    sandbox.scenario.fail('act_8002', { code: 190, error_subcode: 460, type: 'OAuthException', message: 'Error validating access token', error_user_msg: REFUSED_WORDS }, 10);
+    assert.equal((await syncNow(web.app.adSync, HUB, await idOf('act_8002'))).status, 'failed');
+    await page.reload();
   });
 
   test('an account Meta throttles is rescheduled, not failed; a token near its expiry is flagged', async () => {

@@ -156,13 +156,14 @@ ${e ? `<p class="field-error" id="token-error" role="alert">${h(e)}</p>` : ''}
 ${unattributedCard(o, state)}`;
 }
 
-/** The chooser after Connect: the accounts the token can read, the ones already connected marked. */
+/** The chooser after Connect (or Reconnect): the accounts the token can read, the ones already connected marked. */
 export function chooseAccountsView(o: { hubUrl: string; csrf: string; pending: string; accounts: PlatformAdAccount[]; connected: Set<string>; error?: string }): string {
   const u = o.hubUrl;
   const rows = o.accounts.map((a, i) => {
     const already = o.connected.has(a.externalId);
-    return `<li><label class="check"><input type="checkbox" name="account" value="${h(a.externalId)}" id="acct-${i}"${already ? ' disabled' : ''}>
-<span><strong>${h(a.name)}</strong> <code class="token">${h(a.externalId)}</code><br><small>${h(a.currency)} · ${h(a.timeZone)}${a.active ? '' : ` · not active on Meta (${h(a.status)})`}${already ? ' · already connected' : ''}</small></span></label></li>`;
+    // A connected account can be chosen again: that is how it is reconnected (it keeps its synced days).
+    return `<li><label class="check"><input type="checkbox" name="account" value="${h(a.externalId)}" id="acct-${i}">
+<span><strong>${h(a.name)}</strong> <code class="token">${h(a.externalId)}</code><br><small>${h(a.currency)} · ${h(a.timeZone)}${a.active ? '' : ` · not active on Meta (${h(a.status)})`}${already ? ' · <span data-already>already connected: choose it to reconnect it with this token</span>' : ''}</small></span></label></li>`;
   }).join('');
   return `<div class="card"><h1>Choose ad accounts</h1>
 ${o.error ? `<p class="error" role="alert">${h(o.error)}</p>` : ''}
