@@ -3,6 +3,8 @@ import path from 'node:path';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Config } from './config.ts';
 import { databaseAnswers, isDatabaseUnavailable, type Db } from './db/database.ts';
+import type { AdSyncDeps } from './domain/ad-sync/ad-account.service.ts';
+import { createSpendSyncLoop } from './domain/ad-sync/sync-loop.ts';
 import { UsageRecorder } from './domain/api-keys/usage-recorder.ts';
 import { openDiskMediaStore, type MediaStore } from './domain/media/media-store.ts';
 import { GrantUseRecorder } from './domain/oauth/grant-usage.ts';
@@ -12,7 +14,9 @@ import { systemClock, type Clock } from './platform/clock.ts';
 import { CursorKey } from './platform/cursor.ts';
 import { chooseLogFormat, createLogger, RequestLogController } from './platform/logger.ts';
 import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
+import { Sealer, type SecretsKey } from './platform/sealing.ts';
 import { VERSION } from './platform/version.ts';
+import { createMetaClient, type MetaOAuth } from './integrations/meta/client.ts';
 import { DATABASE_RETRY_AFTER_S, JSON_BODY_MAX_BYTES, USAGE_FLUSH_MS } from './policy.ts';
 import { HubApiGuard } from './surfaces/hub-api/guard.ts';
 import { HUB_API_PREFIX, hubApiPlugin } from './surfaces/hub-api/plugin.ts';
@@ -36,6 +40,34 @@ import { oauthRoutes } from './surfaces/shared/oauth.ts';
 
 const ARTIFACT_CLEANUP_MS = 10 * 60_000;
 const PUBLISH_INTERVAL_MS = 1_000;
+/** How often the spend sync loop looks for due accounts (each is due hourly, with jitter). */
+const SPEND_SYNC_POLL_MS = 15_000;
+/** Ad accounts one instance syncs at once. */
+const SPEND_SYNC_BATCH = 4;
+
+/** The ad platforms' wire clients, by platform, from the configuration. */
+export type AdPlatformClients = AdSyncDeps['clients'];
+
+/** The ad platforms' clients from the configuration: Meta at META_GRAPH_URL (also the web admin's OAuth steps). */
+export function platformClients(config: Config): { clients: AdPlatformClients; metaOAuth: MetaOAuth } {
+  const meta = createMetaClient({ graphUrl: config.metaGraphUrl });
+  return { clients: { meta }, metaOAuth: meta };
+}
+
+/**
+ * The ad-sync dependencies as a server builds them (the CLI too): tokens sealed under the server's
+ * secrets key, the platform clients from the configuration.
+ */
+export async function adSyncDepsFor(config: Config, db: Db, options: { clock?: Clock; keys?: SecretsKey[]; clients?: AdPlatformClients; log?: AdSyncDeps['log'] } = {}): Promise<AdSyncDeps> {
+  const keys = options.keys ?? (await resolveSecretsKeys(config)).keys;
+  return {
+    db,
+    clock: options.clock ?? systemClock,
+    clients: options.clients ?? platformClients(config).clients,
+    sealer: new Sealer(keys),
+    ...(options.log ? { log: options.log } : {}),
+  };
+}
 
 export interface AppDeps {
   config: Config;
@@ -48,6 +80,10 @@ export interface AppDeps {
   media?: MediaStore;
   /** Run the background post publisher (default true; tests that drive it themselves turn it off). */
   publisher?: boolean;
+  /** Run the background spend sync loop (default: the configuration's HUBOPS_SPEND_SYNC). */
+  spendSync?: boolean;
+  /** The ad platforms' clients (tests: a fake); default: from the configuration (META_GRAPH_URL). */
+  adPlatformClients?: AdPlatformClients;
   /** A pino logger to share (main.ts), or false for none (tests); default: one from the config. */
   logger?: FastifyBaseLogger | false;
   /** Tests only: trust a local HTTPS server for client metadata documents (no configuration sets it). */
@@ -57,6 +93,8 @@ export interface AppDeps {
 export interface App {
   fastify: FastifyInstance;
   usage: UsageRecorder;
+  /** The spend sync's dependencies, built once: what the web admin, the CLI and tests call the ad-sync service with. */
+  adSync: AdSyncDeps;
   /** Stops accepting, finishes in-flight requests, flushes usage. */
   close(): Promise<void>;
 }
@@ -164,6 +202,21 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   }, ARTIFACT_CLEANUP_MS);
   cleanup.unref();
   const media = deps.media ?? (await openDiskMediaStore(path.join(deps.config.dataDir, 'media')));
+  // A test's clients stand in for the configured ones; a stand-in Meta with OAuth steps serves Connect Meta too.
+  const injectedMeta = deps.adPlatformClients?.meta as (AdPlatformClients['meta'] & Partial<MetaOAuth>) | undefined;
+  const platforms = deps.adPlatformClients
+    ? { clients: deps.adPlatformClients, metaOAuth: injectedMeta?.authorizeUrl ? (injectedMeta as MetaOAuth) : undefined }
+    : platformClients(deps.config);
+  const adSyncLog = fastify.log.child({ component: 'spend-sync' });
+  // Ad platform tokens are sealed under the same key as the server secrets.
+  const adSync = await adSyncDepsFor(deps.config, deps.db, { clock, keys: secretsKeys.keys, clients: platforms.clients, log: adSyncLog });
+  // Every instance syncs ad accounts; claims on the account rows (FOR UPDATE SKIP LOCKED) keep one sync per account.
+  const spendSync = createSpendSyncLoop({
+    deps: adSync,
+    intervalMs: SPEND_SYNC_POLL_MS,
+    batchSize: SPEND_SYNC_BATCH,
+    onError: (error) => adSyncLog.warn({ err: error }, 'spend sync round failed; will retry'),
+  });
   // Scheduled posts publish from every instance; claims (FOR UPDATE SKIP LOCKED) keep it exactly once.
   const publisher = createPublisher({
     db: deps.db,
@@ -205,18 +258,24 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
 
   // The web admin ({base_url}/app) and the signed embeds ({base_url}/embed).
-  await fastify.register(webPlugin, { config: deps.config, db: deps.db, clock, limiter, caches, revocations });
+  await fastify.register(webPlugin, {
+    config: deps.config, db: deps.db, clock, limiter, caches, revocations, adSync,
+    ...(platforms.metaOAuth ? { metaOAuth: platforms.metaOAuth } : {}),
+  });
 
   await fastify.ready();
   if (deps.publisher !== false) publisher.start();
+  if (deps.spendSync ?? deps.config.spendSync) spendSync.start();
   return {
     fastify,
     usage,
+    adSync,
     close: async () => {
       clearInterval(cleanup);
       try {
         await fastify.close();
         await publisher.stop();
+        await spendSync.stop();
         await grantUse.close();
         await revocations.close();
         if (!deps.limiter) await limiter.close();

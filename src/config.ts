@@ -19,6 +19,15 @@ export interface Config {
    * one first, then earlier ones still accepted for rotation; empty: a key file under DATA_DIR.
    */
   secretsKeys: Buffer[];
+  /** META_APP_ID and META_APP_SECRET: the Meta app for "Connect Meta" by OAuth; unset: token paste only. */
+  metaAppId: string | undefined;
+  metaAppSecret: string | undefined;
+  /** META_GRAPH_URL: the Graph API's base URL (the real host, or a loopback sandbox). */
+  metaGraphUrl: string;
+  /** META_DIALOG_URL: where the OAuth dialog is served (https://www.facebook.com). */
+  metaDialogUrl: string;
+  /** HUBOPS_SPEND_SYNC: whether this instance runs the background spend sync loop. */
+  spendSync: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -89,6 +98,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
     return Buffer.from(k.trim(), 'base64url');
   });
+  const metaAppId = env.META_APP_ID?.trim() || undefined;
+  const metaAppSecret = env.META_APP_SECRET?.trim() || undefined;
+  if (metaAppId !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(metaAppId)) throw new ConfigError(`META_APP_ID must be the Meta app's id (digits), got ${JSON.stringify(metaAppId.slice(0, 40))}`);
+  // Never echo the secret.
+  if (metaAppSecret !== undefined && !/^[\x21-\x7e]{8,256}$/.test(metaAppSecret)) throw new ConfigError('META_APP_SECRET must be the Meta app secret (8 to 256 characters, no spaces)');
+  if ((metaAppId === undefined) !== (metaAppSecret === undefined)) throw new ConfigError('META_APP_ID and META_APP_SECRET go together: set both (Connect Meta by OAuth) or neither (token paste only)');
+  const metaGraphUrl = url('META_GRAPH_URL', env.META_GRAPH_URL?.trim() || 'https://graph.facebook.com', ['http:', 'https:']).replace(/\/+$/, '');
+  const metaDialogUrl = url('META_DIALOG_URL', env.META_DIALOG_URL?.trim() || 'https://www.facebook.com', ['http:', 'https:']).replace(/\/+$/, '');
+  const spendSyncText = env.HUBOPS_SPEND_SYNC?.trim() || '1';
+  if (spendSyncText !== '0' && spendSyncText !== '1') throw new ConfigError(`HUBOPS_SPEND_SYNC must be 0 or 1, got ${JSON.stringify(spendSyncText.slice(0, 40))}`);
   return {
     port,
     host,
@@ -101,5 +120,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel,
     logFormat: logFormat as LogFormat | undefined,
     secretsKeys,
+    metaAppId,
+    metaAppSecret,
+    metaGraphUrl,
+    metaDialogUrl,
+    spendSync: spendSyncText === '1',
   };
 }

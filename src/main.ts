@@ -4,8 +4,10 @@ import { ConfigError, loadConfig, redactUrl, type Config } from './config.ts';
 import { EmbeddedDatabaseError } from './db/embedded.ts';
 import { openDatabase } from './db/open.ts';
 import { createKey } from './domain/api-keys/api-key.service.ts';
+import { connectDemoMeta, DEMO_META_SEED } from './domain/demo/meta-demo.ts';
 import { DEMO_HUB_ID, isDatabaseEmpty, seedDemo } from './domain/demo/demo.service.ts';
 import { getHub } from './domain/tenancy/tenancy.service.ts';
+import { startMetaSandbox, type MetaSandbox } from './integrations/meta/sandbox.ts';
 import { DomainError } from './platform/errors.ts';
 import { chooseLogFormat, createLogger } from './platform/logger.ts';
 import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
@@ -42,6 +44,10 @@ log.info({ database: database.embedded ? `embedded (${config.dataDir}/postgres)`
 
 let limiter: RateLimiter = new MemoryRateLimiter();
 let app: App | undefined;
+// The demo without a Meta of its own (META_GRAPH_URL unset): the Meta sandbox on loopback, with the
+// Meta client, the OAuth dialog and the app credentials pointed at it, so Connect Meta works and
+// the demo's ad accounts sync from it.
+let metaSandbox: MetaSandbox | undefined;
 // First embedded start (or HUBOPS_DEMO=1 on an empty database): demo data and a key, printed once.
 let demo: { email: string; password: string; hubName: string; key: string } | undefined;
 try {
@@ -53,6 +59,11 @@ try {
     demo = { email: seeded.adminEmail, password: seeded.adminPassword, hubName: `${hub?.name ?? hubId} (${hubId})`, key: key.key };
   }
 
+  if (config.demo && !process.env.META_GRAPH_URL?.trim()) {
+    metaSandbox = await startMetaSandbox({ host: '127.0.0.1', seed: DEMO_META_SEED });
+    config = { ...config, metaGraphUrl: metaSandbox.url, metaDialogUrl: metaSandbox.url, metaAppId: metaSandbox.appId, metaAppSecret: metaSandbox.appSecret };
+  }
+
   if (config.redisUrl) {
     const { RedisRateLimiter } = await import('./platform/redis-rate-limit.ts');
     const redis = new RedisRateLimiter(config.redisUrl);
@@ -62,9 +73,15 @@ try {
 
   app = await buildApp({ config, db: database.db, limiter, logger: log });
   await app.fastify.listen({ port: config.port, host: config.host });
+  if (metaSandbox) {
+    // A demo that cannot reach its sandbox still serves everything else: said, not fatal.
+    await connectDemoMeta(app.adSync, metaSandbox.issueToken({ systemUser: true }), demo !== undefined)
+      .catch((error: unknown) => log.warn({ err: error }, 'the demo ad accounts could not be connected to the Meta sandbox'));
+  }
 } catch (error) {
   // The database (and our postmaster) started: stop them before saying why we cannot go on.
   await app?.close().catch(() => {});
+  await metaSandbox?.close().catch(() => {});
   await limiter.close().catch(() => {});
   await database.close().catch(() => {});
   startFailed('cannot start', error);
@@ -83,6 +100,7 @@ const urls: [string, string][] = [
   ['Main API OpenAPI', `${config.baseUrl}/openapi.json`],
   ['MCP (OAuth)', `${config.baseUrl}/mcp`],
   ['OAuth metadata', `${config.siteUrl}/.well-known/oauth-authorization-server`],
+  ...(metaSandbox ? [['Meta sandbox', `${metaSandbox.url}  (the demo's ad accounts sync from it; docs/ad-accounts.md)`] as [string, string]] : []),
 ];
 const width = Math.max(...urls.map(([label]) => label.length));
 const lines = ['', `hubops is running at ${config.baseUrl} (version ${VERSION})`, ...urls.map(([label, url]) => `  ${label.padEnd(width)}  ${url}`)];
@@ -146,7 +164,7 @@ async function stop(reason: string, exitCode: number): Promise<void> {
   lastResort.unref();
   let code = exitCode;
   // Each step runs even when one before it failed: the database is stopped in every case.
-  for (const [step, close] of [['app', () => server.close()], ['rate limiter', () => limiter.close()], ['database', () => database.close()]] as const) {
+  for (const [step, close] of [['app', () => server.close()], ['Meta sandbox', async () => metaSandbox?.close()], ['rate limiter', () => limiter.close()], ['database', () => database.close()]] as const) {
     try {
       await close();
     } catch (error) {

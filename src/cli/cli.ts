@@ -1,9 +1,9 @@
 import { open } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.ts';
 import { isDatabaseUnavailable } from '../db/database.ts';
-import { openDatabase, type OpenedDatabase } from '../db/open.ts';
+import { openDatabase } from '../db/open.ts';
 import { EmbeddedDatabaseError } from '../db/embedded.ts';
 import { createEmbedKeyFromPublicKey, createKey, listKeys, revokeKey, rollKey, type KeySummary } from '../domain/api-keys/api-key.service.ts';
 import { KEY_SCOPES, keyState, type KeyScope } from '../domain/api-keys/api-key.ts';
@@ -15,18 +15,16 @@ import { DomainError } from '../platform/errors.ts';
 import { VERSION } from '../platform/version.ts';
 import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_MS } from '../policy.ts';
 import { createClient } from '../domain/oauth/clients.service.ts';
+import { adSyncDepsFor } from '../app.ts';
+import { adAccountCommands } from './ad-accounts.ts';
+import { choice, plural, readAll, required, table, UsageError, type AdSyncFactory, type CliIo, type Command, type Values } from './command.ts';
+
+export type { CliIo, Command } from './command.ts';
 
 // The `hubops` operator CLI (docs/cli.md). Every command validates its arguments before touching
 // the database (bad usage → exit 2 without starting anything), then opens the configured
 // database, migrated, and runs. With --json, stdout carries exactly one JSON document; all
 // diagnostics go to stderr. Exit 0 success, 1 refused, 2 bad usage.
-
-export interface CliIo {
-  stdout(text: string): void;
-  stderr(text: string): void;
-  env: NodeJS.ProcessEnv;
-  stdin: NodeJS.ReadableStream;
-}
 
 const processIo: CliIo = {
   stdout: (text) => process.stdout.write(text),
@@ -34,44 +32,6 @@ const processIo: CliIo = {
   env: process.env,
   stdin: process.stdin,
 };
-
-class UsageError extends Error {}
-
-interface Output {
-  json: unknown;
-  human: string;
-}
-
-type Values = Record<string, string | boolean | string[] | undefined>;
-type Options = NonNullable<ParseArgsConfig['options']>;
-
-export interface Command {
-  name: string;
-  /** Arguments after the command name, for help and usage errors. */
-  args: string;
-  summary: string;
-  /** What `--json` prints, in Markdown (docs/cli.md). */
-  json: string;
-  /** Each option's explanation is in OPTION_HELP (help and docs/cli.md). */
-  options: Options;
-  positionals: string[];
-  /** Validates the arguments (throwing UsageError) and returns the work to do with the database. */
-  prepare(values: Values, positionals: string[], io: CliIo): Promise<(database: OpenedDatabase) => Promise<Output>>;
-}
-
-function required(values: Values, name: string): string {
-  const value = values[name];
-  if (typeof value !== 'string') throw new UsageError(`missing required option --${name}`);
-  return value;
-}
-
-function choice<T extends string>(values: Values, name: string, allowed: readonly T[], fallback?: T): T {
-  const value = values[name];
-  if (value === undefined && fallback !== undefined) return fallback;
-  if (typeof value !== 'string') throw new UsageError(`missing required option --${name}`);
-  if (!(allowed as readonly string[]).includes(value)) throw new UsageError(`--${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
-  return value as T;
-}
 
 /** The sentence after "Created … key": when it expires, if ever. */
 const expiryLine = (expiresAt: string | null): string => (expiresAt ? ` It expires at ${expiresAt}.` : '');
@@ -85,20 +45,10 @@ function keyStateText(k: KeySummary, now: Date): string {
   return 'active';
 }
 
-async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(Buffer.from(chunk as Buffer));
-  return Buffer.concat(chunks).toString('utf8');
-}
 
-function table(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  return [header, ...rows].map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
-}
 
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
-/** What each option means, for `hubops COMMAND --help` and docs/cli.md (an option has one meaning in every command). */
+/** What each option means, for `hubops COMMAND --help` and docs/cli.md: one meaning in every command, unless a command's optionHelp says otherwise. */
 export const OPTION_HELP: Record<string, string> = {
   add: "add the file's spend to the spend stored for the same ad account, workspace and date, instead of replacing it",
   name: 'the name to show (1–200 characters, kept exactly as given)',
@@ -119,7 +69,21 @@ export const OPTION_HELP: Record<string, string> = {
   'public-key': 'for --scope embed: your own Ed25519 public key (PEM or base64url); hubops keeps only it',
   'redirect-uri': 'an allowed redirect URI (repeat for several)',
   public: 'a public client (PKCE, no secret), e.g. a desktop or mobile app',
+  platform: 'the ad platform: meta (Google Ads and ChatGPT Ads come next)',
+  token: "the platform's access token (Meta: a Business Manager system-user token with ads_read); - reads it from stdin, keeping it out of shell history and ps",
+  wait: 'run the sync in this process and return when it has ended; exit 1 unless every account synced completely',
+  campaign: "the platform's campaign id (from the Unattributed spend list of the web admin, or the platform)",
+  'ad-set': "the platform's ad set id",
 };
+
+/** An option's explanation for one command. */
+export const optionHelpOf = (command: Command, name: string): string => command.optionHelp?.[name] ?? OPTION_HELP[name] ?? '';
+
+/**
+ * The ad-sync dependencies as the server builds them: tokens sealed under the server's secrets key
+ * (HUBOPS_SECRETS_KEY, or the key file under DATA_DIR), the Meta client at META_GRAPH_URL.
+ */
+const serverAdSync: AdSyncFactory = (config, db) => adSyncDepsFor(config, db);
 
 const COMMANDS: Command[] = [
   {
@@ -425,6 +389,7 @@ const COMMANDS: Command[] = [
       };
     },
   },
+  ...adAccountCommands(serverAdSync),
 ];
 
 const usageOf = (command: Command) => `usage: hubops ${command.name}${command.args ? ` ${command.args}` : ''} [--json]`;
@@ -433,7 +398,7 @@ const usageOf = (command: Command) => `usage: hubops ${command.name}${command.ar
 function commandHelp(command: Command): string {
   const names = Object.keys(command.options).map((name) => `--${name}`);
   const width = Math.max(6, ...names.map((n) => n.length));
-  const options = Object.keys(command.options).map((name) => `  ${`--${name}`.padEnd(width)}  ${OPTION_HELP[name]}`);
+  const options = Object.keys(command.options).map((name) => `  ${`--${name}`.padEnd(width)}  ${optionHelpOf(command, name)}`);
   return [usageOf(command), `  ${command.summary}`, '', 'Options:', ...options, `  ${'--json'.padEnd(width)}  print exactly one JSON document on stdout`, ''].join('\n');
 }
 

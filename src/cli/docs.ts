@@ -1,6 +1,6 @@
 // docs/cli.md's command reference, rendered from the CLI's own command table so the two cannot
 // drift: `npm run docs:cli` writes it, test/cli/docs.test.ts fails when the file differs.
-import { commandTable, OPTION_HELP, type Command } from './cli.ts';
+import { commandTable, optionHelpOf, type Command } from './cli.ts';
 
 export const BEGIN_MARKER = '<!-- BEGIN GENERATED: the command reference, from src/cli/cli.ts by `npm run docs:cli`; edit there, not here -->';
 export const END_MARKER = '<!-- END GENERATED -->';
@@ -24,7 +24,7 @@ function section(command: Command): string {
     `${command.summary.charAt(0).toUpperCase()}${command.summary.slice(1)}.`,
     '',
     ...(options.length
-      ? ['| option | meaning |', '|---|---|', ...options.map((name) => `| \`--${name}\` | ${cell(OPTION_HELP[name] ?? '')} |`), '']
+      ? ['| option | meaning |', '|---|---|', ...options.map((name) => `| \`--${name}\` | ${cell(optionHelpOf(command, name))} |`), '']
       : []),
     `\`--json\` prints ${command.json}.`,
   ].join('\n');

@@ -30,6 +30,8 @@ export interface HubsTable {
   opt_in_summary_version: DefaultInt8;
   /** When those figures last changed. */
   opt_ins_changed_at: DefaultTimestamp;
+  /** ISO 4217: the one currency the hub's spend is reported in (migration 017). */
+  reporting_currency: Generated<string>;
   created_at: DefaultTimestamp;
 }
 
@@ -100,6 +102,62 @@ export interface AdAccountsTable {
   name: string;
   sync_state: Generated<'idle' | 'syncing' | 'failed'>;
   last_synced_at: Timestamp | null;
+  created_at: DefaultTimestamp;
+  // Sync state of a connected account (migration 017); null on imported accounts.
+  connection_id: ColumnType<string | null, string | null | undefined, string | null>;
+  external_id: ColumnType<string | null, string | null | undefined, string | null>;
+  currency: ColumnType<string | null, string | null | undefined, string | null>;
+  time_zone: ColumnType<string | null, string | null | undefined, string | null>;
+  default_workspace_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The last account-local day fully read and stored, 'YYYY-MM-DD'. */
+  complete_through: ColumnType<string | null, string | null | undefined, string | null>;
+  next_sync_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  lease_until: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  lease_owner: ColumnType<string | null, string | null | undefined, string | null>;
+  sync_requested_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  last_attempt_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  failure_kind: ColumnType<PlatformFailureKind | null, PlatformFailureKind | null | undefined, PlatformFailureKind | null>;
+  failure_message: ColumnType<string | null, string | null | undefined, string | null>;
+  failure_code: ColumnType<string | null, string | null | undefined, string | null>;
+  failing_since: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  failure_count: Generated<number>;
+  throttled_until: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  disconnected_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
+export type PlatformFailureKind = 'needs_reconnect' | 'missing_permission' | 'invalid_request' | 'platform_error' | 'bad_answer' | 'unreachable';
+
+export interface AdConnectionsTable {
+  id: string;
+  hub_id: string;
+  platform: AdPlatform;
+  kind: 'oauth' | 'system_user' | 'api_key';
+  label: string;
+  /** AES-256-GCM under the server's secrets key, the connection id as additional data. */
+  token_sealed: Buffer;
+  token_expires_at: Timestamp | null;
+  created_at: DefaultTimestamp;
+}
+
+/** The platform's spend per UTC day, account, campaign and ad set (migration 017). */
+export interface AdSpendRowsTable {
+  hub_id: string;
+  ad_account_id: string;
+  date: string;
+  campaign_id: string;
+  campaign_name: string;
+  ad_set_id: string;
+  ad_set_name: string;
+  spend_micros: Int8;
+  spend_cents: Int8;
+}
+
+export interface AdAttributionMappingsTable {
+  hub_id: string;
+  ad_account_id: string;
+  level: 'campaign' | 'ad_set';
+  external_id: string;
+  workspace_id: string;
   created_at: DefaultTimestamp;
 }
 
@@ -329,6 +387,9 @@ export interface Database {
   playbooks: PlaybooksTable;
   opt_ins: OptInsTable;
   ad_accounts: AdAccountsTable;
+  ad_connections: AdConnectionsTable;
+  ad_spend_rows: AdSpendRowsTable;
+  ad_attribution_mappings: AdAttributionMappingsTable;
   spend: SpendTable;
   spend_prefix_sums: SpendPrefixSumsTable;
   api_keys: ApiKeysTable;

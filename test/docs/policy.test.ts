@@ -20,7 +20,7 @@ const hours = (ms: number) => ms / 3_600_000;
 const mb = (bytes: number) => bytes / (1024 * 1024);
 const kb = (bytes: number) => bytes / 1024;
 
-const PAGES = ['docs/hub-api.md', 'docs/main-api.md', 'docs/mcp.md', 'docs/web-admin.md', 'docs/operations.md', 'docs/architecture.md'] as const;
+const PAGES = ['docs/hub-api.md', 'docs/main-api.md', 'docs/mcp.md', 'docs/web-admin.md', 'docs/operations.md', 'docs/architecture.md', 'docs/ad-accounts.md'] as const;
 type Page = (typeof PAGES)[number];
 const text = Object.fromEntries(await Promise.all(PAGES.map(async (page) => [page, (await readFile(new URL(`../../${page}`, import.meta.url), 'utf8')).replace(/\s+/g, ' ')]))) as Record<Page, string>;
 
@@ -65,14 +65,18 @@ const promises: { what: string; page: Page; covers: PolicyName[]; sentence: stri
   { what: 'add_media url', page: 'docs/mcp.md', covers: ['URL_FETCH_MAX_REDIRECTS', 'URL_FETCH_TIMEOUT_MS'], sentence: `at most ${policy.URL_FETCH_MAX_REDIRECTS} redirects, each checked again; the body streams into the media service (type sniffed from the bytes, ${mb(policy.IMAGE_MAX_BYTES)} MB images / ${mb(policy.VIDEO_MAX_BYTES)} MB videos, refused as soon as it passes) within ${s(policy.URL_FETCH_TIMEOUT_MS)} s` },
   { what: 'publisher lease', page: 'docs/main-api.md', covers: ['PUBLISH_LEASE_MS'], sentence: `under a ${minutes(policy.PUBLISH_LEASE_MS)}-minute lease` },
   { what: 'duplicate signal', page: 'docs/operations.md', covers: ['DUPLICATE_SIGNAL_MS'], sentence: `second signal within ${s(policy.DUPLICATE_SIGNAL_MS)} s of the first is ignored` },
+  { what: 'Meta Graph API version', page: 'docs/ad-accounts.md', covers: ['META_GRAPH_API_VERSION'], sentence: `(Facebook and Instagram ads, Graph API ${policy.META_GRAPH_API_VERSION})` },
+  { what: 'spend backfill and lookback', page: 'docs/ad-accounts.md', covers: ['SPEND_BACKFILL_DAYS', 'SPEND_LOOKBACK_DAYS'], sentence: `The first sync of an account backfills ${policy.SPEND_BACKFILL_DAYS} days. Each later run re-reads from the last complete day minus the lookback (Meta: ${policy.SPEND_LOOKBACK_DAYS.meta} days, because Meta restates spend that far back)` },
+  { what: 'spend sync schedule', page: 'docs/ad-accounts.md', covers: ['SPEND_SYNC_INTERVAL_MS', 'SPEND_SYNC_JITTER_MS', 'SPEND_SYNC_LEASE_MS'], sentence: `Each connected account syncs every ${hours(policy.SPEND_SYNC_INTERVAL_MS)} hour, plus up to ${minutes(policy.SPEND_SYNC_JITTER_MS)} minutes of jitter, and at once after *Sync now*. Any instance may run a sync; one account is synced by one instance at a time, under a ${minutes(policy.SPEND_SYNC_LEASE_MS)}-minute lease` },
+  { what: 'throttle wait', page: 'docs/ad-accounts.md', covers: ['SPEND_THROTTLE_WAIT_MAX_MS'], sentence: `hubops waits up to ${minutes(policy.SPEND_THROTTLE_WAIT_MAX_MS)} minutes and resumes; a longer wait reschedules the account` },
+  { what: 'token expiry warning', page: 'docs/ad-accounts.md', covers: ['AD_TOKEN_EXPIRY_WARNING_MS'], sentence: `**the token's expiry date**, flagged ${policy.AD_TOKEN_EXPIRY_WARNING_MS / 86_400_000} days before it` },
+  { what: 'spend staleness (ad accounts)', page: 'docs/ad-accounts.md', covers: ['SPEND_STALE_AFTER_MS'], sentence: `\`stale\` (oldest sync older than ${hours(policy.SPEND_STALE_AFTER_MS)} h)` },
   { what: 'stop deadline', page: 'docs/operations.md', covers: ['STOP_GRACE_MS', 'STOP_STEPS_MS'], sentence: `A stop that hangs (a database that stopped answering) ends after ${s(policy.STOP_GRACE_MS + policy.STOP_STEPS_MS)} s regardless` },
 ];
 
 /** Internal timings with no sentence in the docs: documented in src/policy.ts only. */
 // Compression levels are tuning, measured in bench/ (bench/compression-levels.ts), not a promise.
-const UNPROMISED: PolicyName[] = ['CONNECT_TIMEOUT_MS', 'OAUTH_SESSION_TTL_S', 'OAUTH_INTERACTION_TTL_S', 'FORM_TOKEN_TTL_MS', 'EMBED_CLOCK_SKEW_S', 'GZIP_LEVEL', 'BROTLI_LEVEL', 'ZSTD_LEVEL', 'COMPRESSED_COLLECT_MAX_BYTES',
-  // Spend sync (issue 21): promised by docs/ad-accounts.md once it exists.
-  'META_GRAPH_API_VERSION', 'SPEND_BACKFILL_DAYS', 'SPEND_LOOKBACK_DAYS', 'SPEND_SYNC_INTERVAL_MS', 'SPEND_SYNC_JITTER_MS', 'SPEND_SYNC_LEASE_MS', 'SPEND_THROTTLE_WAIT_MAX_MS', 'AD_TOKEN_EXPIRY_WARNING_MS'];
+const UNPROMISED: PolicyName[] = ['CONNECT_TIMEOUT_MS', 'OAUTH_SESSION_TTL_S', 'OAUTH_INTERACTION_TTL_S', 'FORM_TOKEN_TTL_MS', 'EMBED_CLOCK_SKEW_S', 'GZIP_LEVEL', 'BROTLI_LEVEL', 'ZSTD_LEVEL', 'COMPRESSED_COLLECT_MAX_BYTES'];
 
 test('every number the docs promise is the one in src/policy.ts', () => {
   // docs/hub-api.md states one number "on each of" the two reports.

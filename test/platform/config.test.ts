@@ -23,4 +23,22 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ LOG_FORMAT: 'text' }), (error: Error) => error instanceof ConfigError
       && error.message === 'LOG_FORMAT must be one of pretty, json (unset: pretty on a terminal, json otherwise), got "text"');
   });
+
+  test('Meta and the spend sync: defaults, both app credentials or neither, the secret never echoed', () => {
+    const config = loadConfig({});
+    assert.deepEqual([config.metaAppId, config.metaAppSecret, config.metaGraphUrl, config.metaDialogUrl, config.spendSync],
+      [undefined, undefined, 'https://graph.facebook.com', 'https://www.facebook.com', true]);
+    const meta = loadConfig({ META_APP_ID: '1234567890', META_APP_SECRET: 'abcdef0123456789abcdef0123456789', META_GRAPH_URL: 'http://127.0.0.1:9999/', HUBOPS_SPEND_SYNC: '0' });
+    assert.deepEqual([meta.metaAppId, meta.metaGraphUrl, meta.spendSync], ['1234567890', 'http://127.0.0.1:9999', false]);
+    for (const [env, start] of [
+      [{ META_APP_ID: '1234567890' }, 'META_APP_ID and META_APP_SECRET go together'],
+      [{ META_GRAPH_URL: 'graph.facebook.com' }, 'META_GRAPH_URL must be a URL'],
+      [{ META_DIALOG_URL: 'ftp://x' }, 'META_DIALOG_URL must use http: or https:'],
+      [{ HUBOPS_SPEND_SYNC: 'off' }, 'HUBOPS_SPEND_SYNC must be 0 or 1, got "off"'],
+    ] as const) {
+      assert.throws(() => loadConfig(env), (error: Error) => error instanceof ConfigError && error.message.startsWith(start), start);
+    }
+    assert.throws(() => loadConfig({ META_APP_ID: '1', META_APP_SECRET: 'has a space in it' }), (error: Error) =>
+      error instanceof ConfigError && error.message.startsWith('META_APP_SECRET must be') && !error.message.includes('space in it'));
+  });
 });

@@ -47,7 +47,7 @@ test('piped stdout: the banner names each URL once, then one JSON line per reque
   const output = server.output();
   assert.match(output, new RegExp(`hubops is running at http://localhost:${server.port} \\(version ${VERSION.replace(/\./g, '\\.')}\\)`));
   const urls = bannerUrls(output);
-  assert.deepEqual(urls.map(([label]) => label), ['Web admin', 'Docs', 'Hub API', 'Hub API OpenAPI', 'Hub MCP', 'Main API', 'Main API OpenAPI', 'MCP (OAuth)', 'OAuth metadata']);
+  assert.deepEqual(urls.map(([label]) => label), ['Web admin', 'Docs', 'Hub API', 'Hub API OpenAPI', 'Hub MCP', 'Main API', 'Main API OpenAPI', 'MCP (OAuth)', 'OAuth metadata', 'Meta sandbox']);
   assert.equal(new Set(urls.map(([, url]) => url)).size, urls.length, 'no URL twice');
   const { key } = demoKey(output);
 

@@ -39,8 +39,14 @@ export interface StartOptions {
   secretsKey?: string;
   /** Run the background post publisher (default off; tests that drive it themselves keep it off). */
   publisher?: boolean;
+  /** Run the background spend sync loop (default off; tests that sync drive it themselves or turn it on). */
+  spendSync?: boolean;
+  /** The ad platforms' clients (default: the app's own, from the configuration). */
+  adPlatformClients?: AppDeps['adPlatformClients'];
   /** How often key usage is flushed to the database (default the app's). */
   usageFlushMs?: number;
+  /** More environment for the app's configuration (e.g. META_GRAPH_URL, META_APP_ID of a Meta sandbox). */
+  env?: Record<string, string>;
   /** Seeds the database before the app starts (e.g. `seedWebHub`). */
   seed?: (db: TestDb) => Promise<void>;
   /** Trust for client metadata documents served by a local HTTPS server (test/oauth/cimd.test.ts). */
@@ -83,7 +89,7 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
   const env: Record<string, string> = { DATABASE_URL: db.url, LOG_LEVEL: 'silent', BASE_URL: baseUrl, DATA_DIR: await mkdtemp(path.join(tmpdir(), 'hubops-test-data-')) };
   if (port) env.PORT = String(port);
   if (options.secretsKey) env.HUBOPS_SECRETS_KEY = options.secretsKey;
-  const config = loadConfig(env);
+  const config = loadConfig({ ...env, ...options.env });
   const fixed = options.now === 'system' ? undefined : new FixedClock(options.now ?? new Date());
   const limiter = options.limiter === 'unlimited' ? new UnlimitedRateLimiter() : options.limiter;
   const through = options.throughProxy ? await proxyDatabase(db.url) : undefined;
@@ -95,6 +101,8 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
     limiter,
     logger: options.logger ?? false,
     publisher: options.publisher ?? false,
+    spendSync: options.spendSync ?? false,
+    ...(options.adPlatformClients ? { adPlatformClients: options.adPlatformClients } : {}),
     ...(options.usageFlushMs === undefined ? {} : { usageFlushMs: options.usageFlushMs }),
     ...(options.cimdTrust ? { cimdTrust: options.cimdTrust } : {}),
   });

@@ -5,19 +5,21 @@ import type { DateRange, PeriodRanges } from '../periods.ts';
 import type { AdAccountStatus, AdAccountSync } from './spend.ts';
 
 export interface SpendState {
-  /** Changes whenever spend, workspaces or their fields change (statement triggers). */
+  /** Changes whenever spend, workspaces, their fields or ad accounts change (statement triggers comparing old and new rows). */
   reportVersion: string;
   accounts: AdAccountSync[];
 }
 
 /**
  * What the report is built from besides the sums: one small indexed read, on every request (and
- * all a conditional request needs). Prepared: a Hub API key's verdict rides along with it.
+ * all a conditional request needs). Prepared: a Hub API key's verdict rides along with it. A
+ * disconnected account is synced by no one: its past figures stay, but it no longer counts
+ * toward freshness and asOf.
  */
 export async function readSpendState(db: Db, hubId: string): Promise<SpendState> {
   const query = sql<{ report_version: string; sync_state: AdAccountSync['syncState'] | null; last_synced_at: Date | null }>`
     SELECT h.report_version, a.sync_state, a.last_synced_at
-      FROM hubs h LEFT JOIN ad_accounts a ON a.hub_id = h.id
+      FROM hubs h LEFT JOIN ad_accounts a ON a.hub_id = h.id AND a.disconnected_at IS NULL
      WHERE h.id = ${hubId}`.compile(db.kysely);
   const rows = await queryPrepared(db, query);
   return {
@@ -32,6 +34,7 @@ export async function adAccountStatuses(db: Db, hubId: string): Promise<AdAccoun
     .selectFrom('ad_accounts')
     .select(['id', 'name', 'sync_state', 'last_synced_at'])
     .where('hub_id', '=', hubId)
+    .where('disconnected_at', 'is', null)
     .orderBy('name')
     .orderBy('id')
     .execute();

@@ -1,22 +1,17 @@
-import { createCipheriv, createDecipheriv, createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdir, open, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError, type Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import { findServerSecret, insertServerSecretIfAbsent, replaceServerSecret } from '../../domain/oauth/server-secrets.service.ts';
+import { openParts, sealParts, secretsKey, type SecretsKey } from '../../platform/sealing.ts';
 
 // Server secrets are encrypted at rest (AES-256-GCM) under a key that is not in the database:
 // HUBOPS_SECRETS_KEY, or a key file under DATA_DIR made on first start (mode 0600). Each stored
 // value names its key's id, so a key can rotate: list the new key first and the old one after it,
 // and every value still under the old key is re-encrypted under the new one at start.
 
-/** A 32-byte key and its id (the first 8 bytes of its SHA-256, hex: names it without revealing it). */
-export interface SecretsKey {
-  id: string;
-  key: Buffer;
-}
-
-export const secretsKey = (key: Buffer): SecretsKey => ({ id: createHash('sha256').update(key).digest('hex').slice(0, 16), key });
+export { secretsKey, type SecretsKey };
 
 const SECRETS_KEY_FILE = 'secrets.key';
 
@@ -53,24 +48,16 @@ const isSealed = (value: unknown): value is Sealed =>
 
 /** The row's name is authenticated too, so a value cannot be moved to another row. */
 function seal(name: string, plaintext: unknown, key: SecretsKey): Sealed {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', key.key, iv).setAAD(Buffer.from(name));
-  const ct = Buffer.concat([cipher.update(JSON.stringify(plaintext), 'utf8'), cipher.final()]);
-  return { enc: 'A256GCM', kid: key.id, iv: iv.toString('base64url'), tag: cipher.getAuthTag().toString('base64url'), ct: ct.toString('base64url') };
+  const p = sealParts(key, Buffer.from(JSON.stringify(plaintext), 'utf8'), name);
+  return { enc: 'A256GCM', kid: p.kid, iv: p.iv.toString('base64url'), tag: p.tag.toString('base64url'), ct: p.ct.toString('base64url') };
 }
 
 function unseal(name: string, sealed: Sealed, keys: SecretsKey[]): unknown {
-  const key = keys.find((k) => k.id === sealed.kid);
-  const wrongKey = () =>
-    new ConfigError(`server secret ${name} is encrypted under key ${sealed.kid}, but the secrets key is ${keys.map((k) => k.id).join(', ')}: start with the key the database was made with (HUBOPS_SECRETS_KEY, or the key file under DATA_DIR); every instance must share it`);
-  if (!key) throw wrongKey();
-  try {
-    const decipher = createDecipheriv('aes-256-gcm', key.key, Buffer.from(sealed.iv, 'base64url')).setAAD(Buffer.from(name));
-    decipher.setAuthTag(Buffer.from(sealed.tag, 'base64url'));
-    return JSON.parse(Buffer.concat([decipher.update(Buffer.from(sealed.ct, 'base64url')), decipher.final()]).toString('utf8'));
-  } catch {
-    throw wrongKey();
+  const plain = openParts(keys, { kid: sealed.kid, iv: Buffer.from(sealed.iv, 'base64url'), tag: Buffer.from(sealed.tag, 'base64url'), ct: Buffer.from(sealed.ct, 'base64url') }, name);
+  if (plain === undefined) {
+    throw new ConfigError(`server secret ${name} is encrypted under key ${sealed.kid}, but the secrets key is ${keys.map((k) => k.id).join(', ')}: start with the key the database was made with (HUBOPS_SECRETS_KEY, or the key file under DATA_DIR); every instance must share it`);
   }
+  return JSON.parse(plain.toString('utf8'));
 }
 
 /**

@@ -3,6 +3,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
+import type { AdSyncDeps } from '../../domain/ad-sync/ad-account.service.ts';
 import type { RevocationFeed } from '../../db/revocation-feed.ts';
 import { PERIODS } from '../../domain/periods.ts';
 import { spendByWorkspace } from '../../domain/spend/spend.service.ts';
@@ -23,6 +24,17 @@ export interface WebDeps {
   caches: ReportCaches;
   /** Told when Connected apps revokes a grant, so this instance's token verdicts go at once. */
   revocations?: Pick<RevocationFeed, 'revoked'>;
+  /** The spend sync's services (Manage Hub → Ad accounts); without them that page says it is not available. */
+  adSync?: AdSyncDeps;
+  /** Meta's OAuth steps (the Meta client); Connect Meta by OAuth shows only with it and META_APP_ID/SECRET. */
+  metaOAuth?: MetaOAuthLike;
+}
+
+/** What the web admin needs of the Meta client for "Connect Meta" (src/integrations/meta/client.ts, MetaOAuth). */
+export interface MetaOAuthLike {
+  authorizeUrl(p: { dialogUrl: string; appId: string; redirectUri: string; state: string; scopes: string[] }): string;
+  exchangeCode(p: { appId: string; appSecret: string; redirectUri: string; code: string }): Promise<{ accessToken: string; expiresAt: Date | null }>;
+  exchangeForLongLived(p: { appId: string; appSecret: string; accessToken: string }): Promise<{ accessToken: string; expiresAt: Date | null }>;
 }
 
 export interface WebPaths {

@@ -1,4 +1,4 @@
-// The web admin under {base_url}/app (sign-in, hub switcher, profile menu, Manage Hub → API tab,
+// The web admin under {base_url}/app (sign-in, hub switcher, profile menu, Manage Hub → API and Ad accounts tabs,
 // playbook opt-ins report with a streamed CSV download, spend dashboard) and the signed embeds
 // under {base_url}/embed. Server-rendered; see docs/web-admin.md.
 import formbody from '@fastify/formbody';
@@ -10,6 +10,7 @@ import { DATABASE_RETRY_AFTER_S } from '../../policy.ts';
 import { fromFrameworkError, refusalOf } from '../shared/errors.ts';
 import { APP_JS } from './assets.ts';
 import { embedPage, embedRefusal, refuse, webPaths, type Link, type Web, type WebDeps } from './context.ts';
+import { adAccountRoutes } from './routes/ad-accounts.ts';
 import { connectedAppRoutes } from './routes/connected-apps.ts';
 import { embedRoutes } from './routes/embed.ts';
 import { frontDoorRoutes } from './routes/front-door.ts';
@@ -100,6 +101,7 @@ export async function webPlugin(app: FastifyInstance, deps: WebDeps): Promise<vo
   sessionRoutes(app, deps, paths);
   homeRoutes(app, web);
   keyRoutes(app, web);
+  adAccountRoutes(app, web);
   optInRoutes(app, web);
   spendRoutes(app, web);
   connectedAppRoutes(app, web);

@@ -12,6 +12,18 @@ export function money(cents: number): string {
   return DOLLARS.format(cents === 0 ? 0 : cents / 100);
 }
 
+const CURRENCIES = new Map<string, Intl.NumberFormat>();
+
+/** Cents of an ISO 4217 currency: `€1,265.00`, `$12.50` (money() for the hub's US dollars). */
+export function moneyIn(cents: number, currency: string): string {
+  let format = CURRENCIES.get(currency);
+  if (!format) {
+    format = new Intl.NumberFormat('en-US', { style: 'currency', currency, minimumFractionDigits: 2, maximumFractionDigits: 2 });
+    CURRENCIES.set(currency, format);
+  }
+  return format.format(cents === 0 ? 0 : cents / 100);
+}
+
 /** `1,234`. */
 export function count(n: number): string {
   return COUNT.format(n);

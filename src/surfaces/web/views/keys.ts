@@ -5,6 +5,7 @@ import { KEY_NAME_MAX_LENGTH, keyState } from '../../../domain/api-keys/api-key.
 import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_MS } from '../../../policy.ts';
 import { escapeHtml as h } from '../../shared/html.ts';
 import { count, counted, when } from './format.ts';
+import { manageTabs } from './layout.ts';
 
 export interface KeyFormErrors {
   name?: string;
@@ -118,7 +119,7 @@ export function apiTabView(o: { baseUrl: string; hubUrl: string; csrf: string; k
   const scope = state.scope === 'embed' ? 'embed' : 'read';
   const expires = state.expires ?? 'never';
   const lifetimes = [['never', 'Never'], ...KEY_LIFETIME_DAYS.map((d) => [String(d), `In ${d} days`])];
-  return `<h1>Manage Hub · API</h1>${state.notice ? `<p class="notice" role="status">${h(state.notice)}</p>` : ''}${revealOf(state, keys)}
+  return `<h1>Manage Hub · API</h1>${manageTabs(u, 'api')}${state.notice ? `<p class="notice" role="status">${h(state.notice)}</p>` : ''}${revealOf(state, keys)}
 <div class="card"><h2>Addresses</h2><div class="urls">${urls.map(([label, id, value]) => `<span class="muted">${h(label!)}</span><code id="${id}">${h(value!)}</code><button type="button" data-copy-target="${id}">Copy</button>`).join('')}</div>
 <p class="muted"><small>Every Hub API request sends <code>Authorization: Bearer &lt;key&gt;</code> from server-side code. AI assistants that cannot send a fixed header connect to <code>${h(o.baseUrl)}/mcp</code> with their own sign-in instead.</small></p></div>
 <div class="card"><h2>Keys</h2>

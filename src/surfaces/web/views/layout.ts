@@ -8,7 +8,8 @@ import { FAVICON_SVG } from '../assets.ts';
 
 // Utilities for every view (phone below 640 px, desktop above):
 // - <table class="stack"> with <td data-label="Name">: below 640 px each row is a card and each
-//   cell shows its label; a cell with class "actions-cell" spans the card without a label.
+//   cell shows its label; a cell with class "actions-cell" spans the card without a label, one
+//   with class "wide" spans it under its label (for long text).
 // - <div class="scroll-x"> around a wide table: it scrolls sideways inside its card, never the page.
 // - <code class="token"> (or any element with "token"): an id, key prefix or URL that must not wrap
 //   mid-token; monospace, and it scrolls on its own when longer than its box.
@@ -52,6 +53,10 @@ table{width:100%;border-collapse:collapse}th,td{text-align:left;padding:8px 10px
 svg{max-width:100%;height:auto}svg.chart text{fill:var(--text);font-size:12px}svg.chart rect.bar{fill:var(--accent)}svg.chart rect.prior{fill:var(--muted);opacity:.45}svg.chart rect.other{fill:var(--muted)}
 .pager{display:flex;flex-wrap:wrap;align-items:center;gap:10px;margin-top:14px}.actions{display:flex;flex-wrap:wrap;gap:10px;margin-top:16px}
 dl.pairs{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:6px 12px;margin:0}dl.pairs dd{margin:0;min-width:0}a.url{font-family:var(--mono);overflow-wrap:anywhere}main.wide>.brand{margin:0 0 12px;font-size:1.1rem}
+nav.tabs{display:flex;gap:4px;flex-wrap:wrap;margin:0 0 16px;border-bottom:1px solid var(--line)}nav.tabs a{display:inline-flex;align-items:center;padding:8px 14px;text-decoration:none;color:var(--muted);font-weight:600;border-bottom:2px solid transparent;margin-bottom:-1px}nav.tabs a.on{color:var(--text);border-bottom-color:var(--accent)}
+dl.facts{margin:8px 0 0;font-size:.92rem}dl.facts dt{color:var(--muted)}q[data-platform-message]{font-style:italic}.token-warning{color:var(--warn);font-weight:600}
+ul.choices{list-style:none;padding:0;margin:0 0 12px;display:grid;gap:8px}label.check{display:flex;gap:10px;align-items:flex-start;font-weight:400;margin:0;padding:10px 12px;border:1px solid var(--line);border-radius:10px;cursor:pointer}label.check input{width:auto;margin-top:4px}
+form.assign label{margin:0 0 4px;font-size:.85rem}form.assign select,form.assign input:not([type=radio]){min-width:12em}form.assign .radio label{font-size:.9rem}form.assign button{margin-top:6px}table.ad-accounts .actions{margin-top:0}table.ad-accounts form{margin:0}details.disconnected{margin-top:12px}details.disconnected summary{cursor:pointer;font-weight:600;padding:8px 0}
 .links{list-style:none;padding:0;margin:0 0 12px;display:grid;gap:8px}.links a{display:block;padding:10px 12px;border:1px solid var(--line);border-radius:10px;text-decoration:none;color:var(--text);font-weight:600}.links a small{display:block;font-weight:400}
 @media (max-width:640px){
 header.top{padding:6px 12px}details.profile{position:static}details.profile .menu{left:12px;right:12px;top:100%;min-width:0;max-width:none}
@@ -59,7 +64,7 @@ nav.main{order:3;flex:1 0 100%}form.switch{order:4;flex:1 0 100%}form.switch sel
 main{margin:16px auto;padding:0 12px}main.narrow{margin-top:24px}.card{padding:16px;border-radius:12px}
 button,.button,input,select,details.profile summary,a.brand,nav.main a,details.profile .menu a,details.profile .menu button,.pager a{min-height:44px}
 button,.button,details.profile summary,a.brand{display:inline-flex;align-items:center;justify-content:center}details.profile .menu a,details.profile .menu button{display:flex;align-items:center;justify-content:flex-start}
-.radio label{min-height:44px}.links a{min-height:44px}
+.radio label{min-height:44px}.links a{min-height:44px}nav.tabs a,details.disconnected summary{min-height:44px}label.check{min-height:44px}form.assign select,form.assign input:not([type=radio]){min-width:0}
 dl.pairs{grid-template-columns:minmax(0,1fr);gap:0}dl.pairs dd{margin:0 0 8px}dl.pairs dd a{display:block;min-height:44px;padding:10px 0}
 .urls{grid-template-columns:minmax(0,1fr) max-content;gap:4px 8px}.urls>:nth-child(3n+1){grid-column:1/-1;margin-top:8px}
 table.stack thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
@@ -68,6 +73,7 @@ table.stack tr{border:1px solid var(--line);border-radius:10px;padding:6px 12px;
 table.stack td{position:relative;min-height:2.2em;padding:6px 0 6px calc(38% + 10px);border-bottom:1px solid var(--line);text-align:left}
 table.stack td:last-child{border-bottom:0}table.stack td.num{text-align:left}
 table.stack td::before{content:attr(data-label);position:absolute;left:0;top:8px;width:38%;font-size:.8rem;text-transform:uppercase;letter-spacing:.04em;color:var(--muted);font-weight:600;overflow-wrap:anywhere}
+table.stack td.wide{padding-left:0}table.stack td.wide::before{position:static;display:block;width:auto;margin:0 0 4px}
 table.stack td:not([data-label]),table.stack td.actions-cell{padding-left:0}table.stack td:not([data-label])::before,table.stack td.actions-cell::before{content:none}
 }`;
 
@@ -146,12 +152,19 @@ export function shell(s: Shell, title: string, content: string, nonce: string): 
 <button type="submit">Switch</button></form>`;
   const profile = `<details class="profile"><summary aria-label="Profile menu">${h(s.user.firstname || s.user.email)} ▾</summary><div class="menu" role="menu">
 <small>${h(s.user.email)}</small>
-${admin ? `<a role="menuitem" href="${h(hubUrl)}/settings/api">Manage Hub</a>` : ''}
+${admin ? `<a role="menuitem" href="${h(hubUrl)}/settings/api">Manage Hub</a><a role="menuitem" href="${h(hubUrl)}/settings/ad-accounts">Ad accounts</a>` : ''}
 <a role="menuitem" href="${h(app)}/connected-apps">Connected apps</a>
 <form method="post" action="${h(app)}/sign-out"><input type="hidden" name="csrf" value="${h(s.csrf)}"><button role="menuitem" type="submit">Sign out</button></form>
 </div></details>`;
   return document_(title, `<header class="top"><a class="brand" href="${h(app)}">hubops</a><nav class="main">${nav}</nav>${switcher}${profile}</header>
 <main>${content}</main>`, nonce, `${app}/assets/app.js`);
+}
+
+/** The tabs of Manage Hub, on each of its pages. */
+export function manageTabs(hubUrl: string, active: 'api' | 'ad-accounts'): string {
+  const tab = (id: 'api' | 'ad-accounts', text: string) =>
+    `<a href="${h(hubUrl)}/settings/${id}"${id === active ? ' class="on" aria-current="page"' : ''}>${text}</a>`;
+  return `<nav class="tabs" aria-label="Manage Hub">${tab('api', 'API')}${tab('ad-accounts', 'Ad accounts')}</nav>`;
 }
 
 export function signInPage(o: { action: string; csrf: string; next: string; email?: string; error?: string; fieldErrors?: { email?: string; password?: string } }, nonce: string): string {

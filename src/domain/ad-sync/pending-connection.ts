@@ -1,0 +1,85 @@
+// A platform token between "Connect" (the OAuth callback, or a token an admin pasted) and the
+// admin's choice of ad accounts. It never goes into a page: the page carries an opaque handle, and
+// the token waits server-side, sealed (AES-256-GCM) under a key derived from the raw web session id
+// (which only the admin's browser holds) with the hub and handle authenticated, so neither a copy
+// of the database nor another session or hub can use it. Taken once when the accounts are chosen.
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import type { Db } from '../../db/database.ts';
+import type { AdPlatformClient } from '../../integrations/ad-platform.ts';
+import { FORM_TOKEN_TTL_MS } from '../../policy.ts';
+import { findPending, insertPending, takePending, type PendingRow } from './pending-connection.repository.ts';
+
+export interface PendingToken {
+  platform: AdPlatformClient['platform'];
+  kind: 'oauth' | 'system_user';
+  accessToken: string;
+  tokenExpiresAt: Date | null;
+}
+
+interface Where {
+  sessionId: string;
+  hubId: string;
+  handle: string;
+  now: Date;
+}
+
+const sha256 = (text: string): Buffer => createHash('sha256').update(text).digest();
+const keyOf = (sessionId: string) => sha256(`hubops-ad-pending:${sessionId}`);
+const aadOf = (hubId: string, handleHash: Buffer) => Buffer.concat([Buffer.from(`${hubId}\0`), handleHash]);
+
+function seal(where: { sessionId: string; hubId: string }, handleHash: Buffer, token: string): Buffer {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', keyOf(where.sessionId), iv).setAAD(aadOf(where.hubId, handleHash));
+  const body = Buffer.concat([cipher.update(token, 'utf8'), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), body]);
+}
+
+function unseal(where: { sessionId: string; hubId: string }, handleHash: Buffer, sealed: Buffer): string | undefined {
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', keyOf(where.sessionId), sealed.subarray(0, 12)).setAAD(aadOf(where.hubId, handleHash));
+    decipher.setAuthTag(sealed.subarray(12, 28));
+    return Buffer.concat([decipher.update(sealed.subarray(28)), decipher.final()]).toString('utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+const keyOfRow = (where: Where) => ({ handleHash: sha256(where.handle), sessionHash: sha256(where.sessionId), hubId: where.hubId, now: where.now });
+
+function opened(where: Where, row: PendingRow): PendingToken | undefined {
+  const accessToken = unseal(where, sha256(where.handle), row.tokenSealed);
+  return accessToken === undefined ? undefined : { platform: row.platform as PendingToken['platform'], kind: row.kind, accessToken, tokenExpiresAt: row.tokenExpiresAt };
+}
+
+/** Keeps the token for this session and hub for FORM_TOKEN_TTL_MS; returns the handle the page may carry. */
+export async function holdPendingToken(db: Db, input: { sessionId: string; hubId: string; now: Date; token: PendingToken }): Promise<string> {
+  const handle = randomBytes(24).toString('base64url');
+  const handleHash = sha256(handle);
+  await insertPending(db, {
+    handleHash, sessionHash: sha256(input.sessionId), hubId: input.hubId, now: input.now, expiresAt: new Date(input.now.getTime() + FORM_TOKEN_TTL_MS),
+    platform: input.token.platform, kind: input.token.kind, tokenSealed: seal(input, handleHash, input.token.accessToken), tokenExpiresAt: input.token.tokenExpiresAt,
+  });
+  return handle;
+}
+
+/** The token behind a handle of this session and hub, left in place (to list its accounts); undefined when unknown or expired. */
+export async function readPendingToken(db: Db, where: Where): Promise<PendingToken | undefined> {
+  const row = await findPending(db, keyOfRow(where));
+  return row && opened(where, row);
+}
+
+/**
+ * Takes the token behind a handle: of two submits of one choice, only one gets it. `putBack`
+ * returns it (same handle, same expiry) when the connection it was taken for was refused, so the
+ * admin can choose again.
+ */
+export async function takePendingToken(db: Db, where: Where): Promise<{ token: PendingToken; putBack(): Promise<void> } | undefined> {
+  const key = keyOfRow(where);
+  const row = await takePending(db, key);
+  const token = row && opened(where, row);
+  if (!row || !token) return undefined;
+  return {
+    token,
+    putBack: () => insertPending(db, { ...row, handleHash: key.handleHash, sessionHash: key.sessionHash, hubId: where.hubId, now: where.now }),
+  };
+}
