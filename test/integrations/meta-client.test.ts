@@ -2,6 +2,9 @@
 // report runs, the hourly breakdown and DST days, each Graph error code's failure kind, throttles
 // waited out with a fake sleep, hostile answers, the OAuth exchanges, and exact spend decimals.
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { after, before, beforeEach, test } from 'node:test';
 import fc from 'fast-check';
 import { SPEND_THROTTLE_WAIT_MAX_MS } from '../../src/policy.ts';
@@ -329,6 +332,31 @@ test('hostile answers: HTML, wrong types, missing fields, cut-off JSON, a redire
   for (const error of errors) assert.ok(!`${error.message} ${error.platformMessage} ${error.stack}`.includes(token), error.message);
   // The sandbox still serves: nothing was left broken.
   assert.deepEqual(await client.describeAccount({ accessToken: token }, 'act_1001'), la);
+});
+
+test('compressed answers: a gzip body is read; one that inflates past the cap is a bad_answer', async () => {
+  const account = JSON.stringify({ id: 'act_1001', name: 'West Coast (sandbox)', currency: 'USD', timezone_name: 'America/Los_Angeles', account_status: 1 });
+  const bomb = gzipSync(Buffer.from(JSON.stringify({ id: 'act_1001', name: 'x'.repeat(2 * 1024 * 1024) })));
+  const encodings: string[] = [];
+  const server = http.createServer((req, res) => {
+    encodings.push(String(req.headers['accept-encoding']));
+    const body = req.url!.startsWith('/v26.0/act_1001?') ? gzipSync(account) : bomb;
+    res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8', 'content-encoding': 'gzip', 'content-length': body.length });
+    res.end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const gzipped = createMetaClient({ graphUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, sleep: fakeSleep, maxBodyBytes: 1024 * 1024 });
+    assert.deepEqual(await gzipped.describeAccount({ accessToken: token }, 'act_1001'), la);
+    assert.ok(bomb.length < 1024 * 1024);
+    const error = await failure(gzipped.describeAccount({ accessToken: token }, 'act_1002'));
+    assert.equal(error.kind, 'bad_answer');
+    assert.match(error.message, /larger than 1048576 bytes/);
+    assert.ok(encodings.every((e) => e.includes('gzip')), 'compression is asked for');
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
 });
 
 test('abort: a read stops with the caller\'s reason, not a platform error', async () => {

@@ -177,6 +177,8 @@ interface Account extends SandboxAccount {
   /** Per ad set: its hash key and base cents per hour. */
   keys: number[];
   bases: number[];
+  /** window()'s answer for one minute. */
+  window?: { minute: number; value: { first: number; today: number; hour: number; minute: number } };
 }
 
 interface TokenInfo {
@@ -291,8 +293,13 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
 
   /** The local days that have spend, today partly: [first, today], and today's hour and minute. */
   function window(account: Account) {
-    const local = localParts(account.timezone_name, now());
-    return { first: local.day - historyDays, today: local.day, hour: local.hour, minute: local.minute };
+    // Local day, hour and minute change only with the minute (zones are whole minutes today): worked out once per minute.
+    const minute = Math.floor(now() / 60_000);
+    if (account.window?.minute !== minute) {
+      const local = localParts(account.timezone_name, minute * 60_000);
+      account.window = { minute, value: { first: local.day - historyDays, today: local.day, hour: local.hour, minute: local.minute } };
+    }
+    return account.window.value;
   }
 
   /** Calls `emit` for each row with spend of [fromDay, toDay] starting at position `start`, until it returns false. */
@@ -339,8 +346,10 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
   // --- HTTP
 
   function send(res: http.ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
-    res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8', 'content-length': Buffer.byteLength(body), ...headers });
-    res.end(body);
+    // Encoded once: measuring a page's length and then writing it as a string encodes it twice.
+    const bytes = Buffer.from(body);
+    res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8', 'content-length': bytes.length, ...headers });
+    res.end(bytes);
   }
 
   function usageHeader(account: Account, regainMinutes = 0): Record<string, string> {
@@ -489,20 +498,22 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
     const rows: string[] = [];
     let first = -1;
     let last = -1;
-    let dayText = '';
-    let dayOfText = NaN;
-    const row = (s: number, c: number, hourField: string) => `${prefixes[s]}${withSpend ? `"spend":"${centsText(c)}",` : ''}"date_start":"${dayText}","date_stop":"${dayText}"${hourField}}`;
+    // A row's text after its spend, per day: its dates, then each hour's label (index 24: no hour).
+    let endings: string[] = [];
+    let dayOfEndings = NaN;
+    const row = (s: number, c: number, hour: number) => (withSpend ? `${prefixes[s]}"spend":"${centsText(c)}",${endings[hour]}` : `${prefixes[s]}${endings[hour]}`);
     const setDay = (day: number) => {
-      if (day !== dayOfText) {
-        dayOfText = day;
-        dayText = dateOf(day);
+      if (day !== dayOfEndings) {
+        dayOfEndings = day;
+        const dates = `"date_start":"${dateOf(day)}","date_stop":"${dateOf(day)}"`;
+        endings = [...ALL_HOURS.map((h) => `${dates},"${HOURLY_BREAKDOWN}":"${hourLabel(h)}"}`), `${dates}}`];
       }
     };
     if (!withheld.has(account.id)) {
       eachRow(account, dayNumber(q.since), dayNumber(q.until), start, (position, day, s, hour, c) => {
         if (rows.length === limit) return false;
         setDay(day);
-        rows.push(row(s, c, `,"${HOURLY_BREAKDOWN}":"${hourLabel(hour)}"`));
+        rows.push(row(s, c, hour));
         if (first < 0) first = position;
         last = position;
         return true;
@@ -514,7 +525,7 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
       let blockAdSet = 0;
       const flush = () => {
         if (block < 0) return;
-        rows.push(row(blockAdSet, sum, ''));
+        rows.push(row(blockAdSet, sum, 24));
         if (first < 0) first = block + 23;
         last = block + 23;
       };

@@ -18,10 +18,9 @@ export const hourLabel = (hour: number): string => HOUR_LABELS[hour]!;
 
 /** "05:00:00 - 05:59:59" → 5; undefined for any other text. */
 export function parseHourLabel(text: string): number | undefined {
-  const match = /^(\d\d):00:00 - (\d\d):59:59$/.exec(text);
-  if (!match || match[1] !== match[2]) return undefined;
-  const hour = Number(match[1]);
-  return hour <= 23 ? hour : undefined;
+  // The first two characters name the only label the text can be; the comparison checks it whole.
+  const hour = (text.charCodeAt(0) - 48) * 10 + (text.charCodeAt(1) - 48);
+  return hour >= 0 && hour <= 23 && text === HOUR_LABELS[hour] ? hour : undefined;
 }
 
 /**
