@@ -547,6 +547,8 @@ test('stopping an instance mid-sync releases the account (not a failure); the ne
     await loop.stop();
     const stopped = await row();
     assert.deepEqual([stopped.lease_until, stopped.sync_state, stopped.failure_kind, stopped.last_synced_at], [null, 'idle', null, null]);
+    const { next_sync_at } = await db.kysely.selectFrom('ad_accounts').select('next_sync_at').where('id', '=', view!.id).executeTakeFirstOrThrow();
+    assert.ok(next_sync_at! <= app.clock.now(), 'released due at once: the next instance takes it up without waiting for the schedule');
     assert.ok(stopped.complete_through! < '2026-11-19', 'stopped mid-run, its committed chunks kept');
     assert.equal((await syncNow(app.app.adSync, 'h_stop', view!.id)).status, 'done');
     assert.equal((await row()).complete_through, '2026-11-19');
@@ -554,4 +556,56 @@ test('stopping an instance mid-sync releases the account (not a failure); the ne
     await app.close();
     await db.drop();
   }
+});
+
+test('a long read keeps its claim: the lease moves forward batch by batch, so no other sync can take the account over mid-read', async () => {
+  await newHub('h_long');
+  fake.add({ externalId: 'act_140', rows: happened(hourlyRows('2026-11-01', '2026-11-20', adSets('h_long'))) });
+  const id = await connect('h_long', 'act_140');
+  const leases: number[] = [];
+  const rivals: string[] = [];
+  fake.beforeBatch = async (externalId) => {
+    if (externalId !== 'act_140') return;
+    // Each batch takes 4 of the lease's 10 minutes: without renewal the claim runs out by the third.
+    t.clock.advance(4 * 60_000);
+    const row = await t.db.kysely.selectFrom('ad_accounts').select('lease_until').where('id', '=', id).executeTakeFirstOrThrow();
+    leases.push(row.lease_until!.getTime() - t.clock.now().getTime());
+    // Another instance asking for the account right now gets nothing (a rival sync would be 'skipped' or run twice).
+    const { rows } = await sql<{ id: string }>`SELECT id FROM ad_accounts WHERE id = ${id} AND (lease_until IS NULL OR lease_until <= ${t.clock.now()})`.execute(t.db.kysely);
+    rivals.push(...rows.map((r) => r.id));
+  };
+  try {
+    assert.equal((await syncNow(deps, 'h_long', id)).status, 'done');
+  } finally {
+    fake.beforeBatch = async () => {};
+    t.clock.set(NOW);
+  }
+  assert.ok(leases.length >= 5, `read in many batches (${leases.length})`);
+  assert.ok(leases.every((ms) => ms > 0), `the lease never ran out mid-read: ${leases.map((ms) => Math.round(ms / 60_000)).join(', ')} minutes left`);
+  assert.deepEqual(rivals, [], 'no moment at which another instance could claim the account');
+});
+
+test('reconnecting while a sync still reads with the old token: the old run writes nothing and cannot overwrite the reconnected state', async () => {
+  await newHub('h_recon');
+  fake.add({ externalId: 'act_141', rows: happened(hourlyRows('2026-11-10', '2026-11-20', adSets('h_recon'))) });
+  const id = await connect('h_recon', 'act_141');
+  let reconnected = false;
+  let throughAtReconnect: string | null | undefined;
+  fake.beforeBatch = async (externalId) => {
+    if (externalId !== 'act_141' || reconnected) return;
+    reconnected = true;
+    await connect('h_recon', 'act_141');
+    throughAtReconnect = (await t.db.kysely.selectFrom('ad_accounts').select('complete_through').where('id', '=', id).executeTakeFirstOrThrow()).complete_through;
+  };
+  try {
+    const outcome = await syncNow(deps, 'h_recon', id);
+    assert.equal(outcome.status, 'skipped', 'the old run lost its claim to the reconnect');
+  } finally {
+    fake.beforeBatch = async () => {};
+  }
+  const row = await t.db.kysely.selectFrom('ad_accounts').select(['lease_owner', 'sync_state', 'complete_through', 'next_sync_at']).where('id', '=', id).executeTakeFirstOrThrow();
+  assert.ok(reconnected);
+  assert.deepEqual([row.lease_owner, row.sync_state, row.complete_through], [null, 'idle', throughAtReconnect], 'nothing written by the old run after the reconnect; its state stands');
+  assert.ok(row.next_sync_at! <= t.clock.now(), 'due at once, as the reconnect left it');
+  assert.equal((await syncNow(deps, 'h_recon', id)).status, 'done');
 });

@@ -6,6 +6,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { AdPlatform, Database, PlatformFailureKind } from '../../db/schema.ts';
+import { SPEND_STALE_AFTER_MS } from '../../policy.ts';
 
 type Q = Kysely<Database>;
 
@@ -121,7 +122,9 @@ export async function insertConnection(db: Db, connection: NewConnection, accoun
         ON CONFLICT (hub_id, platform, external_id) WHERE external_id IS NOT NULL DO UPDATE
            SET connection_id = EXCLUDED.connection_id, name = EXCLUDED.name, currency = EXCLUDED.currency, time_zone = EXCLUDED.time_zone,
                next_sync_at = EXCLUDED.next_sync_at, disconnected_at = NULL, sync_state = 'idle', failure_kind = NULL, failure_message = NULL,
-               failure_code = NULL, failing_since = NULL, failure_count = 0, throttled_until = NULL
+               failure_code = NULL, failing_since = NULL, failure_count = 0, throttled_until = NULL,
+               -- A run still reading with the old token loses its lease: it can write nothing, nor end over this state.
+               lease_owner = NULL, lease_until = NULL
         RETURNING id`.execute(trx);
       ids.push(row.rows[0]!.id);
     }
@@ -326,7 +329,7 @@ export async function updateDescription(q: Q, accountId: string, d: { name: stri
 export type RunEnd =
   | { kind: 'done'; syncedAt: Date; nextSyncAt: Date }
   | { kind: 'throttled'; until: Date }
-  | { kind: 'released' }
+  | { kind: 'released'; now: Date }
   | { kind: 'failed'; failure: { kind: PlatformFailureKind; message: string; code: string | null }; state: 'idle' | 'failed'; nextSyncAt: Date | null; now: Date };
 
 /** Ends a run this owner leased: records its outcome and frees the lease (nothing when the lease was lost). */
@@ -337,7 +340,11 @@ export async function endRun(db: Db, accountId: string, owner: string, end: RunE
     : end.kind === 'throttled'
       ? sql`sync_state = 'idle', throttled_until = ${end.until}, next_sync_at = ${end.until}`
       : end.kind === 'released'
-        ? sql`sync_state = CASE WHEN failure_kind IN ('needs_reconnect', 'missing_permission', 'invalid_request') THEN 'failed' ELSE 'idle' END`
+        // The state the claim replaced (failed: a permanent kind, or a transient one past the stale
+        // threshold), and due at once, so a requested sync that a stop interrupted is not lost.
+        ? sql`sync_state = CASE WHEN failure_kind IN ('needs_reconnect', 'missing_permission', 'invalid_request')
+                                  OR failing_since < ${new Date(end.now.getTime() - SPEND_STALE_AFTER_MS)} THEN 'failed' ELSE 'idle' END,
+              next_sync_at = least(next_sync_at, ${end.now})`
       : sql`sync_state = ${end.state}, failure_kind = ${end.failure.kind}, failure_message = ${end.failure.message}, failure_code = ${end.failure.code},
             failing_since = coalesce(failing_since, ${end.now}), failure_count = failure_count + 1, next_sync_at = ${end.nextSyncAt}`;
   await sql`UPDATE ad_accounts SET ${set}, lease_until = NULL, lease_owner = NULL

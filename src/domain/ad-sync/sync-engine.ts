@@ -67,9 +67,9 @@ function failureOf(error: unknown): { kind: PlatformFailureKind; message: string
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
-/** A row the engine can count, or a bad_answer: a client must not hand over what it did not check. */
-function checkRow(row: PlatformSpendRow): void {
-  const ok = DATE.test(row.date) && !Number.isNaN(Date.parse(`${row.date}T00:00:00Z`))
+/** A row the engine can count, or a bad_answer: a client must not hand over what it did not check. `checkedDate` passed before. */
+function checkRow(row: PlatformSpendRow, checkedDate: string): void {
+  const ok = (row.date === checkedDate || (DATE.test(row.date) && !Number.isNaN(Date.parse(`${row.date}T00:00:00Z`))))
     && (row.hour === null || (Number.isInteger(row.hour) && row.hour >= 0 && row.hour <= 23))
     && typeof row.spendMicros === 'bigint' && row.spendMicros >= 0n
     && typeof row.campaignId === 'string' && row.campaignId !== '' && typeof row.adSetId === 'string' && row.adSetId !== ''
@@ -93,7 +93,7 @@ export async function runSync(deps: EngineDeps, accountId: string, owner: string
     if (error instanceof LeaseLost) return { status: 'skipped', message: 'another instance took the account over' };
     if (signal?.aborted) {
       // Stopping (shutdown): not a failure. Committed chunks stay; another run takes it from there.
-      await endRun(db, accountId, owner, { kind: 'released' });
+      await endRun(db, accountId, owner, { kind: 'released', now: clock.now() });
       return { status: 'skipped', message: 'the sync was stopped; it resumes on the next run' };
     }
     const now = clock.now();
@@ -180,18 +180,39 @@ async function readChunk(
   for (let waits = 0; ; waits++) {
     try {
       const sums = new Map<string, UtcDayRow>();
+      let last: UtcDayRow | undefined;
+      let checkedDate = '';
+      let heldAt = deps.clock.now().getTime();
       for await (const batch of client.readSpend(credential, account, range, signal)) {
         // Stopping: whatever the client does with the signal, the chunk in flight is dropped here.
         signal?.throwIfAborted();
+        // A long read (a report run polled for minutes, then many pages) keeps its claim alive, so no
+        // other instance takes the account over mid-read; a lease already lost ends the read here.
+        const now = deps.clock.now().getTime();
+        if (now - heldAt > deps.leaseMs / 3) {
+          if (!(await holdLease(deps.db.kysely, accountId, owner, new Date(now + deps.leaseMs)))) throw new LeaseLost();
+          heldAt = now;
+        }
         for (const row of batch) {
-          checkRow(row);
+          checkRow(row, checkedDate);
+          checkedDate = row.date;
           const day = mapper.utcDay(row.date, row.hour);
           if (day < keep.since || day > keep.until) continue;
-          const key = `${day}\0${row.campaignId}\0${row.adSetId}`;
-          const seen = sums.get(key);
+          // Rows come grouped by day and ad set: most add to the group of the row before them.
+          let sum = last !== undefined && last.date === day && last.adSetId === row.adSetId && last.campaignId === row.campaignId ? last : undefined;
+          if (sum === undefined) {
+            const key = `${day}\0${row.campaignId}\0${row.adSetId}`;
+            sum = sums.get(key);
+            if (sum === undefined) {
+              sum = { date: day, campaignId: row.campaignId, campaignName: row.campaignName, adSetId: row.adSetId, adSetName: row.adSetName, spendMicros: 0n, spendCents: 0n };
+              sums.set(key, sum);
+            }
+            last = sum;
+          }
+          sum.spendMicros += row.spendMicros;
           // The latest names win: a campaign renamed mid-day shows its new name.
-          if (seen) Object.assign(seen, { spendMicros: seen.spendMicros + row.spendMicros, campaignName: row.campaignName, adSetName: row.adSetName });
-          else sums.set(key, { date: day, campaignId: row.campaignId, campaignName: row.campaignName, adSetId: row.adSetId, adSetName: row.adSetName, spendMicros: row.spendMicros, spendCents: 0n });
+          sum.campaignName = row.campaignName;
+          sum.adSetName = row.adSetName;
         }
       }
       const rows = [...sums.values()];

@@ -69,18 +69,22 @@ export const maxDate = (a: string, b: string) => (a > b ? a : b);
  */
 export class UtcDayMapper {
   readonly #zone: string;
-  readonly #memo = new Map<string, string>();
+  /** Per local date, the UTC day of each of its 24 hours (filled as asked). */
+  readonly #memo = new Map<string, (string | undefined)[]>();
+  /** The last date asked and its hours: rows come grouped by day, so most skip the map. */
+  #lastDate = '';
+  #lastHours: (string | undefined)[] = [];
   constructor(zone: string) {
     this.#zone = zone;
   }
   utcDay(date: string, hour: number | null): string {
     if (hour === null) return date;
-    const key = `${date}T${hour}`;
-    let day = this.#memo.get(key);
-    if (day === undefined) {
-      day = localHourToUtc(date, hour, this.#zone).toISOString().slice(0, 10);
-      this.#memo.set(key, day);
+    if (date !== this.#lastDate) {
+      let hours = this.#memo.get(date);
+      if (hours === undefined) this.#memo.set(date, (hours = new Array<string | undefined>(24)));
+      this.#lastDate = date;
+      this.#lastHours = hours;
     }
-    return day;
+    return (this.#lastHours[hour] ??= localHourToUtc(date, hour, this.#zone).toISOString().slice(0, 10));
   }
 }
