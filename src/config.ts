@@ -26,6 +26,11 @@ export interface Config {
   metaGraphUrl: string;
   /** META_DIALOG_URL: where the OAuth dialog is served (https://www.facebook.com). */
   metaDialogUrl: string;
+  /**
+   * The demo's Meta is a loopback sandbox: the demo is on and no Meta setting (app, Graph or dialog
+   * URL) is given. Any one of them means a real Meta, which the demo never replaces.
+   */
+  metaSandbox: boolean;
   /** HUBOPS_SPEND_SYNC: whether this instance runs the background spend sync loop. */
   spendSync: boolean;
 }
@@ -124,6 +129,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metaAppSecret,
     metaGraphUrl,
     metaDialogUrl,
+    metaSandbox: demoText === '1' && !metaAppId && !env.META_GRAPH_URL?.trim() && !env.META_DIALOG_URL?.trim(),
     spendSync: spendSyncText === '1',
   };
 }

@@ -44,7 +44,7 @@ log.info({ database: database.embedded ? `embedded (${config.dataDir}/postgres)`
 
 let limiter: RateLimiter = new MemoryRateLimiter();
 let app: App | undefined;
-// The demo without a Meta of its own (META_GRAPH_URL unset): the Meta sandbox on loopback, with the
+// The demo without a Meta of its own (no META_APP_ID, META_GRAPH_URL or META_DIALOG_URL): the Meta sandbox on loopback, with the
 // Meta client, the OAuth dialog and the app credentials pointed at it, so Connect Meta works and
 // the demo's ad accounts sync from it.
 let metaSandbox: MetaSandbox | undefined;
@@ -59,7 +59,7 @@ try {
     demo = { email: seeded.adminEmail, password: seeded.adminPassword, hubName: `${hub?.name ?? hubId} (${hubId})`, key: key.key };
   }
 
-  if (config.demo && !process.env.META_GRAPH_URL?.trim()) {
+  if (config.metaSandbox) {
     metaSandbox = await startMetaSandbox({ host: '127.0.0.1', seed: DEMO_META_SEED });
     config = { ...config, metaGraphUrl: metaSandbox.url, metaDialogUrl: metaSandbox.url, metaAppId: metaSandbox.appId, metaAppSecret: metaSandbox.appSecret };
   }

@@ -41,4 +41,14 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ META_APP_ID: '1', META_APP_SECRET: 'has a space in it' }), (error: Error) =>
       error instanceof ConfigError && error.message.startsWith('META_APP_SECRET must be') && !error.message.includes('space in it'));
   });
+
+  test('the demo\'s Meta sandbox: only for the demo with no Meta setting at all; any real one is never replaced', () => {
+    const app = { META_APP_ID: '1234567890', META_APP_SECRET: 'abcdef0123456789abcdef0123456789' };
+    assert.equal(loadConfig({}).metaSandbox, true, 'the embedded demo');
+    assert.equal(loadConfig({ HUBOPS_DEMO: '0' }).metaSandbox, false);
+    assert.equal(loadConfig({ DATABASE_URL: 'postgres://db/x' }).metaSandbox, false, 'an external database is no demo unless asked');
+    for (const env of [app, { META_GRAPH_URL: 'https://graph.facebook.com' }, { META_DIALOG_URL: 'https://www.facebook.com' }]) {
+      assert.equal(loadConfig(env).metaSandbox, false, Object.keys(env).join(', '));
+    }
+  });
 });
