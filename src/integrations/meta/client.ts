@@ -134,7 +134,10 @@ export function createMetaClient(options: MetaClientOptions): AdPlatformClient &
     const form = new URLSearchParams(params);
     if (method === 'GET') url.search = form.toString();
     const headers: Record<string, string> = { accept: 'application/json' };
-    // The header, not the access_token parameter the SDKs use: a URL is what ends up in logs and errors.
+    // The header, not the access_token parameter the SDKs use, for every call that can take one. The
+    // token exchanges (tokenExchange) are the exception: Meta documents /oauth/access_token as a GET
+    // with client_secret and the code or token in the query, so they travel there; our own logs and
+    // errors never carry this URL (failures name `what`, and the secrets are masked out of messages).
     if (session.token !== undefined) headers.authorization = `Bearer ${session.token}`;
     if (method === 'POST') headers['content-type'] = 'application/x-www-form-urlencoded';
     const timeout = AbortSignal.timeout(timeoutMs);
