@@ -118,6 +118,21 @@ describe('one line per request, in both formats', () => {
     for (const secret of SECRETS) assert.ok(!text.includes(secret), secret);
   });
 
+  test('signed out at the Meta OAuth callback: the way to sign-in and back logs neither the code nor the state', async () => {
+    for (const format of ['json', 'pretty'] as const) {
+      const { t, log } = apps[format]!;
+      const start = log.text.length;
+      const callback = await t.app.fastify.inject({ method: 'GET', url: '/app/ad-accounts/meta/callback?code=SECRET-CODE&state=SECRET-STATE' });
+      assert.equal(callback.statusCode, 303);
+      const location = String(callback.headers.location);
+      assert.equal(location, `/app/sign-in?next=${encodeURIComponent('/app/ad-accounts/meta/callback')}`);
+      assert.equal((await t.app.fastify.inject({ method: 'GET', url: location })).statusCode, 200);
+      const text = log.text.slice(start);
+      assert.match(text, /sign-in/, format);
+      for (const secret of SECRETS) assert.ok(!text.includes(secret), `${format}: ${secret}`);
+    }
+  });
+
   test('pretty: the same lines for a person, secrets masked alike', async () => {
     const { text, requestIds } = await serve('pretty');
     const lines = text.trim().split('\n');
