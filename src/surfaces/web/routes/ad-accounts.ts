@@ -5,9 +5,10 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
-  completeMetaOAuth, connectAdAccounts, disconnectAdAccount, listAdAccounts, listPlatformAccounts, listUnattributed, mapToWorkspace, requestSync, type AdAccountView, type AdSyncDeps,
+  connectAdAccounts, disconnectAdAccount, listAdAccounts, listPlatformAccounts, listUnattributed, mapToWorkspace, requestSync, type AdAccountView, type AdSyncDeps,
 } from '../../../domain/ad-sync/ad-account.service.ts';
 import { holdPendingToken, readPendingToken, takePendingToken, type PendingToken } from '../../../domain/ad-sync/pending-connection.ts';
+import { completeMetaOAuth } from '../../../domain/ad-sync/ad-account.service.ts';
 import { hubWorkspaces } from '../../../domain/tenancy/tenancy.service.ts';
 import { META_SCOPES } from '../../../integrations/meta/client.ts';
 import { sameSecret } from '../../../platform/constant-time.ts';
