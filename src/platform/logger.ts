@@ -20,7 +20,7 @@ const REDACTED_PATHS = [
 // Query parameters that carry a credential: embed tokens, OAuth codes, the web app's one-time
 // form token (`created`, which reveals a new key once), and anything a client wrongly puts in a
 // URL. Request URLs are logged, so their values are masked first.
-const SECRET_QUERY = /([?&](?:token|access_token|refresh_token|code|code_verifier|client_secret|key|api_key|password|created)=)[^&#]*/gi;
+const SECRET_QUERY = /([?&](?:token|access_token|refresh_token|code|code_verifier|client_secret|key|api_key|password|created|pending|state)=)[^&#]*/gi;
 
 export function redactQuery(url: string): string {
   return url.replace(SECRET_QUERY, '$1[redacted]');

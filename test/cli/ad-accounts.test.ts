@@ -203,6 +203,15 @@ describe('ad-accounts', () => {
     try {
       const env = { META_GRAPH_URL: sandbox.url, HUBOPS_SECRETS_KEY: randomBytes(32).toString('base64url') };
       const sandboxToken = sandbox.issueToken({ accounts: ['act_3003'], systemUser: true });
+      // Meta throttling the account at connect time: a refusal that says when to try again (exit 1, no stack), nothing written.
+      sandbox.scenario.throttle('act_3003', 3 * 3_600_000);
+      const before = await snapshot(db);
+      const busy = await hubops(['ad-accounts', 'connect', '--hub', 'hub_cli_other', '--platform', 'meta', '--account', 'act_3003', '--token', '-', '--json'], sandboxToken, env);
+      assert.equal(busy.code, 1, busy.stderr);
+      assert.match(busy.stderr, /^hubops: Meta is busy and asked hubops to wait before asking for ad account act_3003 again: try again in about 3 hours/);
+      assert.doesNotMatch(busy.stderr, /\n\s+at /);
+      assert.deepEqual(await snapshot(db), before);
+      sandbox.scenario.reset();
       const connect = await hubops(['ad-accounts', 'connect', '--hub', 'hub_cli_other', '--platform', 'meta', '--account', 'act_3003', '--token', '-', '--json'], sandboxToken, env);
       assert.equal(connect.code, 0, connect.stderr);
       const [a] = JSON.parse(connect.stdout);

@@ -427,5 +427,10 @@ test('scenario control over HTTP: POST /__sandbox/scenario drives the same scena
   assert.deepEqual((await client.listAccounts({ accessToken: issued.token })).map((a) => a.externalId), ['act_1001']);
   assert.equal((await post({ action: 'explode' })).status, 400);
   assert.equal((await post({ action: 'malformed', accountId: 'act_1001', kind: 'bogus' })).status, 400);
-  assert.equal((await fetch(`${sandbox.url}/__sandbox/scenario`, { method: 'POST', body: 'not json' })).status, 400);
+  assert.equal((await fetch(`${sandbox.url}/__sandbox/scenario`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: 'not json' })).status, 400);
+  // What any web page can send to loopback without a preflight (text/plain, a form) is refused and changes nothing.
+  const fail1001 = JSON.stringify({ action: 'fail', accountId: 'act_1001', body: { code: 190, message: 'Expired' } });
+  assert.equal((await fetch(`${sandbox.url}/__sandbox/scenario`, { method: 'POST', body: fail1001 })).status, 415);
+  assert.equal((await fetch(`${sandbox.url}/__sandbox/scenario`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: fail1001 })).status, 415);
+  assert.equal((await client.describeAccount({ accessToken: token }, 'act_1001')).externalId, 'act_1001');
 });

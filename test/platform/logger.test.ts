@@ -12,11 +12,14 @@ function capture(format: LogFormat, level = 'info') {
   return { logger: createLogger({ level, format }, sink), get text() { return state.text; } };
 }
 
-const SECRETS = ['SECRET-EMBED-TOKEN', 'SECRET-BEARER', 'SECRET-COOKIE', 'SECRET-CODE'];
+const SECRETS = ['SECRET-EMBED-TOKEN', 'SECRET-BEARER', 'SECRET-COOKIE', 'SECRET-CODE', 'SECRET-STATE'];
 
 test('credentials in query strings and connection strings are masked', () => {
   assert.equal(redactQuery('/embed/spend?token=abc.def&x=1'), '/embed/spend?token=[redacted]&x=1');
-  assert.equal(redactQuery('/cb?code=xyz&state=s&password=p'), '/cb?code=[redacted]&state=s&password=[redacted]');
+  assert.equal(redactQuery('/cb?code=xyz&state=s&password=p'), '/cb?code=[redacted]&state=[redacted]&password=[redacted]');
+  // The Ad accounts chooser's handle to a held token, and the OAuth state of Connect Meta.
+  assert.equal(redactQuery('/app/hubs/h/settings/ad-accounts/choose?pending=HANDLE'), '/app/hubs/h/settings/ad-accounts/choose?pending=[redacted]');
+  assert.equal(redactQuery('/app/ad-accounts/meta/callback?state=PAYLOAD.MAC&code=C'), '/app/ad-accounts/meta/callback?state=[redacted]&code=[redacted]');
   assert.equal(redactQuery('/v1/hub/playbook-opt-ins?limit=5'), '/v1/hub/playbook-opt-ins?limit=5');
   assert.equal(redactQuery('/app/hubs/h/settings/api?created=FORM-TOKEN'), '/app/hubs/h/settings/api?created=[redacted]');
   // The connection string logged at start-up (main.ts) keeps the user, never the password.
@@ -91,7 +94,7 @@ describe('one line per request, in both formats', () => {
       { url: '/healthz/' },
       { url: '/embed/spend?token=SECRET-EMBED-TOKEN', headers: { authorization: 'Bearer SECRET-BEARER', cookie: 'hubops_app=SECRET-COOKIE' } },
       { url: '/v1/hub/opt-in-summary', headers: { authorization: 'Bearer SECRET-BEARER' } },
-      { url: '/oauth/callback?code=SECRET-CODE&state=s' },
+      { url: '/oauth/callback?code=SECRET-CODE&state=SECRET-STATE' },
     ]) {
       const response = await t.app.fastify.inject({ method: 'GET', ...request });
       if (!request.url.startsWith('/healthz') && !request.url.startsWith('/readyz')) requestIds.push(String(response.headers['x-request-id']));
@@ -104,7 +107,7 @@ describe('one line per request, in both formats', () => {
     const lines = text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
     const requests = lines.filter((l) => l.msg === 'request');
     assert.deepEqual(requests.map((l) => l.reqId), requestIds, text);
-    assert.deepEqual(requests.map((l) => l.url), ['/embed/spend?token=[redacted]', '/v1/hub/opt-in-summary', '/oauth/callback?code=[redacted]&state=s']);
+    assert.deepEqual(requests.map((l) => l.url), ['/embed/spend?token=[redacted]', '/v1/hub/opt-in-summary', '/oauth/callback?code=[redacted]&state=[redacted]']);
     assert.deepEqual(requests.map((l) => l.statusCode), [401, 401, 404]);
     for (const line of requests) {
       assert.equal(line.method, 'GET');
@@ -115,12 +118,27 @@ describe('one line per request, in both formats', () => {
     for (const secret of SECRETS) assert.ok(!text.includes(secret), secret);
   });
 
+  test('signed out at the Meta OAuth callback: the way to sign-in and back logs neither the code nor the state', async () => {
+    for (const format of ['json', 'pretty'] as const) {
+      const { t, log } = apps[format]!;
+      const start = log.text.length;
+      const callback = await t.app.fastify.inject({ method: 'GET', url: '/app/ad-accounts/meta/callback?code=SECRET-CODE&state=SECRET-STATE' });
+      assert.equal(callback.statusCode, 303);
+      const location = String(callback.headers.location);
+      assert.equal(location, `/app/sign-in?next=${encodeURIComponent('/app/ad-accounts/meta/callback')}`);
+      assert.equal((await t.app.fastify.inject({ method: 'GET', url: location })).statusCode, 200);
+      const text = log.text.slice(start);
+      assert.match(text, /sign-in/, format);
+      for (const secret of SECRETS) assert.ok(!text.includes(secret), `${format}: ${secret}`);
+    }
+  });
+
   test('pretty: the same lines for a person, secrets masked alike', async () => {
     const { text, requestIds } = await serve('pretty');
     const lines = text.trim().split('\n');
     assert.equal(lines.length, 3, text);
     assert.match(lines[0]!, new RegExp(`^\\d\\d:\\d\\d:\\d\\d GET /embed/spend\\?token=\\[redacted\\] 401 \\d+\\.\\d ms req=${requestIds[0]}$`));
-    assert.match(lines[2]!, /GET \/oauth\/callback\?code=\[redacted\]&state=s 404 /);
+    assert.match(lines[2]!, /GET \/oauth\/callback\?code=\[redacted\]&state=\[redacted\] 404 /);
     for (const secret of SECRETS) assert.ok(!text.includes(secret), secret);
   });
 });

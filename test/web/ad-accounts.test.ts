@@ -225,6 +225,14 @@ describe('Manage Hub → Ad accounts over HTTP', () => {
     assert.equal((await get(admin, tampered.href)).status, 400);
     assert.equal(await pendingRows(), 0);
 
+    // A code Meta does not know: the service's refusal in the page (Meta's words), nothing held.
+    const forged = new URL(back);
+    forged.searchParams.set('code', 'not-a-code');
+    const refused = await get(admin, forged.href);
+    assert.equal(refused.status, 502);
+    assert.match(refused.text, /Meta did not give hubops a token\. Meta refused a token for the sign-in: Invalid verification code format\./);
+    assert.equal(await pendingRows(), 0);
+
     const done = await get(admin, back.href);
     assert.equal(done.status, 303, done.text.slice(0, 300));
     assert.match(done.location!, /\/settings\/ad-accounts\/choose\?pending=/);

@@ -4,7 +4,8 @@
 // caller (a surface) has already checked that the person is the hub's admin.
 import { setTimeout as delay } from 'node:timers/promises';
 import type { AdPlatform, PlatformFailureKind } from '../../db/schema.ts';
-import { PlatformError, type PlatformAdAccount } from '../../integrations/ad-platform.ts';
+import { PlatformError, PlatformThrottled, type PlatformAdAccount } from '../../integrations/ad-platform.ts';
+import type { MetaOAuth } from '../../integrations/meta/client.ts';
 import { DomainError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { AD_TOKEN_EXPIRY_WARNING_MS, SPEND_SYNC_LEASE_MS } from '../../policy.ts';
@@ -109,13 +110,37 @@ function checkToken(token: unknown): string {
 
 /** A platform's refusal, as the admin should read it at connect time. */
 function refusalOf(platform: AdPlatform, error: unknown, what: string): never {
+  const name = PLATFORM_NAMES[platform];
+  if (error instanceof PlatformThrottled) {
+    const minutes = Math.max(1, Math.ceil(error.retryAfterMs / 60_000));
+    const when = minutes < 120 ? `${minutes} minute${minutes === 1 ? '' : 's'}` : `${Math.ceil(minutes / 60)} hours`;
+    throw new DomainError('rejected', `${name} is busy and asked hubops to wait before asking for ${what} again: try again in about ${when}`);
+  }
   if (!(error instanceof PlatformError)) throw error;
   const words = error.platformMessage ?? error.message;
-  const name = PLATFORM_NAMES[platform];
   if (error.kind === 'needs_reconnect') throw new DomainError('invalid', `${name} did not accept the token (${words}): use a valid, unexpired token`);
   if (error.kind === 'missing_permission') throw new DomainError('invalid', `${name} refused ${what} (${words}): the token needs ads_read and access to the account`);
   if (error.kind === 'invalid_request') throw new DomainError('invalid', `${name} refused ${what}: ${words}`);
   throw new DomainError('rejected', `${name} could not be asked for ${what} right now (${words}); try again in a few minutes`);
+}
+
+/** What "Connect Meta" by OAuth needs of the Meta client. */
+export type MetaOAuthExchange = Pick<MetaOAuth, 'exchangeCode' | 'exchangeForLongLived'>;
+
+/**
+ * Connect Meta by OAuth, after the dialog: the code Meta sent back becomes a short-lived token,
+ * then a long-lived one (about 60 days) for the connection. Refusals as at connect time.
+ */
+export async function completeMetaOAuth(
+  oauth: MetaOAuthExchange, input: { code: string; redirectUri: string; appId: string; appSecret: string },
+): Promise<{ accessToken: string; expiresAt: Date | null }> {
+  const app = { appId: input.appId, appSecret: input.appSecret };
+  try {
+    const short = await oauth.exchangeCode({ ...app, redirectUri: input.redirectUri, code: input.code });
+    return await oauth.exchangeForLongLived({ ...app, accessToken: short.accessToken });
+  } catch (error) {
+    refusalOf('meta', error, 'a token for the sign-in');
+  }
 }
 
 /** The ad accounts a token can read, for the admin to choose from. */

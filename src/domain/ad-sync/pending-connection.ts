@@ -1,11 +1,12 @@
 // A platform token between "Connect" (the OAuth callback, or a token an admin pasted) and the
 // admin's choice of ad accounts. It never goes into a page: the page carries an opaque handle, and
-// the token waits server-side, sealed (AES-256-GCM) under a key derived from the raw web session id
+// the token waits server-side, sealed (platform/sealing.ts) under a key derived from the raw web session id
 // (which only the admin's browser holds) with the hub and handle authenticated, so neither a copy
 // of the database nor another session or hub can use it. Taken once when the accounts are chosen.
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Db } from '../../db/database.ts';
 import type { AdPlatformClient } from '../../integrations/ad-platform.ts';
+import { openParts, sealParts, secretsKey } from '../../platform/sealing.ts';
 import { FORM_TOKEN_TTL_MS } from '../../policy.ts';
 import { findPending, insertPending, takePending, type PendingRow } from './pending-connection.repository.ts';
 
@@ -24,24 +25,19 @@ interface Where {
 }
 
 const sha256 = (text: string): Buffer => createHash('sha256').update(text).digest();
-const keyOf = (sessionId: string) => sha256(`hubops-ad-pending:${sessionId}`);
-const aadOf = (hubId: string, handleHash: Buffer) => Buffer.concat([Buffer.from(`${hubId}\0`), handleHash]);
+const keyOf = (sessionId: string) => secretsKey(sha256(`hubops-ad-pending:${sessionId}`));
+const aadOf = (hubId: string, handleHash: Buffer) => `${hubId}\0${handleHash.toString('hex')}`;
 
+/** Stored as IV (12) · tag (16) · ciphertext: the key needs no id, the session names it. */
 function seal(where: { sessionId: string; hubId: string }, handleHash: Buffer, token: string): Buffer {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', keyOf(where.sessionId), iv).setAAD(aadOf(where.hubId, handleHash));
-  const body = Buffer.concat([cipher.update(token, 'utf8'), cipher.final()]);
-  return Buffer.concat([iv, cipher.getAuthTag(), body]);
+  const p = sealParts(keyOf(where.sessionId), Buffer.from(token, 'utf8'), aadOf(where.hubId, handleHash));
+  return Buffer.concat([p.iv, p.tag, p.ct]);
 }
 
 function unseal(where: { sessionId: string; hubId: string }, handleHash: Buffer, sealed: Buffer): string | undefined {
-  try {
-    const decipher = createDecipheriv('aes-256-gcm', keyOf(where.sessionId), sealed.subarray(0, 12)).setAAD(aadOf(where.hubId, handleHash));
-    decipher.setAuthTag(sealed.subarray(12, 28));
-    return Buffer.concat([decipher.update(sealed.subarray(28)), decipher.final()]).toString('utf8');
-  } catch {
-    return undefined;
-  }
+  const key = keyOf(where.sessionId);
+  const parts = { kid: key.id, iv: sealed.subarray(0, 12), tag: sealed.subarray(12, 28), ct: sealed.subarray(28) };
+  return openParts([key], parts, aadOf(where.hubId, handleHash))?.toString('utf8');
 }
 
 const keyOfRow = (where: Where) => ({ handleHash: sha256(where.handle), sessionHash: sha256(where.sessionId), hubId: where.hubId, now: where.now });

@@ -155,7 +155,10 @@ export function createMetaClient(options: MetaClientOptions): AdPlatformClient &
     if (method === 'GET') url.search = form.toString();
     // What fetch asks for by default: Graph compresses large answers.
     const headers: Record<string, string> = { accept: 'application/json', 'accept-encoding': 'gzip, deflate, br' };
-    // The header, not the access_token parameter the SDKs use: a URL is what ends up in logs and errors.
+    // The header, not the access_token parameter the SDKs use, for every call that can take one. The
+    // token exchanges (tokenExchange) are the exception: Meta documents /oauth/access_token as a GET
+    // with client_secret and the code or token in the query, so they travel there; our own logs and
+    // errors never carry this URL (failures name `what`, and the secrets are masked out of messages).
     if (session.token !== undefined) headers.authorization = `Bearer ${session.token}`;
     const body = method === 'POST' ? form.toString() : undefined;
     if (body !== undefined) {

@@ -761,6 +761,10 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
   };
 
   async function scenarioRequest(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    // JSON only: a web page can POST text/plain to loopback without a preflight, never application/json.
+    if ((req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase() !== 'application/json') {
+      return send(res, 415, JSON.stringify({ error: 'send the command as content-type: application/json' }));
+    }
     let command: Record<string, unknown>;
     try {
       command = JSON.parse(await readBody(req)) as Record<string, unknown>;

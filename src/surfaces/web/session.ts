@@ -4,6 +4,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createSession, endSession, sessionUser } from '../../domain/web-sessions/web-session.service.ts';
 import { sameSecret } from '../../platform/constant-time.ts';
+import { redactQuery } from '../../platform/logger.ts';
 import { submitSignInForm } from '../shared/sign-in-form.ts';
 import { appPage, FORM_EXPIRED, one, refuse, type Form, type HubCtx, type Query, type Sessions, type WebDeps, type WebPaths } from './context.ts';
 import { signInPage } from './views/layout.ts';
@@ -36,7 +37,10 @@ export function webSessions(deps: WebDeps, paths: WebPaths): Sessions {
     const user = sessionId ? await sessionUser(deps.db, sessionId, deps.clock.now()) : undefined;
     if (sessionId && user) return { sessionId, user };
     if (request.method === 'GET') {
-      const next = request.url.startsWith(`${paths.app}/`) ? request.url : paths.app;
+      // Without a query that carries a secret (the Meta callback's code and state, a pending handle):
+      // `next` is logged inside the sign-in URL, where masking cannot see it; the code is single-use anyway.
+      const url = redactQuery(request.url) === request.url ? request.url : request.url.split('?')[0]!;
+      const next = url.startsWith(`${paths.app}/`) ? url : paths.app;
       await reply.code(303).header('cache-control', 'no-store').redirect(`${paths.app}/sign-in?next=${encodeURIComponent(next)}`, 303);
     } else {
       await refuse(reply, 401, 'Signed out', 'Your session has ended. Sign in again.', { href: `${paths.app}/sign-in`, text: 'Sign in' });

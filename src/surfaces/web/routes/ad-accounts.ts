@@ -8,8 +8,8 @@ import {
   connectAdAccounts, disconnectAdAccount, listAdAccounts, listPlatformAccounts, listUnattributed, mapToWorkspace, requestSync, type AdAccountView, type AdSyncDeps,
 } from '../../../domain/ad-sync/ad-account.service.ts';
 import { holdPendingToken, readPendingToken, takePendingToken, type PendingToken } from '../../../domain/ad-sync/pending-connection.ts';
+import { completeMetaOAuth } from '../../../domain/ad-sync/ad-account.service.ts';
 import { hubWorkspaces } from '../../../domain/tenancy/tenancy.service.ts';
-import { PlatformError, PlatformThrottled } from '../../../integrations/ad-platform.ts';
 import { META_SCOPES } from '../../../integrations/meta/client.ts';
 import { sameSecret } from '../../../platform/constant-time.ts';
 import { DomainError } from '../../../platform/errors.ts';
@@ -31,24 +31,9 @@ const NOTICES: Record<string, string> = {
   already: 'Those accounts were already added (the form was sent twice).',
 };
 
-/** What the platform said, for the admin: its own words when it gave some. */
-function platformWords(error: PlatformError | PlatformThrottled): string {
-  if (error instanceof PlatformThrottled) return `Meta is busy right now (it asked us to wait): try again in a few minutes.${error.platformMessage ? ` Meta said: “${error.platformMessage}”` : ''}`;
-  const kind = {
-    needs_reconnect: 'Meta refused the token: it is expired or was revoked.',
-    missing_permission: 'The token lacks a permission hubops needs (ads_read) or access to the ad accounts.',
-    invalid_request: 'Meta refused the request.',
-    platform_error: 'Meta failed on its side; try again in a few minutes.',
-    bad_answer: 'Meta answered in a way hubops does not understand; try again in a few minutes.',
-    unreachable: 'hubops could not reach Meta; try again in a few minutes.',
-  }[error.kind];
-  return error.platformMessage ? `${kind} Meta said: “${error.platformMessage}”` : kind;
-}
-
-const isPlatformFailure = (error: unknown): error is PlatformError | PlatformThrottled => error instanceof PlatformError || error instanceof PlatformThrottled;
-/** A refusal to show in the page (the domain's words, or the platform's); anything else is thrown on. */
+/** A refusal of the domain to show in the page (the platform's refusals arrive as these too); anything else is thrown on. */
 const refusalText = (error: unknown): string | undefined =>
-  isPlatformFailure(error) ? platformWords(error) : error instanceof DomainError && (error.kind === 'invalid' || error.kind === 'conflict' || error.kind === 'rejected') ? error.message : undefined;
+  error instanceof DomainError && (error.kind === 'invalid' || error.kind === 'conflict' || error.kind === 'rejected') ? error.message : undefined;
 
 /** The OAuth `state`: the hub, when, a nonce, and a MAC under the session id (so only this session's callback accepts it). */
 function signState(sessionId: string, hubId: string, now: Date): string {
@@ -164,8 +149,7 @@ export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }:
     if (!code) return seeOther(reply, `${pageUrl(hubId)}?notice=cancelled`);
     let token;
     try {
-      const short = await meta.client.exchangeCode({ appId: meta.appId, appSecret: meta.appSecret, redirectUri, code });
-      token = await meta.client.exchangeForLongLived({ appId: meta.appId, appSecret: meta.appSecret, accessToken: short.accessToken });
+      token = await completeMetaOAuth(meta.client, { code, redirectUri, appId: meta.appId, appSecret: meta.appSecret });
     } catch (failure) {
       const words = refusalText(failure);
       if (words === undefined) throw failure;
