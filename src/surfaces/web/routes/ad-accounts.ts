@@ -24,7 +24,7 @@ const WORKSPACE_SELECT_MAX = 500;
 const TOKEN_SHAPE = /^[\x21-\x7e]+$/;
 
 const NOTICES: Record<string, string> = {
-  sync: 'Sync requested: it starts within a minute. This page shows its progress when you reload it.',
+  sync: 'Sync requested: it starts within 15 seconds. This page shows its progress when you reload it.',
   disconnected: 'The account was disconnected. Its past figures stay in the reports; it no longer syncs or counts toward freshness.',
   assigned: 'Assigned. Its spend, past and future, now counts for that workspace.',
   cancelled: 'Connecting Meta was cancelled: nothing was added.',
