@@ -8,6 +8,7 @@ import { connectDemoMeta, DEMO_META_SEED } from './domain/demo/meta-demo.ts';
 import { DEMO_HUB_ID, isDatabaseEmpty, seedDemo } from './domain/demo/demo.service.ts';
 import { getHub } from './domain/tenancy/tenancy.service.ts';
 import { startMetaSandbox, type MetaSandbox } from './integrations/meta/sandbox.ts';
+import { systemClock } from './platform/clock.ts';
 import { DomainError } from './platform/errors.ts';
 import { chooseLogFormat, createLogger } from './platform/logger.ts';
 import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
@@ -51,15 +52,17 @@ let metaSandbox: MetaSandbox | undefined;
 // First embedded start (or HUBOPS_DEMO=1 on an empty database): demo data and a key, printed once.
 let demo: { email: string; password: string; hubName: string; key: string } | undefined;
 try {
+  const demoSandbox = config.demo && !process.env.META_GRAPH_URL?.trim();
   if (config.demo && (await isDatabaseEmpty(database.db))) {
-    const seeded = await seedDemo(database.db);
+    // Brewline's Meta spend then comes from the sandbox's synced accounts alone.
+    const seeded = await seedDemo(database.db, systemClock, { brewlineMetaSynced: demoSandbox });
     const hubId = seeded.hubIds[0]!;
     const key = await createKey(database.db, { hubId, name: 'Demo key (printed at first start)' });
     const hub = await getHub(database.db, hubId);
     demo = { email: seeded.adminEmail, password: seeded.adminPassword, hubName: `${hub?.name ?? hubId} (${hubId})`, key: key.key };
   }
 
-  if (config.demo && !process.env.META_GRAPH_URL?.trim()) {
+  if (demoSandbox) {
     metaSandbox = await startMetaSandbox({ host: '127.0.0.1', seed: DEMO_META_SEED });
     config = { ...config, metaGraphUrl: metaSandbox.url, metaDialogUrl: metaSandbox.url, metaAppId: metaSandbox.appId, metaAppSecret: metaSandbox.appSecret };
   }
