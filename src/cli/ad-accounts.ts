@@ -190,7 +190,7 @@ export function adAccountCommands(serverDeps: AdSyncFactory): Command[] {
       summary: 'give a connected ad account a default workspace (third rule of attribution: spend no mapping or [ws:…] token claims counts there), or none; past spend moves at once',
       json: '`{"id","externalId","defaultWorkspaceId"}` (null with --none)',
       options: { hub: { type: 'string' }, account: { type: 'string' }, workspace: { type: 'string' }, none: { type: 'boolean' } },
-      optionHelp: { account: ACCOUNT_HELP, workspace: 'the id of the workspace of the hub', none: 'no default workspace: spend no other rule claims stays unattributed' },
+      optionHelp: { account: ACCOUNT_HELP, workspace: 'the id of the workspace of the hub that gets the spend no other rule claims' },
       positionals: [],
       prepare: async (values, _positionals, io) => {
         const hubId = required(values, 'hub');
@@ -216,7 +216,6 @@ export function adAccountCommands(serverDeps: AdSyncFactory): Command[] {
       summary: "set the hub's reporting currency (ISO 4217, default USD): ad accounts in another currency are refused at connect, so it is refused while a connected account reports in another one",
       json: '`{"hubId","reportingCurrency"}`',
       options: { hub: { type: 'string' }, currency: { type: 'string' } },
-      optionHelp: { currency: 'three letters, e.g. EUR' },
       positionals: [],
       prepare: async (values, _positionals, io) => {
         const hubId = required(values, 'hub');
