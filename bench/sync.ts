@@ -21,6 +21,7 @@ import { systemClock } from '../src/platform/clock.ts';
 import { Sealer, secretsKey } from '../src/platform/sealing.ts';
 import { SPEND_BACKFILL_DAYS } from '../src/policy.ts';
 import { scratchDatabase } from './scratch-database.ts';
+import { benchAccounts } from './sync-accounts.ts';
 
 const ACCOUNTS = Number(process.env.ACCOUNTS ?? 20);
 const AD_SETS = Number(process.env.AD_SETS ?? 100);
@@ -28,7 +29,6 @@ const AD_SETS = Number(process.env.AD_SETS ?? 100);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 2);
 const WORKSPACES = 50;
 const TARGETS = { rowsPerSecond: 50_000, peakRssMb: 300, incrementalSeconds: 30 };
-const ZONES = ['America/Los_Angeles', 'America/New_York', 'Europe/Berlin', 'Australia/Sydney'];
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const scratch = await scratchDatabase('hubops_bench_sync');
@@ -38,19 +38,9 @@ const db = connect(scratch.url, { max: 10 });
 let peakRss = 0;
 const sampler = setInterval(() => { peakRss = Math.max(peakRss, process.memoryUsage.rss()); }, 50);
 
-const accounts = Array.from({ length: ACCOUNTS }, (_, a) => ({
-  id: `act_${100_000 + a}`,
-  timezone_name: ZONES[a % ZONES.length]!,
-  adSets: Array.from({ length: AD_SETS }, (_, s) => ({
-    id: `${200_000 + a * 1_000 + s}`,
-    // Most ad sets name a workspace; every tenth matches none (unattributed spend).
-    name: s % 10 === 9 ? `Ad set ${s}` : `Ad set ${s} [ws:ws_bench_${s % WORKSPACES}]`,
-    campaignId: `${300_000 + a * 100 + Math.floor(s / 10)}`,
-    campaignName: `Campaign ${Math.floor(s / 10)}`,
-  })),
-}));
+const accounts = benchAccounts(ACCOUNTS, AD_SETS, WORKSPACES);
 
-const sandbox = spawn(process.execPath, [path.join(import.meta.dirname, 'meta-sandbox-process.ts'), JSON.stringify({ accounts })], { stdio: ['ignore', 'pipe', 'inherit'] });
+const sandbox = spawn(process.execPath, [path.join(import.meta.dirname, 'meta-sandbox-process.ts'), JSON.stringify({ accounts: ACCOUNTS, adSets: AD_SETS, workspaces: WORKSPACES })], { stdio: ['ignore', 'pipe', 'inherit'] });
 try {
   const [line] = (await once(createInterface({ input: sandbox.stdout! }), 'line')) as [string];
   const { url, token } = JSON.parse(line) as { url: string; token: string };

@@ -3,11 +3,13 @@ import { buildApp, type App } from './app.ts';
 import { ConfigError, loadConfig, redactUrl, type Config } from './config.ts';
 import { EmbeddedDatabaseError } from './db/embedded.ts';
 import { openDatabase } from './db/open.ts';
+import { syncNow } from './domain/ad-sync/ad-account.service.ts';
 import { createKey } from './domain/api-keys/api-key.service.ts';
 import { connectDemoMeta, DEMO_META_SEED } from './domain/demo/meta-demo.ts';
 import { DEMO_HUB_ID, isDatabaseEmpty, seedDemo } from './domain/demo/demo.service.ts';
 import { getHub } from './domain/tenancy/tenancy.service.ts';
 import { startMetaSandbox, type MetaSandbox } from './integrations/meta/sandbox.ts';
+import { systemClock } from './platform/clock.ts';
 import { DomainError } from './platform/errors.ts';
 import { chooseLogFormat, createLogger } from './platform/logger.ts';
 import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
@@ -52,7 +54,8 @@ let metaSandbox: MetaSandbox | undefined;
 let demo: { email: string; password: string; hubName: string; key: string } | undefined;
 try {
   if (config.demo && (await isDatabaseEmpty(database.db))) {
-    const seeded = await seedDemo(database.db);
+    // Brewline's Meta spend then comes from the sandbox's synced accounts alone.
+    const seeded = await seedDemo(database.db, systemClock, { brewlineMetaSynced: config.metaSandbox });
     const hubId = seeded.hubIds[0]!;
     const key = await createKey(database.db, { hubId, name: 'Demo key (printed at first start)' });
     const hub = await getHub(database.db, hubId);
@@ -75,7 +78,13 @@ try {
   await app.fastify.listen({ port: config.port, host: config.host });
   if (metaSandbox) {
     // A demo that cannot reach its sandbox still serves everything else: said, not fatal.
-    await connectDemoMeta(app.adSync, metaSandbox.issueToken({ systemUser: true }), demo !== undefined)
+    const adSync = app.adSync;
+    await connectDemoMeta(adSync, metaSandbox.issueToken({ systemUser: true }), demo !== undefined)
+      .then(async (ids) => {
+        // The first start syncs them before the banner: Brewline's spend comes from them alone
+        // (seed.ts), so its figures start synced and fresh rather than never_synced.
+        if (demo) for (const id of ids) await syncNow(adSync, DEMO_HUB_ID, id);
+      })
       .catch((error: unknown) => log.warn({ err: error }, 'the demo ad accounts could not be connected to the Meta sandbox'));
   }
 } catch (error) {

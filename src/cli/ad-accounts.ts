@@ -1,11 +1,12 @@
 // `hubops ad-accounts …`: connect an ad account with a token (system user; `-` reads it from
 // stdin), list the hub's accounts with their state, sync (and wait for the outcome), map a campaign
-// or ad set to a workspace, disconnect. The rules are the ad-sync service's; these commands ask it,
+// or ad set to a workspace, set an account's default workspace or the hub's reporting currency, disconnect. The rules are the ad-sync service's; these commands ask it,
 // with the same dependencies the server's sync loop uses.
 import { loadConfig } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import {
-  connectAdAccounts, disconnectAdAccount, listAdAccounts, mapToWorkspace, requestSync, syncNow, type AdAccountView, type AdSyncDeps, type SyncOutcome,
+  connectAdAccounts, disconnectAdAccount, listAdAccounts, mapToWorkspace, requestSync, setDefaultWorkspace, setReportingCurrency, syncNow,
+  type AdAccountView, type AdSyncDeps, type SyncOutcome,
 } from '../domain/ad-sync/ad-account.service.ts';
 import { AD_PLATFORMS } from '../domain/spend/spend.ts';
 import { getHub } from '../domain/tenancy/tenancy.service.ts';
@@ -180,6 +181,49 @@ export function adAccountCommands(serverDeps: AdSyncFactory): Command[] {
             json: { adAccountId: a!.id, level, externalId, workspaceId },
             human: `Mapped ${level === 'campaign' ? 'campaign' : 'ad set'} ${externalId} of ${a!.externalId} to workspace ${workspaceId}: its spend, past and future, counts there now.`,
           };
+        });
+      },
+    },
+    {
+      name: 'ad-accounts set-default-workspace',
+      args: '--hub H --account A (--workspace W | --none)',
+      summary: 'give a connected ad account a default workspace (third rule of attribution: spend no mapping or [ws:…] token claims counts there), or none; past spend moves at once',
+      json: '`{"id","externalId","defaultWorkspaceId"}` (null with --none)',
+      options: { hub: { type: 'string' }, account: { type: 'string' }, workspace: { type: 'string' }, none: { type: 'boolean' } },
+      optionHelp: { account: ACCOUNT_HELP, workspace: 'the id of the workspace of the hub that gets the spend no other rule claims' },
+      positionals: [],
+      prepare: async (values, _positionals, io) => {
+        const hubId = required(values, 'hub');
+        const account = required(values, 'account');
+        const workspace = optional(values, 'workspace');
+        if ((workspace === undefined) === (values.none !== true)) throw new UsageError('give exactly one of --workspace and --none');
+        const workspaceId = workspace ?? null;
+        return withDeps(io, async (deps) => {
+          const [a] = await accountsOf(deps, hubId, account);
+          await setDefaultWorkspace(deps, hubId, a!.id, workspaceId);
+          return {
+            json: { id: a!.id, externalId: a!.externalId, defaultWorkspaceId: workspaceId },
+            human: workspaceId === null
+              ? `${a!.externalId} ${JSON.stringify(a!.name)} has no default workspace now: its spend that no mapping or [ws:…] token claims is unattributed.`
+              : `${a!.externalId} ${JSON.stringify(a!.name)} now counts its spend that no mapping or [ws:…] token claims in workspace ${workspaceId}, past spend included.`,
+          };
+        });
+      },
+    },
+    {
+      name: 'ad-accounts set-currency',
+      args: '--hub H --currency CODE',
+      summary: "set the hub's reporting currency (ISO 4217, default USD): ad accounts in another currency are refused at connect, so it is refused while a connected account reports in another one",
+      json: '`{"hubId","reportingCurrency"}`',
+      options: { hub: { type: 'string' }, currency: { type: 'string' } },
+      positionals: [],
+      prepare: async (values, _positionals, io) => {
+        const hubId = required(values, 'hub');
+        const currency = required(values, 'currency');
+        return withDeps(io, async (deps) => {
+          await getHub(deps.db, hubId);
+          const code = await setReportingCurrency(deps, hubId, currency);
+          return { json: { hubId, reportingCurrency: code }, human: `Hub ${hubId} reports spend in ${code}; ad accounts connected from now on must report in ${code}.` };
         });
       },
     },

@@ -74,6 +74,8 @@ export const OPTION_HELP: Record<string, string> = {
   wait: 'run the sync in this process and return when it has ended; exit 1 unless every account synced completely',
   campaign: "the platform's campaign id (from the Unattributed spend list of the web admin, or the platform)",
   'ad-set': "the platform's ad set id",
+  none: 'no default workspace: spend that no mapping or [ws:…] token claims stays unattributed',
+  currency: 'the ISO 4217 code of three letters, e.g. EUR',
 };
 
 /** An option's explanation for one command. */

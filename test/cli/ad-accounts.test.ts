@@ -70,6 +70,7 @@ before(async () => {
   await account(db, 'acc_cli_ads');
   await hub(db, HUB, 'acc_cli_ads');
   await hub(db, 'hub_cli_other', 'acc_cli_ads');
+  await hub(db, 'hub_cli_eu', 'acc_cli_ads');
   await workspace(db, HUB, 'ws_north');
   await workspace(db, HUB, 'ws_south');
   meta.addAccount({
@@ -150,6 +151,41 @@ describe('ad-accounts', () => {
     const list = await json(['ad-accounts', 'list', '--hub', HUB]);
     assert.equal(list[0].status, 'connected');
     assert.ok(list[0].lastCompleteSyncAt);
+  });
+
+  test('set-default-workspace: spend no other rule claims moves there at once, and back with --none', async () => {
+    const spendByWorkspace = async () => (await db.kysely.selectFrom('spend').select(['workspace_id', (eb) => eb.fn.sum<string>('spend_cents').as('cents')])
+      .where('ad_account_id', '=', accountId).groupBy('workspace_id').orderBy('workspace_id').execute()).map((r) => [r.workspace_id, Number(r.cents)]);
+    const before = await snapshot(db);
+    await fails(2, ['ad-accounts', 'set-default-workspace', '--hub', HUB, '--account', accountId], /give exactly one of --workspace and --none/);
+    await fails(2, ['ad-accounts', 'set-default-workspace', '--hub', HUB, '--account', accountId, '--workspace', 'ws_south', '--none'], /give exactly one/);
+    await fails(1, ['ad-accounts', 'set-default-workspace', '--hub', HUB, '--account', accountId, '--workspace', 'ws_nope'], /no such workspace in this hub/);
+    await fails(1, ['ad-accounts', 'set-default-workspace', '--hub', HUB, '--account', 'act_9999', '--workspace', 'ws_south'], /has no ad account act_9999/);
+    assert.deepEqual(await snapshot(db), before);
+    const set = await json(['ad-accounts', 'set-default-workspace', '--hub', HUB, '--account', 'act_1001', '--workspace', 'ws_south']);
+    assert.deepEqual(set, { id: accountId, externalId: 'act_1001', defaultWorkspaceId: 'ws_south' });
+    // The [ws:ws_north] token still wins over the default; the Brand campaign's spend moves to ws_south.
+    assert.deepEqual(await spendByWorkspace(), [['ws_north', 5 * 2400], ['ws_south', 5 * 600]]);
+    assert.equal((await json(['ad-accounts', 'list', '--hub', HUB]))[0].defaultWorkspaceId, 'ws_south');
+    const human = await hubops(['ad-accounts', 'set-default-workspace', '--hub', HUB, '--account', accountId, '--none']);
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(human.stdout, /^act_1001 "Acme US" has no default workspace now/);
+    assert.deepEqual(await spendByWorkspace(), [['ws_north', 5 * 2400], [null, 5 * 600]]);
+  });
+
+  test("set-currency: the hub's reporting currency, refused while a connected account reports in another", async () => {
+    const before = await snapshot(db);
+    await fails(2, ['ad-accounts', 'set-currency', '--hub', HUB], /missing required option --currency/);
+    await fails(1, ['ad-accounts', 'set-currency', '--hub', HUB, '--currency', 'EURO'], /currency: must be an ISO 4217 code of three letters/);
+    await fails(1, ['ad-accounts', 'set-currency', '--hub', 'hub_nope', '--currency', 'EUR'], /hub hub_nope does not exist/);
+    await fails(1, ['ad-accounts', 'set-currency', '--hub', HUB, '--currency', 'EUR'], /ad account act_1001 reports in another currency than EUR: disconnect it first/);
+    assert.deepEqual(await snapshot(db), before);
+    assert.deepEqual(await json(['ad-accounts', 'set-currency', '--hub', 'hub_cli_eu', '--currency', 'eur']), { hubId: 'hub_cli_eu', reportingCurrency: 'EUR' });
+    const row = await db.kysely.selectFrom('hubs').select('reporting_currency').where('id', '=', 'hub_cli_eu').executeTakeFirstOrThrow();
+    assert.equal(row.reporting_currency, 'EUR');
+    // Now the EUR account connects to that hub (and the USD one would be refused).
+    const connected = await json(['ad-accounts', 'connect', '--hub', 'hub_cli_eu', '--platform', 'meta', '--account', 'act_2002', '--token', '-'], token);
+    assert.equal(connected[0].currency, 'EUR');
   });
 
   test('map: the Brand campaign to ws_south moves its past spend at once', async () => {

@@ -10,7 +10,9 @@ import { connectDemoMeta, DEMO_META_SEED } from '../../src/domain/demo/meta-demo
 import { DEMO_HUB_ID, seedDemo } from '../../src/domain/demo/demo.service.ts';
 import { createMetaClient } from '../../src/integrations/meta/client.ts';
 import { startMetaSandbox, type MetaSandbox } from '../../src/integrations/meta/sandbox.ts';
-import { systemClock } from '../../src/platform/clock.ts';
+import { readSpendState } from '../../src/domain/spend/spend.repository.ts';
+import { spendFreshness } from '../../src/domain/spend/spend.ts';
+import { FixedClock, systemClock } from '../../src/platform/clock.ts';
 import { Sealer, secretsKey } from '../../src/platform/sealing.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 
@@ -56,4 +58,32 @@ test('a later start connects again, with the new sandbox\'s token, the accounts 
   assert.equal(after.find((a) => a.id === east.id)!.status, 'disconnected');
   assert.equal((await syncNow(deps, DEMO_HUB_ID, west.id)).status, 'done', 'the new token works');
   assert.equal((await db.kysely.selectFrom('ad_connections').select('id').where('hub_id', '=', DEMO_HUB_ID).execute()).length, 1);
+});
+
+test('seeded for the sandbox, Brewline has no imported Meta account: 7 hours after the seed its figures are as fresh as its synced accounts', async () => {
+  const HOUR = 3_600_000;
+  const seededAt = new FixedClock(new Date(Date.now() - 7 * HOUR));
+  const freshnessAfterSync = async (brewlineMetaSynced: boolean) => {
+    const fresh = await createTestDb();
+    try {
+      const seed = await seedDemo(fresh, seededAt, { brewlineMetaSynced });
+      const sandbox = await startMetaSandbox({ seed: DEMO_META_SEED });
+      sandboxes.push(sandbox);
+      const deps: AdSyncDeps = { db: fresh, clock: systemClock, sealer, clients: { meta: createMetaClient({ graphUrl: sandbox.url }) } };
+      for (const id of await connectDemoMeta(deps, sandbox.issueToken({ systemUser: true }), true)) assert.equal((await syncNow(deps, DEMO_HUB_ID, id)).status, 'done');
+      const imported = await fresh.kysely.selectFrom('ad_accounts').select('id').where('id', '=', 'aa_demo_brewline_meta').execute();
+      return { seed, imported: imported.length, ...spendFreshness((await readSpendState(fresh, DEMO_HUB_ID)).accounts, new Date()) };
+    } finally {
+      await fresh.drop();
+    }
+  };
+  const synced = await freshnessAfterSync(true);
+  assert.equal(synced.imported, 0);
+  assert.deepEqual(synced.seed.adAccountIds, ['aa_demo_pulse_meta', 'aa_demo_pulse_google']);
+  assert.equal(synced.freshness, 'fresh');
+  assert.ok(Date.now() - synced.asOf!.getTime() < HOUR, 'asOf is the synced accounts\' last sync');
+  // Seeded as `hubops demo seed` seeds (no sandbox), the imported account pins asOf at the seed.
+  const pinned = await freshnessAfterSync(false);
+  assert.equal(pinned.imported, 1);
+  assert.equal(pinned.freshness, 'stale');
 });

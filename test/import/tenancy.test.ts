@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
+import { sql } from 'kysely';
 import { ImportError, importNdjson } from '../../src/domain/import/import.service.ts';
 import { ID_PATTERN } from '../../src/platform/ids.ts';
 import { verifyPassword } from '../../src/platform/password.ts';
@@ -320,6 +321,56 @@ describe('a bad line fails the whole import with its line number and field, and 
     assert.match(lines[0]!, /^line 1: hub.accountId: account acc_late is defined later, on line 27/);
     assert.match(lines[1]!, /^line 2: account.plan: /);
     assert.equal(lines[20], '… and 6 more issues');
+  });
+});
+
+describe('an ad account connected to its platform gets its spend from the sync, never from a file', () => {
+  // The world: hub_s with an imported account (aa_imp) and a connected one (aa_con), as connect leaves it.
+  before(async () => {
+    await importNdjson(db, ndjson([
+      { type: 'account', id: 'acc_s', name: 'Synced Co' },
+      { type: 'hub', id: 'hub_s', accountId: 'acc_s', name: 'Synced Hub' },
+      { type: 'workspace', id: 'ws_s', hubId: 'hub_s', name: 'Synced Shop' },
+      { type: 'adAccount', id: 'aa_imp', hubId: 'hub_s', platform: 'meta', name: 'Imported Meta' },
+      { type: 'adAccount', id: 'aa_con', hubId: 'hub_s', platform: 'meta', name: 'Connected Meta' },
+    ]));
+    await sql`INSERT INTO ad_connections (id, hub_id, platform, kind, label, token_sealed) VALUES ('adc_s', 'hub_s', 'meta', 'system_user', 'Meta', '\\x00')`.execute(db.kysely);
+    await sql`UPDATE ad_accounts SET connection_id = 'adc_s', external_id = 'act_42', currency = 'USD', time_zone = 'America/Los_Angeles' WHERE id = 'aa_con'`.execute(db.kysely);
+  });
+
+  const spendOf = (adAccountId: string) => ({ type: 'spend', adAccountId, workspaceId: 'ws_s', date: '2026-11-20', spendCents: 500 });
+  const refused = async (lines: unknown[]) => {
+    const before = await snapshot(db);
+    const error = await importNdjson(db, ndjson(lines)).catch((e: unknown) => e);
+    assert.ok(error instanceof ImportError, String(error));
+    assert.deepEqual(await snapshot(db), before, 'nothing written');
+    return error;
+  };
+
+  test('a spend line for it is refused with its line and field; the imported account beside it is not written either', async () => {
+    const error = await refused([spendOf('aa_imp'), spendOf('aa_con')]);
+    assert.deepEqual(error.issues.map((i) => [i.line, i.field]), [[2, 'spend.adAccountId']]);
+    assert.equal(error.message, 'line 2: spend.adAccountId: ad account aa_con is synced from its ad platform (connected in hubops), so its spend comes from the sync; an import may only write spend of ad accounts it created');
+  });
+
+  test('so is an adAccount line with its id, even one that matches the stored row', async () => {
+    const error = await refused([{ type: 'adAccount', id: 'aa_con', hubId: 'hub_s', platform: 'meta', name: 'Connected Meta' }]);
+    assert.deepEqual(error.issues.map((i) => [i.line, i.field]), [[1, 'adAccount.id']]);
+    assert.match(error.message, /ad account aa_con is synced from its ad platform/);
+  });
+
+  test('and still once the account is disconnected (its spend stays derived: a new mapping re-attributes it)', async () => {
+    await sql`UPDATE ad_accounts SET connection_id = NULL, disconnected_at = now() WHERE id = 'aa_con'`.execute(db.kysely);
+    try {
+      await refused([spendOf('aa_con')]);
+    } finally {
+      await sql`UPDATE ad_accounts SET connection_id = 'adc_s', disconnected_at = NULL WHERE id = 'aa_con'`.execute(db.kysely);
+    }
+  });
+
+  test('spend of the imported account imports as before', async () => {
+    const result = await importNdjson(db, ndjson([spendOf('aa_imp')]));
+    assert.equal(result.imported.spend, 1);
   });
 });
 

@@ -184,6 +184,42 @@ describe('Manage Hub → Ad accounts over HTTP', () => {
     assert.ok(Number(unattributedAfter.c) < Number(unattributedBefore.c));
   });
 
+  test("default workspace: the account's form sets it (CSRF-checked, a workspace of the hub), the spend no rule claims moves there, and None clears it", async () => {
+    const action = `/app/hubs/${HUB}/settings/ad-accounts/${accountId}/default-workspace`;
+    assert.match(page, new RegExp(`<form class="default-ws" method="post" action="${action}" data-once data-default-workspace>`));
+    const csrf = hidden(page, 'csrf');
+    const stored = async () => (await web.db.kysely.selectFrom('ad_accounts').select('default_workspace_id').where('id', '=', accountId).executeTakeFirstOrThrow()).default_workspace_id;
+    const unattributed = async () => Number((await web.db.kysely.selectFrom('spend').select((eb) => eb.fn.sum<string>('spend_cents').as('c')).where('ad_account_id', '=', accountId).where('workspace_id', 'is', null).executeTakeFirstOrThrow()).c ?? 0);
+    const before = await unattributed();
+    assert.ok(before > 0, 'the [ws:ws_gone] ad set is unattributed');
+
+    const forged = await post(admin, url(`/${accountId}/default-workspace`), { workspace: 'ws_b', csrf: 'forged' });
+    assert.equal(forged.status, 400);
+    assert.match(forged.text, /That form expired/);
+    const otherHub = await post(admin, url(`/${accountId}/default-workspace`), { workspace: 'ws_other', csrf });
+    assert.equal(otherHub.status, 409);
+    assert.match(otherHub.text, /no such workspace in this hub/);
+    assert.equal((await post(admin, url('/aa_nope/default-workspace'), { workspace: 'ws_b', csrf })).status, 404);
+    assert.equal(await stored(), null);
+    assert.equal(await unattributed(), before);
+
+    const set = await post(admin, url(`/${accountId}/default-workspace`), { workspace: 'ws_b', csrf });
+    assert.equal(set.status, 303);
+    assert.equal(await stored(), 'ws_b');
+    assert.equal(await unattributed(), 0, 'the default workspace takes what no mapping or token claims');
+    page = (await get(admin, `${web.baseUrl}${set.location}`)).text;
+    assert.match(page, /Default workspace saved\./);
+    assert.match(page, /<option value="ws_b" selected>/);
+    assert.match(page, /data-no-unattributed/);
+
+    const cleared = await post(admin, url(`/${accountId}/default-workspace`), { workspace: '', csrf });
+    assert.equal(cleared.status, 303);
+    assert.equal(await stored(), null);
+    assert.equal(await unattributed(), before);
+    page = (await get(admin, url())).text;
+    assert.match(page, /<option value="" selected>None: leave it unattributed<\/option>/);
+  });
+
   test('disconnect: the confirmation says what happens to past figures; after it the figures stay', async () => {
     const confirm = await get(admin, url(`/${accountId}/disconnect`));
     assert.equal(confirm.status, 200);

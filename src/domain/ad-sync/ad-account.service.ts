@@ -214,7 +214,8 @@ export async function listAdAccounts(deps: AdSyncDeps, hubId: string): Promise<A
  * The one currency the hub's spend is reported in (an operator setting, default USD). Refused
  * while a connected account reports in another: spend in two currencies is never summed.
  */
-export async function setReportingCurrency(deps: AdSyncDeps, hubId: string, currency: string): Promise<void> {
+/** Returns the code set (upper-cased). */
+export async function setReportingCurrency(deps: AdSyncDeps, hubId: string, currency: string): Promise<string> {
   const code = typeof currency === 'string' ? currency.trim().toUpperCase() : '';
   if (!/^[A-Z]{3}$/.test(code)) throw new DomainError('invalid', 'currency: must be an ISO 4217 code of three letters, e.g. USD', { issues: [{ field: 'currency', message: 'must be an ISO 4217 code of three letters' }] });
   const result = await updateReportingCurrency(deps.db, hubId, code);
@@ -222,6 +223,7 @@ export async function setReportingCurrency(deps: AdSyncDeps, hubId: string, curr
     throw new DomainError('rejected', `ad account${result.conflicting.length > 1 ? 's' : ''} ${result.conflicting.slice(0, 5).join(', ')} report${result.conflicting.length > 1 ? '' : 's'} in another currency than ${code}: disconnect ${result.conflicting.length > 1 ? 'them' : 'it'} first`);
   }
   if (!result.updated) throw new DomainError('not_found', 'No such hub.');
+  return code;
 }
 
 /** Asks for a sync of one account (or every connected account of the hub) as soon as a loop is free. */

@@ -4,17 +4,22 @@ import type { Db } from '../../db/database.ts';
 import { systemClock, type Clock } from '../../platform/clock.ts';
 import { importObjects } from '../import/import.service.ts';
 import { accountExists, anyAccount, lockDemoSeed } from './demo.repository.ts';
-import { dataSet, DEMO_ACCOUNT_ID, SEED, type DemoSeed } from './seed.ts';
+import { BREWLINE_IMPORTED_META, dataSet, DEMO_ACCOUNT_ID, SEED, type DataSetOptions, type DemoSeed } from './seed.ts';
 
 export { DEMO_HUB_ID, type DemoSeed } from './seed.ts';
 
-/** Adds the demo data set unless it is already there; either way returns its ids. */
-export async function seedDemo(db: Db, clock: Clock = systemClock): Promise<DemoSeed> {
+/**
+ * Adds the demo data set unless it is already there; either way returns its ids. With
+ * `brewlineMetaSynced` (the demo's Meta sandbox connects Brewline's Meta accounts), without
+ * Brewline's imported Meta account (seed.ts says why).
+ */
+export async function seedDemo(db: Db, clock: Clock = systemClock, options: DataSetOptions = {}): Promise<DemoSeed> {
   return db.kysely.transaction().execute(async (trx) => {
     await lockDemoSeed(trx);
     if (await accountExists(trx, DEMO_ACCOUNT_ID)) return { created: false, ...SEED };
-    await importObjects(trx, dataSet(clock.now().getTime()));
-    return { created: true, ...SEED };
+    await importObjects(trx, dataSet(clock.now().getTime(), options));
+    const adAccountIds = options.brewlineMetaSynced ? SEED.adAccountIds.filter((id) => id !== BREWLINE_IMPORTED_META) : SEED.adAccountIds;
+    return { created: true, ...SEED, adAccountIds };
   });
 }
 

@@ -363,8 +363,31 @@ function demoLocations(): DemoLocation[] {
   ];
 }
 
+/**
+ * Brewline's imported Meta account. Where the demo's Meta sandbox connects Brewline's Meta accounts
+ * (meta-demo.ts) it is left out: the synced accounts are Brewline's Meta, so it would count Meta
+ * spend twice, and its last sync, fixed at the seed, would pin Brewline's asOf and make it stale
+ * after 6 hours while the synced accounts stay fresh.
+ */
+export const BREWLINE_IMPORTED_META = 'aa_demo_brewline_meta';
+
+export interface DataSetOptions {
+  /** The Meta sandbox connects Brewline's Meta accounts: no imported Meta account for Brewline. */
+  brewlineMetaSynced?: boolean;
+}
+
 /** The demo data set as NDJSON import objects, placed relative to `now` (ms). */
-export function dataSet(now: number): unknown[] {
+export function dataSet(now: number, options: DataSetOptions = {}): unknown[] {
+  const records = allRecords(now);
+  if (!options.brewlineMetaSynced) return records;
+  // Drawn all the same and then left out, so every other figure stays what it is without the sandbox.
+  return records.filter((r) => {
+    const record = r as { type: string; id?: string; adAccountId?: string };
+    return !(record.type === 'adAccount' && record.id === BREWLINE_IMPORTED_META) && record.adAccountId !== BREWLINE_IMPORTED_META;
+  });
+}
+
+function allRecords(now: number): unknown[] {
   const draw = new Draw(20_261_101);
   const records: unknown[] = [
     { type: 'account', id: DEMO_ACCOUNT_ID, name: 'Summit Franchise Group', plan: 'partner', apiAccess: true },

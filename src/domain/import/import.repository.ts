@@ -21,6 +21,8 @@ export interface StoredRow {
   platform?: SocialPlatform;
   connected?: boolean;
   mediaKind?: MediaKind;
+  /** Ad accounts: connected to its platform now or before (spend derived from the platform's rows). */
+  synced?: boolean;
 }
 
 /** The stored rows a file may refer to or collide with. */
@@ -49,7 +51,8 @@ const STORED_BY_ID: Record<Kind, (trx: Trx, ids: Set<string>) => Promise<({ id: 
   workspace: (trx, ids) => trx.selectFrom('workspaces').select(['id', 'hub_id as hubId']).where('id', '=', any(ids)).execute(),
   playbook: (trx, ids) => trx.selectFrom('playbooks').select(['id', 'hub_id as hubId']).where('id', '=', any(ids)).execute(),
   optIn: (trx, ids) => trx.selectFrom('opt_ins').select('id').where('id', '=', any(ids)).execute(),
-  adAccount: (trx, ids) => trx.selectFrom('ad_accounts').select(['id', 'hub_id as hubId']).where('id', '=', any(ids)).execute(),
+  adAccount: async (trx, ids) => (await trx.selectFrom('ad_accounts').select(['id', 'hub_id as hubId', 'external_id']).where('id', '=', any(ids)).execute())
+    .map(({ id, hubId, external_id }) => ({ id, hubId, synced: external_id !== null })),
   user: (trx, ids) => trx.selectFrom('users').select('id').where('id', '=', any(ids)).execute(),
   channel: (trx, ids) => trx.selectFrom('social_channels')
     .select(['id', 'hub_id as hubId', 'workspace_id as workspaceId', 'platform', 'connected']).where('id', '=', any(ids)).execute(),

@@ -55,6 +55,11 @@ function wantedRows(items: (ImportRecord | Broken)[]): Wanted {
   return wanted;
 }
 
+// A connected ad account's spend is derived from the platform's rows: the next sync (or a new
+// mapping, even after a disconnect) would overwrite imported figures, so its lines are refused.
+const syncedAccount = (id: string) =>
+  `ad account ${id} is synced from its ad platform (connected in hubops), so its spend comes from the sync; an import may only write spend of ad accounts it created`;
+
 /** Both in a known hub and not the same one. */
 const crossHub = (a: Known | undefined, b: Known | undefined) => a?.hubId !== undefined && b?.hubId !== undefined && a.hubId !== b.hubId;
 
@@ -177,8 +182,12 @@ class ReferenceCheck {
         this.#define(item, 'workspace', { hubId: item.hubId });
         break;
       case 'playbook':
+        this.#ref(item, 'hubId', 'hub', item.hubId);
+        this.#define(item, item.type, { hubId: item.hubId });
+        break;
       case 'adAccount':
         this.#ref(item, 'hubId', 'hub', item.hubId);
+        if (this.#known.get('adAccount')!.get(item.id)?.synced) this.#fail(item, 'id', syncedAccount(item.id));
         this.#define(item, item.type, { hubId: item.hubId });
         break;
       case 'optIn': {
@@ -193,6 +202,7 @@ class ReferenceCheck {
       }
       case 'spend': {
         const account = this.#ref(item, 'adAccountId', 'adAccount', item.adAccountId);
+        if (account?.synced) this.#fail(item, 'adAccountId', syncedAccount(item.adAccountId));
         const workspace = item.workspaceId === null ? undefined : this.#ref(item, 'workspaceId', 'workspace', item.workspaceId);
         if (crossHub(account, workspace)) {
           this.#fail(item, 'workspaceId', `workspace ${item.workspaceId} is in hub ${workspace!.hubId}, but ad account ${item.adAccountId} is in hub ${account!.hubId}`);

@@ -1,11 +1,12 @@
 // Manage Hub → Ad accounts: the list with each account's state, Connect Meta by OAuth (the state
 // bound to the session and hub) or by a pasted system-user token, the chooser of accounts (the
-// token waits sealed server-side, never in the page), Sync now, Disconnect, and the assignment of
+// token waits sealed server-side, never in the page), Sync now, Disconnect, the default workspace, and the assignment of
 // unattributed spend to a workspace. Rules live in src/domain/ad-sync/; this file only asks.
 import { createHmac, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
-  connectAdAccounts, disconnectAdAccount, listAdAccounts, listPlatformAccounts, listUnattributed, mapToWorkspace, requestSync, type AdAccountView, type AdSyncDeps,
+  connectAdAccounts, disconnectAdAccount, listAdAccounts, listPlatformAccounts, listUnattributed, mapToWorkspace, requestSync, setDefaultWorkspace,
+  type AdAccountView, type AdSyncDeps,
 } from '../../../domain/ad-sync/ad-account.service.ts';
 import { holdPendingToken, readPendingToken, takePendingToken, type PendingToken } from '../../../domain/ad-sync/pending-connection.ts';
 import { completeMetaOAuth } from '../../../domain/ad-sync/ad-account.service.ts';
@@ -27,6 +28,7 @@ const NOTICES: Record<string, string> = {
   sync: 'Sync requested: it starts within 15 seconds. This page shows its progress when you reload it.',
   disconnected: 'The account was disconnected. Its past figures stay in the reports; it no longer syncs or counts toward freshness.',
   assigned: 'Assigned. Its spend, past and future, now counts for that workspace.',
+  default: 'Default workspace saved. The account\'s spend that no assignment or [ws:…] token claims, past and future, counts there now.',
   cancelled: 'Connecting Meta was cancelled: nothing was added.',
   already: 'Those accounts were already added (the form was sent twice).',
 };
@@ -260,6 +262,15 @@ export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }:
     const found = await postedCtx(request, reply);
     if (!found) return reply;
     return onAccount(reply, found.ctx.hub.hubId, () => disconnectAdAccount(found.adSync, found.ctx.hub.hubId, request.params.accountId), 'disconnected');
+  });
+
+  // The account's default workspace (empty: none); its past spend is re-attributed at once.
+  app.post<{ Params: { hubId: string; accountId: string }; Body: Form }>(`${paths.app}/hubs/:hubId/settings/ad-accounts/:accountId/default-workspace`, async (request, reply) => {
+    const found = await postedCtx(request, reply);
+    if (!found) return reply;
+    const raw = request.body?.workspace;
+    const workspaceId = typeof raw === 'string' && raw.trim() !== '' ? raw.trim() : null;
+    return onAccount(reply, found.ctx.hub.hubId, () => setDefaultWorkspace(found.adSync, found.ctx.hub.hubId, request.params.accountId, workspaceId), 'default');
   });
 
   // One step: this campaign or ad set's spend, past and future, to a workspace. Idempotent (the

@@ -1,6 +1,6 @@
 // Manage Hub → Ad accounts: the hub's ad accounts with their state in words a person can act on,
 // Connect Meta (OAuth, or a pasted system-user token) and the account chooser that follows, Sync
-// now, Disconnect (with what happens to past figures), and the unattributed spend, largest first,
+// now, Disconnect (with what happens to past figures), each account's default workspace, and the unattributed spend, largest first,
 // each line with a one-step "assign to workspace".
 import type { AdAccountView, UnattributedLine } from '../../../domain/ad-sync/ad-account.service.ts';
 import type { PlatformAdAccount } from '../../../integrations/ad-platform.ts';
@@ -76,9 +76,20 @@ function statusCell(a: AdAccountView, now: Date): string {
 <p data-status-text>${h(a.statusText)}</p><dl class="pairs facts">${facts.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join('')}</dl>`;
 }
 
+/** The account's default workspace (third rule of attribution), chosen or cleared in one step. */
+function defaultWorkspaceForm(o: AdAccountsPage, a: AdAccountView, action: string, i: number): string {
+  const id = `default-ws-${i}`;
+  const current = a.defaultWorkspaceId ?? '';
+  const field = o.workspaces
+    ? `<select id="${id}" name="workspace"><option value=""${current === '' ? ' selected' : ''}>None: leave it unattributed</option>${o.workspaces.map((w) => `<option value="${h(w.id)}"${w.id === current ? ' selected' : ''}>${h(w.name)}</option>`).join('')}</select>`
+    : `<input id="${id}" name="workspace" value="${h(current)}" placeholder="Workspace id, or empty for none">`;
+  return `<form class="default-ws" method="post" action="${action}" data-once data-default-workspace><input type="hidden" name="csrf" value="${h(o.csrf)}">
+<label for="${id}">Default workspace <small class="muted">(spend no assignment or [ws:…] token claims)</small></label>${field}<button type="submit">Save</button></form>`;
+}
+
 function accountRows(o: AdAccountsPage, accounts: AdAccountView[]): string {
   const u = o.hubUrl;
-  return accounts.map((a) => {
+  return accounts.map((a, i) => {
     const base = `${h(u)}/settings/ad-accounts/${encodeURIComponent(a.id)}`;
     const live = a.status !== 'disconnected';
     const actions = live ? `<div class="actions">
@@ -86,7 +97,7 @@ function accountRows(o: AdAccountsPage, accounts: AdAccountView[]): string {
 ${a.status === 'needs_reconnect' || a.status === 'missing_permission' || a.tokenExpiresSoon ? '<a class="button primary" href="#connect">Reconnect</a>' : ''}
 <a class="button" href="${base}/disconnect">Disconnect</a></div>` : '';
     return `<tr data-ad-account="${h(a.id)}"><td data-label="Account"><strong>${h(a.name)}</strong><br><small>${h(platformName(a.platform))} <code class="token">${h(a.externalId)}</code></small><br><small>${h(a.currency)} · ${h(a.timeZone)}</small></td>
-<td data-label="Status" class="wide">${statusCell(a, o.now)}</td><td class="actions-cell">${actions}</td></tr>`;
+<td data-label="Status" class="wide">${statusCell(a, o.now)}${live ? defaultWorkspaceForm(o, a, `${base}/default-workspace`, i) : ''}</td><td class="actions-cell">${actions}</td></tr>`;
   }).join('');
 }
 
