@@ -5,7 +5,6 @@ import type { ColumnType, Generated } from 'kysely';
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 type Int8 = ColumnType<string, string | number | bigint, string | number | bigint>;
-type Json<T> = ColumnType<T, string, string>;
 // Columns with a database default: optional on insert.
 type DefaultTimestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type DefaultInt8 = ColumnType<string, string | number | bigint | undefined, string | number | bigint>;

@@ -65,7 +65,7 @@ const embeddedIpv4 = (groups: number[], at: number) => ((groups[at]! << 16) | gr
 const formatIpv4 = (n: number) => [n >>> 24, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff].join('.');
 
 function ipv6Reason(groups: number[]): string | undefined {
-  const [g0, g1, g2, g3, g4, g5, g6, g7] = groups as [number, number, number, number, number, number, number, number];
+  const [g0, g1, g2, g3, g4, g5, , g7] = groups as [number, number, number, number, number, number, number, number];
   const zeroUpTo = (n: number) => groups.slice(0, n).every((g) => g === 0);
   if (zeroUpTo(8)) return 'the unspecified address';
   if (zeroUpTo(7) && g7 === 1) return 'a loopback address';

@@ -10,7 +10,7 @@ import { syncNow } from '../../src/domain/ad-sync/ad-account.service.ts';
 import { startMetaSandbox, type MetaSandbox } from '../../src/integrations/meta/sandbox.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import type { Browser } from '../support/oauth-flow.ts';
-import { form, hidden, signedIn } from '../support/web-forms.ts';
+import { hidden, signedIn } from '../support/web-forms.ts';
 import { ADMIN, HUB, MEMBER, seedWebHub } from '../support/world.ts';
 
 /** Hostile names: each must reach the page escaped. */

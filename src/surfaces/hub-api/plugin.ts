@@ -8,7 +8,7 @@ import { verbOf } from '../operation.ts';
 import { mountRest, serveDocument } from '../rest.ts';
 import { ApiError } from '../shared/errors.ts';
 import type { InputValidator } from '../shared/inputs.ts';
-import { COMPRESSION_MIN_BYTES, HUB_CONDITIONAL_LIMIT, HUB_KEY_LIMIT, HUB_SUMMARY_LIMIT, type RatePolicy } from '../../policy.ts';
+import { COMPRESSION_MIN_BYTES, HUB_CONDITIONAL_LIMIT, HUB_KEY_LIMIT, HUB_SUMMARY_LIMIT } from '../../policy.ts';
 import type { Admission, HubApiGuard } from './guard.ts';
 import { hubOperations, type HubContext } from './operations.ts';
 

@@ -1,6 +1,5 @@
 import { Type } from 'typebox';
 import type { DocIndex } from './docs.ts';
-import type { Db } from '../../db/database.ts';
 import { DomainError, notFound } from '../../platform/errors.ts';
 import { hubOperationsFor, type HubContext } from '../hub-api/operations.ts';
 import type { MainContext } from '../main-api/context.ts';

@@ -6,7 +6,7 @@ import { createSession, endSession, sessionUser } from '../../domain/web-session
 import { sameSecret } from '../../platform/constant-time.ts';
 import { redactQuery } from '../../platform/logger.ts';
 import { submitSignInForm } from '../shared/sign-in-form.ts';
-import { appPage, FORM_EXPIRED, one, refuse, type Form, type HubCtx, type Query, type Sessions, type WebDeps, type WebPaths } from './context.ts';
+import { appPage, FORM_EXPIRED, one, refuse, type Form, type Query, type Sessions, type WebDeps, type WebPaths } from './context.ts';
 import { signInPage } from './views/layout.ts';
 
 const SESSION_COOKIE = 'hubops_app';
