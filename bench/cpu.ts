@@ -83,9 +83,9 @@ export async function cpuProbe(databaseUrl: string): Promise<CpuProbe | undefine
   try {
     const backendPid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
     const backend = await readStat(backendPid);
-    if (!backend || !backend.comm.startsWith('postgres')) return undefined;
+    if (!backend?.comm.startsWith('postgres')) return undefined;
     const postmaster = await readStat(backend.ppid);
-    if (!postmaster || !postmaster.comm.startsWith('postgres')) return undefined;
+    if (!postmaster?.comm.startsWith('postgres')) return undefined;
     const postmasterPid = postmaster.pid;
     // A backend's process title: "postgres: [cluster: ]user database host(port) state".
     const database = new URL(databaseUrl).pathname.slice(1);

@@ -1,6 +1,6 @@
 import type { Static, TObject, TSchema } from 'typebox';
 import type { Replayable } from '../domain/idempotency/idempotency.ts';
-import { JsonText } from '../platform/json-text.ts';
+import type { JsonText } from '../platform/json-text.ts';
 import type { Validator } from '../platform/validators.ts';
 import type { RatePolicy } from '../policy.ts';
 import type { InputValidator } from './shared/inputs.ts';

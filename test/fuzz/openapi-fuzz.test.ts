@@ -198,7 +198,7 @@ function assertErrorShape(body: any, what: string): void {
   assert.equal(typeof body.error, 'string', `${what}: ${JSON.stringify(body).slice(0, 300)}`);
   assert.equal(typeof body.message, 'string', `${what}: ${JSON.stringify(body).slice(0, 300)}`);
   for (const key of Object.keys(body)) assert.ok(['error', 'message', 'issues', 'requestId'].includes(key), `${what}: unexpected key ${key}`);
-  assert.doesNotMatch(JSON.stringify(body), /FST_|statusCode|    at |SELECT |INSERT |violates|invalid input syntax/, `${what}: leaks internals`);
+  assert.doesNotMatch(JSON.stringify(body), /FST_|statusCode| {4}at |SELECT |INSERT |violates|invalid input syntax/, `${what}: leaks internals`);
 }
 
 interface RestCase {

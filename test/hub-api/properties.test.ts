@@ -69,7 +69,7 @@ test('paging with random limits and rows updated between pages returns every row
         const merged = new Map<string, Row>();
         let previousLast: Row | undefined;
         let cursor: string | null = null;
-        let picks = [...updatePicks];
+        const picks = [...updatePicks];
         let pages = 0;
         do {
           const r = await t.hubGet(`/playbook-opt-ins?limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`, key);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { ImportError, importNdjson } from '../../src/domain/import/import.service.ts';
+import { type ImportError, importNdjson } from '../../src/domain/import/import.service.ts';
 import { seedDemo } from '../../src/domain/demo/demo.service.ts';
 import { FixedClock } from '../../src/platform/clock.ts';
 import { call, caller, principal, tempMediaStore, type TempMediaStore } from '../support/content-world.ts';

@@ -251,7 +251,8 @@ describe('the main MCP server through mcp-remote, signing in by OAuth', () => {
       // follows the redirect to mcp-remote's callback port.
       const signedIn = await completeAuthorization(live, authorizeUrl, { ...fx.ADMIN, redirectUri, workspace: '' });
       const callback = signedIn.callback;
-      assert.ok(callback && callback.searchParams.get('code'), `no code: ${signedIn.response.status} ${signedIn.pages.at(-1)?.slice(0, 300)}`);
+      assert.ok(callback, `no redirect: ${signedIn.response.status} ${signedIn.pages.at(-1)?.slice(0, 300)}`);
+      assert.ok(callback.searchParams.get('code'), `no code in ${callback.search}`);
       const landed = await fetch(callback);
       assert.equal(landed.status, 200, await landed.text());
       await remote.connected;

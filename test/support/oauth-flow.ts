@@ -149,7 +149,7 @@ export async function completeAuthorization(live: TestApp, authorizationUrl: URL
     response = await follow(browser, live.baseUrl, posted);
   }
   const location = response.headers.get('location');
-  const callback = location && location.startsWith(o.redirectUri) ? new URL(location) : undefined;
+  const callback = location?.startsWith(o.redirectUri) ? new URL(location) : undefined;
   return { response, callback, pages };
 }
 

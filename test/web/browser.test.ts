@@ -200,7 +200,9 @@ describe('web admin in Chromium', { skip: chromiumMissing }, () => {
     const rows = await hubRows(web, key);
     assert.equal(rows.length, 130);
     assert.equal(records.length - 1, rows.length);
-    rows.forEach((row, i) => assert.deepEqual(records[i + 1], expectedRecord(row, fieldKeys), `row ${i}`));
+    rows.forEach((row, i) => {
+      assert.deepEqual(records[i + 1], expectedRecord(row, fieldKeys), `row ${i}`);
+    });
     assert.ok(csv.includes(`"'=HYPERLINK(""http://evil"")"`));
     assert.ok(csv.includes(`'=1+1 Downtown`));
 

@@ -256,7 +256,7 @@ test('the API tab charts each key\'s requests per UTC day for 30 days, with a te
   assert.match(row, new RegExp(`<rect class="bar"[^>]*><title>${yesterday}: 1</title></rect><rect class="bar"[^>]*><title>${today}: 3</title></rect></svg>`));
   assert.doesNotMatch(row, /<script/);
   assert.match(rowOf(page, lapsed.id), /data-state="expired"[\s\S]*<span class="pill revoked">Expired<\/span><br><small>on \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC<\/small>/);
-  assert.ok(rowOf(page, lapsed.id).includes('aria-label="Requests per day, ' + first + ' to ' + today + ' (UTC): 0 requests."'));
+  assert.ok(rowOf(page, lapsed.id).includes(`aria-label="Requests per day, ${first} to ${today} (UTC): 0 requests."`));
   // A phone: the table becomes cards whose cells say what they are; ids never wrap mid-token.
   assert.match(page, /<table class="stack keys">/);
   assert.match(row, /<span data-requests>4<\/span> in all/);

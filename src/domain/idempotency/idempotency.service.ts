@@ -40,7 +40,7 @@ export async function withIdempotency<T>(
       return result;
     }
     const stored = await findResponse(trx, ref);
-    if (!stored || !stored.requestHash.equals(fingerprint)) {
+    if (!stored?.requestHash.equals(fingerprint)) {
       throw new DomainError('rejected',
         'This Idempotency-Key was already used for a different request in the last 24 hours; send a new key for a new request.',
         { code: 'idempotency_key_reused' });

@@ -103,9 +103,13 @@ function postChildDifferences(record: RecordOf<'post'>, deliveries: Row[], media
     delivered_at: record.status === 'failed' ? 'scheduledAt' : 'publishedAt',
   })[column] ?? fieldOf(column);
   if (deliveries.length !== rows.deliveries.length) fields.push('channelIds');
-  else rows.deliveries.forEach((d, i) => fields.push(...differingFields(d, deliveries[i]!, deliveryField)));
+  else rows.deliveries.forEach((d, i) => {
+    fields.push(...differingFields(d, deliveries[i]!, deliveryField));
+  });
   if (media.length !== rows.media.length) fields.push('mediaIds');
-  else rows.media.forEach((m, i) => fields.push(...differingFields(m, media[i]!, () => 'mediaIds')));
+  else rows.media.forEach((m, i) => {
+    fields.push(...differingFields(m, media[i]!, () => 'mediaIds'));
+  });
   return fields;
 }
 

@@ -69,7 +69,7 @@ export class BearerAuth {
     if (cached) return cached;
     const generation = this.#generation;
     const found = await this.#deps.provider.AccessToken.find(token);
-    if (!found || !found.grantId || !found.accountId) throw invalid('The access token is invalid, expired or revoked.');
+    if (!found?.grantId || !found.accountId) throw invalid('The access token is invalid, expired or revoked.');
     const identity = await grantIdentity(this.#deps.db, found.grantId, found.accountId);
     if (!identity) throw invalid('The user no longer has access to the hub or workspace this token was granted for.');
     const verdict: TokenVerdict = {

@@ -37,7 +37,7 @@ export function guideEntries(page: string, markdown: string): DocEntry[] {
   let fenced = false;
   let current: { title: string; lines: string[] } | undefined;
   const flush = () => {
-    if (!current || !current.lines.join('').trim()) return;
+    if (!current?.lines.join('').trim()) return;
     const base = `${page}/${slug(current.title)}`;
     const n = (seen.get(base) ?? 0) + 1;
     seen.set(base, n);

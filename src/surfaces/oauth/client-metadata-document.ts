@@ -107,7 +107,7 @@ export function metadataDocumentFetch(trust: ClientMetadataTrust | undefined, lo
       fetched.close();
       throw unreachable(`the server answered HTTP ${fetched.status}; a client metadata document is served with 200`);
     }
-    const type = fetched.contentType?.split(';')[0]!.trim().toLowerCase();
+    const type = fetched.contentType?.split(';')[0]?.trim().toLowerCase();
     if (type !== 'application/json' && !/^application\/[^/\s]+\+json$/.test(type ?? '')) {
       fetched.close();
       throw new Error(`it is served as ${type || 'no content type'}, not application/json`);

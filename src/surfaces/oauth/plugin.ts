@@ -125,7 +125,7 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
     const renderConsent = async (_request: FastifyRequest, reply: FastifyReply, uid: string, userId: string, clientId: string, name: ClientLabel) => {
       const options = await consentOptions(deps.db, userId);
       const action = `${routes.interaction}/${uid}/consent`;
-      if (!options || !options.apiAccess || options.hubs.length === 0) {
+      if (!options?.apiAccess || options.hubs.length === 0) {
         return send(reply, 403, (nonce) => refusalPage({ action, csrf: csrfFor(uid), clientName: name.name, userEmail: options?.user.email ?? '' }, nonce));
       }
       return send(reply, 200, (nonce) => consentPage({

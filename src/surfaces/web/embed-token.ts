@@ -77,7 +77,7 @@ function parseEmbedToken(token: string): ParsedToken | undefined {
     kid = claims?.kid;
   } else {
     const header = jsonPart(first);
-    if (!header || header.alg !== 'EdDSA' || header.crit !== undefined) return undefined;
+    if (header?.alg !== 'EdDSA' || header.crit !== undefined) return undefined;
     kid = header.kid;
     claims = jsonPart(second);
   }

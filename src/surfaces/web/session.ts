@@ -98,7 +98,7 @@ export function sessionRoutes(app: FastifyInstance, deps: WebDeps, paths: WebPat
 
   app.post<{ Body: Form }>(action, async (request, reply) => {
     const preSession = cookies(request).get(SIGNIN_COOKIE);
-    const next = safeNext((request.body ?? {}).next);
+    const next = safeNext(request.body?.next);
     const result = await submitSignInForm(deps, request, preSession ? signInCsrfOf(preSession) : undefined);
     if (!result.ok) {
       // An expired form gets a fresh pre-session, so the form shown again can be sent.
@@ -116,7 +116,7 @@ export function sessionRoutes(app: FastifyInstance, deps: WebDeps, paths: WebPat
   app.post<{ Body: Form }>(`${paths.app}/sign-out`, async (request, reply) => {
     const sessionId = cookies(request).get(SESSION_COOKIE);
     if (sessionId) {
-      if (!sameSecret(csrfOf(sessionId), (request.body ?? {}).csrf)) return refuse(reply, 400, 'Form expired', FORM_EXPIRED);
+      if (!sameSecret(csrfOf(sessionId), request.body?.csrf)) return refuse(reply, 400, 'Form expired', FORM_EXPIRED);
       await endSession(deps.db, sessionId);
     }
     reply.header('set-cookie', `${SESSION_COOKIE}=; ${cookieAttrs}; Max-Age=0`);
