@@ -42,7 +42,13 @@ try {
   await generate();
   const { key } = await createKey(db, { hubId: HUB, name: 'compression bench', scope: 'read' });
   const port = await freePort();
-  const config = loadConfig({ DATABASE_URL: scratch.url, LOG_LEVEL: 'silent', BASE_URL: `http://127.0.0.1:${port}`, PORT: String(port), DATA_DIR: dataDir });
+  const config = loadConfig({
+    DATABASE_URL: scratch.url,
+    LOG_LEVEL: 'silent',
+    BASE_URL: `http://127.0.0.1:${port}`,
+    PORT: String(port),
+    DATA_DIR: dataDir,
+  });
   const app = await buildApp({ config, db, limiter: new UnlimitedRateLimiter(), logger: false, publisher: false });
   await app.fastify.listen({ port, host: '127.0.0.1' });
   try {
@@ -56,7 +62,9 @@ try {
       'spend report (10,000 workspaces)': await get('/v1/hub/spend-by-workspace?period=last_30_days'),
       'Hub API OpenAPI document': await get('/v1/hub/openapi.json'),
     };
-    say(`zstd in this Node (${process.version}): ${OFFERED_CODINGS.includes('zstd') ? 'yes' : 'no'}; ${RUNS} runs per cell, median CPU ms (one thread)\n`);
+    say(
+      `zstd in this Node (${process.version}): ${OFFERED_CODINGS.includes('zstd') ? 'yes' : 'no'}; ${RUNS} runs per cell, median CPU ms (one thread)\n`,
+    );
     say('| body | identity bytes | coding | level | compressed bytes | ratio | CPU ms |');
     say('| --- | ---: | --- | ---: | ---: | ---: | ---: |');
     for (const [name, body] of Object.entries(bodies)) {
@@ -64,12 +72,16 @@ try {
         if (!OFFERED_CODINGS.includes(coding as 'gzip')) continue;
         for (const level of levels) {
           const { bytes, ms } = measure(body, coding as keyof typeof LEVELS, level);
-          say(`| ${name} | ${body.length.toLocaleString('en-US')} | ${coding} | ${level} | ${bytes.toLocaleString('en-US')} | ${(body.length / bytes).toFixed(1)} | ${ms.toFixed(2)} |`);
+          say(
+            `| ${name} | ${body.length.toLocaleString('en-US')} | ${coding} | ${level} | ${bytes.toLocaleString('en-US')} | ${(body.length / bytes).toFixed(1)} | ${ms.toFixed(2)} |`,
+          );
         }
       }
     }
 
-    say(`\nFull pull of ${OPT_INS.toLocaleString('en-US')} opt-ins over HTTP, 500-row pages (levels: gzip ${GZIP_LEVEL}, br ${BROTLI_LEVEL}, zstd ${ZSTD_LEVEL}); best of ${PULL_ROUNDS}, the codings interleaved in each round\n`);
+    say(
+      `\nFull pull of ${OPT_INS.toLocaleString('en-US')} opt-ins over HTTP, 500-row pages (levels: gzip ${GZIP_LEVEL}, br ${BROTLI_LEVEL}, zstd ${ZSTD_LEVEL}); best of ${PULL_ROUNDS}, the codings interleaved in each round\n`,
+    );
     const codings = ['identity', ...OFFERED_CODINGS];
     const best = new Map(codings.map((coding) => [coding, { rowsPerSecond: 0, wire: 0 }]));
     for (let round = 0; round < PULL_ROUNDS; round++) {
@@ -83,7 +95,9 @@ try {
     say('| --- | ---: | ---: | ---: | ---: |');
     const identity = best.get('identity')!;
     for (const [coding, pull] of best) {
-      say(`| ${coding} | ${Math.round(pull.rowsPerSecond).toLocaleString('en-US')} | ${Math.round((100 * pull.rowsPerSecond) / identity.rowsPerSecond)} % | ${pull.wire.toLocaleString('en-US')} | ${(identity.wire / pull.wire).toFixed(1)}× |`);
+      say(
+        `| ${coding} | ${Math.round(pull.rowsPerSecond).toLocaleString('en-US')} | ${Math.round((100 * pull.rowsPerSecond) / identity.rowsPerSecond)} % | ${pull.wire.toLocaleString('en-US')} | ${(identity.wire / pull.wire).toFixed(1)}× |`,
+      );
     }
   } finally {
     await app.close();
@@ -97,7 +111,13 @@ try {
 function compressSync(body: Buffer, coding: keyof typeof LEVELS, level: number): Buffer {
   if (coding === 'gzip') return zlib.gzipSync(body, { level });
   if (coding === 'br') {
-    return zlib.brotliCompressSync(body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: level, [zlib.constants.BROTLI_PARAM_MODE]: zlib.constants.BROTLI_MODE_TEXT, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.length } });
+    return zlib.brotliCompressSync(body, {
+      params: {
+        [zlib.constants.BROTLI_PARAM_QUALITY]: level,
+        [zlib.constants.BROTLI_PARAM_MODE]: zlib.constants.BROTLI_MODE_TEXT,
+        [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.length,
+      },
+    });
   }
   return zlib.zstdCompressSync(body, { params: { [zlib.constants.ZSTD_c_compressionLevel]: level }, pledgedSrcSize: body.length });
 }
@@ -126,7 +146,11 @@ async function fullPull(baseUrl: string, key: string, coding: string): Promise<{
   try {
     do {
       const url = `${baseUrl}/v1/hub/playbook-opt-ins?limit=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
-      const { encoding, body } = await fetchRaw(url, { authorization: `Bearer ${key}`, ...(coding === 'identity' ? {} : { 'accept-encoding': coding }) }, agent);
+      const { encoding, body } = await fetchRaw(
+        url,
+        { authorization: `Bearer ${key}`, ...(coding === 'identity' ? {} : { 'accept-encoding': coding }) },
+        agent,
+      );
       wire += body.length;
       const page = JSON.parse(decode(body, encoding).toString('utf8')) as { data: unknown[]; nextCursor: string | null };
       rows += page.data.length;
@@ -138,17 +162,23 @@ async function fullPull(baseUrl: string, key: string, coding: string): Promise<{
   return { rows, wire, rowsPerSecond: rows / ((performance.now() - started) / 1000) };
 }
 
-function fetchRaw(url: string, headers: Record<string, string>, agent: http.Agent): Promise<{ encoding: string | undefined; body: Buffer }> {
+function fetchRaw(
+  url: string,
+  headers: Record<string, string>,
+  agent: http.Agent,
+): Promise<{ encoding: string | undefined; body: Buffer }> {
   return new Promise((resolve, reject) => {
-    http.get(url, { headers, agent }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('error', reject);
-      response.on('end', () => {
-        if (response.statusCode !== 200) return reject(new Error(`${url}: ${response.statusCode}`));
-        resolve({ encoding: response.headers['content-encoding'], body: Buffer.concat(chunks) });
-      });
-    }).on('error', reject);
+    http
+      .get(url, { headers, agent }, (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('error', reject);
+        response.on('end', () => {
+          if (response.statusCode !== 200) return reject(new Error(`${url}: ${response.statusCode}`));
+          resolve({ encoding: response.headers['content-encoding'], body: Buffer.concat(chunks) });
+        });
+      })
+      .on('error', reject);
   });
 }
 
@@ -164,7 +194,9 @@ async function generate(): Promise<void> {
   const q = (text: string) => db.pool.query(text);
   await q(`INSERT INTO accounts (id, name, plan, api_access) VALUES ('acc_cmp', 'Compression bench', 'partner', true)`);
   await q(`INSERT INTO hubs (id, account_id, name) VALUES ('${HUB}', 'acc_cmp', 'Compression Hub')`);
-  await q(`INSERT INTO workspace_fields (hub_id, key, label, archived) VALUES ('${HUB}', 'region', 'Region', false), ('${HUB}', 'store_code', 'Store code', false), ('${HUB}', 'manager', 'Manager', false)`);
+  await q(
+    `INSERT INTO workspace_fields (hub_id, key, label, archived) VALUES ('${HUB}', 'region', 'Region', false), ('${HUB}', 'store_code', 'Store code', false), ('${HUB}', 'manager', 'Manager', false)`,
+  );
   await q(`INSERT INTO workspaces (id, hub_id, name, fields)
     SELECT 'ws_' || lpad(i::text, 5, '0'), '${HUB}', 'Location ' || i || ' ' || (ARRAY['Downtown','Uptown','Mall','Airport','Station'])[1 + i % 5],
            jsonb_build_object('region', (ARRAY['North','South','East','West','Central'])[1 + i % 5], 'store_code', 1000 + i, 'manager', 'Manager ' || (i % 997))

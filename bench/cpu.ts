@@ -24,7 +24,10 @@ async function readStat(pid: number): Promise<ProcStat | undefined> {
     // The command name is in parentheses and may itself contain spaces or parentheses.
     const close = text.lastIndexOf(')');
     const comm = text.slice(text.indexOf('(') + 1, close);
-    const f = text.slice(close + 2).split(' ').map(Number);
+    const f = text
+      .slice(close + 2)
+      .split(' ')
+      .map(Number);
     // f[0] is field 3 (state); field n is f[n - 3].
     return { pid, comm, ppid: f[1]!, own: (f[11]! + f[12]!) / TICKS_PER_SECOND };
   } catch {
@@ -52,7 +55,10 @@ async function machineBusy(): Promise<number> {
 }
 
 async function cmdline(pid: number): Promise<string> {
-  return readFile(`/proc/${pid}/cmdline`, 'utf8').then((text) => text.replaceAll('\0', ' '), () => '');
+  return readFile(`/proc/${pid}/cmdline`, 'utf8').then(
+    (text) => text.replaceAll('\0', ' '),
+    () => '',
+  );
 }
 
 /**
@@ -64,7 +70,14 @@ async function cmdline(pid: number): Promise<string> {
 async function preciseCpu(pid: number): Promise<number | undefined> {
   try {
     const tasks = await readdir(`/proc/${pid}/task`);
-    const times = await Promise.all(tasks.map((t) => readFile(`/proc/${pid}/task/${t}/schedstat`, 'utf8').then((text) => Number(text.split(' ')[0]), () => 0)));
+    const times = await Promise.all(
+      tasks.map((t) =>
+        readFile(`/proc/${pid}/task/${t}/schedstat`, 'utf8').then(
+          (text) => Number(text.split(' ')[0]),
+          () => 0,
+        ),
+      ),
+    );
     return times.reduce((sum, ns) => sum + ns, 0) / 1e9;
   } catch {
     return undefined;
@@ -134,7 +147,11 @@ function grown(before: Map<number, number>, after: Map<number, number>): number 
 }
 
 export function cpuShare(before: CpuTimes, after: CpuTimes, seconds: number, requests: number): CpuShare {
-  const used: Parties = { postgres: grown(before.postgres, after.postgres), server: after.server - before.server, bench: after.bench - before.bench };
+  const used: Parties = {
+    postgres: grown(before.postgres, after.postgres),
+    server: after.server - before.server,
+    bench: after.bench - before.bench,
+  };
   const per = (f: (k: keyof Parties) => number): Parties => ({ postgres: f('postgres'), server: f('server'), bench: f('bench') });
   return {
     cores: per((k) => used[k] / seconds),

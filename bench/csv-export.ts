@@ -38,7 +38,10 @@ say(dataset.reused ? 'hubops_bench: reusing the data set' : `hubops_bench: built
 const server: RunningServer = await startServer({ databaseUrl: dataset.url });
 say(`server: ${server.entry} (pid ${server.pid}) with ${START_FLAGS.join(' ') || 'no flags'}`);
 
-function request(path: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }> {
+function request(
+  path: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(`${server.baseUrl}${path}`, { method: options.method ?? 'GET', headers: options.headers }, (res) => {
       const chunks: Buffer[] = [];
@@ -68,7 +71,16 @@ try {
 
   const before = await server.memory();
   let sampledPeak = before.currentMB;
-  const sampler = setInterval(() => void server.memory().then((m) => { sampledPeak = Math.max(sampledPeak, m.currentMB); }, () => {}), 50);
+  const sampler = setInterval(
+    () =>
+      void server.memory().then(
+        (m) => {
+          sampledPeak = Math.max(sampledPeak, m.currentMB);
+        },
+        () => {},
+      ),
+    50,
+  );
   const t0 = performance.now();
   let firstByte = 0;
   let firstRow = 0;

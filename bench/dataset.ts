@@ -46,8 +46,11 @@ export function benchDatabaseUrl(serverUrl: string): string {
 }
 
 const sameSpec = (a: DatasetSpec, b: DatasetSpec) =>
-  a.optIns === b.optIns && a.workspaces === b.workspaces && a.playbooks === b.playbooks &&
-  a.adAccounts === b.adAccounts && a.spendDays === b.spendDays;
+  a.optIns === b.optIns &&
+  a.workspaces === b.workspaces &&
+  a.playbooks === b.playbooks &&
+  a.adAccounts === b.adAccounts &&
+  a.spendDays === b.spendDays;
 
 /**
  * Makes sure `hubops_bench` holds the data set: reuses it when its signature matches `spec`, was
@@ -55,13 +58,19 @@ const sameSpec = (a: DatasetSpec, b: DatasetSpec) =>
  * server clock, so older data would shift the windows and skew the figures) and its row counts
  * check out; otherwise drops and rebuilds it.
  */
-export async function ensureDataset(serverUrl: string, spec: DatasetSpec, options: { fresh: boolean; log: (line: string) => void }): Promise<Dataset> {
+export async function ensureDataset(
+  serverUrl: string,
+  spec: DatasetSpec,
+  options: { fresh: boolean; log: (line: string) => void },
+): Promise<Dataset> {
   const url = benchDatabaseUrl(serverUrl);
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
   try {
     const existing = await admin.query<{ comment: string | null }>(
-      `SELECT shobj_description(oid, 'pg_database') AS comment FROM pg_database WHERE datname = $1`, [BENCH_DATABASE]);
+      `SELECT shobj_description(oid, 'pg_database') AS comment FROM pg_database WHERE datname = $1`,
+      [BENCH_DATABASE],
+    );
     if (existing.rowCount && !options.fresh) {
       const reason = await whyNotReusable(url, existing.rows[0]!.comment, spec);
       if (reason === undefined) {
@@ -117,12 +126,15 @@ async function whyNotReusable(url: string, comment: string | null, spec: Dataset
   if (signature.generator !== GENERATOR_VERSION) return `generator version ${signature.generator} ≠ ${GENERATOR_VERSION}`;
   if (!sameSpec(signature, spec)) return 'different data-set size';
   const today = new Date().toISOString().slice(0, 10);
-  if (signature.anchor.slice(0, 10) !== today) return `generated on ${signature.anchor.slice(0, 10)}, periods are relative to today (${today})`;
+  if (signature.anchor.slice(0, 10) !== today)
+    return `generated on ${signature.anchor.slice(0, 10)}, periods are relative to today (${today})`;
   const db = connect(url, { max: 1, applicationName: 'hubops-bench-check' });
   try {
     const { rows } = await db.pool.query<{ opt_ins: string; workspaces: string }>(
       `SELECT (SELECT count(*) FROM opt_ins WHERE hub_id = $1) AS opt_ins,
-              (SELECT count(*) FROM workspaces WHERE hub_id = $1) AS workspaces`, [BIG_HUB]);
+              (SELECT count(*) FROM workspaces WHERE hub_id = $1) AS workspaces`,
+      [BIG_HUB],
+    );
     const counts = rows[0]!;
     if (Number(counts.opt_ins) !== spec.optIns || Number(counts.workspaces) !== spec.workspaces) {
       return `row counts differ (${counts.opt_ins} opt-ins, ${counts.workspaces} workspaces)`;
@@ -159,16 +171,25 @@ export async function generate(db: Db, spec: DatasetSpec, log: (line: string) =>
     const { rows } = await client.query<{ anchor: Date }>(`SELECT date_trunc('milliseconds', now()) AS anchor`);
     const anchor = rows[0]!.anchor;
     const p = { anchor: anchor.toISOString() };
-    log(`generating ${spec.optIns.toLocaleString('en-US')} opt-ins, ${spec.workspaces.toLocaleString('en-US')} workspaces, ${spec.adAccounts} ad accounts × ${spec.spendDays} days…`);
+    log(
+      `generating ${spec.optIns.toLocaleString('en-US')} opt-ins, ${spec.workspaces.toLocaleString('en-US')} workspaces, ${spec.adAccounts} ad accounts × ${spec.spendDays} days…`,
+    );
 
-    await step('tenancy', `
+    await step(
+      'tenancy',
+      `
       WITH a AS (INSERT INTO accounts (id, name, plan, api_access) VALUES ('acc_bench', 'Bench Franchising', 'partner', true))
       INSERT INTO hubs (id, account_id, name) VALUES ($1, 'acc_bench', 'Bench US (big)'), ($2, 'acc_bench', 'Bench CA (small)')`,
-    [BIG_HUB, SMALL_HUB]);
-    await step('workspace fields', `
+      [BIG_HUB, SMALL_HUB],
+    );
+    await step(
+      'workspace fields',
+      `
       INSERT INTO workspace_fields (hub_id, key, label, archived) VALUES
         ($1, 'region', 'Region', false), ($1, 'tier', 'Tier', false), ($1, 'legacy_code', 'Legacy code', true),
-        ($2, 'region', 'Region', false)`, [BIG_HUB, SMALL_HUB]);
+        ($2, 'region', 'Region', false)`,
+      [BIG_HUB, SMALL_HUB],
+    );
 
     // Workspaces: most have all three fields, every 7th lacks a tier, every 20th has none at all.
     const workspaces = (hub: string, prefix: string, count: number) => `

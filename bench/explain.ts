@@ -14,10 +14,19 @@ export async function explainQueries(databaseUrl: string, hubId: string, since: 
   // One connection whose session loads auto_explain (session_preload_libraries, given in the
   // startup packet) and sends each statement's plan back to us as a NOTICE.
   const url = new URL(databaseUrl);
-  url.searchParams.set('options', [
-    'session_preload_libraries=auto_explain', 'auto_explain.log_min_duration=0', 'auto_explain.log_analyze=on',
-    'auto_explain.log_buffers=on', 'auto_explain.log_level=notice', 'client_min_messages=notice',
-  ].map((setting) => `-c ${setting}`).join(' '));
+  url.searchParams.set(
+    'options',
+    [
+      'session_preload_libraries=auto_explain',
+      'auto_explain.log_min_duration=0',
+      'auto_explain.log_analyze=on',
+      'auto_explain.log_buffers=on',
+      'auto_explain.log_level=notice',
+      'client_min_messages=notice',
+    ]
+      .map((setting) => `-c ${setting}`)
+      .join(' '),
+  );
   const db = connect(url.toString(), { max: 1, applicationName: 'hubops-bench-explain' });
   const plans: string[] = [];
   db.pool.on('connect', (client) => client.on('notice', (notice) => plans.push(notice.message ?? '')));
@@ -33,16 +42,26 @@ export async function explainQueries(databaseUrl: string, hubId: string, since: 
     const catalogs = new HubCatalogCache();
     await show('/playbook-opt-ins?limit=500 (first page, with the catalog read)', () => findOptInPage(db, catalogs, { hubId, limit: 500 }));
     // The cursor of the row in the middle of the hub's change history.
-    const { rows: [middle] } = await db.pool.query<{ updated_at: string; id: string }>(
+    const {
+      rows: [middle],
+    } = await db.pool.query<{ updated_at: string; id: string }>(
       `SELECT to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS updated_at, id
          FROM opt_ins WHERE hub_id = $1 ORDER BY updated_at, id
-        OFFSET (SELECT count(*) / 2 FROM opt_ins WHERE hub_id = $1) LIMIT 1`, [hubId]);
+        OFFSET (SELECT count(*) / 2 FROM opt_ins WHERE hub_id = $1) LIMIT 1`,
+      [hubId],
+    );
     await show('/playbook-opt-ins?limit=500 (a page in the middle: cursor)', () =>
-      findOptInPage(db, catalogs, { hubId, limit: 500, after: { at: middle!.updated_at, id: middle!.id } }));
-    await show(`/playbook-opt-ins?limit=100&since=${since}`, () => findOptInPage(db, catalogs, { hubId, since: parseSince(since), limit: 100 }));
-    await show('/opt-in-summary (the version, then the figures)', () => cachedOptInSummary(db, hubId, systemClock, new OptInSummaryCache()));
+      findOptInPage(db, catalogs, { hubId, limit: 500, after: { at: middle!.updated_at, id: middle!.id } }),
+    );
+    await show(`/playbook-opt-ins?limit=100&since=${since}`, () =>
+      findOptInPage(db, catalogs, { hubId, since: parseSince(since), limit: 100 }),
+    );
+    await show('/opt-in-summary (the version, then the figures)', () =>
+      cachedOptInSummary(db, hubId, systemClock, new OptInSummaryCache()),
+    );
     await show('/spend-by-workspace?period=last_30_days (cache miss: state + sums)', () =>
-      spendByWorkspace(db, hubId, 'last_30_days', systemClock, new SpendReportCache()));
+      spendByWorkspace(db, hubId, 'last_30_days', systemClock, new SpendReportCache()),
+    );
   } finally {
     await db.close();
   }

@@ -87,8 +87,12 @@ export class HubClient {
             headers: response.headers,
             coding,
             wireBytes: bytes.length,
-            get body() { return decoded().toString('utf8'); },
-            get identityBytes() { return decoded().length; },
+            get body() {
+              return decoded().toString('utf8');
+            },
+            get identityBytes() {
+              return decoded().length;
+            },
             ms,
           });
         });

@@ -43,18 +43,39 @@ await migrate(db.pool);
 
 await db.kysely.insertInto('accounts').values({ id: 'acc_bench', name: 'Bench', plan: 'partner', api_access: true }).execute();
 await db.kysely.insertInto('hubs').values({ id: 'hub_bench', account_id: 'acc_bench', name: 'Bench Hub' }).execute();
-await db.kysely.insertInto('workspaces').values(Array.from({ length: WORKSPACES }, (_, i) => ({ id: `ws_${String(i).padStart(4, '0')}`, hub_id: 'hub_bench', name: `Location ${i}` }))).execute();
-const user = await createUser(db, { email: 'bench@hubops.dev', password: 'bench password 1', firstname: 'Bench', lastname: 'Mark', hubId: 'hub_bench', role: 'hub_admin' });
+await db.kysely
+  .insertInto('workspaces')
+  .values(
+    Array.from({ length: WORKSPACES }, (_, i) => ({ id: `ws_${String(i).padStart(4, '0')}`, hub_id: 'hub_bench', name: `Location ${i}` })),
+  )
+  .execute();
+const user = await createUser(db, {
+  email: 'bench@hubops.dev',
+  password: 'bench password 1',
+  firstname: 'Bench',
+  lastname: 'Mark',
+  hubId: 'hub_bench',
+  role: 'hub_admin',
+});
 
 const unlimited = new UnlimitedRateLimiter();
 
 // Side A: the real app, token checked on every request.
 const portA = await freePort();
-const config = loadConfig({ DATABASE_URL: scratch.url, LOG_LEVEL: 'silent', BASE_URL: `http://127.0.0.1:${portA}`, PORT: String(portA), DATA_DIR: await mkdtemp(path.join(tmpdir(), 'hubops-bench-')) });
+const config = loadConfig({
+  DATABASE_URL: scratch.url,
+  LOG_LEVEL: 'silent',
+  BASE_URL: `http://127.0.0.1:${portA}`,
+  PORT: String(portA),
+  DATA_DIR: await mkdtemp(path.join(tmpdir(), 'hubops-bench-')),
+});
 const app = await buildApp({ config, db, limiter: unlimited, logger: false, publisher: false });
 await app.fastify.listen({ port: portA, host: '127.0.0.1' });
 const issuer = new URL(config.siteUrl);
-const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', [oauth.allowInsecureRequests]: true }));
+const as = await oauth.processDiscoveryResponse(
+  issuer,
+  await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', [oauth.allowInsecureRequests]: true }),
+);
 const live = { baseUrl: config.baseUrl, as } as TestApp;
 const redirectUri = 'http://127.0.0.1:9/callback';
 const client = await registerClient(live, { confidential: false, redirectUri, name: 'Bench' });
@@ -72,7 +93,10 @@ const benchCaller: Caller = {
 };
 const bare = Fastify({ logger: false });
 const media = await openDiskMediaStore(await mkdtemp(path.join(tmpdir(), 'hubops-bench-media-')));
-mountRest<MainContext>(bare, mainOperations, { inputs: new InputValidator(new CursorKey(randomBytes(32))), admitted: (_request, _reply, _op, _options, work) => work({ db, clock: systemClock, media, caller: benchCaller }) });
+mountRest<MainContext>(bare, mainOperations, {
+  inputs: new InputValidator(new CursorKey(randomBytes(32))),
+  admitted: (_request, _reply, _op, _options, work) => work({ db, clock: systemClock, media, caller: benchCaller }),
+});
 const portB = await freePort();
 await bare.listen({ port: portB, host: '127.0.0.1' });
 
@@ -93,7 +117,9 @@ const best = (runs: typeof withToken) => runs.reduce((a, b) => (b.rps > a.rps ? 
 const a = best(withToken);
 const b = best(withoutAuth);
 const overhead = 1 - a.rps / b.rps;
-console.log(`\nGET ${route} — ${CONNECTIONS} connections, ${SECONDS} s × ${ROUNDS} rounds, best round each (${WORKSPACES} workspaces in the hub)\n`);
+console.log(
+  `\nGET ${route} — ${CONNECTIONS} connections, ${SECONDS} s × ${ROUNDS} rounds, best round each (${WORKSPACES} workspaces in the hub)\n`,
+);
 console.log('| variant | req/s | p50 ms | p99 ms | non-2xx |');
 console.log('|---|---:|---:|---:|---:|');
 console.log(`| with access token (real app) | ${a.rps.toFixed(0)} | ${a.p50} | ${a.p99} | ${a.non2xx} |`);

@@ -64,7 +64,9 @@ const connections = positive('connections', args.connections);
 const seconds = positive('duration', args.duration);
 const ACCEPT_ENCODING: Record<string, string | undefined> = { identity: undefined, gzip: 'gzip, deflate', br: 'br' };
 const codings = args.codings.split(',').map((c) => c.trim());
-for (const coding of codings) if (!(coding in ACCEPT_ENCODING)) throw new Error(`--codings: unknown ${JSON.stringify(coding)} (known: ${Object.keys(ACCEPT_ENCODING).join(', ')})`);
+for (const coding of codings)
+  if (!(coding in ACCEPT_ENCODING))
+    throw new Error(`--codings: unknown ${JSON.stringify(coding)} (known: ${Object.keys(ACCEPT_ENCODING).join(', ')})`);
 const appRoot = path.resolve(args['app-root']);
 const entry = path.join(appRoot, 'bench', 'server-entry.ts');
 if (!existsSync(entry)) throw new Error(`--app-root ${appRoot}: no bench/server-entry.ts there`);
@@ -122,14 +124,27 @@ const summary = (json: any) => (typeof json?.activeOptIns === 'number' ? undefin
 
 /** The rows of one block, REST first, each operation's legs side by side. */
 function probes(): Probe[] {
-  const rest = (op: string, route: string, check: Probe['check']): Probe => ({ op, leg: 'REST', method: 'GET', path: `${HUB}${route}`, headers: {}, check });
+  const rest = (op: string, route: string, check: Probe['check']): Probe => ({
+    op,
+    leg: 'REST',
+    method: 'GET',
+    path: `${HUB}${route}`,
+    headers: {},
+    check,
+  });
   const legs = ['2025-11-25', '2026-07-28'] as const;
   return [
     ...legs.map((leg) => mcp(leg, 'tools/list', 'tools/list', {}, listed)),
     rest('list_playbook_opt_ins {limit: 100}', '/playbook-opt-ins?limit=100', hundredRows),
-    ...legs.map((leg) => mcp(leg, 'list_playbook_opt_ins {limit: 100}', 'tools/call', { name: 'list_playbook_opt_ins', arguments: { limit: 100 } }, (r) => hundredRows(r.structuredContent))),
+    ...legs.map((leg) =>
+      mcp(leg, 'list_playbook_opt_ins {limit: 100}', 'tools/call', { name: 'list_playbook_opt_ins', arguments: { limit: 100 } }, (r) =>
+        hundredRows(r.structuredContent),
+      ),
+    ),
     rest('get_opt_in_summary', '/opt-in-summary', summary),
-    ...legs.map((leg) => mcp(leg, 'get_opt_in_summary', 'tools/call', { name: 'get_opt_in_summary', arguments: {} }, (r) => summary(r.structuredContent))),
+    ...legs.map((leg) =>
+      mcp(leg, 'get_opt_in_summary', 'tools/call', { name: 'get_opt_in_summary', arguments: {} }, (r) => summary(r.structuredContent)),
+    ),
   ];
 }
 
@@ -162,7 +177,12 @@ function send(baseUrl: string, probe: Probe, headers: Record<string, string>): P
   });
 }
 
-const DECODE: Record<string, (bytes: Buffer) => Buffer> = { identity: (b) => b, gzip: zlib.gunzipSync, deflate: zlib.inflateSync, br: zlib.brotliDecompressSync };
+const DECODE: Record<string, (bytes: Buffer) => Buffer> = {
+  identity: (b) => b,
+  gzip: zlib.gunzipSync,
+  deflate: zlib.inflateSync,
+  br: zlib.brotliDecompressSync,
+};
 
 /** One request, its answer decoded and checked: what went wrong, or the answer. */
 async function verify(baseUrl: string, probe: Probe, headers: Record<string, string>): Promise<{ error: string } | { answer: Answer }> {
@@ -206,7 +226,13 @@ function load(server: RunningServer, probe: Probe, headers: Record<string, strin
   });
 }
 
-async function measure(server: RunningServer, cpu: Awaited<ReturnType<typeof cpuProbe>>, probe: Probe, coding: string, headers: Record<string, string>): Promise<Row> {
+async function measure(
+  server: RunningServer,
+  cpu: Awaited<ReturnType<typeof cpuProbe>>,
+  probe: Probe,
+  coding: string,
+  headers: Record<string, string>,
+): Promise<Row> {
   const row: Row = { probe, coding };
   const first = await verify(server.baseUrl, probe, headers);
   if ('error' in first) {
@@ -274,10 +300,16 @@ try {
 
   server = await startServer({ databaseUrl: scratch.url, entry, env: { BENCH_RATE_LIMITS: 'off', DATA_DIR: dataDir } });
   const cpu = await cpuProbe(scratch.url);
-  const plan = codings.flatMap((coding) => probes().map((probe) => {
-    const accept = ACCEPT_ENCODING[coding];
-    return { coding, probe, headers: { ...probe.headers, authorization: `Bearer ${key}`, ...(accept ? { 'accept-encoding': accept } : {}) } };
-  }));
+  const plan = codings.flatMap((coding) =>
+    probes().map((probe) => {
+      const accept = ACCEPT_ENCODING[coding];
+      return {
+        coding,
+        probe,
+        headers: { ...probe.headers, authorization: `Bearer ${key}`, ...(accept ? { 'accept-encoding': accept } : {}) },
+      };
+    }),
+  );
   // Every request warmed up under load before any is measured: otherwise the first rows of a run
   // pay for the JIT and the SDK's first use, and the order of the rows shows in the figures.
   say(`warm-up: ${WARMUP_SECONDS} s of each request at ${connections} connections…`);
@@ -295,9 +327,13 @@ try {
   out(`\nHub MCP benchmark · ${new Date().toISOString()}`);
   out(`app: ${appRoot} (${commit(appRoot)}), bench/server-entry.ts, rate limiter off`);
   out(`machine: ${cpus().length} × ${cpus()[0]?.model.trim()} · Node ${process.version} · load average at start ${load1!.toFixed(2)}`);
-  out(`data: ${int(SPEC.optIns)} opt-ins, ${SPEC.workspaces} workspaces, ${SPEC.adAccounts} ad accounts × ${SPEC.spendDays} days · sequential: ${samples} requests on one connection after ${WARMUP} warm-up · concurrent: ${connections} connections, ${seconds} s (autocannon)`);
+  out(
+    `data: ${int(SPEC.optIns)} opt-ins, ${SPEC.workspaces} workspaces, ${SPEC.adAccounts} ad accounts × ${SPEC.spendDays} days · sequential: ${samples} requests on one connection after ${WARMUP} warm-up · concurrent: ${connections} connections, ${seconds} s (autocannon)`,
+  );
   out(`server peak RSS at the end: ${memory.peakMB.toFixed(0)} MB\n`);
-  out('| Accept-Encoding | request | leg | body (wire) | seq p50 | seq p99 | seq req/s | conc req/s | conc p50 / p99 | server CPU/req | pg CPU/req | other cores |');
+  out(
+    '| Accept-Encoding | request | leg | body (wire) | seq p50 | seq p99 | seq req/s | conc req/s | conc p50 / p99 | server CPU/req | pg CPU/req | other cores |',
+  );
   out('|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   const fmt = (n: number) => (n < 10 ? n.toFixed(2) : n < 100 ? n.toFixed(1) : n.toFixed(0));
   for (const row of rows) {
@@ -310,11 +346,16 @@ try {
     const cpuShareOf = conc!.cpu;
     const body = `${size(row.wireBytes!)}${row.sentAs !== 'identity' ? ` ${row.sentAs}` : ''}`;
     const failed = conc!.failed > 0 ? ` (${conc!.failed} failed)` : '';
-    out(`${head} | ${body} | ${ms(seq!.p50)} | ${ms(seq!.p99)} | ${int(seq!.perSecond)} | ${int(conc!.perSecond)}${failed} | ${conc!.p50} / ${conc!.p99} ms | ${cpuShareOf ? `${fmt(cpuShareOf.msPerRequest.server)} ms` : '—'} | ${cpuShareOf ? `${fmt(cpuShareOf.msPerRequest.postgres)} ms` : '—'} | ${cpuShareOf ? cpuShareOf.otherCores.toFixed(2) : '—'} |`);
+    out(
+      `${head} | ${body} | ${ms(seq!.p50)} | ${ms(seq!.p99)} | ${int(seq!.perSecond)} | ${int(conc!.perSecond)}${failed} | ${conc!.p50} / ${conc!.p99} ms | ${cpuShareOf ? `${fmt(cpuShareOf.msPerRequest.server)} ms` : '—'} | ${cpuShareOf ? `${fmt(cpuShareOf.msPerRequest.postgres)} ms` : '—'} | ${cpuShareOf ? cpuShareOf.otherCores.toFixed(2) : '—'} |`,
+    );
   }
   const unserved = rows.filter((row) => row.skipped);
   if (unserved.length > 0) out('');
-  for (const row of unserved) out(`- not served: ${row.probe.leg} ${row.probe.op} (${ACCEPT_ENCODING[row.coding] ?? 'no Accept-Encoding'}): ${row.skipped!.slice(0, 200)}`);
+  for (const row of unserved)
+    out(
+      `- not served: ${row.probe.leg} ${row.probe.op} (${ACCEPT_ENCODING[row.coding] ?? 'no Accept-Encoding'}): ${row.skipped!.slice(0, 200)}`,
+    );
   out('');
 } finally {
   agent.destroy();

@@ -9,7 +9,12 @@ const sandbox = await startMetaSandbox({
   seed: {
     seed: 7,
     historyDays: 120,
-    accounts: benchAccounts(shape.accounts, shape.adSets, shape.workspaces).map((a) => ({ ...a, name: `Bench account ${a.id}`, currency: 'USD', account_status: 1 })),
+    accounts: benchAccounts(shape.accounts, shape.adSets, shape.workspaces).map((a) => ({
+      ...a,
+      name: `Bench account ${a.id}`,
+      currency: 'USD',
+      account_status: 1,
+    })),
   },
 });
 const token = sandbox.issueToken({ systemUser: true });

@@ -29,7 +29,11 @@ const accounts = Array.from({ length: ACCOUNTS }, (_, a) => ({
 }));
 
 const profile = process.env.SANDBOX_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.SANDBOX_PROF}`] : [];
-const sandbox = spawn(process.execPath, [...profile, path.join(import.meta.dirname, 'meta-sandbox-process.ts'), JSON.stringify({ accounts })], { stdio: ['ignore', 'pipe', 'inherit'] });
+const sandbox = spawn(
+  process.execPath,
+  [...profile, path.join(import.meta.dirname, 'meta-sandbox-process.ts'), JSON.stringify({ accounts })],
+  { stdio: ['ignore', 'pipe', 'inherit'] },
+);
 try {
   const [line] = (await once(createInterface({ input: sandbox.stdout! }), 'line')) as [string];
   const { url, token } = JSON.parse(line) as { url: string; token: string };
@@ -63,7 +67,9 @@ try {
   const client = process.cpuUsage(client0);
   const sandbox1 = sandboxCpu();
   const ns = (us: number) => Math.round((us * 1000) / rows).toLocaleString('en-US');
-  console.log(`${rows.toLocaleString('en-US')} rows in ${seconds.toFixed(1)} s (${Math.round(rows / seconds).toLocaleString('en-US')} rows/s)`);
+  console.log(
+    `${rows.toLocaleString('en-US')} rows in ${seconds.toFixed(1)} s (${Math.round(rows / seconds).toLocaleString('en-US')} rows/s)`,
+  );
   console.log(`client  CPU per row: ${ns(client.user)} ns user + ${ns(client.system)} ns system`);
   console.log(`sandbox CPU per row: ${ns(sandbox1.user - sandbox0.user)} ns user + ${ns(sandbox1.system - sandbox0.system)} ns system`);
 } finally {

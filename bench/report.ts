@@ -19,7 +19,11 @@ export function renderTable(lines: Line[]): string {
   const header = ['measurement', 'result', 'target', 'verdict'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => ('cells' in r ? r.cells![i]!.length : 0))));
   const total = widths.reduce((a, b) => a + b, 0) + 3 * (widths.length - 1);
-  const format = (cells: string[]) => cells.map((c, i) => (i === 1 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join(' │ ').trimEnd();
+  const format = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === 1 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+      .join(' │ ')
+      .trimEnd();
   const rule = widths.map((w) => '─'.repeat(w)).join('─┼─');
   const out = [format(header), rule];
   for (const r of rows) {

@@ -27,8 +27,20 @@ import { explainQueries } from './explain.ts';
 import { forEachConcurrently, HubClient, KeyRing } from './http.ts';
 import { renderTable, type Line } from './report.ts';
 import {
-  apiThroughput, bareThroughput, codingServed, compressedSeries, conditionalRepolls, firstSpendRequest, fullPull, HUB,
-  latencySeries, warmKeys, type CompressedSeries, type PullResult, type RepollResult, type ThroughputResult,
+  apiThroughput,
+  bareThroughput,
+  codingServed,
+  compressedSeries,
+  conditionalRepolls,
+  firstSpendRequest,
+  fullPull,
+  HUB,
+  latencySeries,
+  warmKeys,
+  type CompressedSeries,
+  type PullResult,
+  type RepollResult,
+  type ThroughputResult,
 } from './scenarios.ts';
 import { BENCH_ENTRY, MAIN_ENTRY, startServer, type RunningServer, type ServerMemory } from './server.ts';
 import { int, ms, size, type Summary } from './stats.ts';
@@ -76,9 +88,11 @@ const elapsed = (t0: number) => `${((performance.now() - t0) / 1000).toFixed(1)}
 // ── Data set and keys ────────────────────────────────────────────────────────────────────────
 let t0 = performance.now();
 const dataset = await ensureDataset(serverUrl, spec, { fresh: args.fresh, log: say });
-say(dataset.reused
-  ? `${BENCH_DATABASE}: reusing the data set generated at ${dataset.anchor.toISOString()} (--fresh rebuilds it)`
-  : `${BENCH_DATABASE}: built in ${dataset.buildSeconds.toFixed(1)} s`);
+say(
+  dataset.reused
+    ? `${BENCH_DATABASE}: reusing the data set generated at ${dataset.anchor.toISOString()} (--fresh rebuilds it)`
+    : `${BENCH_DATABASE}: built in ${dataset.buildSeconds.toFixed(1)} s`,
+);
 
 // Keys are shown once and only their hash is kept, so each run makes its own and drops the last
 // run's. createKey is what the CLI and the admin UI use.
@@ -90,9 +104,13 @@ let pollerKey = '';
   const db = connect(dataset.url, { max: 10, applicationName: 'hubops-bench-keys' });
   try {
     await db.pool.query(`DELETE FROM api_keys WHERE hub_id = $1 AND name LIKE 'bench %'`, [BIG_HUB]);
-    await forEachConcurrently(Array.from({ length: keyCount }, (_, i) => i), 10, async (i) => {
-      keys.push((await createKey(db, { hubId: BIG_HUB, name: `bench ${i + 1}` })).key);
-    });
+    await forEachConcurrently(
+      Array.from({ length: keyCount }, (_, i) => i),
+      10,
+      async (i) => {
+        keys.push((await createKey(db, { hubId: BIG_HUB, name: `bench ${i + 1}` })).key);
+      },
+    );
     pollerKey = (await createKey(db, { hubId: BIG_HUB, name: 'bench poller' })).key;
   } finally {
     await db.close();
@@ -110,7 +128,11 @@ const pagePath = `${HUB}/playbook-opt-ins?limit=100&since=${since}`;
 const startHub = (): Promise<RunningServer> => startServer({ databaseUrl: dataset.url, entry: MAIN_ENTRY });
 
 /** Runs `task` and says how much CPU the parties (and everything else) used meanwhile. */
-async function withCpu<T>(serverPid: number | undefined, requests: (result: T) => number, task: () => Promise<T>): Promise<{ result: T; cpu?: CpuShare }> {
+async function withCpu<T>(
+  serverPid: number | undefined,
+  requests: (result: T) => number,
+  task: () => Promise<T>,
+): Promise<{ result: T; cpu?: CpuShare }> {
   const before = await cpu?.(serverPid);
   const started = performance.now();
   const result = await task();
@@ -129,13 +151,20 @@ const coldMs: number[] = [];
 const first = await firstSpendRequest(clientA, ring.next());
 coldMs.push(first.ms);
 say(`spend report, first request: ${ms(first.ms)}; now ${latencySamples} repeated requests …`);
-const spendRepeated = await withCpu(serverA.pid, (s) => s.n, () =>
-  latencySeries(clientA, SPEND_PATH, latencySamples));
+const spendRepeated = await withCpu(
+  serverA.pid,
+  (s) => s.n,
+  () => latencySeries(clientA, SPEND_PATH, latencySamples),
+);
 say(`opt-in summary: ${latencySamples} requests …`);
 const summary = await latencySeries(clientA, `${HUB}/opt-in-summary`, latencySamples);
 
 say(`full pull, limit=${PULL_LIMIT} …`);
-const pull = await withCpu(serverA.pid, (p: PullResult) => p.pages, () => fullPull(clientA, PULL_LIMIT));
+const pull = await withCpu(
+  serverA.pid,
+  (p: PullResult) => p.pages,
+  () => fullPull(clientA, PULL_LIMIT),
+);
 const memoryAfterPull: ServerMemory = await serverA.memory();
 say(`pulled ${int(pull.result.rows)} rows in ${pull.result.seconds.toFixed(1)} s; server peak RSS ${memoryAfterPull.peakMB.toFixed(0)} MB`);
 
@@ -150,7 +179,15 @@ for (const target of repollTargets) {
   say(`conditional re-polls, ${target.label}: ${repollCount} × 304 and ${repollCount} × 200 in ${REPOLL_BLOCKS} blocks each …`);
   repolls.push({
     label: target.label,
-    result: await conditionalRepolls({ client: clientA, path: target.path, pollerKey, requests: repollCount, blocks: REPOLL_BLOCKS, serverPid: serverA.pid, cpu }),
+    result: await conditionalRepolls({
+      client: clientA,
+      path: target.path,
+      pollerKey,
+      requests: repollCount,
+      blocks: REPOLL_BLOCKS,
+      serverPid: serverA.pid,
+      cpu,
+    }),
   });
 }
 
@@ -165,7 +202,15 @@ for (const coding of CODINGS) {
     continue;
   }
   say(`full pull, limit=${PULL_LIMIT}, Accept-Encoding: ${coding} …`);
-  pulls.push({ coding, served, run: await withCpu(serverA.pid, (r: PullResult) => r.pages, () => fullPull(clientA, PULL_LIMIT, coding)) });
+  pulls.push({
+    coding,
+    served,
+    run: await withCpu(
+      serverA.pid,
+      (r: PullResult) => r.pages,
+      () => fullPull(clientA, PULL_LIMIT, coding),
+    ),
+  });
 }
 const spends: { coding: string; served: string; run?: { result: CompressedSeries; cpu?: CpuShare } }[] = [];
 for (const coding of CODINGS) {
@@ -176,7 +221,15 @@ for (const coding of CODINGS) {
     continue;
   }
   say(`spend report, Accept-Encoding: ${coding}: ${latencySamples} repeated requests …`);
-  spends.push({ coding, served, run: await withCpu(serverA.pid, (s: CompressedSeries) => s.latency.n, () => compressedSeries(clientA, SPEND_PATH, coding, latencySamples)) });
+  spends.push({
+    coding,
+    served,
+    run: await withCpu(
+      serverA.pid,
+      (s: CompressedSeries) => s.latency.n,
+      () => compressedSeries(clientA, SPEND_PATH, coding, latencySamples),
+    ),
+  });
 }
 
 // ── Throughput: real server with rotated keys, the app without limits, bare pg ───────────────
@@ -189,14 +242,36 @@ for (let round = 1; round <= rounds; round++) {
   say(`throughput round ${round}/${rounds}: ${connections} connections, ${seconds} s each (after 2 s warm-up) …`);
   // Key verdicts are cached for 60 s: refresh them so no measured request pays for a lookup.
   await warmKeys(clientA, keys);
-  runs.api.push(await apiThroughput({
-    label: `API, ${serverA.entry}, ${keyCount} keys rotated`, server: serverA, path: pagePath, keys, connections, seconds, warmupSeconds: 2, cpu,
-  }));
-  runs.unlimited.push(await apiThroughput({
-    label: 'API, rate limiter off, 1 key', server: serverU, path: pagePath, keys: [keys[0]!], connections, seconds, warmupSeconds: 2, cpu,
-  }));
-  runs.bare.push(await bareThroughput({ databaseUrl: dataset.url, hubId: BIG_HUB, since, limit: 100, connections, seconds, warmupSeconds: 2, cpu }));
-  say(`  ${[runs.api, runs.unlimited, runs.bare].map((r) => `${int(r.at(-1)!.reqPerSec)}`).join(' / ')} req/s (API / API without limits / bare)`);
+  runs.api.push(
+    await apiThroughput({
+      label: `API, ${serverA.entry}, ${keyCount} keys rotated`,
+      server: serverA,
+      path: pagePath,
+      keys,
+      connections,
+      seconds,
+      warmupSeconds: 2,
+      cpu,
+    }),
+  );
+  runs.unlimited.push(
+    await apiThroughput({
+      label: 'API, rate limiter off, 1 key',
+      server: serverU,
+      path: pagePath,
+      keys: [keys[0]!],
+      connections,
+      seconds,
+      warmupSeconds: 2,
+      cpu,
+    }),
+  );
+  runs.bare.push(
+    await bareThroughput({ databaseUrl: dataset.url, hubId: BIG_HUB, since, limit: 100, connections, seconds, warmupSeconds: 2, cpu }),
+  );
+  say(
+    `  ${[runs.api, runs.unlimited, runs.bare].map((r) => `${int(r.at(-1)!.reqPerSec)}`).join(' / ')} req/s (API / API without limits / bare)`,
+  );
 }
 const best = (list: ThroughputResult[]) => list.reduce((a, b) => (b.reqPerSec > a.reqPerSec ? b : a));
 const apiRotating = best(runs.api);
@@ -253,7 +328,15 @@ const latencyLines = (label: string, s: Summary, targetMs: number): Line[] => [
 ];
 // Where the CPU went: PostgreSQL (bench database backends) / server / bench process.
 const cpuLine = (label: string, c: CpuShare | undefined): Line[] =>
-  c ? [{ name: `CPU ms/request pg · server · bench: ${label}`, value: `${f2(c.msPerRequest.postgres)} · ${f2(c.msPerRequest.server)} · ${f2(c.msPerRequest.bench)}`, target: '' }] : [];
+  c
+    ? [
+        {
+          name: `CPU ms/request pg · server · bench: ${label}`,
+          value: `${f2(c.msPerRequest.postgres)} · ${f2(c.msPerRequest.server)} · ${f2(c.msPerRequest.bench)}`,
+          target: '',
+        },
+      ]
+    : [];
 const throughputLine = (t: ThroughputResult, all: ThroughputResult[]): Line => ({
   name: `${t.label}${all.length > 1 ? ` (best of ${all.map((r) => int(r.reqPerSec)).join(', ')})` : ''}`,
   value: `${int(t.reqPerSec)} req/s`,
@@ -296,7 +379,9 @@ const repollLines = ({ label, result: r }: { label: string; result: RepollResult
     { name: `  200 p50 / p99`, value: `${ms(r.full.latency.p50)} / ${ms(r.full.latency.p99)}`, target: '' },
     ...cpuLine('304', c304).map((l) => ({ ...l, name: `  ${l.name}` })),
     ...cpuLine('200', c200).map((l) => ({ ...l, name: `  ${l.name}` })),
-    ...(ratio === undefined ? [] : [{ name: '  304 server CPU / 200 server CPU', value: `${(ratio * 100).toFixed(0)} %`, target: '≤ 25 %', pass: ratio <= 0.25 }]),
+    ...(ratio === undefined
+      ? []
+      : [{ name: '  304 server CPU / 200 server CPU', value: `${(ratio * 100).toFixed(0)} %`, target: '≤ 25 %', pass: ratio <= 0.25 }]),
     statusCheck('304', r.notModified, 304),
     statusCheck('200', r.full, 200),
   ];
@@ -310,7 +395,9 @@ const compressedPullLines = ({ coding, served, run }: (typeof pulls)[number]): L
     { name: `${coding}: rows/s (total ${r.seconds.toFixed(1)} s)`, value: int(perSecond), target: '≥ 50,000', pass: perSecond >= 50_000 },
     { name: `  bytes on the wire · identity`, value: `${size(r.wireBytes)} · ${size(r.identityBytes)}`, target: '' },
     { name: `  identity / wire`, value: times(r.identityBytes, r.wireBytes), target: '≥ 5×', pass: r.identityBytes >= 5 * r.wireBytes },
-    ...(compressedPages === r.pages ? [] : [{ name: `  pages sent as ${coding}`, value: `${int(compressedPages)} of ${int(r.pages)}`, target: '' }]),
+    ...(compressedPages === r.pages
+      ? []
+      : [{ name: `  pages sent as ${coding}`, value: `${int(compressedPages)} of ${int(r.pages)}`, target: '' }]),
     { name: `  page latency p50 / p99`, value: `${ms(r.pageLatency.p50)} / ${ms(r.pageLatency.p99)}`, target: '' },
     pullOrder('  distinct ids', r),
     ...cpuLine(`${coding} pull, per page`, run.cpu).map((l) => ({ ...l, name: `  ${l.name}` })),
@@ -320,9 +407,15 @@ const compressedSpendLines = ({ coding, served, run }: (typeof spends)[number]):
   if (!run) return [notServed(coding, served)];
   const r = run.result;
   return [
-    { name: `${coding}: bytes on the wire · identity (one response)`, value: `${size(r.wireBytes)} · ${size(r.identityBytes)}`, target: '' },
+    {
+      name: `${coding}: bytes on the wire · identity (one response)`,
+      value: `${size(r.wireBytes)} · ${size(r.identityBytes)}`,
+      target: '',
+    },
     { name: `  identity / wire`, value: times(r.identityBytes, r.wireBytes), target: '' },
-    ...(r.codings[coding] === r.latency.n ? [] : [{ name: `  responses sent as ${coding}`, value: `${int(r.codings[coding] ?? 0)} of ${int(r.latency.n)}`, target: '' }]),
+    ...(r.codings[coding] === r.latency.n
+      ? []
+      : [{ name: `  responses sent as ${coding}`, value: `${int(r.codings[coding] ?? 0)} of ${int(r.latency.n)}`, target: '' }]),
     ...latencyLines(`  repeated`, r.latency, 20),
     ...cpuLine(`${coding} spend`, run.cpu).map((l) => ({ ...l, name: `  ${l.name}` })),
   ];
@@ -337,7 +430,12 @@ const lines: Line[] = [
   { name: 'page latency p99', value: ms(p.pageLatency.p99), target: '' },
   pullOrder('distinct ids', p),
   { name: 'bytes on the wire (identity)', value: size(p.wireBytes), target: '' },
-  { name: 'server peak RSS (VmHWM) after the pull', value: `${memoryAfterPull.peakMB.toFixed(0)} MB`, target: '< 300 MB', pass: memoryAfterPull.peakMB < 300 },
+  {
+    name: 'server peak RSS (VmHWM) after the pull',
+    value: `${memoryAfterPull.peakMB.toFixed(0)} MB`,
+    target: '< 300 MB',
+    pass: memoryAfterPull.peakMB < 300,
+  },
   ...cpuLine('pull, per page', pull.cpu),
   { section: '2. /spend-by-workspace?period=last_30_days' },
   { name: `first request, fresh process (worst of ${coldMs.length})`, value: ms(worstCold), target: '< 300 ms', pass: worstCold < 300 },
@@ -365,7 +463,9 @@ const lines: Line[] = [
   ...repolls.flatMap((r) => noise(`during the conditional re-polls: ${r.label}`, r.result.cpu)),
   ...pulls.flatMap((r) => noise(`during the ${r.coding} pull`, r.run?.cpu)),
   ...spends.flatMap((r) => noise(`during the ${r.coding} spend requests`, r.run?.cpu)),
-  { section: `6. Conditional re-polls: ${int(repollCount)} × 304 (If-None-Match, one key) and ${int(repollCount)} × 200 (keys rotated) each, in alternating blocks` },
+  {
+    section: `6. Conditional re-polls: ${int(repollCount)} × 304 (If-None-Match, one key) and ${int(repollCount)} × 200 (keys rotated) each, in alternating blocks`,
+  },
   ...repolls.flatMap(repollLines),
   { section: `7. Full pull compressed: /playbook-opt-ins?limit=${PULL_LIMIT} with Accept-Encoding, decompressed by the client` },
   ...pulls.flatMap(compressedPullLines),

@@ -156,7 +156,8 @@ class CpuTally {
 
   add(before: CpuTimes, after: CpuTimes, seconds: number, requests: number): void {
     // PostgreSQL pid by pid, as cpuShare compares them: a backend new in `after` counts from zero.
-    for (const [pid, cpu] of after.postgres) this.#used.postgres.set(pid, (this.#used.postgres.get(pid) ?? 0) + cpu - (before.postgres.get(pid) ?? 0));
+    for (const [pid, cpu] of after.postgres)
+      this.#used.postgres.set(pid, (this.#used.postgres.get(pid) ?? 0) + cpu - (before.postgres.get(pid) ?? 0));
     this.#used.server += after.server - before.server;
     this.#used.bench += after.bench - before.bench;
     this.#used.machine += after.machine - before.machine;
@@ -319,7 +320,10 @@ export async function bareThroughput(options: {
         while (performance.now() < until) {
           const t0 = performance.now();
           const page = await findOptInPage(db, catalogs, query);
-          if (page.rows !== options.limit || !page.next) throw new Error(`findOptInPage returned ${page.rows} rows and ${page.next ? 'a' : 'no'} next page; expected ${options.limit} and one`);
+          if (page.rows !== options.limit || !page.next)
+            throw new Error(
+              `findOptInPage returned ${page.rows} rows and ${page.next ? 'a' : 'no'} next page; expected ${options.limit} and one`,
+            );
           latencies?.push(performance.now() - t0);
         }
       }),

@@ -38,7 +38,6 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-
 export interface ServerMemory {
   /** Peak resident set size so far (VmHWM), in MB (10^6 bytes). */
   peakMB: number;
@@ -64,7 +63,15 @@ export async function startServer(options: { databaseUrl: string; entry?: string
   const { REDIS_URL: _ignored, ...inherited } = process.env;
   const child = spawn(NODE, [...START_FLAGS, entry], {
     cwd: ROOT,
-    env: { ...inherited, ...options.env, DATABASE_URL: options.databaseUrl, HUBOPS_DEMO: '0', PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+    env: {
+      ...inherited,
+      ...options.env,
+      DATABASE_URL: options.databaseUrl,
+      HUBOPS_DEMO: '0',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   live.add(child);
@@ -81,7 +88,8 @@ export async function startServer(options: { databaseUrl: string; entry?: string
       exited = { code, signal };
       live.delete(child);
       resolve();
-    }));
+    }),
+  );
 
   const label = path.relative(ROOT, entry);
   const baseUrl = `http://127.0.0.1:${port}`;
@@ -92,7 +100,10 @@ export async function startServer(options: { databaseUrl: string; entry?: string
       child.kill('SIGKILL');
       throw new Error(`${label} did not answer /healthz within 60 s:\n${output}`);
     }
-    const ok = await fetch(`${baseUrl}/healthz`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${baseUrl}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) break;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }

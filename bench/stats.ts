@@ -29,4 +29,5 @@ export function summarize(samples: number[]): Summary {
 export const ms = (value: number) => `${value < 10 ? value.toFixed(2) : value < 100 ? value.toFixed(1) : value.toFixed(0)} ms`;
 export const int = (value: number) => Math.round(value).toLocaleString('en-US');
 /** Bytes in MB or kB (10^6, 10^3). */
-export const size = (bytes: number) => (bytes >= 1e6 ? `${(bytes / 1e6).toFixed(bytes >= 1e8 ? 0 : 2)} MB` : `${(bytes / 1e3).toFixed(1)} kB`);
+export const size = (bytes: number) =>
+  bytes >= 1e6 ? `${(bytes / 1e6).toFixed(bytes >= 1e8 ? 0 : 2)} MB` : `${(bytes / 1e3).toFixed(1)} kB`;

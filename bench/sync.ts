@@ -36,11 +36,20 @@ const db = connect(scratch.url, { max: 10 });
 
 // Peak RSS of this process (the engine's side), sampled; maxRSS from the kernel confirms it.
 let peakRss = 0;
-const sampler = setInterval(() => { peakRss = Math.max(peakRss, process.memoryUsage.rss()); }, 50);
+const sampler = setInterval(() => {
+  peakRss = Math.max(peakRss, process.memoryUsage.rss());
+}, 50);
 
 const accounts = benchAccounts(ACCOUNTS, AD_SETS, WORKSPACES);
 
-const sandbox = spawn(process.execPath, [path.join(import.meta.dirname, 'meta-sandbox-process.ts'), JSON.stringify({ accounts: ACCOUNTS, adSets: AD_SETS, workspaces: WORKSPACES })], { stdio: ['ignore', 'pipe', 'inherit'] });
+const sandbox = spawn(
+  process.execPath,
+  [
+    path.join(import.meta.dirname, 'meta-sandbox-process.ts'),
+    JSON.stringify({ accounts: ACCOUNTS, adSets: AD_SETS, workspaces: WORKSPACES }),
+  ],
+  { stdio: ['ignore', 'pipe', 'inherit'] },
+);
 try {
   const [line] = (await once(createInterface({ input: sandbox.stdout! }), 'line')) as [string];
   const { url, token } = JSON.parse(line) as { url: string; token: string };
@@ -48,7 +57,10 @@ try {
   await migrate(db.pool);
   await db.kysely.insertInto('accounts').values({ id: 'acc_bench', name: 'Bench' }).execute();
   await db.kysely.insertInto('hubs').values({ id: 'hub_bench', account_id: 'acc_bench', name: 'Bench' }).execute();
-  await db.kysely.insertInto('workspaces').values(Array.from({ length: WORKSPACES }, (_, i) => ({ id: `ws_bench_${i}`, hub_id: 'hub_bench', name: `Bench ${i}` }))).execute();
+  await db.kysely
+    .insertInto('workspaces')
+    .values(Array.from({ length: WORKSPACES }, (_, i) => ({ id: `ws_bench_${i}`, hub_id: 'hub_bench', name: `Bench ${i}` })))
+    .execute();
 
   // The real Meta client, counting the rows it hands the engine.
   const meta = createMetaClient({ graphUrl: url });
@@ -65,18 +77,27 @@ try {
     },
   };
   const deps: AdSyncDeps = { db, clock: systemClock, clients: { meta: counting }, sealer: new Sealer([secretsKey(Buffer.alloc(32, 7))]) };
-  const connected = await connectAdAccounts(deps, 'hub_bench', { platform: 'meta', kind: 'system_user', accessToken: token, tokenExpiresAt: null, externalIds: accounts.map((a) => a.id), label: 'bench' });
+  const connected = await connectAdAccounts(deps, 'hub_bench', {
+    platform: 'meta',
+    kind: 'system_user',
+    accessToken: token,
+    tokenExpiresAt: null,
+    externalIds: accounts.map((a) => a.id),
+    label: 'bench',
+  });
 
   /** Syncs every account, CONCURRENCY at a time; the seconds it took. */
   async function syncAll(): Promise<number> {
     const queue = connected.map((a) => a.id);
     const started = performance.now();
-    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-      for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
-        const outcome = await syncNow(deps, 'hub_bench', id);
-        if (outcome.status !== 'done') throw new Error(`${id}: ${outcome.status}: ${'message' in outcome ? outcome.message : ''}`);
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
+          const outcome = await syncNow(deps, 'hub_bench', id);
+          if (outcome.status !== 'done') throw new Error(`${id}: ${outcome.status}: ${'message' in outcome ? outcome.message : ''}`);
+        }
+      }),
+    );
     return (performance.now() - started) / 1000;
   }
 
@@ -91,7 +112,9 @@ try {
   const incrementalRows = sourceRows;
   const peakMb = Math.max(peakRss, process.resourceUsage().maxRSS * 1024) / 2 ** 20;
 
-  const { rows: [stored] } = await sql<{ platform_rows: string; spend_rows: string; cents: string }>`
+  const {
+    rows: [stored],
+  } = await sql<{ platform_rows: string; spend_rows: string; cents: string }>`
     SELECT (SELECT count(*) FROM ad_spend_rows) AS platform_rows, (SELECT count(*) FROM spend) AS spend_rows,
            (SELECT coalesce(sum(spend_cents), 0) FROM spend) AS cents`.execute(db.kysely);
   const rowsPerSecond = backfillRows / backfillSeconds;
@@ -100,10 +123,18 @@ try {
   console.log('| figure | value | target | |');
   console.log('|---|---|---|---|');
   console.log(`| backfill source rows | ${backfillRows.toLocaleString('en-US')} in ${backfillSeconds.toFixed(1)} s | | |`);
-  console.log(`| backfill source rows per second | ${Math.round(rowsPerSecond).toLocaleString('en-US')} | ≥ ${TARGETS.rowsPerSecond.toLocaleString('en-US')} | ${verdict(rowsPerSecond >= TARGETS.rowsPerSecond)} |`);
-  console.log(`| peak RSS after the backfill · overall | ${backfillPeakMb.toFixed(0)} MB · ${peakMb.toFixed(0)} MB | < ${TARGETS.peakRssMb} MB | ${verdict(peakMb < TARGETS.peakRssMb)} |`);
-  console.log(`| incremental run (${incrementalRows.toLocaleString('en-US')} source rows) | ${incrementalSeconds.toFixed(1)} s | < ${TARGETS.incrementalSeconds} s | ${verdict(incrementalSeconds < TARGETS.incrementalSeconds)} |`);
-  console.log(`| stored | ${Number(stored!.platform_rows).toLocaleString('en-US')} platform rows (UTC day × ad set), ${Number(stored!.spend_rows).toLocaleString('en-US')} spend rows, ${(Number(stored!.cents) / 100).toLocaleString('en-US')} USD | | |`);
+  console.log(
+    `| backfill source rows per second | ${Math.round(rowsPerSecond).toLocaleString('en-US')} | ≥ ${TARGETS.rowsPerSecond.toLocaleString('en-US')} | ${verdict(rowsPerSecond >= TARGETS.rowsPerSecond)} |`,
+  );
+  console.log(
+    `| peak RSS after the backfill · overall | ${backfillPeakMb.toFixed(0)} MB · ${peakMb.toFixed(0)} MB | < ${TARGETS.peakRssMb} MB | ${verdict(peakMb < TARGETS.peakRssMb)} |`,
+  );
+  console.log(
+    `| incremental run (${incrementalRows.toLocaleString('en-US')} source rows) | ${incrementalSeconds.toFixed(1)} s | < ${TARGETS.incrementalSeconds} s | ${verdict(incrementalSeconds < TARGETS.incrementalSeconds)} |`,
+  );
+  console.log(
+    `| stored | ${Number(stored!.platform_rows).toLocaleString('en-US')} platform rows (UTC day × ad set), ${Number(stored!.spend_rows).toLocaleString('en-US')} spend rows, ${(Number(stored!.cents) / 100).toLocaleString('en-US')} USD | | |`,
+  );
 } finally {
   clearInterval(sampler);
   sandbox.kill('SIGTERM');

@@ -11,7 +11,12 @@ import { connect, queryPrepared, RideAlongCheck, type Db } from '../src/db/datab
 import { hashKey } from '../src/domain/api-keys/api-key.ts';
 import { createKey, findKeyByHash, keyVerdictOf, keyVerdictStatement } from '../src/domain/api-keys/api-key.service.ts';
 import { HubCatalogCache } from '../src/domain/opt-ins/hub-catalog.ts';
-import { findOptInPage, findOptInPageState, readOptInSummaryVersion, type OptInPageQuery } from '../src/domain/opt-ins/opt-in.repository.ts';
+import {
+  findOptInPage,
+  findOptInPageState,
+  readOptInSummaryVersion,
+  type OptInPageQuery,
+} from '../src/domain/opt-ins/opt-in.repository.ts';
 import { cachedOptInSummary, OptInSummaryCache } from '../src/domain/opt-ins/opt-in.service.ts';
 import { PERIODS, periodRanges } from '../src/domain/periods.ts';
 import { readSpendState, sumSpendByWorkspace } from '../src/domain/spend/spend.repository.ts';
@@ -73,7 +78,10 @@ class Recorder {
  * Only whitespace between lines and at their ends changes; the text of each line is kept.
  */
 export function normaliseSql(text: string): string {
-  const lines = text.split('\n').map((line) => line.trimEnd()).filter((line) => line.trim() !== '');
+  const lines = text
+    .split('\n')
+    .map((line) => line.trimEnd())
+    .filter((line) => line.trim() !== '');
   // The first line of a template literal starts right after the backtick: it does not count.
   const indents = lines.slice(1).map((line) => line.length - line.trimStart().length);
   const indent = indents.length ? Math.min(...indents) : 0;
@@ -133,25 +141,60 @@ async function seed(db: Db): Promise<{ hubId: string; workspaceId: string; playb
   const k = db.kysely;
   await k.insertInto('accounts').values({ id: 'acc_snap', name: 'Account', plan: 'standard', api_access: true }).execute();
   await k.insertInto('hubs').values({ id: hubId, account_id: 'acc_snap', name: 'Hub', suspended: false }).execute();
-  await k.insertInto('workspace_fields').values([
-    { hub_id: hubId, key: 'region', label: 'Region', archived: false },
-    { hub_id: hubId, key: 'old', label: 'Old', archived: true },
-  ]).execute();
-  await k.insertInto('workspaces').values([
-    { id: 'ws_a', hub_id: hubId, name: 'A', fields: JSON.stringify({ region: 'north', old: 1 }) },
-    { id: 'ws_b', hub_id: hubId, name: 'B', fields: JSON.stringify({ region: 'south' }) },
-  ]).execute();
-  await k.insertInto('playbooks').values({ id: 'pb_1', hub_id: hubId, name: 'Playbook', solutions: ['meta'] }).execute();
-  await k.insertInto('opt_ins').values(['ws_a', 'ws_b', 'ws_a'].map((workspaceId, i) => ({
-    id: `oi_${i + 1}`, hub_id: hubId, playbook_id: 'pb_1', workspace_id: workspaceId, status: i === 2 ? 'paused' : 'active',
-    opted_in_at: `2026-03-0${i + 1}T10:00:00Z`, updated_at: `2026-03-0${i + 1}T10:00:00Z`,
-    budget_cents: 1000, budget_type: 'lifetime', variant: '{}', responses: '[]',
-  }))).execute();
-  await k.insertInto('ad_accounts').values({ id: 'ad_1', hub_id: hubId, platform: 'meta', name: 'Ads', sync_state: 'idle', last_synced_at: new Date('2026-03-10T00:00:00Z') }).execute();
-  await k.insertInto('spend').values([
-    { hub_id: hubId, ad_account_id: 'ad_1', workspace_id: 'ws_a', date: '2026-03-05', spend_cents: 500 },
-    { hub_id: hubId, ad_account_id: 'ad_1', workspace_id: null, date: '2026-03-06', spend_cents: 200 },
-  ]).execute();
+  await k
+    .insertInto('workspace_fields')
+    .values([
+      { hub_id: hubId, key: 'region', label: 'Region', archived: false },
+      { hub_id: hubId, key: 'old', label: 'Old', archived: true },
+    ])
+    .execute();
+  await k
+    .insertInto('workspaces')
+    .values([
+      { id: 'ws_a', hub_id: hubId, name: 'A', fields: JSON.stringify({ region: 'north', old: 1 }) },
+      { id: 'ws_b', hub_id: hubId, name: 'B', fields: JSON.stringify({ region: 'south' }) },
+    ])
+    .execute();
+  await k
+    .insertInto('playbooks')
+    .values({ id: 'pb_1', hub_id: hubId, name: 'Playbook', solutions: ['meta'] })
+    .execute();
+  await k
+    .insertInto('opt_ins')
+    .values(
+      ['ws_a', 'ws_b', 'ws_a'].map((workspaceId, i) => ({
+        id: `oi_${i + 1}`,
+        hub_id: hubId,
+        playbook_id: 'pb_1',
+        workspace_id: workspaceId,
+        status: i === 2 ? 'paused' : 'active',
+        opted_in_at: `2026-03-0${i + 1}T10:00:00Z`,
+        updated_at: `2026-03-0${i + 1}T10:00:00Z`,
+        budget_cents: 1000,
+        budget_type: 'lifetime',
+        variant: '{}',
+        responses: '[]',
+      })),
+    )
+    .execute();
+  await k
+    .insertInto('ad_accounts')
+    .values({
+      id: 'ad_1',
+      hub_id: hubId,
+      platform: 'meta',
+      name: 'Ads',
+      sync_state: 'idle',
+      last_synced_at: new Date('2026-03-10T00:00:00Z'),
+    })
+    .execute();
+  await k
+    .insertInto('spend')
+    .values([
+      { hub_id: hubId, ad_account_id: 'ad_1', workspace_id: 'ws_a', date: '2026-03-05', spend_cents: 500 },
+      { hub_id: hubId, ad_account_id: 'ad_1', workspace_id: null, date: '2026-03-06', spend_cents: 200 },
+    ])
+    .execute();
   const { key } = await createKey(db, { hubId, name: 'snapshots' });
   return { hubId, workspaceId: 'ws_a', playbookId: 'pb_1', key };
 }
@@ -184,12 +227,15 @@ export async function captureHotSql(url: string): Promise<Snapshot[]> {
         header: [
           'The opt-in page: findOptInPage (src/domain/opt-ins/opt-in.repository.ts), behind listOptIns',
           '(Hub API GET /playbook-opt-ins, MCP) and the web report and its CSV export. One keyset page',
-          'of a hub\'s opt-ins; the catalog read runs only when the hub\'s workspaces or playbooks changed.',
-          'A conditional request reads the digest of the page\'s keys first (findOptInPageState, its ETag) and the page only if they changed.',
+          "of a hub's opt-ins; the catalog read runs only when the hub's workspaces or playbooks changed.",
+          "A conditional request reads the digest of the page's keys first (findOptInPageState, its ETag) and the page only if they changed.",
         ],
         variants: [
           { label: 'first page, catalog not yet read', run: () => findOptInPage(db, catalogs, { hubId, limit: 2 }) },
-          { label: 'conditional request: the page\'s keys (findOptInPageState)', run: () => findOptInPageState(db, { hubId, limit: 2, after }) },
+          {
+            label: "conditional request: the page's keys (findOptInPageState)",
+            run: () => findOptInPageState(db, { hubId, limit: 2, after }),
+          },
           { label: 'first page', run: () => page({}) },
           { label: 'next page (cursor)', run: () => page({ after }) },
           { label: 'since', run: () => page({ since }) },
@@ -197,7 +243,13 @@ export async function captureHotSql(url: string): Promise<Snapshot[]> {
           { label: 'every Hub API filter and cursor', run: () => page({ since, playbookId: world.playbookId, status: 'active', after }) },
           {
             label: 'web report filters (workspace, opted-in range) and cursor',
-            run: () => page({ workspaceId: world.workspaceId, optedInFrom: new Date('2026-03-01T00:00:00Z'), optedInBefore: new Date('2026-03-04T00:00:00Z'), after }),
+            run: () =>
+              page({
+                workspaceId: world.workspaceId,
+                optedInFrom: new Date('2026-03-01T00:00:00Z'),
+                optedInBefore: new Date('2026-03-04T00:00:00Z'),
+                after,
+              }),
           },
         ],
       }),
@@ -206,7 +258,7 @@ export async function captureHotSql(url: string): Promise<Snapshot[]> {
         header: [
           'The API key verdict: keyVerdictStatement (src/domain/api-keys/api-key.repository.ts), read',
           'fresh on every Hub API request by HubApiGuard (src/surfaces/hub-api/guard.ts): findKeyByHash',
-          'for a key not seen before, else a RideAlongCheck in front of the request\'s first query.',
+          "for a key not seen before, else a RideAlongCheck in front of the request's first query.",
         ],
         variants: [
           { label: 'key not seen before (findKeyByHash)', run: () => findKeyByHash(db, hash) },
@@ -234,7 +286,7 @@ export async function captureHotSql(url: string): Promise<Snapshot[]> {
           'The spend report: readSpendState and sumSpendByWorkspace (src/domain/spend/spend.repository.ts),',
           'behind spendByWorkspace (Hub API GET /spend-by-workspace, MCP, the web spend dashboard). The',
           'state is read on every request, and is all a conditional request that matches reads (its ETag);',
-          'the sums only when the hub\'s report version changed.',
+          "the sums only when the hub's report version changed.",
         ],
         variants: [
           { label: 'every request (report version, ad account sync state)', run: () => readSpendState(db, hubId) },
@@ -246,11 +298,14 @@ export async function captureHotSql(url: string): Promise<Snapshot[]> {
         header: [
           'The opt-in summary: cachedOptInSummary (src/domain/opt-ins/opt-in.service.ts) through',
           'countOptInSummary (opt-in.repository.ts), behind Hub API GET /opt-in-summary, MCP and the',
-          'web summary: the summary version and every period\'s current and prior range at once. A',
+          "web summary: the summary version and every period's current and prior range at once. A",
           'conditional request reads the version alone first (readOptInSummaryVersion, its ETag).',
         ],
         variants: [
-          { label: 'summary (the version, then the figures: nothing cached yet)', run: () => cachedOptInSummary(db, hubId, clock, new OptInSummaryCache()) },
+          {
+            label: 'summary (the version, then the figures: nothing cached yet)',
+            run: () => cachedOptInSummary(db, hubId, clock, new OptInSummaryCache()),
+          },
           { label: 'conditional request: the summary version (readOptInSummaryVersion)', run: () => readOptInSummaryVersion(db, hubId) },
         ],
       }),

@@ -58,7 +58,11 @@ export function platformClients(config: Config): { clients: AdPlatformClients; m
  * The ad-sync dependencies as a server builds them (the CLI too): tokens sealed under the server's
  * secrets key, the platform clients from the configuration.
  */
-export async function adSyncDepsFor(config: Config, db: Db, options: { clock?: Clock; keys?: SecretsKey[]; clients?: AdPlatformClients; log?: AdSyncDeps['log'] } = {}): Promise<AdSyncDeps> {
+export async function adSyncDepsFor(
+  config: Config,
+  db: Db,
+  options: { clock?: Clock; keys?: SecretsKey[]; clients?: AdPlatformClients; log?: AdSyncDeps['log'] } = {},
+): Promise<AdSyncDeps> {
   const keys = options.keys ?? (await resolveSecretsKeys(config)).keys;
   return {
     db,
@@ -107,7 +111,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const fastify = Fastify({
     ...(deps.logger === false
       ? { logger: false }
-      : { loggerInstance: deps.logger ?? createLogger({ level: deps.config.logLevel, format: chooseLogFormat(deps.config.logFormat, process.stdout.isTTY === true) }) }),
+      : {
+          loggerInstance:
+            deps.logger ??
+            createLogger({ level: deps.config.logLevel, format: chooseLogFormat(deps.config.logFormat, process.stdout.isTTY === true) }),
+        }),
     // One line per request, written on response (method, path, status, time, request id).
     logController: new RequestLogController(),
     genReqId: () => randomUUID(),
@@ -118,9 +126,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     // A malformed URL or an overlong path segment: our error body, not Fastify's.
     frameworkErrors: (error, request, reply) => {
       const refusal = fromFrameworkError(error, request.routeOptions?.bodyLimit ?? JSON_BODY_MAX_BYTES);
-      if (refusal) return webErrors.refused(request, reply as FastifyReply, refusal.status, refusal.message) ?? (reply as FastifyReply).code(refusal.status).send(refusal.body());
+      if (refusal)
+        return (
+          webErrors.refused(request, reply as FastifyReply, refusal.status, refusal.message) ??
+          (reply as FastifyReply).code(refusal.status).send(refusal.body())
+        );
       request.log.error({ err: error }, 'request failed');
-      return (reply as FastifyReply).code(500).send({ error: 'internal_error', message: 'Something went wrong on our side.', requestId: request.id });
+      return (reply as FastifyReply)
+        .code(500)
+        .send({ error: 'internal_error', message: 'Something went wrong on our side.', requestId: request.id });
     },
   });
   // Bodies are JSON (or what a route parses itself): a text/plain body is refused with 415, not
@@ -159,7 +173,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     if (refused) return reply.code(refused.status).headers(refused.headers).send(refused.body());
     if (isDatabaseUnavailable(error)) {
       request.log.warn({ err: error }, 'database unavailable');
-      return reply.code(503).header('retry-after', String(DATABASE_RETRY_AFTER_S)).send({ error: 'service_unavailable', message: 'The service is temporarily unavailable; retry shortly.' });
+      return reply
+        .code(503)
+        .header('retry-after', String(DATABASE_RETRY_AFTER_S))
+        .send({ error: 'service_unavailable', message: 'The service is temporarily unavailable; retry shortly.' });
     }
     const refusal = fromFrameworkError(error as FastifyError, request.routeOptions.bodyLimit ?? JSON_BODY_MAX_BYTES);
     if (refusal) return reply.code(refusal.status).send(refusal.body());
@@ -173,7 +190,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     const page = webErrors.notFound(request, reply, allow);
     if (page) return page;
     if (allow.length > 0) {
-      return reply.code(405).header('allow', allow.join(', ')).send({ error: 'method_not_allowed', message: `${request.method} is not allowed on ${path}; use ${allow.join(', ')}.` });
+      return reply
+        .code(405)
+        .header('allow', allow.join(', '))
+        .send({ error: 'method_not_allowed', message: `${request.method} is not allowed on ${path}; use ${allow.join(', ')}.` });
     }
     return reply.code(404).send({ error: 'not_found', message: `No endpoint ${request.method} ${path}.` });
   });
@@ -186,15 +206,26 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   const secretsKeys = await resolveSecretsKeys(deps.config);
   if (secretsKeys.fromFile && deps.config.databaseUrl) {
-    fastify.log.warn({ keyFile: secretsKeys.fromFile }, 'HUBOPS_SECRETS_KEY is not set: server secrets are encrypted under this key file; every instance sharing the database needs the same key');
+    fastify.log.warn(
+      { keyFile: secretsKeys.fromFile },
+      'HUBOPS_SECRETS_KEY is not set: server secrets are encrypted under this key file; every instance sharing the database needs the same key',
+    );
   }
   const secrets = await loadServerSecrets(deps.db, { keys: secretsKeys.keys });
   // Cursors are signed with a key every instance derives alike from the shared server secrets;
   // this app's operations validate their input (cursors included) with it.
   const inputs = new InputValidator(new CursorKey(createHmac('sha256', secrets.cookieKeys[0]!).update('cursor v2').digest()));
   const revocations = new RevocationFeed(deps.db);
-  await revocations.start().catch((error) => fastify.log.warn({ err: error }, 'revocation listener not started; token verdicts are not cached until it is'));
-  const provider = createAuthorizationServer(deps.config, deps.db, secrets, { revocations, limiter, clock, log: fastify.log, cimdTrust: deps.cimdTrust });
+  await revocations
+    .start()
+    .catch((error) => fastify.log.warn({ err: error }, 'revocation listener not started; token verdicts are not cached until it is'));
+  const provider = createAuthorizationServer(deps.config, deps.db, secrets, {
+    revocations,
+    limiter,
+    clock,
+    log: fastify.log,
+    cimdTrust: deps.cimdTrust,
+  });
   await fastify.register(oauthPlugin, { config: deps.config, db: deps.db, provider, limiter, clock, csrfKey: secrets.cookieKeys[0]! });
   // Expired tokens, codes and sessions are deleted in the background (any instance may do it).
   const cleanup = setInterval(() => {
@@ -227,8 +258,18 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     onError: (error) => fastify.log.warn({ err: error }, 'publisher round failed; will retry'),
   });
   // Connected apps' "last used": at most one write per grant a minute per instance.
-  const grantUse = new GrantUseRecorder(deps.db, { onError: (error) => fastify.log.warn({ err: error }, 'OAuth grant last-use write failed') });
-  const auth = new BearerAuth({ provider, db: deps.db, limiter, clock, revocations, grantUse, onLimiterError: (error) => fastify.log.warn({ err: error }, 'rate limiter unavailable; request allowed') });
+  const grantUse = new GrantUseRecorder(deps.db, {
+    onError: (error) => fastify.log.warn({ err: error }, 'OAuth grant last-use write failed'),
+  });
+  const auth = new BearerAuth({
+    provider,
+    db: deps.db,
+    limiter,
+    clock,
+    revocations,
+    grantUse,
+    onLimiterError: (error) => fastify.log.warn({ err: error }, 'rate limiter unavailable; request allowed'),
+  });
   await fastify.register(mainApiPlugin, {
     prefix: new URL(deps.config.baseUrl).pathname.replace(/\/$/, ''),
     config: deps.config,
@@ -259,7 +300,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   // The web admin ({base_url}/app) and the signed embeds ({base_url}/embed).
   await fastify.register(webPlugin, {
-    config: deps.config, db: deps.db, clock, limiter, caches, revocations, adSync,
+    config: deps.config,
+    db: deps.db,
+    clock,
+    limiter,
+    caches,
+    revocations,
+    adSync,
     ...(platforms.metaOAuth ? { metaOAuth: platforms.metaOAuth } : {}),
   });
 

@@ -77,9 +77,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = Number(portText);
   const baseUrl = url('BASE_URL', env.BASE_URL?.trim() || `http://localhost:${port}`, ['http:', 'https:']).replace(/\/+$/, '');
   const siteUrl = url('SITE_URL', env.SITE_URL?.trim() || new URL(baseUrl).origin, ['http:', 'https:']).replace(/\/+$/, '');
-  const databaseUrl = env.DATABASE_URL?.trim()
-    ? url('DATABASE_URL', env.DATABASE_URL.trim(), ['postgres:', 'postgresql:'])
-    : undefined;
+  const databaseUrl = env.DATABASE_URL?.trim() ? url('DATABASE_URL', env.DATABASE_URL.trim(), ['postgres:', 'postgresql:']) : undefined;
   // The embedded database means the demo, whose admin password is in the README: loopback only
   // unless HOST says otherwise.
   const host = env.HOST?.trim() || (databaseUrl ? '0.0.0.0' : '127.0.0.1');
@@ -94,25 +92,42 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const logFormat = env.LOG_FORMAT?.trim() || undefined;
   if (logFormat !== undefined && !(LOG_FORMATS as readonly string[]).includes(logFormat)) {
-    throw new ConfigError(`LOG_FORMAT must be one of ${LOG_FORMATS.join(', ')} (unset: pretty on a terminal, json otherwise), got ${JSON.stringify(logFormat)}`);
+    throw new ConfigError(
+      `LOG_FORMAT must be one of ${LOG_FORMATS.join(', ')} (unset: pretty on a terminal, json otherwise), got ${JSON.stringify(logFormat)}`,
+    );
   }
-  const secretsKeys = (env.HUBOPS_SECRETS_KEY?.trim() || '').split(',').filter((k) => k.trim() !== '').map((k, i) => {
-    // Never echo the value: it is a secret.
-    if (!/^[A-Za-z0-9_-]{43}$/.test(k.trim())) {
-      throw new ConfigError(`HUBOPS_SECRETS_KEY must be 32 bytes in base64url (43 characters${i > 0 ? `; key ${i + 1} of the list is not` : ''}), e.g. from: openssl rand -base64 32 | tr '+/' '-_' | tr -d '='`);
-    }
-    return Buffer.from(k.trim(), 'base64url');
-  });
+  const secretsKeys = (env.HUBOPS_SECRETS_KEY?.trim() || '')
+    .split(',')
+    .filter((k) => k.trim() !== '')
+    .map((k, i) => {
+      // Never echo the value: it is a secret.
+      if (!/^[A-Za-z0-9_-]{43}$/.test(k.trim())) {
+        throw new ConfigError(
+          `HUBOPS_SECRETS_KEY must be 32 bytes in base64url (43 characters${i > 0 ? `; key ${i + 1} of the list is not` : ''}), e.g. from: openssl rand -base64 32 | tr '+/' '-_' | tr -d '='`,
+        );
+      }
+      return Buffer.from(k.trim(), 'base64url');
+    });
   const metaAppId = env.META_APP_ID?.trim() || undefined;
   const metaAppSecret = env.META_APP_SECRET?.trim() || undefined;
-  if (metaAppId !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(metaAppId)) throw new ConfigError(`META_APP_ID must be the Meta app's id (digits), got ${JSON.stringify(metaAppId.slice(0, 40))}`);
+  if (metaAppId !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(metaAppId))
+    throw new ConfigError(`META_APP_ID must be the Meta app's id (digits), got ${JSON.stringify(metaAppId.slice(0, 40))}`);
   // Never echo the secret.
-  if (metaAppSecret !== undefined && !/^[\x21-\x7e]{8,256}$/.test(metaAppSecret)) throw new ConfigError('META_APP_SECRET must be the Meta app secret (8 to 256 characters, no spaces)');
-  if ((metaAppId === undefined) !== (metaAppSecret === undefined)) throw new ConfigError('META_APP_ID and META_APP_SECRET go together: set both (Connect Meta by OAuth) or neither (token paste only)');
-  const metaGraphUrl = url('META_GRAPH_URL', env.META_GRAPH_URL?.trim() || 'https://graph.facebook.com', ['http:', 'https:']).replace(/\/+$/, '');
-  const metaDialogUrl = url('META_DIALOG_URL', env.META_DIALOG_URL?.trim() || 'https://www.facebook.com', ['http:', 'https:']).replace(/\/+$/, '');
+  if (metaAppSecret !== undefined && !/^[\x21-\x7e]{8,256}$/.test(metaAppSecret))
+    throw new ConfigError('META_APP_SECRET must be the Meta app secret (8 to 256 characters, no spaces)');
+  if ((metaAppId === undefined) !== (metaAppSecret === undefined))
+    throw new ConfigError('META_APP_ID and META_APP_SECRET go together: set both (Connect Meta by OAuth) or neither (token paste only)');
+  const metaGraphUrl = url('META_GRAPH_URL', env.META_GRAPH_URL?.trim() || 'https://graph.facebook.com', ['http:', 'https:']).replace(
+    /\/+$/,
+    '',
+  );
+  const metaDialogUrl = url('META_DIALOG_URL', env.META_DIALOG_URL?.trim() || 'https://www.facebook.com', ['http:', 'https:']).replace(
+    /\/+$/,
+    '',
+  );
   const spendSyncText = env.HUBOPS_SPEND_SYNC?.trim() || '1';
-  if (spendSyncText !== '0' && spendSyncText !== '1') throw new ConfigError(`HUBOPS_SPEND_SYNC must be 0 or 1, got ${JSON.stringify(spendSyncText.slice(0, 40))}`);
+  if (spendSyncText !== '0' && spendSyncText !== '1')
+    throw new ConfigError(`HUBOPS_SPEND_SYNC must be 0 or 1, got ${JSON.stringify(spendSyncText.slice(0, 40))}`);
   return {
     port,
     host,

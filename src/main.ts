@@ -33,16 +33,22 @@ const log = createLogger({ level: config.logLevel, format: chooseLogFormat(confi
 /** A start that cannot go on: one line on stderr (the stack only with LOG_LEVEL=debug), exit 1. */
 function startFailed(what: string, error: unknown): never {
   if (config.logLevel === 'debug' || config.logLevel === 'trace') console.error(error);
-  const reason = error instanceof EmbeddedDatabaseError ? error.message : `${what}: ${String((error as Error)?.message ?? error).split('\n')[0]}`;
+  const reason =
+    error instanceof EmbeddedDatabaseError ? error.message : `${what}: ${String((error as Error)?.message ?? error).split('\n')[0]}`;
   console.error(`hubops: ${reason}`);
   process.exit(1);
 }
 
 // Exclusive: the server outlives the postmaster only if it started it itself.
-const database = await openDatabase(config, { log: (line) => log.debug({ component: 'embedded-postgres' }, line), applicationName: 'hubops-server', exclusive: true }).catch((error: unknown) =>
-  startFailed('cannot open the database', error),
+const database = await openDatabase(config, {
+  log: (line) => log.debug({ component: 'embedded-postgres' }, line),
+  applicationName: 'hubops-server',
+  exclusive: true,
+}).catch((error: unknown) => startFailed('cannot open the database', error));
+log.info(
+  { database: database.embedded ? `embedded (${config.dataDir}/postgres)` : redactUrl(config.databaseUrl!), applied: database.applied },
+  'database ready',
 );
-log.info({ database: database.embedded ? `embedded (${config.dataDir}/postgres)` : redactUrl(config.databaseUrl!), applied: database.applied }, 'database ready');
 
 let limiter: RateLimiter = new MemoryRateLimiter();
 let app: App | undefined;
@@ -64,7 +70,13 @@ try {
 
   if (config.metaSandbox) {
     metaSandbox = await startMetaSandbox({ host: '127.0.0.1', seed: DEMO_META_SEED });
-    config = { ...config, metaGraphUrl: metaSandbox.url, metaDialogUrl: metaSandbox.url, metaAppId: metaSandbox.appId, metaAppSecret: metaSandbox.appSecret };
+    config = {
+      ...config,
+      metaGraphUrl: metaSandbox.url,
+      metaDialogUrl: metaSandbox.url,
+      metaAppId: metaSandbox.appId,
+      metaAppSecret: metaSandbox.appSecret,
+    };
   }
 
   if (config.redisUrl) {
@@ -109,10 +121,16 @@ const urls: [string, string][] = [
   ['Main API OpenAPI', `${config.baseUrl}/openapi.json`],
   ['MCP (OAuth)', `${config.baseUrl}/mcp`],
   ['OAuth metadata', `${config.siteUrl}/.well-known/oauth-authorization-server`],
-  ...(metaSandbox ? [['Meta sandbox', `${metaSandbox.url}  (the demo's ad accounts sync from it; docs/ad-accounts.md)`] as [string, string]] : []),
+  ...(metaSandbox
+    ? [['Meta sandbox', `${metaSandbox.url}  (the demo's ad accounts sync from it; docs/ad-accounts.md)`] as [string, string]]
+    : []),
 ];
 const width = Math.max(...urls.map(([label]) => label.length));
-const lines = ['', `hubops is running at ${config.baseUrl} (version ${VERSION})`, ...urls.map(([label, url]) => `  ${label.padEnd(width)}  ${url}`)];
+const lines = [
+  '',
+  `hubops is running at ${config.baseUrl} (version ${VERSION})`,
+  ...urls.map(([label, url]) => `  ${label.padEnd(width)}  ${url}`),
+];
 const keysCreate = (hubId: string) => `npm run --silent hubops -- keys create --hub ${hubId} --name "My tool"`;
 if (demo) {
   lines.push(
@@ -131,7 +149,12 @@ if (demo) {
     return undefined;
   });
   if (demoHub) lines.push('', `Create a Hub API key for the demo hub ${demoHub.name} with:`, `  ${keysCreate(demoHub.id)}`);
-  else lines.push('', 'Create a Hub API key for one of your hubs (ids from: hubs create, or demo seed for the demo data) with:', `  ${keysCreate('<HUB_ID>')}`);
+  else
+    lines.push(
+      '',
+      'Create a Hub API key for one of your hubs (ids from: hubs create, or demo seed for the demo data) with:',
+      `  ${keysCreate('<HUB_ID>')}`,
+    );
 }
 process.stdout.write(`${lines.join('\n')}\n\n`);
 
@@ -173,7 +196,12 @@ async function stop(reason: string, exitCode: number): Promise<void> {
   lastResort.unref();
   let code = exitCode;
   // Each step runs even when one before it failed: the database is stopped in every case.
-  for (const [step, close] of [['app', () => server.close()], ['Meta sandbox', async () => metaSandbox?.close()], ['rate limiter', () => limiter.close()], ['database', () => database.close()]] as const) {
+  for (const [step, close] of [
+    ['app', () => server.close()],
+    ['Meta sandbox', async () => metaSandbox?.close()],
+    ['rate limiter', () => limiter.close()],
+    ['database', () => database.close()],
+  ] as const) {
     try {
       await close();
     } catch (error) {

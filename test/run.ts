@@ -53,26 +53,49 @@ await initialised;
 
 // The longest files start first, so that the run does not end waiting on one started last.
 const SLOW_FIRST = [
-  'test/process/shared-data-dir', 'test/process/stop', 'test/process/signals', 'test/fuzz/', 'test/web/browser', 'test/process/embedded-restart',
-  'test/process/shutdown', 'test/process/', 'test/hub-api/database-down', 'test/mcp/third-party-clients', 'test/cli/', 'test/domain/publisher', 'test/docs/examples', 'test/docs/mcp-configs', 'test/mcp/apps-view', 'test/web/layout', 'test/web/connected-apps',
+  'test/process/shared-data-dir',
+  'test/process/stop',
+  'test/process/signals',
+  'test/fuzz/',
+  'test/web/browser',
+  'test/process/embedded-restart',
+  'test/process/shutdown',
+  'test/process/',
+  'test/hub-api/database-down',
+  'test/mcp/third-party-clients',
+  'test/cli/',
+  'test/domain/publisher',
+  'test/docs/examples',
+  'test/docs/mcp-configs',
+  'test/mcp/apps-view',
+  'test/web/layout',
+  'test/web/connected-apps',
 ];
 const rank = (file: string) => {
   const index = SLOW_FIRST.findIndex((prefix) => file.startsWith(prefix));
   return index === -1 ? SLOW_FIRST.length : index;
 };
-const files = process.argv.length > 2 ? process.argv.slice(2) : (await testFiles('test')).sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+const files =
+  process.argv.length > 2 ? process.argv.slice(2) : (await testFiles('test')).sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
 // Many files spend much of their time waiting on child processes and timeouts, not on the CPU.
 const concurrency = process.env.TEST_CONCURRENCY ?? '3';
 const code = await new Promise<number>((resolve) => {
   const child = spawn(process.execPath, ['--test', `--test-concurrency=${concurrency}`, ...files], {
     stdio: 'inherit',
-    env: { ...process.env, HUBOPS_TEST_SERVER_URL: serverUrl, HUBOPS_TEST_TEMPLATE: template, HUBOPS_TEST_DATA_DIR_TEMPLATE: dataDirTemplate },
+    env: {
+      ...process.env,
+      HUBOPS_TEST_SERVER_URL: serverUrl,
+      HUBOPS_TEST_TEMPLATE: template,
+      HUBOPS_TEST_DATA_DIR_TEMPLATE: dataDirTemplate,
+    },
   });
   child.on('exit', (exitCode) => resolve(exitCode ?? 1));
 });
 
 // Test files drop their own databases; sweep any left by a crashed file, then the template.
-const leftovers = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE $1`, [`hubops_t_${process.pid}_%`]);
+const leftovers = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE $1`, [
+  `hubops_t_${process.pid}_%`,
+]);
 for (const { datname } of leftovers.rows) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
 await admin.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`);
 await admin.end();

@@ -5,7 +5,14 @@ import { ConfigError, loadConfig } from '../config.ts';
 import { isDatabaseUnavailable } from '../db/database.ts';
 import { openDatabase } from '../db/open.ts';
 import { EmbeddedDatabaseError } from '../db/embedded.ts';
-import { createEmbedKeyFromPublicKey, createKey, listKeys, revokeKey, rollKey, type KeySummary } from '../domain/api-keys/api-key.service.ts';
+import {
+  createEmbedKeyFromPublicKey,
+  createKey,
+  listKeys,
+  revokeKey,
+  rollKey,
+  type KeySummary,
+} from '../domain/api-keys/api-key.service.ts';
 import { KEY_SCOPES, keyState, type KeyScope } from '../domain/api-keys/api-key.ts';
 import { seedDemo } from '../domain/demo/demo.service.ts';
 import { IMPORT_TYPES, importNdjson } from '../domain/import/import.service.ts';
@@ -17,7 +24,18 @@ import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_MS } from '../policy.ts';
 import { createClient } from '../domain/oauth/clients.service.ts';
 import { adSyncDepsFor } from '../app.ts';
 import { adAccountCommands } from './ad-accounts.ts';
-import { choice, plural, readAll, required, table, UsageError, type AdSyncFactory, type CliIo, type Command, type Values } from './command.ts';
+import {
+  choice,
+  plural,
+  readAll,
+  required,
+  table,
+  UsageError,
+  type AdSyncFactory,
+  type CliIo,
+  type Command,
+  type Values,
+} from './command.ts';
 
 export type { CliIo, Command } from './command.ts';
 
@@ -45,15 +63,12 @@ function keyStateText(k: KeySummary, now: Date): string {
   return 'active';
 }
 
-
-
-
 /** What each option means, for `hubops COMMAND --help` and docs/cli.md: one meaning in every command, unless a command's optionHelp says otherwise. */
 export const OPTION_HELP: Record<string, string> = {
   add: "add the file's spend to the spend stored for the same ad account, workspace and date, instead of replacing it",
   name: 'the name to show (1–200 characters, kept exactly as given)',
   plan: 'the plan: standard (default) or partner',
-  'api-access': 'allow the account\'s users to authorise OAuth clients for the main API',
+  'api-access': "allow the account's users to authorise OAuth clients for the main API",
   account: 'the id of the account the hub belongs to',
   hub: 'the id of the hub',
   email: "the user's email address (compared in lower case)",
@@ -62,7 +77,7 @@ export const OPTION_HELP: Record<string, string> = {
   lastname: "the user's last name",
   role: 'hub_admin (the whole hub) or member (one workspace: give --workspace)',
   workspace: "the id of a workspace in the hub: a member's only workspace, a hub admin's first one",
-  staff: 'mark the user as hubops staff (may use the main API whatever their account\'s plan)',
+  staff: "mark the user as hubops staff (may use the main API whatever their account's plan)",
   scope: 'read (default: the Hub API) or embed (signs embed tokens)',
   'expires-in-days': 'the key stops working this many days after creation (default: never)',
   'grace-hours': 'how long the old secret keeps working after a roll: 0 (stops at once), 1 (default) or 24',
@@ -70,7 +85,8 @@ export const OPTION_HELP: Record<string, string> = {
   'redirect-uri': 'an allowed redirect URI (repeat for several)',
   public: 'a public client (PKCE, no secret), e.g. a desktop or mobile app',
   platform: 'the ad platform: meta (Google Ads and ChatGPT Ads come next)',
-  token: "the platform's access token (Meta: a Business Manager system-user token with ads_read); - reads it from stdin, keeping it out of shell history and ps",
+  token:
+    "the platform's access token (Meta: a Business Manager system-user token with ads_read); - reads it from stdin, keeping it out of shell history and ps",
   wait: 'run the sync in this process and return when it has ended; exit 1 unless every account synced completely',
   campaign: "the platform's campaign id (from the Unattributed spend list of the web admin, or the platform)",
   'ad-set': "the platform's ad set id",
@@ -96,10 +112,14 @@ const COMMANDS: Command[] = [
     options: {},
     positionals: [],
     // Opening the database migrates it; this command reports what that applied.
-    prepare: async () => async ({ applied }) => ({
-      json: { applied },
-      human: applied.length ? `Applied ${plural(applied.length, 'migration')}: ${applied.join(', ')}.` : 'The database is up to date; no migration was pending.',
-    }),
+    prepare:
+      async () =>
+      async ({ applied }) => ({
+        json: { applied },
+        human: applied.length
+          ? `Applied ${plural(applied.length, 'migration')}: ${applied.join(', ')}.`
+          : 'The database is up to date; no migration was pending.',
+      }),
   },
   {
     name: 'demo seed',
@@ -108,25 +128,28 @@ const COMMANDS: Command[] = [
     json: '`{"created":bool,"accountId","hubIds","workspaceIds","playbookIds","adAccountIds","userIds","adminEmail","adminPassword","memberEmail","memberPassword"}`',
     options: {},
     positionals: [],
-    prepare: async () => async ({ db }) => {
-      const seed = await seedDemo(db);
-      return {
-        json: seed,
-        human: [
-          seed.created ? 'Demo data seeded.' : 'Demo data already present; nothing changed.',
-          `  account     ${seed.accountId}`,
-          `  hubs        ${seed.hubIds.join(', ')}`,
-          `  hub admin   ${seed.adminEmail} / ${seed.adminPassword}  (hub ${seed.hubIds[0]})`,
-          `  member      ${seed.memberEmail} / ${seed.memberPassword}`,
-          `Create a Hub API key with: hubops keys create --hub ${seed.hubIds[0]} --name "My tool"`,
-        ].join('\n'),
-      };
-    },
+    prepare:
+      async () =>
+      async ({ db }) => {
+        const seed = await seedDemo(db);
+        return {
+          json: seed,
+          human: [
+            seed.created ? 'Demo data seeded.' : 'Demo data already present; nothing changed.',
+            `  account     ${seed.accountId}`,
+            `  hubs        ${seed.hubIds.join(', ')}`,
+            `  hub admin   ${seed.adminEmail} / ${seed.adminPassword}  (hub ${seed.hubIds[0]})`,
+            `  member      ${seed.memberEmail} / ${seed.memberPassword}`,
+            `Create a Hub API key with: hubops keys create --hub ${seed.hubIds[0]} --name "My tool"`,
+          ].join('\n'),
+        };
+      },
   },
   {
     name: 'import',
     args: 'FILE [--add]',
-    summary: 'load an NDJSON file (- reads stdin), all-or-nothing; the same file again changes nothing (--add: its spend adds to stored spend)',
+    summary:
+      'load an NDJSON file (- reads stdin), all-or-nothing; the same file again changes nothing (--add: its spend adds to stored spend)',
     json: '`{"imported":{type:count}}`, every type listed; the format and what a re-run does: [import-format.md](import-format.md)',
     options: { add: { type: 'boolean' } },
     positionals: ['FILE'],
@@ -140,16 +163,23 @@ const COMMANDS: Command[] = [
         input = handle.createReadStream({ encoding: 'utf8' });
       }
       return async ({ db }) => {
-        const result = await importNdjson(db, createInterface({ input, crlfDelay: Infinity }), { spend: values.add === true ? 'add' : 'replace' });
+        const result = await importNdjson(db, createInterface({ input, crlfDelay: Infinity }), {
+          spend: values.add === true ? 'add' : 'replace',
+        });
         const parts = IMPORT_TYPES.filter((t) => result.imported[t] > 0).map((t) => `${result.imported[t]} ${t}`);
         const { spend } = result;
         // What a re-run did is said, not left for the user to find in a report.
-        const effect = spend.new + spend.changed + spend.unchanged === 0 ? ''
-          : `\nSpend per ad account, workspace and date: ${spend.new} new, ${spend.changed} ${values.add === true ? 'added to' : 'replaced'}, ${spend.unchanged} unchanged.`;
+        const effect =
+          spend.new + spend.changed + spend.unchanged === 0
+            ? ''
+            : `\nSpend per ad account, workspace and date: ${spend.new} new, ${spend.changed} ${values.add === true ? 'added to' : 'replaced'}, ${spend.unchanged} unchanged.`;
         // Lines already stored exactly so (spend has its own line above, per key).
         const same = IMPORT_TYPES.filter((t) => t !== 'spend' && result.unchanged[t] > 0).map((t) => `${result.unchanged[t]} ${t}`);
         const unchanged = same.length === 0 ? '' : `\nUnchanged (already stored so, not written): ${same.join(', ')}.`;
-        return { json: { imported: result.imported }, human: parts.length ? `Imported ${parts.join(', ')}.${effect}${unchanged}` : 'Imported nothing: the file has no lines.' };
+        return {
+          json: { imported: result.imported },
+          human: parts.length ? `Imported ${parts.join(', ')}.${effect}${unchanged}` : 'Imported nothing: the file has no lines.',
+        };
       };
     },
   },
@@ -161,7 +191,11 @@ const COMMANDS: Command[] = [
     options: { name: { type: 'string' }, plan: { type: 'string' }, 'api-access': { type: 'boolean' } },
     positionals: [],
     prepare: async (values) => {
-      const input = { name: required(values, 'name'), plan: choice(values, 'plan', PLANS, 'standard'), apiAccess: values['api-access'] === true };
+      const input = {
+        name: required(values, 'name'),
+        plan: choice(values, 'plan', PLANS, 'standard'),
+        apiAccess: values['api-access'] === true,
+      };
       return async ({ db }) => {
         const account = await createAccount(db, input);
         return {
@@ -194,13 +228,17 @@ const COMMANDS: Command[] = [
       json: '`{"id","suspended"}`',
       options: {},
       positionals: ['HUB'],
-      prepare: async (_values, [hubId]) => async ({ db }) => {
-        const hub = await setHubSuspended(db, hubId!, action === 'suspend');
-        return {
-          json: hub,
-          human: hub.suspended ? `Hub ${hub.id} suspended: its Hub API keys now get 403 hub_access_suspended.` : `Hub ${hub.id} access restored.`,
-        };
-      },
+      prepare:
+        async (_values, [hubId]) =>
+        async ({ db }) => {
+          const hub = await setHubSuspended(db, hubId!, action === 'suspend');
+          return {
+            json: hub,
+            human: hub.suspended
+              ? `Hub ${hub.id} suspended: its Hub API keys now get 403 hub_access_suspended.`
+              : `Hub ${hub.id} access restored.`,
+          };
+        },
     }),
   ),
   {
@@ -235,12 +273,18 @@ const COMMANDS: Command[] = [
       return async ({ db }) => {
         const user = await createUser(db, input).catch((error: unknown) => {
           if (error instanceof DomainError && error.kind === 'conflict') {
-            throw new DomainError('conflict', `${error.message}; to give them a role in hub ${input.hubId}: hubops users add-to-hub --email ${input.email.trim().toLowerCase()} --hub ${input.hubId} --role ${input.role}`);
+            throw new DomainError(
+              'conflict',
+              `${error.message}; to give them a role in hub ${input.hubId}: hubops users add-to-hub --email ${input.email.trim().toLowerCase()} --hub ${input.hubId} --role ${input.role}`,
+            );
           }
           throw error;
         });
         const where = user.workspaceId ? `, workspace ${user.workspaceId}` : '';
-        return { json: { id: user.id }, human: `Created user ${user.id} ${user.email} (${user.role} in hub ${user.hubId}${where}${user.staff ? ', staff' : ''}).` };
+        return {
+          json: { id: user.id },
+          human: `Created user ${user.id} ${user.email} (${user.role} in hub ${user.hubId}${where}${user.staff ? ', staff' : ''}).`,
+        };
       };
     },
   },
@@ -261,7 +305,10 @@ const COMMANDS: Command[] = [
       return async ({ db }) => {
         const membership = await addUserToHub(db, input);
         const where = membership.workspaceId ? `, workspace ${membership.workspaceId}` : '';
-        return { json: membership, human: `Added ${membership.email} (${membership.userId}) to hub ${membership.hubId} as ${membership.role}${where}.` };
+        return {
+          json: membership,
+          human: `Added ${membership.email} (${membership.userId}) to hub ${membership.hubId} as ${membership.role}${where}.`,
+        };
       };
     },
   },
@@ -269,17 +316,27 @@ const COMMANDS: Command[] = [
     name: 'keys create',
     json: '`{"id","key","name","scope","hubId","expiresAt"}`: the only time the key is shown (for `embed`: the Ed25519 private key, `hubops_esk_…`); with `--public-key` `{"id","name","scope","hubId","start","expiresAt"}`',
     args: `--hub H --name N [--scope read|embed] [--expires-in-days ${KEY_LIFETIME_DAYS.join('|')}] [--public-key PEM|BASE64URL]`,
-    summary: 'create a Hub API key, printed once (hubops keeps a hash; for an embed key pair only the public key); without --expires-in-days it never expires',
-    options: { hub: { type: 'string' }, name: { type: 'string' }, scope: { type: 'string' }, 'expires-in-days': { type: 'string' }, 'public-key': { type: 'string' } },
+    summary:
+      'create a Hub API key, printed once (hubops keeps a hash; for an embed key pair only the public key); without --expires-in-days it never expires',
+    options: {
+      hub: { type: 'string' },
+      name: { type: 'string' },
+      scope: { type: 'string' },
+      'expires-in-days': { type: 'string' },
+      'public-key': { type: 'string' },
+    },
     positionals: [],
     prepare: async (values) => {
       const lifetime = values['expires-in-days'] === undefined ? null : choice(values, 'expires-in-days', KEY_LIFETIME_DAYS.map(String));
       const input = {
-        hubId: required(values, 'hub'), name: required(values, 'name'), scope: choice<KeyScope>(values, 'scope', KEY_SCOPES, 'read'),
+        hubId: required(values, 'hub'),
+        name: required(values, 'name'),
+        scope: choice<KeyScope>(values, 'scope', KEY_SCOPES, 'read'),
         expiresInDays: lifetime === null ? null : Number(lifetime),
       };
       const publicKey = values['public-key'];
-      if (publicKey !== undefined && (typeof publicKey !== 'string' || values.scope !== 'embed')) throw new UsageError('--public-key goes with --scope embed');
+      if (publicKey !== undefined && (typeof publicKey !== 'string' || values.scope !== 'embed'))
+        throw new UsageError('--public-key goes with --scope embed');
       return async ({ db }) => {
         if (typeof publicKey === 'string') {
           const key = await createEmbedKeyFromPublicKey(db, { ...input, publicKey });
@@ -316,14 +373,32 @@ const COMMANDS: Command[] = [
         const keys = await listKeys(db, hubId);
         const now = new Date();
         const rows = keys.map((k) => [
-          k.id, k.name, k.legacyEmbed ? 'embed (legacy: replace)' : k.scope, `${k.start}…`, String(k.requestCount), String(k.notModifiedCount), k.lastUsedAt ?? '-', k.createdAt,
-          k.expiresAt ?? 'never', keyStateText(k, now),
+          k.id,
+          k.name,
+          k.legacyEmbed ? 'embed (legacy: replace)' : k.scope,
+          `${k.start}…`,
+          String(k.requestCount),
+          String(k.notModifiedCount),
+          k.lastUsedAt ?? '-',
+          k.createdAt,
+          k.expiresAt ?? 'never',
+          keyStateText(k, now),
         ]);
         return {
           json: keys.map((k) => ({
-            id: k.id, name: k.name, scope: k.scope, start: k.start, requestCount: k.requestCount, notModifiedCount: k.notModifiedCount,
-            lastUsedAt: k.lastUsedAt, createdAt: k.createdAt, revokedAt: k.revokedAt, legacyEmbed: k.legacyEmbed,
-            expiresAt: k.expiresAt, replacedBy: k.replacedBy, state: keyState(k, now),
+            id: k.id,
+            name: k.name,
+            scope: k.scope,
+            start: k.start,
+            requestCount: k.requestCount,
+            notModifiedCount: k.notModifiedCount,
+            lastUsedAt: k.lastUsedAt,
+            createdAt: k.createdAt,
+            revokedAt: k.revokedAt,
+            legacyEmbed: k.legacyEmbed,
+            expiresAt: k.expiresAt,
+            replacedBy: k.replacedBy,
+            state: keyState(k, now),
           })),
           human: keys.length
             ? table(['ID', 'NAME', 'SCOPE', 'START', 'REQUESTS', 'UNCHANGED (304)', 'LAST USED', 'CREATED', 'EXPIRES', 'STATE'], rows)
@@ -335,16 +410,30 @@ const COMMANDS: Command[] = [
   {
     name: 'keys roll',
     args: `KEY_ID [--grace-hours ${KEY_ROLL_GRACE_MS.map((ms) => ms / 3_600_000).join('|')}]`,
-    summary: 'give a read key a new secret with the same name, scope and lifetime, printed once; the old secret keeps working for the grace period, then stops (an embed key is not rolled: create a new one)',
+    summary:
+      'give a read key a new secret with the same name, scope and lifetime, printed once; the old secret keeps working for the grace period, then stops (an embed key is not rolled: create a new one)',
     json: '`{"id","key","name","scope","hubId","expiresAt","replaces":{"id","expiresAt"}}`: the only time the new key is shown',
     options: { 'grace-hours': { type: 'string' } },
     positionals: ['KEY_ID'],
     prepare: async (values, [keyId]) => {
-      const graceHours = choice(values, 'grace-hours', KEY_ROLL_GRACE_MS.map((ms) => String(ms / 3_600_000)), '1');
+      const graceHours = choice(
+        values,
+        'grace-hours',
+        KEY_ROLL_GRACE_MS.map((ms) => String(ms / 3_600_000)),
+        '1',
+      );
       return async ({ db }) => {
         const key = await rollKey(db, { keyId: keyId!, graceMs: Number(graceHours) * 3_600_000, now: new Date() });
         return {
-          json: { id: key.id, key: key.key, name: key.name, scope: key.scope, hubId: key.hubId, expiresAt: key.expiresAt, replaces: key.replaces },
+          json: {
+            id: key.id,
+            key: key.key,
+            name: key.name,
+            scope: key.scope,
+            hubId: key.hubId,
+            expiresAt: key.expiresAt,
+            replaces: key.replaces,
+          },
           human: [
             `Rolled ${key.replaces.id}: its old secret works until ${key.replaces.expiresAt}. New ${key.scope} key ${key.id} ${JSON.stringify(key.name)} for hub ${key.hubId}.${expiryLine(key.expiresAt)}`,
             'The key is shown only now; store it in a secret manager:',
@@ -361,15 +450,17 @@ const COMMANDS: Command[] = [
     json: '`{"id","revokedAt"}` (revoking again keeps the first time)',
     options: {},
     positionals: ['KEY_ID'],
-    prepare: async (_values, [keyId]) => async ({ db }) => {
-      const revoked = await revokeKey(db, keyId!);
-      return { json: revoked, human: `Key ${revoked.id} revoked at ${revoked.revokedAt}.` };
-    },
+    prepare:
+      async (_values, [keyId]) =>
+      async ({ db }) => {
+        const revoked = await revokeKey(db, keyId!);
+        return { json: revoked, human: `Key ${revoked.id} revoked at ${revoked.revokedAt}.` };
+      },
   },
   {
     name: 'clients create',
     args: '--name N --redirect-uri U [--redirect-uri U2 …] [--public]',
-    summary: 'pre-provision an OAuth client (a confidential client\'s secret is printed once; only its hash is kept)',
+    summary: "pre-provision an OAuth client (a confidential client's secret is printed once; only its hash is kept)",
     json: '`{"client_id","client_secret"}` (no `client_secret` for `--public`)',
     options: { name: { type: 'string' }, 'redirect-uri': { type: 'string', multiple: true }, public: { type: 'boolean' } },
     positionals: [],
@@ -385,7 +476,9 @@ const COMMANDS: Command[] = [
           human: [
             `Created ${isPublic ? 'public' : 'confidential'} OAuth client ${JSON.stringify(name)}.`,
             `  client_id:     ${client.client_id}`,
-            ...(client.client_secret ? [`  client_secret: ${client.client_secret}`, 'The secret is shown only now; store it in a secret manager.'] : []),
+            ...(client.client_secret
+              ? [`  client_secret: ${client.client_secret}`, 'The secret is shown only now; store it in a secret manager.']
+              : []),
           ].join('\n'),
         };
       };
@@ -401,7 +494,15 @@ function commandHelp(command: Command): string {
   const names = Object.keys(command.options).map((name) => `--${name}`);
   const width = Math.max(6, ...names.map((n) => n.length));
   const options = Object.keys(command.options).map((name) => `  ${`--${name}`.padEnd(width)}  ${optionHelpOf(command, name)}`);
-  return [usageOf(command), `  ${command.summary}`, '', 'Options:', ...options, `  ${'--json'.padEnd(width)}  print exactly one JSON document on stdout`, ''].join('\n');
+  return [
+    usageOf(command),
+    `  ${command.summary}`,
+    '',
+    'Options:',
+    ...options,
+    `  ${'--json'.padEnd(width)}  print exactly one JSON document on stdout`,
+    '',
+  ].join('\n');
 }
 
 /** The command table, for docs/cli.md (src/cli/docs.ts): the CLI documents what it runs. */
@@ -489,8 +590,10 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
       return 0;
     }
     const positionals = parsed.positionals;
-    if (positionals.length < command.positionals.length) throw new UsageError(`missing ${command.positionals.slice(positionals.length).join(' ')}`);
-    if (positionals.length > command.positionals.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[command.positionals.length])}`);
+    if (positionals.length < command.positionals.length)
+      throw new UsageError(`missing ${command.positionals.slice(positionals.length).join(' ')}`);
+    if (positionals.length > command.positionals.length)
+      throw new UsageError(`unexpected argument ${JSON.stringify(positionals[command.positionals.length])}`);
     const work = await command.prepare(values, positionals, io);
 
     const config = loadConfig(io.env);

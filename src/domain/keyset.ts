@@ -8,7 +8,6 @@ import { parseTimestamp } from '../platform/time.ts';
 // last row's position, timestamps at the database's full precision. A surface reads the cursor
 // once, at its edge (ListCursor): a list gets the position, already verified, and signs the next.
 
-
 export interface Position {
   /** ISO timestamp with microseconds. */
   at: string;
@@ -87,7 +86,8 @@ export class ListCursor<P> {
 }
 
 /** A timestamp column as cursor text, microseconds kept. */
-export const cursorText = (column: RawBuilder<unknown>) => sql<string>`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+export const cursorText = (column: RawBuilder<unknown>) =>
+  sql<string>`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /** `(column, id) > (at, id)` for the rows after a cursor. */
 export const after = (column: RawBuilder<unknown>, idColumn: RawBuilder<unknown>, position: Position) =>
@@ -107,4 +107,5 @@ export function toPage<T>(cursor: ListCursor<Position>, rows: { row: T; position
 }
 
 /** The page of `rows` of a list ordered by id alone (fetched with limit + 1). */
-export const toIdPage = <T>(cursor: ListCursor<string>, rows: T[], limit: number, idOf: (row: T) => string): Page<T> => pageOf(cursor, rows, limit, idOf);
+export const toIdPage = <T>(cursor: ListCursor<string>, rows: T[], limit: number, idOf: (row: T) => string): Page<T> =>
+  pageOf(cursor, rows, limit, idOf);

@@ -112,5 +112,10 @@ export interface AdPlatformClient {
    * large backfill is never held whole. Throws PlatformError or PlatformThrottled; a client may
    * wait out a short throttle itself (with `signal`) before throwing PlatformThrottled for a long one.
    */
-  readSpend(credential: PlatformCredential, account: PlatformAdAccount, range: LocalDayRange, signal?: AbortSignal): AsyncIterable<PlatformSpendRow[]>;
+  readSpend(
+    credential: PlatformCredential,
+    account: PlatformAdAccount,
+    range: LocalDayRange,
+    signal?: AbortSignal,
+  ): AsyncIterable<PlatformSpendRow[]>;
 }

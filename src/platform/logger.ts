@@ -20,7 +20,8 @@ const REDACTED_PATHS = [
 // Query parameters that carry a credential: embed tokens, OAuth codes, the web app's one-time
 // form token (`created`, which reveals a new key once), and anything a client wrongly puts in a
 // URL. Request URLs are logged, so their values are masked first.
-const SECRET_QUERY = /([?&](?:token|access_token|refresh_token|code|code_verifier|client_secret|key|api_key|password|created|pending|state)=)[^&#]*/gi;
+const SECRET_QUERY =
+  /([?&](?:token|access_token|refresh_token|code|code_verifier|client_secret|key|api_key|password|created|pending|state)=)[^&#]*/gi;
 
 export function redactQuery(url: string): string {
   return url.replace(SECRET_QUERY, '$1[redacted]');
@@ -98,7 +99,9 @@ export function formatPretty(line: Record<string, unknown>, options: { stacks: b
 export function createLogger(options: { level: string; format: LogFormat }, out: NodeJS.WritableStream = process.stdout): Logger {
   if (options.format === 'json') return pino(loggerOptions(options.level), out);
   const stacks = options.level === 'debug' || options.level === 'trace';
-  return pino(loggerOptions(options.level), { write: (json: string) => out.write(formatPretty(JSON.parse(json) as Record<string, unknown>, { stacks })) });
+  return pino(loggerOptions(options.level), {
+    write: (json: string) => out.write(formatPretty(JSON.parse(json) as Record<string, unknown>, { stacks })),
+  });
 }
 
 const HEALTH_CHECKS = new Set(['/healthz', '/readyz']);
@@ -120,7 +123,12 @@ interface ServedRequest {
 function logRequest(log: Pick<Logger, 'info' | 'error'>, request: ServedRequest, err?: Error | null): void {
   const path = request.url.split('?')[0]!.replace(/(.)\/+$/, '$1');
   if (HEALTH_CHECKS.has(path) && request.statusCode < 500 && !err) return;
-  const fields = { method: request.method, url: redactQuery(request.url), statusCode: request.statusCode, responseTime: Math.round(request.ms * 10) / 10 };
+  const fields = {
+    method: request.method,
+    url: redactQuery(request.url),
+    statusCode: request.statusCode,
+    responseTime: Math.round(request.ms * 10) / 10,
+  };
   if (err) log.error({ ...fields, err }, 'request');
   else if (request.statusCode >= 500) log.error(fields, 'request');
   else log.info(fields, 'request');

@@ -38,7 +38,7 @@ function ipv4(text: string): number {
 function inRange(value: number, first: number, bits: number): boolean {
   if (bits === 0) return true;
   const mask = (0xffffffff << (32 - bits)) >>> 0;
-  return ((value & mask) >>> 0) === ((first & mask) >>> 0);
+  return (value & mask) >>> 0 === (first & mask) >>> 0;
 }
 
 function ipv4Reason(value: number): string | undefined {
@@ -54,7 +54,7 @@ function ipv6Groups(text: string): number[] {
     const v4 = ipv4(s.slice(at + 1));
     s = `${s.slice(0, at + 1)}${(v4 >>> 16).toString(16)}:${(v4 & 0xffff).toString(16)}`;
   }
-  const [head, tail] = s.includes('::') ? s.split('::') as [string, string] : [s, undefined];
+  const [head, tail] = s.includes('::') ? (s.split('::') as [string, string]) : [s, undefined];
   const left = head ? head.split(':') : [];
   const right = tail ? tail.split(':') : [];
   const zeros = tail === undefined ? [] : Array.from({ length: 8 - left.length - right.length }, () => '0');

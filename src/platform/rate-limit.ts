@@ -1,4 +1,3 @@
-
 // Rolling-window rate limits (a sliding log: "at most N requests in any W ms"). In-process by
 // default; with REDIS_URL the log lives in Redis so every instance shares the same windows.
 
@@ -46,7 +45,11 @@ export interface RateLimiter {
 
 /** A charge that counted nothing and refused nothing: what a limiter that cannot answer yields (limits fail open). */
 export function allowedCharge(windows: RateWindow[]): RateCharge {
-  return { allowed: true, decisions: windows.map((w) => ({ allowed: true, limit: w.limit, remaining: w.limit, resetSeconds: w.windowMs / 1000 })), counted: [] };
+  return {
+    allowed: true,
+    decisions: windows.map((w) => ({ allowed: true, limit: w.limit, remaining: w.limit, resetSeconds: w.windowMs / 1000 })),
+    counted: [],
+  };
 }
 
 export const decide = (allowed: boolean, limit: number, used: number, oldestMs: number, windowMs: number, nowMs: number): RateDecision => ({
@@ -96,7 +99,9 @@ export class MemoryRateLimiter implements RateLimiter {
     }
     return {
       allowed,
-      decisions: windows.map((w, i) => decide(logs[i]!.length < w.limit || allowed, w.limit, logs[i]!.length, logs[i]![0] ?? nowMs, w.windowMs, nowMs)),
+      decisions: windows.map((w, i) =>
+        decide(logs[i]!.length < w.limit || allowed, w.limit, logs[i]!.length, logs[i]![0] ?? nowMs, w.windowMs, nowMs),
+      ),
       counted: allowed ? windows.map((w) => ({ key: w.key, member: String(nowMs) })) : [],
     };
   }

@@ -64,7 +64,8 @@ interface Target {
 }
 
 async function checkTarget(url: URL, options: SafeFetchOptions, signal: AbortSignal): Promise<Target> {
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UrlRefused(`only http and https URLs can be fetched, not ${url.protocol}`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new UrlRefused(`only http and https URLs can be fetched, not ${url.protocol}`);
   if (url.username || url.password) throw new UrlRefused('URLs with credentials (user:password@) are not fetched');
   const hostname = url.hostname.replace(/^\[|\]$/g, '');
   const refuse = options.refuseAddress ?? nonPublicReason;
@@ -95,19 +96,31 @@ async function checkTarget(url: URL, options: SafeFetchOptions, signal: AbortSig
 
 function request(target: Target, options: SafeFetchOptions, signal: AbortSignal): Promise<http.IncomingMessage> {
   const pinned: LookupFunction = (_hostname, options, callback) => {
-    if ((options as { all?: boolean }).all) (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: target.address, family: target.family }]);
+    if ((options as { all?: boolean }).all)
+      (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [
+        { address: target.address, family: target.family },
+      ]);
     else callback(null, target.address, target.family);
   };
   const client = target.url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
-    const req = client.request(target.url, {
-      method: 'GET',
-      agent: false,
-      lookup: pinned,
-      signal,
-      ...(options.ca === undefined ? {} : { ca: options.ca }),
-      headers: { 'user-agent': 'hubops-media-fetch/1.0', accept: 'image/*, video/*;q=0.9, */*;q=0.1', ...options.headers, 'accept-encoding': 'identity' },
-    }, resolve);
+    const req = client.request(
+      target.url,
+      {
+        method: 'GET',
+        agent: false,
+        lookup: pinned,
+        signal,
+        ...(options.ca === undefined ? {} : { ca: options.ca }),
+        headers: {
+          'user-agent': 'hubops-media-fetch/1.0',
+          accept: 'image/*, video/*;q=0.9, */*;q=0.1',
+          ...options.headers,
+          'accept-encoding': 'identity',
+        },
+      },
+      resolve,
+    );
     req.on('error', reject);
     req.end();
   });
@@ -140,7 +153,12 @@ export async function safeFetch(input: string, options: SafeFetchOptions): Promi
       response.destroy();
       const location = response.headers.location;
       if (!location) throw new UrlFetchFailed(`the server answered ${status} without a Location`);
-      if (redirects >= maxRedirects) throw new UrlRefused(maxRedirects === 0 ? `the server answered ${status} (a redirect), and redirects are not followed here` : `more than ${maxRedirects} redirects`);
+      if (redirects >= maxRedirects)
+        throw new UrlRefused(
+          maxRedirects === 0
+            ? `the server answered ${status} (a redirect), and redirects are not followed here`
+            : `more than ${maxRedirects} redirects`,
+        );
       url = new URL(location, url);
     }
   } catch (error) {
@@ -172,5 +190,12 @@ export async function safeFetch(input: string, options: SafeFetchOptions): Promi
       source.destroy();
     }
   }
-  return { url: url.toString(), status, headers: response.headers, contentType: response.headers['content-type'], body: body(), close: () => source.destroy() };
+  return {
+    url: url.toString(),
+    status,
+    headers: response.headers,
+    contentType: response.headers['content-type'],
+    body: body(),
+    close: () => source.destroy(),
+  };
 }

@@ -65,12 +65,15 @@ export class Sealer {
 
   /** Throws SealingError (naming the key id, never the value) when the value does not open. */
   open(sealed: Buffer, aad: string): string {
-    if (sealed.length < 1 + KID_BYTES + 12 + 16 || sealed[0] !== VERSION) throw new SealingError('the sealed value is not in a known format');
+    if (sealed.length < 1 + KID_BYTES + 12 + 16 || sealed[0] !== VERSION)
+      throw new SealingError('the sealed value is not in a known format');
     const kid = sealed.subarray(1, 1 + KID_BYTES).toString('hex');
     const parts = { kid, iv: sealed.subarray(9, 21), tag: sealed.subarray(21, 37), ct: sealed.subarray(37) };
     const plain = openParts(this.#keys, parts, aad);
     if (plain === undefined) {
-      throw new SealingError(`a sealed value under key ${kid} does not open with the secrets key ${this.#keys.map((k) => k.id).join(', ')}: every instance must share HUBOPS_SECRETS_KEY`);
+      throw new SealingError(
+        `a sealed value under key ${kid} does not open with the secrets key ${this.#keys.map((k) => k.id).join(', ')}: every instance must share HUBOPS_SECRETS_KEY`,
+      );
     }
     return plain.toString('utf8');
   }

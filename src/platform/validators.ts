@@ -53,7 +53,8 @@ export function tagForCoding(etag: string, coding: ContentCoding): string {
 // entity-tag = [ "W/" ] DQUOTE *etagc DQUOTE, etagc = %x21 / %x23-7E / obs-text (RFC 9110 §8.8.3).
 const ENTITY_TAG = /^(?:W\/)?"[\x21\x23-\x7e\x80-\xff]*"$/;
 // IMF-fixdate, the one form servers send: `Sun, 06 Nov 1994 08:49:37 GMT`.
-const IMF_FIXDATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), (0[1-9]|[12][0-9]|3[01]) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} ([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9] GMT$/;
+const IMF_FIXDATE =
+  /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), (0[1-9]|[12][0-9]|3[01]) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} ([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9] GMT$/;
 
 /**
  * The conditions of a GET, or undefined when it has none. A malformed header is ignored, as if it
@@ -75,7 +76,10 @@ function parseNoneMatch(header: string | string[] | undefined): readonly string[
   if (text === undefined) return undefined;
   const trimmed = text.trim();
   if (trimmed === '*') return '*';
-  const tags = trimmed.split(',').map((t) => t.trim()).filter((t) => t !== '');
+  const tags = trimmed
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => t !== '');
   if (tags.length === 0 || !tags.every((t) => ENTITY_TAG.test(t))) return undefined;
   return tags;
 }

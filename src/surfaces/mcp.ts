@@ -1,6 +1,17 @@
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import type { AuthInfo, CacheHint, CallToolResult, JSONRPCRequest, McpHttpHandler, McpRequestContext, Result, Server, ServerContext, Tool } from '@modelcontextprotocol/server';
+import type {
+  AuthInfo,
+  CacheHint,
+  CallToolResult,
+  JSONRPCRequest,
+  McpHttpHandler,
+  McpRequestContext,
+  Result,
+  Server,
+  ServerContext,
+  Tool,
+} from '@modelcontextprotocol/server';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { JsonText } from '../platform/json-text.ts';
 import { JSON_MAX_DEPTH, type RatePolicy } from '../policy.ts';
@@ -107,7 +118,13 @@ function toolError(error: unknown, onUnexpected: (error: unknown) => void): Call
  * All four hints, always stated: directory reviews refuse a tool that leaves one to its default
  * (the defaults assume a destructive, open-world tool). docs/mcp.md "Tools" tables them.
  */
-function toolAnnotations(op: OperationInfo): { title: string; readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean; openWorldHint: boolean } {
+function toolAnnotations(op: OperationInfo): {
+  title: string;
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
+} {
   const reads = op.effect === 'read';
   return {
     title: op.title,
@@ -130,7 +147,8 @@ function toolsOf(endpoint: McpEndpoint<unknown>): Tool[] {
   const served = new Set((endpoint.resources ?? []).map((resource) => resource.uri));
   return endpoint.operations.map((op) => {
     const ui = op.mcp?.ui;
-    if (ui !== undefined && (!ui.startsWith('ui://') || !served.has(ui))) throw new Error(`MCP tool ${op.name} links ${ui}, which ${endpoint.name} does not serve as a ui:// resource`);
+    if (ui !== undefined && (!ui.startsWith('ui://') || !served.has(ui)))
+      throw new Error(`MCP tool ${op.name} links ${ui}, which ${endpoint.name} does not serve as a ui:// resource`);
     return {
       name: op.name,
       title: op.title,
@@ -151,7 +169,8 @@ function toolsOf(endpoint: McpEndpoint<unknown>): Tool[] {
  */
 function serverClass(sdk: Sdk): typeof Server {
   const invalidParams = (method: string, error: unknown): unknown => {
-    if (!(error instanceof Error) || (error instanceof sdk.ProtocolError && error.code !== sdk.ProtocolErrorCode.InvalidParams)) return error;
+    if (!(error instanceof Error) || (error instanceof sdk.ProtocolError && error.code !== sdk.ProtocolErrorCode.InvalidParams))
+      return error;
     let issues: unknown;
     try {
       issues = JSON.parse(error.message.replace(/^Invalid tools\/call request: /, ''));
@@ -159,7 +178,9 @@ function serverClass(sdk: Sdk): typeof Server {
       return error;
     }
     if (!Array.isArray(issues) || !issues.every((i) => Array.isArray(i?.path) && typeof i.message === 'string')) return error;
-    const detail = (issues as { path: unknown[]; message: string }[]).map((i) => `${i.path.map(String).join('.') || 'params'}: ${i.message}`).join('; ');
+    const detail = (issues as { path: unknown[]; message: string }[])
+      .map((i) => `${i.path.map(String).join('.') || 'params'}: ${i.message}`)
+      .join('; ');
     return new sdk.ProtocolError(sdk.ProtocolErrorCode.InvalidParams, `Invalid params for ${method}: ${detail}`);
   };
   return class extends sdk.Server {
@@ -177,7 +198,13 @@ function serverClass(sdk: Sdk): typeof Server {
 }
 
 /** The MCP server answering one HTTP request: `charge` is asked before each tool call runs (see ToolCallCharge). */
-function createServer<Ctx>(sdk: Sdk, McpServer: typeof Server, endpoint: McpEndpoint<Ctx>, tools: Tool[], scope: RequestScope<Ctx>): Server {
+function createServer<Ctx>(
+  sdk: Sdk,
+  McpServer: typeof Server,
+  endpoint: McpEndpoint<Ctx>,
+  tools: Tool[],
+  scope: RequestScope<Ctx>,
+): Server {
   const resources = endpoint.resources ?? [];
   const server = new McpServer(
     { name: endpoint.name, version: endpoint.version },
@@ -185,7 +212,12 @@ function createServer<Ctx>(sdk: Sdk, McpServer: typeof Server, endpoint: McpEndp
       capabilities: { tools: {}, ...(resources.length > 0 ? { resources: {} } : {}) },
       instructions: endpoint.instructions,
       supportedProtocolVersions: SERVED_PROTOCOL_VERSIONS,
-      cacheHints: { 'tools/list': ENDPOINT_CACHE, 'resources/list': ENDPOINT_CACHE, 'resources/read': ENDPOINT_CACHE, 'server/discover': ENDPOINT_CACHE },
+      cacheHints: {
+        'tools/list': ENDPOINT_CACHE,
+        'resources/list': ENDPOINT_CACHE,
+        'resources/read': ENDPOINT_CACHE,
+        'server/discover': ENDPOINT_CACHE,
+      },
     },
   );
   const operations = new Map(endpoint.operations.map((op, i) => [op.name, { op, tool: tools[i]! }]));
@@ -206,12 +238,23 @@ function createServer<Ctx>(sdk: Sdk, McpServer: typeof Server, endpoint: McpEndp
   });
   if (resources.length > 0) {
     const byUri = new Map(resources.map((resource) => [resource.uri, resource]));
-    server.setRequestHandler('resources/list', async () => ({ resources: resources.map(({ text: _text, ...listed }) => ({ ...listed, _meta: listed._meta && { ...listed._meta } })) }));
+    server.setRequestHandler('resources/list', async () => ({
+      resources: resources.map(({ text: _text, ...listed }) => ({ ...listed, _meta: listed._meta && { ...listed._meta } })),
+    }));
     server.setRequestHandler('resources/read', async (request) => {
       const resource = byUri.get(request.params.uri);
       // The SDK answers it as 2026-07-28 requires of every revision: -32602 naming the URI.
       if (!resource) throw new sdk.ResourceNotFoundError(request.params.uri.slice(0, 500));
-      return { contents: [{ uri: resource.uri, mimeType: resource.mimeType, text: resource.text, ...(resource._meta ? { _meta: { ...resource._meta } } : {}) }] };
+      return {
+        contents: [
+          {
+            uri: resource.uri,
+            mimeType: resource.mimeType,
+            text: resource.text,
+            ...(resource._meta ? { _meta: { ...resource._meta } } : {}),
+          },
+        ],
+      };
     });
   }
   return server;
@@ -232,7 +275,9 @@ export function acceptAnyJson(scope: FastifyInstance): void {
   const parseJson = scope.getDefaultJsonParser('error', 'error');
   scope.removeContentTypeParser('application/json');
   scope.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    parseJson(request, body as string, (error: Error | null, value: unknown) => done(null, error ? UNPARSABLE : nestsDeeperThan(value, JSON_MAX_DEPTH) ? TOO_DEEP : value));
+    parseJson(request, body as string, (error: Error | null, value: unknown) =>
+      done(null, error ? UNPARSABLE : nestsDeeperThan(value, JSON_MAX_DEPTH) ? TOO_DEEP : value),
+    );
   });
 }
 
@@ -241,14 +286,32 @@ export function acceptAnyJson(scope: FastifyInstance): void {
  * response (-32600: a non-object, no `method`, an empty batch), in our words and before any
  * server is made; and MCP's to a batch from a revision that has none (2025-06-18 removed them).
  */
-function invalidBody(sdk: Sdk, body: unknown, protocolVersion: string | undefined): { code: number; message: string; id: string | number | null } | undefined {
+function invalidBody(
+  sdk: Sdk,
+  body: unknown,
+  protocolVersion: string | undefined,
+): { code: number; message: string; id: string | number | null } | undefined {
   if (body === UNPARSABLE) return { code: -32700, message: 'Parse error: the body is not valid JSON.', id: null };
-  if (body === TOO_DEEP) return { code: -32600, message: `Invalid Request: the body nests objects and arrays more than ${JSON_MAX_DEPTH} levels deep.`, id: null };
+  if (body === TOO_DEEP)
+    return {
+      code: -32600,
+      message: `Invalid Request: the body nests objects and arrays more than ${JSON_MAX_DEPTH} levels deep.`,
+      id: null,
+    };
   const messages = Array.isArray(body) ? body : [body];
   if (messages.length === 0) return { code: -32600, message: 'Invalid Request: an empty batch.', id: null };
   for (const message of messages) {
-    if (sdk.isJSONRPCRequest(message) || sdk.isJSONRPCNotification(message) || sdk.isJSONRPCResultResponse(message) || sdk.isJSONRPCErrorResponse(message)) continue;
-    const fields = message !== null && typeof message === 'object' && !Array.isArray(message) ? (message as { id?: unknown; method?: unknown }) : undefined;
+    if (
+      sdk.isJSONRPCRequest(message) ||
+      sdk.isJSONRPCNotification(message) ||
+      sdk.isJSONRPCResultResponse(message) ||
+      sdk.isJSONRPCErrorResponse(message)
+    )
+      continue;
+    const fields =
+      message !== null && typeof message === 'object' && !Array.isArray(message)
+        ? (message as { id?: unknown; method?: unknown })
+        : undefined;
     const fault = !fields ? 'is not a JSON object' : typeof fields.method !== 'string' ? 'has no method' : 'is not a JSON-RPC 2.0 message';
     return {
       code: -32600,
@@ -258,7 +321,11 @@ function invalidBody(sdk: Sdk, body: unknown, protocolVersion: string | undefine
     };
   }
   if (Array.isArray(body) && protocolVersion !== undefined && protocolVersion >= NO_BATCHES_FROM) {
-    return { code: -32600, message: `Invalid Request: MCP ${protocolVersion} has no JSON-RPC batches; send one message per POST.`, id: null };
+    return {
+      code: -32600,
+      message: `Invalid Request: MCP ${protocolVersion} has no JSON-RPC batches; send one message per POST.`,
+      id: null,
+    };
   }
   return undefined;
 }
@@ -286,7 +353,8 @@ async function sendResponse(request: FastifyRequest, reply: FastifyReply, respon
   reply.header('cache-control', 'no-store');
   if (response.status >= 500) request.log.error({ status: response.status }, 'the MCP SDK failed to answer');
   if (response.body === null) return reply.send();
-  if (response.headers.get('content-type')?.startsWith('text/event-stream')) return reply.send(Readable.fromWeb(response.body as WebReadableStream));
+  if (response.headers.get('content-type')?.startsWith('text/event-stream'))
+    return reply.send(Readable.fromWeb(response.body as WebReadableStream));
   return reply.send(await response.text());
 }
 
@@ -298,18 +366,29 @@ async function sendResponse(request: FastifyRequest, reply: FastifyReply, respon
  */
 export function mcpHandler<Ctx>(endpoint: McpEndpoint<Ctx>, log: FastifyBaseLogger): ServeMcp<Ctx> {
   const tools = toolsOf(endpoint as McpEndpoint<unknown>);
-  let ready: Promise<{ sdk: Sdk; modern: McpHttpHandler; legacy: (request: Request, authInfo: AuthInfo, parsedBody: unknown) => Promise<Response> }> | undefined;
+  let ready:
+    | Promise<{
+        sdk: Sdk;
+        modern: McpHttpHandler;
+        legacy: (request: Request, authInfo: AuthInfo, parsedBody: unknown) => Promise<Response>;
+      }>
+    | undefined;
   const load = () =>
     (ready ??= sdk().then((sdk) => {
       const McpServer = serverClass(sdk);
       // A request the SDK refused (its answer says why) is the client's affair; anything else is ours.
       const report = (error: Error) => {
-        const refusal = error instanceof sdk.UnsupportedProtocolVersionError || error instanceof sdk.MissingRequiredClientCapabilityError ||
-          /^(Rejected inbound request|Bad Request|Not Acceptable|Unsupported Media Type|Invalid Request|Parse error|Method not allowed)/i.test(error.message);
+        const refusal =
+          error instanceof sdk.UnsupportedProtocolVersionError ||
+          error instanceof sdk.MissingRequiredClientCapabilityError ||
+          /^(Rejected inbound request|Bad Request|Not Acceptable|Unsupported Media Type|Invalid Request|Parse error|Method not allowed)/i.test(
+            error.message,
+          );
         if (refusal) log.debug({ err: error }, 'the MCP SDK refused a request');
         else log.error({ err: error }, 'the MCP SDK failed');
       };
-      const factory = ({ authInfo }: Pick<McpRequestContext, 'authInfo'>) => createServer(sdk, McpServer, endpoint, tools, authInfo!.extra![SCOPE_KEY] as RequestScope<Ctx>);
+      const factory = ({ authInfo }: Pick<McpRequestContext, 'authInfo'>) =>
+        createServer(sdk, McpServer, endpoint, tools, authInfo!.extra![SCOPE_KEY] as RequestScope<Ctx>);
       // The 2025 leg, stateless as createMcpHandler's own but answering in JSON, not an event
       // stream: no tool of ours sends anything before its result (the SDK's isLegacyRequest
       // pattern for a legacy leg of one's own).
@@ -339,14 +418,22 @@ export function mcpHandler<Ctx>(endpoint: McpEndpoint<Ctx>, log: FastifyBaseLogg
     if (version !== undefined && (typeof version !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(version))) {
       // The SDK would echo the value, however long; a revision is a date.
       const message = `Bad Request: Unsupported protocol version (supported versions: ${SERVED_PROTOCOL_VERSIONS.join(', ')})`;
-      return reply.code(400).header('cache-control', 'no-store').send({ jsonrpc: '2.0', id: null, error: { code: -32000, message } });
+      return reply
+        .code(400)
+        .header('cache-control', 'no-store')
+        .send({ jsonrpc: '2.0', id: null, error: { code: -32000, message } });
     }
     const invalid = invalidBody(sdk, request.body, version);
     if (invalid) {
       const { id, ...error } = invalid;
       return reply.code(400).header('cache-control', 'no-store').send({ jsonrpc: '2.0', id, error });
     }
-    const scope: RequestScope<Ctx> = { ctx, charge, onUnexpected: (error) => request.log.error({ err: error }, 'MCP tool failed'), toolCalls: 0 };
+    const scope: RequestScope<Ctx> = {
+      ctx,
+      charge,
+      onUnexpected: (error) => request.log.error({ err: error }, 'MCP tool failed'),
+      toolCalls: 0,
+    };
     const authInfo: AuthInfo = { token: '', clientId: '', scopes: [], extra: { [SCOPE_KEY]: scope } };
     const aborted = new AbortController();
     reply.raw.once('close', () => aborted.abort());

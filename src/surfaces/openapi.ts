@@ -65,7 +65,8 @@ function conditionalParameters(sendsLastModified: boolean): OpenApiParameter[] {
       name: 'If-None-Match',
       in: 'header',
       required: false,
-      description: 'The ETag of a response you hold (or several, comma-separated): 304 Not Modified, without a body, while it still names the current answer; `W/` and a `-br`/`-gzip`/`-zstd` suffix are ignored in the comparison. A malformed value is ignored (full response).',
+      description:
+        'The ETag of a response you hold (or several, comma-separated): 304 Not Modified, without a body, while it still names the current answer; `W/` and a `-br`/`-gzip`/`-zstd` suffix are ignored in the comparison. A malformed value is ignored (full response).',
       schema: STRING,
       example: '"Tq3aUhbm6BZcxF1nLnE5kQ"',
     },
@@ -82,11 +83,28 @@ function conditionalParameters(sendsLastModified: boolean): OpenApiParameter[] {
   ];
 }
 
-const ETAG = { description: 'Strong entity tag of this answer; a compressed body’s carries a `-br`, `-gzip` or `-zstd` suffix. Send it back in If-None-Match.', schema: STRING };
-const LAST_MODIFIED = { description: 'When the figures last changed (an HTTP date); sent once that second is over. Send it back in If-Modified-Since.', schema: STRING };
-const CACHE_CONTROL = { description: '`private, no-cache`: only your own HTTP cache may keep the answer, and it must revalidate (If-None-Match) before each reuse.', schema: STRING };
-const VARY = { description: '`Authorization`, and `Accept-Encoding` on a body that may be compressed: keep one copy per key and per coding.', schema: STRING };
-const CONTENT_ENCODING = { description: '`br`, `gzip` or `zstd` when Accept-Encoding asked for one and the body is large enough to be worth it; absent otherwise.', schema: STRING };
+const ETAG = {
+  description:
+    'Strong entity tag of this answer; a compressed body’s carries a `-br`, `-gzip` or `-zstd` suffix. Send it back in If-None-Match.',
+  schema: STRING,
+};
+const LAST_MODIFIED = {
+  description: 'When the figures last changed (an HTTP date); sent once that second is over. Send it back in If-Modified-Since.',
+  schema: STRING,
+};
+const CACHE_CONTROL = {
+  description:
+    '`private, no-cache`: only your own HTTP cache may keep the answer, and it must revalidate (If-None-Match) before each reuse.',
+  schema: STRING,
+};
+const VARY = {
+  description: '`Authorization`, and `Accept-Encoding` on a body that may be compressed: keep one copy per key and per coding.',
+  schema: STRING,
+};
+const CONTENT_ENCODING = {
+  description: '`br`, `gzip` or `zstd` when Accept-Encoding asked for one and the body is large enough to be worth it; absent otherwise.',
+  schema: STRING,
+};
 
 /** The 304 of a read: answered from its validator before the answer is built, or from the hash of the built body. */
 function notModifiedResponse(op: OperationInfo, sendsLastModified: boolean, successHeaders: Record<string, unknown> | undefined) {
@@ -95,7 +113,13 @@ function notModifiedResponse(op: OperationInfo, sendsLastModified: boolean, succ
     : 'Not Modified: the answer has not changed since the ETag you sent (a hash of the body, compared once it is built); no body; its charge is given back, so it is not counted against the rate limits.';
   return {
     description,
-    headers: { ETag: ETAG, ...(sendsLastModified ? { 'Last-Modified': LAST_MODIFIED } : {}), 'Cache-Control': CACHE_CONTROL, Vary: VARY, ...successHeaders },
+    headers: {
+      ETag: ETAG,
+      ...(sendsLastModified ? { 'Last-Modified': LAST_MODIFIED } : {}),
+      'Cache-Control': CACHE_CONTROL,
+      Vary: VARY,
+      ...successHeaders,
+    },
   };
 }
 
@@ -112,7 +136,14 @@ function parameters(input: TObject, pathParams: string[], inQuery: boolean): Ope
     .map(([name, schema]) => {
       const { description, examples, ...rest } = plain(schema) as JsonSchema & { description?: string; examples?: unknown[] };
       const inPath = pathParams.includes(name);
-      return { name, in: inPath ? 'path' as const : 'query' as const, required: inPath || required.has(name), description, schema: rest, ...(examples ? { example: examples[0] } : {}) };
+      return {
+        name,
+        in: inPath ? ('path' as const) : ('query' as const),
+        required: inPath || required.has(name),
+        description,
+        schema: rest,
+        ...(examples ? { example: examples[0] } : {}),
+      };
     });
 }
 
@@ -131,7 +162,11 @@ export function buildOpenApi(operations: readonly OperationInfo[], options: Open
     const errorResponses = Object.fromEntries(
       Object.entries(options.errors).map(([status, e]) => [
         status,
-        { description: e.description, ...(e.headers ? { headers: e.headers } : {}), content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+        {
+          description: e.description,
+          ...(e.headers ? { headers: e.headers } : {}),
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+        },
       ]),
     );
     const { path, pathParams } = openApiPath(op.rest.path);
@@ -139,7 +174,13 @@ export function buildOpenApi(operations: readonly OperationInfo[], options: Open
     const read = method === 'GET';
     const sendsLastModified = read && op.conditional === true && op.lastModified === true;
     const readHeaders = read
-      ? { ETag: ETAG, ...(sendsLastModified ? { 'Last-Modified': LAST_MODIFIED } : {}), 'Cache-Control': CACHE_CONTROL, Vary: VARY, 'Content-Encoding': CONTENT_ENCODING }
+      ? {
+          ETag: ETAG,
+          ...(sendsLastModified ? { 'Last-Modified': LAST_MODIFIED } : {}),
+          'Cache-Control': CACHE_CONTROL,
+          Vary: VARY,
+          'Content-Encoding': CONTENT_ENCODING,
+        }
       : {};
     const successHeaders = { ...readHeaders, ...options.successHeaders };
     (paths[path] ??= {})[method.toLowerCase()] = {
@@ -147,7 +188,9 @@ export function buildOpenApi(operations: readonly OperationInfo[], options: Open
       summary: op.title,
       description: op.description,
       parameters: [...parameters(op.input, pathParams, read), ...(read ? conditionalParameters(sendsLastModified) : [])],
-      ...(method === 'POST' ? { requestBody: { required: true, content: { 'application/json': { schema: bodySchema(op.input, pathParams) } } } } : {}),
+      ...(method === 'POST'
+        ? { requestBody: { required: true, content: { 'application/json': { schema: bodySchema(op.input, pathParams) } } } }
+        : {}),
       responses: {
         [method === 'POST' ? '201' : '200']: {
           description: op.title,
@@ -157,7 +200,9 @@ export function buildOpenApi(operations: readonly OperationInfo[], options: Open
         ...(read ? { '304': notModifiedResponse(op, sendsLastModified, options.successHeaders) } : {}),
         ...errorResponses,
       },
-      ...(op.extraLimit ? { 'x-rate-limit': { policy: op.extraLimit.policy, requests: op.extraLimit.limit, windowSeconds: op.extraLimit.windowMs / 1000 } } : {}),
+      ...(op.extraLimit
+        ? { 'x-rate-limit': { policy: op.extraLimit.policy, requests: op.extraLimit.limit, windowSeconds: op.extraLimit.windowMs / 1000 } }
+        : {}),
     };
   }
   return {

@@ -30,7 +30,13 @@ export interface RestSurface<Ctx> {
   now?(): Date;
   /** The app's validation of operation input (its formats; its cursor key). */
   inputs: InputValidator;
-  admitted<T>(request: FastifyRequest, reply: FastifyReply, op: Operation<Ctx>, options: { charge: boolean }, work: (ctx: Ctx) => Promise<T>): Promise<T>;
+  admitted<T>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    op: Operation<Ctx>,
+    options: { charge: boolean },
+    work: (ctx: Ctx) => Promise<T>,
+  ): Promise<T>;
   /** Counts a request that `admitted` did not (its conditions did not match); throws 429 when over a limit. */
   charge?(ctx: Ctx, reply: FastifyReply, op: Operation<Ctx>): Promise<void>;
   /** A request answered 304: counted as a conditional hit, not against the limits (`charged`: give back what `admitted` counted). */
@@ -135,7 +141,11 @@ export function serveDocument(app: FastifyInstance, url: string, document: unkno
   app.get(url, async (request, reply) => {
     const conditions = conditionsOf(request.headers, new Date());
     const held = conditions && matchingTag(conditions, validator);
-    if (held) return reply.code(304).headers({ ...validatorHeaders(validator, held), ...caching }).send();
+    if (held)
+      return reply
+        .code(304)
+        .headers({ ...validatorHeaders(validator, held), ...caching })
+        .send();
     reply.headers({ ...validatorHeaders(validator), ...caching });
     return sendJsonText(reply, body);
   });
@@ -148,7 +158,10 @@ function sendJsonText(reply: FastifyReply, text: JsonText): FastifyReply {
 
 /** 304: no body; the validators the 200 would carry (the tag as the client holds it: its coding's suffix too). */
 function notModified(reply: FastifyReply, validator: Validator, held: string): FastifyReply {
-  return reply.code(304).headers({ ...validatorHeaders(validator, held), ...REVALIDATE }).send();
+  return reply
+    .code(304)
+    .headers({ ...validatorHeaders(validator, held), ...REVALIDATE })
+    .send();
 }
 
 /** True when `value` nests objects or arrays deeper than `max`. Iterative: hostile depth cannot overflow the stack. */
@@ -194,7 +207,10 @@ export class RouteMethods {
     const path = url.replace(/\/+$/, '') || '/';
     let route = this.routes.get(path);
     if (!route) {
-      const source = path.split(/(:[A-Za-z0-9_]+)/).map((piece) => (piece.startsWith(':') ? '[^/]+' : piece.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('');
+      const source = path
+        .split(/(:[A-Za-z0-9_]+)/)
+        .map((piece) => (piece.startsWith(':') ? '[^/]+' : piece.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+        .join('');
       route = { pattern: new RegExp(`^${source}/?$`), methods: new Set() };
       this.routes.set(path, route);
     }

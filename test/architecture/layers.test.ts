@@ -152,7 +152,8 @@ test('no import cycle between files of src/, and no loop between its folders', a
   for (const file of await sourceFiles()) {
     files.set(file, new Set(await importsOf(file)));
     for (const target of files.get(file)!) {
-      if (folderOf(target) !== folderOf(file)) (folders.get(folderOf(file)) ?? folders.set(folderOf(file), new Set()).get(folderOf(file))!).add(folderOf(target));
+      if (folderOf(target) !== folderOf(file))
+        (folders.get(folderOf(file)) ?? folders.set(folderOf(file), new Set()).get(folderOf(file))!).add(folderOf(target));
     }
   }
   const show = (groups: string[][]) => groups.map((group) => group.join(' <-> ')).join('\n');
@@ -194,13 +195,25 @@ test('above the domain, every concept is reached through its services: no reposi
   const unexpected = repositoryImports.filter((i) => !REPOSITORY_IMPORTS_BY_DESIGN.includes(i));
   const stale = REPOSITORY_IMPORTS_BY_DESIGN.filter((i) => !repositoryImports.includes(i));
   assert.deepEqual(unexpected, [], `files above the domain that import a repository (call its service instead):\n${unexpected.join('\n')}`);
-  assert.deepEqual(stale, [], `allowed repository imports that no longer occur (remove them from REPOSITORY_IMPORTS_BY_DESIGN):\n${stale.join('\n')}`);
+  assert.deepEqual(
+    stale,
+    [],
+    `allowed repository imports that no longer occur (remove them from REPOSITORY_IMPORTS_BY_DESIGN):\n${stale.join('\n')}`,
+  );
 
   const hasService = (concept: string) => files.some((f) => f.startsWith(`${concept}/`) && f.endsWith('.service.ts'));
   const withoutService = [...conceptsUsed].filter((c) => !hasService(c)).sort();
-  assert.deepEqual(withoutService.filter((c) => !WITHOUT_SERVICE.includes(c)), [], 'concept folders used above the domain without a <concept>.service.ts');
+  assert.deepEqual(
+    withoutService.filter((c) => !WITHOUT_SERVICE.includes(c)),
+    [],
+    'concept folders used above the domain without a <concept>.service.ts',
+  );
   const staleConcepts = WITHOUT_SERVICE.filter((c) => !withoutService.includes(c));
-  assert.deepEqual(staleConcepts, [], `concepts listed in WITHOUT_SERVICE that have a service or are no longer used above the domain:\n${staleConcepts.join('\n')}`);
+  assert.deepEqual(
+    staleConcepts,
+    [],
+    `concepts listed in WITHOUT_SERVICE that have a service or are no longer used above the domain:\n${staleConcepts.join('\n')}`,
+  );
 });
 
 test('repositories refuse nothing: no *.repository.ts imports platform/errors.ts (refusals are rules, made by services)', async () => {
@@ -226,7 +239,8 @@ async function databaseUseOf(file: string): Promise<string[]> {
     .filter((specifier) => /^(kysely|pg)(\/|$)/.test(specifier))
     .map((specifier) => `imports ${specifier}`);
   if (/\bsql`/.test(text)) uses.push('writes sql`…`');
-  if (/\.kysely\b|\.pool\.(query|connect)\(|\.(selectFrom|insertInto|updateTable|deleteFrom)\(/.test(text)) uses.push('queries through a Db');
+  if (/\.kysely\b|\.pool\.(query|connect)\(|\.(selectFrom|insertInto|updateTable|deleteFrom)\(/.test(text))
+    uses.push('queries through a Db');
   return uses;
 }
 
@@ -236,11 +250,18 @@ test('no file outside src/domain and src/db reaches the database itself (the OAu
   for (const file of (await sourceFiles()).filter(outside)) {
     for (const use of await databaseUseOf(file)) violations.push(`${file} ${use}`);
   }
-  assert.deepEqual(violations.filter((v) => v.startsWith('surfaces/web/')), [], 'the web admin reaches the database only through domain/');
+  assert.deepEqual(
+    violations.filter((v) => v.startsWith('surfaces/web/')),
+    [],
+    'the web admin reaches the database only through domain/',
+  );
   assert.deepEqual(violations, [], `files that reach the database themselves:\n${violations.join('\n')}`);
 });
 
 test('policy.ts imports nothing: any layer may read the promised numbers', async () => {
   const text = await readFile(path.join(src, 'policy.ts'), 'utf8');
-  assert.deepEqual(ts.preProcessFile(text, true, true).importedFiles.map((i) => i.fileName), []);
+  assert.deepEqual(
+    ts.preProcessFile(text, true, true).importedFiles.map((i) => i.fileName),
+    [],
+  );
 });

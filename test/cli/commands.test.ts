@@ -109,7 +109,10 @@ describe('migrate', () => {
       url.pathname = `/${name}`;
       const first = await hubops(['migrate', '--json'], { url: url.toString() });
       assert.equal(first.code, 0, first.stderr);
-      const migrations = (await readdir(new URL('../../src/db/migrations/', import.meta.url))).filter((f) => f.endsWith('.sql')).sort().map((f) => f.replace(/\.sql$/, ''));
+      const migrations = (await readdir(new URL('../../src/db/migrations/', import.meta.url)))
+        .filter((f) => f.endsWith('.sql'))
+        .sort()
+        .map((f) => f.replace(/\.sql$/, ''));
       assert.ok(migrations.includes('001_foundation'));
       assert.equal(first.stdout, `${JSON.stringify({ applied: migrations })}\n`);
       const second = await hubops(['migrate', '--json'], { url: url.toString() });
@@ -134,11 +137,19 @@ describe('accounts, hubs, users', () => {
     assert.deepEqual(Object.keys(out), ['id']);
     assert.match(out.id, /^acc_[A-Za-z0-9]{20}$/);
     accountId = out.id;
-    const row = await db.kysely.selectFrom('accounts').select(['name', 'plan', 'api_access']).where('id', '=', accountId).executeTakeFirstOrThrow();
+    const row = await db.kysely
+      .selectFrom('accounts')
+      .select(['name', 'plan', 'api_access'])
+      .where('id', '=', accountId)
+      .executeTakeFirstOrThrow();
     assert.deepEqual(row, { name: 'Acme Franchising', plan: 'partner', api_access: true });
 
     const plain = await json(['accounts', 'create', '--name', 'Plain Co']);
-    const defaults = await db.kysely.selectFrom('accounts').select(['plan', 'api_access']).where('id', '=', plain.id).executeTakeFirstOrThrow();
+    const defaults = await db.kysely
+      .selectFrom('accounts')
+      .select(['plan', 'api_access'])
+      .where('id', '=', plain.id)
+      .executeTakeFirstOrThrow();
     assert.deepEqual(defaults, { plan: 'standard', api_access: false });
   });
 
@@ -158,7 +169,11 @@ describe('accounts, hubs, users', () => {
     assert.match(out.id, /^hub_/);
     hubId = out.id;
     otherHubId = (await json(['hubs', 'create', '--account', accountId, '--name', 'Acme CA'])).id;
-    const row = await db.kysely.selectFrom('hubs').select(['account_id', 'name', 'suspended']).where('id', '=', hubId).executeTakeFirstOrThrow();
+    const row = await db.kysely
+      .selectFrom('hubs')
+      .select(['account_id', 'name', 'suspended'])
+      .where('id', '=', hubId)
+      .executeTakeFirstOrThrow();
     assert.deepEqual(row, { account_id: accountId, name: 'Acme US', suspended: false });
   });
 
@@ -169,22 +184,46 @@ describe('accounts, hubs, users', () => {
 
   test('hubs suspend and resume', async () => {
     assert.deepEqual(await json(['hubs', 'suspend', hubId]), { id: hubId, suspended: true });
-    assert.equal((await db.kysely.selectFrom('hubs').select('suspended').where('id', '=', hubId).executeTakeFirstOrThrow()).suspended, true);
+    assert.equal(
+      (await db.kysely.selectFrom('hubs').select('suspended').where('id', '=', hubId).executeTakeFirstOrThrow()).suspended,
+      true,
+    );
     assert.deepEqual(await json(['hubs', 'resume', hubId]), { id: hubId, suspended: false });
-    assert.equal((await db.kysely.selectFrom('hubs').select('suspended').where('id', '=', hubId).executeTakeFirstOrThrow()).suspended, false);
+    assert.equal(
+      (await db.kysely.selectFrom('hubs').select('suspended').where('id', '=', hubId).executeTakeFirstOrThrow()).suspended,
+      false,
+    );
     await fails(1, ['hubs', 'suspend', 'hub_nope'], /^hubops: hub hub_nope does not exist$/);
     await fails(2, ['hubs', 'suspend'], /missing HUB/);
     await fails(2, ['hubs', 'resume', hubId, 'extra'], /unexpected argument "extra"/);
   });
 
   test('users create', async () => {
-    await db.kysely.insertInto('workspaces').values([
-      { id: 'ws_cli_1', hub_id: hubId, name: 'Denver' },
-      { id: 'ws_cli_2', hub_id: otherHubId, name: 'Toronto' },
-    ]).execute();
+    await db.kysely
+      .insertInto('workspaces')
+      .values([
+        { id: 'ws_cli_1', hub_id: hubId, name: 'Denver' },
+        { id: 'ws_cli_2', hub_id: otherHubId, name: 'Toronto' },
+      ])
+      .execute();
     const out = await json([
-      'users', 'create', '--email', 'Ada@Example.com', '--password', 'correct horse', '--firstname', 'Ada',
-      '--lastname', 'Lovelace', '--hub', hubId, '--role', 'member', '--workspace', 'ws_cli_1', '--staff',
+      'users',
+      'create',
+      '--email',
+      'Ada@Example.com',
+      '--password',
+      'correct horse',
+      '--firstname',
+      'Ada',
+      '--lastname',
+      'Lovelace',
+      '--hub',
+      hubId,
+      '--role',
+      'member',
+      '--workspace',
+      'ws_cli_1',
+      '--staff',
     ]);
     assert.deepEqual(Object.keys(out), ['id']);
     const user = await db.kysely
@@ -193,35 +232,132 @@ describe('accounts, hubs, users', () => {
       .select(['u.account_id', 'u.email', 'u.is_staff', 'm.hub_id', 'm.role', 'm.workspace_id'])
       .where('u.id', '=', out.id)
       .executeTakeFirstOrThrow();
-    assert.deepEqual(user, { account_id: accountId, email: 'ada@example.com', is_staff: true, hub_id: hubId, role: 'member', workspace_id: 'ws_cli_1' });
+    assert.deepEqual(user, {
+      account_id: accountId,
+      email: 'ada@example.com',
+      is_staff: true,
+      hub_id: hubId,
+      role: 'member',
+      workspace_id: 'ws_cli_1',
+    });
 
     // The password can come from stdin, out of shell history.
-    const admin = await json(['users', 'create', '--email', 'grace@example.com', '--password', '-', '--firstname', 'Grace', '--lastname', 'Hopper', '--hub', hubId, '--role', 'hub_admin'], { stdin: 'from stdin 123\n' });
+    const admin = await json(
+      [
+        'users',
+        'create',
+        '--email',
+        'grace@example.com',
+        '--password',
+        '-',
+        '--firstname',
+        'Grace',
+        '--lastname',
+        'Hopper',
+        '--hub',
+        hubId,
+        '--role',
+        'hub_admin',
+      ],
+      { stdin: 'from stdin 123\n' },
+    );
     const { verifyPassword } = await import('../../src/platform/password.ts');
-    const hash = (await db.kysely.selectFrom('users').select('password_hash').where('id', '=', admin.id).executeTakeFirstOrThrow()).password_hash;
+    const hash = (await db.kysely.selectFrom('users').select('password_hash').where('id', '=', admin.id).executeTakeFirstOrThrow())
+      .password_hash;
     assert.equal(await verifyPassword('from stdin 123', hash), true);
   });
 
   test('users create: refusals exit 1, bad usage exits 2, nothing is written', async () => {
     const base = ['users', 'create', '--password', 'long enough', '--firstname', 'B', '--lastname', 'B', '--role', 'member'];
     const before = await snapshot(db);
-    await fails(1, [...base, '--email', 'ADA@example.com', '--hub', otherHubId], new RegExp(`^hubops: a user with email ada@example.com already exists; to give them a role in hub ${otherHubId}: hubops users add-to-hub --email ada@example.com --hub ${otherHubId} --role member$`));
+    await fails(
+      1,
+      [...base, '--email', 'ADA@example.com', '--hub', otherHubId],
+      new RegExp(
+        `^hubops: a user with email ada@example.com already exists; to give them a role in hub ${otherHubId}: hubops users add-to-hub --email ada@example.com --hub ${otherHubId} --role member$`,
+      ),
+    );
     await fails(1, [...base, '--email', 'b@example.com', '--hub', 'hub_nope'], /^hubops: hub hub_nope does not exist$/);
-    await fails(1, [...base, '--email', 'b@example.com', '--hub', hubId, '--workspace', 'ws_cli_2'], /^hubops: workspace ws_cli_2 belongs to another hub/);
-    await fails(1, [...base, '--email', 'b@example.com', '--hub', hubId, '--workspace', 'ws_nope'], /^hubops: workspace ws_nope does not exist$/);
+    await fails(
+      1,
+      [...base, '--email', 'b@example.com', '--hub', hubId, '--workspace', 'ws_cli_2'],
+      /^hubops: workspace ws_cli_2 belongs to another hub/,
+    );
+    await fails(
+      1,
+      [...base, '--email', 'b@example.com', '--hub', hubId, '--workspace', 'ws_nope'],
+      /^hubops: workspace ws_nope does not exist$/,
+    );
     await fails(1, [...base, '--email', 'nope', '--hub', hubId], /^hubops: email must be an email address/);
-    await fails(1, ['users', 'create', '--password', 'short', '--firstname', 'B', '--lastname', 'B', '--role', 'member', '--email', 'b@example.com', '--hub', hubId], /^hubops: password must be at least 8 characters$/);
-    await fails(2, ['users', 'create', '--password', 'long enough', '--firstname', 'B', '--lastname', 'B', '--role', 'owner', '--email', 'b@example.com', '--hub', hubId], /--role must be one of hub_admin, member/);
+    await fails(
+      1,
+      [
+        'users',
+        'create',
+        '--password',
+        'short',
+        '--firstname',
+        'B',
+        '--lastname',
+        'B',
+        '--role',
+        'member',
+        '--email',
+        'b@example.com',
+        '--hub',
+        hubId,
+      ],
+      /^hubops: password must be at least 8 characters$/,
+    );
+    await fails(
+      2,
+      [
+        'users',
+        'create',
+        '--password',
+        'long enough',
+        '--firstname',
+        'B',
+        '--lastname',
+        'B',
+        '--role',
+        'owner',
+        '--email',
+        'b@example.com',
+        '--hub',
+        hubId,
+      ],
+      /--role must be one of hub_admin, member/,
+    );
     await fails(2, [...base, '--hub', hubId], /missing required option --email/);
     assert.deepEqual(await snapshot(db), before);
   });
 
   test('users add-to-hub: an existing user gets a role in a second hub of their account', async () => {
-    const out = await json(['users', 'add-to-hub', '--email', ' ADA@example.com', '--hub', otherHubId, '--role', 'member', '--workspace', 'ws_cli_2']);
+    const out = await json([
+      'users',
+      'add-to-hub',
+      '--email',
+      ' ADA@example.com',
+      '--hub',
+      otherHubId,
+      '--role',
+      'member',
+      '--workspace',
+      'ws_cli_2',
+    ]);
     const ada = await db.kysely.selectFrom('users').select('id').where('email', '=', 'ada@example.com').executeTakeFirstOrThrow();
     assert.deepEqual(out, { userId: ada.id, email: 'ada@example.com', hubId: otherHubId, role: 'member', workspaceId: 'ws_cli_2' });
-    const memberships = await db.kysely.selectFrom('memberships').select(['hub_id', 'role', 'workspace_id']).where('user_id', '=', ada.id).orderBy('workspace_id').execute();
-    assert.deepEqual(memberships, [{ hub_id: hubId, role: 'member', workspace_id: 'ws_cli_1' }, { hub_id: otherHubId, role: 'member', workspace_id: 'ws_cli_2' }]);
+    const memberships = await db.kysely
+      .selectFrom('memberships')
+      .select(['hub_id', 'role', 'workspace_id'])
+      .where('user_id', '=', ada.id)
+      .orderBy('workspace_id')
+      .execute();
+    assert.deepEqual(memberships, [
+      { hub_id: hubId, role: 'member', workspace_id: 'ws_cli_1' },
+      { hub_id: otherHubId, role: 'member', workspace_id: 'ws_cli_2' },
+    ]);
     const human = await hubops(['users', 'add-to-hub', '--email', 'grace@example.com', '--hub', otherHubId, '--role', 'hub_admin']);
     assert.equal(human.code, 0, human.stderr);
     assert.match(human.stdout, new RegExp(`^Added grace@example.com \\(usr_\\w+\\) to hub ${otherHubId} as hub_admin\\.\n$`));
@@ -231,13 +367,35 @@ describe('accounts, hubs, users', () => {
     const foreignAccount = (await json(['accounts', 'create', '--name', 'Other Co'])).id;
     const foreignHub = (await json(['hubs', 'create', '--account', foreignAccount, '--name', 'Other'])).id;
     const before = await snapshot(db);
-    const add = (email: string, hub: string, ...rest: string[]) => ['users', 'add-to-hub', '--email', email, '--hub', hub, '--role', 'member', ...rest];
-    await fails(1, add('nobody@example.com', hubId), /^hubops: no user has the email nobody@example\.com \(create one with: hubops users create\)$/);
+    const add = (email: string, hub: string, ...rest: string[]) => [
+      'users',
+      'add-to-hub',
+      '--email',
+      email,
+      '--hub',
+      hub,
+      '--role',
+      'member',
+      ...rest,
+    ];
+    await fails(
+      1,
+      add('nobody@example.com', hubId),
+      /^hubops: no user has the email nobody@example\.com \(create one with: hubops users create\)$/,
+    );
     await fails(1, add('ada@example.com', 'hub_nope'), /^hubops: hub hub_nope does not exist$/);
-    await fails(1, add('ada@example.com', hubId), new RegExp(`^hubops: ada@example.com is already a member of hub ${hubId} \\(role member\\)$`));
+    await fails(
+      1,
+      add('ada@example.com', hubId),
+      new RegExp(`^hubops: ada@example.com is already a member of hub ${hubId} \\(role member\\)$`),
+    );
     await fails(1, add('ada@example.com', foreignHub), /can only join hubs of their own account$/);
     await fails(1, add('grace@example.com', hubId, '--workspace', 'ws_cli_2'), /^hubops: workspace ws_cli_2 belongs to another hub/);
-    await fails(2, ['users', 'add-to-hub', '--email', 'ada@example.com', '--hub', hubId, '--role', 'owner'], /--role must be one of hub_admin, member/);
+    await fails(
+      2,
+      ['users', 'add-to-hub', '--email', 'ada@example.com', '--hub', hubId, '--role', 'owner'],
+      /--role must be one of hub_admin, member/,
+    );
     await fails(2, ['users', 'add-to-hub', '--email', 'ada@example.com', '--role', 'member'], /missing required option --hub/);
     assert.deepEqual(await snapshot(db), before);
   });
@@ -255,12 +413,20 @@ describe('accounts, hubs, users', () => {
       const embed = await json(['keys', 'create', '--hub', hubId, '--name', 'Embed', '--scope', 'embed']);
       assert.equal(embed.scope, 'embed');
       // An embed key is an Ed25519 key pair: the private key (PKCS#8) is printed once.
-      assert.equal(createPrivateKey({ key: Buffer.from(embed.key.slice('hubops_esk_'.length), 'base64url'), format: 'der', type: 'pkcs8' }).asymmetricKeyType, 'ed25519');
+      assert.equal(
+        createPrivateKey({ key: Buffer.from(embed.key.slice('hubops_esk_'.length), 'base64url'), format: 'der', type: 'pkcs8' })
+          .asymmetricKeyType,
+        'ed25519',
+      );
       // Or the customer keeps the whole pair and hands over only the public key.
       const pem = generateKeyPairSync('ed25519').publicKey.export({ format: 'pem', type: 'spki' }).toString();
       const own = await json(['keys', 'create', '--hub', hubId, '--name', 'Own pair', '--scope', 'embed', `--public-key=${pem}`]);
       assert.deepEqual([own.scope, 'key' in own, own.start.startsWith('ed25519:')], ['embed', false, true]);
-      await fails(1, ['keys', 'create', '--hub', hubId, '--name', 'X', '--scope', 'embed', '--public-key', 'not a key'], /Ed25519 public key/);
+      await fails(
+        1,
+        ['keys', 'create', '--hub', hubId, '--name', 'X', '--scope', 'embed', '--public-key', 'not a key'],
+        /Ed25519 public key/,
+      );
     });
 
     test('keys create --expires-in-days: the key expires that many days after its creation', async () => {
@@ -281,7 +447,11 @@ describe('accounts, hubs, users', () => {
     test('keys create --expires-in-days refuses anything but 30, 90 or 365 (exit 2) and writes nothing', async () => {
       const before = await snapshot(db);
       for (const bad of ['7', '0', '-30', '30.0', '1e2', 'never', '', '90d']) {
-        await fails(2, ['keys', 'create', '--hub', hubId, '--name', 'X', `--expires-in-days=${bad}`], /^hubops: --expires-in-days must be one of 30, 90, 365, got /);
+        await fails(
+          2,
+          ['keys', 'create', '--hub', hubId, '--name', 'X', `--expires-in-days=${bad}`],
+          /^hubops: --expires-in-days must be one of 30, 90, 365, got /,
+        );
       }
       await fails(2, ['keys', 'create', '--hub', hubId, '--name', 'X', '--expires-in-days'], /--expires-in-days/);
       assert.deepEqual(await snapshot(db), before);
@@ -301,9 +471,33 @@ describe('accounts, hubs, users', () => {
       const keys = JSON.parse(run.stdout);
       assert.equal(keys.length, 3);
       const [first] = keys;
-      assert.deepEqual(keys.map((k: { scope: string; legacyEmbed: boolean }) => [k.scope, k.legacyEmbed]), [['read', false], ['embed', false], ['embed', false]]);
-      assert.ok(keys.slice(1).every((k: { start: string }) => k.start.startsWith('ed25519:')), 'key pairs are listed by their public key');
-      assert.deepEqual(Object.keys(first), ['id', 'name', 'scope', 'start', 'requestCount', 'notModifiedCount', 'lastUsedAt', 'createdAt', 'revokedAt', 'legacyEmbed', 'expiresAt', 'replacedBy', 'state']);
+      assert.deepEqual(
+        keys.map((k: { scope: string; legacyEmbed: boolean }) => [k.scope, k.legacyEmbed]),
+        [
+          ['read', false],
+          ['embed', false],
+          ['embed', false],
+        ],
+      );
+      assert.ok(
+        keys.slice(1).every((k: { start: string }) => k.start.startsWith('ed25519:')),
+        'key pairs are listed by their public key',
+      );
+      assert.deepEqual(Object.keys(first), [
+        'id',
+        'name',
+        'scope',
+        'start',
+        'requestCount',
+        'notModifiedCount',
+        'lastUsedAt',
+        'createdAt',
+        'revokedAt',
+        'legacyEmbed',
+        'expiresAt',
+        'replacedBy',
+        'state',
+      ]);
       assert.deepEqual([first.expiresAt, first.replacedBy, first.state], [null, null, 'active']);
       assert.equal(first.id, created.id);
       assert.equal(first.name, 'Dashboard');
@@ -350,7 +544,11 @@ describe('accounts, hubs, users', () => {
       assert.equal(listed.find((k: { id: string }) => k.id === old.id).state, 'rolled');
       const count = async () => (await json(['keys', 'list', '--hub', hubId])).length;
       const before = await count();
-      await fails(1, ['keys', 'roll', old.id], new RegExp(`^hubops: key ${old.id} was already rolled: roll its replacement, ${rolled.id}, instead$`));
+      await fails(
+        1,
+        ['keys', 'roll', old.id],
+        new RegExp(`^hubops: key ${old.id} was already rolled: roll its replacement, ${rolled.id}, instead$`),
+      );
       await fails(2, ['keys', 'roll', rolled.id, '--grace-hours', '2'], /--grace-hours must be one of 0, 1, 24, got "2"/);
       await fails(1, ['keys', 'roll', 'key_nope'], /^hubops: key key_nope does not exist$/);
       const embed = await json(['keys', 'create', '--hub', hubId, '--name', 'embed', '--scope', 'embed']);
@@ -385,17 +583,37 @@ describe('accounts, hubs, users', () => {
 describe('import', () => {
   test('a valid file imports and reports counts per type', async () => {
     const file = path.join(dir, 'ok.ndjson');
-    await writeFile(file, [
-      '{"type":"account","id":"acc_imp","name":"Imported","plan":"standard","apiAccess":false}',
-      '{"type":"hub","id":"hub_imp","accountId":"acc_imp","name":"Imported hub"}',
-      '{"type":"workspace","id":"ws_imp","hubId":"hub_imp","name":"Imported shop"}',
-      '{"type":"adAccount","id":"aa_imp","hubId":"hub_imp","platform":"meta","name":"Meta"}',
-      '{"type":"spend","adAccountId":"aa_imp","workspaceId":"ws_imp","date":"2026-11-20","spendCents":100}',
-      '{"type":"spend","adAccountId":"aa_imp","workspaceId":"ws_imp","date":"2026-11-20","spendCents":23}',
-      '',
-    ].join('\n'));
+    await writeFile(
+      file,
+      [
+        '{"type":"account","id":"acc_imp","name":"Imported","plan":"standard","apiAccess":false}',
+        '{"type":"hub","id":"hub_imp","accountId":"acc_imp","name":"Imported hub"}',
+        '{"type":"workspace","id":"ws_imp","hubId":"hub_imp","name":"Imported shop"}',
+        '{"type":"adAccount","id":"aa_imp","hubId":"hub_imp","platform":"meta","name":"Meta"}',
+        '{"type":"spend","adAccountId":"aa_imp","workspaceId":"ws_imp","date":"2026-11-20","spendCents":100}',
+        '{"type":"spend","adAccountId":"aa_imp","workspaceId":"ws_imp","date":"2026-11-20","spendCents":23}',
+        '',
+      ].join('\n'),
+    );
     assert.deepEqual(await json(['import', file]), {
-      imported: { account: 1, hub: 1, workspaceField: 0, workspace: 1, playbook: 0, optIn: 0, adAccount: 1, spend: 2, user: 0, channel: 0, media: 0, post: 0, organicMetrics: 0, paidMetrics: 0, reviewDay: 0, hubCpm: 0 },
+      imported: {
+        account: 1,
+        hub: 1,
+        workspaceField: 0,
+        workspace: 1,
+        playbook: 0,
+        optIn: 0,
+        adAccount: 1,
+        spend: 2,
+        user: 0,
+        channel: 0,
+        media: 0,
+        post: 0,
+        organicMetrics: 0,
+        paidMetrics: 0,
+        reviewDay: 0,
+        hubCpm: 0,
+      },
     });
     const spend = await db.kysely.selectFrom('spend').select('spend_cents').where('ad_account_id', '=', 'aa_imp').execute();
     assert.deepEqual(spend, [{ spend_cents: '123' }]);
@@ -403,31 +621,53 @@ describe('import', () => {
 
   test('the same file again changes nothing; with --add its spend is added to what is stored', async () => {
     const file = path.join(dir, 'spend.ndjson');
-    await writeFile(file, [
-      '{"type":"spend","adAccountId":"aa_imp","workspaceId":"ws_imp","date":"2026-11-20","spendCents":100}',
-      '{"type":"spend","adAccountId":"aa_imp","workspaceId":"ws_imp","date":"2026-11-20","spendCents":23}',
-      '{"type":"spend","adAccountId":"aa_imp","workspaceId":null,"date":"2026-11-21","spendCents":7}',
-    ].join('\n'));
-    const spend = () => db.kysely.selectFrom('spend').select(['workspace_id', 'date', 'spend_cents']).where('ad_account_id', '=', 'aa_imp').orderBy('date').execute();
+    await writeFile(
+      file,
+      [
+        '{"type":"spend","adAccountId":"aa_imp","workspaceId":"ws_imp","date":"2026-11-20","spendCents":100}',
+        '{"type":"spend","adAccountId":"aa_imp","workspaceId":"ws_imp","date":"2026-11-20","spendCents":23}',
+        '{"type":"spend","adAccountId":"aa_imp","workspaceId":null,"date":"2026-11-21","spendCents":7}',
+      ].join('\n'),
+    );
+    const spend = () =>
+      db.kysely
+        .selectFrom('spend')
+        .select(['workspace_id', 'date', 'spend_cents'])
+        .where('ad_account_id', '=', 'aa_imp')
+        .orderBy('date')
+        .execute();
     const first = await hubops(['import', file]);
     assert.equal(first.stdout, 'Imported 3 spend.\nSpend per ad account, workspace and date: 1 new, 0 replaced, 1 unchanged.\n');
     const once = await snapshot(db);
-    assert.deepEqual(await spend(), [{ workspace_id: 'ws_imp', date: '2026-11-20', spend_cents: '123' }, { workspace_id: null, date: '2026-11-21', spend_cents: '7' }]);
+    assert.deepEqual(await spend(), [
+      { workspace_id: 'ws_imp', date: '2026-11-20', spend_cents: '123' },
+      { workspace_id: null, date: '2026-11-21', spend_cents: '7' },
+    ]);
     const again = await hubops(['import', file]);
-    assert.deepEqual(again, { code: 0, stdout: 'Imported 3 spend.\nSpend per ad account, workspace and date: 0 new, 0 replaced, 2 unchanged.\n', stderr: '' });
+    assert.deepEqual(again, {
+      code: 0,
+      stdout: 'Imported 3 spend.\nSpend per ad account, workspace and date: 0 new, 0 replaced, 2 unchanged.\n',
+      stderr: '',
+    });
     assert.deepEqual(await snapshot(db), once, 'a re-run writes nothing');
     const added = await hubops(['import', file, '--add']);
     assert.equal(added.stdout, 'Imported 3 spend.\nSpend per ad account, workspace and date: 0 new, 2 added to, 0 unchanged.\n');
-    assert.deepEqual(await spend(), [{ workspace_id: 'ws_imp', date: '2026-11-20', spend_cents: '246' }, { workspace_id: null, date: '2026-11-21', spend_cents: '14' }]);
+    assert.deepEqual(await spend(), [
+      { workspace_id: 'ws_imp', date: '2026-11-20', spend_cents: '246' },
+      { workspace_id: null, date: '2026-11-21', spend_cents: '14' },
+    ]);
   });
 
   test('a bad file exits 1 naming the line, and writes nothing', async () => {
     const file = path.join(dir, 'bad.ndjson');
-    await writeFile(file, [
-      '{"type":"account","id":"acc_bad","name":"Bad"}',
-      '{"type":"hub","id":"hub_bad","accountId":"acc_bad","name":"Bad hub"}',
-      '{"type":"workspace","id":"ws_bad","hubId":"hub_bad","name":"Bad shop","fields":{"region":"West"}}',
-    ].join('\n'));
+    await writeFile(
+      file,
+      [
+        '{"type":"account","id":"acc_bad","name":"Bad"}',
+        '{"type":"hub","id":"hub_bad","accountId":"acc_bad","name":"Bad hub"}',
+        '{"type":"workspace","id":"ws_bad","hubId":"hub_bad","name":"Bad shop","fields":{"region":"West"}}',
+      ].join('\n'),
+    );
     const before = await snapshot(db);
     await fails(1, ['import', file], /^hubops: line 3: workspace\.fields\.region: hub hub_bad has no field "region"/);
     assert.deepEqual(await snapshot(db), before);
@@ -439,10 +679,13 @@ describe('import', () => {
     const run = await hubops(['import', file, '--json']);
     assert.equal(run.code, 1);
     assert.equal(run.stdout, '');
-    assert.deepEqual(run.stderr.trimEnd().split('\n').map((l) => l.replace(/\(.*\)$/, '(…)')), [
-      'hubops: line 1: account.plan: must be one of standard, partner; got "gold"',
-      'hubops: line 2: not valid JSON (…)',
-    ]);
+    assert.deepEqual(
+      run.stderr
+        .trimEnd()
+        .split('\n')
+        .map((l) => l.replace(/\(.*\)$/, '(…)')),
+      ['hubops: line 1: account.plan: must be one of standard, partner; got "gold"', 'hubops: line 2: not valid JSON (…)'],
+    );
   });
 
   test('stdin with -, and a missing file', async () => {
@@ -468,16 +711,32 @@ describe('demo seed', () => {
     assert.equal(first.adminPassword, 'hubops-demo');
     assert.equal(first.workspaceIds.length, 40);
     const hubs = await db.kysely.selectFrom('hubs').select('id').where('account_id', '=', 'acc_demo').orderBy('id').execute();
-    assert.deepEqual(hubs.map((h) => h.id), [...first.hubIds].sort());
+    assert.deepEqual(
+      hubs.map((h) => h.id),
+      [...first.hubIds].sort(),
+    );
   });
 });
 
 describe('clients create', () => {
   test('confidential and public clients; the secret is printed once and stored only as a hash', async () => {
-    const confidential = await json(['clients', 'create', '--name', 'Partner CRM', '--redirect-uri', 'https://crm.example/callback', '--redirect-uri', 'http://localhost:8080/cb']);
+    const confidential = await json([
+      'clients',
+      'create',
+      '--name',
+      'Partner CRM',
+      '--redirect-uri',
+      'https://crm.example/callback',
+      '--redirect-uri',
+      'http://localhost:8080/cb',
+    ]);
     assert.deepEqual(Object.keys(confidential).sort(), ['client_id', 'client_secret']);
     assert.ok(confidential.client_secret.length >= 43);
-    const stored = await db.kysely.selectFrom('oauth_clients').select(['metadata', 'provisioned']).where('client_id', '=', confidential.client_id).executeTakeFirstOrThrow();
+    const stored = await db.kysely
+      .selectFrom('oauth_clients')
+      .select(['metadata', 'provisioned'])
+      .where('client_id', '=', confidential.client_id)
+      .executeTakeFirstOrThrow();
     assert.equal(stored.provisioned, true);
     assert.deepEqual(stored.metadata.redirect_uris, ['https://crm.example/callback', 'http://localhost:8080/cb']);
     assert.match(String(stored.metadata.client_secret), /^sha256:[0-9a-f]{64}$/);
@@ -504,12 +763,29 @@ describe('usage, help and configuration', () => {
     const run = await hubops(['--help']);
     assert.equal(run.code, 0);
     assert.equal(run.stderr, '');
-    for (const command of ['migrate', 'demo seed', 'import FILE', 'accounts create', 'hubs create', 'hubs suspend HUB', 'hubs resume HUB', 'users create', 'users add-to-hub', 'keys create', 'keys list', 'keys revoke KEY_ID', 'clients create']) {
+    for (const command of [
+      'migrate',
+      'demo seed',
+      'import FILE',
+      'accounts create',
+      'hubs create',
+      'hubs suspend HUB',
+      'hubs resume HUB',
+      'users create',
+      'users add-to-hub',
+      'keys create',
+      'keys list',
+      'keys revoke KEY_ID',
+      'clients create',
+    ]) {
       assert.ok(run.stdout.includes(`  ${command}`), command);
     }
     const one = await hubops(['keys', 'create', '--help']);
     assert.equal(one.code, 0);
-    assert.match(one.stdout, /^usage: hubops keys create --hub H --name N \[--scope read\|embed\] \[--expires-in-days 30\|90\|365\] \[--public-key PEM\|BASE64URL\] \[--json\]/);
+    assert.match(
+      one.stdout,
+      /^usage: hubops keys create --hub H --name N \[--scope read\|embed\] \[--expires-in-days 30\|90\|365\] \[--public-key PEM\|BASE64URL\] \[--json\]/,
+    );
   });
 
   test('--version and -V print the version in package.json and exit 0', async () => {
@@ -521,14 +797,20 @@ describe('usage, help and configuration', () => {
 
   test('invalid configuration exits 2 with one line naming the variable', async () => {
     const url = await hubops(['keys', 'list', '--hub', 'x', '--json'], { url: 'mysql://localhost/x' });
-    assert.deepEqual(url, { code: 2, stdout: '', stderr: 'hubops: configuration error: DATABASE_URL must use postgres: or postgresql:, got mysql:\n' });
+    assert.deepEqual(url, {
+      code: 2,
+      stdout: '',
+      stderr: 'hubops: configuration error: DATABASE_URL must use postgres: or postgresql:, got mysql:\n',
+    });
     const level = await hubops(['migrate', '--json'], { env: { LOG_LEVEL: 'loud' } });
     assert.equal(level.code, 2);
     assert.match(level.stderr, /^hubops: configuration error: LOG_LEVEL must be one of .*, got "loud"\n$/);
   });
 
   test('an unreachable database exits 1 with one line, no stack trace', async () => {
-    await fails(1, ['migrate'], /^hubops: cannot reach the database: .*ECONNREFUSED/, { url: 'postgres://hubops:secret@127.0.0.1:1/hubops' });
+    await fails(1, ['migrate'], /^hubops: cannot reach the database: .*ECONNREFUSED/, {
+      url: 'postgres://hubops:secret@127.0.0.1:1/hubops',
+    });
   });
 
   test('human output without --json', async () => {
@@ -567,7 +849,11 @@ describe('as a process', () => {
     ]);
     failed(refused, 1, /^hubops: account acc_nope does not exist$/);
     failed(usage, 2, /missing required option --name/);
-    assert.deepEqual(config, { code: 2, stdout: '', stderr: 'hubops: configuration error: DATABASE_URL must use postgres: or postgresql:, got mysql:\n' });
+    assert.deepEqual(config, {
+      code: 2,
+      stdout: '',
+      stderr: 'hubops: configuration error: DATABASE_URL must use postgres: or postgresql:, got mysql:\n',
+    });
   });
 
   test('the package bin: hubops --version prints the version and exits 0', async () => {

@@ -19,7 +19,8 @@ test('every option of every command is explained, and every command is in the re
   const reference = renderCommandReference();
   for (const command of commandTable()) {
     assert.ok(reference.includes(`### \`${command.name}\``), command.name);
-    for (const option of Object.keys(command.options)) assert.ok(OPTION_HELP[option], `--${option} of ${command.name} has no OPTION_HELP entry`);
+    for (const option of Object.keys(command.options))
+      assert.ok(OPTION_HELP[option], `--${option} of ${command.name} has no OPTION_HELP entry`);
   }
 });
 

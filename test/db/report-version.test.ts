@@ -21,7 +21,10 @@ before(async () => {
 });
 after(async () => db.drop());
 
-const versions = async () => Object.fromEntries((await db.kysely.selectFrom('hubs').select(['id', 'report_version']).execute()).map((h) => [h.id, Number(h.report_version)]));
+const versions = async () =>
+  Object.fromEntries(
+    (await db.kysely.selectFrom('hubs').select(['id', 'report_version']).execute()).map((h) => [h.id, Number(h.report_version)]),
+  );
 
 async function bumps(statement: string): Promise<{ h1: number; h2: number }> {
   const before = await versions();
@@ -43,10 +46,21 @@ test('rewriting rows as they were bumps nothing; a real change bumps its hub onc
 });
 
 test("ad accounts: creation, removal and a new name bump; the sync loop's writes do not", async () => {
-  assert.deepEqual(await bumps(`UPDATE ad_accounts SET sync_state = 'syncing', lease_until = now(), lease_owner = 'me', last_attempt_at = now()`), { h1: 0, h2: 0 });
-  assert.deepEqual(await bumps(`UPDATE ad_accounts SET sync_state = 'idle', last_synced_at = now(), lease_until = NULL, next_sync_at = now() + interval '1 hour', complete_through = '2026-11-19'`), { h1: 0, h2: 0 });
+  assert.deepEqual(
+    await bumps(`UPDATE ad_accounts SET sync_state = 'syncing', lease_until = now(), lease_owner = 'me', last_attempt_at = now()`),
+    { h1: 0, h2: 0 },
+  );
+  assert.deepEqual(
+    await bumps(
+      `UPDATE ad_accounts SET sync_state = 'idle', last_synced_at = now(), lease_until = NULL, next_sync_at = now() + interval '1 hour', complete_through = '2026-11-19'`,
+    ),
+    { h1: 0, h2: 0 },
+  );
   assert.deepEqual(await bumps(`UPDATE ad_accounts SET name = name`), { h1: 0, h2: 0 });
   assert.deepEqual(await bumps(`UPDATE ad_accounts SET name = 'Ads renamed'`), { h1: 1, h2: 0 });
-  assert.deepEqual(await bumps(`INSERT INTO ad_accounts (id, hub_id, platform, name) VALUES ('aa_2', 'h2', 'meta', 'Two')`), { h1: 0, h2: 1 });
+  assert.deepEqual(await bumps(`INSERT INTO ad_accounts (id, hub_id, platform, name) VALUES ('aa_2', 'h2', 'meta', 'Two')`), {
+    h1: 0,
+    h2: 1,
+  });
   assert.deepEqual(await bumps(`DELETE FROM ad_accounts WHERE id = 'aa_2'`), { h1: 0, h2: 1 });
 });

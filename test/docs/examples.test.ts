@@ -34,12 +34,30 @@ if (missingTool) console.log(`# SKIP docs examples: ${missingTool} is not instal
 
 test('the shape comparison refuses what differs', () => {
   const shape = parseShape('{"data": [{"id": "a", "n": 1}, …], "nextCursor": null, …}');
-  assert.deepEqual(shapeDifferences(shape, { data: [{ id: 'x', n: 2 }, { id: 'y', n: 3 }], nextCursor: null, extra: true }), []);
+  assert.deepEqual(
+    shapeDifferences(shape, {
+      data: [
+        { id: 'x', n: 2 },
+        { id: 'y', n: 3 },
+      ],
+      nextCursor: null,
+      extra: true,
+    }),
+    [],
+  );
   assert.deepEqual(shapeDifferences(shape, { data: [], nextCursor: null }), ['$.data: shows 1 elements, got 0']);
-  assert.deepEqual(shapeDifferences(shape, { data: [{ id: 'x', n: '2' }], nextCursor: 'c' }), ['$.data[0].n: shown number, got string "2"', '$.nextCursor: shown null, got string "c"']);
-  assert.deepEqual(shapeDifferences(shape, { data: [{ id: 'x', n: 1 }, { id: 'y' }], nextCursor: null }), ['$.data[1].n: shown, missing from the output']);
+  assert.deepEqual(shapeDifferences(shape, { data: [{ id: 'x', n: '2' }], nextCursor: 'c' }), [
+    '$.data[0].n: shown number, got string "2"',
+    '$.nextCursor: shown null, got string "c"',
+  ]);
+  assert.deepEqual(shapeDifferences(shape, { data: [{ id: 'x', n: 1 }, { id: 'y' }], nextCursor: null }), [
+    '$.data[1].n: shown, missing from the output',
+  ]);
   const closed = parseShape('{"a": [1]}');
-  assert.deepEqual(shapeDifferences(closed, { a: [1, 2], b: 0 }), ['$.a: shows 1 elements (no `…`), got 2', '$.b: in the output, not shown']);
+  assert.deepEqual(shapeDifferences(closed, { a: [1, 2], b: 0 }), [
+    '$.a: shows 1 elements (no `…`), got 2',
+    '$.b: in the output, not shown',
+  ]);
   assert.throws(() => parseShape('{"a": […]}'), /needs an element/);
   assert.throws(() => parseShape('{"a": 7f1c…}'), /expected/);
   assert.ok(textMatches('id,name\n…\nlast,…', 'id,name\n1,a\n2,b\nlast,row'));
@@ -73,11 +91,21 @@ const PLACEHOLDERS: Placeholder[] = [
     text: `'${CALLBACK}?code=…'`,
     what: 'the address the browser lands on after sign-in and Allow',
     fill: async (run) => {
-      const printed = [...run.outputs].reverse().join('\n').match(/http:\/\/localhost:\d+\/oauth\/authorize\?\S+/)?.[0];
+      const printed = [...run.outputs]
+        .reverse()
+        .join('\n')
+        .match(/http:\/\/localhost:\d+\/oauth\/authorize\?\S+/)?.[0];
       assert.ok(printed, `${run.page}: no authorization URL printed before the browser step`);
       const base = new URL(printed).origin;
-      const result = await completeAuthorization({ baseUrl: base } as TestApp, printed, { ...DEMO_ADMIN, redirectUri: CALLBACK, workspace: '' });
-      assert.ok(result.callback, `${run.page}: the browser did not land on ${CALLBACK}: ${result.response.status} ${result.pages.at(-1)?.slice(0, 500)}`);
+      const result = await completeAuthorization({ baseUrl: base } as TestApp, printed, {
+        ...DEMO_ADMIN,
+        redirectUri: CALLBACK,
+        workspace: '',
+      });
+      assert.ok(
+        result.callback,
+        `${run.page}: the browser did not land on ${CALLBACK}: ${result.response.status} ${result.pages.at(-1)?.slice(0, 500)}`,
+      );
       return `'${result.callback.toString()}'`;
     },
   },
@@ -89,9 +117,13 @@ before(async () => {
   key = demo.key;
   // The shell a user types in: their PATH (not the test runner's node_modules/.bin), the same
   // database settings as the server, nothing of the test runner's.
-  const PATH = (demo.env.PATH ?? '').split(':').filter((p) => !p.includes('node_modules')).join(':');
+  const PATH = (demo.env.PATH ?? '')
+    .split(':')
+    .filter((p) => !p.includes('node_modules'))
+    .join(':');
   shellEnv = { ...demo.env, PATH, LOG_LEVEL: 'warn' };
-  for (const name of Object.keys(shellEnv)) if (name === 'PORT' || name.startsWith('HUBOPS_TEST_') || name.startsWith('npm_')) delete shellEnv[name];
+  for (const name of Object.keys(shellEnv))
+    if (name === 'PORT' || name.startsWith('HUBOPS_TEST_') || name.startsWith('npm_')) delete shellEnv[name];
 });
 
 after(async () => {
@@ -99,7 +131,10 @@ after(async () => {
 });
 
 async function pages(): Promise<string[]> {
-  const docs = (await readdir(path.join(ROOT, 'docs'))).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`);
+  const docs = (await readdir(path.join(ROOT, 'docs')))
+    .filter((f) => f.endsWith('.md'))
+    .sort()
+    .map((f) => `docs/${f}`);
   return ['README.md', ...docs];
 }
 
@@ -109,7 +144,10 @@ function runBlock(code: string, session: string, cwd: string): Promise<{ status:
   const script = `set -eo pipefail\n[ -f "$DOCS_STATE" ] && source "$DOCS_STATE"\ncd ${JSON.stringify(cwd)}\n${code}\nexport -p > "$DOCS_STATE"\n`;
   return new Promise((resolve, reject) => {
     // TMPDIR: what the examples make with mktemp goes where the test removes it.
-    const child = spawn('bash', ['-c', script], { env: { ...shellEnv, DOCS_STATE: state, TMPDIR: session }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', ['-c', script], {
+      env: { ...shellEnv, DOCS_STATE: state, TMPDIR: session },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -123,7 +161,9 @@ function runBlock(code: string, session: string, cwd: string): Promise<{ status:
   });
 }
 
-test('every shell example in the docs runs as written against a fresh demo server', { skip: missingTool ? `${missingTool} is not installed` : false }, async () => {
+test('every shell example in the docs runs as written against a fresh demo server', {
+  skip: missingTool ? `${missingTool} is not installed` : false,
+}, async () => {
   const failures: string[] = [];
   let executed = 0;
   const skipped: string[] = [];
@@ -142,7 +182,11 @@ test('every shell example in the docs runs as written against a fresh demo serve
             const from = lines.findIndex((l) => l.startsWith('hubops is running'));
             const to = lines.findIndex((l) => l.includes('shown once'));
             const banner = lines.slice(from, to + 2).join('\n');
-            if (from === -1 || to === -1 || !textMatches(example.response.text.replaceAll(DOCS_ORIGIN, `localhost:${demo!.server.port}`), banner)) {
+            if (
+              from === -1 ||
+              to === -1 ||
+              !textMatches(example.response.text.replaceAll(DOCS_ORIGIN, `localhost:${demo!.server.port}`), banner)
+            ) {
               failures.push(`${where}: the first start's banner is not the one shown at line ${example.response.line}:\n${banner}`);
             }
           }
@@ -161,7 +205,9 @@ test('every shell example in the docs runs as written against a fresh demo serve
         const result = await runBlock(code, session, ROOT);
         run.outputs.push(result.stdout);
         if (result.status !== 0) {
-          failures.push(`${where}: exited ${result.status}\n${code}\nstdout: ${result.stdout.slice(0, 1500)}\nstderr: ${result.stderr.slice(0, 1500)}`);
+          failures.push(
+            `${where}: exited ${result.status}\n${code}\nstdout: ${result.stdout.slice(0, 1500)}\nstderr: ${result.stderr.slice(0, 1500)}`,
+          );
           continue;
         }
         if (example.response) {

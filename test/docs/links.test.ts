@@ -10,7 +10,10 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens. */
 function slug(heading: string): string {
-  return heading.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+  return heading
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
 }
 
 function anchorsOf(markdown: string): Set<string> {

@@ -149,7 +149,11 @@ async function signedIn(url: URL): Promise<Client> {
   await assert.rejects(newClient().connect(first), UnauthorizedError);
   const authorizeUrl = provider.authorizationUrls[0];
   assert.ok(authorizeUrl, 'the client was sent to sign in');
-  const result = await completeAuthorization({ baseUrl: base } as TestApp, authorizeUrl, { ...DEMO_ADMIN, redirectUri: REDIRECT, workspace: '' });
+  const result = await completeAuthorization({ baseUrl: base } as TestApp, authorizeUrl, {
+    ...DEMO_ADMIN,
+    redirectUri: REDIRECT,
+    workspace: '',
+  });
   const code = result.callback?.searchParams.get('code');
   assert.ok(code, `no code: ${result.response.status}`);
   await first.finishAuth(code);
@@ -165,7 +169,10 @@ async function signedIn(url: URL): Promise<Client> {
 async function viaCommand(name: string, entry: Entry): Promise<void> {
   assert.ok(entry.command && entry.args, name);
   const box = await sandbox();
-  const session = stdioServer(entry.command, entry.args, box, { cwd: ROOT, env: { ...entry.env, npm_config_offline: 'true', npm_config_update_notifier: 'false' } });
+  const session = stdioServer(entry.command, entry.args, box, {
+    cwd: ROOT,
+    env: { ...entry.env, npm_config_offline: 'true', npm_config_update_notifier: 'false' },
+  });
   try {
     if (!entry.args.some((a) => a === '--header')) {
       // The browser step, unless the client gave up first (then its error says why).
@@ -221,7 +228,11 @@ test('the common mcpServers file: both servers, and the Inspector CLI on the fil
     const [npx, ...args] = command.split(' ').map((a) => (a === 'hubops-mcp.json' ? file : a));
     assert.equal(npx, 'npx');
     // npx in the checkout runs the installed Inspector.
-    const run = await runCommand('npx', args, { env: { ...box.env, npm_config_offline: 'true', npm_config_update_notifier: 'false' }, cwd: ROOT, timeoutMs: 30_000 });
+    const run = await runCommand('npx', args, {
+      env: { ...box.env, npm_config_offline: 'true', npm_config_update_notifier: 'false' },
+      cwd: ROOT,
+      timeoutMs: 30_000,
+    });
     assert.equal(run.code, 0, run.stdout + run.stderr);
     const listed = JSON.parse(run.stdout.slice(run.stdout.indexOf('{'))) as { tools: { name: string }[] };
     assert.deepEqual(listed.tools.map((t) => t.name).sort(), HUB_TOOLS);
@@ -231,6 +242,8 @@ test('the common mcpServers file: both servers, and the Inspector CLI on the fil
 });
 
 test('every JSON configuration of the section is tried above', () => {
-  const headings = jsonBlocks().filter((b) => /"(mcpServers|servers)"/.test(b.text)).map((b) => b.heading);
+  const headings = jsonBlocks()
+    .filter((b) => /"(mcpServers|servers)"/.test(b.text))
+    .map((b) => b.heading);
   assert.deepEqual(headings, ['Claude Desktop (through `mcp-remote`)', 'VS Code', 'Cursor', 'Other clients']);
 });

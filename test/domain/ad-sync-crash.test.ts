@@ -32,7 +32,13 @@ before(async () => {
   await account(db, 'acc_1');
   await hub(db, 'hub_crash', 'acc_1');
   for (const w of ['a', 'b', 'c']) await workspace(db, 'hub_crash', `ws_crash_${w}`);
-  deps = { db, clock, clients: { meta: platform }, sealer: new Sealer([secretsKey(Buffer.from(TEST_SECRETS_KEY, 'base64url'))]), leaseMs: LEASE_MS };
+  deps = {
+    db,
+    clock,
+    clients: { meta: platform },
+    sealer: new Sealer([secretsKey(Buffer.from(TEST_SECRETS_KEY, 'base64url'))]),
+    leaseMs: LEASE_MS,
+  };
 });
 after(async () => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -48,13 +54,32 @@ async function until(condition: () => Promise<boolean>, what: string, ms = 60_00
 }
 
 test('a sync killed with SIGKILL mid-run: the next run completes it and nothing is double counted', async () => {
-  const [view] = await connectAdAccounts(deps, 'hub_crash', { platform: 'meta', kind: 'system_user', accessToken: CRASH_TOKEN, tokenExpiresAt: null, externalIds: ['act_4242'], label: 'crash' });
+  const [view] = await connectAdAccounts(deps, 'hub_crash', {
+    platform: 'meta',
+    kind: 'system_user',
+    accessToken: CRASH_TOKEN,
+    tokenExpiresAt: null,
+    externalIds: ['act_4242'],
+    label: 'crash',
+  });
   const id = view!.id;
-  const state = async () => (await db.kysely.selectFrom('ad_accounts').select(['complete_through', 'last_synced_at', 'sync_state', 'lease_owner']).where('id', '=', id).executeTakeFirstOrThrow());
+  const state = async () =>
+    await db.kysely
+      .selectFrom('ad_accounts')
+      .select(['complete_through', 'last_synced_at', 'sync_state', 'lease_owner'])
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
 
   const child = spawn(NODE, [path.join(ROOT, 'test/domain/ad-sync-process.ts')], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: db.url, SECRETS_KEY: TEST_SECRETS_KEY, NOW: CRASH_NOW, LEASE_MS: String(LEASE_MS), BATCH_MS: '10' },
+    env: {
+      ...process.env,
+      DATABASE_URL: db.url,
+      SECRETS_KEY: TEST_SECRETS_KEY,
+      NOW: CRASH_NOW,
+      LEASE_MS: String(LEASE_MS),
+      BATCH_MS: '10',
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   children.push(child);
@@ -65,15 +90,26 @@ test('a sync killed with SIGKILL mid-run: the next run completes it and nothing 
   const dead = await state();
   assert.equal(dead.last_synced_at, null, 'the run had not finished');
   assert.equal(dead.sync_state, 'syncing');
-  assert.ok(dead.lease_owner !== null && dead.complete_through! < '2026-11-19', `killed mid-run (complete through ${dead.complete_through})`);
+  assert.ok(
+    dead.lease_owner !== null && dead.complete_through! < '2026-11-19',
+    `killed mid-run (complete through ${dead.complete_through})`,
+  );
 
   // Within the dead instance's lease the account is not taken over…
   assert.deepEqual(await claimDue(db, 'another instance', clock.now(), new Date(clock.now().getTime() + LEASE_MS), 5, id), []);
   // …after it, the next loop round takes it over and completes it, though its hourly sync is not due yet.
-  await db.kysely.updateTable('ad_accounts').set({ next_sync_at: new Date(clock.now().getTime() + 3_600_000) }).where('id', '=', id).execute();
+  await db.kysely
+    .updateTable('ad_accounts')
+    .set({ next_sync_at: new Date(clock.now().getTime() + 3_600_000) })
+    .where('id', '=', id)
+    .execute();
   clock.advance(LEASE_MS + 1_000);
   const outcomes = await createSpendSyncLoop({ deps, intervalMs: 10, batchSize: 5 }).runOnce();
-  assert.deepEqual(outcomes.map((o) => o.status), ['done'], JSON.stringify(outcomes));
+  assert.deepEqual(
+    outcomes.map((o) => o.status),
+    ['done'],
+    JSON.stringify(outcomes),
+  );
   const done = await state();
   assert.equal(done.complete_through, '2026-11-19');
   assert.equal(done.sync_state, 'idle');
@@ -91,9 +127,14 @@ test('a sync killed with SIGKILL mid-run: the next run completes it and nothing 
     perWorkspace.set(ws, (perWorkspace.get(ws) ?? 0) + Number((micros + 5_000n) / 10_000n));
   }
   const got = await sql<{ ws: string; cents: string; days: string }>`
-    SELECT workspace_id AS ws, sum(spend_cents) AS cents, count(*) AS days FROM spend WHERE ad_account_id = ${id} GROUP BY 1 ORDER BY 1`.execute(db.kysely);
+    SELECT workspace_id AS ws, sum(spend_cents) AS cents, count(*) AS days FROM spend WHERE ad_account_id = ${id} GROUP BY 1 ORDER BY 1`.execute(
+    db.kysely,
+  );
   assert.deepEqual(Object.fromEntries(got.rows.map((r) => [r.ws, Number(r.cents)])), Object.fromEntries([...perWorkspace].sort()));
-  assert.ok(got.rows.every((r) => r.days === '91'), 'one spend row per UTC day and workspace');
+  assert.ok(
+    got.rows.every((r) => r.days === '91'),
+    'one spend row per UTC day and workspace',
+  );
   // The report's running totals (kept by triggers) agree with the rows: no chunk was added twice.
   const totals = await sql<{ rows: string; running: string }>`
     SELECT (SELECT sum(spend_cents) FROM spend WHERE hub_id = 'hub_crash') AS rows,

@@ -6,31 +6,57 @@ import { microsToCents } from '../../src/domain/ad-sync/money.ts';
 import { localDate, localHourToUtc, UtcDayMapper } from '../../src/domain/ad-sync/utc-days.ts';
 
 const LA = 'America/Los_Angeles';
-const ZONES = [LA, 'Europe/Berlin', 'Australia/Lord_Howe', 'Asia/Kolkata', 'America/St_Johns', 'Pacific/Chatham', 'UTC', 'America/Sao_Paulo', 'Asia/Tokyo'];
+const ZONES = [
+  LA,
+  'Europe/Berlin',
+  'Australia/Lord_Howe',
+  'Asia/Kolkata',
+  'America/St_Johns',
+  'Pacific/Chatham',
+  'UTC',
+  'America/Sao_Paulo',
+  'Asia/Tokyo',
+];
 
 /** The local date and hour of an instant, read by Intl independently of the code under test. */
 function wallHour(at: number, zone: string): { date: string; hour: number } {
-  const parts = Object.fromEntries(new Intl.DateTimeFormat('en-CA', { timeZone: zone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit' })
-    .formatToParts(new Date(at)).map((p) => [p.type, p.value]));
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat('en-CA', {
+      timeZone: zone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+    })
+      .formatToParts(new Date(at))
+      .map((p) => [p.type, p.value]),
+  );
   return { date: `${parts.year}-${parts.month}-${parts.day}`, hour: Number(parts.hour) };
 }
 
 test('every real instant on the hour maps back from its local date and hour (a repeated hour to its first occurrence)', () => {
-  fc.assert(fc.property(
-    fc.integer({ min: Date.UTC(2020, 0, 1) / 3_600_000, max: Date.UTC(2030, 0, 1) / 3_600_000 }),
-    fc.constantFrom(...ZONES),
-    (hours, zone) => {
-      const at = hours * 3_600_000;
-      const { date, hour } = wallHour(at, zone);
-      // Zones whose offset is not whole hours start their local hours between UTC hours: compare the local hour's start.
-      const back = localHourToUtc(date, hour, zone).getTime();
-      const local = wallHour(back, zone);
-      assert.deepEqual(local, { date, hour }, `${zone} ${new Date(at).toISOString()}`);
-      assert.ok(back <= at && at - back < 2 * 3_600_000, `${zone} ${new Date(at).toISOString()} came back as ${new Date(back).toISOString()}`);
-      // A repeated hour comes back as its first occurrence: an hour earlier is another local hour.
-      assert.notDeepEqual(wallHour(back - 3_600_000, zone), { date, hour });
-    },
-  ), { numRuns: 3_000 });
+  fc.assert(
+    fc.property(
+      fc.integer({ min: Date.UTC(2020, 0, 1) / 3_600_000, max: Date.UTC(2030, 0, 1) / 3_600_000 }),
+      fc.constantFrom(...ZONES),
+      (hours, zone) => {
+        const at = hours * 3_600_000;
+        const { date, hour } = wallHour(at, zone);
+        // Zones whose offset is not whole hours start their local hours between UTC hours: compare the local hour's start.
+        const back = localHourToUtc(date, hour, zone).getTime();
+        const local = wallHour(back, zone);
+        assert.deepEqual(local, { date, hour }, `${zone} ${new Date(at).toISOString()}`);
+        assert.ok(
+          back <= at && at - back < 2 * 3_600_000,
+          `${zone} ${new Date(at).toISOString()} came back as ${new Date(back).toISOString()}`,
+        );
+        // A repeated hour comes back as its first occurrence: an hour earlier is another local hour.
+        assert.notDeepEqual(wallHour(back - 3_600_000, zone), { date, hour });
+      },
+    ),
+    { numRuns: 3_000 },
+  );
 });
 
 test('Los Angeles: the 23-hour and the 25-hour day put each hour on the right UTC day', () => {
@@ -64,8 +90,10 @@ test('micros become cents once, half away from zero', () => {
   assert.equal(microsToCents(12_340_000n), 1_234n);
   assert.equal(microsToCents(-5_000n), -1n);
   assert.equal(microsToCents(-4_999n), 0n);
-  fc.assert(fc.property(fc.bigInt({ min: 0n, max: 10n ** 15n }), (m) => {
-    const c = microsToCents(m);
-    assert.ok(c * 10_000n - 5_000n <= m && m < c * 10_000n + 5_000n);
-  }));
+  fc.assert(
+    fc.property(fc.bigInt({ min: 0n, max: 10n ** 15n }), (m) => {
+      const c = microsToCents(m);
+      assert.ok(c * 10_000n - 5_000n <= m && m < c * 10_000n + 5_000n);
+    }),
+  );
 });

@@ -1,7 +1,15 @@
 // A small in-test ad platform (AdPlatformClient) for the sync engine's tests and its crash child
 // process: accounts with hourly rows held in memory, token checks, and scripted failures,
 // throttles and pauses. Not a test file itself. The Meta wire format has its own sandbox and tests.
-import { PlatformError, PlatformThrottled, type AdPlatformClient, type LocalDayRange, type PlatformAdAccount, type PlatformCredential, type PlatformSpendRow } from '../../src/integrations/ad-platform.ts';
+import {
+  PlatformError,
+  PlatformThrottled,
+  type AdPlatformClient,
+  type LocalDayRange,
+  type PlatformAdAccount,
+  type PlatformCredential,
+  type PlatformSpendRow,
+} from '../../src/integrations/ad-platform.ts';
 
 export interface FakeAccount extends PlatformAdAccount {
   rows: PlatformSpendRow[];
@@ -31,13 +39,20 @@ export class FakePlatform implements AdPlatformClient {
   #check(credential: PlatformCredential): void {
     this.seenTokens.add(credential.accessToken);
     if (!this.tokens.has(credential.accessToken)) {
-      throw new PlatformError('needs_reconnect', 'the access token was rejected', { platformMessage: 'Error validating access token: Session has expired.', platformCode: '190/463' });
+      throw new PlatformError('needs_reconnect', 'the access token was rejected', {
+        platformMessage: 'Error validating access token: Session has expired.',
+        platformCode: '190/463',
+      });
     }
   }
 
   #account(externalId: string): FakeAccount {
     const account = this.accounts.get(externalId);
-    if (!account) throw new PlatformError('missing_permission', 'no access to the ad account', { platformMessage: `Ad account ${externalId} is not accessible with this token.`, platformCode: '200' });
+    if (!account)
+      throw new PlatformError('missing_permission', 'no access to the ad account', {
+        platformMessage: `Ad account ${externalId} is not accessible with this token.`,
+        platformCode: '200',
+      });
     return account;
   }
 
@@ -76,19 +91,30 @@ export class FakePlatform implements AdPlatformClient {
   }
 
   add(account: Partial<FakeAccount> & { externalId: string }): FakeAccount {
-    const full: FakeAccount = { name: `Account ${account.externalId}`, currency: 'USD', timeZone: 'America/Los_Angeles', active: true, status: '1', rows: [], ...account };
+    const full: FakeAccount = {
+      name: `Account ${account.externalId}`,
+      currency: 'USD',
+      timeZone: 'America/Los_Angeles',
+      active: true,
+      status: '1',
+      rows: [],
+      ...account,
+    };
     this.accounts.set(full.externalId, full);
     return full;
   }
 }
 
-export const throttled = (ms: number) => new PlatformThrottled(ms, `throttled for ${ms} ms`, 'There have been too many calls from this ad-account. Wait a bit and try again.');
-export const failure = (kind: PlatformError['kind'], words: string, code = '1') => new PlatformError(kind, `the platform failed (${kind})`, { platformMessage: words, platformCode: code });
+export const throttled = (ms: number) =>
+  new PlatformThrottled(ms, `throttled for ${ms} ms`, 'There have been too many calls from this ad-account. Wait a bit and try again.');
+export const failure = (kind: PlatformError['kind'], words: string, code = '1') =>
+  new PlatformError(kind, `the platform failed (${kind})`, { platformMessage: words, platformCode: code });
 
 /** Days from `since` to `until`, YYYY-MM-DD. */
 export function days(since: string, until: string): string[] {
   const out: string[] = [];
-  for (let t = Date.parse(`${since}T00:00:00Z`); t <= Date.parse(`${until}T00:00:00Z`); t += 86_400_000) out.push(new Date(t).toISOString().slice(0, 10));
+  for (let t = Date.parse(`${since}T00:00:00Z`); t <= Date.parse(`${until}T00:00:00Z`); t += 86_400_000)
+    out.push(new Date(t).toISOString().slice(0, 10));
   return out;
 }
 
@@ -96,7 +122,12 @@ export function days(since: string, until: string): string[] {
  * Deterministic hourly rows: every local hour of every day, for each ad set, some micros that are
  * not whole cents (so rounding matters). The spring-forward hour (2026-03-08 02:00 in Los Angeles) is absent.
  */
-export function hourlyRows(since: string, until: string, adSets: { campaignId: string; campaignName: string; adSetId: string; adSetName: string }[], seed = 1): PlatformSpendRow[] {
+export function hourlyRows(
+  since: string,
+  until: string,
+  adSets: { campaignId: string; campaignName: string; adSetId: string; adSetName: string }[],
+  seed = 1,
+): PlatformSpendRow[] {
   const rows: PlatformSpendRow[] = [];
   for (const date of days(since, until)) {
     for (let hour = 0; hour < 24; hour++) {
@@ -112,13 +143,23 @@ export function hourlyRows(since: string, until: string, adSets: { campaignId: s
 
 export const CRASH_TOKEN = 'EAAGcrashTESTtoken42';
 export const CRASH_NOW = '2026-11-20T18:00:00Z';
-export const CRASH_AD_SETS = ['a', 'b', 'c'].map((w) => ({ campaignId: `c_${w}`, campaignName: `Campaign ${w}`, adSetId: `s_${w}`, adSetName: `Set [ws:ws_crash_${w}]` }));
+export const CRASH_AD_SETS = ['a', 'b', 'c'].map((w) => ({
+  campaignId: `c_${w}`,
+  campaignName: `Campaign ${w}`,
+  adSetId: `s_${w}`,
+  adSetName: `Set [ws:ws_crash_${w}]`,
+}));
 
 /** The platform the crash test and its child process both see: one UTC account, 120 days of hourly rows. */
 export function crashPlatform(): FakePlatform {
   const platform = new FakePlatform();
   platform.tokens.add(CRASH_TOKEN);
-  platform.add({ externalId: 'act_4242', timeZone: 'UTC', rows: hourlyRows('2026-07-20', '2026-11-19', CRASH_AD_SETS).concat(
-    hourlyRows('2026-11-20', '2026-11-20', CRASH_AD_SETS).filter((r) => r.hour! < 18)) });
+  platform.add({
+    externalId: 'act_4242',
+    timeZone: 'UTC',
+    rows: hourlyRows('2026-07-20', '2026-11-19', CRASH_AD_SETS).concat(
+      hourlyRows('2026-11-20', '2026-11-20', CRASH_AD_SETS).filter((r) => r.hour! < 18),
+    ),
+  });
   return platform;
 }

@@ -4,7 +4,14 @@
 // expired tokens and another currency end as the engine promises.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { connectAdAccounts, listAdAccounts, listPlatformAccounts, setDefaultWorkspace, syncNow, type AdSyncDeps } from '../../src/domain/ad-sync/ad-account.service.ts';
+import {
+  connectAdAccounts,
+  listAdAccounts,
+  listPlatformAccounts,
+  setDefaultWorkspace,
+  syncNow,
+  type AdSyncDeps,
+} from '../../src/domain/ad-sync/ad-account.service.ts';
 import { createMetaClient } from '../../src/integrations/meta/client.ts';
 import { startMetaSandbox, type MetaSandbox } from '../../src/integrations/meta/sandbox.ts';
 import { startApp, type TestApp } from '../support/app.ts';
@@ -16,7 +23,15 @@ let sandbox: MetaSandbox;
 let deps: AdSyncDeps;
 
 before(async () => {
-  sandbox = await startMetaSandbox({ now: () => t.clock.now(), seed: { accounts: [{ id: 'act_7001', timezone_name: 'America/Los_Angeles' }, { id: 'act_7002', currency: 'EUR' }] } });
+  sandbox = await startMetaSandbox({
+    now: () => t.clock.now(),
+    seed: {
+      accounts: [
+        { id: 'act_7001', timezone_name: 'America/Los_Angeles' },
+        { id: 'act_7002', currency: 'EUR' },
+      ],
+    },
+  });
   const meta = createMetaClient({ graphUrl: sandbox.url, sleep: async () => {} });
   t = await startApp({ now: NOW, adPlatformClients: { meta } });
   deps = t.app.adSync;
@@ -55,16 +70,41 @@ function expectedByDay(since: string, until: string): Map<string, number> {
 }
 
 async function storedByDay(accountId: string): Promise<Map<string, number>> {
-  const rows = await t.db.kysely.selectFrom('spend').select(['date', 'spend_cents']).where('ad_account_id', '=', accountId).where('workspace_id', '=', 'ws_meta').execute();
+  const rows = await t.db.kysely
+    .selectFrom('spend')
+    .select(['date', 'spend_cents'])
+    .where('ad_account_id', '=', accountId)
+    .where('workspace_id', '=', 'ws_meta')
+    .execute();
   return new Map(rows.map((r) => [r.date, Number(r.spend_cents)]));
 }
 
-test('connect, backfill and an incremental run with a restatement, against the Meta sandbox: the sandbox\'s figures by UTC day', async () => {
+test("connect, backfill and an incremental run with a restatement, against the Meta sandbox: the sandbox's figures by UTC day", async () => {
   const token = sandbox.issueToken({ systemUser: true });
   const listed = await listPlatformAccounts(deps, 'meta', token);
-  assert.deepEqual(listed.map((a) => [a.externalId, a.currency]).sort(), [['act_7001', 'USD'], ['act_7002', 'EUR']]);
-  await assert.rejects(connectAdAccounts(deps, 'h_meta', { platform: 'meta', kind: 'system_user', accessToken: token, tokenExpiresAt: null, externalIds: ['act_7002'], label: 'x' }), /reports spend in EUR, but this hub reports in USD/);
-  const [view] = await connectAdAccounts(deps, 'h_meta', { platform: 'meta', kind: 'system_user', accessToken: token, tokenExpiresAt: null, externalIds: ['act_7001'], label: 'Agency' });
+  assert.deepEqual(listed.map((a) => [a.externalId, a.currency]).sort(), [
+    ['act_7001', 'USD'],
+    ['act_7002', 'EUR'],
+  ]);
+  await assert.rejects(
+    connectAdAccounts(deps, 'h_meta', {
+      platform: 'meta',
+      kind: 'system_user',
+      accessToken: token,
+      tokenExpiresAt: null,
+      externalIds: ['act_7002'],
+      label: 'x',
+    }),
+    /reports spend in EUR, but this hub reports in USD/,
+  );
+  const [view] = await connectAdAccounts(deps, 'h_meta', {
+    platform: 'meta',
+    kind: 'system_user',
+    accessToken: token,
+    tokenExpiresAt: null,
+    externalIds: ['act_7001'],
+    label: 'Agency',
+  });
   assert.equal(view!.timeZone, 'America/Los_Angeles');
   await setDefaultWorkspace(deps, 'h_meta', view!.id, 'ws_meta');
 
@@ -88,7 +128,14 @@ test('against the sandbox: a long throttle reschedules, an expired token needs a
   assert.equal((await listAdAccounts(deps, 'h_meta'))[0]!.status, 'rescheduled');
   sandbox.scenario.reset();
   const token = sandbox.issueToken({ accounts: ['act_7001'] });
-  await connectAdAccounts(deps, 'h_meta', { platform: 'meta', kind: 'oauth', accessToken: token, tokenExpiresAt: null, externalIds: ['act_7001'], label: 'Ada' });
+  await connectAdAccounts(deps, 'h_meta', {
+    platform: 'meta',
+    kind: 'oauth',
+    accessToken: token,
+    tokenExpiresAt: null,
+    externalIds: ['act_7001'],
+    label: 'Ada',
+  });
   sandbox.scenario.expireToken(token);
   const expired = await syncNow(deps, 'h_meta', view!.id);
   assert.equal(expired.status, 'failed', JSON.stringify(expired));

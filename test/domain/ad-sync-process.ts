@@ -27,5 +27,8 @@ const loop = createSpendSyncLoop({
 loop.start();
 process.stdout.write('syncing\n');
 process.once('SIGTERM', () => {
-  void loop.stop().then(() => db.close()).then(() => process.exit(0));
+  void loop
+    .stop()
+    .then(() => db.close())
+    .then(() => process.exit(0));
 });

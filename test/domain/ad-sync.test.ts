@@ -7,7 +7,16 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import {
-  connectAdAccounts, disconnectAdAccount, listAdAccounts, listUnattributed, mapToWorkspace, requestSync, setDefaultWorkspace, setReportingCurrency, syncNow, type AdSyncDeps,
+  connectAdAccounts,
+  disconnectAdAccount,
+  listAdAccounts,
+  listUnattributed,
+  mapToWorkspace,
+  requestSync,
+  setDefaultWorkspace,
+  setReportingCurrency,
+  syncNow,
+  type AdSyncDeps,
 } from '../../src/domain/ad-sync/ad-account.service.ts';
 import { createSpendSyncLoop } from '../../src/domain/ad-sync/sync-loop.ts';
 import { DomainError } from '../../src/platform/errors.ts';
@@ -43,7 +52,12 @@ function utcDayLA(date: string, hour: number): string {
 
 const TOKEN_RE = /\[ws:([A-Za-z0-9_-]+)\]/;
 /** Expected spend per 'UTC day|workspace' ('' unattributed): micros per (day, ad set) rounded once, then summed. */
-function expected(rows: PlatformSpendRow[], utcDay: (r: PlatformSpendRow) => string, keep: (day: string) => boolean, workspaceOf: (r: PlatformSpendRow) => string): Map<string, number> {
+function expected(
+  rows: PlatformSpendRow[],
+  utcDay: (r: PlatformSpendRow) => string,
+  keep: (day: string) => boolean,
+  workspaceOf: (r: PlatformSpendRow) => string,
+): Map<string, number> {
   const perAdSet = new Map<string, { micros: bigint; ws: string }>();
   for (const r of rows) {
     const day = utcDay(r);
@@ -64,11 +78,23 @@ function expected(rows: PlatformSpendRow[], utcDay: (r: PlatformSpendRow) => str
 const tokenWorkspace = (r: PlatformSpendRow) => r.adSetName.match(TOKEN_RE)?.[1] ?? r.campaignName.match(TOKEN_RE)?.[1] ?? '';
 
 async function stored(accountId: string): Promise<Map<string, number>> {
-  const rows = await t.db.kysely.selectFrom('spend').select(['date', 'workspace_id', 'spend_cents']).where('ad_account_id', '=', accountId).execute();
+  const rows = await t.db.kysely
+    .selectFrom('spend')
+    .select(['date', 'workspace_id', 'spend_cents'])
+    .where('ad_account_id', '=', accountId)
+    .execute();
   return new Map(rows.map((r) => [`${r.date}|${r.workspace_id ?? ''}`, Number(r.spend_cents)]));
 }
-const reportVersion = async (hubId: string) => (await t.db.kysely.selectFrom('hubs').select('report_version').where('id', '=', hubId).executeTakeFirstOrThrow()).report_version;
-const platformRows = async (accountId: string) => (await sql<{ r: string }>`SELECT string_agg(t::text, ';' ORDER BY date, campaign_id, ad_set_id) AS r FROM ad_spend_rows t WHERE ad_account_id = ${accountId}`.execute(t.db.kysely)).rows[0]!.r;
+const reportVersion = async (hubId: string) =>
+  (await t.db.kysely.selectFrom('hubs').select('report_version').where('id', '=', hubId).executeTakeFirstOrThrow()).report_version;
+const platformRows = async (accountId: string) =>
+  (
+    await sql<{
+      r: string;
+    }>`SELECT string_agg(t::text, ';' ORDER BY date, campaign_id, ad_set_id) AS r FROM ad_spend_rows t WHERE ad_account_id = ${accountId}`.execute(
+      t.db.kysely,
+    )
+  ).rows[0]!.r;
 
 async function newHub(id: string, workspaces: string[] = ['a', 'b', 'c']): Promise<string[]> {
   await hub(t.db, id, 'acc_1');
@@ -77,7 +103,14 @@ async function newHub(id: string, workspaces: string[] = ['a', 'b', 'c']): Promi
 }
 
 async function connect(hubId: string, externalId: string, token = TOKEN): Promise<string> {
-  const [view] = await connectAdAccounts(deps, hubId, { platform: 'meta', kind: 'system_user', accessToken: token, tokenExpiresAt: null, externalIds: [externalId], label: 'Agency token' });
+  const [view] = await connectAdAccounts(deps, hubId, {
+    platform: 'meta',
+    kind: 'system_user',
+    accessToken: token,
+    tokenExpiresAt: null,
+    externalIds: [externalId],
+    label: 'Agency token',
+  });
   return view!.id;
 }
 
@@ -86,7 +119,8 @@ const adSets = (hubId: string) => [
   { campaignId: 'c2', campaignName: `Brand [ws:${hubId}_b]`, adSetId: 's2', adSetName: 'Generic' },
 ];
 // Hours that have happened by NOW (10:00 in Los Angeles on 20 November).
-const happened = (rows: PlatformSpendRow[], today = '2026-11-20', hourNow = 10) => rows.filter((r) => r.date < today || (r.date === today && (r.hour ?? 0) < hourNow));
+const happened = (rows: PlatformSpendRow[], today = '2026-11-20', hourNow = 10) =>
+  rows.filter((r) => r.date < today || (r.date === today && (r.hour ?? 0) < hourNow));
 
 test('a backfill, then an incremental run with a lookback: figures by UTC day and workspace, exact', async () => {
   await newHub('h_bf');
@@ -98,12 +132,20 @@ test('a backfill, then an incremental run with a lookback: figures by UTC day an
   assert.equal(outcome.status, 'done');
   assert.equal((outcome as { completeThrough: string }).completeThrough, '2026-11-19', 'complete through yesterday (local), never today');
   // 90 days back from local today, in chunks of at most 30 UTC days, oldest first, each read with a local day either side.
-  assert.deepEqual(fake.reads.map((r) => r.range), [
-    { since: '2026-08-21', until: '2026-09-21' }, { since: '2026-09-20', until: '2026-10-21' },
-    { since: '2026-10-20', until: '2026-11-20' }, { since: '2026-11-19', until: '2026-11-20' },
-  ]);
+  assert.deepEqual(
+    fake.reads.map((r) => r.range),
+    [
+      { since: '2026-08-21', until: '2026-09-21' },
+      { since: '2026-09-20', until: '2026-10-21' },
+      { since: '2026-10-20', until: '2026-11-20' },
+      { since: '2026-11-19', until: '2026-11-20' },
+    ],
+  );
   const inWindow = (day: string) => day >= '2026-08-22' && day <= '2026-11-20';
-  assert.deepEqual(await stored(id), expected(rows, (r) => utcDayLA(r.date, r.hour!), inWindow, tokenWorkspace));
+  assert.deepEqual(
+    await stored(id),
+    expected(rows, (r) => utcDayLA(r.date, r.hour!), inWindow, tokenWorkspace),
+  );
   const [view] = await listAdAccounts(deps, 'h_bf');
   assert.equal(view!.status, 'connected');
   assert.equal(view!.completeThrough, '2026-11-19');
@@ -115,8 +157,15 @@ test('a backfill, then an incremental run with a lookback: figures by UTC day an
   rows.push(...more);
   fake.reads.length = 0;
   assert.equal((await syncNow(deps, 'h_bf', id)).status, 'done');
-  assert.deepEqual(fake.reads.map((r) => r.range), [{ since: '2026-10-21', until: '2026-11-20' }], 'UTC days 22 October to 20 November: one chunk');
-  assert.deepEqual(await stored(id), expected(rows, (r) => utcDayLA(r.date, r.hour!), inWindow, tokenWorkspace));
+  assert.deepEqual(
+    fake.reads.map((r) => r.range),
+    [{ since: '2026-10-21', until: '2026-11-20' }],
+    'UTC days 22 October to 20 November: one chunk',
+  );
+  assert.deepEqual(
+    await stored(id),
+    expected(rows, (r) => utcDayLA(r.date, r.hour!), inWindow, tokenWorkspace),
+  );
   t.clock.set(NOW);
 });
 
@@ -127,7 +176,12 @@ test('a restatement inside the lookback overwrites; a re-run of the same answer 
   for (const r of rows) if (r.date === '2026-11-05' || r.date === '2026-09-01') r.spendMicros *= 2n;
   assert.equal((await syncNow(deps, 'h_bf', id)).status, 'done');
   const after = await stored(id);
-  const restated = expected(rows, (r) => utcDayLA(r.date, r.hour!), (d) => d >= '2026-08-22' && d <= '2026-11-20', tokenWorkspace);
+  const restated = expected(
+    rows,
+    (r) => utcDayLA(r.date, r.hour!),
+    (d) => d >= '2026-08-22' && d <= '2026-11-20',
+    tokenWorkspace,
+  );
   for (const key of ['2026-11-05|h_bf_a', '2026-11-06|h_bf_b']) {
     assert.equal(after.get(key), restated.get(key), `${key} restated`);
     assert.notEqual(after.get(key), before.get(key));
@@ -146,31 +200,82 @@ test('a restatement inside the lookback overwrites; a re-run of the same answer 
 
 test('Los Angeles DST: the 23-hour day (8 March) and the 25-hour day (1 November) land on the right UTC days', async () => {
   const [wsA] = await newHub('h_dst', ['a']);
-  const at = (date: string, hour: number, dollars: number): PlatformSpendRow => ({ date, hour, campaignId: 'c', campaignName: 'C', adSetId: 's', adSetName: 'S', spendMicros: BigInt(dollars) * 1_000_000n });
-  fake.add({ externalId: 'act_310', rows: [at('2026-03-07', 15, 1), at('2026-03-07', 16, 2), at('2026-03-08', 1, 4), at('2026-03-08', 3, 8), at('2026-03-08', 16, 16), at('2026-03-08', 17, 32), at('2026-03-09', 0, 64)] });
+  const at = (date: string, hour: number, dollars: number): PlatformSpendRow => ({
+    date,
+    hour,
+    campaignId: 'c',
+    campaignName: 'C',
+    adSetId: 's',
+    adSetName: 'S',
+    spendMicros: BigInt(dollars) * 1_000_000n,
+  });
+  fake.add({
+    externalId: 'act_310',
+    rows: [
+      at('2026-03-07', 15, 1),
+      at('2026-03-07', 16, 2),
+      at('2026-03-08', 1, 4),
+      at('2026-03-08', 3, 8),
+      at('2026-03-08', 16, 16),
+      at('2026-03-08', 17, 32),
+      at('2026-03-09', 0, 64),
+    ],
+  });
   // A day the platform gave without hours (hour null) counts on the UTC day equal to its local day.
-  fake.add({ externalId: 'act_311', rows: [at('2026-10-31', 16, 1), at('2026-10-31', 17, 2), at('2026-11-01', 0, 4), at('2026-11-01', 1, 8), at('2026-11-01', 2, 16), at('2026-11-01', 15, 32), at('2026-11-01', 16, 64), { ...at('2026-11-05', 0, 128), hour: null }] });
+  fake.add({
+    externalId: 'act_311',
+    rows: [
+      at('2026-10-31', 16, 1),
+      at('2026-10-31', 17, 2),
+      at('2026-11-01', 0, 4),
+      at('2026-11-01', 1, 8),
+      at('2026-11-01', 2, 16),
+      at('2026-11-01', 15, 32),
+      at('2026-11-01', 16, 64),
+      { ...at('2026-11-05', 0, 128), hour: null },
+    ],
+  });
   t.clock.set('2026-03-20T18:00:00Z');
   const spring = await connect('h_dst', 'act_310');
   await setDefaultWorkspace(deps, 'h_dst', spring, wsA!);
   assert.equal((await syncNow(deps, 'h_dst', spring)).status, 'done');
-  assert.deepEqual(await stored(spring), new Map([
-    ['2026-03-07|h_dst_a', 100], ['2026-03-08|h_dst_a', (2 + 4 + 8 + 16) * 100], ['2026-03-09|h_dst_a', (32 + 64) * 100],
-  ]));
+  assert.deepEqual(
+    await stored(spring),
+    new Map([
+      ['2026-03-07|h_dst_a', 100],
+      ['2026-03-08|h_dst_a', (2 + 4 + 8 + 16) * 100],
+      ['2026-03-09|h_dst_a', (32 + 64) * 100],
+    ]),
+  );
   t.clock.set(NOW);
   const fall = await connect('h_dst', 'act_311');
   await setDefaultWorkspace(deps, 'h_dst', fall, wsA!);
   assert.equal((await syncNow(deps, 'h_dst', fall)).status, 'done');
-  assert.deepEqual(await stored(fall), new Map([
-    ['2026-10-31|h_dst_a', 100], ['2026-11-01|h_dst_a', (2 + 4 + 8 + 16 + 32) * 100], ['2026-11-02|h_dst_a', 64 * 100], ['2026-11-05|h_dst_a', 128 * 100],
-  ]));
+  assert.deepEqual(
+    await stored(fall),
+    new Map([
+      ['2026-10-31|h_dst_a', 100],
+      ['2026-11-01|h_dst_a', (2 + 4 + 8 + 16 + 32) * 100],
+      ['2026-11-02|h_dst_a', 64 * 100],
+      ['2026-11-05|h_dst_a', 128 * 100],
+    ]),
+  );
 });
 
 test('rounding: micros summed per UTC day and ad set, rounded to cents once, half away from zero', async () => {
   const [ws] = await newHub('h_round', ['a']);
-  const row = (adSetId: string, hour: number, micros: bigint): PlatformSpendRow => ({ date: '2026-11-10', hour, campaignId: 'c', campaignName: 'C', adSetId, adSetName: adSetId, spendMicros: micros });
+  const row = (adSetId: string, hour: number, micros: bigint): PlatformSpendRow => ({
+    date: '2026-11-10',
+    hour,
+    campaignId: 'c',
+    campaignName: 'C',
+    adSetId,
+    adSetName: adSetId,
+    spendMicros: micros,
+  });
   fake.add({
-    externalId: 'act_200', timeZone: 'UTC',
+    externalId: 'act_200',
+    timeZone: 'UTC',
     rows: [
       ...Array.from({ length: 24 }, (_, h) => row('hours', h, 4_000n)), // 96,000 micros: 10 cents (0 if each hour were rounded)
       row('half', 3, 5_000n), // 1 cent
@@ -182,22 +287,55 @@ test('rounding: micros summed per UTC day and ad set, rounded to cents once, hal
   await setDefaultWorkspace(deps, 'h_round', id, ws!);
   await syncNow(deps, 'h_round', id);
   assert.deepEqual(await stored(id), new Map([['2026-11-10|h_round_a', 12]]));
-  const cents = await t.db.kysely.selectFrom('ad_spend_rows').select(['ad_set_id', 'spend_micros', 'spend_cents']).where('ad_account_id', '=', id).orderBy('ad_set_id').execute();
-  assert.deepEqual(cents.map((c) => [c.ad_set_id, c.spend_micros, c.spend_cents]), [['half', '5000', '1'], ['half2', '5000', '1'], ['hours', '96000', '10'], ['under', '4999', '0']]);
+  const cents = await t.db.kysely
+    .selectFrom('ad_spend_rows')
+    .select(['ad_set_id', 'spend_micros', 'spend_cents'])
+    .where('ad_account_id', '=', id)
+    .orderBy('ad_set_id')
+    .execute();
+  assert.deepEqual(
+    cents.map((c) => [c.ad_set_id, c.spend_micros, c.spend_cents]),
+    [
+      ['half', '5000', '1'],
+      ['half2', '5000', '1'],
+      ['hours', '96000', '10'],
+      ['under', '4999', '0'],
+    ],
+  );
 });
 
 test('connect: another currency is refused with a clear message; bad tokens and ids are refused; nothing is stored', async () => {
   await newHub('h_cur', ['a']);
   fake.add({ externalId: 'act_500', currency: 'EUR' });
   fake.add({ externalId: 'act_501' });
-  const count = async () => Number((await sql<{ n: string }>`SELECT (SELECT count(*) FROM ad_connections WHERE hub_id = 'h_cur') + (SELECT count(*) FROM ad_accounts WHERE hub_id = 'h_cur') AS n`.execute(t.db.kysely)).rows[0]!.n);
+  const count = async () =>
+    Number(
+      (
+        await sql<{
+          n: string;
+        }>`SELECT (SELECT count(*) FROM ad_connections WHERE hub_id = 'h_cur') + (SELECT count(*) FROM ad_accounts WHERE hub_id = 'h_cur') AS n`.execute(
+          t.db.kysely,
+        )
+      ).rows[0]!.n,
+    );
   const refused = async (input: Partial<Parameters<typeof connectAdAccounts>[2]>, message: RegExp) => {
-    await assert.rejects(connectAdAccounts(deps, 'h_cur', { platform: 'meta', kind: 'system_user', accessToken: TOKEN, tokenExpiresAt: null, externalIds: ['act_501'], label: 'x', ...input }), (error: unknown) => {
-      assert.ok(error instanceof DomainError && error.kind === 'invalid', String(error));
-      assert.match(error.message, message);
-      assert.ok(!error.message.includes(TOKEN));
-      return true;
-    });
+    await assert.rejects(
+      connectAdAccounts(deps, 'h_cur', {
+        platform: 'meta',
+        kind: 'system_user',
+        accessToken: TOKEN,
+        tokenExpiresAt: null,
+        externalIds: ['act_501'],
+        label: 'x',
+        ...input,
+      }),
+      (error: unknown) => {
+        assert.ok(error instanceof DomainError && error.kind === 'invalid', String(error));
+        assert.match(error.message, message);
+        assert.ok(!error.message.includes(TOKEN));
+        return true;
+      },
+    );
   };
   await refused({ externalIds: ['act_501', 'act_500'] }, /act_500 reports spend in EUR, but this hub reports in USD/);
   await refused({ accessToken: 'EAAGexpiredTOKEN' }, /did not accept the token \(Error validating access token: Session has expired\.\)/);
@@ -210,9 +348,19 @@ test('connect: another currency is refused with a clear message; bad tokens and 
 
   // The hub's reporting currency is the operator's choice; while an account reports in another, it stays.
   await setReportingCurrency(deps, 'h_cur', 'eur');
-  const [eur] = await connectAdAccounts(deps, 'h_cur', { platform: 'meta', kind: 'system_user', accessToken: TOKEN, tokenExpiresAt: null, externalIds: ['act_500'], label: 'x' });
+  const [eur] = await connectAdAccounts(deps, 'h_cur', {
+    platform: 'meta',
+    kind: 'system_user',
+    accessToken: TOKEN,
+    tokenExpiresAt: null,
+    externalIds: ['act_500'],
+    label: 'x',
+  });
   assert.equal(eur!.currency, 'EUR');
-  await assert.rejects(setReportingCurrency(deps, 'h_cur', 'USD'), /ad account act_500 reports in another currency than USD: disconnect it first/);
+  await assert.rejects(
+    setReportingCurrency(deps, 'h_cur', 'USD'),
+    /ad account act_500 reports in another currency than USD: disconnect it first/,
+  );
   await assert.rejects(setReportingCurrency(deps, 'h_cur', 'dollars'), /currency: must be an ISO 4217 code/);
   await disconnectAdAccount(deps, 'h_cur', eur!.id);
   await setReportingCurrency(deps, 'h_cur', 'USD');
@@ -222,20 +370,41 @@ test('tokens are sealed: a database read shows no token bytes; no log line carri
   await newHub('h_seal', ['a']);
   fake.add({ externalId: 'act_600', rows: happened(hourlyRows('2026-11-01', '2026-11-20', adSets('h_seal'))) });
   const lines: string[] = [];
-  const log = { info: (o: object, m: string) => lines.push(JSON.stringify([o, m])), warn: (o: object, m: string) => lines.push(JSON.stringify([o, m], (_k, v) => (v instanceof Error ? { message: v.message, stack: v.stack } : v))) };
+  const log = {
+    info: (o: object, m: string) => lines.push(JSON.stringify([o, m])),
+    warn: (o: object, m: string) =>
+      lines.push(JSON.stringify([o, m], (_k, v) => (v instanceof Error ? { message: v.message, stack: v.stack } : v))),
+  };
   const logged: AdSyncDeps = { ...deps, log };
-  const [view] = await connectAdAccounts(logged, 'h_seal', { platform: 'meta', kind: 'oauth', accessToken: TOKEN, tokenExpiresAt: new Date('2026-11-25T00:00:00Z'), externalIds: ['act_600'], label: 'Ada' });
+  const [view] = await connectAdAccounts(logged, 'h_seal', {
+    platform: 'meta',
+    kind: 'oauth',
+    accessToken: TOKEN,
+    tokenExpiresAt: new Date('2026-11-25T00:00:00Z'),
+    externalIds: ['act_600'],
+    label: 'Ada',
+  });
   await syncNow(logged, 'h_seal', view!.id);
   fake.script.push({ error: failure('platform_error', 'An unexpected error has occurred.', '2') });
   await syncNow(logged, 'h_seal', view!.id);
   assert.ok(lines.length >= 3, 'the engine logged its runs');
   for (const line of lines) assert.ok(!line.includes(TOKEN) && !line.includes(TOKEN.slice(4, 20)), line);
-  const dump = (await sql<{ t: string }>`SELECT string_agg(c::text, '') || string_agg(encode(c.token_sealed, 'escape'), '') AS t FROM ad_connections c`.execute(t.db.kysely)).rows[0]!.t;
+  const dump = (
+    await sql<{
+      t: string;
+    }>`SELECT string_agg(c::text, '') || string_agg(encode(c.token_sealed, 'escape'), '') AS t FROM ad_connections c`.execute(t.db.kysely)
+  ).rows[0]!.t;
   assert.ok(!dump.includes(TOKEN.slice(0, 12)), 'no token bytes in ad_connections');
-  const raw = await sql<{ found: boolean }>`SELECT bool_or(position(convert_to(${TOKEN}, 'UTF8') in token_sealed) > 0) AS found FROM ad_connections`.execute(t.db.kysely);
+  const raw = await sql<{
+    found: boolean;
+  }>`SELECT bool_or(position(convert_to(${TOKEN}, 'UTF8') in token_sealed) > 0) AS found FROM ad_connections`.execute(t.db.kysely);
   assert.equal(raw.rows[0]!.found, false);
   // Sealed with the connection id as additional data: moved to another row, it does not open.
-  const sealed = await t.db.kysely.selectFrom('ad_connections').select(['id', 'token_sealed']).where('hub_id', '=', 'h_seal').executeTakeFirstOrThrow();
+  const sealed = await t.db.kysely
+    .selectFrom('ad_connections')
+    .select(['id', 'token_sealed'])
+    .where('hub_id', '=', 'h_seal')
+    .executeTakeFirstOrThrow();
   assert.equal(deps.sealer.open(sealed.token_sealed, sealed.id), TOKEN);
   assert.throws(() => deps.sealer.open(sealed.token_sealed, 'adc_other'), /does not open/);
   const [listed] = await listAdAccounts(deps, 'h_seal');
@@ -252,15 +421,30 @@ test('failures: needs reconnect and missing permission fail at once; a transient
   const view = async () => (await listAdAccounts(deps, 'h_fail'))[0]!;
   const freshness = async () => (await t.hubGet('/spend-by-workspace', await readKey(t.db, 'h_fail'))).body.freshness;
 
-  fake.script.push({ error: failure('needs_reconnect', 'Error validating access token: The session has been invalidated because the user changed their password.', '190/460') });
-  assert.deepEqual(await syncNow(deps, 'h_fail', id), { status: 'failed', failureKind: 'needs_reconnect', message: 'Error validating access token: The session has been invalidated because the user changed their password.' });
+  fake.script.push({
+    error: failure(
+      'needs_reconnect',
+      'Error validating access token: The session has been invalidated because the user changed their password.',
+      '190/460',
+    ),
+  });
+  assert.deepEqual(await syncNow(deps, 'h_fail', id), {
+    status: 'failed',
+    failureKind: 'needs_reconnect',
+    message: 'Error validating access token: The session has been invalidated because the user changed their password.',
+  });
   assert.equal((await row()).sync_state, 'failed');
   assert.equal((await row()).next_sync_at, null, 'not retried by itself');
   assert.equal((await view()).status, 'needs_reconnect');
-  assert.match((await view()).statusText, /^Needs reconnect: Error validating access token: The session has been invalidated because the user changed their password\. Connect the account again\.$/);
+  assert.match(
+    (await view()).statusText,
+    /^Needs reconnect: Error validating access token: The session has been invalidated because the user changed their password\. Connect the account again\.$/,
+  );
   assert.equal(await freshness(), 'failed');
 
-  fake.script.push({ error: failure('missing_permission', '(#200) Ad account owner has NOT grant ads_management or ads_read permission', '200') });
+  fake.script.push({
+    error: failure('missing_permission', '(#200) Ad account owner has NOT grant ads_management or ads_read permission', '200'),
+  });
   assert.equal((await syncNow(deps, 'h_fail', id)).status, 'failed');
   assert.equal((await view()).status, 'missing_permission');
 
@@ -358,16 +542,32 @@ test('attribution: mapping (ad set, campaign) → [ws:] token (ad set, campaign)
   const id = await connect('h_attr', 'act_900');
   await syncNow(deps, 'h_attr', id);
   const byWorkspace = async () => {
-    const result = await sql<{ ws: string; cents: string }>`SELECT coalesce(workspace_id, '') AS ws, sum(spend_cents) AS cents FROM spend WHERE ad_account_id = ${id} GROUP BY 1`.execute(t.db.kysely);
+    const result = await sql<{
+      ws: string;
+      cents: string;
+    }>`SELECT coalesce(workspace_id, '') AS ws, sum(spend_cents) AS cents FROM spend WHERE ad_account_id = ${id} GROUP BY 1`.execute(
+      t.db.kysely,
+    );
     return Object.fromEntries(result.rows.map((r) => [r.ws, Number(r.cents)]));
   };
   const total = (ids: string[]) => {
-    const exp = expected(rows, (r) => utcDayLA(r.date, r.hour!), () => true, (r) => (ids.includes(r.adSetId) ? 'x' : ''));
+    const exp = expected(
+      rows,
+      (r) => utcDayLA(r.date, r.hour!),
+      () => true,
+      (r) => (ids.includes(r.adSetId) ? 'x' : ''),
+    );
     return [...exp].filter(([k]) => k.endsWith('|x')).reduce((s, [, v]) => s + v, 0);
   };
   assert.deepEqual(await byWorkspace(), { [a!]: total(['s1']), [b!]: total(['s2']), '': total(['s3', 's4']) });
   const lines = await listUnattributed(deps, 'h_attr');
-  assert.deepEqual(lines.map((l) => [l.adSetId, l.reason, l.spendCents]), [['s4', 'no_match', total(['s4'])], ['s3', 'unknown_workspace_token', total(['s3'])]]);
+  assert.deepEqual(
+    lines.map((l) => [l.adSetId, l.reason, l.spendCents]),
+    [
+      ['s4', 'no_match', total(['s4'])],
+      ['s3', 'unknown_workspace_token', total(['s3'])],
+    ],
+  );
   assert.equal(lines[0]!.accountName, 'Account act_900');
   assert.equal(lines[0]!.campaignName, 'Untagged');
 
@@ -383,8 +583,14 @@ test('attribution: mapping (ad set, campaign) → [ws:] token (ad set, campaign)
   await setDefaultWorkspace(deps, 'h_attr', id, a!);
   assert.deepEqual(await byWorkspace(), { [a!]: total(['s3']), [b!]: total(['s1']), [c!]: total(['s2', 's4']) });
   assert.deepEqual(await listUnattributed(deps, 'h_attr'), []);
-  await assert.rejects(mapToWorkspace(deps, 'h_attr', { adAccountId: id, level: 'ad_set', externalId: 's1', workspaceId: 'h_bf_a' }), /workspace: no such workspace in this hub/);
-  await assert.rejects(mapToWorkspace(deps, 'h_attr', { adAccountId: id, level: 'adset' as 'ad_set', externalId: 's1', workspaceId: a! }), /level: must be campaign or ad_set/);
+  await assert.rejects(
+    mapToWorkspace(deps, 'h_attr', { adAccountId: id, level: 'ad_set', externalId: 's1', workspaceId: 'h_bf_a' }),
+    /workspace: no such workspace in this hub/,
+  );
+  await assert.rejects(
+    mapToWorkspace(deps, 'h_attr', { adAccountId: id, level: 'adset' as 'ad_set', externalId: 's1', workspaceId: a! }),
+    /level: must be campaign or ad_set/,
+  );
 });
 
 test('the Hub API: synced figures, freshness never_synced → syncing → fresh, an ETag that moves only with what the report shows', async () => {
@@ -408,7 +614,12 @@ test('the Hub API: synced figures, freshness never_synced → syncing → fresh,
   assert.equal(first.body.freshness, 'fresh');
   assert.equal(first.body.asOf, new Date(NOW).toISOString());
   const { startDate, endDate } = first.body.current as { startDate: string; endDate: string };
-  const exp = expected(rows, (r) => utcDayLA(r.date, r.hour!), (d) => d >= startDate && d <= endDate, tokenWorkspace);
+  const exp = expected(
+    rows,
+    (r) => utcDayLA(r.date, r.hour!),
+    (d) => d >= startDate && d <= endDate,
+    tokenWorkspace,
+  );
   const sumOf = (ws: string) => [...exp].filter(([k]) => k.endsWith(`|${ws}`)).reduce((s, [, v]) => s + v, 0);
   const shown = Object.fromEntries((first.body.workspaces as { id: string; spendCents: number }[]).map((w) => [w.id, w.spendCents]));
   assert.deepEqual(shown, { [a!]: sumOf(a!), [b!]: sumOf(b!) });
@@ -439,7 +650,11 @@ test('disconnect: the token is erased, syncing stops, past figures stay, and the
   const id = (await listAdAccounts(deps, 'h_api'))[0]!.id;
   const before = (await t.hubGet('/spend-by-workspace?period=last_30_days', key)).body;
   await disconnectAdAccount(deps, 'h_api', id);
-  assert.equal((await t.db.kysely.selectFrom('ad_connections').select('id').where('hub_id', '=', 'h_api').execute()).length, 0, 'the credential is gone');
+  assert.equal(
+    (await t.db.kysely.selectFrom('ad_connections').select('id').where('hub_id', '=', 'h_api').execute()).length,
+    0,
+    'the credential is gone',
+  );
   const after = (await t.hubGet('/spend-by-workspace?period=last_30_days', key)).body;
   assert.deepEqual(after.totals, before.totals, 'past figures stay');
   assert.equal(after.freshness, 'no_accounts');
@@ -448,7 +663,11 @@ test('disconnect: the token is erased, syncing stops, past figures stay, and the
   assert.match(view!.statusText, /^Disconnected on 20 Nov 2026: no longer synced; its past spend stays in the figures\.$/);
   await assert.rejects(syncNow(deps, 'h_api', id), (e: unknown) => e instanceof DomainError && e.kind === 'rejected');
   await requestSync(deps, 'h_api');
-  assert.equal((await t.db.kysely.selectFrom('ad_accounts').select('sync_requested_at').where('id', '=', id).executeTakeFirstOrThrow()).sync_requested_at, null);
+  assert.equal(
+    (await t.db.kysely.selectFrom('ad_accounts').select('sync_requested_at').where('id', '=', id).executeTakeFirstOrThrow())
+      .sync_requested_at,
+    null,
+  );
   // Connected again: the same row, its figures, a new connection.
   assert.equal(await connect('h_api', 'act_1000'), id);
   assert.equal((await listAdAccounts(deps, 'h_api'))[0]!.status, 'connected');
@@ -472,7 +691,14 @@ test('two apps on one database: their loops never sync one account at once, and 
     const ids: string[] = [];
     for (let i = 0; i < 4; i++) {
       shared.add({ externalId: `act_2${i}`, rows: happened(hourlyRows('2026-10-01', '2026-11-20', adSets('h_two'), i)) });
-      const [view] = await connectAdAccounts(apps[i % 2]!.app.adSync, 'h_two', { platform: 'meta', kind: 'system_user', accessToken: TOKEN, tokenExpiresAt: null, externalIds: [`act_2${i}`], label: 'x' });
+      const [view] = await connectAdAccounts(apps[i % 2]!.app.adSync, 'h_two', {
+        platform: 'meta',
+        kind: 'system_user',
+        accessToken: TOKEN,
+        tokenExpiresAt: null,
+        externalIds: [`act_2${i}`],
+        label: 'x',
+      });
       ids.push(view!.id);
     }
     const loops = apps.flatMap((a) => [0, 1].map(() => createSpendSyncLoop({ deps: a.app.adSync, intervalMs: 10, batchSize: 1 })));
@@ -484,7 +710,11 @@ test('two apps on one database: their loops never sync one account at once, and 
     const [now] = await Promise.all([syncNow(apps[1]!.app.adSync, 'h_two', ids[0]!), ...loops.map((l) => l.runOnce())]);
     assert.equal(now.status, 'done');
     assert.equal(shared.maxConcurrent, 1);
-    const synced = await db.kysely.selectFrom('ad_accounts').select(['last_synced_at', 'lease_until', 'sync_state']).where('hub_id', '=', 'h_two').execute();
+    const synced = await db.kysely
+      .selectFrom('ad_accounts')
+      .select(['last_synced_at', 'lease_until', 'sync_state'])
+      .where('hub_id', '=', 'h_two')
+      .execute();
     assert.ok(synced.every((r) => r.last_synced_at !== null && r.lease_until === null && r.sync_state === 'idle'));
   } finally {
     for (const a of apps) await a.close();
@@ -502,7 +732,14 @@ test('the app runs the loop: a connected account syncs by itself, and stopping t
     await hub(db, 'h_loop', 'acc_1');
     await workspace(db, 'h_loop', 'h_loop_a');
     platform.add({ externalId: 'act_31', rows: happened(hourlyRows('2026-11-01', '2026-11-20', adSets('h_loop'))) });
-    const [view] = await connectAdAccounts(quiet.app.adSync, 'h_loop', { platform: 'meta', kind: 'system_user', accessToken: TOKEN, tokenExpiresAt: null, externalIds: ['act_31'], label: 'x' });
+    const [view] = await connectAdAccounts(quiet.app.adSync, 'h_loop', {
+      platform: 'meta',
+      kind: 'system_user',
+      accessToken: TOKEN,
+      tokenExpiresAt: null,
+      externalIds: ['act_31'],
+      label: 'x',
+    });
     await new Promise((resolve) => setTimeout(resolve, 100));
     assert.equal((await listAdAccounts(quiet.app.adSync, 'h_loop'))[0]!.status, 'never_synced', 'an app without the loop syncs nothing');
     const running = await startApp({ db, now: NOW, secretsKey: TEST_SECRETS_KEY, adPlatformClients: { meta: platform }, spendSync: true });
@@ -515,7 +752,11 @@ test('the app runs the loop: a connected account syncs by itself, and stopping t
     } finally {
       await running.close();
     }
-    const row = await db.kysely.selectFrom('ad_accounts').select(['lease_until', 'sync_state', 'complete_through']).where('id', '=', view!.id).executeTakeFirstOrThrow();
+    const row = await db.kysely
+      .selectFrom('ad_accounts')
+      .select(['lease_until', 'sync_state', 'complete_through'])
+      .where('id', '=', view!.id)
+      .executeTakeFirstOrThrow();
     assert.deepEqual(row, { lease_until: null, sync_state: 'idle', complete_through: '2026-11-19' });
   } finally {
     await quiet.close();
@@ -535,10 +776,22 @@ test('stopping an instance mid-sync releases the account (not a failure); the ne
     await hub(db, 'h_stop', 'acc_1');
     await workspace(db, 'h_stop', 'h_stop_a');
     platform.add({ externalId: 'act_32', rows: happened(hourlyRows('2026-08-01', '2026-11-20', adSets('h_stop'))) });
-    const [view] = await connectAdAccounts(app.app.adSync, 'h_stop', { platform: 'meta', kind: 'system_user', accessToken: TOKEN, tokenExpiresAt: null, externalIds: ['act_32'], label: 'x' });
+    const [view] = await connectAdAccounts(app.app.adSync, 'h_stop', {
+      platform: 'meta',
+      kind: 'system_user',
+      accessToken: TOKEN,
+      tokenExpiresAt: null,
+      externalIds: ['act_32'],
+      label: 'x',
+    });
     const loop = createSpendSyncLoop({ deps: app.app.adSync, intervalMs: 10, batchSize: 1 });
     loop.start();
-    const row = () => db.kysely.selectFrom('ad_accounts').select(['lease_until', 'sync_state', 'failure_kind', 'complete_through', 'last_synced_at']).where('id', '=', view!.id).executeTakeFirstOrThrow();
+    const row = () =>
+      db.kysely
+        .selectFrom('ad_accounts')
+        .select(['lease_until', 'sync_state', 'failure_kind', 'complete_through', 'last_synced_at'])
+        .where('id', '=', view!.id)
+        .executeTakeFirstOrThrow();
     const deadline = Date.now() + 20_000;
     while ((await row()).complete_through === null) {
       assert.ok(Date.now() < deadline, 'a first chunk committed');
@@ -547,7 +800,11 @@ test('stopping an instance mid-sync releases the account (not a failure); the ne
     await loop.stop();
     const stopped = await row();
     assert.deepEqual([stopped.lease_until, stopped.sync_state, stopped.failure_kind, stopped.last_synced_at], [null, 'idle', null, null]);
-    const { next_sync_at } = await db.kysely.selectFrom('ad_accounts').select('next_sync_at').where('id', '=', view!.id).executeTakeFirstOrThrow();
+    const { next_sync_at } = await db.kysely
+      .selectFrom('ad_accounts')
+      .select('next_sync_at')
+      .where('id', '=', view!.id)
+      .executeTakeFirstOrThrow();
     assert.ok(next_sync_at! <= app.clock.now(), 'released due at once: the next instance takes it up without waiting for the schedule');
     assert.ok(stopped.complete_through! < '2026-11-19', 'stopped mid-run, its committed chunks kept');
     assert.equal((await syncNow(app.app.adSync, 'h_stop', view!.id)).status, 'done');
@@ -571,7 +828,9 @@ test('a long read keeps its claim: the lease moves forward batch by batch, so no
     const row = await t.db.kysely.selectFrom('ad_accounts').select('lease_until').where('id', '=', id).executeTakeFirstOrThrow();
     leases.push(row.lease_until!.getTime() - t.clock.now().getTime());
     // Another instance asking for the account right now gets nothing (a rival sync would be 'skipped' or run twice).
-    const { rows } = await sql<{ id: string }>`SELECT id FROM ad_accounts WHERE id = ${id} AND (lease_until IS NULL OR lease_until <= ${t.clock.now()})`.execute(t.db.kysely);
+    const { rows } = await sql<{
+      id: string;
+    }>`SELECT id FROM ad_accounts WHERE id = ${id} AND (lease_until IS NULL OR lease_until <= ${t.clock.now()})`.execute(t.db.kysely);
     rivals.push(...rows.map((r) => r.id));
   };
   try {
@@ -581,7 +840,10 @@ test('a long read keeps its claim: the lease moves forward batch by batch, so no
     t.clock.set(NOW);
   }
   assert.ok(leases.length >= 5, `read in many batches (${leases.length})`);
-  assert.ok(leases.every((ms) => ms > 0), `the lease never ran out mid-read: ${leases.map((ms) => Math.round(ms / 60_000)).join(', ')} minutes left`);
+  assert.ok(
+    leases.every((ms) => ms > 0),
+    `the lease never ran out mid-read: ${leases.map((ms) => Math.round(ms / 60_000)).join(', ')} minutes left`,
+  );
   assert.deepEqual(rivals, [], 'no moment at which another instance could claim the account');
 });
 
@@ -595,7 +857,9 @@ test('reconnecting while a sync still reads with the old token: the old run writ
     if (externalId !== 'act_141' || reconnected) return;
     reconnected = true;
     await connect('h_recon', 'act_141');
-    throughAtReconnect = (await t.db.kysely.selectFrom('ad_accounts').select('complete_through').where('id', '=', id).executeTakeFirstOrThrow()).complete_through;
+    throughAtReconnect = (
+      await t.db.kysely.selectFrom('ad_accounts').select('complete_through').where('id', '=', id).executeTakeFirstOrThrow()
+    ).complete_through;
   };
   try {
     const outcome = await syncNow(deps, 'h_recon', id);
@@ -603,9 +867,17 @@ test('reconnecting while a sync still reads with the old token: the old run writ
   } finally {
     fake.beforeBatch = async () => {};
   }
-  const row = await t.db.kysely.selectFrom('ad_accounts').select(['lease_owner', 'sync_state', 'complete_through', 'next_sync_at']).where('id', '=', id).executeTakeFirstOrThrow();
+  const row = await t.db.kysely
+    .selectFrom('ad_accounts')
+    .select(['lease_owner', 'sync_state', 'complete_through', 'next_sync_at'])
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow();
   assert.ok(reconnected);
-  assert.deepEqual([row.lease_owner, row.sync_state, row.complete_through], [null, 'idle', throughAtReconnect], 'nothing written by the old run after the reconnect; its state stands');
+  assert.deepEqual(
+    [row.lease_owner, row.sync_state, row.complete_through],
+    [null, 'idle', throughAtReconnect],
+    'nothing written by the old run after the reconnect; its state stands',
+  );
   assert.ok(row.next_sync_at! <= t.clock.now(), 'due at once, as the reconnect left it');
   assert.equal((await syncNow(deps, 'h_recon', id)).status, 'done');
 });

@@ -21,10 +21,17 @@ describe('Hub API keys', () => {
     assert.match(key, /^hubops_[0-9A-Za-z]{49}$/);
     assert.ok(isWellFormedKey(key));
     assert.equal(visibleStart(key), key.slice(0, KEY_PREFIX.length + 4));
-    fc.assert(fc.property(fc.integer({ min: KEY_PREFIX.length, max: key.length - 1 }), fc.constantFrom(...'0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'), (i, c) => {
-      fc.pre(key[i] !== c);
-      assert.equal(isWellFormedKey(key.slice(0, i) + c + key.slice(i + 1)), false);
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(
+        fc.integer({ min: KEY_PREFIX.length, max: key.length - 1 }),
+        fc.constantFrom(...'0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'),
+        (i, c) => {
+          fc.pre(key[i] !== c);
+          assert.equal(isWellFormedKey(key.slice(0, i) + c + key.slice(i + 1)), false);
+        },
+      ),
+      { numRuns: 500 },
+    );
     assert.equal(isWellFormedKey(`${key}x`), false);
     assert.equal(isWellFormedKey(key.slice(0, -1)), false);
   });
@@ -57,17 +64,33 @@ describe('key usage: requests and conditional hits (answered 304)', () => {
   });
   after(async () => db?.drop());
 
-  const totals = async (keyId: string) => (await db.pool.query<{ request_count: string; not_modified_count: string }>(
-    'SELECT request_count, not_modified_count FROM api_key_usage WHERE key_id = $1', [keyId])).rows[0];
-  const days = async (keyId: string) => (await db.pool.query<{ day: string; request_count: string; not_modified_count: string }>(
-    'SELECT day, request_count, not_modified_count FROM api_key_daily_usage WHERE key_id = $1 ORDER BY day', [keyId])).rows;
+  const totals = async (keyId: string) =>
+    (
+      await db.pool.query<{ request_count: string; not_modified_count: string }>(
+        'SELECT request_count, not_modified_count FROM api_key_usage WHERE key_id = $1',
+        [keyId],
+      )
+    ).rows[0];
+  const days = async (keyId: string) =>
+    (
+      await db.pool.query<{ day: string; request_count: string; not_modified_count: string }>(
+        'SELECT day, request_count, not_modified_count FROM api_key_daily_usage WHERE key_id = $1 ORDER BY day',
+        [keyId],
+      )
+    ).rows;
 
   test('the recorder keeps both counts per key and UTC day, and one statement writes them for every key', async () => {
     const poller = await createKey(db, { hubId: 'hub_u', name: 'poller' });
     const plain = await createKey(db, { hubId: 'hub_u', name: 'plain' });
     // The same pool, through a Kysely that logs what it sends: the flush's statements.
     const statements: string[] = [];
-    const logged: Db = { ...db, kysely: new Kysely<Database>({ dialect: new PostgresDialect({ pool: db.pool }), log: (event) => void statements.push(event.query.sql) }) };
+    const logged: Db = {
+      ...db,
+      kysely: new Kysely<Database>({
+        dialect: new PostgresDialect({ pool: db.pool }),
+        log: (event) => void statements.push(event.query.sql),
+      }),
+    };
     const usage = new UsageRecorder(logged);
     const lateOn21st = new Date('2026-11-21T23:59:59.000Z');
     const earlyOn22nd = new Date('2026-11-22T00:00:01.000Z');
@@ -101,10 +124,19 @@ describe('key usage: requests and conditional hits (answered 304)', () => {
 
     // What the API tab and the CLI read.
     const listed = await listKeys(db, 'hub_u');
-    assert.deepEqual(listed.map((k) => [k.name, k.requestCount, k.notModifiedCount]), [['poller', 9, 5], ['plain', 2, 0]]);
+    assert.deepEqual(
+      listed.map((k) => [k.name, k.requestCount, k.notModifiedCount]),
+      [
+        ['poller', 9, 5],
+        ['plain', 2, 0],
+      ],
+    );
     const daily = await keyDailyUsage(db, 'hub_u', earlyOn22nd);
     assert.deepEqual(daily.counts.get(poller.id)?.slice(-2), [3, 6]);
     assert.deepEqual(daily.notModified.get(poller.id)?.slice(-2), [1, 4]);
-    assert.equal(daily.notModified.get(plain.id)?.reduce((a, b) => a + b), 0);
+    assert.equal(
+      daily.notModified.get(plain.id)?.reduce((a, b) => a + b),
+      0,
+    );
   });
 });

@@ -18,33 +18,49 @@ const key = new CursorKey(randomBytes(32));
 
 describe('cursors and since', () => {
   test('cursors round-trip and anything else is refused', () => {
-    fc.assert(fc.property(fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }), fc.string({ minLength: 1, maxLength: 64 }), (at, id) => {
-      const position = { at: at.toISOString().replace('Z', '123Z'), id };
-      assert.deepEqual(ListCursor.read(OPT_IN_CURSOR, key, ListCursor.first(OPT_IN_CURSOR, key).next(position))?.after, position);
-    }));
-    for (const bad of ['', 'abc', 'WyJ2MiJd', Buffer.from('["v1","2026-01-01","x"]').toString('base64url'), Buffer.from('{"a":1}').toString('base64url'),
-      key.sign('opt-ins', ['2026-01-01T00:00:00Z']), key.sign('opt-ins', ['2026-01-01', 'x']), key.sign('posts', ['2026-01-01T00:00:00Z', 'x'])]) {
+    fc.assert(
+      fc.property(
+        fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }),
+        fc.string({ minLength: 1, maxLength: 64 }),
+        (at, id) => {
+          const position = { at: at.toISOString().replace('Z', '123Z'), id };
+          assert.deepEqual(ListCursor.read(OPT_IN_CURSOR, key, ListCursor.first(OPT_IN_CURSOR, key).next(position))?.after, position);
+        },
+      ),
+    );
+    for (const bad of [
+      '',
+      'abc',
+      'WyJ2MiJd',
+      Buffer.from('["v1","2026-01-01","x"]').toString('base64url'),
+      Buffer.from('{"a":1}').toString('base64url'),
+      key.sign('opt-ins', ['2026-01-01T00:00:00Z']),
+      key.sign('opt-ins', ['2026-01-01', 'x']),
+      key.sign('posts', ['2026-01-01T00:00:00Z', 'x']),
+    ]) {
       assert.equal(ListCursor.read(OPT_IN_CURSOR, key, bad), undefined, bad);
     }
   });
   test('signed cursors: any one-character edit is refused, and another key refuses them all', () => {
     const posts = idCursor('posts');
     const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.';
-    fc.assert(fc.property(fc.string({ minLength: 1, maxLength: 64 }), fc.nat(), fc.constantFrom(...ALPHABET), (id, at, c) => {
-      const cursor = key.sign('posts', [id]);
-      assert.equal(ListCursor.read(posts, key, cursor)?.after, id);
-      const i = at % cursor.length;
-      if (cursor[i] === c) return;
-      assert.equal(ListCursor.read(posts, key, cursor.slice(0, i) + c + cursor.slice(i + 1)), undefined);
-    }));
+    fc.assert(
+      fc.property(fc.string({ minLength: 1, maxLength: 64 }), fc.nat(), fc.constantFrom(...ALPHABET), (id, at, c) => {
+        const cursor = key.sign('posts', [id]);
+        assert.equal(ListCursor.read(posts, key, cursor)?.after, id);
+        const i = at % cursor.length;
+        if (cursor[i] === c) return;
+        assert.equal(ListCursor.read(posts, key, cursor.slice(0, i) + c + cursor.slice(i + 1)), undefined);
+      }),
+    );
     const cursor = key.sign('posts', ['p1']);
     assert.equal(ListCursor.read(posts, new CursorKey(Buffer.from('another server')), cursor), undefined);
   });
   test('since takes Z, offsets with and without colon, and dates; refuses the rest', () => {
-    assert.equal((parseSince('2026-11-02')).toISOString(), '2026-11-02T00:00:00.000Z');
-    assert.equal((parseSince('2026-11-02T10:00:00+02:00')).toISOString(), '2026-11-02T08:00:00.000Z');
-    assert.equal((parseSince('2026-11-02T10:00:00+0200')).toISOString(), '2026-11-02T08:00:00.000Z');
-    assert.equal((parseSince('2026-11-02T10:00Z')).toISOString(), '2026-11-02T10:00:00.000Z');
+    assert.equal(parseSince('2026-11-02').toISOString(), '2026-11-02T00:00:00.000Z');
+    assert.equal(parseSince('2026-11-02T10:00:00+02:00').toISOString(), '2026-11-02T08:00:00.000Z');
+    assert.equal(parseSince('2026-11-02T10:00:00+0200').toISOString(), '2026-11-02T08:00:00.000Z');
+    assert.equal(parseSince('2026-11-02T10:00Z').toISOString(), '2026-11-02T10:00:00.000Z');
     for (const bad of ['2026-11-02T10:00:00', '2026-13-01', '2026-02-29', 'now', '2026-11-02T25:00:00Z', '1700000000']) {
       assert.throws(() => parseSince(bad), /since/, bad);
     }
@@ -59,7 +75,16 @@ describe('a page reads its cursor once, at the edge', () => {
     await fx.hub(db, 'h1', 'acc_1');
     await fx.workspace(db, 'h1', 'w1');
     await fx.playbook(db, 'h1', 'p1');
-    await fx.optIns(db, ['o1', 'o2', 'o3'].map((id, i) => ({ id, hubId: 'h1', workspaceId: 'w1', playbookId: 'p1', optedInAt: `2026-11-0${i + 1}T00:00:00Z` })));
+    await fx.optIns(
+      db,
+      ['o1', 'o2', 'o3'].map((id, i) => ({
+        id,
+        hubId: 'h1',
+        workspaceId: 'w1',
+        playbookId: 'p1',
+        optedInAt: `2026-11-0${i + 1}T00:00:00Z`,
+      })),
+    );
   });
   after(async () => db?.drop());
 
@@ -77,7 +102,8 @@ describe('a page reads its cursor once, at the edge', () => {
     const inputs = new InputValidator(counting);
     const op = hubOperations.find((o) => o.name === 'list_playbook_opt_ins')!;
     const ctx = { db, clock: systemClock, hubId: 'h1', caches: createReportCaches() };
-    const page = async (call: PreparedCall<typeof ctx>) => (resultValue(await call(ctx)) as JsonText).value() as { data: { id: string }[]; nextCursor: string };
+    const page = async (call: PreparedCall<typeof ctx>) =>
+      (resultValue(await call(ctx)) as JsonText).value() as { data: { id: string }[]; nextCursor: string };
     const first = await page(op.prepare({ limit: 1 }, inputs));
     assert.equal(counting.reads, 0, 'the first page has no cursor to check');
     assert.equal(first.data.length, 1);

@@ -39,13 +39,19 @@ test('first start: both accounts connected and synced; spend on the [ws:…] loc
   const ids = await connectDemoMeta(deps, sandbox.issueToken({ systemUser: true }), true);
   assert.equal(ids.length, 2);
   for (const id of ids) assert.equal((await syncNow(deps, DEMO_HUB_ID, id)).status, 'done');
-  const byWorkspace = await db.kysely.selectFrom('spend').select(['workspace_id']).where('ad_account_id', 'in', ids).groupBy('workspace_id').execute();
-  assert.deepEqual(byWorkspace.map((r) => r.workspace_id ?? 'unattributed').sort(), [
-    ...[1, 2, 3, 4, 5, 6, 13, 14, 15, 16].map((n) => `ws_demo_brewline_${String(n).padStart(2, '0')}`), 'unattributed',
-  ].sort());
+  const byWorkspace = await db.kysely
+    .selectFrom('spend')
+    .select(['workspace_id'])
+    .where('ad_account_id', 'in', ids)
+    .groupBy('workspace_id')
+    .execute();
+  assert.deepEqual(
+    byWorkspace.map((r) => r.workspace_id ?? 'unattributed').sort(),
+    [...[1, 2, 3, 4, 5, 6, 13, 14, 15, 16].map((n) => `ws_demo_brewline_${String(n).padStart(2, '0')}`), 'unattributed'].sort(),
+  );
 });
 
-test('a later start connects again, with the new sandbox\'s token, the accounts still connected', async () => {
+test("a later start connects again, with the new sandbox's token, the accounts still connected", async () => {
   const before = await listAdAccounts((await depsOn()).deps, DEMO_HUB_ID);
   const west = before.find((a) => a.externalId === 'act_100001')!;
   const east = before.find((a) => a.externalId === 'act_100002')!;
@@ -70,7 +76,8 @@ test('seeded for the sandbox, Brewline has no imported Meta account: 7 hours aft
       const sandbox = await startMetaSandbox({ seed: DEMO_META_SEED });
       sandboxes.push(sandbox);
       const deps: AdSyncDeps = { db: fresh, clock: systemClock, sealer, clients: { meta: createMetaClient({ graphUrl: sandbox.url }) } };
-      for (const id of await connectDemoMeta(deps, sandbox.issueToken({ systemUser: true }), true)) assert.equal((await syncNow(deps, DEMO_HUB_ID, id)).status, 'done');
+      for (const id of await connectDemoMeta(deps, sandbox.issueToken({ systemUser: true }), true))
+        assert.equal((await syncNow(deps, DEMO_HUB_ID, id)).status, 'done');
       const imported = await fresh.kysely.selectFrom('ad_accounts').select('id').where('id', '=', 'aa_demo_brewline_meta').execute();
       return { seed, imported: imported.length, ...spendFreshness((await readSpendState(fresh, DEMO_HUB_ID)).accounts, new Date()) };
     } finally {
@@ -81,7 +88,7 @@ test('seeded for the sandbox, Brewline has no imported Meta account: 7 hours aft
   assert.equal(synced.imported, 0);
   assert.deepEqual(synced.seed.adAccountIds, ['aa_demo_pulse_meta', 'aa_demo_pulse_google']);
   assert.equal(synced.freshness, 'fresh');
-  assert.ok(Date.now() - synced.asOf!.getTime() < HOUR, 'asOf is the synced accounts\' last sync');
+  assert.ok(Date.now() - synced.asOf!.getTime() < HOUR, "asOf is the synced accounts' last sync");
   // Seeded as `hubops demo seed` seeds (no sandbox), the imported account pins asOf at the seed.
   const pinned = await freshnessAfterSync(false);
   assert.equal(pinned.imported, 1);

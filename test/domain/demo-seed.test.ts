@@ -30,15 +30,25 @@ test('ids, credentials and first-start detection', async () => {
   assert.equal(seed.workspaceIds.length, 40);
   assert.equal(seed.playbookIds.length, 8);
   assert.equal(seed.adAccountIds.length, 3);
-  const account = await db.kysely.selectFrom('accounts').select(['plan', 'api_access']).where('id', '=', 'acc_demo').executeTakeFirstOrThrow();
+  const account = await db.kysely
+    .selectFrom('accounts')
+    .select(['plan', 'api_access'])
+    .where('id', '=', 'acc_demo')
+    .executeTakeFirstOrThrow();
   assert.deepEqual(account, { plan: 'partner', api_access: true });
   const users = await db.kysely
-    .selectFrom('users as u').innerJoin('memberships as m', 'm.user_id', 'u.id')
-    .select(['u.email', 'u.password_hash', 'm.hub_id', 'm.role', 'm.workspace_id']).orderBy('u.email').execute();
-  assert.deepEqual(users.map((u) => [u.email, u.hub_id, u.role, u.workspace_id]), [
-    ['admin@demo.hubops.dev', seed.hubIds[0], 'hub_admin', null],
-    ['member@demo.hubops.dev', seed.hubIds[0], 'member', 'ws_demo_brewline_01'],
-  ]);
+    .selectFrom('users as u')
+    .innerJoin('memberships as m', 'm.user_id', 'u.id')
+    .select(['u.email', 'u.password_hash', 'm.hub_id', 'm.role', 'm.workspace_id'])
+    .orderBy('u.email')
+    .execute();
+  assert.deepEqual(
+    users.map((u) => [u.email, u.hub_id, u.role, u.workspace_id]),
+    [
+      ['admin@demo.hubops.dev', seed.hubIds[0], 'hub_admin', null],
+      ['member@demo.hubops.dev', seed.hubIds[0], 'member', 'ws_demo_brewline_01'],
+    ],
+  );
   for (const u of users) assert.equal(await verifyPassword(seed.adminPassword, u.password_hash), true);
   const keys = await db.kysely.selectFrom('api_keys').select('id').execute();
   assert.deepEqual(keys, [], 'the seed creates no API keys');
@@ -62,14 +72,31 @@ test('concurrent first seeds: one writes, the others find it', async () => {
 });
 
 test('workspaces: custom fields, an archived one with values, some without any', async () => {
-  const fields = await db.kysely.selectFrom('workspace_fields').select(['hub_id', 'key', 'archived']).where('archived', '=', true).execute();
+  const fields = await db.kysely
+    .selectFrom('workspace_fields')
+    .select(['hub_id', 'key', 'archived'])
+    .where('archived', '=', true)
+    .execute();
   assert.deepEqual(fields, [{ hub_id: 'hub_demo_brewline', key: 'legacy_pos_id', archived: true }]);
-  const withArchived = await sql<{ n: number }>`SELECT count(*)::int AS n FROM workspaces WHERE fields ? 'legacy_pos_id'`.execute(db.kysely);
+  const withArchived = await sql<{ n: number }>`SELECT count(*)::int AS n FROM workspaces WHERE fields ? 'legacy_pos_id'`.execute(
+    db.kysely,
+  );
   assert.ok(withArchived.rows[0]!.n >= 5);
   const empty = await sql<{ n: number }>`SELECT count(*)::int AS n FROM workspaces WHERE fields = '{}'`.execute(db.kysely);
   assert.ok(empty.rows[0]!.n >= 1);
-  const hubs = await db.kysely.selectFrom('workspaces').select(['hub_id', (eb) => eb.fn.countAll<string>().as('n')]).groupBy('hub_id').orderBy('hub_id').execute();
-  assert.deepEqual(hubs.map((h) => [h.hub_id, Number(h.n)]), [['hub_demo_brewline', 24], ['hub_demo_pulse', 16]]);
+  const hubs = await db.kysely
+    .selectFrom('workspaces')
+    .select(['hub_id', (eb) => eb.fn.countAll<string>().as('n')])
+    .groupBy('hub_id')
+    .orderBy('hub_id')
+    .execute();
+  assert.deepEqual(
+    hubs.map((h) => [h.hub_id, Number(h.n)]),
+    [
+      ['hub_demo_brewline', 24],
+      ['hub_demo_pulse', 16],
+    ],
+  );
 });
 
 test('playbooks: names with and without trailing spaces, all four solutions, one multi-solution', async () => {
@@ -98,7 +125,10 @@ test('opt-ins: a few hundred over the last 60 days, every status, consistent tim
       assert.ok(r.responses.length > 0);
     }
   }
-  assert.ok(rows.some((r) => r.opted_in_at.toISOString().slice(0, 10) === NOW.slice(0, 10)), 'some opted in today');
+  assert.ok(
+    rows.some((r) => r.opted_in_at.toISOString().slice(0, 10) === NOW.slice(0, 10)),
+    'some opted in today',
+  );
   assert.ok(rows.some((r) => Object.keys(r.variant).length > 0));
 });
 
@@ -109,8 +139,15 @@ test('ad accounts and spend: differing sync states, 60 days, unattributed spend'
   assert.ok(Date.parse(NOW) - idle.last_synced_at!.getTime() < 3_600_000, 'the idle account synced recently');
   const spend = await db.kysely
     .selectFrom('spend')
-    .select(['ad_account_id', (eb) => eb.fn.min('date').as('first'), (eb) => eb.fn.max('date').as('last'), sql<number>`count(*) FILTER (WHERE workspace_id IS NULL)::int`.as('unattributed')])
-    .groupBy('ad_account_id').orderBy('ad_account_id').execute();
+    .select([
+      'ad_account_id',
+      (eb) => eb.fn.min('date').as('first'),
+      (eb) => eb.fn.max('date').as('last'),
+      sql<number>`count(*) FILTER (WHERE workspace_id IS NULL)::int`.as('unattributed'),
+    ])
+    .groupBy('ad_account_id')
+    .orderBy('ad_account_id')
+    .execute();
   assert.equal(spend.length, 3);
   for (const s of spend) {
     assert.equal(s.first, '2026-09-23', 'sixty days, today included');
@@ -118,7 +155,9 @@ test('ad accounts and spend: differing sync states, 60 days, unattributed spend'
   }
   assert.equal(spend.find((s) => s.ad_account_id === idle.id)!.last, '2026-11-21');
   // A workspace without spend still exists (the report lists it with zero).
-  const without = await sql<{ n: number }>`SELECT count(*)::int AS n FROM workspaces w WHERE NOT EXISTS (SELECT 1 FROM spend s WHERE s.workspace_id = w.id)`.execute(db.kysely);
+  const without = await sql<{
+    n: number;
+  }>`SELECT count(*)::int AS n FROM workspaces w WHERE NOT EXISTS (SELECT 1 FROM spend s WHERE s.workspace_id = w.id)`.execute(db.kysely);
   assert.ok(without.rows[0]!.n >= 1);
 });
 
@@ -130,13 +169,18 @@ test('the data is the same apart from the time anchor', async () => {
     await seedDemo(shifted, new FixedClock(new Date(Date.parse(NOW) + shift)));
     const optIns = async (d: TestDb, offset: number) =>
       (await d.kysely.selectFrom('opt_ins').selectAll().orderBy('id').execute()).map((r) => ({
-        ...r, opted_in_at: r.opted_in_at.getTime() - offset, updated_at: r.updated_at.getTime() - offset,
+        ...r,
+        opted_in_at: r.opted_in_at.getTime() - offset,
+        updated_at: r.updated_at.getTime() - offset,
       }));
     assert.deepEqual(await optIns(shifted, shift), await optIns(db, 0));
     const spend = async (d: TestDb, days: number) =>
-      (await d.kysely.selectFrom('spend').selectAll().orderBy('ad_account_id').orderBy('date').orderBy('workspace_id').execute()).map((r) => ({
-        ...r, date: new Date(Date.parse(r.date) - days * DAY).toISOString().slice(0, 10),
-      }));
+      (await d.kysely.selectFrom('spend').selectAll().orderBy('ad_account_id').orderBy('date').orderBy('workspace_id').execute()).map(
+        (r) => ({
+          ...r,
+          date: new Date(Date.parse(r.date) - days * DAY).toISOString().slice(0, 10),
+        }),
+      );
     assert.deepEqual(await spend(shifted, 14), await spend(db, 0));
   } finally {
     await shifted.drop();

@@ -13,18 +13,30 @@ before(async () => {
   db = await createTestDb();
   await fx.account(db);
   await fx.hub(db, 'h1');
-  const user = await createUser(db, { email: 'u@grants.test', password: 'a password 1', firstname: 'U', lastname: 'Ser', hubId: 'h1', role: 'hub_admin' });
-  await db.kysely.insertInto('oauth_grant_contexts').values([
-    { grant_id: 'grant_a', user_id: user.id, hub_id: 'h1', workspace_id: null },
-    { grant_id: 'grant_b', user_id: user.id, hub_id: 'h1', workspace_id: null },
-  ]).execute();
+  const user = await createUser(db, {
+    email: 'u@grants.test',
+    password: 'a password 1',
+    firstname: 'U',
+    lastname: 'Ser',
+    hubId: 'h1',
+    role: 'hub_admin',
+  });
+  await db.kysely
+    .insertInto('oauth_grant_contexts')
+    .values([
+      { grant_id: 'grant_a', user_id: user.id, hub_id: 'h1', workspace_id: null },
+      { grant_id: 'grant_b', user_id: user.id, hub_id: 'h1', workspace_id: null },
+    ])
+    .execute();
 });
 after(async () => {
   await db.drop();
 });
 
 const lastUse = async (grantId: string) =>
-  (await db.kysely.selectFrom('oauth_grant_usage').select('last_used_at').where('grant_id', '=', grantId).executeTakeFirst())?.last_used_at.toISOString();
+  (
+    await db.kysely.selectFrom('oauth_grant_usage').select('last_used_at').where('grant_id', '=', grantId).executeTakeFirst()
+  )?.last_used_at.toISOString();
 const at = (seconds: number) => new Date(Date.UTC(2026, 10, 24, 9, 0, seconds));
 
 test('one write per grant per interval: the first use at once, the latest held use once the interval is over', async () => {

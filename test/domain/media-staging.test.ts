@@ -33,7 +33,10 @@ const stagingDirs = async () => (await readdir(staging())).sort();
 /** A process that has staged 2 MB of an upload and waits, as one mid-upload does. */
 async function uploadingProcess(): Promise<{ child: ChildProcess; dir: string }> {
   const before = new Set(await readdir(staging()).catch(() => []));
-  const child = spawn(NODE, [path.join(ROOT, 'test/domain/media-staging-process.ts'), root], { env: { ...process.env, MB: '2' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(NODE, [path.join(ROOT, 'test/domain/media-staging-process.ts'), root], {
+    env: { ...process.env, MB: '2' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   children.push(child);
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));

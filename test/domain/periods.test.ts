@@ -28,12 +28,18 @@ describe('periods (UTC days, injected instants)', () => {
     assert.deepEqual(periodRanges('yesterday', at('2028-03-01T00:30:00Z')).current, { startDate: '2028-02-29', endDate: '2028-02-29' });
   });
   test('prior is always the same length and ends the day before current starts', () => {
-    fc.assert(fc.property(fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }), fc.constantFrom('today', 'yesterday', 'last_7_days', 'last_30_days' as const), (now, period) => {
-      const { current, prior } = periodRanges(period, now);
-      const days = (r: { startDate: string; endDate: string }) => (Date.parse(r.endDate) - Date.parse(r.startDate)) / 86_400_000 + 1;
-      assert.equal(days(current), { today: 1, yesterday: 1, last_7_days: 7, last_30_days: 30 }[period]);
-      assert.equal(days(prior), days(current));
-      assert.equal(Date.parse(current.startDate) - Date.parse(prior.endDate), 86_400_000);
-    }));
+    fc.assert(
+      fc.property(
+        fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }),
+        fc.constantFrom('today', 'yesterday', 'last_7_days', 'last_30_days' as const),
+        (now, period) => {
+          const { current, prior } = periodRanges(period, now);
+          const days = (r: { startDate: string; endDate: string }) => (Date.parse(r.endDate) - Date.parse(r.startDate)) / 86_400_000 + 1;
+          assert.equal(days(current), { today: 1, yesterday: 1, last_7_days: 7, last_30_days: 30 }[period]);
+          assert.equal(days(prior), days(current));
+          assert.equal(Date.parse(current.startDate) - Date.parse(prior.endDate), 86_400_000);
+        },
+      ),
+    );
   });
 });

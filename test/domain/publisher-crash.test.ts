@@ -48,7 +48,8 @@ async function count(query: RawBuilder<{ n: number }>): Promise<number> {
 }
 const recorded = () => count(sql`SELECT count(*)::int AS n FROM post_deliveries WHERE status <> 'pending'`);
 // Published by the platform, answer not recorded: what a crash now would have re-sent.
-const sentNotRecorded = () => count(sql`
+const sentNotRecorded = () =>
+  count(sql`
   SELECT count(*)::int AS n FROM sandbox_publications s
     JOIN post_deliveries d ON d.post_id = s.post_id AND d.channel_id = s.channel_id
    WHERE d.status = 'pending'`);
@@ -66,15 +67,31 @@ test('a publisher killed with SIGKILL mid-batch: after a restart every delivery 
   const rows = Array.from({ length: POSTS }, (_, i) => {
     const w = (i % 3) + 1;
     return postRows({
-      id: `post_${String(i).padStart(3, '0')}`, hubId: 'hub_a', workspaceId: `ws_${w}`, text: `post ${i}`, status: 'scheduled', scheduledAt: due,
-      createdBy: null, channelIds: PLATFORMS.map((p) => `ch_${w}_${p}`), mediaIds: [],
+      id: `post_${String(i).padStart(3, '0')}`,
+      hubId: 'hub_a',
+      workspaceId: `ws_${w}`,
+      text: `post ${i}`,
+      status: 'scheduled',
+      scheduledAt: due,
+      createdBy: null,
+      channelIds: PLATFORMS.map((p) => `ch_${w}_${p}`),
+      mediaIds: [],
     });
   });
-  await db.kysely.insertInto('posts').values(rows.map((r) => r.post)).execute();
-  await db.kysely.insertInto('post_deliveries').values(rows.flatMap((r) => r.deliveries)).execute();
+  await db.kysely
+    .insertInto('posts')
+    .values(rows.map((r) => r.post))
+    .execute();
+  await db.kysely
+    .insertInto('post_deliveries')
+    .values(rows.flatMap((r) => r.deliveries))
+    .execute();
 
   const first = startPublisher();
-  await until(async () => (await recorded()) >= DELIVERIES / 4 && (await sentNotRecorded()) >= 3, 'a quarter recorded, some sent but not recorded');
+  await until(
+    async () => (await recorded()) >= DELIVERIES / 4 && (await sentNotRecorded()) >= 3,
+    'a quarter recorded, some sent but not recorded',
+  );
   first.kill('SIGKILL');
   await once(first, 'exit');
   const lost = await sentNotRecorded();
@@ -83,11 +100,16 @@ test('a publisher killed with SIGKILL mid-batch: after a restart every delivery 
   assert.ok(done < DELIVERIES, 'the kill landed mid-run');
 
   const second = startPublisher();
-  await until(async () => (await count(sql`SELECT count(*)::int AS n FROM posts WHERE status IN ('scheduled', 'publishing')`)) === 0, 'the second publisher to drain the queue');
+  await until(
+    async () => (await count(sql`SELECT count(*)::int AS n FROM posts WHERE status IN ('scheduled', 'publishing')`)) === 0,
+    'the second publisher to drain the queue',
+  );
   second.kill('SIGTERM');
   await once(second, 'exit');
 
-  const { rows: [platform] } = await sql<{ publications: number; pairs: number; most: number; sends: number; replayed: number }>`
+  const {
+    rows: [platform],
+  } = await sql<{ publications: number; pairs: number; most: number; sends: number; replayed: number }>`
     SELECT count(*)::int AS publications, count(DISTINCT (post_id, channel_id))::int AS pairs,
            max(n)::int AS most, sum(requests)::int AS sends, count(*) FILTER (WHERE requests > 1)::int AS replayed
       FROM (SELECT *, count(*) OVER (PARTITION BY post_id, channel_id) AS n FROM sandbox_publications) s`.execute(db.kysely);
@@ -99,9 +121,12 @@ test('a publisher killed with SIGKILL mid-batch: after a restart every delivery 
   // Only the deliveries the dead publisher had not recorded were sent again, each once.
   assert.deepEqual({ sends: platform!.sends, replayed: platform!.replayed }, { sends: DELIVERIES + lost, replayed: lost });
   assert.equal(await count(sql`SELECT count(*)::int AS n FROM posts WHERE status = 'published'`), POSTS);
-  assert.equal(await count(sql`
+  assert.equal(
+    await count(sql`
     SELECT count(*)::int AS n FROM post_deliveries d
      WHERE NOT (d.status = 'published' AND d.external_id =
-                (SELECT s.id FROM sandbox_publications s WHERE s.post_id = d.post_id AND s.channel_id = d.channel_id))`), 0,
-    'each delivery records the one publication the platform made (a re-send got the first answer)');
+                (SELECT s.id FROM sandbox_publications s WHERE s.post_id = d.post_id AND s.channel_id = d.channel_id))`),
+    0,
+    'each delivery records the one publication the platform made (a re-send got the first answer)',
+  );
 });

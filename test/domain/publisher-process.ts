@@ -32,5 +32,8 @@ const publisher = createPublisher({
 publisher.start();
 process.stdout.write('publishing\n');
 process.once('SIGTERM', () => {
-  void publisher.stop().then(() => db.close()).then(() => process.exit(0));
+  void publisher
+    .stop()
+    .then(() => db.close())
+    .then(() => process.exit(0));
 });

@@ -34,19 +34,33 @@ async function schedule(ids: string[], options: { workspace?: number; at?: strin
   const rows = ids.map((id, i) => {
     const w = options.workspace ?? (i % 3) + 1;
     return postRows({
-      id, hubId: 'hub_a', workspaceId: `ws_${w}`, text: `post ${id}`, status: 'scheduled', scheduledAt: options.at ?? new Date(Date.parse(NOW) - MINUTE).toISOString(),
-      createdBy: null, channelIds: options.channels ?? PLATFORMS.map((p) => `ch_${w}_${p}`), mediaIds: [],
+      id,
+      hubId: 'hub_a',
+      workspaceId: `ws_${w}`,
+      text: `post ${id}`,
+      status: 'scheduled',
+      scheduledAt: options.at ?? new Date(Date.parse(NOW) - MINUTE).toISOString(),
+      createdBy: null,
+      channelIds: options.channels ?? PLATFORMS.map((p) => `ch_${w}_${p}`),
+      mediaIds: [],
     });
   });
   for (let i = 0; i < rows.length; i += 500) {
     const chunk = rows.slice(i, i + 500);
-    await db.kysely.insertInto('posts').values(chunk.map((r) => r.post)).execute();
-    await db.kysely.insertInto('post_deliveries').values(chunk.flatMap((r) => r.deliveries)).execute();
+    await db.kysely
+      .insertInto('posts')
+      .values(chunk.map((r) => r.post))
+      .execute();
+    await db.kysely
+      .insertInto('post_deliveries')
+      .values(chunk.flatMap((r) => r.deliveries))
+      .execute();
   }
 }
 
 const post = (id: string) => db.kysely.selectFrom('posts').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-const deliveries = (id: string) => db.kysely.selectFrom('post_deliveries').selectAll().where('post_id', '=', id).orderBy('position').execute();
+const deliveries = (id: string) =>
+  db.kysely.selectFrom('post_deliveries').selectAll().where('post_id', '=', id).orderBy('position').execute();
 const sandboxCalls = (id: string) => db.kysely.selectFrom('sandbox_publications').selectAll().where('post_id', '=', id).execute();
 
 test('two publisher loops on two pools publish 300 due posts to every channel exactly once', async () => {
@@ -62,14 +76,23 @@ test('two publisher loops on two pools publish 300 due posts to every channel ex
     },
   });
   const errors: unknown[] = [];
-  const publishers = pools.map((pool) => createPublisher({
-    db: pool, clock, connector: jittery(new SandboxConnector(pool, clock)), intervalMs: 5, batchSize: 7, onError: (e) => errors.push(e),
-  }));
+  const publishers = pools.map((pool) =>
+    createPublisher({
+      db: pool,
+      clock,
+      connector: jittery(new SandboxConnector(pool, clock)),
+      intervalMs: 5,
+      batchSize: 7,
+      onError: (e) => errors.push(e),
+    }),
+  );
   try {
     for (const p of publishers) p.start();
     const deadline = Date.now() + 60_000;
     for (;;) {
-      const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM posts WHERE status IN ('scheduled', 'publishing') AND id <> 'post_x_future'`.execute(db.kysely);
+      const { rows } = await sql<{
+        n: number;
+      }>`SELECT count(*)::int AS n FROM posts WHERE status IN ('scheduled', 'publishing') AND id <> 'post_x_future'`.execute(db.kysely);
       if (rows[0]!.n === 0) break;
       assert.ok(Date.now() < deadline, 'published within a minute');
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -80,20 +103,37 @@ test('two publisher loops on two pools publish 300 due posts to every channel ex
   }
   assert.deepEqual(errors, []);
 
-  const statuses = await sql<{ status: string; n: number }>`SELECT status, count(*)::int AS n FROM posts WHERE id LIKE 'post_x_%' GROUP BY status ORDER BY status`.execute(db.kysely);
-  assert.deepEqual(statuses.rows, [{ status: 'published', n: 300 }, { status: 'scheduled', n: 1 }], 'all due posts published, the future one waits');
+  const statuses = await sql<{
+    status: string;
+    n: number;
+  }>`SELECT status, count(*)::int AS n FROM posts WHERE id LIKE 'post_x_%' GROUP BY status ORDER BY status`.execute(db.kysely);
+  assert.deepEqual(
+    statuses.rows,
+    [
+      { status: 'published', n: 300 },
+      { status: 'scheduled', n: 1 },
+    ],
+    'all due posts published, the future one waits',
+  );
   const calls = await sql<{ n: number; distinct_pairs: number; most: number }>`
     SELECT count(*)::int AS n, count(DISTINCT (post_id, channel_id))::int AS distinct_pairs,
-           max(c)::int AS most FROM (SELECT post_id, channel_id, count(*) OVER (PARTITION BY post_id, channel_id) AS c FROM sandbox_publications WHERE post_id LIKE 'post_x_%') s`.execute(db.kysely);
+           max(c)::int AS most FROM (SELECT post_id, channel_id, count(*) OVER (PARTITION BY post_id, channel_id) AS c FROM sandbox_publications WHERE post_id LIKE 'post_x_%') s`.execute(
+    db.kysely,
+  );
   assert.deepEqual(calls.rows[0], { n: 900, distinct_pairs: 900, most: 1 }, 'every channel of every post was sent to exactly once');
   const mismatched = await sql<{ n: number }>`
     SELECT count(*)::int AS n FROM post_deliveries d
      WHERE d.post_id LIKE 'post_x_%' AND d.post_id <> 'post_x_future'
        AND NOT (d.status = 'published' AND d.delivered_at = ${NOW}::timestamptz
-                AND d.external_id = (SELECT s.id FROM sandbox_publications s WHERE s.post_id = d.post_id AND s.channel_id = d.channel_id))`.execute(db.kysely);
+                AND d.external_id = (SELECT s.id FROM sandbox_publications s WHERE s.post_id = d.post_id AND s.channel_id = d.channel_id))`.execute(
+    db.kysely,
+  );
   assert.equal(mismatched.rows[0]!.n, 0, 'each delivery records the publication the platform made');
   const published = await post('post_x_000');
-  assert.deepEqual([published.published_at?.toISOString(), published.error, published.claimed_at, published.claimed_by, published.attempts], [NOW, null, null, null, 1]);
+  assert.deepEqual(
+    [published.published_at?.toISOString(), published.error, published.claimed_at, published.claimed_by, published.attempts],
+    [NOW, null, null, null, 1],
+  );
 });
 
 test('a failing channel fails the post with the reason; the others are published', async () => {
@@ -110,34 +150,69 @@ test('a failing channel fails the post with the reason; the others are published
   const failed = await post('post_fail');
   assert.equal(failed.status, 'failed');
   assert.equal(failed.published_at, null);
-  assert.equal(failed.error,
-    'linkedin channel linkedin ch_1_linkedin: LinkedIn says: token revoked; google_business channel google_business ch_1_google_business: the channel is disconnected; reconnect it and schedule the post again');
-  assert.deepEqual((await deliveries('post_fail')).map((d) => [d.channel_id, d.status, d.external_id?.startsWith('sandbox_') ?? null, d.error]), [
-    ['ch_1_facebook', 'published', true, null],
-    ['ch_1_linkedin', 'failed', null, 'LinkedIn says: token revoked'],
-    ['ch_1_google_business', 'failed', null, 'the channel is disconnected; reconnect it and schedule the post again'],
-  ]);
-  assert.deepEqual((await sandboxCalls('post_fail')).map((c) => c.channel_id), ['ch_1_facebook']);
+  assert.equal(
+    failed.error,
+    'linkedin channel linkedin ch_1_linkedin: LinkedIn says: token revoked; google_business channel google_business ch_1_google_business: the channel is disconnected; reconnect it and schedule the post again',
+  );
+  assert.deepEqual(
+    (await deliveries('post_fail')).map((d) => [d.channel_id, d.status, d.external_id?.startsWith('sandbox_') ?? null, d.error]),
+    [
+      ['ch_1_facebook', 'published', true, null],
+      ['ch_1_linkedin', 'failed', null, 'LinkedIn says: token revoked'],
+      ['ch_1_google_business', 'failed', null, 'the channel is disconnected; reconnect it and schedule the post again'],
+    ],
+  );
+  assert.deepEqual(
+    (await sandboxCalls('post_fail')).map((c) => c.channel_id),
+    ['ch_1_facebook'],
+  );
 });
 
 test('a platform that does not answer fails its delivery after the timeout', async () => {
   await schedule(['post_hang'], { workspace: 2, channels: ['ch_2_facebook'] });
   const hanging: Connector = { publish: () => new Promise(() => {}) };
   await createPublisher({ db, clock, connector: hanging, intervalMs: 10, batchSize: 10, publishTimeoutMs: 50 }).runOnce();
-  assert.deepEqual([(await post('post_hang')).status, (await deliveries('post_hang'))[0]!.error], ['failed', 'the platform did not answer within 0.05 s']);
+  assert.deepEqual(
+    [(await post('post_hang')).status, (await deliveries('post_hang'))[0]!.error],
+    ['failed', 'the platform did not answer within 0.05 s'],
+  );
 });
 
 test('a post whose publisher died is retried after its lease, sending only what is still pending', async () => {
   await schedule(['post_orphan', 'post_leased', 'post_hopeless'], { workspace: 3 });
   const claimedAt = new Date(Date.parse(NOW) - 10 * MINUTE);
-  await db.kysely.updateTable('posts').set({ status: 'publishing', claimed_at: claimedAt, claimed_by: 'dead-instance', attempts: 1 }).where('id', '=', 'post_orphan').execute();
+  await db.kysely
+    .updateTable('posts')
+    .set({ status: 'publishing', claimed_at: claimedAt, claimed_by: 'dead-instance', attempts: 1 })
+    .where('id', '=', 'post_orphan')
+    .execute();
   // It had reached its first channel before dying.
-  await db.kysely.updateTable('post_deliveries').set({ status: 'published', external_id: 'ext_before_crash', delivered_at: claimedAt })
-    .where('post_id', '=', 'post_orphan').where('channel_id', '=', 'ch_3_facebook').execute();
-  await db.kysely.updateTable('posts').set({ status: 'publishing', claimed_at: new Date(Date.parse(NOW) - MINUTE), claimed_by: 'live-instance', attempts: 1 }).where('id', '=', 'post_leased').execute();
-  await db.kysely.updateTable('posts').set({ status: 'publishing', claimed_at: claimedAt, claimed_by: 'dead-instance', attempts: 5 }).where('id', '=', 'post_hopeless').execute();
+  await db.kysely
+    .updateTable('post_deliveries')
+    .set({ status: 'published', external_id: 'ext_before_crash', delivered_at: claimedAt })
+    .where('post_id', '=', 'post_orphan')
+    .where('channel_id', '=', 'ch_3_facebook')
+    .execute();
+  await db.kysely
+    .updateTable('posts')
+    .set({ status: 'publishing', claimed_at: new Date(Date.parse(NOW) - MINUTE), claimed_by: 'live-instance', attempts: 1 })
+    .where('id', '=', 'post_leased')
+    .execute();
+  await db.kysely
+    .updateTable('posts')
+    .set({ status: 'publishing', claimed_at: claimedAt, claimed_by: 'dead-instance', attempts: 5 })
+    .where('id', '=', 'post_hopeless')
+    .execute();
 
-  const publisher = createPublisher({ db, clock, connector: new SandboxConnector(db, clock), intervalMs: 10, batchSize: 10, leaseMs: 5 * MINUTE, maxAttempts: 5 });
+  const publisher = createPublisher({
+    db,
+    clock,
+    connector: new SandboxConnector(db, clock),
+    intervalMs: 10,
+    batchSize: 10,
+    leaseMs: 5 * MINUTE,
+    maxAttempts: 5,
+  });
   assert.equal(await publisher.runOnce(), 1, 'only the orphan is claimed');
 
   const orphan = await post('post_orphan');
@@ -210,5 +285,11 @@ test('the sandbox connector honours idempotency keys: a repeat publishes nothing
   const other = await sandbox.publish(outgoing, target, 'key-2');
   assert.notEqual(other.externalId, answers[0]!.externalId);
   const rows = await sandboxCalls('post_key');
-  assert.deepEqual(rows.map((r) => [r.id, r.idempotency_key, r.requests]).sort(), [[answers[0]!.externalId, 'key-1', 3], [other.externalId, 'key-2', 1]].sort());
+  assert.deepEqual(
+    rows.map((r) => [r.id, r.idempotency_key, r.requests]).sort(),
+    [
+      [answers[0]!.externalId, 'key-1', 3],
+      [other.externalId, 'key-2', 1],
+    ].sort(),
+  );
 });

@@ -15,10 +15,13 @@ before(async () => {
   accountId = (await createAccount(db, { name: 'Acme', plan: 'partner', apiAccess: true })).id;
   hubId = (await createHub(db, { accountId, name: 'Acme US' })).id;
   otherHubId = (await createHub(db, { accountId, name: 'Acme CA' })).id;
-  await db.kysely.insertInto('workspaces').values([
-    { id: 'ws_1', hub_id: hubId, name: 'Denver' },
-    { id: 'ws_2', hub_id: otherHubId, name: 'Toronto' },
-  ]).execute();
+  await db.kysely
+    .insertInto('workspaces')
+    .values([
+      { id: 'ws_1', hub_id: hubId, name: 'Denver' },
+      { id: 'ws_2', hub_id: otherHubId, name: 'Toronto' },
+    ])
+    .execute();
 });
 after(async () => {
   await db.drop();
@@ -52,12 +55,35 @@ test('suspending and restoring a hub', async () => {
   await refused(setHubSuspended(db, 'hub_nope', true), 'hub hub_nope does not exist');
 });
 
-test('users: in the hub\'s account, with a membership, email lower-cased, password hashed', async () => {
-  const user = await createUser(db, { email: '  Ada@Example.COM ', password: 'correct horse', firstname: 'Ada', lastname: 'Lovelace', hubId, role: 'member', workspaceId: 'ws_1' });
-  assert.deepEqual({ ...user, id: '' }, {
-    id: '', accountId, email: 'ada@example.com', firstname: 'Ada', lastname: 'Lovelace', hubId, role: 'member', workspaceId: 'ws_1', staff: false,
+test("users: in the hub's account, with a membership, email lower-cased, password hashed", async () => {
+  const user = await createUser(db, {
+    email: '  Ada@Example.COM ',
+    password: 'correct horse',
+    firstname: 'Ada',
+    lastname: 'Lovelace',
+    hubId,
+    role: 'member',
+    workspaceId: 'ws_1',
   });
-  const row = await db.kysely.selectFrom('users').select(['account_id', 'password_hash']).where('id', '=', user.id).executeTakeFirstOrThrow();
+  assert.deepEqual(
+    { ...user, id: '' },
+    {
+      id: '',
+      accountId,
+      email: 'ada@example.com',
+      firstname: 'Ada',
+      lastname: 'Lovelace',
+      hubId,
+      role: 'member',
+      workspaceId: 'ws_1',
+      staff: false,
+    },
+  );
+  const row = await db.kysely
+    .selectFrom('users')
+    .select(['account_id', 'password_hash'])
+    .where('id', '=', user.id)
+    .executeTakeFirstOrThrow();
   assert.equal(row.account_id, accountId);
   assert.equal(await verifyPassword('correct horse', row.password_hash), true);
   const membership = await db.kysely.selectFrom('memberships').selectAll().where('user_id', '=', user.id).execute();
@@ -66,7 +92,15 @@ test('users: in the hub\'s account, with a membership, email lower-cased, passwo
 
 test('users: every refusal is a one-line reason, and writes nothing', async () => {
   const base = { email: 'new@example.com', password: 'long enough', firstname: 'N', lastname: 'N', hubId, role: 'hub_admin' as const };
-  const count = async () => Number((await db.kysely.selectFrom('users').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+  const count = async () =>
+    Number(
+      (
+        await db.kysely
+          .selectFrom('users')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
   const before = await count();
   await refused(createUser(db, { ...base, email: 'ADA@example.com' }), 'a user with email ada@example.com already exists');
   await refused(createUser(db, { ...base, email: 'nope@' }), 'email must be an email address like name@example.com');
@@ -85,7 +119,10 @@ test('users: an address taken by a concurrent transaction is still a clean refus
   const other = await db.pool.connect();
   try {
     await other.query('BEGIN');
-    await other.query(`INSERT INTO users (id, account_id, email, password_hash, firstname, lastname) VALUES ('usr_race', $1, 'race@example.com', 'x', 'R', 'R')`, [accountId]);
+    await other.query(
+      `INSERT INTO users (id, account_id, email, password_hash, firstname, lastname) VALUES ('usr_race', $1, 'race@example.com', 'x', 'R', 'R')`,
+      [accountId],
+    );
     // The verdict is attached at once: the refusal may arrive before COMMIT's own reply does.
     const verdict = refused(
       createUser(db, { email: 'race@example.com', password: 'long enough', firstname: 'R', lastname: 'R', hubId, role: 'member' }),
@@ -93,7 +130,9 @@ test('users: an address taken by a concurrent transaction is still a clean refus
     );
     // Wait until createUser's insert is blocked on the index, then commit the other transaction.
     for (let waited = 0; ; waited += 20) {
-      const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+      const { rows } = await db.pool.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      );
       if (rows[0].n > 0) break;
       assert.ok(waited < 15_000, 'createUser never reached the insert');
       await new Promise((resolve) => setTimeout(resolve, 20));

@@ -31,14 +31,29 @@ before(async () => {
       await fx.hub(db, HUB, 'acc_1');
       await fx.field(db, HUB, 'region');
       const ids = Array.from({ length: WORKSPACES }, (_, i) => `ws_${String(i).padStart(4, '0')}`);
-      await db.kysely.insertInto('workspaces').values(ids.map((id, i) => ({ id, hub_id: HUB, name: `Location ${i}`, fields: JSON.stringify({ region: ['North', 'South'][i % 2] }) }))).execute();
+      await db.kysely
+        .insertInto('workspaces')
+        .values(
+          ids.map((id, i) => ({ id, hub_id: HUB, name: `Location ${i}`, fields: JSON.stringify({ region: ['North', 'South'][i % 2] }) })),
+        )
+        .execute();
       await fx.playbook(db, HUB, 'pb_cmp');
-      await fx.optIns(db, Array.from({ length: OPT_INS }, (_, i) => ({
-        id: `oi_${String(i).padStart(4, '0')}`, hubId: HUB, playbookId: 'pb_cmp', workspaceId: ids[i % WORKSPACES]!,
-        optedInAt: new Date(Date.parse(NOW) - (i + 1) * 60_000).toISOString(), responses: [{ question: 'Store hours?', answer: '9-5' }],
-      })));
+      await fx.optIns(
+        db,
+        Array.from({ length: OPT_INS }, (_, i) => ({
+          id: `oi_${String(i).padStart(4, '0')}`,
+          hubId: HUB,
+          playbookId: 'pb_cmp',
+          workspaceId: ids[i % WORKSPACES]!,
+          optedInAt: new Date(Date.parse(NOW) - (i + 1) * 60_000).toISOString(),
+          responses: [{ question: 'Store hours?', answer: '9-5' }],
+        })),
+      );
       await fx.adAccount(db, HUB, 'ads_cmp', 'idle', '2026-11-21T11:00:00.000Z');
-      await fx.spend(db, ids.map((workspaceId, i) => ({ hubId: HUB, adAccountId: 'ads_cmp', workspaceId, date: '2026-11-20', cents: 1000 + i })));
+      await fx.spend(
+        db,
+        ids.map((workspaceId, i) => ({ hubId: HUB, adAccountId: 'ads_cmp', workspaceId, date: '2026-11-20', cents: 1000 + i })),
+      );
     },
   });
   key = await readKey(t.db, HUB);
@@ -66,7 +81,8 @@ function raw(path: string, headers: Record<string, string> = {}, method = 'GET',
   });
 }
 
-const hub = (path: string, headers: Record<string, string> = {}, method = 'GET') => raw(`/v1/hub${path}`, { authorization: `Bearer ${key}`, ...headers }, method);
+const hub = (path: string, headers: Record<string, string> = {}, method = 'GET') =>
+  raw(`/v1/hub${path}`, { authorization: `Bearer ${key}`, ...headers }, method);
 
 function decode(response: Raw): Buffer {
   switch (response.headers['content-encoding']) {
@@ -83,7 +99,10 @@ function decode(response: Raw): Buffer {
   }
 }
 
-const varyNames = (response: Raw) => String(response.headers.vary ?? '').split(',').map((n) => n.trim().toLowerCase());
+const varyNames = (response: Raw) =>
+  String(response.headers.vary ?? '')
+    .split(',')
+    .map((n) => n.trim().toLowerCase());
 
 /** A compressed 200 in `coding` whose bytes decode to exactly `identity`'s, with its length and tag. */
 function assertCompressedLike(response: Raw, identity: Raw, coding: string, what: string): void {
@@ -91,7 +110,8 @@ function assertCompressedLike(response: Raw, identity: Raw, coding: string, what
   assert.equal(response.headers['content-encoding'], coding, what);
   assert.ok(response.body.length < identity.body.length / 3, `${what}: ${response.body.length} bytes is not compressed`);
   assert.deepEqual(decode(response), identity.body, what);
-  if (response.headers['content-length'] !== undefined) assert.equal(Number(response.headers['content-length']), response.body.length, what);
+  if (response.headers['content-length'] !== undefined)
+    assert.equal(Number(response.headers['content-length']), response.body.length, what);
   assert.ok(varyNames(response).includes('accept-encoding'), `${what}: Vary ${response.headers.vary}`);
   if (identity.headers.etag) assert.equal(response.headers.etag, `${String(identity.headers.etag).slice(0, -1)}-${coding}"`, what);
 }
@@ -113,8 +133,18 @@ test('a 500-row page comes back in each coding we offer and decodes to the ident
 });
 
 test('MCP answers are compressed like REST ones: a 500-row tool result from the Hub MCP endpoint', async () => {
-  const call = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_playbook_opt_ins', arguments: { limit: 500 } } });
-  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+  const call = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'tools/call',
+    params: { name: 'list_playbook_opt_ins', arguments: { limit: 500 } },
+  });
+  const headers = {
+    authorization: `Bearer ${key}`,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': '2025-11-25',
+  };
   const identity = await raw('/v1/hub/mcp', headers, 'POST', call);
   assert.equal(identity.status, 200, identity.body.toString('utf8').slice(0, 300));
   assert.equal(identity.headers['content-encoding'], undefined);
@@ -130,7 +160,8 @@ test('both OpenAPI documents are compressed too', async () => {
   for (const path of ['/v1/hub/openapi.json', '/openapi.json']) {
     const identity = await raw(path);
     assert.equal(identity.status, 200, path);
-    for (const coding of OFFERED_CODINGS) assertCompressedLike(await raw(path, { 'accept-encoding': coding }), identity, coding, `${path} ${coding}`);
+    for (const coding of OFFERED_CODINGS)
+      assertCompressedLike(await raw(path, { 'accept-encoding': coding }), identity, coding, `${path} ${coding}`);
   }
 });
 
@@ -196,7 +227,10 @@ test('a compressed 200 tags its coding; that tag and the identity tag both reval
   // The OpenAPI document's body-hash tag, too.
   const document = await raw('/v1/hub/openapi.json', { 'accept-encoding': 'gzip' });
   assert.match(String(document.headers.etag), /-gzip"$/);
-  assert.equal((await raw('/v1/hub/openapi.json', { 'accept-encoding': 'gzip', 'if-none-match': String(document.headers.etag) })).status, 304);
+  assert.equal(
+    (await raw('/v1/hub/openapi.json', { 'accept-encoding': 'gzip', 'if-none-match': String(document.headers.etag) })).status,
+    304,
+  );
 });
 
 test('the web admin CSV export streams compressed and decodes to the same CSV', async () => {
@@ -219,7 +253,25 @@ test('the web admin CSV export streams compressed and decodes to the same CSV', 
 
 test('odd Accept-Encoding values never fail a request: the body is identity or decodes to it', async () => {
   const identity = await raw('/v1/hub/openapi.json');
-  const odd = ['gzip;q=abc', ';;;', 'br;q=2', ',', ',,,gzip,,,', 'gzip;q=', 'gzip;q=1.0001', 'gzip;;q=0.5', '=;q=1', 'br ; q = 0.7', 'q=1', 'gzip;q=0.5;q=0', 'identity;q=x', '*;q=-1', 'gz\u00edp', ',' .repeat(4096), `${'gzip;q=0.1,'.repeat(300)}br`];
+  const odd = [
+    'gzip;q=abc',
+    ';;;',
+    'br;q=2',
+    ',',
+    ',,,gzip,,,',
+    'gzip;q=',
+    'gzip;q=1.0001',
+    'gzip;;q=0.5',
+    '=;q=1',
+    'br ; q = 0.7',
+    'q=1',
+    'gzip;q=0.5;q=0',
+    'identity;q=x',
+    '*;q=-1',
+    'gz\u00edp',
+    ','.repeat(4096),
+    `${'gzip;q=0.1,'.repeat(300)}br`,
+  ];
   const check = async (header: string) => {
     const response = await raw('/v1/hub/openapi.json', { 'accept-encoding': header });
     assert.equal(response.status, 200, JSON.stringify(header));
@@ -227,11 +279,20 @@ test('odd Accept-Encoding values never fail a request: the body is identity or d
   };
   for (const header of odd) await check(header);
   // Generated header text: visible ASCII and spaces (what Node lets through), biased to the grammar's characters.
-  const headerText = fc.string({ unit: fc.oneof(fc.constantFrom(',', ';', '=', 'q', '.', ' ', '*', '0', '1', 'gzip', 'br', 'zstd', 'identity'), fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c))), maxLength: 40 });
-  await fc.assert(fc.asyncProperty(headerText, async (header) => {
-    assert.equal(negotiateCoding(header) === undefined || OFFERED_CODINGS.includes(negotiateCoding(header)!), true);
-    await check(header.trim());
-  }), { numRuns: 60 });
+  const headerText = fc.string({
+    unit: fc.oneof(
+      fc.constantFrom(',', ';', '=', 'q', '.', ' ', '*', '0', '1', 'gzip', 'br', 'zstd', 'identity'),
+      fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)),
+    ),
+    maxLength: 40,
+  });
+  await fc.assert(
+    fc.asyncProperty(headerText, async (header) => {
+      assert.equal(negotiateCoding(header) === undefined || OFFERED_CODINGS.includes(negotiateCoding(header)!), true);
+      await check(header.trim());
+    }),
+    { numRuns: 60 },
+  );
 });
 
 test('Vary: Accept-Encoding is added once, keeping what is there', () => {

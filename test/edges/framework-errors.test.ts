@@ -15,7 +15,12 @@ after(async () => {
 });
 
 async function send(method: string, url: string, options: { body?: string; type?: string } = {}) {
-  const response = await t.app.fastify.inject({ method: method as 'GET', url, headers: options.type ? { 'content-type': options.type } : {}, ...(options.body !== undefined ? { payload: options.body } : {}) });
+  const response = await t.app.fastify.inject({
+    method: method as 'GET',
+    url,
+    headers: options.type ? { 'content-type': options.type } : {},
+    ...(options.body !== undefined ? { payload: options.body } : {}),
+  });
   return { status: response.statusCode, headers: response.headers, text: response.body, body: JSON.parse(response.body) };
 }
 
@@ -24,14 +29,16 @@ function assertOurs(response: { status: number; text: string; body: any }, statu
   assert.equal(response.status, status, `${what}: ${response.text}`);
   assert.equal(response.body.error, error, what);
   assert.equal(typeof response.body.message, 'string', what);
-  for (const key of Object.keys(response.body)) assert.ok(['error', 'message', 'issues', 'requestId'].includes(key), `${what}: unexpected key ${key}`);
+  for (const key of Object.keys(response.body))
+    assert.ok(['error', 'message', 'issues', 'requestId'].includes(key), `${what}: unexpected key ${key}`);
   assert.doesNotMatch(response.text, /FST_|statusCode|Unexpected token|at position|Bad Request/, what);
 }
 
 test('bad URLs and overlong path segments: 400 in our body', async () => {
   assertOurs(await send('GET', `/posts/${'a'.repeat(101)}`), 400, 'invalid_request', 'id over 100 characters');
   assertOurs(await send('GET', `/v1/hub/playbook-opt-ins/${'a'.repeat(200)}`), 404, 'not_found', 'no such route, however long');
-  for (const url of ['/posts/%FF', '/media/%E0%A4%A', '/workspaces/%C0%AF']) assertOurs(await send('GET', url), 400, 'invalid_request', url);
+  for (const url of ['/posts/%FF', '/media/%E0%A4%A', '/workspaces/%C0%AF'])
+    assertOurs(await send('GET', url), 400, 'invalid_request', url);
 });
 
 test('unreadable bodies: our body and wording, with a sensible status', async () => {
@@ -39,9 +46,20 @@ test('unreadable bodies: our body and wording, with a sensible status', async ()
   assertOurs(await send('POST', '/posts', { body: '{"text":', type: json }), 400, 'invalid_request', 'truncated JSON');
   assertOurs(await send('POST', '/posts', { body: '', type: json }), 400, 'invalid_request', 'empty JSON body');
   assertOurs(await send('POST', '/posts', { body: '{"__proto__":{"admin":true}}', type: json }), 400, 'invalid_request', '__proto__ key');
-  for (const type of ['text/plain', 'application/xml', 'multipart/mixed; boundary=x']) assertOurs(await send('POST', '/posts', { body: 'text=hi', type }), 415, 'unsupported_media_type', type);
-  assertOurs(await send('POST', '/posts', { body: JSON.stringify({ text: 'x'.repeat(2 * 1024 * 1024) }), type: json }), 413, 'payload_too_large', '2 MB body');
-  assertOurs(await send('POST', '/v1/hub/mcp', { body: '{', type: 'text/html' }), 415, 'unsupported_media_type', 'HTML to the Hub MCP endpoint');
+  for (const type of ['text/plain', 'application/xml', 'multipart/mixed; boundary=x'])
+    assertOurs(await send('POST', '/posts', { body: 'text=hi', type }), 415, 'unsupported_media_type', type);
+  assertOurs(
+    await send('POST', '/posts', { body: JSON.stringify({ text: 'x'.repeat(2 * 1024 * 1024) }), type: json }),
+    413,
+    'payload_too_large',
+    '2 MB body',
+  );
+  assertOurs(
+    await send('POST', '/v1/hub/mcp', { body: '{', type: 'text/html' }),
+    415,
+    'unsupported_media_type',
+    'HTML to the Hub MCP endpoint',
+  );
 });
 
 test('a path that exists under other methods: 405 with Allow; a path that does not: 404', async () => {
@@ -66,17 +84,33 @@ test('a path that exists under other methods: 405 with Allow; a path that does n
   const hub = await send('POST', '/v1/hub/playbook-opt-ins');
   assert.equal(hub.status, 405);
   assert.equal(hub.headers.allow, 'GET');
-  for (const [method, url] of [['GET', '/nope'], ['DELETE', '/nope/deeper'], ['GET', '/v1/hub/nope'], ['GET', '/posts/p_1/extra']]) {
+  for (const [method, url] of [
+    ['GET', '/nope'],
+    ['DELETE', '/nope/deeper'],
+    ['GET', '/v1/hub/nope'],
+    ['GET', '/posts/p_1/extra'],
+  ]) {
     assertOurs(await send(method!, url!), 404, 'not_found', `${method} ${url}`);
   }
 });
 
 test('routes that are not operations (web admin, embeds) hold to the input rule too: refused, never a 500', async () => {
   // The web admin renders the 400 as a page; embeds answer their own 401 refusal page.
-  for (const [url, status] of [['/app/hubs/%00', 400], ['/app/hubs/h1/opt-ins?status=%00', 400], ['/app/sign-in?next=%00', 400], ['/embed/spend?token=%00', 401], ['/embed/opt-in-summary?token=a%EF%BF%BEb', 401]] as const) {
+  for (const [url, status] of [
+    ['/app/hubs/%00', 400],
+    ['/app/hubs/h1/opt-ins?status=%00', 400],
+    ['/app/sign-in?next=%00', 400],
+    ['/embed/spend?token=%00', 401],
+    ['/embed/opt-in-summary?token=a%EF%BF%BEb', 401],
+  ] as const) {
     const response = await t.app.fastify.inject({ method: 'GET', url });
     assert.equal(response.statusCode, status, url);
   }
-  const deep = await t.app.fastify.inject({ method: 'POST', url: '/app/sign-in', headers: { 'content-type': 'application/json' }, payload: `{"a":${'['.repeat(40)}${']'.repeat(40)}}` });
+  const deep = await t.app.fastify.inject({
+    method: 'POST',
+    url: '/app/sign-in',
+    headers: { 'content-type': 'application/json' },
+    payload: `{"a":${'['.repeat(40)}${']'.repeat(40)}}`,
+  });
   assert.equal(deep.statusCode, 400, 'deep JSON to a web form');
 });

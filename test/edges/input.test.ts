@@ -30,10 +30,17 @@ function assertRefused(response: { status: number; body: any }, field: string, w
   assert.equal(response.status, 400, `${what}: ${JSON.stringify(response.body)}`);
   assert.equal(response.body.error, 'invalid_request', what);
   assert.equal(typeof response.body.message, 'string', what);
-  assert.ok(response.body.issues.some((i: { field: string }) => i.field === field), `${what}: issues should name ${field}: ${JSON.stringify(response.body.issues)}`);
+  assert.ok(
+    response.body.issues.some((i: { field: string }) => i.field === field),
+    `${what}: issues should name ${field}: ${JSON.stringify(response.body.issues)}`,
+  );
 }
 
-const json = (body: unknown, headers: Record<string, string> = {}): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+const json = (body: unknown, headers: Record<string, string> = {}): RequestInit => ({
+  method: 'POST',
+  headers: { 'content-type': 'application/json', ...headers },
+  body: typeof body === 'string' ? body : JSON.stringify(body),
+});
 
 describe('forbidden characters (NUL, controls, lone surrogates, noncharacters) on every surface', () => {
   const BAD = ['%00', '%01', '%7F', '%EF%BF%BE', 'a%00b'];
@@ -41,7 +48,8 @@ describe('forbidden characters (NUL, controls, lone surrogates, noncharacters) o
   test('in every query parameter and path id of the main API and the Hub API: 400 naming it', async () => {
     const probes: [string, string, (path: string) => Promise<{ status: number; body: any }>][] = [];
     for (const param of ['workspaceId', 'status', 'cursor', 'from', 'to', 'limit']) probes.push([`/posts?${param}=`, param, world.main]);
-    for (const param of ['workspaceId', 'cursor']) probes.push([`/media?${param}=`, param, world.main], [`/channels?${param}=`, param, world.main]);
+    for (const param of ['workspaceId', 'cursor'])
+      probes.push([`/media?${param}=`, param, world.main], [`/channels?${param}=`, param, world.main]);
     for (const path of ['/analytics/organic', '/analytics/paid', '/analytics/google-reviews']) {
       for (const param of ['workspaceId', 'from', 'to']) probes.push([`${path}?${param}=`, param, world.main]);
     }
@@ -60,8 +68,16 @@ describe('forbidden characters (NUL, controls, lone surrogates, noncharacters) o
   test('in POST /posts bodies, values and keys alike: 400, and nothing is written', async () => {
     const before = await world.counts(WRITTEN);
     assertRefused(await world.main('/posts', json({ text: 'hi\u0000', status: 'draft', workspaceId: 'w1' })), 'text', 'NUL in text');
-    assertRefused(await world.main('/posts', json({ text: 'hi', status: 'draft', workspaceId: 'w1', channelIds: ['ch_fb\u0000'] })), 'channelIds.0', 'NUL in an array item');
-    assertRefused(await world.main('/posts', json({ text: 'hi', status: 'draft', workspaceId: 'w1', 'x\u0000': 1 }, { 'idempotency-key': 'nul-key' })), 'x\u0000', 'NUL in a key');
+    assertRefused(
+      await world.main('/posts', json({ text: 'hi', status: 'draft', workspaceId: 'w1', channelIds: ['ch_fb\u0000'] })),
+      'channelIds.0',
+      'NUL in an array item',
+    );
+    assertRefused(
+      await world.main('/posts', json({ text: 'hi', status: 'draft', workspaceId: 'w1', 'x\u0000': 1 }, { 'idempotency-key': 'nul-key' })),
+      'x\u0000',
+      'NUL in a key',
+    );
     assert.deepEqual(await world.counts(WRITTEN), before);
   });
 
@@ -95,19 +111,31 @@ describe('forbidden characters (NUL, controls, lone surrogates, noncharacters) o
 describe('dates: one range, 1970-01-01 to 9999-12-31', () => {
   test('dates and timestamps outside it are refused naming the field; a derived from never leaves it', async () => {
     for (const [path, field] of [
-      ['/analytics/organic?to=0001-01-01', 'to'], ['/analytics/paid?from=0000-12-01', 'from'], ['/analytics/organic?from=1969-12-31', 'from'],
-      ['/posts?from=0000-01-01T00:00:00Z', 'from'], ['/posts?to=1969-12-31T23:59:59Z', 'to'], ['/analytics/google-reviews?to=10000-01-01', 'to'],
-    ] as const) assertRefused(await world.main(path), field, path);
+      ['/analytics/organic?to=0001-01-01', 'to'],
+      ['/analytics/paid?from=0000-12-01', 'from'],
+      ['/analytics/organic?from=1969-12-31', 'from'],
+      ['/posts?from=0000-01-01T00:00:00Z', 'from'],
+      ['/posts?to=1969-12-31T23:59:59Z', 'to'],
+      ['/analytics/google-reviews?to=10000-01-01', 'to'],
+    ] as const)
+      assertRefused(await world.main(path), field, path);
     assertRefused(await world.hub('/playbook-opt-ins?since=0000-01-01T00:00:00Z'), 'since', 'since in year 0');
     const early = await world.main('/analytics/organic?to=1970-01-05');
     assert.equal(early.status, 200, JSON.stringify(early.body));
-    assert.deepEqual([early.body.startDate, early.body.endDate], ['1970-01-01', '1970-01-05'], 'the default from is clamped to the first day');
+    assert.deepEqual(
+      [early.body.startDate, early.body.endDate],
+      ['1970-01-01', '1970-01-05'],
+      'the default from is clamped to the first day',
+    );
   });
 
   test('a cursor dated in year 0 is refused even when signed by us', () => {
     const key = new CursorKey(randomBytes(32));
     assert.equal(ListCursor.read(OPT_IN_CURSOR, key, key.sign('opt-ins', ['0000-01-01T00:00:00.000000Z', 'o1'])), undefined);
-    assert.deepEqual(ListCursor.read(OPT_IN_CURSOR, key, key.sign('opt-ins', ['1970-01-01T00:00:00.000000Z', 'o1']))?.after, { at: '1970-01-01T00:00:00.000000Z', id: 'o1' });
+    assert.deepEqual(ListCursor.read(OPT_IN_CURSOR, key, key.sign('opt-ins', ['1970-01-01T00:00:00.000000Z', 'o1']))?.after, {
+      at: '1970-01-01T00:00:00.000000Z',
+      id: 'o1',
+    });
   });
 });
 
@@ -122,7 +150,10 @@ describe('bounded JSON depth', () => {
     }
     assert.deepEqual(await world.counts(WRITTEN), before);
     // At the limit it is read (and refused only for the unknown property's sake, if at all).
-    const atLimit = await world.main('/posts', json(`{"text":"deep","status":"draft","workspaceId":"w1","extra":${nested(31)}}`, { 'idempotency-key': 'deep-ok' }));
+    const atLimit = await world.main(
+      '/posts',
+      json(`{"text":"deep","status":"draft","workspaceId":"w1","extra":${nested(31)}}`, { 'idempotency-key': 'deep-ok' }),
+    );
     assert.notEqual(atLimit.body.issues?.[0]?.field, '(body)', JSON.stringify(atLimit.body));
     assert.ok(atLimit.status < 500);
   });
@@ -131,14 +162,35 @@ describe('bounded JSON depth', () => {
     let deep: unknown = 1;
     for (let i = 0; i < 200_000; i++) deep = { a: deep, b: [i] };
     assert.equal(requestFingerprint('create_post', deep).length, 32);
-    assert.deepEqual(requestFingerprint('x', { a: 1, b: [{ d: 2, c: 3 }] }), requestFingerprint('x', { b: [{ c: 3, d: 2 }], a: 1 }), 'key order does not matter');
+    assert.deepEqual(
+      requestFingerprint('x', { a: 1, b: [{ d: 2, c: 3 }] }),
+      requestFingerprint('x', { b: [{ c: 3, d: 2 }], a: 1 }),
+      'key order does not matter',
+    );
     assert.notDeepEqual(requestFingerprint('x', { a: [1, 2] }), requestFingerprint('x', { a: [2, 1] }), 'array order does');
   });
 });
 
 describe('strict parsing', () => {
   test('limit takes plain decimal integers 1–500 only', async () => {
-    for (const bad of ['0x10', '1e2', '0b11', '0o7', '1.0', '%2B5', '05', '5.', '%205', '5%20', '0', '501', '-1', '', 'abc', '99999999999999999999']) {
+    for (const bad of [
+      '0x10',
+      '1e2',
+      '0b11',
+      '0o7',
+      '1.0',
+      '%2B5',
+      '05',
+      '5.',
+      '%205',
+      '5%20',
+      '0',
+      '501',
+      '-1',
+      '',
+      'abc',
+      '99999999999999999999',
+    ]) {
       assertRefused(await world.main(`/posts?limit=${bad}`), 'limit', `/posts?limit=${bad}`);
       assertRefused(await world.hub(`/playbook-opt-ins?limit=${bad}`), 'limit', `hub limit=${bad}`);
     }
@@ -152,8 +204,16 @@ describe('strict parsing', () => {
   test('JSON bodies are never coerced: "text": 16 and "publishNow": "true" are refused', async () => {
     const before = await world.counts(WRITTEN);
     assertRefused(await world.main('/posts', json({ text: 16, status: 'draft', workspaceId: 'w1' })), 'text', 'number for text');
-    assertRefused(await world.main('/posts', json({ text: 'x', status: 'scheduled', publishNow: 'true', workspaceId: 'w1', channelIds: ['ch_fb'] })), 'publishNow', 'string for boolean');
-    assertRefused(await world.main('/posts', json({ text: 'x', status: 'draft', workspaceId: 'w1', channelIds: 'ch_fb' })), 'channelIds', 'scalar for array');
+    assertRefused(
+      await world.main('/posts', json({ text: 'x', status: 'scheduled', publishNow: 'true', workspaceId: 'w1', channelIds: ['ch_fb'] })),
+      'publishNow',
+      'string for boolean',
+    );
+    assertRefused(
+      await world.main('/posts', json({ text: 'x', status: 'draft', workspaceId: 'w1', channelIds: 'ch_fb' })),
+      'channelIds',
+      'scalar for array',
+    );
     assert.deepEqual(await world.counts(WRITTEN), before);
   });
 
@@ -183,14 +243,19 @@ describe('signed cursors', () => {
       const edited = position.with(index, part.slice(0, -1) + (part.endsWith('1') ? '2' : '1'));
       out.push([Buffer.from(JSON.stringify(edited)).toString('base64url'), ...(tag === undefined ? [] : [tag])].join('.'));
     }
-    if (tag !== undefined) for (const i of [0, 10, tag.length - 1]) out.push(`${payload}.${tag.slice(0, i)}${tag[i] === 'A' ? 'B' : 'A'}${tag.slice(i + 1)}`);
+    if (tag !== undefined)
+      for (const i of [0, 10, tag.length - 1]) out.push(`${payload}.${tag.slice(0, i)}${tag[i] === 'A' ? 'B' : 'A'}${tag.slice(i + 1)}`);
     return out;
   }
 
   test('a real cursor edited by one character is a 400 on every list', async () => {
     const lists: [string, (path: string) => Promise<{ status: number; body: any }>][] = [
-      ['/playbook-opt-ins?limit=1', world.hub], ['/media?limit=1', world.main], ['/posts?limit=1', world.main],
-      ['/workspaces?limit=1', world.main], ['/playbooks?limit=1', world.main], ['/channels?limit=1', world.main],
+      ['/playbook-opt-ins?limit=1', world.hub],
+      ['/media?limit=1', world.main],
+      ['/posts?limit=1', world.main],
+      ['/workspaces?limit=1', world.main],
+      ['/playbooks?limit=1', world.main],
+      ['/channels?limit=1', world.main],
     ];
     for (const [path, get] of lists) {
       const first = await get(path);

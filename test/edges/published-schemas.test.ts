@@ -50,7 +50,8 @@ for (const server of ['main', 'hub'] as const) {
         (['inputSchema', 'outputSchema'] as const).flatMap((which) => {
           const why = refusal(ajv, tool[which]);
           return why === undefined ? [] : [`${tool.name} ${which}: ${why}`];
-        }));
+        }),
+      );
       assert.deepEqual(failures, []);
     } finally {
       await client.close();
@@ -65,7 +66,8 @@ function openApiSchemas(document: any): [string, unknown][] {
     if (Array.isArray(schema)) return schema.map(resolve);
     if (typeof schema !== 'object' || schema === null) return schema;
     const ref = (schema as { $ref?: unknown }).$ref;
-    if (typeof ref === 'string' && ref.startsWith('#/components/schemas/')) return resolve(components[ref.slice('#/components/schemas/'.length)]);
+    if (typeof ref === 'string' && ref.startsWith('#/components/schemas/'))
+      return resolve(components[ref.slice('#/components/schemas/'.length)]);
     return Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, resolve(value)]));
   };
   const found: [string, unknown][] = Object.entries(components).map(([name, schema]) => [`components ${name}`, resolve(schema)]);
@@ -73,17 +75,23 @@ function openApiSchemas(document: any): [string, unknown][] {
     for (const [method, op] of Object.entries<any>(methods)) {
       const at = `${method.toUpperCase()} ${path}`;
       for (const p of op.parameters ?? []) found.push([`${at} parameter ${p.name}`, resolve(p.schema)]);
-      for (const [type, body] of Object.entries<any>(op.requestBody?.content ?? {})) found.push([`${at} body ${type}`, resolve(body.schema)]);
+      for (const [type, body] of Object.entries<any>(op.requestBody?.content ?? {}))
+        found.push([`${at} body ${type}`, resolve(body.schema)]);
       for (const [status, response] of Object.entries<any>(op.responses ?? {})) {
-        for (const [type, body] of Object.entries<any>(response.content ?? {})) found.push([`${at} ${status} ${type}`, resolve(body.schema)]);
-        for (const [name, header] of Object.entries<any>(response.headers ?? {})) if (header.schema) found.push([`${at} ${status} header ${name}`, resolve(header.schema)]);
+        for (const [type, body] of Object.entries<any>(response.content ?? {}))
+          found.push([`${at} ${status} ${type}`, resolve(body.schema)]);
+        for (const [name, header] of Object.entries<any>(response.headers ?? {}))
+          if (header.schema) found.push([`${at} ${status} header ${name}`, resolve(header.schema)]);
       }
     }
   }
   return found;
 }
 
-for (const [api, path] of [['main API', '/openapi.json'], ['Hub API', '/v1/hub/openapi.json']] as const) {
+for (const [api, path] of [
+  ['main API', '/openapi.json'],
+  ['Hub API', '/v1/hub/openapi.json'],
+] as const) {
   test(`${api} OpenAPI document: every schema compiles in a strict 2020-12 validator (OpenAPI's formats added)`, async () => {
     const response = await fetch(`${world.live.baseUrl}${path}`);
     assert.equal(response.status, 200);

@@ -8,13 +8,22 @@ import { Type } from 'typebox';
 describe('strict query text and bounded input', () => {
   const schema = Type.Object({ limit: Type.Integer(), flag: Type.Boolean(), name: Type.String() });
   test('integers only as plain decimal digits, booleans only true/false, strings untouched', () => {
-    fc.assert(fc.property(fc.oneof(fc.string(), fc.integer().map(String), fc.constantFrom('0x10', '1e2', '0b11', '0o7', '1.0', '+5', '05', '5.', ' 5', '5 ', '-0', '')), (text) => {
-      const out = fromQueryText(schema, { limit: text, flag: text, name: text });
-      const plain = /^(0|-?[1-9][0-9]*)$/.test(text) && Number.isSafeInteger(Number(text));
-      assert.equal(out.limit, plain ? Number(text) : text, text);
-      assert.equal(out.flag, text === 'true' ? true : text === 'false' ? false : text);
-      assert.equal(out.name, text);
-    }));
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.integer().map(String),
+          fc.constantFrom('0x10', '1e2', '0b11', '0o7', '1.0', '+5', '05', '5.', ' 5', '5 ', '-0', ''),
+        ),
+        (text) => {
+          const out = fromQueryText(schema, { limit: text, flag: text, name: text });
+          const plain = /^(0|-?[1-9][0-9]*)$/.test(text) && Number.isSafeInteger(Number(text));
+          assert.equal(out.limit, plain ? Number(text) : text, text);
+          assert.equal(out.flag, text === 'true' ? true : text === 'false' ? false : text);
+          assert.equal(out.name, text);
+        },
+      ),
+    );
   });
   test('depth is measured without recursion', () => {
     let deep: unknown = 1;

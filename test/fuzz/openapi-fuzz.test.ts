@@ -56,7 +56,11 @@ before(async () => {
   console.log(`fuzz seed ${SEED} (replay with FUZZ_SEED=${SEED}); ${BUDGET_MS} ms per surface`);
 });
 after(async () => {
-  console.log(`fuzz cases: ${Object.entries(counts).map(([k, n]) => `${k} ${n}`).join(', ')}; total ${Object.values(counts).reduce((a, b) => a + b, 0)}`);
+  console.log(
+    `fuzz cases: ${Object.entries(counts)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ')}; total ${Object.values(counts).reduce((a, b) => a + b, 0)}`,
+  );
   await world?.close();
 });
 
@@ -66,21 +70,55 @@ after(async () => {
 const CURSOR_LIKE = 'eyJ2MiJ9.AAAAAAAAAAAAAAAAAAAAAA';
 const KNOWN_IDS = ['w1', 'w2', 'p1', 'p2', 'o1', 'o2', 'ch_fb', 'ch_x', 'h1'];
 const HOSTILE_TEXT = [
-  '\u0000', 'a\u0000b', '\ud800', 'x\udfff', '\uffff', '\ufdd0', '\u0007', '\u001b[31m', '\u202e', '\u007f', 'é', '😀', '', ' ', '+',
-  "'; DROP TABLE posts;--", '../../etc/passwd', '%FF', '%00', '${x}', 'x'.repeat(5_000), '0000-01-01', '0000-01-01T00:00:00Z',
-  '0001-01-01', '9999-12-31T23:59:59Z', '10000-01-01', '1969-12-31', '-1', '1e309', '0x10', ' 5', '05', 'true', 'null', '[]', '{}',
+  '\u0000',
+  'a\u0000b',
+  '\ud800',
+  'x\udfff',
+  '\uffff',
+  '\ufdd0',
+  '\u0007',
+  '\u001b[31m',
+  '\u202e',
+  '\u007f',
+  'é',
+  '😀',
+  '',
+  ' ',
+  '+',
+  "'; DROP TABLE posts;--",
+  '../../etc/passwd',
+  '%FF',
+  '%00',
+  '${x}',
+  'x'.repeat(5_000),
+  '0000-01-01',
+  '0000-01-01T00:00:00Z',
+  '0001-01-01',
+  '9999-12-31T23:59:59Z',
+  '10000-01-01',
+  '1969-12-31',
+  '-1',
+  '1e309',
+  '0x10',
+  ' 5',
+  '05',
+  'true',
+  'null',
+  '[]',
+  '{}',
 ];
 const HOSTILE_NUMBERS = [-1, 0, 1.5, -0, 2 ** 31, 2 ** 53 + 2, -(2 ** 63), 1e21, 1e308, Number.MAX_SAFE_INTEGER, 501, 4294967295000];
 
-const hostileValue = (keys: string[]): fc.Arbitrary<unknown> => fc.oneof(
-  fc.constantFrom(...HOSTILE_TEXT),
-  fc.constantFrom(...HOSTILE_NUMBERS),
-  fc.boolean(),
-  fc.constant(null),
-  fc.array(fc.constantFrom(...HOSTILE_TEXT, ...KNOWN_IDS), { maxLength: 3 }),
-  fc.dictionary(fc.constantFrom(...keys), fc.constantFrom(...HOSTILE_TEXT), { maxKeys: 2 }),
-  fc.string({ maxLength: 40, unit: 'binary' }),
-);
+const hostileValue = (keys: string[]): fc.Arbitrary<unknown> =>
+  fc.oneof(
+    fc.constantFrom(...HOSTILE_TEXT),
+    fc.constantFrom(...HOSTILE_NUMBERS),
+    fc.boolean(),
+    fc.constant(null),
+    fc.array(fc.constantFrom(...HOSTILE_TEXT, ...KNOWN_IDS), { maxLength: 3 }),
+    fc.dictionary(fc.constantFrom(...keys), fc.constantFrom(...HOSTILE_TEXT), { maxKeys: 2 }),
+    fc.string({ maxLength: 40, unit: 'binary' }),
+  );
 const hostile = hostileValue(['a', '\u0000', '__proto__', 'constructor']);
 // Known, left to the MCP transport's owner: a JSON-RPC body holding a "__proto__" key is refused
 // as a whole by Fastify's JSON parser (prototype-poisoning guard), so the MCP endpoints answer
@@ -105,7 +143,9 @@ function valid(schema: Schema, bad: fc.Arbitrary<unknown> = hostile): fc.Arbitra
       return fc.array(valid(schema.items ?? {}, bad), { maxLength: Math.min(schema.maxItems ?? 3, 3) });
     case 'object': {
       const properties = schema.properties ?? {};
-      return fc.record(Object.fromEntries(Object.entries(properties).map(([k, s]) => [k, maybeHostile(s, bad)])), { requiredKeys: schema.required ?? [] });
+      return fc.record(Object.fromEntries(Object.entries(properties).map(([k, s]) => [k, maybeHostile(s, bad)])), {
+        requiredKeys: schema.required ?? [],
+      });
     }
     default: {
       const day = fc.date({ min: new Date('2026-10-01T00:00:00Z'), max: new Date('2027-01-31T00:00:00Z'), noInvalidDate: true });
@@ -114,17 +154,38 @@ function valid(schema: Schema, bad: fc.Arbitrary<unknown> = hostile): fc.Arbitra
       if (schema.format === 'date') return day.map((d) => d.toISOString().slice(0, 10));
       if (matches('2026-11-01T00:00:00.000Z')) return day.map((d) => d.toISOString());
       if (matches(CURSOR_LIKE)) return fc.constantFrom('', 'abc', CURSOR_LIKE);
-      return fc.oneof(fc.constantFrom(...KNOWN_IDS, ...((schema.examples as string[] | undefined) ?? [])), fc.string({ maxLength: Math.min(schema.maxLength ?? 20, 20) }));
+      return fc.oneof(
+        fc.constantFrom(...KNOWN_IDS, ...((schema.examples as string[] | undefined) ?? [])),
+        fc.string({ maxLength: Math.min(schema.maxLength ?? 20, 20) }),
+      );
     }
   }
 }
 
-const maybeHostile = (schema: Schema, bad: fc.Arbitrary<unknown> = hostile): fc.Arbitrary<unknown> => fc.oneof({ weight: 3, arbitrary: valid(schema, bad) }, { weight: 1, arbitrary: bad });
+const maybeHostile = (schema: Schema, bad: fc.Arbitrary<unknown> = hostile): fc.Arbitrary<unknown> =>
+  fc.oneof({ weight: 3, arbitrary: valid(schema, bad) }, { weight: 1, arbitrary: bad });
 
 // ---- HTTP encodings ------------------------------------------------------------------------
 
 /** Query or path text for a value: valid encodings, and raw hostile ones no encoder makes. */
-const RAW_TEXT = ['%FF', '%C0%AF', '%ED%A0%80', '%E0%A4%A', '%00', '+', '%2B5', '0x10', '1e2', '%205', '05', '5.', '%', 'a'.repeat(150), '..', '%2F'];
+const RAW_TEXT = [
+  '%FF',
+  '%C0%AF',
+  '%ED%A0%80',
+  '%E0%A4%A',
+  '%00',
+  '+',
+  '%2B5',
+  '0x10',
+  '1e2',
+  '%205',
+  '05',
+  '5.',
+  '%',
+  'a'.repeat(150),
+  '..',
+  '%2F',
+];
 function asText(value: unknown): fc.Arbitrary<string> {
   const encoded = (() => {
     if (typeof value === 'string') {
@@ -165,22 +226,37 @@ function queryOf(params: Param[]): fc.Arbitrary<string> {
         { nil: undefined, freq: 2 },
       ),
     );
-  return fc.tuple(...parts, fc.option(fc.constantFrom('unknown=1', 'a[b]=1', '%FF=1', 'limit'), { nil: undefined })).map((list) => list.filter(Boolean).join('&'));
+  return fc
+    .tuple(...parts, fc.option(fc.constantFrom('unknown=1', 'a[b]=1', '%FF=1', 'limit'), { nil: undefined }))
+    .map((list) => list.filter(Boolean).join('&'));
 }
 
 function pathOf(template: string, params: Param[]): fc.Arbitrary<string> {
   const names = [...template.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!);
   if (names.length === 0) return fc.constant(template);
-  return fc.tuple(...names.map((name) => maybeHostile(params.find((p) => p.name === name)?.schema ?? { type: 'string' }).chain(asText))).map((texts) =>
-    names.reduce((path, name, i) => path.replace(`{${name}}`, texts[i] || 'x'), template),
-  );
+  return fc
+    .tuple(...names.map((name) => maybeHostile(params.find((p) => p.name === name)?.schema ?? { type: 'string' }).chain(asText)))
+    .map((texts) => names.reduce((path, name, i) => path.replace(`{${name}}`, texts[i] || 'x'), template));
 }
 
 /** A JSON body: the schema's object (valid or mutated), sometimes with deep nesting spliced in, or junk. */
 function bodyOf(schema: Schema): fc.Arbitrary<string | Uint8Array> {
   const object = valid(schema).map((value) => JSON.stringify(value));
-  const deep = fc.tuple(object, fc.integer({ min: 20, max: 20_000 })).map(([text, depth]) => `${text.slice(0, -1)}${text.length > 2 ? ',' : ''}"extra":${'['.repeat(depth)}${']'.repeat(depth)}}`);
-  const junk = fc.constantFrom<string | Uint8Array>('', '{', '[]', '"x"', 'null', '1', '{"__proto__":{"a":1}}', '{"text":"\\ud800"}', new Uint8Array([0x7b, 0xff, 0xfe, 0x7d]), '{"text":"\\u0000"}');
+  const deep = fc
+    .tuple(object, fc.integer({ min: 20, max: 20_000 }))
+    .map(([text, depth]) => `${text.slice(0, -1)}${text.length > 2 ? ',' : ''}"extra":${'['.repeat(depth)}${']'.repeat(depth)}}`);
+  const junk = fc.constantFrom<string | Uint8Array>(
+    '',
+    '{',
+    '[]',
+    '"x"',
+    'null',
+    '1',
+    '{"__proto__":{"a":1}}',
+    '{"text":"\\ud800"}',
+    new Uint8Array([0x7b, 0xff, 0xfe, 0x7d]),
+    '{"text":"\\u0000"}',
+  );
   return fc.oneof({ weight: 6, arbitrary: object }, { weight: 1, arbitrary: deep }, { weight: 1, arbitrary: junk });
 }
 
@@ -197,8 +273,13 @@ function assertErrorShape(body: any, what: string): void {
   assert.equal(typeof body, 'object', `${what}: error body is not JSON: ${String(body).slice(0, 200)}`);
   assert.equal(typeof body.error, 'string', `${what}: ${JSON.stringify(body).slice(0, 300)}`);
   assert.equal(typeof body.message, 'string', `${what}: ${JSON.stringify(body).slice(0, 300)}`);
-  for (const key of Object.keys(body)) assert.ok(['error', 'message', 'issues', 'requestId'].includes(key), `${what}: unexpected key ${key}`);
-  assert.doesNotMatch(JSON.stringify(body), /FST_|statusCode| {4}at |SELECT |INSERT |violates|invalid input syntax/, `${what}: leaks internals`);
+  for (const key of Object.keys(body))
+    assert.ok(['error', 'message', 'issues', 'requestId'].includes(key), `${what}: unexpected key ${key}`);
+  assert.doesNotMatch(
+    JSON.stringify(body),
+    /FST_|statusCode| {4}at |SELECT |INSERT |violates|invalid input syntax/,
+    `${what}: leaks internals`,
+  );
 }
 
 interface RestCase {
@@ -220,12 +301,18 @@ async function fuzzRest(surface: 'main' | 'hub', documentPath: string): Promise<
       const params = (operation.parameters ?? []) as Param[];
       const bodySchema = operation.requestBody?.content?.['application/json']?.schema as Schema | undefined;
       cases.push(
-        fc.record({ path: pathOf(template, params), query: queryOf(params), body: bodySchema ? bodyOf(bodySchema) : fc.constant(undefined) }).map(({ path, query, body }) => ({
-          method: method.toUpperCase(),
-          url: query ? `${path}?${query}` : path,
-          ...(body !== undefined ? { body } : {}),
-          op,
-        })),
+        fc
+          .record({
+            path: pathOf(template, params),
+            query: queryOf(params),
+            body: bodySchema ? bodyOf(bodySchema) : fc.constant(undefined),
+          })
+          .map(({ path, query, body }) => ({
+            method: method.toUpperCase(),
+            url: query ? `${path}?${query}` : path,
+            ...(body !== undefined ? { body } : {}),
+            op,
+          })),
       );
     }
   }
@@ -236,7 +323,10 @@ async function fuzzRest(surface: 'main' | 'hub', documentPath: string): Promise<
       const operation = operations.get(op);
       const what = `${method} ${url}${body !== undefined ? ` ${String(body).slice(0, 120)}` : ''}`;
       const before = method === 'POST' ? await world.counts(WRITTEN) : undefined;
-      const response = await get(url, { method, ...(body !== undefined ? { body, headers: { 'content-type': 'application/json', 'idempotency-key': `fuzz-${runs}` } } : {}) });
+      const response = await get(url, {
+        method,
+        ...(body !== undefined ? { body, headers: { 'content-type': 'application/json', 'idempotency-key': `fuzz-${runs}` } } : {}),
+      });
       assert.ok(response.status < 500, `${what}: ${response.status} ${JSON.stringify(response.body).slice(0, 300)}`);
       if (response.status >= 400) {
         assertErrorShape(response.body, what);
@@ -248,10 +338,20 @@ async function fuzzRest(surface: 'main' | 'hub', documentPath: string): Promise<
         const documented = operation.responses?.[String(response.status)]?.content?.['application/json']?.schema;
         assert.ok(documented, `${what}: status ${response.status} is not documented`);
         const validate = validatorFor(documented);
-        assert.ok(validate(response.body), `${what}: the ${response.status} body does not match its schema: ${JSON.stringify(validate.errors).slice(0, 400)}`);
+        assert.ok(
+          validate(response.body),
+          `${what}: the ${response.status} body does not match its schema: ${JSON.stringify(validate.errors).slice(0, 400)}`,
+        );
       }
     }),
-    { seed: SEED, numRuns: 1_000_000, interruptAfterTimeLimit: BUDGET_MS, markInterruptAsFailure: false, endOnFailure: true, includeErrorInReport: true },
+    {
+      seed: SEED,
+      numRuns: 1_000_000,
+      interruptAfterTimeLimit: BUDGET_MS,
+      markInterruptAsFailure: false,
+      endOnFailure: true,
+      includeErrorInReport: true,
+    },
   );
   // Counted whatever the outcome, so a failing run still says how far it got.
   await counted.finally(() => (counts[`${surface} REST`] = runs));
@@ -266,7 +366,22 @@ async function fuzzMcp(surface: 'main' | 'hub'): Promise<void> {
     let runs = 0;
     const counted = fc.assert(
       fc.asyncProperty(
-        fc.constantFrom(...tools.map((t) => t.name)).chain((name) => fc.record({ name: fc.constant(name), args: fc.oneof({ weight: 5, arbitrary: valid(tools.find((t) => t.name === name)!.inputSchema as Schema, hostileForTools) }, { weight: 1, arbitrary: fc.dictionary(fc.string({ maxLength: 5 }).filter((k) => k !== '__proto__'), hostileForTools, { maxKeys: 3 }) }) })),
+        fc.constantFrom(...tools.map((t) => t.name)).chain((name) =>
+          fc.record({
+            name: fc.constant(name),
+            args: fc.oneof(
+              { weight: 5, arbitrary: valid(tools.find((t) => t.name === name)!.inputSchema as Schema, hostileForTools) },
+              {
+                weight: 1,
+                arbitrary: fc.dictionary(
+                  fc.string({ maxLength: 5 }).filter((k) => k !== '__proto__'),
+                  hostileForTools,
+                  { maxKeys: 3 },
+                ),
+              },
+            ),
+          }),
+        ),
         async ({ name, args }) => {
           runs++;
           // The SDK transport hands one AbortSignal to every fetch and Node's fetch lets go of its
@@ -293,7 +408,14 @@ async function fuzzMcp(surface: 'main' | 'hub'): Promise<void> {
           }
         },
       ),
-      { seed: SEED, numRuns: 1_000_000, interruptAfterTimeLimit: BUDGET_MS, markInterruptAsFailure: false, endOnFailure: true, includeErrorInReport: true },
+      {
+        seed: SEED,
+        numRuns: 1_000_000,
+        interruptAfterTimeLimit: BUDGET_MS,
+        markInterruptAsFailure: false,
+        endOnFailure: true,
+        includeErrorInReport: true,
+      },
     );
     await counted.finally(() => (counts[`${surface} MCP`] = runs));
   } finally {

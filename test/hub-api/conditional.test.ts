@@ -65,8 +65,26 @@ async function seed(t: TestApp): Promise<void> {
     { id: 'o1', hubId: 'h1', playbookId: 'p1', workspaceId: 'w1', status: 'active', optedInAt: ago(50 * HOUR), updatedAt: ago(49 * HOUR) },
     { id: 'o2', hubId: 'h1', playbookId: 'p1', workspaceId: 'w2', status: 'paused', optedInAt: ago(40 * HOUR), updatedAt: ago(39 * HOUR) },
     { id: 'o3', hubId: 'h1', playbookId: 'p2', workspaceId: 'w1', status: 'active', optedInAt: ago(30 * HOUR), updatedAt: ago(29 * HOUR) },
-    { id: 'o4', hubId: 'h1', playbookId: 'p2', workspaceId: 'w3', status: 'in_review', optedInAt: ago(20 * HOUR), updatedAt: ago(19 * HOUR) },
-    { id: 'o5', hubId: 'h1', playbookId: 'p1', workspaceId: 'w3', status: 'questions_only', optedInAt: ago(10 * HOUR), updatedAt: ago(9 * HOUR), budgetCents: null, budgetType: null },
+    {
+      id: 'o4',
+      hubId: 'h1',
+      playbookId: 'p2',
+      workspaceId: 'w3',
+      status: 'in_review',
+      optedInAt: ago(20 * HOUR),
+      updatedAt: ago(19 * HOUR),
+    },
+    {
+      id: 'o5',
+      hubId: 'h1',
+      playbookId: 'p1',
+      workspaceId: 'w3',
+      status: 'questions_only',
+      optedInAt: ago(10 * HOUR),
+      updatedAt: ago(9 * HOUR),
+      budgetCents: null,
+      budgetType: null,
+    },
     { id: 'x1', hubId: 'h2', playbookId: 'q1', workspaceId: 'v1', status: 'active', optedInAt: ago(5 * HOUR) },
   ]);
   await fx.adAccount(db, 'h1', 'a1', 'idle', ago(HOUR));
@@ -84,19 +102,50 @@ async function seed(t: TestApp): Promise<void> {
 // writers (import, the sandbox, the web admin) would.
 let serial = 0;
 const mutations = {
-  renameWorkspace: (t: TestApp, id = 'w2') => t.db.kysely.updateTable('workspaces').set({ name: `Workspace ${id} #${++serial}` }).where('id', '=', id).execute(),
+  renameWorkspace: (t: TestApp, id = 'w2') =>
+    t.db.kysely
+      .updateTable('workspaces')
+      .set({ name: `Workspace ${id} #${++serial}` })
+      .where('id', '=', id)
+      .execute(),
   /** Toggles an opt-in between active and paused: the active count moves with it. */
-  toggleStatus: (t: TestApp, id = 'o2') => t.db.pool.query(`UPDATE opt_ins SET status = CASE status WHEN 'active' THEN 'paused' ELSE 'active' END WHERE id = $1`, [id]),
-  editBudget: (t: TestApp, id = 'o1') => t.db.pool.query('UPDATE opt_ins SET budget_cents = coalesce(budget_cents, 0) + 1 WHERE id = $1', [id]),
-  newOptIn: (t: TestApp, hubId = 'h1') => fx.optIns(t.db, [{
-    id: `n${++serial}`, hubId, playbookId: hubId === 'h1' ? 'p2' : 'q1', workspaceId: hubId === 'h1' ? 'w2' : 'v1', status: 'in_review',
-    optedInAt: new Date(t.clock.now().getTime() - HOUR).toISOString(), updatedAt: new Date().toISOString(),
-  }]),
-  newSpend: (t: TestApp, hubId = 'h1') => fx.spend(t.db, [{ hubId, adAccountId: hubId === 'h1' ? 'a1' : 'b1', workspaceId: hubId === 'h1' ? 'w3' : 'v1', date: utcDate(t.clock.now()), cents: 7 }]),
-  toggleArchived: (t: TestApp, key = 'region') => t.db.pool.query('UPDATE workspace_fields SET archived = NOT archived WHERE hub_id = $1 AND key = $2', ['h1', key]),
+  toggleStatus: (t: TestApp, id = 'o2') =>
+    t.db.pool.query(`UPDATE opt_ins SET status = CASE status WHEN 'active' THEN 'paused' ELSE 'active' END WHERE id = $1`, [id]),
+  editBudget: (t: TestApp, id = 'o1') =>
+    t.db.pool.query('UPDATE opt_ins SET budget_cents = coalesce(budget_cents, 0) + 1 WHERE id = $1', [id]),
+  newOptIn: (t: TestApp, hubId = 'h1') =>
+    fx.optIns(t.db, [
+      {
+        id: `n${++serial}`,
+        hubId,
+        playbookId: hubId === 'h1' ? 'p2' : 'q1',
+        workspaceId: hubId === 'h1' ? 'w2' : 'v1',
+        status: 'in_review',
+        optedInAt: new Date(t.clock.now().getTime() - HOUR).toISOString(),
+        updatedAt: new Date().toISOString(),
+      },
+    ]),
+  newSpend: (t: TestApp, hubId = 'h1') =>
+    fx.spend(t.db, [
+      {
+        hubId,
+        adAccountId: hubId === 'h1' ? 'a1' : 'b1',
+        workspaceId: hubId === 'h1' ? 'w3' : 'v1',
+        date: utcDate(t.clock.now()),
+        cents: 7,
+      },
+    ]),
+  toggleArchived: (t: TestApp, key = 'region') =>
+    t.db.pool.query('UPDATE workspace_fields SET archived = NOT archived WHERE hub_id = $1 AND key = $2', ['h1', key]),
   /** A completed sync of h1's ad account `agoMs` before the app's now. */
-  sync: (t: TestApp, agoMs = 60_000) => t.db.kysely.updateTable('ad_accounts').set({ sync_state: 'idle', last_synced_at: new Date(t.clock.now().getTime() - agoMs) }).where('id', '=', 'a1').execute(),
-  syncing: (t: TestApp) => t.db.pool.query(`UPDATE ad_accounts SET sync_state = CASE sync_state WHEN 'syncing' THEN 'idle' ELSE 'syncing' END WHERE id = 'a1'`),
+  sync: (t: TestApp, agoMs = 60_000) =>
+    t.db.kysely
+      .updateTable('ad_accounts')
+      .set({ sync_state: 'idle', last_synced_at: new Date(t.clock.now().getTime() - agoMs) })
+      .where('id', '=', 'a1')
+      .execute(),
+  syncing: (t: TestApp) =>
+    t.db.pool.query(`UPDATE ad_accounts SET sync_state = CASE sync_state WHEN 'syncing' THEN 'idle' ELSE 'syncing' END WHERE id = 'a1'`),
   /** A new key of h1, used once. */
   newKeyUsed: async (t: TestApp) => {
     const { key } = await createKey(t.db, { hubId: 'h1', name: `k${++serial}`, scope: 'read' });
@@ -194,7 +243,10 @@ describe('validators of the three reads', () => {
     assert.equal(full.status, 200);
     assert.equal(full.text, summary.text);
     // If-None-Match decides alone: a tag of another state is a full answer, whatever the date says.
-    const stale = await get(t, SUMMARY, key, { 'if-none-match': String((await get(t, SPEND, key)).headers.etag), 'if-modified-since': lastModified });
+    const stale = await get(t, SUMMARY, key, {
+      'if-none-match': String((await get(t, SPEND, key)).headers.etag),
+      'if-modified-since': lastModified,
+    });
     assert.equal(stale.status, 200);
   });
 
@@ -202,7 +254,17 @@ describe('validators of the three reads', () => {
     for (const path of [LIST, SUMMARY, SPEND]) {
       const full = await get(t, path, key);
       const etag = String(full.headers.etag);
-      const noneMatch = ['abc', '"unterminated', 'W/', `${etag}, abc`, `"${'x'.repeat(10_000)}`, 'x'.repeat(10_240), `"a\u007fb"`, `"a\tb"`, etag.slice(1, -1)];
+      const noneMatch = [
+        'abc',
+        '"unterminated',
+        'W/',
+        `${etag}, abc`,
+        `"${'x'.repeat(10_000)}`,
+        'x'.repeat(10_240),
+        `"a\u007fb"`,
+        `"a\tb"`,
+        etag.slice(1, -1),
+      ];
       for (const value of noneMatch) {
         const r = await get(t, path, key, { 'if-none-match': value });
         assert.equal(r.status, 200, `${path} If-None-Match: ${value.slice(0, 40)}`);
@@ -256,16 +318,14 @@ describe('validators of the three reads', () => {
     test('a budget edit: the list only (no figure of the summary moves)', () =>
       expectChanges(t, key, () => mutations.editBudget(t, 'o5'), [LIST]));
 
-    test('new spend: the spend report only', () =>
-      expectChanges(t, key, () => mutations.newSpend(t), [SPEND, SPEND_TODAY]));
+    test('new spend: the spend report only', () => expectChanges(t, key, () => mutations.newSpend(t), [SPEND, SPEND_TODAY]));
 
     test('an archived field: the list and spend (their rows show the visible fields)', () =>
       expectChanges(t, key, () => mutations.toggleArchived(t), [LIST, FIRST_PAGE, SPEND, SPEND_TODAY]));
 
-    test('an ad account sync: the spend report only', () =>
-      expectChanges(t, key, () => mutations.sync(t, 30_000), [SPEND, SPEND_TODAY]));
+    test('an ad account sync: the spend report only', () => expectChanges(t, key, () => mutations.sync(t, 30_000), [SPEND, SPEND_TODAY]));
 
-    test('a key created and used, another hub\'s changes, time passing within the day: nothing', async () => {
+    test("a key created and used, another hub's changes, time passing within the day: nothing", async () => {
       await expectChanges(t, key, () => mutations.newKeyUsed(t), []);
       await expectChanges(t, key, () => mutations.otherHub(t), []);
       await expectChanges(t, key, async () => t.clock.advance(60 * 60_000), []);
@@ -329,7 +389,8 @@ describe('validators of the three reads', () => {
               const what = `${path} after ${s.kind}`;
               // Every row embeds the hub's catalog, so a page's tag names the catalog's version:
               // a change to it changes every page's tag, even one whose rows do not show it.
-              if ((s.kind === 'rename' || s.kind === 'archive') && path.startsWith('/playbook-opt-ins')) assert.ok(tagChanged, `${what}: a catalog change`);
+              if ((s.kind === 'rename' || s.kind === 'archive') && path.startsWith('/playbook-opt-ins'))
+                assert.ok(tagChanged, `${what}: a catalog change`);
               else assert.equal(tagChanged, bodyChanged, `${what}: tag changed ⇔ body changed`);
               assert.ok(tagChanged || !bodyChanged, `${what}: a changed body never keeps its tag`);
               assert.equal(conditional.status, tagChanged ? 200 : 304, `${what}: conditional`);
@@ -365,13 +426,16 @@ describe("the summary's version and Last-Modified: stamped at commit, settled on
 
   /** The database's time now, the clock opt_ins_changed_at is stamped on. */
   const dbNow = async () => (await t.db.pool.query<{ now: Date }>('SELECT clock_timestamp() AS now')).rows[0]!.now;
-  const changedAt = async () => (await t.db.pool.query<{ at: Date }>(`SELECT opt_ins_changed_at AS at FROM hubs WHERE id = 'h1'`)).rows[0]!.at;
+  const changedAt = async () =>
+    (await t.db.pool.query<{ at: Date }>(`SELECT opt_ins_changed_at AS at FROM hubs WHERE id = 'h1'`)).rows[0]!.at;
   const second = (date: Date) => Math.floor(date.getTime() / 1000);
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
   // Times at the database's full precision, as text that sorts as they do: a commit can follow its last statement within a millisecond.
   const MICROS = (time: RawBuilder<unknown>) => sql`to_char(${time} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')`;
-  const dbNowMicros = async (db: Kysely<Database> = t.db.kysely) => (await sql<{ now: string }>`SELECT ${MICROS(sql`clock_timestamp()`)} AS now`.execute(db)).rows[0]!.now;
-  const changedAtMicros = async () => (await sql<{ at: string }>`SELECT ${MICROS(sql`opt_ins_changed_at`)} AS at FROM hubs WHERE id = 'h1'`.execute(t.db.kysely)).rows[0]!.at;
+  const dbNowMicros = async (db: Kysely<Database> = t.db.kysely) =>
+    (await sql<{ now: string }>`SELECT ${MICROS(sql`clock_timestamp()`)} AS now`.execute(db)).rows[0]!.now;
+  const changedAtMicros = async () =>
+    (await sql<{ at: string }>`SELECT ${MICROS(sql`opt_ins_changed_at`)} AS at FROM hubs WHERE id = 'h1'`.execute(t.db.kysely)).rows[0]!.at;
 
   /** The summary once its Last-Modified is sent: polled until the database's clock is far enough past the last change. */
   async function settledSummary(): Promise<Answer> {
@@ -403,7 +467,9 @@ describe("the summary's version and Last-Modified: stamped at commit, settled on
     const writer = await t.db.pool.connect();
     try {
       await writer.query('BEGIN');
-      const statementAt = (await writer.query<{ at: Date }>(`UPDATE opt_ins SET status = 'active' WHERE id = 'o2' RETURNING statement_timestamp() AS at`)).rows[0]!.at;
+      const statementAt = (
+        await writer.query<{ at: Date }>(`UPDATE opt_ins SET status = 'active' WHERE id = 'o2' RETURNING statement_timestamp() AS at`)
+      ).rows[0]!.at;
       await writer.query(`UPDATE opt_ins SET opted_in_at = opted_in_at - interval '1 day' WHERE id = 'o4'`);
       // A poll while the change is uncommitted: the old state, as of a moment after the statements ran.
       await sleep(1100);
@@ -446,7 +512,8 @@ describe("the summary's version and Last-Modified: stamped at commit, settled on
       const r = await get(t, SUMMARY, key);
       const to = await dbNow();
       assert.equal(JSON.parse(r.text).asOf, changed.toISOString());
-      if (second(to) < second(changed) + 2) assert.equal(r.headers['last-modified'], undefined, `at ${to.toISOString()}, changed ${changed.toISOString()}`);
+      if (second(to) < second(changed) + 2)
+        assert.equal(r.headers['last-modified'], undefined, `at ${to.toISOString()}, changed ${changed.toISOString()}`);
       if (second(from) >= second(changed) + 2) assert.equal(r.headers['last-modified'], changed.toUTCString());
       if (r.headers['last-modified'] !== undefined) sent = r;
       else await sleep(50);
@@ -471,10 +538,29 @@ describe("the summary's version and Last-Modified: stamped at commit, settled on
     assert.equal(JSON.parse(afterStatements.text).asOf, stamped.toISOString());
 
     const importedFrom = await dbNowMicros();
-    await importNdjson(t.db, [
-      { type: 'optIn', id: 'imported1', playbookId: 'p1', workspaceId: 'w1', status: 'active', optedInAt: new Date(Date.now() - HOUR).toISOString() },
-      { type: 'optIn', id: 'imported2', playbookId: 'p2', workspaceId: 'w2', status: 'paused', optedInAt: new Date(Date.now() - 2 * HOUR).toISOString() },
-    ].map((line) => JSON.stringify(line)).join('\n'));
+    await importNdjson(
+      t.db,
+      [
+        {
+          type: 'optIn',
+          id: 'imported1',
+          playbookId: 'p1',
+          workspaceId: 'w1',
+          status: 'active',
+          optedInAt: new Date(Date.now() - HOUR).toISOString(),
+        },
+        {
+          type: 'optIn',
+          id: 'imported2',
+          playbookId: 'p2',
+          workspaceId: 'w2',
+          status: 'paused',
+          optedInAt: new Date(Date.now() - 2 * HOUR).toISOString(),
+        },
+      ]
+        .map((line) => JSON.stringify(line))
+        .join('\n'),
+    );
     const importedTo = await dbNowMicros();
     const imported = await changedAt();
     const importedMicros = await changedAtMicros();
@@ -488,13 +574,29 @@ describe("the summary's version and Last-Modified: stamped at commit, settled on
   test('only what a figure depends on moves the version and asOf: hub, workspace, UTC day of optedInAt, active or not', async () => {
     await appClockAhead();
     const changes: [string, string, boolean][] = [
-      ['a status between two non-active statuses', `UPDATE opt_ins SET status = CASE status WHEN 'paused' THEN 'in_review' ELSE 'paused' END WHERE id = 'o2'`, false],
-      ['optedInAt moved within its UTC day', `UPDATE opt_ins SET opted_in_at = CASE WHEN (opted_in_at AT TIME ZONE 'UTC')::time < '12:00' THEN date_trunc('day', opted_in_at AT TIME ZONE 'UTC') + interval '23:59:59' ELSE date_trunc('day', opted_in_at AT TIME ZONE 'UTC') + interval '1 second' END AT TIME ZONE 'UTC' WHERE id = 'o2'`, false],
-      ['a budget, variant and responses edit', `UPDATE opt_ins SET budget_cents = coalesce(budget_cents, 0) + 1, variant = '{"size":"large"}', responses = '[]' WHERE id = 'o3'`, false],
+      [
+        'a status between two non-active statuses',
+        `UPDATE opt_ins SET status = CASE status WHEN 'paused' THEN 'in_review' ELSE 'paused' END WHERE id = 'o2'`,
+        false,
+      ],
+      [
+        'optedInAt moved within its UTC day',
+        `UPDATE opt_ins SET opted_in_at = CASE WHEN (opted_in_at AT TIME ZONE 'UTC')::time < '12:00' THEN date_trunc('day', opted_in_at AT TIME ZONE 'UTC') + interval '23:59:59' ELSE date_trunc('day', opted_in_at AT TIME ZONE 'UTC') + interval '1 second' END AT TIME ZONE 'UTC' WHERE id = 'o2'`,
+        false,
+      ],
+      [
+        'a budget, variant and responses edit',
+        `UPDATE opt_ins SET budget_cents = coalesce(budget_cents, 0) + 1, variant = '{"size":"large"}', responses = '[]' WHERE id = 'o3'`,
+        false,
+      ],
       ['optedInAt moved to another day', `UPDATE opt_ins SET opted_in_at = opted_in_at - interval '1 day' WHERE id = 'o2'`, true],
       ['to active', `UPDATE opt_ins SET status = 'active' WHERE id = 'o2'`, true],
       ['from active', `UPDATE opt_ins SET status = 'questions_only' WHERE id = 'o2'`, true],
-      ['to another workspace', `UPDATE opt_ins SET workspace_id = CASE workspace_id WHEN 'w3' THEN 'w2' ELSE 'w3' END WHERE id = 'o2'`, true],
+      [
+        'to another workspace',
+        `UPDATE opt_ins SET workspace_id = CASE workspace_id WHEN 'w3' THEN 'w2' ELSE 'w3' END WHERE id = 'o2'`,
+        true,
+      ],
     ];
     await t.db.pool.query(`UPDATE opt_ins SET status = 'paused' WHERE id = 'o2'`);
     for (const [what, change, moves] of changes) {
@@ -520,7 +622,10 @@ describe("the summary's version and Last-Modified: stamped at commit, settled on
       // Moves o1 a day back: its hub's summary version, then the counts of both days.
       const write = writer.query(`UPDATE opt_ins SET opted_in_at = opted_in_at - interval '1 day' WHERE id = 'o1'`);
       for (;;) {
-        const { rows } = await t.db.pool.query<{ waiting: boolean }>(`SELECT wait_event_type = 'Lock' AS waiting FROM pg_stat_activity WHERE pid = $1`, [writerPid]);
+        const { rows } = await t.db.pool.query<{ waiting: boolean }>(
+          `SELECT wait_event_type = 'Lock' AS waiting FROM pg_stat_activity WHERE pid = $1`,
+          [writerPid],
+        );
         if (rows[0]?.waiting) break;
         await sleep(20);
       }
@@ -568,7 +673,7 @@ describe('304s and the limits', () => {
     assert.equal((await get(t, LIST, key)).status, 429);
   });
 
-  test('a 304\'s RateLimit headers show the window without counting', async () => {
+  test("a 304's RateLimit headers show the window without counting", async () => {
     const key = await readKey(t.db, 'h1');
     const etag = String((await get(t, LIST, key)).headers.etag);
     for (let i = 0; i < 4; i++) await get(t, LIST, key);
@@ -583,7 +688,8 @@ describe('304s and the limits', () => {
       const key = await readKey(t.db, 'h1');
       const policy = path === SUMMARY ? 'opt-in-summary' : 'spend-by-workspace';
       const etag = String((await get(t, path, key)).headers.etag);
-      for (let i = 1; i <= 40; i++) assert.equal((await get(t, path, key, { 'if-none-match': etag })).status, 304, `early conditional #${i}`);
+      for (let i = 1; i <= 40; i++)
+        assert.equal((await get(t, path, key, { 'if-none-match': etag })).status, 304, `early conditional #${i}`);
       for (let i = 2; i <= 20; i++) assert.equal((await get(t, path, key)).status, 200, `#${i}`);
       const conditional = await get(t, path, key, { 'if-none-match': etag });
       assert.equal(conditional.status, 304);
@@ -605,6 +711,10 @@ describe('304s and the limits', () => {
       assert.ok(match, String(r.headers.ratelimit));
       remaining.push(Number(match[1]));
     }
-    assert.deepEqual(remaining, remaining.map((_, i) => remaining[0]! - i), 'each refusal counted in the address\'s failed-authentication window');
+    assert.deepEqual(
+      remaining,
+      remaining.map((_, i) => remaining[0]! - i),
+      "each refusal counted in the address's failed-authentication window",
+    );
   });
 });

@@ -30,7 +30,14 @@ before(async () => {
   dataDir = await mkdtemp(path.join(tmpdir(), 'hubops-database-down-'));
   const config = loadConfig({ DATABASE_URL: through.url, DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
   // No periodic usage flush during the test: the test flushes when it wants to.
-  app = await buildApp({ config, db: proxied, logger: false, usageFlushMs: 3_600_000, publisher: false, media: await openDiskMediaStore(path.join(dataDir, 'media')) });
+  app = await buildApp({
+    config,
+    db: proxied,
+    logger: false,
+    usageFlushMs: 3_600_000,
+    publisher: false,
+    media: await openDiskMediaStore(path.join(dataDir, 'media')),
+  });
 });
 
 after(async () => {
@@ -123,14 +130,27 @@ test('database down: 503 service_unavailable, /healthz up, /readyz down; then re
   // Up again. The first answer for the key revoked during the outage is already a refusal: no
   // verdict from before the outage survives it.
   await proxy.restore();
-  const first = await eventually(() => get('/v1/hub/playbook-opt-ins', doomed.key), (r) => r.status !== 503, 'the Hub API to recover');
+  const first = await eventually(
+    () => get('/v1/hub/playbook-opt-ins', doomed.key),
+    (r) => r.status !== 503,
+    'the Hub API to recover',
+  );
   assert.equal(first.status, 401, first.text);
   assert.equal(first.json.error, 'invalid_api_key');
   const back = await get('/v1/hub/playbook-opt-ins', key.key);
   assert.equal(back.status, 200, back.text);
   assert.equal(back.json.data[0].id, 'oi_1');
   served += 1;
-  assert.equal((await eventually(() => get('/readyz'), (r) => r.status === 200, 'readiness')).status, 200);
+  assert.equal(
+    (
+      await eventually(
+        () => get('/readyz'),
+        (r) => r.status === 200,
+        'readiness',
+      )
+    ).status,
+    200,
+  );
   for (let i = 0; i < 3; i++) {
     const refused = await get('/v1/hub/playbook-opt-ins', doomed.key);
     assert.equal(refused.status, 401, refused.text);
@@ -142,15 +162,22 @@ test('database down: 503 service_unavailable, /healthz up, /readyz down; then re
 
   // The usage counted before the outage survived the failed flush.
   await app.usage.flush();
-  const { rows } = await db.pool.query<{ request_count: string; last_used_at: Date | null }>('SELECT coalesce(u.request_count, 0) AS request_count, u.last_used_at FROM api_keys k LEFT JOIN api_key_usage u ON u.key_id = k.id WHERE k.id = $1', [key.id]);
+  const { rows } = await db.pool.query<{ request_count: string; last_used_at: Date | null }>(
+    'SELECT coalesce(u.request_count, 0) AS request_count, u.last_used_at FROM api_keys k LEFT JOIN api_key_usage u ON u.key_id = k.id WHERE k.id = $1',
+    [key.id],
+  );
   assert.equal(Number(rows[0]!.request_count), served);
   assert.ok(rows[0]!.last_used_at);
   // And so did its requests per day, added by the same statement.
-  const daily = await db.pool.query<{ total: string }>('SELECT sum(request_count) AS total FROM api_key_daily_usage WHERE key_id = $1', [key.id]);
+  const daily = await db.pool.query<{ total: string }>('SELECT sum(request_count) AS total FROM api_key_daily_usage WHERE key_id = $1', [
+    key.id,
+  ]);
   assert.equal(Number(daily.rows[0]!.total), served);
 });
 
-test('a database that stops answering: 503 once nothing has arrived for the read timeout, never a hung request; then recovery', { timeout: 30_000 }, async () => {
+test('a database that stops answering: 503 once nothing has arrived for the read timeout, never a hung request; then recovery', {
+  timeout: 30_000,
+}, async () => {
   const key = await createKey(db, { hubId: 'hub_1', name: 'stall' });
   assert.equal((await get('/v1/hub/playbook-opt-ins', key.key)).status, 200);
   // Connections stay open, but PostgreSQL's answers never arrive: pooled connections, with a
@@ -163,6 +190,10 @@ test('a database that stops answering: 503 once nothing has arrived for the read
     assert.doesNotMatch(response.text, /timeout|SELECT|at .*\.ts/i, 'no internals in the body');
   }
   proxy.unstall();
-  const back = await eventually(() => get('/v1/hub/playbook-opt-ins', key.key), (r) => r.status === 200, 'the Hub API to recover');
+  const back = await eventually(
+    () => get('/v1/hub/playbook-opt-ins', key.key),
+    (r) => r.status === 200,
+    'the Hub API to recover',
+  );
   assert.equal(back.json.data[0].id, 'oi_1');
 });

@@ -32,15 +32,25 @@ async function mcpInitialize(key: string): Promise<{ status: number; body: any }
     method: 'POST',
     url: '/v1/hub/mcp',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    payload: { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } },
+    payload: {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    },
   });
-  return { status: response.statusCode, body: response.headers['content-type']?.toString().startsWith('application/json') ? response.json() : response.body };
+  return {
+    status: response.statusCode,
+    body: response.headers['content-type']?.toString().startsWith('application/json') ? response.json() : response.body,
+  };
 }
 
 /** The MCP SDK client, as an agent host connects: resolves to the tool names, or rejects with the HTTP error. */
 async function mcpTools(key: string): Promise<string[]> {
   const client = new Client({ name: 'lifecycle-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${t.baseUrl}/v1/hub/mcp`), { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${t.baseUrl}/v1/hub/mcp`), { requestInit: { headers: { Authorization: `Bearer ${key}` } } }),
+  );
   try {
     return (await client.listTools()).tools.map((tool) => tool.name);
   } finally {
@@ -72,7 +82,10 @@ describe('expiry', () => {
       const mcp = await mcpInitialize(created.key);
       assert.equal(mcp.status, 403);
       assert.deepEqual(mcp.body, { error: 'invalid_api_key', message });
-      await assert.rejects(mcpTools(created.key), (error) => error instanceof StreamableHTTPError && error.code === 403 && error.message.includes(message));
+      await assert.rejects(
+        mcpTools(created.key),
+        (error) => error instanceof StreamableHTTPError && error.code === 403 && error.message.includes(message),
+      );
     }
   });
 
@@ -87,8 +100,10 @@ describe('expiry', () => {
 
   test('only 30, 90 or 365 days, or none: anything else is refused and nothing is written', async () => {
     for (const days of [0, 1, 7, 31, 366, -30, 30.5, Number.NaN]) {
-      await assert.rejects(createKey(t.db, { hubId: 'h1', name: `bad ${days}`, expiresInDays: days }),
-        (error) => error instanceof DomainError && error.kind === 'invalid' && /30, 90, 365/.test(error.message));
+      await assert.rejects(
+        createKey(t.db, { hubId: 'h1', name: `bad ${days}`, expiresInDays: days }),
+        (error) => error instanceof DomainError && error.kind === 'invalid' && /30, 90, 365/.test(error.message),
+      );
     }
     assert.equal((await t.db.kysely.selectFrom('api_keys').select('id').where('name', 'like', 'bad %').execute()).length, 0);
     assert.equal((await createKey(t.db, { hubId: 'h1', name: 'forever' })).expiresAt, null);
@@ -106,7 +121,11 @@ describe('rolling', () => {
     const rolledAt = Date.parse(START) + 10 * DAY;
     assert.equal(rolled.expiresAt, new Date(rolledAt + 30 * DAY).toISOString(), 'the same 30-day lifetime, from the roll');
     assert.deepEqual(rolled.replaces, { id: old.id, expiresAt: new Date(rolledAt + HOUR).toISOString() });
-    const row = await t.db.kysely.selectFrom('api_keys').select(['replaced_by', 'key_hash']).where('id', '=', old.id).executeTakeFirstOrThrow();
+    const row = await t.db.kysely
+      .selectFrom('api_keys')
+      .select(['replaced_by', 'key_hash'])
+      .where('id', '=', old.id)
+      .executeTakeFirstOrThrow();
     assert.equal(row.replaced_by, rolled.id);
 
     t.clock.set(new Date(rolledAt + HOUR - 1));
@@ -125,7 +144,7 @@ describe('rolling', () => {
     assert.equal((await t.hubGet('/playbook-opt-ins', rolled.key)).status, 200);
   });
 
-  test('a grace period of zero ends the old secret at once; the grace never outlives the old key\'s own expiry', async () => {
+  test("a grace period of zero ends the old secret at once; the grace never outlives the old key's own expiry", async () => {
     t.clock.set(START);
     const now = await createKey(t.db, { hubId: 'h1', name: 'roll now', now: t.clock.now() });
     const rolled = await roll({ hubId: 'h1', keyId: now.id, graceMs: 0 });
@@ -139,7 +158,7 @@ describe('rolling', () => {
     assert.equal(late.replaces.expiresAt, soon.expiresAt, 'a minute left: the old secret keeps its own expiry');
   });
 
-  test('rolling a revoked, expired or already rolled key, another hub\'s key, or with a grace period not offered is refused and changes nothing', async () => {
+  test("rolling a revoked, expired or already rolled key, another hub's key, or with a grace period not offered is refused and changes nothing", async () => {
     t.clock.set(START);
     const revoked = await createKey(t.db, { hubId: 'h1', name: 'revoked', now: t.clock.now() });
     await revokeKey(t.db, revoked.id);
@@ -150,27 +169,46 @@ describe('rolling', () => {
     const count = async () => (await t.db.kysely.selectFrom('api_keys').select('id').execute()).length;
     const before = await count();
     const refusals: [string, { hubId: string; keyId: string; graceMs: number }, string, RegExp][] = [
-      ['revoked', { hubId: 'h1', keyId: revoked.id, graceMs: HOUR }, 'conflict', /is revoked, so it cannot be rolled: create a new key instead$/],
-      ['expired', { hubId: 'h1', keyId: expired.id, graceMs: HOUR }, 'conflict', /expired at 2026-12-21T12:00:00\.000Z, so it cannot be rolled/],
+      [
+        'revoked',
+        { hubId: 'h1', keyId: revoked.id, graceMs: HOUR },
+        'conflict',
+        /is revoked, so it cannot be rolled: create a new key instead$/,
+      ],
+      [
+        'expired',
+        { hubId: 'h1', keyId: expired.id, graceMs: HOUR },
+        'conflict',
+        /expired at 2026-12-21T12:00:00\.000Z, so it cannot be rolled/,
+      ],
       ['rolled (its grace over)', { hubId: 'h1', keyId: twice.id, graceMs: HOUR }, 'conflict', /expired at/],
       ['another hub', { hubId: 'h2', keyId: successor.id, graceMs: HOUR }, 'not_found', /does not exist/],
       ['2 h grace', { hubId: 'h1', keyId: successor.id, graceMs: 2 * HOUR }, 'invalid', /grace period must be one of 0 h, 1 h, 24 h/],
       ['25 h grace', { hubId: 'h1', keyId: successor.id, graceMs: 25 * HOUR }, 'invalid', /grace period/],
     ];
     for (const [label, input, kind, message] of refusals) {
-      await assert.rejects(roll(input), (error) => error instanceof DomainError && error.kind === kind && message.test(error.message), label);
+      await assert.rejects(
+        roll(input),
+        (error) => error instanceof DomainError && error.kind === kind && message.test(error.message),
+        label,
+      );
     }
     // Rolled, still in its grace period: refused, pointing at the successor.
     const graced = await createKey(t.db, { hubId: 'h1', name: 'graced', now: t.clock.now() });
     const next = await roll({ hubId: 'h1', keyId: graced.id, graceMs: DAY });
-    await assert.rejects(roll({ hubId: 'h1', keyId: graced.id, graceMs: DAY }),
-      (error) => error instanceof DomainError && error.kind === 'conflict' && error.message.endsWith(`was already rolled: roll its replacement, ${next.id}, instead`));
+    await assert.rejects(
+      roll({ hubId: 'h1', keyId: graced.id, graceMs: DAY }),
+      (error) =>
+        error instanceof DomainError &&
+        error.kind === 'conflict' &&
+        error.message.endsWith(`was already rolled: roll its replacement, ${next.id}, instead`),
+    );
     assert.equal(await count(), before + 2, 'only the two keys made on purpose');
   });
 });
 
 describe('requests per day', () => {
-  test('one flush writes each key\'s requests into its UTC days, across midnight; the chart series has 30 days ending today', async () => {
+  test("one flush writes each key's requests into its UTC days, across midnight; the chart series has 30 days ending today", async () => {
     t.clock.set('2026-11-21T23:59:58.000Z');
     const key = await createKey(t.db, { hubId: 'h1', name: 'daily', now: t.clock.now() });
     const other = await createKey(t.db, { hubId: 'h2', name: 'daily elsewhere', now: t.clock.now() });
@@ -181,15 +219,29 @@ describe('requests per day', () => {
     t.clock.set('2026-11-22T00:00:00.000Z');
     for (let i = 0; i < 4; i++) assert.equal((await t.hubGet('/playbook-opt-ins', key.key)).status, 200);
     assert.equal((await t.hubGet('/playbook-opt-ins', other.key)).status, 200);
-    const daily = () => t.db.kysely.selectFrom('api_key_daily_usage').select(['key_id', 'day', 'request_count']).where('key_id', 'in', [key.id, other.id]).orderBy('key_id').orderBy('day').execute();
+    const daily = () =>
+      t.db.kysely
+        .selectFrom('api_key_daily_usage')
+        .select(['key_id', 'day', 'request_count'])
+        .where('key_id', 'in', [key.id, other.id])
+        .orderBy('key_id')
+        .orderBy('day')
+        .execute();
     assert.deepEqual(await daily(), [], 'nothing written per request');
     await t.app.usage.flush();
     const expected = [
       { key_id: key.id, day: '2026-11-21', request_count: '3' },
       { key_id: key.id, day: '2026-11-22', request_count: '4' },
     ];
-    assert.deepEqual((await daily()).filter((r) => r.key_id === key.id), expected);
-    const total = await t.db.kysely.selectFrom('api_key_usage').select(['request_count', 'last_used_at']).where('key_id', '=', key.id).executeTakeFirstOrThrow();
+    assert.deepEqual(
+      (await daily()).filter((r) => r.key_id === key.id),
+      expected,
+    );
+    const total = await t.db.kysely
+      .selectFrom('api_key_usage')
+      .select(['request_count', 'last_used_at'])
+      .where('key_id', '=', key.id)
+      .executeTakeFirstOrThrow();
     assert.deepEqual([total.request_count, total.last_used_at.toISOString()], ['7', '2026-11-22T00:00:00.000Z']);
 
     // A second flush adds to the day's row.
@@ -202,25 +254,44 @@ describe('requests per day', () => {
     assert.equal(usage.days.length, KEY_USAGE_DAYS);
     assert.deepEqual([usage.days[0], usage.days.at(-1)], ['2026-10-24', '2026-11-22']);
     assert.deepEqual(usage.counts.get(key.id)?.slice(-3), [0, 3, 5]);
-    assert.equal(usage.counts.get(key.id)?.reduce((a, b) => a + b), 8);
-    assert.equal(usage.counts.has(other.id), false, 'another hub\'s key is not in this hub\'s chart');
+    assert.equal(
+      usage.counts.get(key.id)?.reduce((a, b) => a + b),
+      8,
+    );
+    assert.equal(usage.counts.has(other.id), false, "another hub's key is not in this hub's chart");
     assert.deepEqual((await keyDailyUsage(t.db, 'h2', t.clock.now())).counts.get(other.id)?.at(-1), 1);
   });
 
-  test('a flush deletes the flushed key\'s days older than the 30 kept', async () => {
+  test("a flush deletes the flushed key's days older than the 30 kept", async () => {
     t.clock.set('2026-11-22T08:00:00.000Z');
     const key = await createKey(t.db, { hubId: 'h1', name: 'pruned', now: t.clock.now() });
     const idle = await createKey(t.db, { hubId: 'h1', name: 'idle', now: t.clock.now() });
-    await t.db.kysely.insertInto('api_key_daily_usage').values([
-      { key_id: key.id, day: '2026-10-01', request_count: 9 },
-      { key_id: key.id, day: '2026-10-23', request_count: 9 },
-      { key_id: key.id, day: '2026-10-24', request_count: 9 },
-      { key_id: idle.id, day: '2026-10-01', request_count: 9 },
-    ]).execute();
+    await t.db.kysely
+      .insertInto('api_key_daily_usage')
+      .values([
+        { key_id: key.id, day: '2026-10-01', request_count: 9 },
+        { key_id: key.id, day: '2026-10-23', request_count: 9 },
+        { key_id: key.id, day: '2026-10-24', request_count: 9 },
+        { key_id: idle.id, day: '2026-10-01', request_count: 9 },
+      ])
+      .execute();
     assert.equal((await t.hubGet('/playbook-opt-ins', key.key)).status, 200);
     await t.app.usage.flush();
-    const days = await t.db.kysely.selectFrom('api_key_daily_usage').select(['key_id', 'day']).where('key_id', 'in', [key.id, idle.id]).orderBy('key_id').orderBy('day').execute();
-    assert.deepEqual(days.filter((d) => d.key_id === key.id).map((d) => d.day), ['2026-10-24', '2026-11-22']);
-    assert.deepEqual(days.filter((d) => d.key_id === idle.id).map((d) => d.day), ['2026-10-01'], 'a key not flushed is left as it is (its rows stopped growing)');
+    const days = await t.db.kysely
+      .selectFrom('api_key_daily_usage')
+      .select(['key_id', 'day'])
+      .where('key_id', 'in', [key.id, idle.id])
+      .orderBy('key_id')
+      .orderBy('day')
+      .execute();
+    assert.deepEqual(
+      days.filter((d) => d.key_id === key.id).map((d) => d.day),
+      ['2026-10-24', '2026-11-22'],
+    );
+    assert.deepEqual(
+      days.filter((d) => d.key_id === idle.id).map((d) => d.day),
+      ['2026-10-01'],
+      'a key not flushed is left as it is (its rows stopped growing)',
+    );
   });
 });

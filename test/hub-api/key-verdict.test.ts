@@ -46,7 +46,9 @@ describe('every Hub API route answers only after the key verdict', () => {
       await fx.hub(t.db, hubId, 'acc_1');
       await fx.workspace(t.db, hubId, `${hubId}_w`);
       await fx.playbook(t.db, hubId, `${hubId}_p`);
-      await fx.optIns(t.db, [{ id: `${hubId}_o`, hubId, workspaceId: `${hubId}_w`, playbookId: `${hubId}_p`, optedInAt: '2026-11-01T00:00:00Z' }]);
+      await fx.optIns(t.db, [
+        { id: `${hubId}_o`, hubId, workspaceId: `${hubId}_w`, playbookId: `${hubId}_p`, optedInAt: '2026-11-01T00:00:00Z' },
+      ]);
       // One key per request: a refused key is forgotten, and its next request reads the verdict first.
       const cases: { path: string; headers: Record<string, string>; key: string; keyId: string }[] = [];
       for (const route of routes) {
@@ -110,10 +112,12 @@ describe('HubApiGuard.whileAdmitted: the one way to ride along', () => {
     };
     for (const [name, work] of Object.entries(works)) {
       keys.set(name, await createKey(db, { hubId: 'h1', name }));
-      probe.get(`/${name}`, (request, reply) => guard.whileAdmitted(request, reply, {}, async (admission) => {
-        ran.push(name);
-        return { answer: await work(admission) };
-      }));
+      probe.get(`/${name}`, (request, reply) =>
+        guard.whileAdmitted(request, reply, {}, async (admission) => {
+          ran.push(name);
+          return { answer: await work(admission) };
+        }),
+      );
     }
     await probe.ready();
   });
@@ -125,7 +129,8 @@ describe('HubApiGuard.whileAdmitted: the one way to ride along', () => {
   });
 
   test('a revoked key is refused whatever the work did, and the work did run (provisionally)', async () => {
-    const get = (name: string) => probe.inject({ method: 'GET', url: `/${name}`, headers: { authorization: `Bearer ${keys.get(name)!.key}` } });
+    const get = (name: string) =>
+      probe.inject({ method: 'GET', url: `/${name}`, headers: { authorization: `Bearer ${keys.get(name)!.key}` } });
     assert.equal((await get('none')).statusCode, 200);
     assert.equal((await get('kysely')).statusCode, 200);
     assert.equal((await get('fails')).statusCode, 500);

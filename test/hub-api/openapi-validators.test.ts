@@ -14,7 +14,9 @@ before(async () => {
   world.live.clock.advance(60_000);
   // The summary's Last-Modified is sent once the database's clock is two whole seconds past its last change.
   for (;;) {
-    const { rows } = await world.live.db.pool.query(`SELECT bool_and(floor(extract(epoch FROM opt_ins_changed_at)) + 2 <= floor(extract(epoch FROM clock_timestamp()))) AS settled FROM hubs`);
+    const { rows } = await world.live.db.pool.query(
+      `SELECT bool_and(floor(extract(epoch FROM opt_ins_changed_at)) + 2 <= floor(extract(epoch FROM clock_timestamp()))) AS settled FROM hubs`,
+    );
     if (rows[0].settled) break;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -88,17 +90,24 @@ describe('the OpenAPI documents', () => {
       assert.ok(notModified, `${what}: a 304 is documented`);
       assert.equal(notModified.content, undefined, `${what}: a 304 has no body`);
       assert.match(notModified.description, /not counted against the rate limits/, what);
-      for (const name of ['ETag', 'Cache-Control', 'RateLimit', 'RateLimit-Policy']) assert.ok(headerNames(notModified).includes(name), `${what}: the 304 documents ${name}`);
+      for (const name of ['ETag', 'Cache-Control', 'RateLimit', 'RateLimit-Policy'])
+        assert.ok(headerNames(notModified).includes(name), `${what}: the 304 documents ${name}`);
       assert.ok(!headerNames(notModified).includes('Content-Encoding'), `${what}: a 304 is never compressed`);
     }
   });
 
   test('Last-Modified is documented on the opt-in summary only: the one read whose figures have a change time', async () => {
     const reads = (await documented()).filter((o) => o.method === 'get');
-    const withLastModified = reads.filter((o) => headerNames(o.op.responses['200']).includes('Last-Modified')).map((o) => `${o.surface} ${o.op.operationId}`);
+    const withLastModified = reads
+      .filter((o) => headerNames(o.op.responses['200']).includes('Last-Modified'))
+      .map((o) => `${o.surface} ${o.op.operationId}`);
     assert.deepEqual(withLastModified, ['hub get_opt_in_summary']);
     for (const o of reads) {
-      assert.equal(headerNames(o.op.responses['304']).includes('Last-Modified'), withLastModified.includes(`${o.surface} ${o.op.operationId}`), o.path);
+      assert.equal(
+        headerNames(o.op.responses['304']).includes('Last-Modified'),
+        withLastModified.includes(`${o.surface} ${o.op.operationId}`),
+        o.path,
+      );
       const since = headerParameter(o.op, 'If-Modified-Since').description as string;
       if (withLastModified.includes(`${o.surface} ${o.op.operationId}`)) assert.match(since, /304 Not Modified/, o.path);
       else assert.match(since, /always gets the full response: use If-None-Match/, o.path);
@@ -128,20 +137,36 @@ describe('what the documents promise is what every read sends', () => {
 
       // "A malformed value is ignored": the full answer, never a 400 or a 500.
       for (const malformed of ['not-a-tag', '"unterminated', `${full.headers.get('etag')}, junk`, 'W/', ',,,', `"${'x'.repeat(4_000)}`]) {
-        assert.equal((await o.get(url, { headers: { 'if-none-match': malformed } })).status, 200, `${what} If-None-Match: ${malformed.slice(0, 40)}`);
+        assert.equal(
+          (await o.get(url, { headers: { 'if-none-match': malformed } })).status,
+          200,
+          `${what} If-None-Match: ${malformed.slice(0, 40)}`,
+        );
       }
       const future = new Date(Date.now() + 86_400_000).toUTCString();
       for (const malformed of ['yesterday', '0', 'Tue, 31 Feb 2026 00:00:00 GMT', 'Tue, 24 Nov 2026 17:11:24 UTC', future]) {
-        assert.equal((await o.get(url, { headers: { 'if-modified-since': malformed } })).status, 200, `${what} If-Modified-Since: ${malformed}`);
+        assert.equal(
+          (await o.get(url, { headers: { 'if-modified-since': malformed } })).status,
+          200,
+          `${what} If-Modified-Since: ${malformed}`,
+        );
       }
 
       const lastModified = full.headers.get('last-modified');
       if (headerNames(o.op.responses['200']).includes('Last-Modified')) {
-        assert.equal((await o.get(url, { headers: { 'if-modified-since': lastModified! } })).status, 304, `${what}: If-Modified-Since its Last-Modified`);
+        assert.equal(
+          (await o.get(url, { headers: { 'if-modified-since': lastModified! } })).status,
+          304,
+          `${what}: If-Modified-Since its Last-Modified`,
+        );
       } else {
         assert.equal(lastModified, null, `${what}: sends an undocumented Last-Modified`);
         // Documented as always getting the full response.
-        assert.equal((await o.get(url, { headers: { 'if-modified-since': new Date(Date.now() - 1000).toUTCString() } })).status, 200, `${what}: If-Modified-Since`);
+        assert.equal(
+          (await o.get(url, { headers: { 'if-modified-since': new Date(Date.now() - 1000).toUTCString() } })).status,
+          200,
+          `${what}: If-Modified-Since`,
+        );
       }
     }
   });

@@ -24,7 +24,9 @@ async function seed(db: TestDb, hubId: string): Promise<void> {
   await fx.hub(db, hubId, `acc_${hubId}`);
   await fx.workspace(db, hubId, `ws_${hubId}`);
   await fx.playbook(db, hubId, `pb_${hubId}`);
-  await fx.optIns(db, [{ id: `oi_${hubId}`, hubId, playbookId: `pb_${hubId}`, workspaceId: `ws_${hubId}`, optedInAt: '2026-11-20T10:00:00Z' }]);
+  await fx.optIns(db, [
+    { id: `oi_${hubId}`, hubId, playbookId: `pb_${hubId}`, workspaceId: `ws_${hubId}`, optedInAt: '2026-11-20T10:00:00Z' },
+  ]);
 }
 
 /** Two instances (each with its own Redis connection) over one database. */
@@ -65,7 +67,10 @@ describe('rate limits shared through Redis', { skip: !REDIS_URL && 'needs REDIS_
       assert.equal(response.headers.ratelimit, `"per-key";r=${60 - i};t=60`, `B #${i}`);
     }
 
-    for (const [name, app] of [['A', a], ['B', b]] as const) {
+    for (const [name, app] of [
+      ['A', a],
+      ['B', b],
+    ] as const) {
       const refused = await app.hubGet('/playbook-opt-ins?limit=1', key);
       assert.equal(refused.status, 429, `${name}: ${JSON.stringify(refused.body)}`);
       assert.equal(refused.body.error, 'rate_limited');

@@ -29,8 +29,29 @@ before(async () => {
   await fx.playbook(db, 'h1', 'p2', 'Questions');
   await fx.playbook(db, 'h2', 'q1', 'Other hub');
   await fx.optIns(db, [
-    { id: 'o1', hubId: 'h1', playbookId: 'p1', workspaceId: 'w1', status: 'active', optedInAt: '2026-11-20T10:00:00Z', updatedAt: '2026-11-20T11:00:00.123Z', budgetCents: 50000, budgetType: 'lifetime', variant: { audience: 'Families' }, responses: [{ question: 'Store hours?', answer: '9-5' }] },
-    { id: 'o2', hubId: 'h1', playbookId: 'p2', workspaceId: 'w2', status: 'questions_only', optedInAt: '2026-11-21T08:00:00Z', budgetCents: null, budgetType: null },
+    {
+      id: 'o1',
+      hubId: 'h1',
+      playbookId: 'p1',
+      workspaceId: 'w1',
+      status: 'active',
+      optedInAt: '2026-11-20T10:00:00Z',
+      updatedAt: '2026-11-20T11:00:00.123Z',
+      budgetCents: 50000,
+      budgetType: 'lifetime',
+      variant: { audience: 'Families' },
+      responses: [{ question: 'Store hours?', answer: '9-5' }],
+    },
+    {
+      id: 'o2',
+      hubId: 'h1',
+      playbookId: 'p2',
+      workspaceId: 'w2',
+      status: 'questions_only',
+      optedInAt: '2026-11-21T08:00:00Z',
+      budgetCents: null,
+      budgetType: null,
+    },
     { id: 'o3', hubId: 'h1', playbookId: 'p1', workspaceId: 'w2', status: 'in_review', optedInAt: '2026-10-01T00:00:00Z' },
     { id: 'x1', hubId: 'h2', playbookId: 'q1', workspaceId: 'v1', status: 'active', optedInAt: '2026-11-21T09:00:00Z' },
   ]);
@@ -57,7 +78,10 @@ describe('GET /playbook-opt-ins', () => {
     assert.match(String(r.headers['content-type']), /^application\/json/);
     // A read with a validator: the caller's own cache may keep it, revalidating every time.
     assert.equal(r.headers['cache-control'], 'private, no-cache');
-    assert.deepEqual(r.body.data.map((row: { id: string }) => row.id), ['o3', 'o1', 'o2']);
+    assert.deepEqual(
+      r.body.data.map((row: { id: string }) => row.id),
+      ['o3', 'o1', 'o2'],
+    );
     assert.equal(r.body.nextCursor, null);
     assert.deepEqual(r.body.data[1], {
       id: 'o1',
@@ -108,15 +132,28 @@ describe('GET /playbook-opt-ins', () => {
 
   test('rejects each bad parameter with 400 invalid_request naming the field', async () => {
     const cases: [string, string][] = [
-      ['limit=0', 'limit'], ['limit=501', 'limit'], ['limit=1.5', 'limit'], ['limit=abc', 'limit'], ['limit=', 'limit'],
-      ['limit=1&limit=2', 'limit'], ['status=live', 'status'], ['since=yesterday', 'since'], ['since=2026-02-30', 'since'],
-      ['since=2026-11-20T10:00:00', 'since'], ['cursor=abc', 'cursor'], [`cursor=${Buffer.from('["v1","x","o1"]').toString('base64url')}`, 'cursor'],
+      ['limit=0', 'limit'],
+      ['limit=501', 'limit'],
+      ['limit=1.5', 'limit'],
+      ['limit=abc', 'limit'],
+      ['limit=', 'limit'],
+      ['limit=1&limit=2', 'limit'],
+      ['status=live', 'status'],
+      ['since=yesterday', 'since'],
+      ['since=2026-02-30', 'since'],
+      ['since=2026-11-20T10:00:00', 'since'],
+      ['cursor=abc', 'cursor'],
+      [`cursor=${Buffer.from('["v1","x","o1"]').toString('base64url')}`, 'cursor'],
     ];
     for (const [query, field] of cases) {
       const r = await t.hubGet(`/playbook-opt-ins?${query}`, key);
       assert.equal(r.status, 400, query);
       assert.equal(r.body.error, 'invalid_request', query);
-      assert.deepEqual(r.body.issues.map((i: { field: string }) => i.field), [field], query);
+      assert.deepEqual(
+        r.body.issues.map((i: { field: string }) => i.field),
+        [field],
+        query,
+      );
       assert.equal(typeof r.body.issues[0].message, 'string');
     }
     const both = await t.hubGet('/playbook-opt-ins?limit=0&status=nope', key);
@@ -125,7 +162,10 @@ describe('GET /playbook-opt-ins', () => {
 
   test('a cursor from another hub cannot reveal that hub: the key still reads only its own rows', async () => {
     const first = await t.hubGet('/playbook-opt-ins?limit=1', otherKey);
-    assert.deepEqual(first.body.data.map((row: { id: string }) => row.id), ['x1']);
+    assert.deepEqual(
+      first.body.data.map((row: { id: string }) => row.id),
+      ['x1'],
+    );
     const foreign = await t.hubGet('/playbook-opt-ins?limit=1', key);
     const r = await t.hubGet(`/playbook-opt-ins?cursor=${foreign.body.nextCursor}`, otherKey);
     assert.equal(r.status, 200);
@@ -136,13 +176,19 @@ describe('GET /playbook-opt-ins', () => {
 describe('tenancy', () => {
   test("a key never sees another hub's rows, counts or spend", async () => {
     const rows = await t.hubGet('/playbook-opt-ins', otherKey);
-    assert.deepEqual(rows.body.data.map((row: { id: string }) => row.id), ['x1']);
+    assert.deepEqual(
+      rows.body.data.map((row: { id: string }) => row.id),
+      ['x1'],
+    );
     assert.deepEqual((await t.hubGet('/playbook-opt-ins?playbookId=p1', otherKey)).body.data, []);
     const summary = await t.hubGet('/opt-in-summary', otherKey);
     assert.equal(summary.body.activeOptIns, 1);
     assert.equal(summary.body.periods.find((p: { period: string }) => p.period === 'today').optIns, 1);
     const spend = await t.hubGet('/spend-by-workspace', otherKey);
-    assert.deepEqual(spend.body.workspaces.map((w: { id: string }) => w.id), ['v1']);
+    assert.deepEqual(
+      spend.body.workspaces.map((w: { id: string }) => w.id),
+      ['v1'],
+    );
     assert.equal(spend.body.totals.spendCents, 99999);
     const mine = await t.hubGet('/spend-by-workspace', key);
     assert.ok(!mine.body.workspaces.some((w: { id: string }) => w.id === 'v1'));
@@ -162,11 +208,19 @@ describe('GET /opt-in-summary', () => {
     const byPeriod = Object.fromEntries(r.body.periods.map((p: { period: string }) => [p.period, p]));
     assert.deepEqual(Object.keys(byPeriod), ['today', 'yesterday', 'last_7_days', 'last_30_days']);
     assert.deepEqual(byPeriod.today, {
-      period: 'today', startDate: '2026-11-21', endDate: '2026-11-21', optIns: 1, workspaces: 1,
+      period: 'today',
+      startDate: '2026-11-21',
+      endDate: '2026-11-21',
+      optIns: 1,
+      workspaces: 1,
       prior: { startDate: '2026-11-20', endDate: '2026-11-20', optIns: 1, workspaces: 1 },
     });
     assert.deepEqual(byPeriod.last_7_days, {
-      period: 'last_7_days', startDate: '2026-11-15', endDate: '2026-11-21', optIns: 2, workspaces: 2,
+      period: 'last_7_days',
+      startDate: '2026-11-15',
+      endDate: '2026-11-21',
+      optIns: 2,
+      workspaces: 2,
       prior: { startDate: '2026-11-08', endDate: '2026-11-14', optIns: 0, workspaces: 0 },
     });
     assert.deepEqual(byPeriod.last_30_days.prior, { startDate: '2026-09-23', endDate: '2026-10-22', optIns: 1, workspaces: 1 });
@@ -191,10 +245,18 @@ describe('GET /spend-by-workspace', () => {
       ],
     });
     const today = await t.hubGet('/spend-by-workspace?period=today', key);
-    assert.deepEqual(today.body.totals, { spendCents: 25, priorSpendCents: 1000, unattributedSpendCents: 25, priorUnattributedSpendCents: 0 });
+    assert.deepEqual(today.body.totals, {
+      spendCents: 25,
+      priorSpendCents: 1000,
+      unattributedSpendCents: 25,
+      priorUnattributedSpendCents: 0,
+    });
     const bad = await t.hubGet('/spend-by-workspace?period=last_90_days', key);
     assert.equal(bad.status, 400);
-    assert.deepEqual(bad.body.issues.map((i: { field: string }) => i.field), ['period']);
+    assert.deepEqual(
+      bad.body.issues.map((i: { field: string }) => i.field),
+      ['period'],
+    );
   });
 
   test('a cached report follows new spend and freshness changes', async () => {
@@ -217,7 +279,14 @@ describe('authentication and access', () => {
     const mistyped = key.slice(0, 20) + (key[20] === 'a' ? 'b' : 'a') + key.slice(21);
     const unknown = (await createKey(t.db, { hubId: 'h1', name: 'deleted' })).key;
     await t.db.kysely.deleteFrom('api_keys').where('name', '=', 'deleted').execute();
-    for (const [label, k] of [['missing', undefined], ['malformed', 'not-a-key'], ['mistyped', mistyped], ['unknown', unknown], ['embed', embed], ['revoked', revoked.key]] as const) {
+    for (const [label, k] of [
+      ['missing', undefined],
+      ['malformed', 'not-a-key'],
+      ['mistyped', mistyped],
+      ['unknown', unknown],
+      ['embed', embed],
+      ['revoked', revoked.key],
+    ] as const) {
       const r = await t.hubGet('/playbook-opt-ins', k);
       assert.equal(r.status, 401, label);
       assert.equal(r.body.error, 'invalid_api_key', label);
@@ -255,7 +324,11 @@ describe('authentication and access', () => {
   });
 
   test('browser requests are refused with 403 and no CORS headers', async () => {
-    for (const headers of [{ origin: 'https://evil.example' }, { 'sec-fetch-mode': 'cors', 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-mode': 'cors', 'sec-fetch-site': 'same-origin' }] as Record<string, string>[]) {
+    for (const headers of [
+      { origin: 'https://evil.example' },
+      { 'sec-fetch-mode': 'cors', 'sec-fetch-site': 'cross-site' },
+      { 'sec-fetch-mode': 'cors', 'sec-fetch-site': 'same-origin' },
+    ] as Record<string, string>[]) {
       const r = await t.hubGet('/playbook-opt-ins', key, headers);
       assert.equal(r.status, 403);
       assert.equal(r.body.error, 'browser_request_rejected');
@@ -266,7 +339,11 @@ describe('authentication and access', () => {
     const preflight = await t.app.fastify.inject({
       method: 'OPTIONS',
       url: '/v1/hub/playbook-opt-ins',
-      headers: { origin: 'https://evil.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+      headers: {
+        origin: 'https://evil.example',
+        'access-control-request-method': 'GET',
+        'access-control-request-headers': 'authorization',
+      },
     });
     assert.equal(preflight.statusCode, 403);
     assert.equal(preflight.json().error, 'browser_request_rejected');
@@ -274,7 +351,11 @@ describe('authentication and access', () => {
   });
 
   test('writes are refused with 405 and unknown paths with 404, as JSON', async () => {
-    const post = await t.app.fastify.inject({ method: 'POST', url: '/v1/hub/playbook-opt-ins', headers: { authorization: `Bearer ${key}` } });
+    const post = await t.app.fastify.inject({
+      method: 'POST',
+      url: '/v1/hub/playbook-opt-ins',
+      headers: { authorization: `Bearer ${key}` },
+    });
     assert.equal(post.statusCode, 405);
     assert.equal(post.headers.allow, 'GET');
     const missing = await t.hubGet('/nope', key);
@@ -327,10 +408,26 @@ describe('rate limits', () => {
 
   test('repeated failed authentications from one address get 429', async () => {
     const statuses: number[] = [];
-    for (let i = 0; i < 32; i++) statuses.push((await t.app.fastify.inject({ method: 'GET', url: '/v1/hub/opt-in-summary', headers: { authorization: 'Bearer hubops_guess' }, remoteAddress: '203.0.113.9' })).statusCode);
+    for (let i = 0; i < 32; i++)
+      statuses.push(
+        (
+          await t.app.fastify.inject({
+            method: 'GET',
+            url: '/v1/hub/opt-in-summary',
+            headers: { authorization: 'Bearer hubops_guess' },
+            remoteAddress: '203.0.113.9',
+          })
+        ).statusCode,
+      );
     assert.deepEqual(statuses.slice(0, 30), Array(30).fill(401));
     assert.deepEqual(statuses.slice(30), [429, 429]);
-    const from = (k: string) => t.app.fastify.inject({ method: 'GET', url: '/v1/hub/playbook-opt-ins?limit=1', headers: { authorization: `Bearer ${k}` }, remoteAddress: '203.0.113.9' });
+    const from = (k: string) =>
+      t.app.fastify.inject({
+        method: 'GET',
+        url: '/v1/hub/playbook-opt-ins?limit=1',
+        headers: { authorization: `Bearer ${k}` },
+        remoteAddress: '203.0.113.9',
+      });
     // A key in use (admitted before) keeps working behind the same address: one broken tool
     // behind an office NAT must not lock out the others.
     assert.equal((await from(key)).statusCode, 200, 'a key already admitted is not locked out');
@@ -373,7 +470,10 @@ describe('operations endpoints', () => {
     assert.deepEqual(Object.keys(r.body.paths).sort(), ['/opt-in-summary', '/playbook-opt-ins', '/spend-by-workspace']);
     const list = r.body.paths['/playbook-opt-ins'].get;
     const query = list.parameters.filter((p: { in: string }) => p.in === 'query');
-    assert.deepEqual(query.map((p: { name: string }) => p.name), ['since', 'playbookId', 'status', 'limit', 'cursor']);
+    assert.deepEqual(
+      query.map((p: { name: string }) => p.name),
+      ['since', 'playbookId', 'status', 'limit', 'cursor'],
+    );
     const limit = list.parameters.find((p: { name: string }) => p.name === 'limit');
     assert.deepEqual([limit.schema.minimum, limit.schema.maximum, limit.schema.default], [1, 500, 100]);
     assert.equal(list.parameters.find((p: { name: string }) => p.name === 'status').schema.enum.length, 13);

@@ -44,7 +44,13 @@ after(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const spendLine = (workspaceId: string | null, date: string, spendCents: number) => ({ type: 'spend', adAccountId: 'aa_rerun', workspaceId, date, spendCents });
+const spendLine = (workspaceId: string | null, date: string, spendCents: number) => ({
+  type: 'spend',
+  adAccountId: 'aa_rerun',
+  workspaceId,
+  date,
+  spendCents,
+});
 // Two lines for ws_a on 11-20 (they add up within the file), unattributed spend, and days in two
 // 64-day blocks of the running totals (one starts on 2026-10-10), in the report's current and prior ranges.
 const FILE = [
@@ -53,7 +59,19 @@ const FILE = [
   spendLine('ws_b', '2026-11-21', 400),
   spendLine(null, '2026-11-22', 90),
   spendLine('ws_b', '2026-10-09', 11),
-  { type: 'organicMetrics', workspaceId: 'ws_a', date: '2026-11-20', platform: 'instagram', posts: 1, impressions: 900, reach: 700, likes: 40, comments: 3, shares: 2, saves: 5 },
+  {
+    type: 'organicMetrics',
+    workspaceId: 'ws_a',
+    date: '2026-11-20',
+    platform: 'instagram',
+    posts: 1,
+    impressions: 900,
+    reach: 700,
+    likes: 40,
+    comments: 3,
+    shares: 2,
+    saves: 5,
+  },
 ];
 
 /** Runs `hubops import` on `lines`; its exit code and output. */
@@ -62,7 +80,12 @@ async function cli(lines: unknown[], ...flags: string[]): Promise<{ code: number
   await writeFile(file, lines.map((line) => JSON.stringify(line)).join('\n'));
   let stdout = '';
   let stderr = '';
-  const io = { stdout: (text: string) => (stdout += text), stderr: (text: string) => (stderr += text), env: { PATH: process.env.PATH, DATABASE_URL: t.db.url }, stdin: Readable.from([]) };
+  const io = {
+    stdout: (text: string) => (stdout += text),
+    stderr: (text: string) => (stderr += text),
+    env: { PATH: process.env.PATH, DATABASE_URL: t.db.url },
+    stdin: Readable.from([]),
+  };
   const code = await runCli(['import', file, ...flags], io);
   return { code, stdout, stderr };
 }
@@ -94,11 +117,19 @@ async function runningTotals(): Promise<{ stored: Record<string, string[]>; expe
     const sums = (expected[`${row.workspace_id ?? ''}|${block}`] ??= Array.from({ length: 64 }, () => 0n));
     for (let i = day - 64 * block; i < 64; i += 1) sums[i]! += BigInt(row.spend_cents);
   }
-  const stored = await t.db.kysely.selectFrom('spend_prefix_sums').select(['workspace_key', 'block', 'sums']).where('hub_id', '=', HUB).execute();
+  const stored = await t.db.kysely
+    .selectFrom('spend_prefix_sums')
+    .select(['workspace_key', 'block', 'sums'])
+    .where('hub_id', '=', HUB)
+    .execute();
   const nonZero = (sums: (string | bigint)[]) => sums.some((s) => BigInt(s) !== 0n);
   return {
     stored: Object.fromEntries(stored.filter((r) => nonZero(r.sums)).map((r) => [`${r.workspace_key}|${r.block}`, r.sums.map(String)])),
-    expected: Object.fromEntries(Object.entries(expected).filter(([, sums]) => nonZero(sums)).map(([k, sums]) => [k, sums.map(String)])),
+    expected: Object.fromEntries(
+      Object.entries(expected)
+        .filter(([, sums]) => nonZero(sums))
+        .map(([k, sums]) => [k, sums.map(String)]),
+    ),
   };
 }
 
@@ -133,7 +164,13 @@ test('importing the same file again changes nothing; --add adds its spend once m
   assert.equal(added.totals.spendCents, once.report.totals.spendCents + 1234 + 400 + 90);
   assert.equal(added.totals.priorSpendCents, 22);
   assert.equal(added.totals.unattributedSpendCents, 180);
-  assert.deepEqual(added.workspaces.map((w: { id: string; spendCents: number }) => [w.id, w.spendCents]), [['ws_a', 2468], ['ws_b', 700 + 800]]);
+  assert.deepEqual(
+    added.workspaces.map((w: { id: string; spendCents: number }) => [w.id, w.spendCents]),
+    [
+      ['ws_a', 2468],
+      ['ws_b', 700 + 800],
+    ],
+  );
   const totals = await runningTotals();
   assert.deepEqual(totals.stored, totals.expected);
   // Organic metrics replace in both modes: --add concerns spend only.
@@ -147,41 +184,155 @@ const EVERY = [
   { type: 'hub', id: 'hub_all', accountId: 'acc_all', name: 'All Types', suspended: false },
   { type: 'workspaceField', hubId: 'hub_all', key: 'region', label: 'Region' },
   { type: 'workspaceField', hubId: 'hub_all', key: 'legacy', label: 'Legacy', archived: true },
-  { type: 'workspace', id: 'ws_all', hubId: 'hub_all', name: 'All Denver', timezone: 'America/Denver', fields: { region: 'West', legacy: 7 } },
+  {
+    type: 'workspace',
+    id: 'ws_all',
+    hubId: 'hub_all',
+    name: 'All Denver',
+    timezone: 'America/Denver',
+    fields: { region: 'West', legacy: 7 },
+  },
   { type: 'workspace', id: 'ws_all2', hubId: 'hub_all', name: 'All Boise' },
   {
-    type: 'playbook', id: 'pb_all', hubId: 'hub_all', name: 'Spring ', solutions: ['meta', 'organic_social'], variants: { audience: ['Families', 'Students'], size: ['S'] },
+    type: 'playbook',
+    id: 'pb_all',
+    hubId: 'hub_all',
+    name: 'Spring ',
+    solutions: ['meta', 'organic_social'],
+    variants: { audience: ['Families', 'Students'], size: ['S'] },
     questions: [{ question: 'Hours?' }, { question: 'Flavour?', type: 'single_select', required: true, options: ['Vanilla', 'Mocha'] }],
   },
   {
-    type: 'optIn', id: 'oi_all', playbookId: 'pb_all', workspaceId: 'ws_all', status: 'active', optedInAt: '2026-11-01T10:00:00Z',
-    updatedAt: '2026-11-02T10:00:00.123456+01:00', budgetCents: 50_000, budgetType: 'lifetime', variant: { size: 'S', audience: 'Families' },
+    type: 'optIn',
+    id: 'oi_all',
+    playbookId: 'pb_all',
+    workspaceId: 'ws_all',
+    status: 'active',
+    optedInAt: '2026-11-01T10:00:00Z',
+    updatedAt: '2026-11-02T10:00:00.123456+01:00',
+    budgetCents: 50_000,
+    budgetType: 'lifetime',
+    variant: { size: 'S', audience: 'Families' },
     responses: [{ question: 'Hours?', answer: '9-5' }],
   },
-  { type: 'optIn', id: 'oi_all2', playbookId: 'pb_all', workspaceId: 'ws_all2', status: 'questions_only', optedInAt: '2026-11-03T08:30:00-05:00' },
+  {
+    type: 'optIn',
+    id: 'oi_all2',
+    playbookId: 'pb_all',
+    workspaceId: 'ws_all2',
+    status: 'questions_only',
+    optedInAt: '2026-11-03T08:30:00-05:00',
+  },
   { type: 'adAccount', id: 'aa_all', hubId: 'hub_all', platform: 'meta', name: 'All Meta', lastSyncedAt: '2026-11-21T06:00:00Z' },
   { type: 'spend', adAccountId: 'aa_all', workspaceId: 'ws_all', date: '2026-11-20', spendCents: 1_000 },
   { type: 'spend', adAccountId: 'aa_all', workspaceId: 'ws_all', date: '2026-11-20', spendCents: 234 },
-  { type: 'user', id: 'usr_all', email: 'All@Example.com', password: 'correct horse', firstname: 'Ada', lastname: 'Lovelace', hubId: 'hub_all', role: 'hub_admin', staff: true },
+  {
+    type: 'user',
+    id: 'usr_all',
+    email: 'All@Example.com',
+    password: 'correct horse',
+    firstname: 'Ada',
+    lastname: 'Lovelace',
+    hubId: 'hub_all',
+    role: 'hub_admin',
+    staff: true,
+  },
   // No id: a user's natural key is the email.
-  { type: 'user', email: 'member@all.example', password: 'battery staple', firstname: 'Bob', lastname: 'B', hubId: 'hub_all', role: 'member', workspaceId: 'ws_all2' },
+  {
+    type: 'user',
+    email: 'member@all.example',
+    password: 'battery staple',
+    firstname: 'Bob',
+    lastname: 'B',
+    hubId: 'hub_all',
+    role: 'member',
+    workspaceId: 'ws_all2',
+  },
   { type: 'channel', id: 'chn_all_fb', workspaceId: 'ws_all', platform: 'facebook', name: 'All FB' },
   { type: 'channel', id: 'chn_all_ig', workspaceId: 'ws_all', platform: 'instagram', name: 'All IG', handle: '@all', connected: true },
   {
-    type: 'media', id: 'med_all', workspaceId: 'ws_all', contentType: 'image/jpeg', filename: 'latte.jpg', byteSize: 482_113, width: 1080, height: 1080,
-    sha256: '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08', createdAt: '2026-10-02T08:00:00Z',
+    type: 'media',
+    id: 'med_all',
+    workspaceId: 'ws_all',
+    contentType: 'image/jpeg',
+    filename: 'latte.jpg',
+    byteSize: 482_113,
+    width: 1080,
+    height: 1080,
+    sha256: '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08',
+    createdAt: '2026-10-02T08:00:00Z',
   },
   // No createdAt: "now" on the first run, not compared on the next.
-  { type: 'media', id: 'med_all2', workspaceId: 'ws_all', contentType: 'video/mp4', filename: 'clip.mp4', byteSize: 1_000_000, width: 720, height: 1280, durationMs: 15_000, sha256: 'a'.repeat(64) },
-  { type: 'post', id: 'post_draft', workspaceId: 'ws_all', text: 'Draft', status: 'draft' },
-  { type: 'post', id: 'post_sched', workspaceId: 'ws_all', text: 'Soon', status: 'scheduled', channelIds: ['chn_all_fb'], scheduledAt: '2027-01-01T09:00:00Z' },
   {
-    type: 'post', id: 'post_pub', workspaceId: 'ws_all', text: 'Pumpkin Spice is back!', status: 'published', channelIds: ['chn_all_ig', 'chn_all_fb'], mediaIds: ['med_all'],
-    scheduledAt: '2026-11-10T09:00:00Z', publishedAt: '2026-11-10T09:00:04Z', externalIds: { chn_all_ig: '178961' }, createdAt: '2026-11-09T08:00:00Z',
+    type: 'media',
+    id: 'med_all2',
+    workspaceId: 'ws_all',
+    contentType: 'video/mp4',
+    filename: 'clip.mp4',
+    byteSize: 1_000_000,
+    width: 720,
+    height: 1280,
+    durationMs: 15_000,
+    sha256: 'a'.repeat(64),
   },
-  { type: 'post', id: 'post_fail', workspaceId: 'ws_all', text: 'Oops', status: 'failed', channelIds: ['chn_all_fb'], scheduledAt: '2026-11-11T09:00:00Z', error: 'token expired' },
-  { type: 'organicMetrics', workspaceId: 'ws_all', date: '2026-11-20', platform: 'instagram', posts: 1, impressions: 2400, reach: 1800, likes: 96, comments: 7, shares: 4, saves: 11 },
-  { type: 'paidMetrics', workspaceId: 'ws_all', date: '2026-11-20', platform: 'meta', campaignId: '120211', campaignName: 'Spring - Meta', spendCents: 4210, impressions: 5300, clicks: 61, results: 4 },
+  { type: 'post', id: 'post_draft', workspaceId: 'ws_all', text: 'Draft', status: 'draft' },
+  {
+    type: 'post',
+    id: 'post_sched',
+    workspaceId: 'ws_all',
+    text: 'Soon',
+    status: 'scheduled',
+    channelIds: ['chn_all_fb'],
+    scheduledAt: '2027-01-01T09:00:00Z',
+  },
+  {
+    type: 'post',
+    id: 'post_pub',
+    workspaceId: 'ws_all',
+    text: 'Pumpkin Spice is back!',
+    status: 'published',
+    channelIds: ['chn_all_ig', 'chn_all_fb'],
+    mediaIds: ['med_all'],
+    scheduledAt: '2026-11-10T09:00:00Z',
+    publishedAt: '2026-11-10T09:00:04Z',
+    externalIds: { chn_all_ig: '178961' },
+    createdAt: '2026-11-09T08:00:00Z',
+  },
+  {
+    type: 'post',
+    id: 'post_fail',
+    workspaceId: 'ws_all',
+    text: 'Oops',
+    status: 'failed',
+    channelIds: ['chn_all_fb'],
+    scheduledAt: '2026-11-11T09:00:00Z',
+    error: 'token expired',
+  },
+  {
+    type: 'organicMetrics',
+    workspaceId: 'ws_all',
+    date: '2026-11-20',
+    platform: 'instagram',
+    posts: 1,
+    impressions: 2400,
+    reach: 1800,
+    likes: 96,
+    comments: 7,
+    shares: 4,
+    saves: 11,
+  },
+  {
+    type: 'paidMetrics',
+    workspaceId: 'ws_all',
+    date: '2026-11-20',
+    platform: 'meta',
+    campaignId: '120211',
+    campaignName: 'Spring - Meta',
+    spendCents: 4210,
+    impressions: 5300,
+    clicks: 61,
+    results: 4,
+  },
   { type: 'reviewDay', workspaceId: 'ws_all', date: '2026-11-20', newReviews: { 5: 3, 4: 1 }, responded: 2 },
   { type: 'reviewDay', workspaceId: 'ws_all', date: '2026-11-21', newReviews: { 1: 1 }, responded: 0 },
   { type: 'hubCpm', hubId: 'hub_all', platform: 'instagram', cpmCents: 850 },
@@ -195,7 +346,9 @@ const replaced = (index: number, line: Record<string, unknown>) => EVERY.map((l,
 async function fullSnapshot(): Promise<unknown> {
   const derived: Record<string, unknown> = {};
   for (const table of ['spend_prefix_sums', 'opt_in_day_counts', 'opt_in_status_counts', 'hubs']) {
-    const { rows } = await sql<{ digest: string | null }>`SELECT md5(string_agg(t::text, ',' ORDER BY t::text)) AS digest FROM ${sql.table(table)} t`.execute(t.db.kysely);
+    const { rows } = await sql<{
+      digest: string | null;
+    }>`SELECT md5(string_agg(t::text, ',' ORDER BY t::text)) AS digest FROM ${sql.table(table)} t`.execute(t.db.kysely);
     derived[table] = rows[0]!.digest;
   }
   return { tables: await snapshot(t.db), derived };
@@ -204,7 +357,10 @@ async function fullSnapshot(): Promise<unknown> {
 /** Imports `lines`, expecting a refusal; its issues. Asserts that nothing was written. */
 async function refused(lines: unknown[]): Promise<string> {
   const before = await fullSnapshot();
-  const error = await importNdjson(t.db, ndjson(lines)).then(() => assert.fail('the import should have been refused'), (e: unknown) => e);
+  const error = await importNdjson(t.db, ndjson(lines)).then(
+    () => assert.fail('the import should have been refused'),
+    (e: unknown) => e,
+  );
   assert.ok(error instanceof ImportError, String(error));
   assert.deepEqual(await fullSnapshot(), before, 'a refused import writes nothing');
   return error.message;
@@ -213,7 +369,10 @@ async function refused(lines: unknown[]): Promise<string> {
 test('a file with every record type, ids given, imported again: unchanged, nothing written, and said so', async () => {
   const first = await importNdjson(t.db, ndjson(EVERY));
   const perType = Object.fromEntries(IMPORT_TYPES.map((type) => [type, EVERY.filter((line) => line.type === type).length]));
-  assert.ok(Object.values(perType).every((n) => n > 0), 'the file has every type');
+  assert.ok(
+    Object.values(perType).every((n) => n > 0),
+    'the file has every type',
+  );
   assert.deepEqual(first.imported, perType);
   assert.deepEqual(first.unchanged, Object.fromEntries(IMPORT_TYPES.map((type) => [type, 0])));
   const once = await fullSnapshot();
@@ -226,12 +385,15 @@ test('a file with every record type, ids given, imported again: unchanged, nothi
 
   const third = await cli(EVERY);
   assert.equal(third.code, 0, third.stderr);
-  assert.equal(third.stdout, [
-    'Imported 1 account, 1 hub, 2 workspaceField, 2 workspace, 1 playbook, 2 optIn, 1 adAccount, 2 spend, 2 user, 2 channel, 2 media, 4 post, 1 organicMetrics, 1 paidMetrics, 2 reviewDay, 1 hubCpm.',
-    'Spend per ad account, workspace and date: 0 new, 0 replaced, 1 unchanged.',
-    'Unchanged (already stored so, not written): 1 account, 1 hub, 2 workspaceField, 2 workspace, 1 playbook, 2 optIn, 1 adAccount, 2 user, 2 channel, 2 media, 4 post, 1 organicMetrics, 1 paidMetrics, 2 reviewDay, 1 hubCpm.',
-    '',
-  ].join('\n'));
+  assert.equal(
+    third.stdout,
+    [
+      'Imported 1 account, 1 hub, 2 workspaceField, 2 workspace, 1 playbook, 2 optIn, 1 adAccount, 2 spend, 2 user, 2 channel, 2 media, 4 post, 1 organicMetrics, 1 paidMetrics, 2 reviewDay, 1 hubCpm.',
+      'Spend per ad account, workspace and date: 0 new, 0 replaced, 1 unchanged.',
+      'Unchanged (already stored so, not written): 1 account, 1 hub, 2 workspaceField, 2 workspace, 1 playbook, 2 optIn, 1 adAccount, 2 user, 2 channel, 2 media, 4 post, 1 organicMetrics, 1 paidMetrics, 2 reviewDay, 1 hubCpm.',
+      '',
+    ].join('\n'),
+  );
   assert.deepEqual(await fullSnapshot(), once);
   // The JSON keeps its shape.
   const json = await cli(EVERY, '--json');
@@ -240,12 +402,20 @@ test('a file with every record type, ids given, imported again: unchanged, nothi
 
 test('a stored id with a different value refuses the whole file, naming the line and the fields', async () => {
   const ws = lineOf((l) => l.id === 'ws_all');
-  assert.equal(await refused(replaced(ws, { ...EVERY[ws - 1], name: 'Renamed' })),
-    `line ${ws}: workspace.id: workspace ws_all already exists with a different name; change it in hubops or give a new id`);
+  assert.equal(
+    await refused(replaced(ws, { ...EVERY[ws - 1], name: 'Renamed' })),
+    `line ${ws}: workspace.id: workspace ws_all already exists with a different name; change it in hubops or give a new id`,
+  );
   // Every differing field is named; a new line in the same file is not written either.
   const oi = lineOf((l) => l.id === 'oi_all');
-  const message = await refused([...replaced(oi, { ...EVERY[oi - 1], budgetCents: 60_000, variant: { size: 'S', audience: 'Students' } }), { type: 'account', id: 'acc_new', name: 'New' }]);
-  assert.equal(message, `line ${oi}: optIn.id: opt-in oi_all already exists with a different budgetCents, variant; change it in hubops or give a new id`);
+  const message = await refused([
+    ...replaced(oi, { ...EVERY[oi - 1], budgetCents: 60_000, variant: { size: 'S', audience: 'Students' } }),
+    { type: 'account', id: 'acc_new', name: 'New' },
+  ]);
+  assert.equal(
+    message,
+    `line ${oi}: optIn.id: opt-in oi_all already exists with a different budgetCents, variant; change it in hubops or give a new id`,
+  );
   assert.equal(await t.db.kysely.selectFrom('accounts').select('id').where('id', '=', 'acc_new').executeTakeFirst(), undefined);
   // Types whose rows have json, arrays, bytes, child rows.
   const cases: [Record<string, unknown>, string, RegExp][] = [
@@ -253,11 +423,20 @@ test('a stored id with a different value refuses the whole file, naming the line
     [{ id: 'med_all' }, 'sha256', /media asset med_all already exists with a different sha256;/],
     [{ id: 'post_pub' }, 'externalIds', /post post_pub already exists with a different externalIds;/],
     [{ id: 'post_draft' }, 'channelIds', /post post_draft already exists with a different channelIds;/],
-    [{ key: 'legacy' }, 'archived', /^line \d+: workspaceField.key: field "legacy" of hub hub_all already exists with a different archived; change it in hubops or give a new key$/],
+    [
+      { key: 'legacy' },
+      'archived',
+      /^line \d+: workspaceField.key: field "legacy" of hub hub_all already exists with a different archived; change it in hubops or give a new key$/,
+    ],
     [{ id: 'aa_all' }, 'lastSyncedAt', /ad account aa_all already exists with a different lastSyncedAt;/],
   ];
   const changes: Record<string, unknown> = {
-    questions: [{ question: 'Hours?' }], sha256: 'b'.repeat(64), externalIds: { chn_all_ig: '999' }, channelIds: ['chn_all_fb'], archived: false, lastSyncedAt: '2026-11-21T06:00:01Z',
+    questions: [{ question: 'Hours?' }],
+    sha256: 'b'.repeat(64),
+    externalIds: { chn_all_ig: '999' },
+    channelIds: ['chn_all_fb'],
+    archived: false,
+    lastSyncedAt: '2026-11-21T06:00:01Z',
   };
   for (const [key, field, expected] of cases) {
     const [k, v] = Object.entries(key)[0]!;
@@ -268,8 +447,18 @@ test('a stored id with a different value refuses the whole file, naming the line
 
 test('an id stored in another account is refused without showing its values', async () => {
   // hub_rerun and ws_a belong to acc_rerun.
-  const message = await refused([...EVERY, { type: 'hub', id: HUB, accountId: 'acc_all', name: 'Mine now' }, { type: 'workspace', id: 'ws_a', hubId: 'hub_all', name: 'Workspace ws_a' }]);
-  assert.equal(message, [`line ${EVERY.length + 1}: hub.id: hub ${HUB} already exists`, `line ${EVERY.length + 2}: workspace.id: workspace ws_a already exists`].join('\n'));
+  const message = await refused([
+    ...EVERY,
+    { type: 'hub', id: HUB, accountId: 'acc_all', name: 'Mine now' },
+    { type: 'workspace', id: 'ws_a', hubId: 'hub_all', name: 'Workspace ws_a' },
+  ]);
+  assert.equal(
+    message,
+    [
+      `line ${EVERY.length + 1}: hub.id: hub ${HUB} already exists`,
+      `line ${EVERY.length + 2}: workspace.id: workspace ws_a already exists`,
+    ].join('\n'),
+  );
 });
 
 test('a user line: unchanged whatever its password (never compared, never changed); refused with another role or id', async () => {
@@ -280,8 +469,14 @@ test('a user line: unchanged whatever its password (never compared, never change
   assert.equal(other.unchanged.user, 1, 'an import is no way to test a password');
   assert.deepEqual(await hash(), before, 'nor to change one');
   const m = lineOf((l) => l.email === 'member@all.example');
-  assert.match(await refused(replaced(m, { ...EVERY[m - 1], role: 'hub_admin', workspaceId: null })), /a user with email member@all.example already exists with a different role, workspaceId;/);
-  assert.match(await refused(replaced(u, { ...EVERY[u - 1], id: 'usr_other' })), /a user with email all@example.com already exists with a different id;/);
+  assert.match(
+    await refused(replaced(m, { ...EVERY[m - 1], role: 'hub_admin', workspaceId: null })),
+    /a user with email member@all.example already exists with a different role, workspaceId;/,
+  );
+  assert.match(
+    await refused(replaced(u, { ...EVERY[u - 1], id: 'usr_other' })),
+    /a user with email all@example.com already exists with a different id;/,
+  );
   // The same user lines alone: unchanged.
   const result = await importNdjson(t.db, ndjson([EVERY[u - 1], EVERY[m - 1]]));
   assert.equal(result.unchanged.user, 2);

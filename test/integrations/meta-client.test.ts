@@ -26,16 +26,38 @@ const fakeSleep = async (ms: number) => {
   nowMs += ms;
 };
 let client: ReturnType<typeof createMetaClient>;
-const la: PlatformAdAccount = { externalId: 'act_1001', name: 'West Coast (sandbox)', currency: 'USD', timeZone: 'America/Los_Angeles', active: true, status: 'ACTIVE' };
+const la: PlatformAdAccount = {
+  externalId: 'act_1001',
+  name: 'West Coast (sandbox)',
+  currency: 'USD',
+  timeZone: 'America/Los_Angeles',
+  active: true,
+  status: 'ACTIVE',
+};
 const busy: PlatformAdAccount = { ...la, externalId: 'act_1004', name: 'Busy' };
-const berlin: PlatformAdAccount = { externalId: 'act_1002', name: 'Europe (sandbox)', currency: 'EUR', timeZone: 'Europe/Berlin', active: true, status: 'ACTIVE' };
+const berlin: PlatformAdAccount = {
+  externalId: 'act_1002',
+  name: 'Europe (sandbox)',
+  currency: 'EUR',
+  timeZone: 'Europe/Berlin',
+  active: true,
+  status: 'ACTIVE',
+};
 
 before(async () => {
   sandbox = await startMetaSandbox({ now: () => new Date(nowMs), seed: { seed: 7, historyDays: 400 } });
   sandbox.addAccount({ id: 'act_1003', name: 'Closed one', currency: 'USD', timezone_name: 'America/New_York', account_status: 101 });
   sandbox.addAccount({
-    id: 'act_1004', name: 'Busy', currency: 'USD', timezone_name: 'America/Los_Angeles',
-    adSets: Array.from({ length: 8 }, (_, i) => ({ id: `1004${i}`, name: `Ad set ${i}`, campaignId: `10049${i % 2}`, campaignName: `Campaign ${i % 2}` })),
+    id: 'act_1004',
+    name: 'Busy',
+    currency: 'USD',
+    timezone_name: 'America/Los_Angeles',
+    adSets: Array.from({ length: 8 }, (_, i) => ({
+      id: `1004${i}`,
+      name: `Ad set ${i}`,
+      campaignId: `10049${i % 2}`,
+      campaignName: `Campaign ${i % 2}`,
+    })),
   });
   token = sandbox.issueToken();
   client = createMetaClient({ graphUrl: sandbox.url, sleep: fakeSleep, timeoutMs: 2000, maxBodyBytes: 1024 * 1024 });
@@ -48,7 +70,12 @@ beforeEach(() => {
   nowMs = START;
 });
 
-async function read(account: PlatformAdAccount, since: string, until: string, accessToken = token): Promise<{ rows: PlatformSpendRow[]; batches: number }> {
+async function read(
+  account: PlatformAdAccount,
+  since: string,
+  until: string,
+  accessToken = token,
+): Promise<{ rows: PlatformSpendRow[]; batches: number }> {
   const rows: PlatformSpendRow[] = [];
   let batches = 0;
   for await (const batch of client.readSpend({ accessToken }, account, { since, until })) {
@@ -76,27 +103,58 @@ async function failure(promise: Promise<unknown>): Promise<PlatformError> {
 const insightsCalls = () => sandbox.requests.filter((r) => r.path.endsWith('/insights'));
 
 test('spend decimals: Meta strings to micros and back, exactly', () => {
-  const cases: [string, bigint][] = [['12.34', 12_340_000n], ['0', 0n], ['0.01', 10_000n], ['0.000001', 1n], ['5', 5_000_000n], ['999999999999999.999999', 999_999_999_999_999_999_999n], ['0.29', 290_000n]];
+  const cases: [string, bigint][] = [
+    ['12.34', 12_340_000n],
+    ['0', 0n],
+    ['0.01', 10_000n],
+    ['0.000001', 1n],
+    ['5', 5_000_000n],
+    ['999999999999999.999999', 999_999_999_999_999_999_999n],
+    ['0.29', 290_000n],
+  ];
   for (const [text, micros] of cases) assert.equal(parseSpendMicros(text), micros, text);
   assert.equal(formatSpend(12_340_000n), '12.34');
   assert.equal(formatSpend(12_000_000n), '12');
   assert.equal(formatSpend(1n), '0.000001');
-  for (const text of ['', '-1', '1e3', '1.', '.5', '1.1234567', ' 1', '1 ', '1,00', 'NaN', '0x10', '１', '1.2.3', '+1', '1000000000000000']) {
+  for (const text of [
+    '',
+    '-1',
+    '1e3',
+    '1.',
+    '.5',
+    '1.1234567',
+    ' 1',
+    '1 ',
+    '1,00',
+    'NaN',
+    '0x10',
+    '１',
+    '1.2.3',
+    '+1',
+    '1000000000000000',
+  ]) {
     assert.equal(parseSpendMicros(text), undefined, JSON.stringify(text));
   }
-  fc.assert(fc.property(fc.bigInt({ min: 0n, max: 10n ** 15n - 1n }), fc.stringMatching(/^\d{0,6}$/), (units, fraction) => {
-    const text = fraction === '' ? String(units) : `${units}.${fraction}`;
-    const micros = units * 1_000_000n + BigInt(fraction.padEnd(6, '0'));
-    assert.equal(parseSpendMicros(text), micros);
-    assert.equal(parseSpendMicros(formatSpend(micros)), micros);
-  }), { numRuns: 2000 });
-  fc.assert(fc.property(fc.bigInt({ min: 0n, max: 10n ** 21n - 1n }), (micros) => parseSpendMicros(formatSpend(micros)) === micros), { numRuns: 2000 });
+  fc.assert(
+    fc.property(fc.bigInt({ min: 0n, max: 10n ** 15n - 1n }), fc.stringMatching(/^\d{0,6}$/), (units, fraction) => {
+      const text = fraction === '' ? String(units) : `${units}.${fraction}`;
+      const micros = units * 1_000_000n + BigInt(fraction.padEnd(6, '0'));
+      assert.equal(parseSpendMicros(text), micros);
+      assert.equal(parseSpendMicros(formatSpend(micros)), micros);
+    }),
+    { numRuns: 2000 },
+  );
+  fc.assert(
+    fc.property(fc.bigInt({ min: 0n, max: 10n ** 21n - 1n }), (micros) => parseSpendMicros(formatSpend(micros)) === micros),
+    { numRuns: 2000 },
+  );
 });
 
 test('hour labels: "05:00:00 - 05:59:59" is hour 5, nothing else is an hour', () => {
   for (let h = 0; h < 24; h++) assert.equal(parseHourLabel(hourLabel(h)), h);
   assert.equal(hourLabel(0), '00:00:00 - 00:59:59');
-  for (const text of ['24:00:00 - 24:59:59', '05:00:00 - 06:59:59', '5:00:00 - 5:59:59', '05:00:00', '05:00:00 - 05:59:59 ', '']) assert.equal(parseHourLabel(text), undefined, text);
+  for (const text of ['24:00:00 - 24:59:59', '05:00:00 - 06:59:59', '5:00:00 - 5:59:59', '05:00:00', '05:00:00 - 05:59:59 ', ''])
+    assert.equal(parseHourLabel(text), undefined, text);
 });
 
 test('ad accounts: /me/adaccounts is followed page by page; currency, zone and status come through', async () => {
@@ -107,20 +165,35 @@ test('ad accounts: /me/adaccounts is followed page by page; currency, zone and s
     assert.equal(accounts.length, 130);
     assert.equal(new Set(accounts.map((a) => a.externalId)).size, 130);
     assert.equal(many.requests.filter((r) => r.path === '/v26.0/me/adaccounts').length, 2, 'limit=100: two pages');
-    assert.deepEqual(accounts[0], { externalId: 'act_2000001', name: 'Generated account 1', currency: 'USD', timeZone: 'America/Los_Angeles', active: true, status: 'ACTIVE' });
+    assert.deepEqual(accounts[0], {
+      externalId: 'act_2000001',
+      name: 'Generated account 1',
+      currency: 'USD',
+      timeZone: 'America/Los_Angeles',
+      active: true,
+      status: 'ACTIVE',
+    });
     assert.equal(accounts[1]!.currency, 'EUR');
     assert.equal(accounts[1]!.timeZone, 'Europe/Berlin');
   } finally {
     await many.close();
   }
   const limited = sandbox.issueToken({ accounts: ['act_1002'] });
-  assert.deepEqual((await client.listAccounts({ accessToken: limited })).map((a) => a.externalId), ['act_1002']);
+  assert.deepEqual(
+    (await client.listAccounts({ accessToken: limited })).map((a) => a.externalId),
+    ['act_1002'],
+  );
 });
 
 test('describe: /act_{id}?fields=… gives the account; a closed one is not active; a bad id is refused before any request', async () => {
   assert.deepEqual(await client.describeAccount({ accessToken: token }, 'act_1002'), berlin);
   assert.deepEqual(await client.describeAccount({ accessToken: token }, 'act_1003'), {
-    externalId: 'act_1003', name: 'Closed one', currency: 'USD', timeZone: 'America/New_York', active: false, status: 'CLOSED',
+    externalId: 'act_1003',
+    name: 'Closed one',
+    currency: 'USD',
+    timeZone: 'America/New_York',
+    active: false,
+    status: 'CLOSED',
   });
   const before = sandbox.requests.length;
   for (const id of ['1001', 'act_', 'act_12a', 'act_1001/insights', '../act_1001']) {
@@ -139,7 +212,10 @@ test('spend, up to a week: synchronous Insights pages, each page one batch, equa
   assert.deepEqual(asText(rows), asText(sandbox.hourlySpend('act_1004', { since: '2026-11-20', until: '2026-11-26' })));
   assert.ok(rows.length > 1000, 'eight ad sets, most hours');
   const pages = insightsCalls();
-  assert.ok(pages.length >= 3 && pages.every((r) => r.method === 'GET' && r.path === '/v26.0/act_1004/insights'), 'read synchronously, over more than one page');
+  assert.ok(
+    pages.length >= 3 && pages.every((r) => r.method === 'GET' && r.path === '/v26.0/act_1004/insights'),
+    'read synchronously, over more than one page',
+  );
   assert.equal(batches, pages.length);
   assert.ok(rows.every((r) => r.hour !== null && r.campaignName.startsWith('Campaign') && r.adSetName.startsWith('Ad set')));
 });
@@ -157,13 +233,22 @@ test('spend, longer than a week: an async report run, polled until "Job Complete
   assert.deepEqual(asText(rows), asText(sandbox.hourlySpend('act_1002', { since: '2026-10-01', until: '2026-10-30' })));
   const calls = sandbox.requests.map((r) => `${r.method} ${r.path.replace(/\d{13}/, 'RUN')}`);
   assert.equal(calls[0], 'POST /v26.0/act_1002/insights');
-  assert.deepEqual(calls.filter((c) => c === 'GET /v26.0/RUN'), ['GET /v26.0/RUN', 'GET /v26.0/RUN'], 'polled until done');
+  assert.deepEqual(
+    calls.filter((c) => c === 'GET /v26.0/RUN'),
+    ['GET /v26.0/RUN', 'GET /v26.0/RUN'],
+    'polled until done',
+  );
   assert.ok(calls.filter((c) => c === 'GET /v26.0/RUN/insights').length > 1);
   assert.ok(sleeps.length >= 2 && sleeps.every((ms) => ms > 0), 'waits between polls, through the injected sleep');
 });
 
 test('spend: "too much data" (100/1504018) on a synchronous read switches to a report run, nothing twice', async () => {
-  sandbox.scenario.fail('act_1001', { code: 100, error_subcode: 1504018, message: 'Please reduce the amount of data you are asking for, then retry your request', is_transient: false });
+  sandbox.scenario.fail('act_1001', {
+    code: 100,
+    error_subcode: 1504018,
+    message: 'Please reduce the amount of data you are asking for, then retry your request',
+    is_transient: false,
+  });
   const { rows } = await read(la, '2026-11-10', '2026-11-12');
   assert.deepEqual(asText(rows), asText(sandbox.hourlySpend('act_1001', { since: '2026-11-10', until: '2026-11-12' })));
   assert.equal(new Set(rows.map(key)).size, rows.length);
@@ -171,11 +256,17 @@ test('spend: "too much data" (100/1504018) on a synchronous read switches to a r
 });
 
 test('spend: "too much data" after rows were handed on is a temporary failure, not a second copy through a report run', async () => {
-  const error = await failure((async () => {
-    for await (const _ of client.readSpend({ accessToken: token }, busy, { since: '2026-11-20', until: '2026-11-26' })) {
-      sandbox.scenario.fail('act_1004', { code: 100, error_subcode: 1504018, message: 'Please reduce the amount of data you are asking for, then retry your request' });
-    }
-  })());
+  const error = await failure(
+    (async () => {
+      for await (const _ of client.readSpend({ accessToken: token }, busy, { since: '2026-11-20', until: '2026-11-26' })) {
+        sandbox.scenario.fail('act_1004', {
+          code: 100,
+          error_subcode: 1504018,
+          message: 'Please reduce the amount of data you are asking for, then retry your request',
+        });
+      }
+    })(),
+  );
   assert.deepEqual([error.kind, error.platformCode], ['platform_error', '100/1504018']);
   assert.ok(!sandbox.requests.some((r) => r.method === 'POST'));
 });
@@ -190,7 +281,8 @@ test('spend: a report run that ends "Job Failed" or "Job Skipped" is a platform 
 });
 
 test('spend, DST: 23 local hours when clocks spring forward (no 02:00), 24 labels when they fall back, per the account zone', async () => {
-  const hours = (rows: { date: string; hour: number | null }[], date: string) => [...new Set(rows.filter((r) => r.date === date).map((r) => r.hour))].sort((a, b) => a! - b!);
+  const hours = (rows: { date: string; hour: number | null }[], date: string) =>
+    [...new Set(rows.filter((r) => r.date === date).map((r) => r.hour))].sort((a, b) => a! - b!);
   const spring = await read(la, '2026-03-07', '2026-03-09');
   assert.deepEqual(asText(spring.rows), asText(sandbox.hourlySpend('act_1001', { since: '2026-03-07', until: '2026-03-09' })));
   assert.equal(hours(spring.rows, '2026-03-08').length, 23);
@@ -218,7 +310,11 @@ test('spend: an account whose hours are withheld comes as whole days (hour null)
   const { rows } = await read(busy, '2026-11-20', '2026-11-27');
   assert.ok(rows.length > 0 && rows.every((r) => r.hour === null));
   const days = new Map<string, bigint>();
-  for (const r of sandbox.hourlySpend('act_1004', { since: '2026-11-20', until: '2026-11-27' })) days.set(`${r.date} null ${r.adSetId} ${r.campaignId}`, (days.get(`${r.date} null ${r.adSetId} ${r.campaignId}`) ?? 0n) + r.spendMicros);
+  for (const r of sandbox.hourlySpend('act_1004', { since: '2026-11-20', until: '2026-11-27' }))
+    days.set(
+      `${r.date} null ${r.adSetId} ${r.campaignId}`,
+      (days.get(`${r.date} null ${r.adSetId} ${r.campaignId}`) ?? 0n) + r.spendMicros,
+    );
   assert.deepEqual(asText(rows), [...days].map(([k, micros]) => `${k} ${micros}`).sort());
 });
 
@@ -231,13 +327,30 @@ test('spend: rows in another currency than the account was connected with are re
 
 test('errors: each Graph error code has its failure kind; the admin sees error_user_msg, else message', async () => {
   const cases: [Record<string, unknown> & { code: number }, string, string | undefined][] = [
-    [{ code: 190, error_subcode: 463, message: 'Error validating access token: Session has expired', error_user_msg: 'Log in again to continue.' }, 'needs_reconnect', 'Log in again to continue.'],
+    [
+      {
+        code: 190,
+        error_subcode: 463,
+        message: 'Error validating access token: Session has expired',
+        error_user_msg: 'Log in again to continue.',
+      },
+      'needs_reconnect',
+      'Log in again to continue.',
+    ],
     [{ code: 190, message: 'Invalid OAuth access token.' }, 'needs_reconnect', 'Invalid OAuth access token.'],
     [{ code: 102, message: 'Session key invalid' }, 'needs_reconnect', undefined],
     [{ code: 200, message: '(#200) Requires ads_read permission' }, 'missing_permission', '(#200) Requires ads_read permission'],
     [{ code: 10, message: '(#10) Application does not have permission for this action' }, 'missing_permission', undefined],
-    [{ code: 294, message: '(#294) Managing advertisements requires the extended permission ads_management' }, 'missing_permission', undefined],
-    [{ code: 100, error_subcode: 1487534, message: 'Invalid parameter', error_user_title: 'Too much', error_user_msg: 'Reduce the data.' }, 'invalid_request', 'Reduce the data.'],
+    [
+      { code: 294, message: '(#294) Managing advertisements requires the extended permission ads_management' },
+      'missing_permission',
+      undefined,
+    ],
+    [
+      { code: 100, error_subcode: 1487534, message: 'Invalid parameter', error_user_title: 'Too much', error_user_msg: 'Reduce the data.' },
+      'invalid_request',
+      'Reduce the data.',
+    ],
     [{ code: 1, message: 'An unknown error occurred' }, 'platform_error', undefined],
     [{ code: 2, message: 'Service temporarily unavailable' }, 'platform_error', undefined],
     [{ code: 100, message: 'Some transient thing', is_transient: true }, 'platform_error', undefined],
@@ -293,7 +406,10 @@ test('throttles: longer than SPEND_THROTTLE_WAIT_MAX_MS (one or added up) → Pl
 
   sandbox.scenario.reset();
   sandbox.scenario.fail('act_1001', { code: 613, message: 'Calls to this api have exceeded the rate limit.' }, 3);
-  await assert.rejects(client.describeAccount({ accessToken: token }, 'act_1001'), (e: unknown) => e instanceof PlatformThrottled && e.retryAfterMs === 60_000);
+  await assert.rejects(
+    client.describeAccount({ accessToken: token }, 'act_1001'),
+    (e: unknown) => e instanceof PlatformThrottled && e.retryAfterMs === 60_000,
+  );
   assert.deepEqual(sleeps, [60_000, 60_000], `at most ${SPEND_THROTTLE_WAIT_MAX_MS} ms waited in one call`);
 });
 
@@ -303,12 +419,14 @@ test('hostile answers: HTML, wrong types, missing fields, cut-off JSON, a redire
   for (const kind of ['html', 'wrong_types', 'missing_fields', 'truncated', 'redirect', 'huge', 'slow'] as const) {
     for (const call of [
       () => slowClient.describeAccount({ accessToken: token }, 'act_1001'),
-      () => (async () => {
-        for await (const _ of slowClient.readSpend({ accessToken: token }, la, { since: '2026-11-20', until: '2026-11-20' }));
-      })(),
-      () => (async () => {
-        for await (const _ of slowClient.readSpend({ accessToken: token }, la, { since: '2026-10-01', until: '2026-10-20' }));
-      })(),
+      () =>
+        (async () => {
+          for await (const _ of slowClient.readSpend({ accessToken: token }, la, { since: '2026-11-20', until: '2026-11-20' }));
+        })(),
+      () =>
+        (async () => {
+          for await (const _ of slowClient.readSpend({ accessToken: token }, la, { since: '2026-10-01', until: '2026-10-20' }));
+        })(),
     ]) {
       sandbox.scenario.malformed('act_1001', kind);
       const error = await failure(call());
@@ -335,7 +453,13 @@ test('hostile answers: HTML, wrong types, missing fields, cut-off JSON, a redire
 });
 
 test('compressed answers: a gzip body is read; one that inflates past the cap is a bad_answer', async () => {
-  const account = JSON.stringify({ id: 'act_1001', name: 'West Coast (sandbox)', currency: 'USD', timezone_name: 'America/Los_Angeles', account_status: 1 });
+  const account = JSON.stringify({
+    id: 'act_1001',
+    name: 'West Coast (sandbox)',
+    currency: 'USD',
+    timezone_name: 'America/Los_Angeles',
+    account_status: 1,
+  });
   const bomb = gzipSync(Buffer.from(JSON.stringify({ id: 'act_1001', name: 'x'.repeat(2 * 1024 * 1024) })));
   const encodings: string[] = [];
   const server = http.createServer((req, res) => {
@@ -346,24 +470,32 @@ test('compressed answers: a gzip body is read; one that inflates past the cap is
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   try {
-    const gzipped = createMetaClient({ graphUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, sleep: fakeSleep, maxBodyBytes: 1024 * 1024 });
+    const gzipped = createMetaClient({
+      graphUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      sleep: fakeSleep,
+      maxBodyBytes: 1024 * 1024,
+    });
     assert.deepEqual(await gzipped.describeAccount({ accessToken: token }, 'act_1001'), la);
     assert.ok(bomb.length < 1024 * 1024);
     const error = await failure(gzipped.describeAccount({ accessToken: token }, 'act_1002'));
     assert.equal(error.kind, 'bad_answer');
     assert.match(error.message, /larger than 1048576 bytes/);
-    assert.ok(encodings.every((e) => e.includes('gzip')), 'compression is asked for');
+    assert.ok(
+      encodings.every((e) => e.includes('gzip')),
+      'compression is asked for',
+    );
   } finally {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   }
 });
 
-test('abort: a read stops with the caller\'s reason, not a platform error', async () => {
+test("abort: a read stops with the caller's reason, not a platform error", async () => {
   const controller = new AbortController();
   const reason = new Error('shutting down');
   const reading = (async () => {
-    for await (const _ of client.readSpend({ accessToken: token }, busy, { since: '2026-11-01', until: '2026-11-07' }, controller.signal)) controller.abort(reason);
+    for await (const _ of client.readSpend({ accessToken: token }, busy, { since: '2026-11-01', until: '2026-11-07' }, controller.signal))
+      controller.abort(reason);
   })();
   await assert.rejects(reading, (e) => e === reason);
   // Also while waiting out a throttle with the real sleep (90 s throttled: a 2-minute wait).
@@ -371,7 +503,12 @@ test('abort: a read stops with the caller\'s reason, not a platform error', asyn
   sandbox.requests.length = 0;
   const waiting = new AbortController();
   const reading2 = (async () => {
-    for await (const _ of createMetaClient({ graphUrl: sandbox.url }).readSpend({ accessToken: token }, la, { since: '2026-11-20', until: '2026-11-20' }, waiting.signal));
+    for await (const _ of createMetaClient({ graphUrl: sandbox.url }).readSpend(
+      { accessToken: token },
+      la,
+      { since: '2026-11-20', until: '2026-11-20' },
+      waiting.signal,
+    ));
   })();
   while (sandbox.requests.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
   await new Promise((resolve) => setTimeout(resolve, 50));
@@ -381,15 +518,28 @@ test('abort: a read stops with the caller\'s reason, not a platform error', asyn
 
 test('OAuth: the dialog, its Continue button, the code exchange and the long-lived exchange', async () => {
   const redirectUri = 'http://127.0.0.1:3999/app/hub/ad-accounts/meta/callback';
-  const authorize = new URL(client.authorizeUrl({ dialogUrl: sandbox.url, appId: sandbox.appId, redirectUri, state: 'st4te', scopes: META_SCOPES }));
+  const authorize = new URL(
+    client.authorizeUrl({ dialogUrl: sandbox.url, appId: sandbox.appId, redirectUri, state: 'st4te', scopes: META_SCOPES }),
+  );
   assert.equal(authorize.pathname, '/v26.0/dialog/oauth');
-  assert.deepEqual(Object.fromEntries(authorize.searchParams), { client_id: sandbox.appId, redirect_uri: redirectUri, state: 'st4te', scope: 'ads_read,business_management', response_type: 'code' });
+  assert.deepEqual(Object.fromEntries(authorize.searchParams), {
+    client_id: sandbox.appId,
+    redirect_uri: redirectUri,
+    state: 'st4te',
+    scope: 'ads_read,business_management',
+    response_type: 'code',
+  });
   const page = await fetch(authorize);
   assert.equal(page.status, 200);
   const html = await page.text();
   assert.match(html, /<form method="post">/);
   assert.match(html, />Continue</);
-  const form = new URLSearchParams([...html.matchAll(/name="(\w+)" value="([^"]*)"/g)].map((m): [string, string] => [m[1]!, m[2]!.replace(/&#(\d+);/g, (_, c) => String.fromCharCode(Number(c)))]));
+  const form = new URLSearchParams(
+    [...html.matchAll(/name="(\w+)" value="([^"]*)"/g)].map((m): [string, string] => [
+      m[1]!,
+      m[2]!.replace(/&#(\d+);/g, (_, c) => String.fromCharCode(Number(c))),
+    ]),
+  );
   form.set('decision', 'allow');
   const back = await fetch(authorize, { method: 'POST', body: form, redirect: 'manual' });
   assert.equal(back.status, 303);
@@ -407,9 +557,14 @@ test('OAuth: the dialog, its Continue button, the code exchange and the long-liv
   const long = await client.exchangeForLongLived({ appId: sandbox.appId, appSecret: sandbox.appSecret, accessToken: short.accessToken });
   assert.notEqual(long.accessToken, short.accessToken);
   assert.ok(long.expiresAt && long.expiresAt.getTime() - Date.now() > 59 * 86_400_000);
-  assert.deepEqual((await client.listAccounts({ accessToken: long.accessToken })).map((a) => a.externalId), ['act_1001', 'act_1002', 'act_1003', 'act_1004']);
+  assert.deepEqual(
+    (await client.listAccounts({ accessToken: long.accessToken })).map((a) => a.externalId),
+    ['act_1001', 'act_1002', 'act_1003', 'act_1004'],
+  );
 
-  const wrongSecret = await failure(client.exchangeForLongLived({ appId: sandbox.appId, appSecret: 'not-the-secret', accessToken: short.accessToken }));
+  const wrongSecret = await failure(
+    client.exchangeForLongLived({ appId: sandbox.appId, appSecret: 'not-the-secret', accessToken: short.accessToken }),
+  );
   assert.match(wrongSecret.platformMessage ?? '', /client secret/);
   assert.ok(!`${wrongSecret.message} ${wrongSecret.platformMessage}`.includes(short.accessToken));
 
@@ -420,17 +575,43 @@ test('OAuth: the dialog, its Continue button, the code exchange and the long-liv
 });
 
 test('scenario control over HTTP: POST /__sandbox/scenario drives the same scenarios', async () => {
-  const post = (body: unknown) => fetch(`${sandbox.url}/__sandbox/scenario`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const post = (body: unknown) =>
+    fetch(`${sandbox.url}/__sandbox/scenario`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
   assert.equal((await post({ action: 'fail', accountId: 'act_1002', body: { code: 190, message: 'Expired' } })).status, 200);
   assert.equal((await failure(client.describeAccount({ accessToken: token }, 'act_1002'))).kind, 'needs_reconnect');
   const issued = (await (await post({ action: 'issueToken', accounts: ['act_1001'] })).json()) as { token: string };
-  assert.deepEqual((await client.listAccounts({ accessToken: issued.token })).map((a) => a.externalId), ['act_1001']);
+  assert.deepEqual(
+    (await client.listAccounts({ accessToken: issued.token })).map((a) => a.externalId),
+    ['act_1001'],
+  );
   assert.equal((await post({ action: 'explode' })).status, 400);
   assert.equal((await post({ action: 'malformed', accountId: 'act_1001', kind: 'bogus' })).status, 400);
-  assert.equal((await fetch(`${sandbox.url}/__sandbox/scenario`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: 'not json' })).status, 400);
+  assert.equal(
+    (
+      await fetch(`${sandbox.url}/__sandbox/scenario`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: 'not json',
+      })
+    ).status,
+    400,
+  );
   // What any web page can send to loopback without a preflight (text/plain, a form) is refused and changes nothing.
   const fail1001 = JSON.stringify({ action: 'fail', accountId: 'act_1001', body: { code: 190, message: 'Expired' } });
   assert.equal((await fetch(`${sandbox.url}/__sandbox/scenario`, { method: 'POST', body: fail1001 })).status, 415);
-  assert.equal((await fetch(`${sandbox.url}/__sandbox/scenario`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: fail1001 })).status, 415);
+  assert.equal(
+    (
+      await fetch(`${sandbox.url}/__sandbox/scenario`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: fail1001,
+      })
+    ).status,
+    415,
+  );
   assert.equal((await client.describeAccount({ accessToken: token }, 'act_1001')).externalId, 'act_1001');
 });

@@ -23,11 +23,41 @@ before(async () => {
   await fx.workspace(db, 'h1', 'w2');
   await channel(db, 'h1', 'w1', 'ch_fb', 'facebook');
   await channel(db, 'h1', 'w2', 'ch_fb2', 'facebook');
-  await createUser(db, { email: 'pat@acme.test', password: 'pat password 12', firstname: 'Pat', lastname: 'Poe', hubId: 'h1', role: 'member', workspaceId: 'w1' });
-  await createUser(db, { email: 'quinn@acme.test', password: 'quinn password 1', firstname: 'Quinn', lastname: 'Q', hubId: 'h1', role: 'member', workspaceId: 'w2' });
+  await createUser(db, {
+    email: 'pat@acme.test',
+    password: 'pat password 12',
+    firstname: 'Pat',
+    lastname: 'Poe',
+    hubId: 'h1',
+    role: 'member',
+    workspaceId: 'w1',
+  });
+  await createUser(db, {
+    email: 'quinn@acme.test',
+    password: 'quinn password 1',
+    firstname: 'Quinn',
+    lastname: 'Q',
+    hubId: 'h1',
+    role: 'member',
+    workspaceId: 'w2',
+  });
   const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
-  pat = (await exchangeCode(live, client, await authorize(live, client, { email: 'pat@acme.test', password: 'pat password 12', redirectUri: REDIRECT }), REDIRECT)).access_token;
-  quinn = (await exchangeCode(live, client, await authorize(live, client, { email: 'quinn@acme.test', password: 'quinn password 1', redirectUri: REDIRECT }), REDIRECT)).access_token;
+  pat = (
+    await exchangeCode(
+      live,
+      client,
+      await authorize(live, client, { email: 'pat@acme.test', password: 'pat password 12', redirectUri: REDIRECT }),
+      REDIRECT,
+    )
+  ).access_token;
+  quinn = (
+    await exchangeCode(
+      live,
+      client,
+      await authorize(live, client, { email: 'quinn@acme.test', password: 'quinn password 1', redirectUri: REDIRECT }),
+      REDIRECT,
+    )
+  ).access_token;
 });
 after(async () => {
   await live.close();

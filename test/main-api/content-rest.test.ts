@@ -25,10 +25,29 @@ before(async () => {
   await channel(db, 'h1', 'w1', 'ch_fb', 'facebook');
   await channel(db, 'h1', 'w1', 'ch_x', 'x');
   await channel(db, 'h2', 'v1', 'ch_other', 'facebook');
-  await createUser(db, { email: 'pat@acme.test', password: 'pat password 12', firstname: 'Pat', lastname: 'Poe', hubId: 'h1', role: 'member', workspaceId: 'w1' });
-  await createUser(db, { email: 'quinn@acme.test', password: 'quinn password 1', firstname: 'Quinn', lastname: 'Q', hubId: 'h2', role: 'member', workspaceId: 'v1' });
+  await createUser(db, {
+    email: 'pat@acme.test',
+    password: 'pat password 12',
+    firstname: 'Pat',
+    lastname: 'Poe',
+    hubId: 'h1',
+    role: 'member',
+    workspaceId: 'w1',
+  });
+  await createUser(db, {
+    email: 'quinn@acme.test',
+    password: 'quinn password 1',
+    firstname: 'Quinn',
+    lastname: 'Q',
+    hubId: 'h2',
+    role: 'member',
+    workspaceId: 'v1',
+  });
   const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
-  for (const [email, password, set] of [['pat@acme.test', 'pat password 12', (t: string) => (token = t)], ['quinn@acme.test', 'quinn password 1', (t: string) => (otherToken = t)]] as const) {
+  for (const [email, password, set] of [
+    ['pat@acme.test', 'pat password 12', (t: string) => (token = t)],
+    ['quinn@acme.test', 'quinn password 1', (t: string) => (otherToken = t)],
+  ] as const) {
     const result = await authorize(live, client, { email, password, redirectUri: REDIRECT });
     set((await exchangeCode(live, client, result, REDIRECT)).access_token);
   }
@@ -48,7 +67,13 @@ test('upload an image (multipart), post it idempotently, and the app publishes i
   assert.equal((await api(live, `/media/${mediaId}`, token)).body._id, mediaId);
   assert.equal((await api(live, `/media/${mediaId}`, otherToken)).status, 404, 'another hub cannot see it');
 
-  const body = JSON.stringify({ text: 'Pumpkin spice is back!', channelIds: ['ch_fb', 'ch_x'], mediaIds: [mediaId], status: 'scheduled', publishNow: true });
+  const body = JSON.stringify({
+    text: 'Pumpkin spice is back!',
+    channelIds: ['ch_fb', 'ch_x'],
+    mediaIds: [mediaId],
+    status: 'scheduled',
+    publishNow: true,
+  });
   const headers = { 'content-type': 'application/json', 'idempotency-key': 'launch-post-1' };
   const created = await api(live, '/posts', token, { method: 'POST', body, headers });
   assert.equal(created.status, 201, JSON.stringify(created.body));
@@ -56,11 +81,19 @@ test('upload an image (multipart), post it idempotently, and the app publishes i
   assert.equal(replay.status, 201);
   assert.equal(replay.body._id, created.body._id, 'a retry returns the first post');
   assert.equal(replay.headers.get('idempotent-replayed'), 'true');
-  const reused = await api(live, '/posts', token, { method: 'POST', body: JSON.stringify({ text: 'different', status: 'draft' }), headers });
+  const reused = await api(live, '/posts', token, {
+    method: 'POST',
+    body: JSON.stringify({ text: 'different', status: 'draft' }),
+    headers,
+  });
   assert.equal(reused.status, 422);
   assert.equal(reused.body.error, 'idempotency_key_reused');
   const list = await api(live, '/posts', token);
-  assert.deepEqual(list.body.data.map((p: { _id: string }) => p._id), [created.body._id], 'one post, not two');
+  assert.deepEqual(
+    list.body.data.map((p: { _id: string }) => p._id),
+    [created.body._id],
+    'one post, not two',
+  );
 
   // The app's own publisher (1 s interval) picks the due post up.
   let post = created.body;
@@ -73,12 +106,24 @@ test('upload an image (multipart), post it idempotently, and the app publishes i
 });
 
 test('validation: platform text limits, foreign channels, bad input — 400 naming the field, nothing written', async () => {
-  const tooLongForX = await api(live, '/posts', token, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'x'.repeat(281), channelIds: ['ch_x'], status: 'draft' }) });
+  const tooLongForX = await api(live, '/posts', token, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ text: 'x'.repeat(281), channelIds: ['ch_x'], status: 'draft' }),
+  });
   assert.equal(tooLongForX.status, 400);
   assert.ok(tooLongForX.body.issues.some((i: { field: string }) => i.field === 'text'));
-  const foreign = await api(live, '/posts', token, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'hi', channelIds: ['ch_other'], status: 'scheduled', publishNow: true }) });
+  const foreign = await api(live, '/posts', token, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ text: 'hi', channelIds: ['ch_other'], status: 'scheduled', publishNow: true }),
+  });
   assert.equal(foreign.status, 400);
-  const malformed = await api(live, '/posts', token, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"text": ' });
+  const malformed = await api(live, '/posts', token, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{"text": ',
+  });
   assert.equal(malformed.status, 400);
   assert.equal(malformed.body.error, 'invalid_request');
   const html = new FormData();
@@ -92,12 +137,22 @@ test('validation: platform text limits, foreign channels, bad input — 400 nami
   });
   assert.equal(truncated.status, 400, JSON.stringify(truncated.body));
   assert.equal(truncated.body.error, 'invalid_request');
-  const count = await live.db.kysely.selectFrom('posts').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+  const count = await live.db.kysely
+    .selectFrom('posts')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .executeTakeFirstOrThrow();
   assert.equal(Number(count.n), 1, 'only the post of the first test exists');
 });
 
 test('analytics and review endpoints answer for the caller’s workspace; lists page', async () => {
-  for (const path of ['/analytics/organic', '/analytics/paid', '/analytics/google-reviews', '/channels', '/media', '/posts?status=published']) {
+  for (const path of [
+    '/analytics/organic',
+    '/analytics/paid',
+    '/analytics/google-reviews',
+    '/channels',
+    '/media',
+    '/posts?status=published',
+  ]) {
     const response = await api(live, path, token);
     assert.equal(response.status, 200, `${path}: ${JSON.stringify(response.body)}`);
   }
@@ -107,6 +162,16 @@ test('analytics and review endpoints answer for the caller’s workspace; lists 
   const bad = await api(live, '/analytics/paid?from=2026-02-30', token);
   assert.equal(bad.status, 400);
   const doc = await api(live, '/openapi.json', undefined);
-  for (const path of ['/posts', '/posts/{id}', '/media', '/media/{id}', '/channels', '/analytics/organic', '/analytics/paid', '/analytics/google-reviews']) assert.ok(doc.body.paths[path], path);
+  for (const path of [
+    '/posts',
+    '/posts/{id}',
+    '/media',
+    '/media/{id}',
+    '/channels',
+    '/analytics/organic',
+    '/analytics/paid',
+    '/analytics/google-reviews',
+  ])
+    assert.ok(doc.body.paths[path], path);
   assert.ok(doc.body.paths['/media'].post, 'the multipart upload is documented');
 });

@@ -27,10 +27,7 @@ let token: string;
 let mcp: Client;
 
 before(async () => {
-  live = await startApp({ listen: true,
-    logger,
-    throughProxy: true,
-  });
+  live = await startApp({ listen: true, logger, throughProxy: true });
   await fx.account(live.db, 'acc_1');
   await fx.hub(live.db, 'h1', 'acc_1');
   await fx.workspace(live.db, 'h1', 'w1');
@@ -38,7 +35,9 @@ before(async () => {
   const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
   token = (await exchangeCode(live, client, await authorize(live, client, { ...USER, redirectUri: REDIRECT }), REDIRECT)).access_token;
   const mcpUrl = new URL(`${live.baseUrl}/mcp`);
-  const mcpToken = (await exchangeCode(live, client, await authorize(live, client, { ...USER, redirectUri: REDIRECT, resource: mcpUrl.href }), REDIRECT)).access_token;
+  const mcpToken = (
+    await exchangeCode(live, client, await authorize(live, client, { ...USER, redirectUri: REDIRECT, resource: mcpUrl.href }), REDIRECT)
+  ).access_token;
   mcp = newClient();
   await mcp.connect(transport(mcpUrl, { token: mcpToken }));
 });
@@ -77,7 +76,11 @@ test('numbers no real file has are a 400 naming the file, in our words; nothing 
   const wide = png(1, 1);
   wide.writeUInt32BE(2 ** 31 - 1, 16); // IHDR width
   const cases: [string, Buffer, RegExp][] = [
-    ['a 32-bit duration of 136 years', longest, /is not a valid MP4 video \(its header gives a duration of 4,294,967,294 seconds; videos are accepted up to 24 hours \(86,400 seconds\)\)/],
+    [
+      'a 32-bit duration of 136 years',
+      longest,
+      /is not a valid MP4 video \(its header gives a duration of 4,294,967,294 seconds; videos are accepted up to 24 hours \(86,400 seconds\)\)/,
+    ],
     ['a 64-bit duration', huge64, /duration of [\d,]+ seconds; videos are accepted up to 24 hours/],
     ['a PNG 2,147,483,647 pixels wide', wide, /dimensions are 2147483647×1 \(each side must be 1 to 65,535 pixels\)/],
   ];
@@ -103,8 +106,17 @@ test('only a body the parser cannot read is a 400, and it says so in our words',
     body: `--XYZ\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n${'x'.repeat(100)}`,
   });
   assert.equal(cut.status, 400);
-  assert.deepEqual(cut.body.issues, [{ field: 'body', message: 'is not valid multipart/form-data: it is cut short or malformed (check the boundary, and that the whole body was sent)' }]);
-  const noBoundary = await api(live, '/media', token, { method: 'POST', headers: { 'content-type': 'multipart/form-data' }, body: 'hello' });
+  assert.deepEqual(cut.body.issues, [
+    {
+      field: 'body',
+      message: 'is not valid multipart/form-data: it is cut short or malformed (check the boundary, and that the whole body was sent)',
+    },
+  ]);
+  const noBoundary = await api(live, '/media', token, {
+    method: 'POST',
+    headers: { 'content-type': 'multipart/form-data' },
+    body: 'hello',
+  });
   assert.deepEqual([noBoundary.status, noBoundary.body.issues?.[0]?.field], [400, 'body']);
   const twoFiles = new FormData();
   twoFiles.append('file', new Blob([png(2, 2)]), 'a.png');
@@ -146,13 +158,15 @@ test('the database going away mid-upload is a 503, not a 400 quoting the connect
     body,
     duplex: 'half',
   } as RequestInit);
-  send.enqueue(Buffer.concat([
-    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n`),
-    png(4, 4),
-    Buffer.alloc(64 * 1024),
-  ]));
+  send.enqueue(
+    Buffer.concat([
+      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n`),
+      png(4, 4),
+      Buffer.alloc(64 * 1024),
+    ]),
+  );
   // Signed in and staging: the database is still needed to record the asset. Then it goes.
-  for (const deadline = Date.now() + 10_000; (await stagedFiles()).length === 0;) {
+  for (const deadline = Date.now() + 10_000; (await stagedFiles()).length === 0; ) {
     assert.ok(Date.now() < deadline, 'the upload reached staging');
     await new Promise((resolve) => setTimeout(resolve, 10));
   }

@@ -30,10 +30,24 @@ const stranger = () => caller(db, clock, media.store, principal('hub_b', 'ws_b1'
 const chan = (platform: SocialPlatform) => `ch_a1_${platform}`;
 
 async function mediaRow(id: string, workspaceId: string, kind: 'image' | 'video', hubId = 'hub_a') {
-  await db.kysely.insertInto('media_assets').values({
-    id, hub_id: hubId, workspace_id: workspaceId, kind, content_type: kind === 'image' ? 'image/png' : 'video/mp4', filename: `${id}.${kind === 'image' ? 'png' : 'mp4'}`,
-    byte_size: 1000, width: 10, height: 10, duration_ms: kind === 'video' ? 1000 : null, sha256: randomBytes(32), storage_key: null, created_by: null,
-  }).execute();
+  await db.kysely
+    .insertInto('media_assets')
+    .values({
+      id,
+      hub_id: hubId,
+      workspace_id: workspaceId,
+      kind,
+      content_type: kind === 'image' ? 'image/png' : 'video/mp4',
+      filename: `${id}.${kind === 'image' ? 'png' : 'mp4'}`,
+      byte_size: 1000,
+      width: 10,
+      height: 10,
+      duration_ms: kind === 'video' ? 1000 : null,
+      sha256: randomBytes(32),
+      storage_key: null,
+      created_by: null,
+    })
+    .execute();
 }
 const images = (n: number) => Array.from({ length: n }, (_, i) => `img_${i + 1}`);
 
@@ -72,7 +86,13 @@ after(async () => {
   await media.remove();
 });
 
-const scheduled = (overrides: Record<string, unknown> = {}) => ({ text: 'Hello', status: 'scheduled', scheduledAt: inHours(2), channelIds: [chan('facebook')], ...overrides });
+const scheduled = (overrides: Record<string, unknown> = {}) => ({
+  text: 'Hello',
+  status: 'scheduled',
+  scheduledAt: inHours(2),
+  channelIds: [chan('facebook')],
+  ...overrides,
+});
 
 describe('text limits per platform, at the boundary, counted in characters', () => {
   for (const platform of SOCIAL_PLATFORMS) {
@@ -85,18 +105,26 @@ describe('text limits per platform, at the boundary, counted in characters', () 
       assert.equal(post.text, exact);
       const issues = await refused(call('create_post', member(), scheduled({ text: `${exact}b`, channelIds: [chan(platform)], mediaIds })));
       assert.deepEqual(Object.keys(issues), ['text']);
-      if (platform !== 'facebook') assert.match(issues.text!, new RegExp(`is ${(limit + 1).toLocaleString('en-US')} characters; ${platform} allows ${limit.toLocaleString('en-US')}`));
+      if (platform !== 'facebook')
+        assert.match(
+          issues.text!,
+          new RegExp(`is ${(limit + 1).toLocaleString('en-US')} characters; ${platform} allows ${limit.toLocaleString('en-US')}`),
+        );
     });
   }
 
   test('the strictest target decides, and every platform over its limit is named', async () => {
     const text = 'a'.repeat(1_600);
-    const issues = await refused(call('create_post', member(), scheduled({ text, channelIds: [chan('facebook'), chan('x'), chan('google_business')] })));
+    const issues = await refused(
+      call('create_post', member(), scheduled({ text, channelIds: [chan('facebook'), chan('x'), chan('google_business')] })),
+    );
     assert.equal(issues.text, 'is 1,600 characters; x allows 280, google_business allows 1,500');
   });
 
   test('text may be empty only with media', async () => {
-    assert.deepEqual(await refused(call('create_post', member(), scheduled({ text: '  ' }))), { text: 'must not be blank when the post has no media' });
+    assert.deepEqual(await refused(call('create_post', member(), scheduled({ text: '  ' }))), {
+      text: 'must not be blank when the post has no media',
+    });
     const post = await call('create_post', member(), scheduled({ text: '', mediaIds: ['img_1'] }));
     assert.equal(post.text, '');
   });
@@ -109,14 +137,23 @@ describe('media rules', () => {
     assert.ok((await refused(call('create_post', member(), scheduled({ mediaIds: images(11) })))).mediaIds);
     const video = await call('create_post', member(), scheduled({ mediaIds: ['vid_1'] }));
     assert.deepEqual(video.mediaIds, ['vid_1']);
-    assert.match((await refused(call('create_post', member(), scheduled({ mediaIds: ['img_1', 'vid_1'] })))).mediaIds!, /cannot mix images and a video/);
+    assert.match(
+      (await refused(call('create_post', member(), scheduled({ mediaIds: ['img_1', 'vid_1'] })))).mediaIds!,
+      /cannot mix images and a video/,
+    );
     assert.match((await refused(call('create_post', member(), scheduled({ mediaIds: ['vid_1', 'vid_2'] })))).mediaIds!, /only one video/);
-    assert.ok((await refused(call('create_post', member(), scheduled({ mediaIds: ['img_1', 'img_1'] })))).mediaIds, 'duplicates are refused');
+    assert.ok(
+      (await refused(call('create_post', member(), scheduled({ mediaIds: ['img_1', 'img_1'] })))).mediaIds,
+      'duplicates are refused',
+    );
   });
 
   test('X takes at most 4 images; Instagram and TikTok need media', async () => {
     await call('create_post', member(), scheduled({ channelIds: [chan('x')], mediaIds: images(4) }));
-    assert.equal((await refused(call('create_post', member(), scheduled({ channelIds: [chan('x')], mediaIds: images(5) })))).mediaIds, 'x allows at most 4 images');
+    assert.equal(
+      (await refused(call('create_post', member(), scheduled({ channelIds: [chan('x')], mediaIds: images(5) })))).mediaIds,
+      'x allows at most 4 images',
+    );
     assert.equal(
       (await refused(call('create_post', member(), scheduled({ channelIds: [chan('instagram'), chan('tiktok')] })))).mediaIds,
       'must hold an image or a video: instagram and tiktok posts cannot be text only',
@@ -127,14 +164,18 @@ describe('media rules', () => {
 describe('channels and media must be the post’s workspace’s', () => {
   test('another workspace’s or another hub’s channel, an unknown one: refused alike', async () => {
     for (const foreign of ['ch_a2_instagram', 'ch_b1_instagram', 'ch_nope']) {
-      const issues = await refused(call('create_post', member(), scheduled({ channelIds: [chan('facebook'), foreign], mediaIds: ['img_1'] })));
+      const issues = await refused(
+        call('create_post', member(), scheduled({ channelIds: [chan('facebook'), foreign], mediaIds: ['img_1'] })),
+      );
       assert.deepEqual(issues, { 'channelIds.1': 'is not a channel of workspace ws_a1' }, foreign);
     }
   });
 
   test('another workspace’s or hub’s media: refused alike', async () => {
     for (const foreign of ['img_a2', 'img_b1']) {
-      assert.deepEqual(await refused(call('create_post', member(), scheduled({ mediaIds: ['img_1', foreign] }))), { 'mediaIds.1': 'is not a media asset of workspace ws_a1' });
+      assert.deepEqual(await refused(call('create_post', member(), scheduled({ mediaIds: ['img_1', foreign] }))), {
+        'mediaIds.1': 'is not a media asset of workspace ws_a1',
+      });
     }
   });
 });
@@ -144,20 +185,28 @@ describe('scheduling', () => {
     assert.ok((await refused(call('create_post', member(), scheduled({ scheduledAt: NOW })))).scheduledAt);
     assert.ok((await refused(call('create_post', member(), scheduled({ scheduledAt: inHours(-1) })))).scheduledAt);
     assert.ok((await refused(call('create_post', member(), scheduled({ scheduledAt: inHours(367 * 24) })))).scheduledAt);
-    assert.equal((await refused(call('create_post', member(), scheduled({ scheduledAt: 'tomorrow' })))).scheduledAt, 'must be an ISO 8601 timestamp with Z or an offset, like 2026-11-02T09:00:00Z, between 1970-01-01 and 9999-12-31');
+    assert.equal(
+      (await refused(call('create_post', member(), scheduled({ scheduledAt: 'tomorrow' })))).scheduledAt,
+      'must be an ISO 8601 timestamp with Z or an offset, like 2026-11-02T09:00:00Z, between 1970-01-01 and 9999-12-31',
+    );
     const later = await call('create_post', member(), scheduled({ scheduledAt: '2026-11-21T14:30:00+02:00' }));
     assert.equal(later.scheduledAt, '2026-11-21T12:30:00.000Z');
     const now = await call('create_post', member(), scheduled({ scheduledAt: undefined, publishNow: true }));
     assert.equal(now.scheduledAt, NOW);
     assert.equal(now.status, 'scheduled');
-    assert.deepEqual(now.deliveries, [{ channelId: chan('facebook'), platform: 'facebook', status: 'pending', externalId: null, error: null, deliveredAt: null }]);
+    assert.deepEqual(now.deliveries, [
+      { channelId: chan('facebook'), platform: 'facebook', status: 'pending', externalId: null, error: null, deliveredAt: null },
+    ]);
     assert.ok((await refused(call('create_post', member(), scheduled({ publishNow: true })))).publishNow, 'not with scheduledAt');
     assert.ok((await refused(call('create_post', member(), { text: 'x', status: 'draft', publishNow: true }))).publishNow);
   });
 
   test('a scheduled post needs a connected channel; a draft needs neither channel nor date', async () => {
     assert.ok((await refused(call('create_post', member(), scheduled({ channelIds: [] })))).channelIds);
-    assert.match((await refused(call('create_post', member(), scheduled({ channelIds: ['ch_a1_x_expired'] }))))['channelIds.0']!, /disconnected/);
+    assert.match(
+      (await refused(call('create_post', member(), scheduled({ channelIds: ['ch_a1_x_expired'] }))))['channelIds.0']!,
+      /disconnected/,
+    );
     const draft = await call('create_post', member(), { text: 'Idea', status: 'draft', channelIds: ['ch_a1_x_expired'] });
     assert.equal(draft.status, 'draft');
     assert.equal(draft.scheduledAt, null);
@@ -186,8 +235,15 @@ describe('tenancy', () => {
     assert.match((await refused(call('create_post', member(), scheduled({ workspaceId: 'ws_a2' })))).workspaceId!, /active workspace/);
     assert.equal((await call('create_post', member(), scheduled({ workspaceId: 'ws_a1' }))).workspaceId, 'ws_a1');
     assert.match((await refused(call('create_post', admin(), scheduled()))).workspaceId!, /required/);
-    assert.equal((await refused(call('create_post', admin(), scheduled({ workspaceId: 'ws_b1', channelIds: ['ch_b1_instagram'] })))).workspaceId, 'is not a workspace of your hub');
-    const byAdmin = await call('create_post', admin(), scheduled({ workspaceId: 'ws_a2', channelIds: ['ch_a2_instagram'], mediaIds: ['img_a2'] }));
+    assert.equal(
+      (await refused(call('create_post', admin(), scheduled({ workspaceId: 'ws_b1', channelIds: ['ch_b1_instagram'] })))).workspaceId,
+      'is not a workspace of your hub',
+    );
+    const byAdmin = await call(
+      'create_post',
+      admin(),
+      scheduled({ workspaceId: 'ws_a2', channelIds: ['ch_a2_instagram'], mediaIds: ['img_a2'] }),
+    );
     assert.equal(byAdmin.workspaceId, 'ws_a2');
   });
 });
@@ -199,7 +255,8 @@ describe('lists', () => {
     await user(db, 'usr_list');
     await channel(db, 'hub_a', 'ws_list', 'ch_list_fb', 'facebook');
     ctx = caller(db, clock, media.store, principal('hub_a', 'ws_list', 'usr_list'));
-    for (const h of [30, 5, 5, 10, 48, 1]) await call('create_post', ctx, scheduled({ text: `in ${h} h`, channelIds: ['ch_list_fb'], scheduledAt: inHours(h) }));
+    for (const h of [30, 5, 5, 10, 48, 1])
+      await call('create_post', ctx, scheduled({ text: `in ${h} h`, channelIds: ['ch_list_fb'], scheduledAt: inHours(h) }));
     await call('create_post', ctx, { text: 'undated draft', status: 'draft' });
   });
 
@@ -219,11 +276,16 @@ describe('lists', () => {
   });
 
   test('from/to (dates cover whole days), status and bad parameters', async () => {
-    const texts = async (input: Record<string, unknown>) => (await call('list_posts', ctx, input)).data.map((p: { text: string }) => p.text);
+    const texts = async (input: Record<string, unknown>) =>
+      (await call('list_posts', ctx, input)).data.map((p: { text: string }) => p.text);
     assert.deepEqual(await texts({ from: inHours(5), to: inHours(10) }), ['in 5 h', 'in 5 h', 'in 10 h']);
     assert.deepEqual(await texts({ from: '2026-11-22', to: '2026-11-22' }), ['in 30 h']);
     assert.deepEqual(await texts({ status: 'draft' }), ['undated draft']);
-    assert.deepEqual(Object.keys(await refused(call('list_posts', ctx, { limit: 0, status: 'live', from: 'soon' }))).sort(), ['from', 'limit', 'status']);
+    assert.deepEqual(Object.keys(await refused(call('list_posts', ctx, { limit: 0, status: 'live', from: 'soon' }))).sort(), [
+      'from',
+      'limit',
+      'status',
+    ]);
     assert.deepEqual(Object.keys(await refused(call('list_posts', ctx, { from: inHours(5), to: inHours(1) }))), ['to']);
     const mediaCursor = Buffer.from(JSON.stringify(['v1', 'media', '2026-11-21T12:00:00.000000Z', 'x'])).toString('base64url');
     assert.deepEqual(Object.keys(await refused(call('list_posts', ctx, { cursor: mediaCursor }))), ['cursor'], 'another list’s cursor');
@@ -231,8 +293,10 @@ describe('lists', () => {
 });
 
 describe('Idempotency-Key', () => {
-  const keyed = (key: string, who = 'usr_a1', clientId = 'client_test') => caller(db, clock, media.store, principal('hub_a', 'ws_a1', who, clientId), key);
-  const countPosts = async (text: string) => Number((await sql<{ n: string }>`SELECT count(*) AS n FROM posts WHERE text = ${text}`.execute(db.kysely)).rows[0]!.n);
+  const keyed = (key: string, who = 'usr_a1', clientId = 'client_test') =>
+    caller(db, clock, media.store, principal('hub_a', 'ws_a1', who, clientId), key);
+  const countPosts = async (text: string) =>
+    Number((await sql<{ n: string }>`SELECT count(*) AS n FROM posts WHERE text = ${text}`.execute(db.kysely)).rows[0]!.n);
 
   test('the same key and body replays the first post and creates nothing', async () => {
     const body = scheduled({ text: 'idempotent 1' });
@@ -256,7 +320,7 @@ describe('Idempotency-Key', () => {
     assert.equal(await countPosts('idempotent 2b'), 0);
   });
 
-  test('a key reused under another workspace\'s token is refused, never a replay of the first workspace\'s post', async () => {
+  test("a key reused under another workspace's token is refused, never a replay of the first workspace's post", async () => {
     const draft = { text: 'idempotent across workspaces', status: 'draft' };
     await call('create_post', caller(db, clock, media.store, principal('hub_a', 'ws_a1', 'usr_a1'), 'key-ws'), draft);
     const elsewhere = caller(db, clock, media.store, principal('hub_a', 'ws_a2', 'usr_a1'), 'key-ws');
@@ -293,8 +357,19 @@ describe('Idempotency-Key', () => {
 
 test('a published post cannot be edited, even by SQL', async () => {
   const post = await call('create_post', member(), scheduled({ text: 'to publish' }));
-  await db.kysely.updateTable('posts').set({ status: 'publishing', claimed_at: NOW, claimed_by: 'test' }).where('id', '=', post._id).execute();
-  await db.kysely.updateTable('posts').set({ status: 'published', published_at: NOW, claimed_at: null, claimed_by: null }).where('id', '=', post._id).execute();
-  await assert.rejects(db.kysely.updateTable('posts').set({ text: 'edited' }).where('id', '=', post._id).execute(), /published and cannot be edited/);
+  await db.kysely
+    .updateTable('posts')
+    .set({ status: 'publishing', claimed_at: NOW, claimed_by: 'test' })
+    .where('id', '=', post._id)
+    .execute();
+  await db.kysely
+    .updateTable('posts')
+    .set({ status: 'published', published_at: NOW, claimed_at: null, claimed_by: null })
+    .where('id', '=', post._id)
+    .execute();
+  await assert.rejects(
+    db.kysely.updateTable('posts').set({ text: 'edited' }).where('id', '=', post._id).execute(),
+    /published and cannot be edited/,
+  );
   assert.equal((await call('get_post', member(), { id: post._id })).text, 'to publish');
 });

@@ -26,15 +26,24 @@ async function documentedTools(): Promise<Map<string, DocumentedTool[]>> {
   const page = await readFile(new URL('../../docs/mcp.md', import.meta.url), 'utf8');
   const start = page.indexOf('\n### Tools\n');
   assert.ok(start >= 0, 'docs/mcp.md has a "### Tools" section');
-  const section = page.slice(start + 1).split(/\n(?=##+ )/)[0]!.split('\n');
+  const section = page
+    .slice(start + 1)
+    .split(/\n(?=##+ )/)[0]!
+    .split('\n');
   const tables = new Map<string, DocumentedTool[]>();
   section.forEach((line, i) => {
     if (line !== HEADER) return;
-    const label = section.slice(0, i).reverse().find((l) => l.trim() !== '')!;
+    const label = section
+      .slice(0, i)
+      .reverse()
+      .find((l) => l.trim() !== '')!;
     const rows: DocumentedTool[] = [];
     for (const row of section.slice(i + 2)) {
       if (!row.startsWith('|')) break;
-      const [name, title, readOnly, destructive, idempotent, openWorld, why] = row.split('|').slice(1, -1).map((cell) => cell.trim());
+      const [name, title, readOnly, destructive, idempotent, openWorld, why] = row
+        .split('|')
+        .slice(1, -1)
+        .map((cell) => cell.trim());
       const flag = (cell: string | undefined) => {
         assert.ok(cell === 'yes' || cell === 'no', `${name}: a hint is "yes" or "no", not ${cell}`);
         return cell === 'yes';
@@ -42,7 +51,13 @@ async function documentedTools(): Promise<Map<string, DocumentedTool[]>> {
       rows.push({
         name: name!.replace(/^`|`$/g, ''),
         title: title!,
-        annotations: { title: title!, readOnlyHint: flag(readOnly), destructiveHint: flag(destructive), idempotentHint: flag(idempotent), openWorldHint: flag(openWorld) },
+        annotations: {
+          title: title!,
+          readOnlyHint: flag(readOnly),
+          destructiveHint: flag(destructive),
+          idempotentHint: flag(idempotent),
+          openWorldHint: flag(openWorld),
+        },
         why: why ?? '',
       });
     }
@@ -82,7 +97,11 @@ describe('tool annotations a directory review accepts', () => {
       const documented = docs.get(label);
       assert.ok(documented && documented.length > 0, `docs/mcp.md "Tools" has a table after "${label}"`);
       const tools = await listedTools(server);
-      assert.deepEqual(tools.map((t) => t.name), documented.map((d) => d.name), 'tools/list order = the table order');
+      assert.deepEqual(
+        tools.map((t) => t.name),
+        documented.map((d) => d.name),
+        'tools/list order = the table order',
+      );
       for (const [i, tool] of tools.entries()) {
         const doc: DocumentedTool = documented[i]!;
         assert.equal(tool.title, doc.title, `${tool.name} title`);
@@ -95,11 +114,15 @@ describe('tool annotations a directory review accepts', () => {
       const names = (await listedTools(server)).map((t) => t.name);
       for (const name of names) assert.match(name, TOOL_NAME, `${name}: 1-128 of A-Z a-z 0-9 _ - .`);
       assert.equal(new Set(names).size, names.length, 'unique within the server');
-      assert.deepEqual((await listedTools(server)).map((t) => t.name), names, 'a second tools/list, from a second client');
+      assert.deepEqual(
+        (await listedTools(server)).map((t) => t.name),
+        names,
+        'a second tools/list, from a second client',
+      );
     });
   }
 
-  test('the tables say why wherever a tool is anything but a read of hubops\'s own data', () => {
+  test("the tables say why wherever a tool is anything but a read of hubops's own data", () => {
     for (const [label, rows] of docs) {
       for (const row of rows) {
         const { readOnlyHint, destructiveHint, idempotentHint, openWorldHint } = row.annotations;
@@ -120,6 +143,6 @@ describe('tool annotations a directory review accepts', () => {
       created.push((result.structuredContent as { _id: string })._id);
     }
     assert.notEqual(created[0], created[1]);
-    assert.deepEqual(await world.counts(['posts']), { posts: 4 }, 'the world\'s two posts and these two');
+    assert.deepEqual(await world.counts(['posts']), { posts: 4 }, "the world's two posts and these two");
   });
 });

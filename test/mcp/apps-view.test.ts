@@ -39,10 +39,17 @@ const hoursBefore = (h: number) => new Date(Date.parse(NOW) - h * 3_600_000).toI
 const range = (r: { startDate: string; endDate: string }) => (r.startDate === r.endDate ? r.startDate : `${r.startDate} – ${r.endDate}`);
 
 const NAMES = [
-  'Brewline Austin – South Congress', 'Brewline Denver Union Station', 'Brewline Portland Pearl District',
-  'Brewline Minneapolis North Loop', 'Café <b>Main</b> & Co', 'Brewline Chicago Wicker Park',
-  'Brewline Seattle Capitol Hill', 'Brewline Boston Back Bay', 'Brewline Nashville Gulch',
-  'Brewline San Diego Little Italy', 'Brewline Raleigh Downtown',
+  'Brewline Austin – South Congress',
+  'Brewline Denver Union Station',
+  'Brewline Portland Pearl District',
+  'Brewline Minneapolis North Loop',
+  'Café <b>Main</b> & Co',
+  'Brewline Chicago Wicker Park',
+  'Brewline Seattle Capitol Hill',
+  'Brewline Boston Back Bay',
+  'Brewline Nashville Gulch',
+  'Brewline San Diego Little Italy',
+  'Brewline Raleigh Downtown',
 ];
 
 /** The host page: a chat column holding the view's frame, and a second app's frame beside it. */
@@ -125,16 +132,24 @@ describe('MCP Apps report view in Chromium', { skip: chromiumMissing }, () => {
     for (let d = 0; d < 60; d++) {
       for (const [i, id] of ids.entries()) {
         const cents = ((i * 7919 + d * 104_729) % 9000) + (11 - i) * 1500 + (d < 30 ? 900 : 0);
-        if ((i + d) % 5 !== 0) rows.push({ hubId: 'hub_net', adAccountId: i % 2 ? 'aa_ok' : 'aa_bad', workspaceId: id, date: day(-d), cents });
+        if ((i + d) % 5 !== 0)
+          rows.push({ hubId: 'hub_net', adAccountId: i % 2 ? 'aa_ok' : 'aa_bad', workspaceId: id, date: day(-d), cents });
       }
       if (d % 6 === 0) rows.push({ hubId: 'hub_net', adAccountId: 'aa_ok', workspaceId: null, date: day(-d), cents: 1234 + d * 10 });
     }
     await fx.spend(db, rows);
     await fx.playbook(db, 'hub_net', 'pb_1', 'Holiday Promo');
-    await fx.optIns(db, Array.from({ length: 90 }, (_, i) => ({
-      id: `oi_${i}`, hubId: 'hub_net', playbookId: 'pb_1', workspaceId: ids[i % ids.length]!,
-      status: i % 3 ? 'active' : 'in_review', optedInAt: hoursBefore(((i * 7) % 60) * 24 + (i % 10)),
-    })));
+    await fx.optIns(
+      db,
+      Array.from({ length: 90 }, (_, i) => ({
+        id: `oi_${i}`,
+        hubId: 'hub_net',
+        playbookId: 'pb_1',
+        workspaceId: ids[i % ids.length]!,
+        status: i % 3 ? 'active' : 'in_review',
+        optedInAt: hoursBefore(((i * 7) % 60) * 24 + (i % 10)),
+      })),
+    );
     // One hub per other freshness, and one with nothing at all.
     await fx.hub(db, 'hub_sync');
     await fx.workspace(db, 'hub_sync', 'ws_s');
@@ -167,13 +182,20 @@ describe('MCP Apps report view in Chromium', { skip: chromiumMissing }, () => {
     const net = await connect('hub_net');
     // The view under test is the one the endpoint serves, linked from both tools.
     const served = await net.readResource({ uri: REPORT_VIEW_URI });
-    assert.deepEqual(served.contents.map((c) => [c.uri, c.mimeType, 'text' in c ? c.text : undefined]), [[REPORT_VIEW_URI, view.mimeType, view.text]]);
+    assert.deepEqual(
+      served.contents.map((c) => [c.uri, c.mimeType, 'text' in c ? c.text : undefined]),
+      [[REPORT_VIEW_URI, view.mimeType, view.text]],
+    );
     const linked = (await net.listTools()).tools.filter((tool) => tool._meta?.ui !== undefined).map((tool) => tool.name);
     assert.deepEqual(linked, ['get_opt_in_summary', 'get_spend_by_workspace']);
     results.spend = await asResult(net, 'get_spend_by_workspace', args.spend);
     results.optIns = await asResult(net, 'get_opt_in_summary', args.optIns);
     results.error = (await net.callTool({ name: 'get_spend_by_workspace', arguments: { period: 'last_year' } })) as CallToolResult;
-    for (const [hubId, key] of [['hub_sync', 'syncing'], ['hub_stale', 'stale'], ['hub_fresh', 'fresh']] as const) {
+    for (const [hubId, key] of [
+      ['hub_sync', 'syncing'],
+      ['hub_stale', 'stale'],
+      ['hub_fresh', 'fresh'],
+    ] as const) {
       const client = await connect(hubId);
       results[key] = await asResult(client, 'get_spend_by_workspace', {});
       await client.close();
@@ -196,20 +218,33 @@ describe('MCP Apps report view in Chromium', { skip: chromiumMissing }, () => {
   });
 
   /** The host page at `width`, framing the view; with `result`, the host sends it once the view is initialized. */
-  async function mount(o: { width?: number; theme?: 'light' | 'dark'; result?: CallToolResult; args?: Record<string, unknown>; answer?: boolean } = {}): Promise<Mounted> {
+  async function mount(
+    o: { width?: number; theme?: 'light' | 'dark'; result?: CallToolResult; args?: Record<string, unknown>; answer?: boolean } = {},
+  ): Promise<Mounted> {
     const theme = o.theme ?? 'light';
     for (const done of contexts.splice(0)) await done.close();
     // The browser prefers the other scheme: the host's theme must win.
-    const context = await browser.newContext({ viewport: { width: o.width ?? 800, height: 900 }, colorScheme: theme === 'light' ? 'dark' : 'light' });
+    const context = await browser.newContext({
+      viewport: { width: o.width ?? 800, height: 900 },
+      colorScheme: theme === 'light' ? 'dark' : 'light',
+    });
     contexts.push(context);
     const page = await context.newPage();
     const requests: string[] = [];
     const errors: string[] = [];
     page.on('request', (r) => requests.push(r.url()));
-    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(m.text());
+    });
     page.on('pageerror', (e) => errors.push(String(e)));
     await page.setContent(HOST_PAGE);
-    await page.evaluate((c) => (globalThis as any).startHost(c), { html: view.text, theme, args: o.args ?? {}, result: o.result ?? null, answer: o.answer ?? true });
+    await page.evaluate((c) => (globalThis as any).startHost(c), {
+      html: view.text,
+      theme,
+      args: o.args ?? {},
+      result: o.result ?? null,
+      answer: o.answer ?? true,
+    });
     await page.waitForFunction(() => (globalThis as any).log.some((m: any) => m.method === 'ui/initialize'));
     const frame = await (await page.$('iframe#view'))!.contentFrame();
     return { page, frame: frame!, requests, errors };
@@ -229,10 +264,14 @@ describe('MCP Apps report view in Chromium', { skip: chromiumMissing }, () => {
   }
 
   const text = async (f: Frame, selector: string) => (await f.locator(selector).textContent())?.trim();
-  const log = (m: Mounted): Promise<{ dir: string; method?: string; id?: number; params?: any; result?: any; error?: any }[]> => m.page.evaluate(() => (globalThis as any).log);
+  const log = (m: Mounted): Promise<{ dir: string; method?: string; id?: number; params?: any; result?: any; error?: any }[]> =>
+    m.page.evaluate(() => (globalThis as any).log);
 
   test('the view is an HTML MCP App with nothing to load', () => {
-    assert.deepEqual(mcpAppResources.map((r) => r.uri), [REPORT_VIEW_URI]);
+    assert.deepEqual(
+      mcpAppResources.map((r) => r.uri),
+      [REPORT_VIEW_URI],
+    );
     assert.ok(view.uri.startsWith('ui://'));
     assert.equal(view.mimeType, 'text/html;profile=mcp-app');
     assert.match(view.text, /^<!DOCTYPE html>/);
@@ -257,23 +296,39 @@ describe('MCP Apps report view in Chromium', { skip: chromiumMissing }, () => {
     assert.ok(firstSize > initialized, 'sizes are reported once initialized');
     // The size: the frame's width, and the content's height (the host grew the frame to it).
     const sizes = await m.page.evaluate(() => (globalThis as any).sizes as { width: number; height: number }[]);
-    const frameBox = await m.page.evaluate(() => { const f = (globalThis as any).document.querySelector('iframe#view'); return { width: f.clientWidth, height: f.clientHeight }; });
+    const frameBox = await m.page.evaluate(() => {
+      const f = (globalThis as any).document.querySelector('iframe#view');
+      return { width: f.clientWidth, height: f.clientHeight };
+    });
     assert.equal(sizes.at(-1)!.width, frameBox.width);
     assert.equal(sizes.at(-1)!.height, frameBox.height);
     assert.ok(frameBox.height > 400, `the frame grew to the report (${frameBox.height} px)`);
     assert.ok(sizes.length < 10, `sizes are reported on change, not in a loop (${sizes.length})`);
 
     // Requests from the host are answered: ping and teardown with {}, anything else as unknown.
-    for (const [id, method] of [[90, 'ping'], [91, 'ui/resource-teardown'], [92, 'ui/no-such-method']] as const) {
+    for (const [id, method] of [
+      [90, 'ping'],
+      [91, 'ui/resource-teardown'],
+      [92, 'ui/no-such-method'],
+    ] as const) {
       await m.page.evaluate((msg) => (globalThis as any).hostSend(msg), { jsonrpc: '2.0', id, method, params: {} });
     }
     await m.page.waitForFunction(() => (globalThis as any).log.some((x: any) => x.dir === 'in' && x.id === 92));
-    const answers = (await log(m)).filter((x) => x.dir === 'in' && typeof x.id === 'number' && x.id >= 90).map((x) => ({ id: x.id, result: x.result, code: x.error?.code }));
-    assert.deepEqual(answers, [{ id: 90, result: {}, code: undefined }, { id: 91, result: {}, code: undefined }, { id: 92, result: undefined, code: -32601 }]);
+    const answers = (await log(m))
+      .filter((x) => x.dir === 'in' && typeof x.id === 'number' && x.id >= 90)
+      .map((x) => ({ id: x.id, result: x.result, code: x.error?.code }));
+    assert.deepEqual(answers, [
+      { id: 90, result: {}, code: undefined },
+      { id: 91, result: {}, code: undefined },
+      { id: 92, result: undefined, code: -32601 },
+    ]);
     // A theme change from the host restyles the view.
-    const background = () => m.frame.evaluate(() => (globalThis as any).getComputedStyle((globalThis as any).document.body).backgroundColor);
+    const background = () =>
+      m.frame.evaluate(() => (globalThis as any).getComputedStyle((globalThis as any).document.body).backgroundColor);
     assert.equal(await background(), 'rgb(255, 255, 255)');
-    await m.page.evaluate(() => (globalThis as any).hostSend({ jsonrpc: '2.0', method: 'ui/notifications/host-context-changed', params: { theme: 'dark' } }));
+    await m.page.evaluate(() =>
+      (globalThis as any).hostSend({ jsonrpc: '2.0', method: 'ui/notifications/host-context-changed', params: { theme: 'dark' } }),
+    );
     await m.frame.waitForFunction(() => (globalThis as any).document.documentElement.dataset.theme === 'dark');
     assert.equal(await background(), 'rgb(29, 32, 38)');
     assert.deepEqual(m.requests, []);
@@ -298,35 +353,52 @@ describe('MCP Apps report view in Chromium', { skip: chromiumMissing }, () => {
 
     // The top eight in the tool's order (largest first), each with its share of the total.
     const top = r.workspaces.slice(0, TOP);
-    const rows = await f.locator('ol.bars > li').evaluateAll((lis) => lis.map((li: any) => ({
-      id: li.dataset.workspace,
-      name: li.querySelector('[data-field="name"]').textContent,
-      amount: li.querySelector('[data-field="amount"]').textContent,
-      share: li.querySelector('[data-field="share"]').textContent,
-      prior: li.querySelector('[data-field="prior"]').textContent,
-      bars: [...li.querySelectorAll('rect')].map((rect: any) => rect.getAttribute('width')),
-    })));
+    const rows = await f.locator('ol.bars > li').evaluateAll((lis) =>
+      lis.map((li: any) => ({
+        id: li.dataset.workspace,
+        name: li.querySelector('[data-field="name"]').textContent,
+        amount: li.querySelector('[data-field="amount"]').textContent,
+        share: li.querySelector('[data-field="share"]').textContent,
+        prior: li.querySelector('[data-field="prior"]').textContent,
+        bars: [...li.querySelectorAll('rect')].map((rect: any) => rect.getAttribute('width')),
+      })),
+    );
     const max = Math.max(...top.map((w: any) => Math.max(w.spendCents, w.priorSpendCents)));
     const width = (cents: number) => `${cents > 0 ? Math.max(0.5, Math.round((cents / max) * 1000) / 10) : 0}%`;
-    assert.deepEqual(rows, top.map((w: any) => ({
-      id: w.id,
-      name: w.name,
-      amount: money(w.spendCents),
-      share: `${((w.spendCents / r.totals.spendCents) * 100).toFixed(1)}%`,
-      prior: money(w.priorSpendCents),
-      bars: [width(w.spendCents), width(w.priorSpendCents)],
-    })));
-    assert.ok(rows.some((row) => row.name === 'Café <b>Main</b> & Co'), 'a name with markup is shown as text');
+    assert.deepEqual(
+      rows,
+      top.map((w: any) => ({
+        id: w.id,
+        name: w.name,
+        amount: money(w.spendCents),
+        share: `${((w.spendCents / r.totals.spendCents) * 100).toFixed(1)}%`,
+        prior: money(w.priorSpendCents),
+        bars: [width(w.spendCents), width(w.priorSpendCents)],
+      })),
+    );
+    assert.ok(
+      rows.some((row) => row.name === 'Café <b>Main</b> & Co'),
+      'a name with markup is shown as text',
+    );
     assert.equal(await f.locator('b').count(), 0, 'and is not markup');
     const rest = r.workspaces.slice(TOP);
-    assert.equal(await text(f, '[data-total="others"] [data-field="amount"]'), money(rest.reduce((s: number, w: any) => s + w.spendCents, 0)));
-    assert.equal(await text(f, '[data-total="others"] [data-field="prior"]'), money(rest.reduce((s: number, w: any) => s + w.priorSpendCents, 0)));
+    assert.equal(
+      await text(f, '[data-total="others"] [data-field="amount"]'),
+      money(rest.reduce((s: number, w: any) => s + w.spendCents, 0)),
+    );
+    assert.equal(
+      await text(f, '[data-total="others"] [data-field="prior"]'),
+      money(rest.reduce((s: number, w: any) => s + w.priorSpendCents, 0)),
+    );
     assert.match((await text(f, '[data-total="others"]'))!, new RegExp(`^Others \\(${rest.length} workspaces\\)`));
 
     const banner = f.locator('.banner');
     assert.equal(await banner.getAttribute('data-freshness'), 'failed');
     assert.equal(await banner.getAttribute('class'), 'banner bad');
-    assert.equal(await text(f, '.banner'), `Heads up: These figures may be incomplete: an ad account’s latest sync failed. Complete data up to ${when(r.asOf)}.`);
+    assert.equal(
+      await text(f, '.banner'),
+      `Heads up: These figures may be incomplete: an ad account’s latest sync failed. Complete data up to ${when(r.asOf)}.`,
+    );
     assert.deepEqual(m.requests, []);
     assert.deepEqual(m.errors, []);
   });
@@ -334,7 +406,11 @@ describe('MCP Apps report view in Chromium', { skip: chromiumMissing }, () => {
   test('spend: the banner for a syncing and a stale account, none when fresh', async () => {
     const cases = [
       { result: results.syncing, freshness: 'syncing', words: 'These figures may still change: an ad account is syncing now.' },
-      { result: results.stale, freshness: 'stale', words: `These figures may be out of date: an ad account has not synced for more than ${SPEND_STALE_AFTER_MS / 3_600_000} hours.` },
+      {
+        result: results.stale,
+        freshness: 'stale',
+        words: `These figures may be out of date: an ad account has not synced for more than ${SPEND_STALE_AFTER_MS / 3_600_000} hours.`,
+      },
     ];
     for (const c of cases) {
       const r = c.result.structuredContent as any;
@@ -350,7 +426,10 @@ describe('MCP Apps report view in Chromium', { skip: chromiumMissing }, () => {
     const m = await mount({ result: results.fresh });
     await settled(m, '[data-total="spend"]');
     assert.equal(await m.frame.locator('.banner').count(), 0);
-    assert.equal(await text(m.frame, 'header p'), `Last 30 days · ${fresh.current.startDate} – ${fresh.current.endDate} (UTC) · as of ${when(fresh.asOf)}`);
+    assert.equal(
+      await text(m.frame, 'header p'),
+      `Last 30 days · ${fresh.current.startDate} – ${fresh.current.endDate} (UTC) · as of ${when(fresh.asOf)}`,
+    );
     // Spend only in the prior period: the workspace is drawn with an empty bar over its prior one.
     assert.equal(fresh.workspaces[0].spendCents, 0);
     assert.equal(await text(m.frame, '[data-workspace="ws_f"] [data-field="prior"]'), money(fresh.workspaces[0].priorSpendCents));
@@ -360,28 +439,36 @@ describe('MCP Apps report view in Chromium', { skip: chromiumMissing }, () => {
 
   test('opt-in summary: live opt-ins and the four periods with their prior ones', async () => {
     const s = results.optIns.structuredContent as any;
-    assert.deepEqual(s.periods.map((p: any) => p.period), ['today', 'yesterday', 'last_7_days', 'last_30_days']);
+    assert.deepEqual(
+      s.periods.map((p: any) => p.period),
+      ['today', 'yesterday', 'last_7_days', 'last_30_days'],
+    );
     const m = await mount({ result: results.optIns, args: args.optIns });
     await settled(m, '[data-period]');
     const f = m.frame;
     assert.equal(await text(f, '[data-active]'), count(s.activeOptIns));
     assert.equal(await text(f, 'header p'), `New opt-ins per period (UTC days) · as of ${when(s.asOf)}`);
-    const tiles = await f.locator('[data-period]').evaluateAll((els) => els.map((el: any) => ({
-      period: el.dataset.period,
-      dates: el.querySelector('[data-field="dates"]').textContent,
-      optIns: el.querySelector('[data-field="optIns"]').textContent,
-      prior: el.querySelector('[data-field="prior"]').textContent,
-      workspaces: el.querySelector('[data-field="workspaces"]').textContent,
-      priorWorkspaces: el.querySelector('[data-field="prior-workspaces"]').textContent,
-    })));
-    assert.deepEqual(tiles, s.periods.map((p: any) => ({
-      period: p.period,
-      dates: range(p),
-      optIns: count(p.optIns),
-      prior: count(p.prior.optIns),
-      workspaces: count(p.workspaces),
-      priorWorkspaces: count(p.prior.workspaces),
-    })));
+    const tiles = await f.locator('[data-period]').evaluateAll((els) =>
+      els.map((el: any) => ({
+        period: el.dataset.period,
+        dates: el.querySelector('[data-field="dates"]').textContent,
+        optIns: el.querySelector('[data-field="optIns"]').textContent,
+        prior: el.querySelector('[data-field="prior"]').textContent,
+        workspaces: el.querySelector('[data-field="workspaces"]').textContent,
+        priorWorkspaces: el.querySelector('[data-field="prior-workspaces"]').textContent,
+      })),
+    );
+    assert.deepEqual(
+      tiles,
+      s.periods.map((p: any) => ({
+        period: p.period,
+        dates: range(p),
+        optIns: count(p.optIns),
+        prior: count(p.prior.optIns),
+        workspaces: count(p.workspaces),
+        priorWorkspaces: count(p.prior.workspaces),
+      })),
+    );
     assert.ok(s.periods.some((p: any) => p.optIns > 0) && s.activeOptIns > 0, 'the seeded hub has opt-ins to show');
     assert.deepEqual(m.requests, []);
     assert.deepEqual(m.errors, []);
@@ -419,15 +506,31 @@ describe('MCP Apps report view in Chromium', { skip: chromiumMissing }, () => {
   test('money is written as the web admin writes it (format.ts money), in every case', async () => {
     const cents = [0, 1, 5, 99, 100, 126_500, 123_456_789, -1250, -5];
     const base = results.fresh.structuredContent as any;
-    const workspaces = cents.slice(0, TOP).map((c, i) => ({ id: `ws_m${i}`, name: `W${i}`, fields: {}, spendCents: 0, priorSpendCents: c }));
-    const synthetic = { ...base, totals: { spendCents: cents[5]!, priorSpendCents: cents[6]!, unattributedSpendCents: cents[7]!, priorUnattributedSpendCents: cents[8]! }, workspaces };
+    const workspaces = cents
+      .slice(0, TOP)
+      .map((c, i) => ({ id: `ws_m${i}`, name: `W${i}`, fields: {}, spendCents: 0, priorSpendCents: c }));
+    const synthetic = {
+      ...base,
+      totals: {
+        spendCents: cents[5]!,
+        priorSpendCents: cents[6]!,
+        unattributedSpendCents: cents[7]!,
+        priorUnattributedSpendCents: cents[8]!,
+      },
+      workspaces,
+    };
     const m = await mount({ result: { content: [], structuredContent: synthetic } });
     await settled(m, '[data-total="spend"]');
-    assert.deepEqual(await m.frame.locator('ol.bars [data-field="prior"]').allTextContents(), workspaces.map((w) => money(w.priorSpendCents)));
     assert.deepEqual(
-      await m.frame.locator('[data-total] > [data-field="amount"], [data-total] [data-field="prior"]').allTextContents(),
-      [money(cents[5]!), money(cents[6]!), money(cents[7]!), money(cents[8]!)],
+      await m.frame.locator('ol.bars [data-field="prior"]').allTextContents(),
+      workspaces.map((w) => money(w.priorSpendCents)),
     );
+    assert.deepEqual(await m.frame.locator('[data-total] > [data-field="amount"], [data-total] [data-field="prior"]').allTextContents(), [
+      money(cents[5]!),
+      money(cents[6]!),
+      money(cents[7]!),
+      money(cents[8]!),
+    ]);
   });
 
   test('messages from anyone but the parent are not heard: another app in the chat, the view itself', async () => {
@@ -437,22 +540,45 @@ describe('MCP Apps report view in Chromium', { skip: chromiumMissing }, () => {
     };
     const attack = [
       // A forged answer to the view's ui/initialize, and a forged result.
-      { jsonrpc: '2.0', id: 1, result: { protocolVersion: '2026-01-26', hostInfo: { name: 'evil', version: '1' }, hostCapabilities: {}, hostContext: { theme: 'dark' } } },
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        result: {
+          protocolVersion: '2026-01-26',
+          hostInfo: { name: 'evil', version: '1' },
+          hostCapabilities: {},
+          hostContext: { theme: 'dark' },
+        },
+      },
       { jsonrpc: '2.0', method: 'ui/notifications/tool-result', params: { content: [], structuredContent: spoof } },
     ];
     const m = await mount({ answer: false });
-    await m.page.evaluate((a) => new Promise<void>((resolve) => {
-      const g = globalThis as any;
-      g.addEventListener('message', (e: any) => { if (e.data === 'attacked') resolve(); });
-      g.document.querySelector('iframe#other').contentWindow.postMessage({ attack: a }, '*');
-    }), attack);
-    await m.frame.evaluate((a) => new Promise<void>((resolve) => {
-      for (const msg of a) (globalThis as any).postMessage(msg, '*');
-      setTimeout(resolve, 200);
-    }), attack);
+    await m.page.evaluate(
+      (a) =>
+        new Promise<void>((resolve) => {
+          const g = globalThis as any;
+          g.addEventListener('message', (e: any) => {
+            if (e.data === 'attacked') resolve();
+          });
+          g.document.querySelector('iframe#other').contentWindow.postMessage({ attack: a }, '*');
+        }),
+      attack,
+    );
+    await m.frame.evaluate(
+      (a) =>
+        new Promise<void>((resolve) => {
+          for (const msg of a) (globalThis as any).postMessage(msg, '*');
+          setTimeout(resolve, 200);
+        }),
+      attack,
+    );
     assert.equal(await text(m.frame, '[data-state]'), 'Waiting for the report…');
     assert.equal(await m.frame.evaluate(() => (globalThis as any).document.documentElement.dataset.theme), undefined);
-    assert.equal((await log(m)).filter((x) => x.method === 'ui/notifications/initialized').length, 0, 'a forged answer does not complete the handshake');
+    assert.equal(
+      (await log(m)).filter((x) => x.method === 'ui/notifications/initialized').length,
+      0,
+      'a forged answer does not complete the handshake',
+    );
     // The host itself, with the same result: shown (so the messages above were ignored, not lost).
     await m.page.evaluate(() => (globalThis as any).answerInitialize());
     await m.page.waitForFunction(() => (globalThis as any).log.some((x: any) => x.method === 'ui/notifications/initialized'));
@@ -462,7 +588,10 @@ describe('MCP Apps report view in Chromium', { skip: chromiumMissing }, () => {
     assert.deepEqual(m.requests, []);
   });
 
-  for (const [kind, key, selector] of [['spend', 'spend', '[data-total="spend"]'], ['opt-ins', 'optIns', '[data-period]']] as const) {
+  for (const [kind, key, selector] of [
+    ['spend', 'spend', '[data-total="spend"]'],
+    ['opt-ins', 'optIns', '[data-period]'],
+  ] as const) {
     for (const width of [390, 1280]) {
       for (const theme of ['light', 'dark'] as const) {
         test(`${kind} at ${width} px, ${theme}: the host's theme, nothing wider than the frame; screenshot`, async () => {
@@ -470,12 +599,19 @@ describe('MCP Apps report view in Chromium', { skip: chromiumMissing }, () => {
           await settled(m, selector);
           const look = await m.frame.evaluate(() => {
             const g = globalThis as any;
-            return { background: g.getComputedStyle(g.document.body).backgroundColor, scrollWidth: g.document.documentElement.scrollWidth, innerWidth: g.innerWidth };
+            return {
+              background: g.getComputedStyle(g.document.body).backgroundColor,
+              scrollWidth: g.document.documentElement.scrollWidth,
+              innerWidth: g.innerWidth,
+            };
           });
           assert.equal(look.background, theme === 'dark' ? 'rgb(29, 32, 38)' : 'rgb(255, 255, 255)');
           assert.ok(look.scrollWidth <= look.innerWidth, `the view is ${look.scrollWidth} px wide in a ${look.innerWidth} px frame`);
           // A viewport as tall as the host page, so the whole frame is painted for the shot.
-          await m.page.setViewportSize({ width, height: Math.max(900, await m.page.evaluate(() => (globalThis as any).document.documentElement.scrollHeight)) });
+          await m.page.setViewportSize({
+            width,
+            height: Math.max(900, await m.page.evaluate(() => (globalThis as any).document.documentElement.scrollHeight)),
+          });
           await m.page.locator('iframe#view').screenshot({ path: path.join(SHOTS, `mcp-app-${kind}-${width}-${theme}.png`) });
           assert.deepEqual(m.errors, []);
         });

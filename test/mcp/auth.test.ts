@@ -11,7 +11,16 @@ import { importNdjson } from '../../src/domain/import/import.service.ts';
 import { mcpResource, protectedResourceMetadata } from '../../src/surfaces/mcp-main/plugin.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { callError, callOk, newClient, remaining, transport } from '../support/mcp-client.ts';
-import { api, authorize, exchangeCode, expireAccessTokens, REDIRECT, registerClient, revoke, type RegisteredClient } from '../support/oauth-flow.ts';
+import {
+  api,
+  authorize,
+  exchangeCode,
+  expireAccessTokens,
+  REDIRECT,
+  registerClient,
+  revoke,
+  type RegisteredClient,
+} from '../support/oauth-flow.ts';
 import { HUB_ADMIN } from '../support/world.ts';
 
 const MEMBER = { email: 'max@acme.test', password: 'member password 1' };
@@ -32,10 +41,49 @@ before(async () => {
     { type: 'workspace', id: 'w2', hubId: 'h1', name: 'Boulder' },
     { type: 'playbook', id: 'pb_1', hubId: 'h1', name: 'Spring', solutions: ['meta'] },
     { type: 'optIn', id: 'oi_1', playbookId: 'pb_1', workspaceId: 'w1', status: 'active', optedInAt: `${today}T00:00:00Z` },
-    { type: 'paidMetrics', workspaceId: 'w1', date: today, platform: 'meta', campaignId: 'c1', campaignName: 'C1', spendCents: 100, impressions: 1000, clicks: 10, results: 1 },
-    { type: 'paidMetrics', workspaceId: 'w2', date: today, platform: 'meta', campaignId: 'c1', campaignName: 'C1', spendCents: 900, impressions: 9000, clicks: 90, results: 9 },
-    { type: 'user', email: HUB_ADMIN.email, password: HUB_ADMIN.password, firstname: 'Ada', lastname: 'Lee', hubId: 'h1', role: 'hub_admin' },
-    { type: 'user', email: MEMBER.email, password: MEMBER.password, firstname: 'Max', lastname: 'Mo', hubId: 'h1', role: 'member', workspaceId: 'w2' },
+    {
+      type: 'paidMetrics',
+      workspaceId: 'w1',
+      date: today,
+      platform: 'meta',
+      campaignId: 'c1',
+      campaignName: 'C1',
+      spendCents: 100,
+      impressions: 1000,
+      clicks: 10,
+      results: 1,
+    },
+    {
+      type: 'paidMetrics',
+      workspaceId: 'w2',
+      date: today,
+      platform: 'meta',
+      campaignId: 'c1',
+      campaignName: 'C1',
+      spendCents: 900,
+      impressions: 9000,
+      clicks: 90,
+      results: 9,
+    },
+    {
+      type: 'user',
+      email: HUB_ADMIN.email,
+      password: HUB_ADMIN.password,
+      firstname: 'Ada',
+      lastname: 'Lee',
+      hubId: 'h1',
+      role: 'hub_admin',
+    },
+    {
+      type: 'user',
+      email: MEMBER.email,
+      password: MEMBER.password,
+      firstname: 'Max',
+      lastname: 'Mo',
+      hubId: 'h1',
+      role: 'member',
+      workspaceId: 'w2',
+    },
   ];
   await importNdjson(live.db, lines.map((l) => JSON.stringify(l)).join('\n'));
 });
@@ -43,15 +91,33 @@ after(async () => {
   await live.close();
 });
 
-const INITIALIZE = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
-const toolCall = (id: number, name = 'whoami', args: Record<string, unknown> = {}) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+const INITIALIZE = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+};
+const toolCall = (id: number, name = 'whoami', args: Record<string, unknown> = {}) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: { name, arguments: args },
+});
 
 /**
  * One POST to the MCP endpoint, as a client would send it: a 2025-06-18 client, or a 2025-03-26
  * one for a JSON-RPC batch (the last revision that has them).
  */
-async function post(token: string | undefined, body: unknown = INITIALIZE, url = mcpUrl): Promise<{ status: number; headers: Headers; body: any }> {
-  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': Array.isArray(body) ? '2025-03-26' : '2025-06-18' };
+async function post(
+  token: string | undefined,
+  body: unknown = INITIALIZE,
+  url = mcpUrl,
+): Promise<{ status: number; headers: Headers; body: any }> {
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': Array.isArray(body) ? '2025-03-26' : '2025-06-18',
+  };
   if (token) headers.authorization = `Bearer ${token}`;
   const response = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body) });
   const text = await response.text();
@@ -64,7 +130,10 @@ async function post(token: string | undefined, body: unknown = INITIALIZE, url =
   return { status: response.status, headers: response.headers, body: parsed };
 }
 
-async function tokensFor(user: { email: string; password: string }, options: { resource?: string; workspace?: string } = {}): Promise<{ client: RegisteredClient; access: string; refresh: string }> {
+async function tokensFor(
+  user: { email: string; password: string },
+  options: { resource?: string; workspace?: string } = {},
+): Promise<{ client: RegisteredClient; access: string; refresh: string }> {
   const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
   const result = await authorize(live, client, { ...user, redirectUri: REDIRECT, ...options });
   assert.ok(result.callback?.searchParams.get('code'), `authorized (got ${result.response.status})`);
@@ -114,7 +183,11 @@ describe('protected-resource metadata (RFC 9728)', () => {
   });
 
   test('a base URL with a path puts the well-known segment before it', () => {
-    const config = loadConfig({ BASE_URL: 'https://api.example.com/hubops/', SITE_URL: 'https://example.com', DATABASE_URL: 'postgres://x@y/z' });
+    const config = loadConfig({
+      BASE_URL: 'https://api.example.com/hubops/',
+      SITE_URL: 'https://example.com',
+      DATABASE_URL: 'postgres://x@y/z',
+    });
     assert.deepEqual(mcpResource(config), {
       resource: 'https://api.example.com/hubops/mcp',
       path: '/hubops/mcp',
@@ -136,12 +209,16 @@ describe('authentication on /mcp', () => {
     const { access } = await tokensFor(HUB_ADMIN, { resource: mcpUrl });
     assert.equal((await post(access)).status, 200, 'the token itself is good');
     assertChallenge(await post(undefined, INITIALIZE, `${mcpUrl}?access_token=${access}`), false);
-    const response = await fetch(mcpUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json, text/event-stream' }, body: `access_token=${access}` });
+    const response = await fetch(mcpUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json, text/event-stream' },
+      body: `access_token=${access}`,
+    });
     assert.equal(response.status, 401);
     assertChallenge(await post('not-a-real-token'), true);
   });
 
-  test("a token for the REST API is refused on /mcp, and an MCP token by the REST API (audience)", async () => {
+  test('a token for the REST API is refused on /mcp, and an MCP token by the REST API (audience)', async () => {
     const restTokens = await tokensFor(HUB_ADMIN);
     assert.equal((await api(live, '/whoami', restTokens.access)).status, 200);
     const refused = await post(restTokens.access);
@@ -186,17 +263,32 @@ describe('authentication on /mcp', () => {
     const response = await post(access);
     assert.equal(response.status, 403);
     assert.equal(response.body.error, 'insufficient_scope');
-    assert.equal(response.headers.get('www-authenticate'), `Bearer realm="hubops", resource_metadata="${prmUrl}", scope="service:full", error="insufficient_scope"`);
+    assert.equal(
+      response.headers.get('www-authenticate'),
+      `Bearer realm="hubops", resource_metadata="${prmUrl}", scope="service:full", error="insufficient_scope"`,
+    );
   });
 
   test('a request from a web page of another origin is refused with 403 (DNS rebinding protection)', async () => {
     const { access } = await tokensFor(HUB_ADMIN, { resource: mcpUrl });
-    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${access}` };
-    const foreign = await fetch(mcpUrl, { method: 'POST', headers: { ...headers, origin: 'http://evil.example' }, body: JSON.stringify(INITIALIZE) });
+    const headers = {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      authorization: `Bearer ${access}`,
+    };
+    const foreign = await fetch(mcpUrl, {
+      method: 'POST',
+      headers: { ...headers, origin: 'http://evil.example' },
+      body: JSON.stringify(INITIALIZE),
+    });
     assert.equal(foreign.status, 403);
     assert.equal(((await foreign.json()) as { error: string }).error, 'origin_not_allowed');
     assert.equal(foreign.headers.get('access-control-allow-origin'), null);
-    const own = await fetch(mcpUrl, { method: 'POST', headers: { ...headers, origin: new URL(mcpUrl).origin }, body: JSON.stringify(INITIALIZE) });
+    const own = await fetch(mcpUrl, {
+      method: 'POST',
+      headers: { ...headers, origin: new URL(mcpUrl).origin },
+      body: JSON.stringify(INITIALIZE),
+    });
     assert.equal(own.status, 200);
   });
 
@@ -218,7 +310,10 @@ describe('tenancy of hub-wide paid figures', () => {
     const client = newClient();
     await client.connect(transport(new URL(mcpUrl), { token: access }));
     try {
-      assert.deepEqual((await callOk(client, 'list_playbook_opt_ins')).data.map((r: any) => r.id), ['oi_1']);
+      assert.deepEqual(
+        (await callOk(client, 'list_playbook_opt_ins')).data.map((r: any) => r.id),
+        ['oi_1'],
+      );
       assert.equal((await callOk(client, 'get_opt_in_summary')).activeOptIns, 1);
       assert.deepEqual((await callOk(client, 'get_spend_by_workspace')).workspaces.map((w: any) => w.id).sort(), ['w1', 'w2']);
     } finally {
@@ -243,9 +338,16 @@ describe('tenancy of hub-wide paid figures', () => {
           assert.match(text, /paid_analytics/, tool);
         }
         const paid = await callOk(client, 'paid_analytics');
-        assert.deepEqual(paid.workspaces.map((w: any) => w.workspace._id), [workspace]);
+        assert.deepEqual(
+          paid.workspaces.map((w: any) => w.workspace._id),
+          [workspace],
+        );
         assert.equal(paid.totals.spendCents, workspace === 'w1' ? 100 : 900);
-        assert.deepEqual((await callOk(client, 'list_playbooks')).data.map((p: any) => p._id), ['pb_1'], 'playbooks are hub-level: visible');
+        assert.deepEqual(
+          (await callOk(client, 'list_playbooks')).data.map((p: any) => p._id),
+          ['pb_1'],
+          'playbooks are hub-level: visible',
+        );
       } finally {
         await client.close();
       }
@@ -258,7 +360,12 @@ describe('JSON-RPC errors', () => {
   async function rawPost(token: string, body: string): Promise<{ status: number; body: any }> {
     const response = await fetch(mcpUrl, {
       method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' },
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2025-06-18',
+      },
       body,
     });
     return { status: response.status, body: await response.json() };
@@ -269,9 +376,21 @@ describe('JSON-RPC errors', () => {
     for (const body of ['{"jsonrpc":"2.0","id":1,', 'not json', '', '{"__proto__":{"x":1},"jsonrpc":"2.0","id":1,"method":"tools/list"}']) {
       const response = await rawPost(access, body);
       assert.equal(response.status, 400, body);
-      assert.deepEqual(response.body, { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the body is not valid JSON.' } }, body);
+      assert.deepEqual(
+        response.body,
+        { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the body is not valid JSON.' } },
+        body,
+      );
     }
-    for (const [body, id] of [['[]', null], ['42', null], ['"tools/list"', null], ['null', null], ['{"jsonrpc":"2.0","id":7}', 7], ['{"jsonrpc":"2.0","id":"a","method":5}', 'a'], ['[{"jsonrpc":"2.0","id":1,"method":"tools/list"},3]', null]] as const) {
+    for (const [body, id] of [
+      ['[]', null],
+      ['42', null],
+      ['"tools/list"', null],
+      ['null', null],
+      ['{"jsonrpc":"2.0","id":7}', 7],
+      ['{"jsonrpc":"2.0","id":"a","method":5}', 'a'],
+      ['[{"jsonrpc":"2.0","id":1,"method":"tools/list"},3]', null],
+    ] as const) {
       const response = await rawPost(access, body);
       assert.equal(response.status, 400, body);
       assert.equal(response.body.jsonrpc, '2.0', body);
@@ -289,7 +408,10 @@ describe('JSON-RPC errors', () => {
     const client = newClient();
     await client.connect(transport(new URL(mcpUrl), { token: access }));
     try {
-      await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }), (error: Error & { code?: number }) => error.code === -32602 && /Unknown tool: no_such_tool/.test(error.message));
+      await assert.rejects(
+        client.callTool({ name: 'no_such_tool', arguments: {} }),
+        (error: Error & { code?: number }) => error.code === -32602 && /Unknown tool: no_such_tool/.test(error.message),
+      );
       assert.equal((await callOk(client, 'whoami')).user.email, MEMBER.email, 'the connection carries on');
     } finally {
       await client.close();
@@ -327,7 +449,10 @@ describe('rate limits', () => {
     const batch = await post(access, [toolCall(2), toolCall(3), toolCall(4)]);
     assert.equal(batch.status, 200);
     assert.equal(batch.body.length, 3);
-    assert.ok(batch.body.every((r: any) => r.result && r.result.isError !== true), JSON.stringify(batch.body));
+    assert.ok(
+      batch.body.every((r: any) => r.result && r.result.isError !== true),
+      JSON.stringify(batch.body),
+    );
     const afterBatch = await post(access, toolCall(5));
     assert.equal(remaining(afterBatch.headers), start - 4);
 
@@ -352,12 +477,25 @@ describe('rate limits', () => {
     for (const version of ['2025-06-18', '2025-11-25', '2026-07-28']) {
       const response = await fetch(mcpUrl, {
         method: 'POST',
-        headers: { authorization: `Bearer ${access}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': version },
+        headers: {
+          authorization: `Bearer ${access}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': version,
+        },
         body: JSON.stringify([toolCall(1), toolCall(2)]),
       });
       assert.equal(response.status, 400, version);
       assert.equal(response.headers.get('cache-control'), 'no-store');
-      assert.deepEqual(await response.json(), { jsonrpc: '2.0', id: null, error: { code: -32600, message: `Invalid Request: MCP ${version} has no JSON-RPC batches; send one message per POST.` } }, version);
+      assert.deepEqual(
+        await response.json(),
+        {
+          jsonrpc: '2.0',
+          id: null,
+          error: { code: -32600, message: `Invalid Request: MCP ${version} has no JSON-RPC batches; send one message per POST.` },
+        },
+        version,
+      );
     }
     // Only the POSTs were counted (one each), no tool call: 60 - 3 - this one.
     assert.equal(remaining((await post(access, toolCall(3))).headers), 56);

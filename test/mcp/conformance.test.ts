@@ -36,14 +36,17 @@ const NOT_APPLICABLE: Record<string, string> = {
   'tools-call-audio': "calls the example server's `test_audio_content` tool (no audio)",
   'tools-call-embedded-resource': "calls the example server's `test_embedded_resource` tool",
   'tools-call-mixed-content': "calls the example server's `test_multiple_content_types` tool",
-  'tools-call-with-logging': "calls the example server's `test_tool_with_logging` tool, which sends log notifications (no `logging` capability)",
-  'tools-call-error': "calls the example server's `test_error_handling` tool (our tool errors are tested in test/mcp/hub-mcp.test.ts and connect.test.ts)",
+  'tools-call-with-logging':
+    "calls the example server's `test_tool_with_logging` tool, which sends log notifications (no `logging` capability)",
+  'tools-call-error':
+    "calls the example server's `test_error_handling` tool (our tool errors are tested in test/mcp/hub-mcp.test.ts and connect.test.ts)",
   'tools-call-with-progress': "calls the example server's `test_tool_with_progress` tool (no tool runs long enough to report progress)",
   'tools-call-sampling': "calls the example server's `test_sampling` tool; the servers never ask the client's model (no sampling)",
   'tools-call-elicitation': "calls the example server's `test_elicitation` tool; the servers never ask the user (no elicitation)",
   'elicitation-sep1034-defaults': 'elicitation, as above',
   'elicitation-sep1330-enums': 'elicitation, as above',
-  'json-schema-2020-12': "looks for the example server's `json_schema_2020_12_tool` (our input schemas are JSON Schema 2020-12 and are validated by the SDK clients in the other tests)",
+  'json-schema-2020-12':
+    "looks for the example server's `json_schema_2020_12_tool` (our input schemas are JSON Schema 2020-12 and are validated by the SDK clients in the other tests)",
   'server-sse-polling': 'needs a session (`Mcp-Session-Id`) and SSE responses: both servers are stateless and answer with JSON',
   'server-sse-multiple-streams': 'needs a session (`Mcp-Session-Id`): both servers are stateless',
   'resources-read-text': "reads the example server's `test://static-text` resource",
@@ -135,20 +138,34 @@ test(`the suite is the pinned ${VERSION}, and every server scenario it has is cl
   const scenarios = [...listed.stdout.matchAll(/^\s+- (\S+) \[/gm)].map((m) => m[1]!);
   assert.ok(scenarios.length > 0, listed.stdout);
   const classified = [...APPLIES, ...Object.keys(WHEN_DECLARED), ...Object.keys(NOT_APPLICABLE)];
-  assert.deepEqual(scenarios.filter((s) => !classified.includes(s)), [], 'scenarios neither applied nor explained');
-  assert.deepEqual(classified.filter((s) => !scenarios.includes(s)), [], 'classified scenarios the suite no longer has');
+  assert.deepEqual(
+    scenarios.filter((s) => !classified.includes(s)),
+    [],
+    'scenarios neither applied nor explained',
+  );
+  assert.deepEqual(
+    classified.filter((s) => !scenarios.includes(s)),
+    [],
+    'classified scenarios the suite no longer has',
+  );
 });
 
 test('docs/mcp.md "Conformance" lists the same scenarios as not applicable', async () => {
   const page = await readFile(path.join(ROOT, 'docs/mcp.md'), 'utf8');
   const from = page.indexOf('\n### Conformance\n');
   assert.ok(from >= 0, 'docs/mcp.md has a "### Conformance" subsection');
-  const rows = page.slice(from, page.indexOf('\n## ', from)).split('\n').filter((line) => line.startsWith('| `'));
+  const rows = page
+    .slice(from, page.indexOf('\n## ', from))
+    .split('\n')
+    .filter((line) => line.startsWith('| `'));
   const listed = rows.flatMap((row) => [...row.split('|')[1]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!));
   assert.deepEqual(listed.sort(), [...Object.keys(WHEN_DECLARED), ...Object.keys(NOT_APPLICABLE)].sort());
 });
 
-for (const [name, endpoint] of [['hub', '/v1/hub/mcp'], ['main', '/mcp']] as const) {
+for (const [name, endpoint] of [
+  ['hub', '/v1/hub/mcp'],
+  ['main', '/mcp'],
+] as const) {
   describe(`${name === 'hub' ? 'the Hub MCP endpoint' : 'the main MCP server'} (${endpoint})`, () => {
     let results: Map<string, Check[]>;
     let capabilities: ServerCapabilities;
@@ -167,7 +184,10 @@ for (const [name, endpoint] of [['hub', '/v1/hub/mcp'], ['main', '/mcp']] as con
         assert.ok(checks, `${scenario} did not run`);
         const failed = checks.filter((c) => c.status === 'FAILURE' && !(`${scenario}/${c.id}` in BY_DESIGN[name]!));
         assert.deepEqual(failed, [], JSON.stringify(failed, null, 2));
-        assert.ok(checks.some((c) => c.status === 'SUCCESS'), `${scenario}: no check passed: ${JSON.stringify(checks)}`);
+        assert.ok(
+          checks.some((c) => c.status === 'SUCCESS'),
+          `${scenario}: no check passed: ${JSON.stringify(checks)}`,
+        );
         for (const [at, expected] of Object.entries(BY_DESIGN[name]!)) {
           if (!at.startsWith(`${scenario}/`)) continue;
           const check: Check | undefined = checks.find((c) => `${scenario}/${c.id}` === at);
@@ -184,13 +204,19 @@ for (const [name, endpoint] of [['hub', '/v1/hub/mcp'], ['main', '/mcp']] as con
         if (capabilities[capability]) {
           assert.ok(checks.length > 0 && checks.every((c) => c.status === 'SUCCESS'), JSON.stringify(checks, null, 2));
         } else {
-          assert.ok(checks.some((c) => c.status === 'FAILURE' && /-32601/.test(c.errorMessage ?? '')), JSON.stringify(checks, null, 2));
+          assert.ok(
+            checks.some((c) => c.status === 'FAILURE' && /-32601/.test(c.errorMessage ?? '')),
+            JSON.stringify(checks, null, 2),
+          );
         }
       });
     }
 
     test('the scenarios that cannot apply ran too (nothing the suite has is left out)', () => {
-      assert.deepEqual(Object.keys(NOT_APPLICABLE).filter((s) => !results.has(s)), []);
+      assert.deepEqual(
+        Object.keys(NOT_APPLICABLE).filter((s) => !results.has(s)),
+        [],
+      );
     });
   });
 }

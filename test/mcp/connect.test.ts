@@ -37,24 +37,93 @@ before(async () => {
     { type: 'workspace', id: 'w1', hubId: 'h1', name: 'Acme Denver', fields: { region: 'West' } },
     { type: 'workspace', id: 'w2', hubId: 'h1', name: 'Acme Boulder' },
     { type: 'workspace', id: 'v1', hubId: 'h2', name: 'Acme Toronto' },
-    { type: 'playbook', id: 'pb_1', hubId: 'h1', name: 'Spring Promo ', solutions: ['meta'], variants: { audience: ['Families', 'Students'] }, questions: [{ question: 'Store hours?', type: 'short_answer', required: true }] },
+    {
+      type: 'playbook',
+      id: 'pb_1',
+      hubId: 'h1',
+      name: 'Spring Promo ',
+      solutions: ['meta'],
+      variants: { audience: ['Families', 'Students'] },
+      questions: [{ question: 'Store hours?', type: 'short_answer', required: true }],
+    },
     { type: 'playbook', id: 'pb_2', hubId: 'h1', name: 'Search', solutions: ['google_ads', 'meta'] },
     { type: 'playbook', id: 'pb_x', hubId: 'h2', name: 'Other hub', solutions: ['meta'] },
-    { type: 'optIn', id: 'oi_1', playbookId: 'pb_1', workspaceId: 'w1', status: 'active', optedInAt: `${day(-2)}T10:00:00Z`, budgetCents: 50000, budgetType: 'lifetime', variant: { audience: 'Families' }, responses: [{ question: 'Store hours?', answer: '9-5' }] },
+    {
+      type: 'optIn',
+      id: 'oi_1',
+      playbookId: 'pb_1',
+      workspaceId: 'w1',
+      status: 'active',
+      optedInAt: `${day(-2)}T10:00:00Z`,
+      budgetCents: 50000,
+      budgetType: 'lifetime',
+      variant: { audience: 'Families' },
+      responses: [{ question: 'Store hours?', answer: '9-5' }],
+    },
     { type: 'optIn', id: 'oi_2', playbookId: 'pb_2', workspaceId: 'w2', status: 'in_review', optedInAt: `${day(-1)}T10:00:00Z` },
     { type: 'optIn', id: 'oi_x', playbookId: 'pb_x', workspaceId: 'v1', status: 'active', optedInAt: `${day(-1)}T10:00:00Z` },
-    { type: 'adAccount', id: 'aa_1', hubId: 'h1', platform: 'meta', name: 'Acme Meta', lastSyncedAt: new Date(now.getTime() - 3_600_000).toISOString() },
+    {
+      type: 'adAccount',
+      id: 'aa_1',
+      hubId: 'h1',
+      platform: 'meta',
+      name: 'Acme Meta',
+      lastSyncedAt: new Date(now.getTime() - 3_600_000).toISOString(),
+    },
     { type: 'spend', adAccountId: 'aa_1', workspaceId: 'w1', date: day(-1), spendCents: 1234 },
     { type: 'spend', adAccountId: 'aa_1', workspaceId: 'w2', date: day(-1), spendCents: 766 },
     { type: 'spend', adAccountId: 'aa_1', workspaceId: null, date: day(-1), spendCents: 100 },
-    { type: 'user', email: HUB_ADMIN.email, password: HUB_ADMIN.password, firstname: 'Ada', lastname: 'Lee', hubId: 'h1', role: 'hub_admin' },
+    {
+      type: 'user',
+      email: HUB_ADMIN.email,
+      password: HUB_ADMIN.password,
+      firstname: 'Ada',
+      lastname: 'Lee',
+      hubId: 'h1',
+      role: 'hub_admin',
+    },
     { type: 'channel', id: 'ch_ig', workspaceId: 'w1', platform: 'instagram', name: 'Denver IG', handle: '@acme_denver' },
     { type: 'channel', id: 'ch_fb', workspaceId: 'w1', platform: 'facebook', name: 'Denver FB' },
     { type: 'channel', id: 'ch_li', workspaceId: 'w2', platform: 'linkedin', name: 'Boulder LI' },
     { type: 'hubCpm', hubId: 'h1', platform: 'instagram', cpmCents: 800 },
-    { type: 'organicMetrics', workspaceId: 'w1', date: day(-3), platform: 'instagram', posts: 1, impressions: 1000, reach: 600, likes: 30, comments: 5, shares: 3, saves: 2 },
-    { type: 'organicMetrics', workspaceId: 'w2', date: day(-3), platform: 'linkedin', posts: 1, impressions: 400, reach: 300, likes: 4, comments: 0, shares: 0, saves: 0 },
-    { type: 'paidMetrics', workspaceId: 'w1', date: day(-3), platform: 'meta', campaignId: 'camp_a', campaignName: 'Camp A', spendCents: 1500, impressions: 50000, clicks: 500, results: 20 },
+    {
+      type: 'organicMetrics',
+      workspaceId: 'w1',
+      date: day(-3),
+      platform: 'instagram',
+      posts: 1,
+      impressions: 1000,
+      reach: 600,
+      likes: 30,
+      comments: 5,
+      shares: 3,
+      saves: 2,
+    },
+    {
+      type: 'organicMetrics',
+      workspaceId: 'w2',
+      date: day(-3),
+      platform: 'linkedin',
+      posts: 1,
+      impressions: 400,
+      reach: 300,
+      likes: 4,
+      comments: 0,
+      shares: 0,
+      saves: 0,
+    },
+    {
+      type: 'paidMetrics',
+      workspaceId: 'w1',
+      date: day(-3),
+      platform: 'meta',
+      campaignId: 'camp_a',
+      campaignName: 'Camp A',
+      spendCents: 1500,
+      impressions: 50000,
+      clicks: 500,
+      results: 20,
+    },
     { type: 'reviewDay', workspaceId: 'w1', date: day(-3), newReviews: { 5: 3, 4: 1 }, responded: 2 },
   ];
   await importNdjson(live.db, lines.map((l) => JSON.stringify(l)).join('\n'));
@@ -122,8 +191,13 @@ describe('an MCP client that knows only the URL', () => {
     assert.equal(provider.current.scope, 'service:full');
 
     // The token is bound to the MCP server: stored with that audience, refused by the REST API.
-    const stored = await sql<{ aud: unknown }>`SELECT payload->'aud' AS aud FROM oauth_artifacts WHERE model = 'AccessToken'`.execute(live.db.kysely);
-    assert.deepEqual(stored.rows.map((r) => r.aud), [mcpUrl.href]);
+    const stored = await sql<{ aud: unknown }>`SELECT payload->'aud' AS aud FROM oauth_artifacts WHERE model = 'AccessToken'`.execute(
+      live.db.kysely,
+    );
+    assert.deepEqual(
+      stored.rows.map((r) => r.aud),
+      [mcpUrl.href],
+    );
     const rest401 = await fetch(`${live.baseUrl}/whoami`, { headers: { authorization: `Bearer ${provider.current.access_token}` } });
     assert.equal(rest401.status, 401);
 
@@ -133,7 +207,10 @@ describe('an MCP client that knows only the URL', () => {
 
   test('tools/list: every tool, by group, with descriptions, input and output schemas and readOnlyHint', async () => {
     const { tools } = await client.listTools();
-    assert.deepEqual(tools.map((t) => t.name), Object.values(TOOL_GROUPS).flat());
+    assert.deepEqual(
+      tools.map((t) => t.name),
+      Object.values(TOOL_GROUPS).flat(),
+    );
     const writes = new Set(['create_post', 'add_media']);
     for (const tool of tools) {
       assert.ok(typeof tool.description === 'string' && tool.description.length > 60, `${tool.name} description`);
@@ -147,7 +224,12 @@ describe('an MCP client that knows only the URL', () => {
     assert.equal(tools.find((t) => t.name === 'add_media')!.annotations?.openWorldHint, true);
     const createPost = tools.find((t) => t.name === 'create_post')!;
     assert.deepEqual(createPost.inputSchema.required, ['text', 'status']);
-    assert.deepEqual(Object.keys(tools.find((t) => t.name === 'add_media')!.inputSchema.properties ?? {}).sort(), ['base64', 'filename', 'url', 'workspaceId']);
+    assert.deepEqual(Object.keys(tools.find((t) => t.name === 'add_media')!.inputSchema.properties ?? {}).sort(), [
+      'base64',
+      'filename',
+      'url',
+      'workspaceId',
+    ]);
   });
 
   test('every tool answers with real data (structured content validated by the SDK against each outputSchema, and JSON text)', async () => {
@@ -168,21 +250,39 @@ describe('an MCP client that knows only the URL', () => {
       clientId: provider.information!.client_id,
     });
     const workspaces = await call('list_workspaces');
-    assert.deepEqual(workspaces.data.map((w: any) => [w._id, w.name]), [['w1', 'Acme Denver'], ['w2', 'Acme Boulder']]);
+    assert.deepEqual(
+      workspaces.data.map((w: any) => [w._id, w.name]),
+      [
+        ['w1', 'Acme Denver'],
+        ['w2', 'Acme Boulder'],
+      ],
+    );
     assert.deepEqual((await call('get_workspace', { id: 'w1' })).fields, { region: 'West' });
     assert.match(await callError(client, 'get_workspace', { id: 'v1' }), /^not_found:/, "another hub's workspace is not found");
-    assert.deepEqual((await call('list_hubs')).data.map((h: any) => h._id), ['h1', 'h2']);
+    assert.deepEqual(
+      (await call('list_hubs')).data.map((h: any) => h._id),
+      ['h1', 'h2'],
+    );
 
     // Docs
     const search = await call('search_docs', { query: 'refresh token rotate' });
     assert.ok(search.totalDocuments > 30, `corpus: ${search.totalDocuments}`);
-    assert.ok(search.hits.length > 0 && search.hits.every((h: any) => h.source === 'guide' || h.source === 'openapi'), JSON.stringify(search.hits));
-    assert.ok(search.hits.some((h: any) => h.id.startsWith('main-api/')), `the docs pages are searched too: ${JSON.stringify(search.hits.map((h: any) => h.id))}`);
+    assert.ok(
+      search.hits.length > 0 && search.hits.every((h: any) => h.source === 'guide' || h.source === 'openapi'),
+      JSON.stringify(search.hits),
+    );
+    assert.ok(
+      search.hits.some((h: any) => h.id.startsWith('main-api/')),
+      `the docs pages are searched too: ${JSON.stringify(search.hits.map((h: any) => h.id))}`,
+    );
     const ops = await call('search_docs', { query: 'list_posts', source: 'openapi' });
     assert.equal(ops.hits[0].id, 'openapi-main/list_posts');
     assert.ok(ops.hits.every((h: any) => h.source === 'openapi'));
     const hubDocs = await call('search_docs', { query: 'spend by workspace freshness' });
-    assert.ok(hubDocs.hits.some((h: any) => h.id === 'openapi-hub/get_spend_by_workspace'), JSON.stringify(hubDocs.hits.map((h: any) => h.id)));
+    assert.ok(
+      hubDocs.hits.some((h: any) => h.id === 'openapi-hub/get_spend_by_workspace'),
+      JSON.stringify(hubDocs.hits.map((h: any) => h.id)),
+    );
     const index = await call('search_docs');
     assert.equal(index.hits.length, index.totalDocuments, 'no query lists every document');
     assert.ok(index.hits.some((h: any) => h.id === 'readme/connect-an-ai-assistant'));
@@ -203,48 +303,110 @@ describe('an MCP client that knows only the URL', () => {
     const channels = await call('list_channels', { workspaceId: 'w1' });
     assert.deepEqual(channels.data.map((c: any) => c._id).sort(), ['ch_fb', 'ch_ig']);
     const scheduledAt = new Date(live.clock.now().getTime() + 2 * 86_400_000).toISOString();
-    const post = await call('create_post', { workspaceId: 'w1', text: 'Pumpkin spice is back!', channelIds: ['ch_fb'], status: 'scheduled', scheduledAt });
+    const post = await call('create_post', {
+      workspaceId: 'w1',
+      text: 'Pumpkin spice is back!',
+      channelIds: ['ch_fb'],
+      status: 'scheduled',
+      scheduledAt,
+    });
     assert.equal(post.status, 'scheduled');
     assert.equal(post.scheduledAt, scheduledAt);
     assert.equal(post.createdBy, adaId);
-    assert.deepEqual(post.deliveries.map((d: any) => [d.channelId, d.status]), [['ch_fb', 'pending']]);
-    const stored = await live.db.kysely.selectFrom('posts').select(['id', 'text', 'status']).where('id', '=', post._id).executeTakeFirstOrThrow();
+    assert.deepEqual(
+      post.deliveries.map((d: any) => [d.channelId, d.status]),
+      [['ch_fb', 'pending']],
+    );
+    const stored = await live.db.kysely
+      .selectFrom('posts')
+      .select(['id', 'text', 'status'])
+      .where('id', '=', post._id)
+      .executeTakeFirstOrThrow();
     assert.deepEqual(stored, { id: post._id, text: 'Pumpkin spice is back!', status: 'scheduled' });
     const draft = await call('create_post', { workspaceId: 'w2', text: 'Idea for next week', status: 'draft' });
     assert.equal(draft.status, 'draft');
-    assert.match(await callError(client, 'create_post', { text: 'no workspace', status: 'draft' }), /workspaceId: is required when acting across the whole hub/);
-    assert.match(await callError(client, 'create_post', { workspaceId: 'w1', text: 'x'.repeat(2201), channelIds: ['ch_ig'], status: 'scheduled', publishNow: true }), /invalid_request/);
+    assert.match(
+      await callError(client, 'create_post', { text: 'no workspace', status: 'draft' }),
+      /workspaceId: is required when acting across the whole hub/,
+    );
+    assert.match(
+      await callError(client, 'create_post', {
+        workspaceId: 'w1',
+        text: 'x'.repeat(2201),
+        channelIds: ['ch_ig'],
+        status: 'scheduled',
+        publishNow: true,
+      }),
+      /invalid_request/,
+    );
     const posts = await call('list_posts', { status: 'scheduled' });
-    assert.deepEqual(posts.data.map((p: any) => p._id), [post._id]);
+    assert.deepEqual(
+      posts.data.map((p: any) => p._id),
+      [post._id],
+    );
     assert.deepEqual((await call('list_posts')).data.map((p: any) => p._id).sort(), [post._id, draft._id].sort());
     assert.deepEqual(await call('get_post', { id: post._id }), post);
     const organic = await call('organic_analytics');
     assert.equal(organic.endDate, today);
     assert.equal(organic.totals.impressions, 1400);
     assert.equal(organic.totals.engagement, 44);
-    assert.deepEqual(organic.workspaces.map((w: any) => [w.workspace._id, w.impressions, w.earnedMediaValueCents]), [['w1', 1000, 800], ['w2', 400, 0]]);
+    assert.deepEqual(
+      organic.workspaces.map((w: any) => [w.workspace._id, w.impressions, w.earnedMediaValueCents]),
+      [
+        ['w1', 1000, 800],
+        ['w2', 400, 0],
+      ],
+    );
     const reviews = await call('google_review_summaries');
     const w1Reviews = reviews.workspaces.find((w: any) => w.workspace._id === 'w1');
-    assert.deepEqual([w1Reviews.newReviews, w1Reviews.averageRating, w1Reviews.respondedReviews, w1Reviews.responseRate], [4, 4.75, 2, 0.5]);
+    assert.deepEqual(
+      [w1Reviews.newReviews, w1Reviews.averageRating, w1Reviews.respondedReviews, w1Reviews.responseRate],
+      [4, 4.75, 2, 0.5],
+    );
 
     // Paid
     const paid = await call('paid_analytics');
-    assert.deepEqual(paid.totals, { spendCents: 1500, impressions: 50000, clicks: 500, ctr: 0.01, cpcCents: 3, results: 20, costPerResultCents: 75 });
-    assert.deepEqual(paid.campaigns.map((c: any) => [c.campaignId, c.campaignName, c.workspaces]), [['camp_a', 'Camp A', 1]]);
-    const playbooks = await call('list_playbooks');
-    assert.deepEqual(playbooks.data.map((p: any) => p._id), ['pb_1', 'pb_2'], "only the token's hub");
-    assert.deepEqual(playbooks.data[0], {
-      _id: 'pb_1', name: 'Spring Promo ', solutions: ['meta'], variants: { audience: ['Families', 'Students'] },
-      questions: [{ question: 'Store hours?', type: 'short_answer', required: true }], createdAt: playbooks.data[0].createdAt,
+    assert.deepEqual(paid.totals, {
+      spendCents: 1500,
+      impressions: 50000,
+      clicks: 500,
+      ctr: 0.01,
+      cpcCents: 3,
+      results: 20,
+      costPerResultCents: 75,
     });
-    assert.deepEqual((await call('list_playbooks', { solution: 'google_ads' })).data.map((p: any) => p._id), ['pb_2']);
+    assert.deepEqual(
+      paid.campaigns.map((c: any) => [c.campaignId, c.campaignName, c.workspaces]),
+      [['camp_a', 'Camp A', 1]],
+    );
+    const playbooks = await call('list_playbooks');
+    assert.deepEqual(
+      playbooks.data.map((p: any) => p._id),
+      ['pb_1', 'pb_2'],
+      "only the token's hub",
+    );
+    assert.deepEqual(playbooks.data[0], {
+      _id: 'pb_1',
+      name: 'Spring Promo ',
+      solutions: ['meta'],
+      variants: { audience: ['Families', 'Students'] },
+      questions: [{ question: 'Store hours?', type: 'short_answer', required: true }],
+      createdAt: playbooks.data[0].createdAt,
+    });
+    assert.deepEqual(
+      (await call('list_playbooks', { solution: 'google_ads' })).data.map((p: any) => p._id),
+      ['pb_2'],
+    );
     const page = await call('list_playbooks', { limit: 1 });
     assert.deepEqual([page.data.map((p: any) => p._id), typeof page.nextCursor], [['pb_1'], 'string']);
     const next = await call('list_playbooks', { limit: 1, cursor: page.nextCursor });
     assert.deepEqual([next.data.map((p: any) => p._id), next.nextCursor], [['pb_2'], null]);
     assert.match(await callError(client, 'list_playbooks', { cursor: 'nope' }), /cursor/);
     const optIns = await call('list_playbook_opt_ins');
-    assert.deepEqual(optIns.data.map((r: any) => r.id), ['oi_1', 'oi_2']);
+    assert.deepEqual(
+      optIns.data.map((r: any) => r.id),
+      ['oi_1', 'oi_2'],
+    );
     assert.deepEqual(optIns.data[0].variant, { audience: 'Families' });
     assert.deepEqual(optIns.data[0].workspace.fields, { region: 'West' });
     const summary = await call('get_opt_in_summary');
@@ -254,32 +416,83 @@ describe('an MCP client that knows only the URL', () => {
     const spend = await call('get_spend_by_workspace', { period: 'last_7_days' });
     assert.equal(spend.freshness, 'fresh');
     assert.deepEqual(spend.totals, { spendCents: 2100, priorSpendCents: 0, unattributedSpendCents: 100, priorUnattributedSpendCents: 0 });
-    assert.deepEqual(spend.workspaces.map((w: any) => [w.id, w.spendCents]), [['w1', 1234], ['w2', 766]]);
+    assert.deepEqual(
+      spend.workspaces.map((w: any) => [w.id, w.spendCents]),
+      [
+        ['w1', 1234],
+        ['w2', 766],
+      ],
+    );
 
     // Media
     const image = png(7, 5);
     const added = await call('add_media', { workspaceId: 'w2', base64: image.toString('base64'), filename: 'logo.jpg' });
-    assert.deepEqual([added.kind, added.contentType, added.width, added.height, added.byteSize, added.filename], ['image', 'image/png', 7, 5, image.length, 'logo.png']);
+    assert.deepEqual(
+      [added.kind, added.contentType, added.width, added.height, added.byteSize, added.filename],
+      ['image', 'image/png', 7, 5, image.length, 'logo.png'],
+    );
     assert.equal(added.sha256, createHash('sha256').update(image).digest('hex'));
-    const row = await live.db.kysely.selectFrom('media_assets').select(['workspace_id', 'hub_id', 'created_by']).where('id', '=', added._id).executeTakeFirstOrThrow();
+    const row = await live.db.kysely
+      .selectFrom('media_assets')
+      .select(['workspace_id', 'hub_id', 'created_by'])
+      .where('id', '=', added._id)
+      .executeTakeFirstOrThrow();
     assert.deepEqual(row, { workspace_id: 'w2', hub_id: 'h1', created_by: adaId });
     const dataUrl = await call('add_media', { workspaceId: 'w1', base64: `data:image/png;base64,${png(2, 2).toString('base64')}` });
     assert.equal(dataUrl.width, 2);
     // Both were added at the same (fixed) instant, so they are ordered by id.
-    assert.deepEqual((await call('list_media')).data.map((m: any) => m._id), [added._id, dataUrl._id].sort());
-    assert.deepEqual((await call('list_media', { workspaceId: 'w2' })).data.map((m: any) => m._id), [added._id]);
+    assert.deepEqual(
+      (await call('list_media')).data.map((m: any) => m._id),
+      [added._id, dataUrl._id].sort(),
+    );
+    assert.deepEqual(
+      (await call('list_media', { workspaceId: 'w2' })).data.map((m: any) => m._id),
+      [added._id],
+    );
     assert.deepEqual(await call('get_media', { id: added._id }), added);
-    const ssrf = await callError(client, 'add_media', { workspaceId: 'w1', url: `http://127.0.0.1:${new URL(live.baseUrl).port}/openapi.json` });
-    assert.match(ssrf, /^url_refused: url: refused: 127\.0\.0\.1 is a loopback address; only addresses on the public internet can be fetched/);
-    assert.match(await callError(client, 'add_media', { workspaceId: 'w1', url: 'http://localhost/x.png' }), /localhost resolves to .*loopback/);
-    assert.match(await callError(client, 'add_media', { workspaceId: 'w1', url: 'http://169.254.169.254/latest/meta-data/' }), /link-local/);
+    const ssrf = await callError(client, 'add_media', {
+      workspaceId: 'w1',
+      url: `http://127.0.0.1:${new URL(live.baseUrl).port}/openapi.json`,
+    });
+    assert.match(
+      ssrf,
+      /^url_refused: url: refused: 127\.0\.0\.1 is a loopback address; only addresses on the public internet can be fetched/,
+    );
+    assert.match(
+      await callError(client, 'add_media', { workspaceId: 'w1', url: 'http://localhost/x.png' }),
+      /localhost resolves to .*loopback/,
+    );
+    assert.match(
+      await callError(client, 'add_media', { workspaceId: 'w1', url: 'http://169.254.169.254/latest/meta-data/' }),
+      /link-local/,
+    );
     assert.match(await callError(client, 'add_media', { workspaceId: 'w1', url: 'file:///etc/passwd' }), /only http and https/);
     assert.match(await callError(client, 'add_media', { workspaceId: 'w1' }), /give exactly one of url and base64/);
     assert.match(await callError(client, 'add_media', { workspaceId: 'w1', base64: 'not base64!' }), /base64: is not valid base64/);
-    assert.match(await callError(client, 'add_media', { workspaceId: 'w1', base64: Buffer.from('plain text, not an image').toString('base64') }), /unsupported_media_type/);
-    assert.match(await callError(client, 'add_media', { workspaceId: 'w1', base64: Buffer.alloc(5 * 1024 * 1024 + 1).toString('base64') }), /payload_too_large: base64: decodes to 5\.0 MB; .*limited to 5 MB/);
-    assert.match(await callError(client, 'add_media', { workspaceId: 'v1', base64: image.toString('base64') }), /workspaceId: is not a workspace of your hub/);
-    assert.equal(Number((await live.db.kysely.selectFrom('media_assets').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n), 2, 'refused media stored nothing');
+    assert.match(
+      await callError(client, 'add_media', { workspaceId: 'w1', base64: Buffer.from('plain text, not an image').toString('base64') }),
+      /unsupported_media_type/,
+    );
+    assert.match(
+      await callError(client, 'add_media', { workspaceId: 'w1', base64: Buffer.alloc(5 * 1024 * 1024 + 1).toString('base64') }),
+      /payload_too_large: base64: decodes to 5\.0 MB; .*limited to 5 MB/,
+    );
+    assert.match(
+      await callError(client, 'add_media', { workspaceId: 'v1', base64: image.toString('base64') }),
+      /workspaceId: is not a workspace of your hub/,
+    );
+    assert.equal(
+      Number(
+        (
+          await live.db.kysely
+            .selectFrom('media_assets')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      ),
+      2,
+      'refused media stored nothing',
+    );
 
     assert.deepEqual([...called].sort(), Object.values(TOOL_GROUPS).flat().sort(), 'every tool was called successfully');
 
@@ -287,7 +500,8 @@ describe('an MCP client that knows only the URL', () => {
     const posts2 = mcpPosts(log).slice(postsBefore);
     assert.ok(posts2.every((r) => r.rpc.length === 1 && r.status === 200));
     const counts = posts2.map((r) => remaining(r.headers));
-    for (let i = 1; i < counts.length; i++) assert.equal(counts[i], counts[i - 1]! - 1, `request ${i}: RateLimit r went ${counts[i - 1]} → ${counts[i]}`);
+    for (let i = 1; i < counts.length; i++)
+      assert.equal(counts[i], counts[i - 1]! - 1, `request ${i}: RateLimit r went ${counts[i - 1]} → ${counts[i]}`);
     assert.equal(posts2.filter((r) => r.rpc[0] === 'tools/call').length, posts2.length);
   });
 
@@ -299,7 +513,15 @@ describe('an MCP client that knows only the URL', () => {
     // Expiry edited into the database bypasses the server's 30 s cache of token verdicts (a real
     // expiry cannot: verdicts never outlive `exp`); wait until the nudge has emptied it.
     for (let i = 0; i < 200; i++) {
-      const probe = await fetch(mcpUrl, { method: 'POST', headers: { authorization: `Bearer ${before.access_token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+      const probe = await fetch(mcpUrl, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${before.access_token}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: '{}',
+      });
       if (probe.status === 401) break;
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
@@ -326,7 +548,11 @@ describe('an MCP client that knows only the URL', () => {
     // The old refresh token is dead (rotation), and the new tokens keep working.
     const reused = await fetch(`${live.baseUrl}/oauth/token`, {
       method: 'POST',
-      body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: before.refresh_token!, client_id: provider.information!.client_id }),
+      body: new URLSearchParams({
+        grant_type: 'refresh_token',
+        refresh_token: before.refresh_token!,
+        client_id: provider.information!.client_id,
+      }),
     });
     assert.equal(reused.status, 400);
     await client.close();

@@ -78,13 +78,23 @@ after(async () => {
   await app.close();
 });
 
-const ENVELOPE = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' }, 'io.modelcontextprotocol/clientCapabilities': {} };
+const ENVELOPE = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+  'io.modelcontextprotocol/clientCapabilities': {},
+};
 
 /** A 2026-07-28 request by hand: the envelope in the body, its method (and URI) in the headers. */
 async function post(path: string, method: string, params: Record<string, unknown> = {}): Promise<{ status: number; body: any }> {
   const response = await fetch(`${base}${path}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': method, ...(params.uri ? { 'mcp-name': String(params.uri) } : {}) },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': method,
+      ...(params.uri ? { 'mcp-name': String(params.uri) } : {}),
+    },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: ENVELOPE } }),
   });
   return { status: response.status, body: await response.json() };
@@ -105,13 +115,19 @@ async function legacy(path: string): Promise<LegacyClient> {
 }
 
 describe('an endpoint with an MCP Apps view', () => {
-  for (const [revision, connect] of [['2026-07-28', modern], ['2025-11-25', legacy]] as const) {
+  for (const [revision, connect] of [
+    ['2026-07-28', modern],
+    ['2025-11-25', legacy],
+  ] as const) {
     test(`${revision}: the tool links its view both ways hosts read it, the other tool links none`, async () => {
       const client = await connect('/with');
       try {
         assert.deepEqual(client.getServerCapabilities()?.resources, {});
         const { tools } = await client.listTools();
-        assert.deepEqual(tools.map((tool) => tool.name), ['echo', 'plain']);
+        assert.deepEqual(
+          tools.map((tool) => tool.name),
+          ['echo', 'plain'],
+        );
         assert.deepEqual(tools[0]!._meta, { ui: { resourceUri: 'ui://test/echo.html' }, 'ui/resourceUri': 'ui://test/echo.html' });
         assert.equal(tools[1]!._meta, undefined);
         const result = await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
@@ -125,7 +141,9 @@ describe('an endpoint with an MCP Apps view', () => {
       const client = await connect('/with');
       try {
         const { resources } = await client.listResources();
-        assert.deepEqual(resources, [{ uri: VIEW.uri, name: VIEW.name, title: VIEW.title, description: VIEW.description, mimeType: VIEW.mimeType, _meta: VIEW._meta }]);
+        assert.deepEqual(resources, [
+          { uri: VIEW.uri, name: VIEW.name, title: VIEW.title, description: VIEW.description, mimeType: VIEW.mimeType, _meta: VIEW._meta },
+        ]);
         const { contents } = await client.readResource({ uri: VIEW.uri });
         assert.deepEqual(contents, [{ uri: VIEW.uri, mimeType: VIEW.mimeType, text: VIEW.text, _meta: VIEW._meta }]);
       } finally {
@@ -149,7 +167,12 @@ describe('an endpoint with an MCP Apps view', () => {
   }
 
   test('2026-07-28: the endpoint-wide lists carry a public hint of an hour', async () => {
-    for (const [method, params] of [['tools/list', {}], ['resources/list', {}], ['resources/read', { uri: VIEW.uri }], ['server/discover', {}]] as const) {
+    for (const [method, params] of [
+      ['tools/list', {}],
+      ['resources/list', {}],
+      ['resources/read', { uri: VIEW.uri }],
+      ['server/discover', {}],
+    ] as const) {
       const { result } = (await post('/with', method, params)).body;
       assert.equal(result.ttlMs, 3_600_000, method);
       assert.equal(result.cacheScope, 'public', method);
@@ -163,7 +186,10 @@ describe('an endpoint without resources', () => {
     try {
       assert.equal(client.getServerCapabilities()?.resources, undefined);
       const { tools } = await client.listTools();
-      assert.deepEqual(tools.map((tool) => [tool.name, tool._meta]), [['plain', undefined]]);
+      assert.deepEqual(
+        tools.map((tool) => [tool.name, tool._meta]),
+        [['plain', undefined]],
+      );
     } finally {
       await client.close();
     }
@@ -172,6 +198,9 @@ describe('an endpoint without resources', () => {
   });
 
   test('a tool that links a view the endpoint does not serve is refused when the handler is made', () => {
-    assert.throws(() => mcpHandler({ ...endpoint(), operations: [echo] }, app.log), /MCP tool echo links ui:\/\/test\/echo\.html, which resources-test does not serve as a ui:\/\/ resource/);
+    assert.throws(
+      () => mcpHandler({ ...endpoint(), operations: [echo] }, app.log),
+      /MCP tool echo links ui:\/\/test\/echo\.html, which resources-test does not serve as a ui:\/\/ resource/,
+    );
   });
 });

@@ -105,10 +105,43 @@ before(async () => {
   await fx.playbook(db, 'hub_a', 'pb_a2', 'Summer', ['meta', 'google_ads']);
   await fx.playbook(db, 'hub_b', 'pb_b1', 'Hub B only', ['organic_social']);
   await fx.optIns(db, [
-    { id: 'oi_a1', hubId: 'hub_a', playbookId: 'pb_a1', workspaceId: 'ws_a1', optedInAt: '2026-11-21T09:00:00Z', variant: { audience: 'Families' }, responses: [{ question: 'Hours?', answer: '9-5' }] },
-    { id: 'oi_a2', hubId: 'hub_a', playbookId: 'pb_a1', workspaceId: 'ws_a2', status: 'in_review', optedInAt: '2026-11-20T09:00:00Z', updatedAt: '2026-11-21T08:00:00Z' },
-    { id: 'oi_a3', hubId: 'hub_a', playbookId: 'pb_a2', workspaceId: 'ws_a1', status: 'questions_only', optedInAt: '2026-11-16T00:00:00Z', budgetCents: null, budgetType: null },
-    { id: 'oi_a4', hubId: 'hub_a', playbookId: 'pb_a2', workspaceId: 'ws_a3', status: 'cancelled', optedInAt: '2026-11-01T10:00:00Z', budgetType: 'daily' },
+    {
+      id: 'oi_a1',
+      hubId: 'hub_a',
+      playbookId: 'pb_a1',
+      workspaceId: 'ws_a1',
+      optedInAt: '2026-11-21T09:00:00Z',
+      variant: { audience: 'Families' },
+      responses: [{ question: 'Hours?', answer: '9-5' }],
+    },
+    {
+      id: 'oi_a2',
+      hubId: 'hub_a',
+      playbookId: 'pb_a1',
+      workspaceId: 'ws_a2',
+      status: 'in_review',
+      optedInAt: '2026-11-20T09:00:00Z',
+      updatedAt: '2026-11-21T08:00:00Z',
+    },
+    {
+      id: 'oi_a3',
+      hubId: 'hub_a',
+      playbookId: 'pb_a2',
+      workspaceId: 'ws_a1',
+      status: 'questions_only',
+      optedInAt: '2026-11-16T00:00:00Z',
+      budgetCents: null,
+      budgetType: null,
+    },
+    {
+      id: 'oi_a4',
+      hubId: 'hub_a',
+      playbookId: 'pb_a2',
+      workspaceId: 'ws_a3',
+      status: 'cancelled',
+      optedInAt: '2026-11-01T10:00:00Z',
+      budgetType: 'daily',
+    },
     { id: 'oi_a5', hubId: 'hub_a', playbookId: 'pb_a2', workspaceId: 'ws_a2', optedInAt: '2026-11-10T10:00:00Z' },
     { id: 'oi_b1', hubId: 'hub_b', playbookId: 'pb_b1', workspaceId: 'ws_b1', optedInAt: '2026-11-21T10:00:00Z' },
     { id: 'oi_b2', hubId: 'hub_b', playbookId: 'pb_b1', workspaceId: 'ws_b1', status: 'paused', optedInAt: '2026-11-19T10:00:00Z' },
@@ -147,7 +180,10 @@ describe('Hub MCP endpoint (SDK client over Streamable HTTP)', () => {
       for (const tool of tools) {
         assert.equal(tool.inputSchema.type, 'object', `${tool.name} inputSchema`);
         assert.equal(tool.outputSchema?.type, 'object', `${tool.name} outputSchema`);
-        assert.ok(tool.outputSchema?.properties && Object.keys(tool.outputSchema.properties).length > 0, `${tool.name} outputSchema has properties`);
+        assert.ok(
+          tool.outputSchema?.properties && Object.keys(tool.outputSchema.properties).length > 0,
+          `${tool.name} outputSchema has properties`,
+        );
         assert.ok(typeof tool.description === 'string' && tool.description.length > 40, `${tool.name} description`);
         assert.equal(tool.annotations?.readOnlyHint, true, `${tool.name} readOnlyHint`);
       }
@@ -168,7 +204,11 @@ describe('Hub MCP endpoint (SDK client over Streamable HTTP)', () => {
         { tool: 'list_playbook_opt_ins', args: {}, path: '/playbook-opt-ins' },
         { tool: 'list_playbook_opt_ins', args: { limit: 2 }, path: '/playbook-opt-ins?limit=2' },
         { tool: 'list_playbook_opt_ins', args: { status: 'active' }, path: '/playbook-opt-ins?status=active' },
-        { tool: 'list_playbook_opt_ins', args: { playbookId: 'pb_a2', since: '2026-11-10' }, path: '/playbook-opt-ins?playbookId=pb_a2&since=2026-11-10' },
+        {
+          tool: 'list_playbook_opt_ins',
+          args: { playbookId: 'pb_a2', since: '2026-11-10' },
+          path: '/playbook-opt-ins?playbookId=pb_a2&since=2026-11-10',
+        },
         { tool: 'list_playbook_opt_ins', args: { since: '2026-11-21T08:00:00Z' }, path: '/playbook-opt-ins?since=2026-11-21T08:00:00Z' },
         { tool: 'get_opt_in_summary', args: {}, path: '/opt-in-summary' },
         { tool: 'get_spend_by_workspace', args: {}, path: '/spend-by-workspace' },
@@ -183,11 +223,17 @@ describe('Hub MCP endpoint (SDK client over Streamable HTTP)', () => {
       }
       // Each call went through the SDK's outputSchema validation, and passed it.
       assert.equal(validator.outcomes.length, cases.length, 'the client validated every structured result');
-      assert.deepEqual(validator.outcomes.filter((o) => !o.valid), []);
+      assert.deepEqual(
+        validator.outcomes.filter((o) => !o.valid),
+        [],
+      );
 
       // The data behind the comparisons is what the fixtures say (the comparisons are not vacuous).
       const all = await callOk(client, 'list_playbook_opt_ins');
-      assert.deepEqual((all.data as { id: string }[]).map((row) => row.id), ['oi_a4', 'oi_a5', 'oi_a3', 'oi_a2', 'oi_a1']);
+      assert.deepEqual(
+        (all.data as { id: string }[]).map((row) => row.id),
+        ['oi_a4', 'oi_a5', 'oi_a3', 'oi_a2', 'oi_a1'],
+      );
       assert.equal(all.nextCursor, null);
       const first = (all.data as any[]).find((row) => row.id === 'oi_a1');
       assert.equal(first.playbook.name, 'Spring Promo ');
@@ -196,15 +242,30 @@ describe('Hub MCP endpoint (SDK client over Streamable HTTP)', () => {
       const summary = await callOk(client, 'get_opt_in_summary');
       // asOf: the instant the figures have been current since (the hub's last counted opt-in change, not before today).
       const changed = await t.db.kysely.selectFrom('hubs').select('opt_ins_changed_at').where('id', '=', 'hub_a').executeTakeFirstOrThrow();
-      assert.equal(summary.asOf, new Date(Math.max(changed.opt_ins_changed_at.getTime(), Date.parse('2026-11-21T00:00:00Z'))).toISOString());
+      assert.equal(
+        summary.asOf,
+        new Date(Math.max(changed.opt_ins_changed_at.getTime(), Date.parse('2026-11-21T00:00:00Z'))).toISOString(),
+      );
       assert.equal(summary.activeOptIns, 2);
       const week = (summary.periods as any[]).find((p) => p.period === 'last_7_days');
       assert.deepEqual([week.startDate, week.endDate, week.optIns, week.workspaces], ['2026-11-15', '2026-11-21', 3, 2]);
       const spend = await callOk(client, 'get_spend_by_workspace', { period: 'last_7_days' });
       assert.equal(spend.asOf, '2026-11-21T08:00:00.000Z');
       assert.equal(spend.freshness, 'fresh');
-      assert.deepEqual(spend.totals, { spendCents: 6977, priorSpendCents: 300, unattributedSpendCents: 0, priorUnattributedSpendCents: 300 });
-      assert.deepEqual((spend.workspaces as any[]).map((w) => [w.id, w.spendCents]), [['ws_a1', 6200], ['ws_a2', 777], ['ws_a3', 0]]);
+      assert.deepEqual(spend.totals, {
+        spendCents: 6977,
+        priorSpendCents: 300,
+        unattributedSpendCents: 0,
+        priorUnattributedSpendCents: 300,
+      });
+      assert.deepEqual(
+        (spend.workspaces as any[]).map((w) => [w.id, w.spendCents]),
+        [
+          ['ws_a1', 6200],
+          ['ws_a2', 777],
+          ['ws_a3', 0],
+        ],
+      );
     } finally {
       await client.close();
     }
@@ -287,7 +348,9 @@ describe('Hub MCP endpoint (SDK client over Streamable HTTP)', () => {
     try {
       const aRows = (await callOk(a.client, 'list_playbook_opt_ins', { limit: 500 })).data as any[];
       assert.ok(aRows.length > 0);
-      assert.ok(aRows.every((row) => row.id.startsWith('oi_a') && row.workspace.id.startsWith('ws_a') && row.playbook.id.startsWith('pb_a')));
+      assert.ok(
+        aRows.every((row) => row.id.startsWith('oi_a') && row.workspace.id.startsWith('ws_a') && row.playbook.id.startsWith('pb_a')),
+      );
       const foreign = await callOk(a.client, 'list_playbook_opt_ins', { playbookId: 'pb_b1' });
       assert.deepEqual(foreign, { data: [], nextCursor: null });
 
@@ -301,10 +364,16 @@ describe('Hub MCP endpoint (SDK client over Streamable HTTP)', () => {
       assert.equal(bMonth.optIns, 2);
 
       const aSpend = await callOk(a.client, 'get_spend_by_workspace', { period: 'today' });
-      assert.deepEqual((aSpend.workspaces as any[]).map((w) => w.id), ['ws_a1', 'ws_a2', 'ws_a3']);
+      assert.deepEqual(
+        (aSpend.workspaces as any[]).map((w) => w.id),
+        ['ws_a1', 'ws_a2', 'ws_a3'],
+      );
       assert.equal((aSpend.totals as any).spendCents, 1200);
       const bSpend = await callOk(b.client, 'get_spend_by_workspace', { period: 'today' });
-      assert.deepEqual((bSpend.workspaces as any[]).map((w) => [w.id, w.spendCents]), [['ws_b1', 424242]]);
+      assert.deepEqual(
+        (bSpend.workspaces as any[]).map((w) => [w.id, w.spendCents]),
+        [['ws_b1', 424242]],
+      );
       assert.equal(bSpend.asOf, '2026-11-21T07:00:00.000Z');
     } finally {
       await a.client.close();
@@ -350,49 +419,79 @@ describe('Hub MCP endpoint (SDK client over Streamable HTTP)', () => {
     assert.equal(response.json?.error, 'browser_request_rejected');
     assert.equal(response.headers['access-control-allow-origin'], undefined);
     // Fetch metadata a browser sends, even without an Origin header.
-    const cors = await rawPost({ authorization: `Bearer ${keys.a}`, 'sec-fetch-mode': 'cors', 'sec-fetch-site': 'cross-site', 'sec-fetch-dest': 'empty' });
+    const cors = await rawPost({
+      authorization: `Bearer ${keys.a}`,
+      'sec-fetch-mode': 'cors',
+      'sec-fetch-site': 'cross-site',
+      'sec-fetch-dest': 'empty',
+    });
     assert.equal(cors.status, 403);
     assert.equal(cors.json?.error, 'browser_request_rejected');
     assert.equal(cors.headers['access-control-allow-origin'], undefined);
-    const preflight = await httpRequest(mcpUrl, { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+    const preflight = await httpRequest(mcpUrl, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
+    });
     assert.equal(preflight.status, 403);
     assert.equal(preflight.headers['access-control-allow-origin'], undefined);
   });
 
   test('a body that is not JSON is -32700, one that is not a JSON-RPC message -32600, with the key checked first', async () => {
-    const post = (body: string, key = keys.a) => httpRequest(mcpUrl, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body,
-    });
+    const post = (body: string, key = keys.a) =>
+      httpRequest(mcpUrl, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body,
+      });
     for (const body of ['{"jsonrpc":"2.0","id":1,', '', '{"__proto__":{},"jsonrpc":"2.0","id":1,"method":"tools/list"}']) {
       const response = await post(body);
       assert.equal(response.status, 400, body);
       assert.equal(response.headers['cache-control'], 'no-store');
-      assert.deepEqual(response.json, { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the body is not valid JSON.' } }, body);
+      assert.deepEqual(
+        response.json,
+        { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the body is not valid JSON.' } },
+        body,
+      );
     }
-    for (const [body, id] of [['[]', null], ['true', null], ['{"jsonrpc":"2.0","id":9,"params":{}}', 9], ['[{"jsonrpc":"2.0","id":1,"method":"tools/list"},[]]', null]] as const) {
+    for (const [body, id] of [
+      ['[]', null],
+      ['true', null],
+      ['{"jsonrpc":"2.0","id":9,"params":{}}', 9],
+      ['[{"jsonrpc":"2.0","id":1,"method":"tools/list"},[]]', null],
+    ] as const) {
       const response = await post(body);
       assert.equal(response.status, 400, body);
       assert.equal(response.json.id, id, body);
       assert.equal(response.json.error.code, -32600, body);
     }
     // Nested deeper than any message may: a JSON-RPC error too, not the REST body of the door check.
-    const deep = await post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_opt_in_summary","arguments":{"x":${'['.repeat(5_000)}${']'.repeat(5_000)}}}}`);
+    const deep = await post(
+      `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_opt_in_summary","arguments":{"x":${'['.repeat(5_000)}${']'.repeat(5_000)}}}}`,
+    );
     assert.equal(deep.status, 400);
-    assert.deepEqual(deep.json, { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid Request: the body nests objects and arrays more than 32 levels deep.' } });
+    assert.deepEqual(deep.json, {
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32600, message: 'Invalid Request: the body nests objects and arrays more than 32 levels deep.' },
+    });
     const unauthenticated = await post('{bad', keys.revoked);
     assert.equal(unauthenticated.status, 403);
     assert.equal(unauthenticated.json.error, 'invalid_api_key');
   });
 
   test('an unknown tool is the JSON-RPC error -32602 (raw and through the SDK client)', async () => {
-    const raw = await rawPost({ authorization: `Bearer ${keys.a}` }, { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'drop_tables', arguments: {} } });
+    const raw = await rawPost(
+      { authorization: `Bearer ${keys.a}` },
+      { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'drop_tables', arguments: {} } },
+    );
     assert.equal(raw.status, 200);
     assert.deepEqual(raw.json, { jsonrpc: '2.0', id: 4, error: { code: -32602, message: 'Unknown tool: drop_tables' } });
     const { client } = await mcpClient(keys.a);
     try {
-      await assert.rejects(client.callTool({ name: 'drop_tables', arguments: {} }), (error: Error & { code?: number }) => error.code === -32602 && /Unknown tool: drop_tables/.test(error.message));
+      await assert.rejects(
+        client.callTool({ name: 'drop_tables', arguments: {} }),
+        (error: Error & { code?: number }) => error.code === -32602 && /Unknown tool: drop_tables/.test(error.message),
+      );
       await callOk(client, 'get_opt_in_summary');
     } finally {
       await client.close();
@@ -409,7 +508,11 @@ describe('Hub MCP endpoint (SDK client over Streamable HTTP)', () => {
       assert.equal(response.status, 200, JSON.stringify(message));
       assert.equal(response.json.id, message.id);
       assert.equal(response.json.error.code, -32602, response.text);
-      assert.match(response.json.error.message, new RegExp(`^Invalid params for ${message.method}: .*${field.replace('.', '\\.')}`), response.text);
+      assert.match(
+        response.json.error.message,
+        new RegExp(`^Invalid params for ${message.method}: .*${field.replace('.', '\\.')}`),
+        response.text,
+      );
     }
   });
 
@@ -442,7 +545,12 @@ describe('Hub MCP endpoint (SDK client over Streamable HTTP)', () => {
   });
 
   test('each tool call of a JSON-RPC batch counts against the per-key limit; answers are never cached', async () => {
-    const call = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'list_playbook_opt_ins', arguments: { limit: 1 } } });
+    const call = (id: number) => ({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name: 'list_playbook_opt_ins', arguments: { limit: 1 } },
+    });
     const batch = await rawPost({ authorization: `Bearer ${keys.batch}` }, [call(1), call(2), call(3)]);
     assert.equal(batch.status, 200, batch.text);
     assert.equal(batch.json.length, 3);

@@ -51,9 +51,24 @@ before(async () => {
     { type: 'playbook', id: 'pb_1', hubId: 'h1', name: 'Spring', solutions: ['meta'] },
     { type: 'optIn', id: 'oi_1', playbookId: 'pb_1', workspaceId: 'w1', status: 'active', optedInAt: `${today}T00:00:00Z` },
     { type: 'optIn', id: 'oi_2', playbookId: 'pb_1', workspaceId: 'w2', status: 'in_review', optedInAt: `${today}T00:00:00Z` },
-    { type: 'adAccount', id: 'aa_1', hubId: 'h1', platform: 'meta', name: 'Acme Meta', lastSyncedAt: new Date(now.getTime() - 3_600_000).toISOString() },
+    {
+      type: 'adAccount',
+      id: 'aa_1',
+      hubId: 'h1',
+      platform: 'meta',
+      name: 'Acme Meta',
+      lastSyncedAt: new Date(now.getTime() - 3_600_000).toISOString(),
+    },
     { type: 'spend', adAccountId: 'aa_1', workspaceId: 'w1', date: today, spendCents: 1234 },
-    { type: 'user', email: HUB_ADMIN.email, password: HUB_ADMIN.password, firstname: 'Ada', lastname: 'Lee', hubId: 'h1', role: 'hub_admin' },
+    {
+      type: 'user',
+      email: HUB_ADMIN.email,
+      password: HUB_ADMIN.password,
+      firstname: 'Ada',
+      lastname: 'Lee',
+      hubId: 'h1',
+      role: 'hub_admin',
+    },
   ];
   await importNdjson(live.db, lines.map((l) => JSON.stringify(l)).join('\n'));
   hubKey = (await createKey(live.db, { hubId: 'h1', name: 'revisions' })).key;
@@ -70,7 +85,11 @@ after(async () => {
 
 /** One POST by hand; `headers` are sent as given (besides the content type and accept). */
 async function post(url: URL, headers: Record<string, string>, body: unknown): Promise<{ status: number; headers: Headers; body: any }> {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(body) });
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    body: JSON.stringify(body),
+  });
   return { status: response.status, headers: response.headers, body: await response.json() };
 }
 
@@ -83,7 +102,12 @@ function modern(method: string, params: Record<string, unknown> = {}, id = 1) {
   };
 }
 
-const initialize = (protocolVersion: string) => ({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion, capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+const initialize = (protocolVersion: string) => ({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion, capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+});
 
 const endpoints = () => [
   { label: 'Hub MCP', url: hubUrl, auth: `Bearer ${hubKey}`, name: 'hubops-hub-api', tools: hubOperations.map((op) => op.name) },
@@ -103,7 +127,10 @@ describe('2026-07-28 through the SDK v2 client', () => {
       assert.match(discovered.instructions ?? '', /Read-only tools over one hub/);
 
       const { tools } = await client.listTools();
-      assert.deepEqual(tools.map((tool) => tool.name), hubOperations.map((op) => op.name));
+      assert.deepEqual(
+        tools.map((tool) => tool.name),
+        hubOperations.map((op) => op.name),
+      );
       assert.ok(tools.every((tool) => tool.annotations?.readOnlyHint === true && tool.outputSchema?.type === 'object'));
 
       const cases: [string, Record<string, unknown>, string][] = [
@@ -143,7 +170,10 @@ describe('2026-07-28 through the SDK v2 client', () => {
       assert.equal(client.getNegotiatedProtocolVersion(), '2026-07-28');
       assert.deepEqual(client.getDiscoverResult()!.capabilities, { tools: {}, resources: {} });
       const { tools } = await client.listTools();
-      assert.deepEqual(tools.map((tool) => tool.name), mainMcpTools.map((op) => op.name));
+      assert.deepEqual(
+        tools.map((tool) => tool.name),
+        mainMcpTools.map((op) => op.name),
+      );
 
       const me = await callOk(client, 'whoami');
       assert.equal(me.user.email, HUB_ADMIN.email);
@@ -156,7 +186,10 @@ describe('2026-07-28 through the SDK v2 client', () => {
       const docs = await callOk(client, 'search_docs', { query: 'rate limits' });
       assert.ok(docs.hits.length > 0, JSON.stringify(docs).slice(0, 200));
 
-      await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }), (error: Error & { code?: number }) => error.code === -32602 && /Unknown tool: no_such_tool/.test(error.message));
+      await assert.rejects(
+        client.callTool({ name: 'no_such_tool', arguments: {} }),
+        (error: Error & { code?: number }) => error.code === -32602 && /Unknown tool: no_such_tool/.test(error.message),
+      );
     } finally {
       await client.close();
     }
@@ -169,12 +202,26 @@ describe('2026-07-28 through the SDK v2 client', () => {
       const client = await modernClient(endpoint.url, { token: endpoint.auth.slice('Bearer '.length) });
       try {
         const { tools } = await client.listTools();
-        const linked = tools.filter((tool) => tool._meta?.ui !== undefined).map((tool) => [tool.name, (tool._meta!.ui as { resourceUri: string }).resourceUri]);
-        assert.deepEqual(linked, endpoint.tools.filter((name) => reports.has(name)).map((name) => [name, REPORT_VIEW_URI]), endpoint.label);
+        const linked = tools
+          .filter((tool) => tool._meta?.ui !== undefined)
+          .map((tool) => [tool.name, (tool._meta!.ui as { resourceUri: string }).resourceUri]);
+        assert.deepEqual(
+          linked,
+          endpoint.tools.filter((name) => reports.has(name)).map((name) => [name, REPORT_VIEW_URI]),
+          endpoint.label,
+        );
         const { resources } = await client.listResources();
-        assert.deepEqual(resources.map((r) => [r.uri, r.mimeType]), [[REPORT_VIEW_URI, 'text/html;profile=mcp-app']], endpoint.label);
+        assert.deepEqual(
+          resources.map((r) => [r.uri, r.mimeType]),
+          [[REPORT_VIEW_URI, 'text/html;profile=mcp-app']],
+          endpoint.label,
+        );
         const read = await client.readResource({ uri: REPORT_VIEW_URI });
-        assert.deepEqual(read.contents.map((c) => [c.uri, c.mimeType, 'text' in c ? c.text : undefined]), [[REPORT_VIEW_URI, view!.mimeType, view!.text]], endpoint.label);
+        assert.deepEqual(
+          read.contents.map((c) => [c.uri, c.mimeType, 'text' in c ? c.text : undefined]),
+          [[REPORT_VIEW_URI, view!.mimeType, view!.text]],
+          endpoint.label,
+        );
       } finally {
         await client.close();
       }
@@ -194,9 +241,14 @@ describe('2026-07-28 through the SDK v2 client', () => {
       await client.close();
     }
     const posts = log.filter((r) => r.method === 'POST');
-    const window = (policy: string) => posts.map((r) => Number(r.headers.get('ratelimit')?.match(new RegExp(`"${policy}";r=(\\d+)`))?.[1] ?? NaN));
+    const window = (policy: string) =>
+      posts.map((r) => Number(r.headers.get('ratelimit')?.match(new RegExp(`"${policy}";r=(\\d+)`))?.[1] ?? NaN));
     const perKey = window('per-key');
-    assert.deepEqual(perKey, perKey.map((_, i) => perKey[0]! - i), `one unit per POST: ${perKey.join(', ')}`);
+    assert.deepEqual(
+      perKey,
+      perKey.map((_, i) => perKey[0]! - i),
+      `one unit per POST: ${perKey.join(', ')}`,
+    );
     assert.equal(perKey[0], 119, 'the first POST (server/discover) is the first request of this key');
     // The summary's own 20-a-minute window counted the tool call: REST's next one is its second.
     const rest = await live.hubGet('/opt-in-summary', key);
@@ -207,11 +259,24 @@ describe('2026-07-28 through the SDK v2 client', () => {
     const list = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} };
     for (const host of ['[', 'a b', 'x:99999', '%']) {
       const response = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const request = http.request(hubUrl, { method: 'POST', headers: { host, authorization: `Bearer ${hubKey}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' } }, (answer) => {
-          let body = '';
-          answer.on('data', (chunk) => (body += chunk));
-          answer.on('end', () => resolve({ status: answer.statusCode!, body }));
-        });
+        const request = http.request(
+          hubUrl,
+          {
+            method: 'POST',
+            headers: {
+              host,
+              authorization: `Bearer ${hubKey}`,
+              'content-type': 'application/json',
+              accept: 'application/json, text/event-stream',
+              'mcp-protocol-version': '2025-11-25',
+            },
+          },
+          (answer) => {
+            let body = '';
+            answer.on('data', (chunk) => (body += chunk));
+            answer.on('end', () => resolve({ status: answer.statusCode!, body }));
+          },
+        );
         request.on('error', reject);
         request.end(JSON.stringify(list));
       });
@@ -232,9 +297,17 @@ describe('2026-07-28 through the SDK v2 client', () => {
       assert.equal(listed.status, 200, endpoint.label);
       assert.equal(listed.body.result.ttlMs, 3_600_000, endpoint.label);
       assert.equal(listed.body.result.cacheScope, 'public', endpoint.label);
-      assert.deepEqual(listed.body.result.tools.map((tool: { name: string }) => tool.name), endpoint.tools, endpoint.label);
+      assert.deepEqual(
+        listed.body.result.tools.map((tool: { name: string }) => tool.name),
+        endpoint.tools,
+        endpoint.label,
+      );
 
-      const old = await post(endpoint.url, { authorization: endpoint.auth, 'mcp-protocol-version': '2025-11-25' }, { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} });
+      const old = await post(
+        endpoint.url,
+        { authorization: endpoint.auth, 'mcp-protocol-version': '2025-11-25' },
+        { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} },
+      );
       assert.equal(old.status, 200, endpoint.label);
       assert.equal(old.body.result.ttlMs, undefined, endpoint.label);
       assert.equal(old.body.result.cacheScope, undefined, endpoint.label);
@@ -246,7 +319,12 @@ describe('2026-07-28 through the SDK v2 client', () => {
 describe('2025 revisions over raw HTTP', () => {
   test('initialize negotiates 2025-06-18 and 2025-11-25 as asked; an older offer gets 2025-11-25', async () => {
     for (const endpoint of endpoints()) {
-      for (const [offered, answered] of [['2025-06-18', '2025-06-18'], ['2025-11-25', '2025-11-25'], ['2025-03-26', '2025-03-26'], ['2024-11-05', '2025-11-25']]) {
+      for (const [offered, answered] of [
+        ['2025-06-18', '2025-06-18'],
+        ['2025-11-25', '2025-11-25'],
+        ['2025-03-26', '2025-03-26'],
+        ['2024-11-05', '2025-11-25'],
+      ]) {
         const response = await post(endpoint.url, { authorization: endpoint.auth }, initialize(offered!));
         assert.equal(response.status, 200, `${endpoint.label} ${offered}`);
         assert.match(response.headers.get('content-type') ?? '', /^application\/json/);
@@ -260,9 +338,16 @@ describe('2025 revisions over raw HTTP', () => {
   });
 
   test('a request naming a revision the endpoint does not serve is refused', async () => {
-    const response = await post(hubUrl, { authorization: `Bearer ${hubKey}`, 'mcp-protocol-version': '2024-11-05' }, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} });
+    const response = await post(
+      hubUrl,
+      { authorization: `Bearer ${hubKey}`, 'mcp-protocol-version': '2024-11-05' },
+      { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} },
+    );
     assert.equal(response.status, 400);
-    assert.match(response.body.error.message, /Unsupported protocol version: 2024-11-05 \(supported versions: 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26\)/);
+    assert.match(
+      response.body.error.message,
+      /Unsupported protocol version: 2024-11-05 \(supported versions: 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26\)/,
+    );
   });
 });
 
@@ -271,10 +356,26 @@ describe('2026-07-28 requests the specification has servers refuse', () => {
     for (const endpoint of endpoints()) {
       const call = modern('tools/call', { name: 'get_opt_in_summary', arguments: {} }, 7);
       for (const [label, headers, pattern] of [
-        ['Mcp-Method names another method', { ...call.headers, 'mcp-method': 'tools/list' }, /the body names method tools\/call but the Mcp-Method header names tools\/list/],
-        ['Mcp-Name names another tool', { ...call.headers, 'mcp-name': 'list_playbook_opt_ins' }, /params\.name="get_opt_in_summary" but the Mcp-Name header names "list_playbook_opt_ins"/],
-        ['no Mcp-Method', { 'mcp-protocol-version': '2026-07-28', 'mcp-name': 'get_opt_in_summary' }, /required Mcp-Method header is absent/],
-        ['MCP-Protocol-Version contradicting the envelope', { ...call.headers, 'mcp-protocol-version': '2025-11-25' }, /names protocol version 2026-07-28 but the MCP-Protocol-Version header names 2025-11-25/],
+        [
+          'Mcp-Method names another method',
+          { ...call.headers, 'mcp-method': 'tools/list' },
+          /the body names method tools\/call but the Mcp-Method header names tools\/list/,
+        ],
+        [
+          'Mcp-Name names another tool',
+          { ...call.headers, 'mcp-name': 'list_playbook_opt_ins' },
+          /params\.name="get_opt_in_summary" but the Mcp-Name header names "list_playbook_opt_ins"/,
+        ],
+        [
+          'no Mcp-Method',
+          { 'mcp-protocol-version': '2026-07-28', 'mcp-name': 'get_opt_in_summary' },
+          /required Mcp-Method header is absent/,
+        ],
+        [
+          'MCP-Protocol-Version contradicting the envelope',
+          { ...call.headers, 'mcp-protocol-version': '2025-11-25' },
+          /names protocol version 2026-07-28 but the MCP-Protocol-Version header names 2025-11-25/,
+        ],
       ] as const) {
         const response = await post(endpoint.url, { authorization: endpoint.auth, ...headers }, call.body);
         assert.equal(response.status, 400, `${endpoint.label}: ${label}`);
@@ -293,12 +394,20 @@ describe('2026-07-28 requests the specification has servers refuse', () => {
   test('an envelope naming an unknown revision is -32022 listing the supported one; a 2026 header without the envelope -32602', async () => {
     const unknown = modern('tools/list');
     const later = { ...unknown.body, params: { _meta: { ...ENVELOPE, 'io.modelcontextprotocol/protocolVersion': '2027-01-01' } } };
-    const refused = await post(hubUrl, { authorization: `Bearer ${hubKey}`, ...unknown.headers, 'mcp-protocol-version': '2027-01-01' }, later);
+    const refused = await post(
+      hubUrl,
+      { authorization: `Bearer ${hubKey}`, ...unknown.headers, 'mcp-protocol-version': '2027-01-01' },
+      later,
+    );
     assert.equal(refused.status, 400);
     assert.equal(refused.body.error.code, -32022);
     assert.deepEqual(refused.body.error.data, { supported: ['2026-07-28'], requested: '2027-01-01' });
 
-    const bare = await post(hubUrl, { authorization: `Bearer ${hubKey}`, ...unknown.headers }, { jsonrpc: '2.0', id: 3, method: 'tools/list', params: {} });
+    const bare = await post(
+      hubUrl,
+      { authorization: `Bearer ${hubKey}`, ...unknown.headers },
+      { jsonrpc: '2.0', id: 3, method: 'tools/list', params: {} },
+    );
     assert.equal(bare.status, 400);
     assert.equal(bare.body.error.code, -32602);
     assert.match(bare.body.error.message, /missing the required per-request envelope/);
@@ -330,7 +439,10 @@ describe('auth failures on the 2026-07-28 leg are those of the 2025 leg', () => 
 
   test('Hub MCP: no key or a revoked one is 403 invalid_api_key, without a challenge', async () => {
     const discover = modern('server/discover');
-    for (const [label, headers] of [['no key', {}], ['revoked key', { authorization: `Bearer ${revokedKey}` }]] as const) {
+    for (const [label, headers] of [
+      ['no key', {}],
+      ['revoked key', { authorization: `Bearer ${revokedKey}` }],
+    ] as const) {
       const response = await post(hubUrl, { ...headers, ...discover.headers }, discover.body);
       assert.equal(response.status, 403, label);
       assert.equal(response.body.error, 'invalid_api_key', label);

@@ -93,11 +93,26 @@ describe('server.json against the published schema', () => {
       change(copy);
       return !validate(copy);
     };
-    assert.ok(refused((s) => (s.description = 'x'.repeat(101))), 'a description over 100 characters');
-    assert.ok(refused((s) => (s.name = 'hubops')), 'a name without its namespace');
-    assert.ok(refused((s) => (s.remotes[0].url = '{hubops_host}/mcp')), 'a URL that does not start with http(s)://');
-    assert.ok(refused((s) => (s.remotes[1].headers[0].isSecret = 'yes')), 'isSecret that is not a boolean');
-    assert.ok(refused((s) => delete s.version), 'no version');
+    assert.ok(
+      refused((s) => (s.description = 'x'.repeat(101))),
+      'a description over 100 characters',
+    );
+    assert.ok(
+      refused((s) => (s.name = 'hubops')),
+      'a name without its namespace',
+    );
+    assert.ok(
+      refused((s) => (s.remotes[0].url = '{hubops_host}/mcp')),
+      'a URL that does not start with http(s)://',
+    );
+    assert.ok(
+      refused((s) => (s.remotes[1].headers[0].isSecret = 'yes')),
+      'isSecret that is not a boolean',
+    );
+    assert.ok(
+      refused((s) => delete s.version),
+      'no version',
+    );
   });
 
   test('the vendored schema is the file schemas/README.md names, byte for byte', async () => {
@@ -154,7 +169,12 @@ for (const basePath of ['', '/api']) {
       const unauthorised = await httpRequest(url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'registry', version: '1' } } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'registry', version: '1' } },
+        }),
       });
       assert.equal(unauthorised.status, 401);
       const metadataUrl = /resource_metadata="([^"]+)"/.exec(String(unauthorised.headers['www-authenticate']))?.[1];
@@ -188,7 +208,12 @@ for (const basePath of ['', '/api']) {
         httpRequest(url, {
           method: 'POST',
           headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...sent },
-          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'registry', version: '1' } } }),
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'initialize',
+            params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'registry', version: '1' } },
+          }),
         });
       const refusedHeaders: Record<string, string>[] = [{}, { 'X-Api-Key': key }, { 'X-Authorization': `Bearer ${key}` }];
       for (const sent of refusedHeaders) {

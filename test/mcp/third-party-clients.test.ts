@@ -29,9 +29,17 @@ const TIMEOUT_MS = 30_000;
  * holds in the seeded hub (so that two empty answers never pass for equal ones).
  */
 const HUB_CALLS: Record<string, { args: Record<string, unknown>; rest: string; holds: (answer: any) => boolean }> = {
-  list_playbook_opt_ins: { args: { status: 'active', limit: 5 }, rest: '/playbook-opt-ins?status=active&limit=5', holds: (a) => a.data.length === 5 },
+  list_playbook_opt_ins: {
+    args: { status: 'active', limit: 5 },
+    rest: '/playbook-opt-ins?status=active&limit=5',
+    holds: (a) => a.data.length === 5,
+  },
   get_opt_in_summary: { args: {}, rest: '/opt-in-summary', holds: (a) => a.activeOptIns > 0 },
-  get_spend_by_workspace: { args: { period: 'last_7_days' }, rest: '/spend-by-workspace?period=last_7_days', holds: (a) => a.totals.spendCents > 0 },
+  get_spend_by_workspace: {
+    args: { period: 'last_7_days' },
+    rest: '/spend-by-workspace?period=last_7_days',
+    holds: (a) => a.totals.spendCents > 0,
+  },
 };
 const HUB_TOOLS = Object.keys(HUB_CALLS).sort();
 
@@ -92,7 +100,13 @@ async function inspector(args: string[]): Promise<Run & { stdout: string }> {
   const seen = requests.length;
   try {
     const run = await runNode([toolPath('inspector'), '--cli', ...args], { env: box.env, cwd: box.home, timeoutMs: TIMEOUT_MS });
-    return { code: run.code, stdout: run.stdout, output: run.stdout + run.stderr, opened: await box.opened(), requests: requests.slice(seen) };
+    return {
+      code: run.code,
+      stdout: run.stdout,
+      output: run.stdout + run.stderr,
+      opened: await box.opened(),
+      requests: requests.slice(seen),
+    };
   } finally {
     await box.remove();
   }
@@ -109,11 +123,20 @@ async function rawMcpRemote(url: string, headers: string[], done: (output: strin
   const box = await sandbox();
   const seen = requests.length;
   const stdin = [
-    { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'stdio-test', version: '1' } } },
+    {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'stdio-test', version: '1' } },
+    },
     { jsonrpc: '2.0', method: 'notifications/initialized' },
     { jsonrpc: '2.0', id: 2, method: 'tools/list' },
   ];
-  const child = spawnGroup(process.execPath, [toolPath('mcpRemote'), url, ...headers.flatMap((h) => ['--header', h]), '--auth-timeout', '5'], { env: box.env, cwd: box.home, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawnGroup(
+    process.execPath,
+    [toolPath('mcpRemote'), url, ...headers.flatMap((h) => ['--header', h]), '--auth-timeout', '5'],
+    { env: box.env, cwd: box.home, stdio: ['pipe', 'pipe', 'pipe'] },
+  );
   let output = '';
   let answers = 0;
   let onAnswer = () => {};
@@ -162,7 +185,10 @@ function assertNoOAuth(run: Pick<Run, 'output' | 'opened' | 'requests'>): void {
   assert.doesNotMatch(run.output, /Protected resource .* does not match/);
   assert.doesNotMatch(run.output, /Interactive OAuth|Authorization (required|failed)|Registration/i);
   assert.deepEqual(run.opened, [], 'no browser was asked to open anything');
-  assert.ok(!run.requests.some((r) => r.startsWith('POST /oauth/register') || r.startsWith('GET /oauth/authorize')), run.requests.join('\n'));
+  assert.ok(
+    !run.requests.some((r) => r.startsWith('POST /oauth/register') || r.startsWith('GET /oauth/authorize')),
+    run.requests.join('\n'),
+  );
 }
 
 describe('the Hub MCP endpoint through real third-party clients', () => {
@@ -186,11 +212,14 @@ describe('the Hub MCP endpoint through real third-party clients', () => {
   test('MCP Inspector CLI with the key: lists the tools and calls every one, each answering as REST does', async () => {
     const [listed, ...calls] = await Promise.all([
       hubInspector(key, '--method', 'tools/list'),
-      ...HUB_TOOLS.map((name) => hubInspector(key, '--method', 'tools/call', '--tool-name', name, '--tool-args-json', JSON.stringify(HUB_CALLS[name]!.args))),
+      ...HUB_TOOLS.map((name) =>
+        hubInspector(key, '--method', 'tools/call', '--tool-name', name, '--tool-args-json', JSON.stringify(HUB_CALLS[name]!.args)),
+      ),
     ]);
     assert.equal(listed!.code, 0, listed!.output);
     // --format json: one object, `{ "result": … }`.
-    const tools = (JSON.parse(listed!.stdout) as { result: { tools: { name: string; annotations?: { readOnlyHint?: boolean } }[] } }).result.tools;
+    const tools = (JSON.parse(listed!.stdout) as { result: { tools: { name: string; annotations?: { readOnlyHint?: boolean } }[] } }).result
+      .tools;
     assert.deepEqual(tools.map((t) => t.name).sort(), HUB_TOOLS, 'every tool has a call below');
     assert.ok(tools.every((t) => t.annotations?.readOnlyHint === true));
     for (const [i, name] of HUB_TOOLS.entries()) {
@@ -258,19 +287,44 @@ describe('the main MCP server through mcp-remote, signing in by OAuth', () => {
       await remote.connected;
 
       const during = requests.slice(seen);
-      for (const expected of ['GET /.well-known/oauth-protected-resource/mcp', 'GET /.well-known/oauth-authorization-server', 'POST /oauth/register', 'POST /oauth/token']) {
-        assert.ok(during.some((r) => r.startsWith(expected)), `${expected} not requested:\n${during.join('\n')}`);
+      for (const expected of [
+        'GET /.well-known/oauth-protected-resource/mcp',
+        'GET /.well-known/oauth-authorization-server',
+        'POST /oauth/register',
+        'POST /oauth/token',
+      ]) {
+        assert.ok(
+          during.some((r) => r.startsWith(expected)),
+          `${expected} not requested:\n${during.join('\n')}`,
+        );
       }
 
       const { tools } = await remote.client.listTools();
-      assert.ok(['whoami', 'list_workspaces', 'get_opt_in_summary', 'get_spend_by_workspace'].every((name) => tools.some((t) => t.name === name)), tools.map((t) => t.name).join());
-      const me = structured('whoami', (await remote.client.callTool({ name: 'whoami', arguments: {} })) as CallToolResult) as { user: { email: string }; hub: { _id: string }; workspace: unknown; clientId: string };
+      assert.ok(
+        ['whoami', 'list_workspaces', 'get_opt_in_summary', 'get_spend_by_workspace'].every((name) => tools.some((t) => t.name === name)),
+        tools.map((t) => t.name).join(),
+      );
+      const me = structured('whoami', (await remote.client.callTool({ name: 'whoami', arguments: {} })) as CallToolResult) as {
+        user: { email: string };
+        hub: { _id: string };
+        workspace: unknown;
+        clientId: string;
+      };
       assert.equal(me.user.email, fx.ADMIN.email);
       assert.equal(me.hub._id, fx.HUB);
       assert.equal(me.workspace, null);
-      const workspaces = structured('list_workspaces', (await remote.client.callTool({ name: 'list_workspaces', arguments: {} })) as CallToolResult) as { data: { _id: string }[] };
-      assert.deepEqual(workspaces.data.map((w) => w._id), ['ws_a', 'ws_b', 'ws_c']);
-      const summary = structured('get_opt_in_summary', (await remote.client.callTool({ name: 'get_opt_in_summary', arguments: {} })) as CallToolResult);
+      const workspaces = structured(
+        'list_workspaces',
+        (await remote.client.callTool({ name: 'list_workspaces', arguments: {} })) as CallToolResult,
+      ) as { data: { _id: string }[] };
+      assert.deepEqual(
+        workspaces.data.map((w) => w._id),
+        ['ws_a', 'ws_b', 'ws_c'],
+      );
+      const summary = structured(
+        'get_opt_in_summary',
+        (await remote.client.callTool({ name: 'get_opt_in_summary', arguments: {} })) as CallToolResult,
+      );
       assert.deepEqual(summary, await restFor('get_opt_in_summary'));
 
       // mcp-remote keeps what it registered and the tokens in its config directory, nowhere else.
@@ -290,9 +344,14 @@ describe('the main MCP server through mcp-remote, signing in by OAuth', () => {
     const remote = mcpRemote([url(), String(port), '--auth-timeout', '5'], box);
     try {
       await remote.connected;
-      const me = structured('whoami', (await remote.client.callTool({ name: 'whoami', arguments: {} })) as CallToolResult) as { user: { email: string } };
+      const me = structured('whoami', (await remote.client.callTool({ name: 'whoami', arguments: {} })) as CallToolResult) as {
+        user: { email: string };
+      };
       assert.equal(me.user.email, fx.ADMIN.email);
-      const spend = structured('get_spend_by_workspace', (await remote.client.callTool({ name: 'get_spend_by_workspace', arguments: { period: 'last_7_days' } })) as CallToolResult);
+      const spend = structured(
+        'get_spend_by_workspace',
+        (await remote.client.callTool({ name: 'get_spend_by_workspace', arguments: { period: 'last_7_days' } })) as CallToolResult,
+      );
       assert.deepEqual(spend, await restFor('get_spend_by_workspace'));
       assert.equal((await box.opened()).length, openedBefore, 'no browser was opened');
       const during = requests.slice(seen);

@@ -103,8 +103,29 @@ let closedPort = 0;
 before(async () => {
   certDir = await mkdtemp(path.join(tmpdir(), 'hubops-cimd-'));
   const [keyFile, certFile] = [path.join(certDir, 'key.pem'), path.join(certDir, 'cert.pem')];
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-    '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', keyFile, '-out', certFile], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+    ],
+    { stdio: 'ignore' },
+  );
   const [key, cert] = await Promise.all([readFile(keyFile, 'utf8'), readFile(certFile, 'utf8')]);
   docs = new DocumentServer(key, cert);
   await docs.start();
@@ -112,7 +133,13 @@ before(async () => {
   await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
   closedPort = (probe.address() as AddressInfo).port;
   await new Promise((resolve) => probe.close(resolve));
-  live = await startApp({ listen: true, limiter: liveLimiter, logger: liveLog.logger, seed: (db) => seedHubAdmin(db), cimdTrust: { ca: cert, allowLoopback: true } });
+  live = await startApp({
+    listen: true,
+    limiter: liveLimiter,
+    logger: liveLog.logger,
+    seed: (db) => seedHubAdmin(db),
+    cimdTrust: { ca: cert, allowLoopback: true },
+  });
   untrusting = await startApp({ listen: true, limiter: untrustingLimiter });
 });
 after(async () => {
@@ -122,14 +149,27 @@ after(async () => {
   await rm(certDir, { recursive: true, force: true });
 });
 
-const clientRows = async (app: TestApp) => Number((await app.db.kysely.selectFrom('oauth_clients').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+const clientRows = async (app: TestApp) =>
+  Number(
+    (
+      await app.db.kysely
+        .selectFrom('oauth_clients')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
 
 /** Opens an authorization request for `clientId` as a browser would; the server's first answer. */
 async function authorizationRequest(app: TestApp, clientId: string, redirectUri = REDIRECT): Promise<Response> {
   const url = new URL(app.as.authorization_endpoint!);
   url.search = new URLSearchParams({
-    response_type: 'code', client_id: clientId, redirect_uri: redirectUri, scope: 'service:full', state: 's',
-    code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()), code_challenge_method: 'S256',
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: redirectUri,
+    scope: 'service:full',
+    state: 's',
+    code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()),
+    code_challenge_method: 'S256',
   }).toString();
   return fetch(url, { redirect: 'manual' });
 }
@@ -140,7 +180,10 @@ async function refusal(response: Response, status = 400): Promise<string> {
   assert.equal(response.status, status, html.slice(0, 400));
   assert.equal(response.headers.get('location'), null);
   assert.match(response.headers.get('content-type') ?? '', /text\/html/);
-  return html.replace(/&#39;/g, "'").replace(/&quot;/g, '"').replace(/&amp;/g, '&');
+  return html
+    .replace(/&#39;/g, "'")
+    .replace(/&quot;/g, '"')
+    .replace(/&amp;/g, '&');
 }
 
 /** The sign-in page an authorization request for `clientId` leads to. */
@@ -166,7 +209,11 @@ test('a client known only by its document URL: code + PKCE, tokens, the API, ref
   const [signIn, consent] = result.pages;
   const host = new URL(url).host;
   assert.match(signIn!, new RegExp(`to continue to <strong>Docs Client</strong> <small>from</small> <strong>${host}</strong>`));
-  assert.match(consent!, new RegExp(`<strong>Docs Client</strong> <small>from</small> <strong>${host}</strong>`), 'consent names the client and the host serving it');
+  assert.match(
+    consent!,
+    new RegExp(`<strong>Docs Client</strong> <small>from</small> <strong>${host}</strong>`),
+    'consent names the client and the host serving it',
+  );
 
   const tokens = await exchangeCode(live, client, result, REDIRECT);
   assert.ok(tokens.refresh_token);
@@ -203,29 +250,124 @@ describe('refusals: invalid_client with the reason, on a page; nothing stored', 
   // Network and HTTP failures all read the same to the caller (anyone can name any host and
   // port); the precise reason is `logged`, and must not be on the page.
   const cases: { name: string; clientId: () => string; reason: RegExp; at?: string; logged?: RegExp }[] = [
-    { name: 'over http', clientId: () => `http://127.0.0.1:${new URL(origin()).port}/apps/a.json`, reason: /the client_id must be an https URL/ },
+    {
+      name: 'over http',
+      clientId: () => `http://127.0.0.1:${new URL(origin()).port}/apps/a.json`,
+      reason: /the client_id must be an https URL/,
+    },
     { name: 'with a fragment', clientId: () => `${origin()}/apps/a.json#x`, reason: /must not have a fragment/ },
-    { name: 'with credentials', clientId: () => `https://user:pw@${new URL(origin()).host}/apps/a.json`, reason: /must not contain a user name or password/ },
+    {
+      name: 'with credentials',
+      clientId: () => `https://user:pw@${new URL(origin()).host}/apps/a.json`,
+      reason: /must not contain a user name or password/,
+    },
     { name: 'with a dot segment', clientId: () => `${origin()}/apps/../a.json`, reason: /must not contain \. or \.\. path segments/ },
-    { name: 'with an encoded dot segment', clientId: () => `${origin()}/apps/%2E%2e/a.json`, reason: /must not contain \. or \.\. path segments/ },
+    {
+      name: 'with an encoded dot segment',
+      clientId: () => `${origin()}/apps/%2E%2e/a.json`,
+      reason: /must not contain \. or \.\. path segments/,
+    },
     { name: 'without a path', clientId: () => `${origin()}/`, reason: /must have a path/ },
-    { name: 'on a private address', clientId: () => 'https://10.1.2.3/apps/a.json', reason: /10\.1\.2\.3 is a private address; only addresses on the public internet can be fetched/ },
-    { name: 'too large (Content-Length)', at: '/r/large.json', clientId: () => valid('/r/large.json', { padding: big }), reason: /larger than 5120 bytes/ },
-    { name: 'too large (streamed)', at: '/r/large-chunked.json', clientId: () => valid('/r/large-chunked.json', { padding: big }, { chunked: true }), reason: /larger than 5120 bytes/ },
-    { name: 'too slow', at: '/r/slow.json', clientId: () => valid('/r/slow.json', {}, { delayMs: CLIENT_METADATA_TIMEOUT_MS + 1500 }), reason: unreachable, logged: new RegExp(`did not finish within ${CLIENT_METADATA_TIMEOUT_MS / 1000} s`) },
-    { name: 'nothing listening', clientId: () => `https://127.0.0.1:${closedPort}/r/refused.json`, reason: unreachable, logged: /could not be reached \(ECONNREFUSED\)/ },
-    { name: 'a 203 (a success, but not 200)', at: '/r/203.json', clientId: () => valid('/r/203.json', {}, { status: 203 }), reason: unreachable, logged: /answered HTTP 203; a client metadata document is served with 200/ },
-    { name: 'not JSON (content type)', at: '/r/html.json', clientId: () => valid('/r/html.json', {}, { headers: { 'content-type': 'text/html' } }), reason: /served as text\/html, not application\/json/ },
-    { name: 'not JSON (body)', at: '/r/broken.json', clientId: () => docs.serve('/r/broken.json', { body: '{"client_id": ' }), reason: /the document is not valid JSON/ },
+    {
+      name: 'on a private address',
+      clientId: () => 'https://10.1.2.3/apps/a.json',
+      reason: /10\.1\.2\.3 is a private address; only addresses on the public internet can be fetched/,
+    },
+    {
+      name: 'too large (Content-Length)',
+      at: '/r/large.json',
+      clientId: () => valid('/r/large.json', { padding: big }),
+      reason: /larger than 5120 bytes/,
+    },
+    {
+      name: 'too large (streamed)',
+      at: '/r/large-chunked.json',
+      clientId: () => valid('/r/large-chunked.json', { padding: big }, { chunked: true }),
+      reason: /larger than 5120 bytes/,
+    },
+    {
+      name: 'too slow',
+      at: '/r/slow.json',
+      clientId: () => valid('/r/slow.json', {}, { delayMs: CLIENT_METADATA_TIMEOUT_MS + 1500 }),
+      reason: unreachable,
+      logged: new RegExp(`did not finish within ${CLIENT_METADATA_TIMEOUT_MS / 1000} s`),
+    },
+    {
+      name: 'nothing listening',
+      clientId: () => `https://127.0.0.1:${closedPort}/r/refused.json`,
+      reason: unreachable,
+      logged: /could not be reached \(ECONNREFUSED\)/,
+    },
+    {
+      name: 'a 203 (a success, but not 200)',
+      at: '/r/203.json',
+      clientId: () => valid('/r/203.json', {}, { status: 203 }),
+      reason: unreachable,
+      logged: /answered HTTP 203; a client metadata document is served with 200/,
+    },
+    {
+      name: 'not JSON (content type)',
+      at: '/r/html.json',
+      clientId: () => valid('/r/html.json', {}, { headers: { 'content-type': 'text/html' } }),
+      reason: /served as text\/html, not application\/json/,
+    },
+    {
+      name: 'not JSON (body)',
+      at: '/r/broken.json',
+      clientId: () => docs.serve('/r/broken.json', { body: '{"client_id": ' }),
+      reason: /the document is not valid JSON/,
+    },
     { name: 'not an object', at: '/r/array.json', clientId: () => docs.serve('/r/array.json', { body: [] }), reason: /not a JSON object/ },
-    { name: 'a mismatching client_id', at: '/r/mismatch.json', clientId: () => docs.serve('/r/mismatch.json', { body: documentFor(`${origin()}/r/other.json`) }), reason: /client_id does not match/ },
-    { name: 'client_secret_post', at: '/r/post.json', clientId: () => valid('/r/post.json', { token_endpoint_auth_method: 'client_secret_post' }), reason: /must not use shared-secret token endpoint authentication/ },
-    { name: 'client_secret_basic', at: '/r/basic.json', clientId: () => valid('/r/basic.json', { token_endpoint_auth_method: 'client_secret_basic' }), reason: /must not use shared-secret token endpoint authentication/ },
-    { name: 'a client_secret', at: '/r/secret.json', clientId: () => valid('/r/secret.json', { client_secret: 'hunter2hunter2hunter2hunter2hunter2' }), reason: /must not contain client_secret/ },
-    { name: 'no client_name', at: '/r/nameless.json', clientId: () => valid('/r/nameless.json', { client_name: undefined }), reason: /client_name is required/ },
-    { name: 'an http redirect URI off loopback', at: '/r/http-redirect.json', clientId: () => valid('/r/http-redirect.json', { redirect_uris: ['http://app.example/cb'] }), reason: /redirect URI http:\/\/app\.example\/cb must use https/ },
-    { name: 'a 404', at: '/r/missing.json', clientId: () => `${origin()}/r/missing.json`, reason: unreachable, logged: /the server answered HTTP 404/ },
-    { name: 'a redirect', at: '/r/moved.json', clientId: () => docs.serve('/r/moved.json', { status: 302, headers: { location: '/apps/docs-client.json' }, body: '' }), reason: unreachable, logged: /answered 302 \(a redirect\), and redirects are not followed/ },
+    {
+      name: 'a mismatching client_id',
+      at: '/r/mismatch.json',
+      clientId: () => docs.serve('/r/mismatch.json', { body: documentFor(`${origin()}/r/other.json`) }),
+      reason: /client_id does not match/,
+    },
+    {
+      name: 'client_secret_post',
+      at: '/r/post.json',
+      clientId: () => valid('/r/post.json', { token_endpoint_auth_method: 'client_secret_post' }),
+      reason: /must not use shared-secret token endpoint authentication/,
+    },
+    {
+      name: 'client_secret_basic',
+      at: '/r/basic.json',
+      clientId: () => valid('/r/basic.json', { token_endpoint_auth_method: 'client_secret_basic' }),
+      reason: /must not use shared-secret token endpoint authentication/,
+    },
+    {
+      name: 'a client_secret',
+      at: '/r/secret.json',
+      clientId: () => valid('/r/secret.json', { client_secret: 'hunter2hunter2hunter2hunter2hunter2' }),
+      reason: /must not contain client_secret/,
+    },
+    {
+      name: 'no client_name',
+      at: '/r/nameless.json',
+      clientId: () => valid('/r/nameless.json', { client_name: undefined }),
+      reason: /client_name is required/,
+    },
+    {
+      name: 'an http redirect URI off loopback',
+      at: '/r/http-redirect.json',
+      clientId: () => valid('/r/http-redirect.json', { redirect_uris: ['http://app.example/cb'] }),
+      reason: /redirect URI http:\/\/app\.example\/cb must use https/,
+    },
+    {
+      name: 'a 404',
+      at: '/r/missing.json',
+      clientId: () => `${origin()}/r/missing.json`,
+      reason: unreachable,
+      logged: /the server answered HTTP 404/,
+    },
+    {
+      name: 'a redirect',
+      at: '/r/moved.json',
+      clientId: () => docs.serve('/r/moved.json', { status: 302, headers: { location: '/apps/docs-client.json' }, body: '' }),
+      reason: unreachable,
+      logged: /answered 302 \(a redirect\), and redirects are not followed/,
+    },
   ];
 
   for (const c of cases) {
@@ -308,7 +450,8 @@ describe('caching: HTTP caching within bounds', () => {
     const signIn = await openSignIn(live, documentClient(url), browser, REDIRECT);
     assert.equal((await browser.fetch(signIn)).status, 200);
     assert.equal(docs.count('/c/gone.json'), 1);
-    const counted = () => liveLimiter.count('oauth-client-metadata:127.0.0.1', CLIENT_METADATA_FETCH_LIMIT.windowMs, live.clock.now().getTime());
+    const counted = () =>
+      liveLimiter.count('oauth-client-metadata:127.0.0.1', CLIENT_METADATA_FETCH_LIMIT.windowMs, live.clock.now().getTime());
     const before = await counted();
     docs.routes.delete('/c/gone.json');
     advance(61);
@@ -327,7 +470,9 @@ describe('caching: HTTP caching within bounds', () => {
     const tokens = await exchangeCode(live, client, result, REDIRECT);
     docs.routes.get('/c/turns-bad.json')!.body = documentFor(`${docs.origin}/c/someone-else.json`);
     advance(121);
-    const response = await oauth.refreshTokenGrantRequest(live.as, client.client, client.clientAuth, tokens.refresh_token!, { [oauth.allowInsecureRequests]: true });
+    const response = await oauth.refreshTokenGrantRequest(live.as, client.client, client.clientAuth, tokens.refresh_token!, {
+      [oauth.allowInsecureRequests]: true,
+    });
     assert.equal(response.status, 400);
     const body = (await response.json()) as { error: string; error_description: string };
     assert.equal(body.error, 'invalid_client');
@@ -360,12 +505,19 @@ describe('the trust option is what lets tests use a loopback server', () => {
       throw new Error('unreachable');
     };
     const hostLimited = await untilRefused(CLIENT_METADATA_HOST_FETCH_LIMIT.limit, (i) => `https://127.0.0.3/t/limit-${i}.json`);
-    assert.match(await refusal(hostLimited, 429), /too many client metadata document fetches from this address for this host; retry in \d+ s/);
+    assert.match(
+      await refusal(hostLimited, 429),
+      /too many client metadata document fetches from this address for this host; retry in \d+ s/,
+    );
     assert.ok(Number(hostLimited.headers.get('retry-after')) > 0);
     const otherHost = await authorizationRequest(untrusting, 'https://127.0.0.2/t/other-host.json');
     assert.match(await refusal(otherHost), /127\.0\.0\.2 is a loopback address/, 'another host has its own window');
     // Made-up hosts: the address's window bounds them (the requests above are in it).
-    const used = await untrustingLimiter.count('oauth-client-metadata:127.0.0.1', CLIENT_METADATA_FETCH_LIMIT.windowMs, untrusting.clock.now().getTime());
+    const used = await untrustingLimiter.count(
+      'oauth-client-metadata:127.0.0.1',
+      CLIENT_METADATA_FETCH_LIMIT.windowMs,
+      untrusting.clock.now().getTime(),
+    );
     assert.ok(used >= CLIENT_METADATA_HOST_FETCH_LIMIT.limit + 1);
     const left = CLIENT_METADATA_FETCH_LIMIT.limit - used;
     const addressLimited = await untilRefused(left, (i) => `https://127.1.${Math.floor(i / 200)}.${(i % 200) + 1}/t/made-up.json`);

@@ -13,10 +13,7 @@ const { logger, lines } = captureLog('info');
 let live: TestApp;
 
 before(async () => {
-  live = await startApp({ listen: true,
-    logger,
-    throughProxy: true,
-  });
+  live = await startApp({ listen: true, logger, throughProxy: true });
 });
 
 after(async () => {
@@ -32,19 +29,64 @@ test('database down: every OAuth endpoint answers 503 with Retry-After, the erro
   // A user who reached the sign-in page just before the outage.
   const browser = new Browser();
   const started = new URL(live.as.authorization_endpoint!);
-  started.search = new URLSearchParams({ response_type: 'code', client_id: client.client.client_id, redirect_uri: REDIRECT, scope: 'service:full', code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()), code_challenge_method: 'S256' }).toString();
+  started.search = new URLSearchParams({
+    response_type: 'code',
+    client_id: client.client.client_id,
+    redirect_uri: REDIRECT,
+    scope: 'service:full',
+    code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()),
+    code_challenge_method: 'S256',
+  }).toString();
   const interaction = new URL((await browser.fetch(started.toString())).headers.get('location')!, live.baseUrl).toString();
   assert.equal((await browser.fetch(interaction)).status, 200);
 
   await live.proxy!.cut();
   await new Promise((resolve) => setTimeout(resolve, 100));
-  const form = (fields: Record<string, string>) => ({ method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) });
+  const form = (fields: Record<string, string>) => ({
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(fields),
+  });
   const authorizeUrl = new URL(live.as.authorization_endpoint!);
-  authorizeUrl.search = new URLSearchParams({ response_type: 'code', client_id: client.client.client_id, redirect_uri: REDIRECT, scope: 'service:full', code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()), code_challenge_method: 'S256' }).toString();
+  authorizeUrl.search = new URLSearchParams({
+    response_type: 'code',
+    client_id: client.client.client_id,
+    redirect_uri: REDIRECT,
+    scope: 'service:full',
+    code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()),
+    code_challenge_method: 'S256',
+  }).toString();
   const calls: [string, () => Promise<Response>][] = [
-    ['token', () => fetch(live.as.token_endpoint!, form({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token!, client_id: client.client.client_id, client_secret: client.secret! }))],
-    ['revocation', () => fetch(live.as.revocation_endpoint!, form({ token: tokens.access_token, client_id: client.client.client_id, client_secret: client.secret! }))],
-    ['registration', () => fetch(live.as.registration_endpoint!, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'x', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' }) })],
+    [
+      'token',
+      () =>
+        fetch(
+          live.as.token_endpoint!,
+          form({
+            grant_type: 'refresh_token',
+            refresh_token: tokens.refresh_token!,
+            client_id: client.client.client_id,
+            client_secret: client.secret!,
+          }),
+        ),
+    ],
+    [
+      'revocation',
+      () =>
+        fetch(
+          live.as.revocation_endpoint!,
+          form({ token: tokens.access_token, client_id: client.client.client_id, client_secret: client.secret! }),
+        ),
+    ],
+    [
+      'registration',
+      () =>
+        fetch(live.as.registration_endpoint!, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ client_name: 'x', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' }),
+        }),
+    ],
     ['authorization', () => fetch(authorizeUrl, { redirect: 'manual', headers: { accept: 'text/html' } })],
   ];
   for (const [name, call] of calls) {
@@ -57,12 +99,26 @@ test('database down: every OAuth endpoint answers 503 with Retry-After, the erro
       assert.match(response.headers.get('content-type') ?? '', /text\/html/);
       assert.match(text, /temporarily_unavailable/);
     } else {
-      assert.deepEqual(JSON.parse(text), { error: 'temporarily_unavailable', error_description: 'The service is temporarily unavailable; retry shortly.' });
+      assert.deepEqual(JSON.parse(text), {
+        error: 'temporarily_unavailable',
+        error_description: 'The service is temporarily unavailable; retry shortly.',
+      });
     }
   }
 
-  for (const [method, url] of [['GET', interaction], ['POST', `${interaction}/login`]] as const) {
-    const response = await browser.fetch(url, { method, ...(method === 'POST' ? { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ email: HUB_ADMIN.email, password: HUB_ADMIN.password }) } : {}) });
+  for (const [method, url] of [
+    ['GET', interaction],
+    ['POST', `${interaction}/login`],
+  ] as const) {
+    const response = await browser.fetch(url, {
+      method,
+      ...(method === 'POST'
+        ? {
+            headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            body: new URLSearchParams({ email: HUB_ADMIN.email, password: HUB_ADMIN.password }),
+          }
+        : {}),
+    });
     assert.equal(response.status, 503, `${method} sign-in page`);
     assert.match(response.headers.get('retry-after') ?? '', /^\d+$/);
   }
@@ -74,7 +130,8 @@ test('database down: every OAuth endpoint answers 503 with Retry-After, the erro
     assert.ok(line.route && line.path, 'and where it happened');
   }
   const everything = JSON.stringify(lines);
-  for (const secret of [client.secret!, tokens.refresh_token!, tokens.access_token]) assert.ok(!everything.includes(secret), 'no secret in the log');
+  for (const secret of [client.secret!, tokens.refresh_token!, tokens.access_token])
+    assert.ok(!everything.includes(secret), 'no secret in the log');
 
   await live.proxy!.restore();
   let refreshed: Awaited<ReturnType<typeof refresh>> | undefined;

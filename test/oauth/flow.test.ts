@@ -7,7 +7,19 @@ import { createUser } from '../../src/domain/tenancy/tenancy.service.ts';
 import { deleteExpiredArtifacts } from '../../src/surfaces/oauth/adapter.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import * as fx from '../support/world.ts';
-import { api, authorize, Browser, exchangeCode, oauth, openSignIn, REDIRECT, refresh, registerClient, revoke, type RegisteredClient } from '../support/oauth-flow.ts';
+import {
+  api,
+  authorize,
+  Browser,
+  exchangeCode,
+  oauth,
+  openSignIn,
+  REDIRECT,
+  refresh,
+  registerClient,
+  revoke,
+  type RegisteredClient,
+} from '../support/oauth-flow.ts';
 import { HUB_ADMIN } from '../support/world.ts';
 
 // The OAuth 2.1 authorization server and the main API, end to end: a real OAuth client library
@@ -97,10 +109,16 @@ describe('public client (PKCE, no secret)', () => {
       clientId: client.client.client_id,
     });
     const workspaces = await api(live, '/workspaces', tokens.access_token);
-    assert.deepEqual(workspaces.body.data.map((w: { _id: string }) => w._id), ['w1', 'w2']);
+    assert.deepEqual(
+      workspaces.body.data.map((w: { _id: string }) => w._id),
+      ['w1', 'w2'],
+    );
     assert.equal((await api(live, '/workspaces/w1', tokens.access_token)).body.name, 'Workspace w1');
     assert.equal((await api(live, '/workspaces/v1', tokens.access_token)).status, 404, "another hub's workspace is not found");
-    assert.deepEqual((await api(live, '/hubs', tokens.access_token)).body.data.map((h: { _id: string }) => h._id), ['h1', 'h2']);
+    assert.deepEqual(
+      (await api(live, '/hubs', tokens.access_token)).body.data.map((h: { _id: string }) => h._id),
+      ['h1', 'h2'],
+    );
 
     const rotated = await refresh(live, client, tokens.refresh_token!);
     assert.notEqual(rotated.refresh_token, tokens.refresh_token, 'refresh tokens rotate on every use');
@@ -113,7 +131,10 @@ describe('public client (PKCE, no secret)', () => {
     assert.match(afterRevoke.headers.get('www-authenticate') ?? '', /^Bearer .*error="invalid_token"/);
 
     await revoke(live, client, rotated.refresh_token!);
-    await assert.rejects(refresh(live, client, rotated.refresh_token!), (error: Error & { error?: string }) => error.error === 'invalid_grant');
+    await assert.rejects(
+      refresh(live, client, rotated.refresh_token!),
+      (error: Error & { error?: string }) => error.error === 'invalid_grant',
+    );
   });
 
   test('reusing a rotated refresh token revokes the whole grant, the newer tokens with it', async () => {
@@ -121,9 +142,15 @@ describe('public client (PKCE, no secret)', () => {
     const first = await signInAndGetTokens(client);
     const second = await refresh(live, client, first.refresh_token!);
     assert.equal((await api(live, '/whoami', second.access_token)).status, 200, 'the newer token works (and its verdict is now cached)');
-    await assert.rejects(refresh(live, client, first.refresh_token!), (error: Error & { error?: string }) => error.error === 'invalid_grant');
+    await assert.rejects(
+      refresh(live, client, first.refresh_token!),
+      (error: Error & { error?: string }) => error.error === 'invalid_grant',
+    );
     assert.equal((await api(live, '/whoami', second.access_token)).status, 401, 'the newer access token is revoked');
-    await assert.rejects(refresh(live, client, second.refresh_token!), (error: Error & { error?: string }) => error.error === 'invalid_grant');
+    await assert.rejects(
+      refresh(live, client, second.refresh_token!),
+      (error: Error & { error?: string }) => error.error === 'invalid_grant',
+    );
   });
 });
 
@@ -136,15 +163,26 @@ describe('confidential client (client_secret_post)', () => {
     const refreshed = await refresh(live, client, tokens.refresh_token!);
     assert.equal((await api(live, '/whoami', refreshed.access_token)).status, 200);
 
-    const stored = await live.db.kysely.selectFrom('oauth_clients').select('metadata').where('client_id', '=', client.client.client_id).executeTakeFirstOrThrow();
+    const stored = await live.db.kysely
+      .selectFrom('oauth_clients')
+      .select('metadata')
+      .where('client_id', '=', client.client.client_id)
+      .executeTakeFirstOrThrow();
     assert.match(String(stored.metadata.client_secret), /^sha256:[0-9a-f]{64}$/);
-    const dump = (await sql<{ t: string }>`SELECT string_agg(payload::text || encode(id_hash, 'hex'), ' ') AS t FROM oauth_artifacts`.execute(live.db.kysely)).rows[0]!.t;
+    const dump = (
+      await sql<{ t: string }>`SELECT string_agg(payload::text || encode(id_hash, 'hex'), ' ') AS t FROM oauth_artifacts`.execute(
+        live.db.kysely,
+      )
+    ).rows[0]!.t;
     for (const secret of [tokens.access_token, tokens.refresh_token!, refreshed.access_token, refreshed.refresh_token!]) {
       assert.ok(!dump.includes(secret), 'no token is stored in plaintext');
     }
 
     const wrongSecret: RegisteredClient = { ...client, clientAuth: oauth.ClientSecretPost('not-the-secret') };
-    await assert.rejects(refresh(live, wrongSecret, refreshed.refresh_token!), (error: Error & { error?: string }) => error.error === 'invalid_client');
+    await assert.rejects(
+      refresh(live, wrongSecret, refreshed.refresh_token!),
+      (error: Error & { error?: string }) => error.error === 'invalid_client',
+    );
   });
 });
 
@@ -170,7 +208,8 @@ describe('revocation across instances', () => {
     try {
       const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
       const tokens = await signInAndGetTokens(client);
-      const viaOther = () => other.fastify.inject({ method: 'GET', url: '/whoami', headers: { authorization: `Bearer ${tokens.access_token}` } });
+      const viaOther = () =>
+        other.fastify.inject({ method: 'GET', url: '/whoami', headers: { authorization: `Bearer ${tokens.access_token}` } });
       assert.equal((await viaOther()).statusCode, 200);
       assert.equal((await viaOther()).statusCode, 200, 'served from its cache');
       await revoke(live, client, tokens.access_token);
@@ -206,8 +245,15 @@ describe('expired artifacts', () => {
       ('AccessToken', '\\x02', '{}', now() - interval '10 minutes'),
       ('AccessToken', '\\x03', '{}', now() + interval '1 hour')`.execute(live.db.kysely);
     assert.ok((await deleteExpiredArtifacts(live.db)) >= 1);
-    const left = await sql<{ h: string }>`SELECT encode(id_hash, 'hex') AS h FROM oauth_artifacts WHERE id_hash IN ('\\x01', '\\x02', '\\x03') ORDER BY 1`.execute(live.db.kysely);
-    assert.deepEqual(left.rows.map((r) => r.h), ['02', '03']);
+    const left = await sql<{
+      h: string;
+    }>`SELECT encode(id_hash, 'hex') AS h FROM oauth_artifacts WHERE id_hash IN ('\\x01', '\\x02', '\\x03') ORDER BY 1`.execute(
+      live.db.kysely,
+    );
+    assert.deepEqual(
+      left.rows.map((r) => r.h),
+      ['02', '03'],
+    );
   });
 });
 
@@ -222,7 +268,10 @@ describe('refusals', () => {
   test('a wrong code verifier is refused', async () => {
     const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
     const result = await authorize(live, client, { ...HUB_ADMIN, redirectUri: REDIRECT });
-    await assert.rejects(exchangeCode(live, client, { ...result, codeVerifier: oauth.generateRandomCodeVerifier() }, REDIRECT), (error: Error & { error?: string }) => error.error === 'invalid_grant');
+    await assert.rejects(
+      exchangeCode(live, client, { ...result, codeVerifier: oauth.generateRandomCodeVerifier() }, REDIRECT),
+      (error: Error & { error?: string }) => error.error === 'invalid_grant',
+    );
   });
 
   test('a redirect URI that does not match exactly gets an error page, never a redirect', async () => {
@@ -239,9 +288,15 @@ describe('refusals', () => {
     const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
     const result = await authorize(live, client, { ...HUB_ADMIN, redirectUri: REDIRECT });
     const tokens = await exchangeCode(live, client, result, REDIRECT);
-    await assert.rejects(exchangeCode(live, client, result, REDIRECT), (error: Error & { error?: string }) => error.error === 'invalid_grant');
+    await assert.rejects(
+      exchangeCode(live, client, result, REDIRECT),
+      (error: Error & { error?: string }) => error.error === 'invalid_grant',
+    );
     assert.equal((await api(live, '/whoami', tokens.access_token)).status, 401);
-    await assert.rejects(refresh(live, client, tokens.refresh_token!), (error: Error & { error?: string }) => error.error === 'invalid_grant');
+    await assert.rejects(
+      refresh(live, client, tokens.refresh_token!),
+      (error: Error & { error?: string }) => error.error === 'invalid_grant',
+    );
   });
 
   test('an expired access token is refused with invalid_token', async () => {
@@ -283,7 +338,10 @@ describe('refusals', () => {
     const tokens = await signInAndGetTokens(client, MEMBER);
     const whoami = await api(live, '/whoami', tokens.access_token);
     assert.deepEqual(whoami.body.workspace, { _id: 'w2', name: 'Workspace w2' });
-    assert.deepEqual((await api(live, '/workspaces', tokens.access_token)).body.data.map((w: { _id: string }) => w._id), ['w2']);
+    assert.deepEqual(
+      (await api(live, '/workspaces', tokens.access_token)).body.data.map((w: { _id: string }) => w._id),
+      ['w2'],
+    );
     assert.equal((await api(live, '/workspaces/w1', tokens.access_token)).status, 404);
   });
 
@@ -319,12 +377,21 @@ describe('sign-in page', () => {
     assert.equal(page.headers.get('x-frame-options'), 'DENY');
     const html = await page.text();
     const csrf = /name="csrf" value="([^"]+)"/.exec(html)![1]!;
-    const post = (fields: Record<string, string>) => browser.fetch(`${interaction}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) });
+    const post = (fields: Record<string, string>) =>
+      browser.fetch(`${interaction}/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(fields),
+      });
     assert.equal((await post({ email: GUESSED.email, password: GUESSED.password })).status, 400, 'no CSRF token, no sign-in');
     const statuses: number[] = [];
     for (let i = 0; i < 6; i++) statuses.push((await post({ csrf, email: GUESSED.email, password: 'wrong password!' })).status);
     assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429]);
-    assert.equal((await post({ csrf, email: GUESSED.email, password: GUESSED.password })).status, 429, 'even the right password waits out the limit');
+    assert.equal(
+      (await post({ csrf, email: GUESSED.email, password: GUESSED.password })).status,
+      429,
+      'even the right password waits out the limit',
+    );
   });
 });
 
@@ -350,8 +417,9 @@ describe('main API rate limits and errors', () => {
     const doc = await api(live, '/openapi.json', undefined);
     assert.equal(doc.status, 200);
     assert.ok(doc.body.paths['/whoami'].get);
-    assert.ok(doc.body.paths['/workspaces/{id}'].get.parameters.some((p: { in: string; name: string }) => p.in === 'path' && p.name === 'id'));
+    assert.ok(
+      doc.body.paths['/workspaces/{id}'].get.parameters.some((p: { in: string; name: string }) => p.in === 'path' && p.name === 'id'),
+    );
     assert.equal(doc.body.components.securitySchemes.bearer.type, 'oauth2');
   });
 });
-

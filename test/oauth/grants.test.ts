@@ -63,7 +63,11 @@ describe('a new consent makes a new grant', () => {
     await dropVerdictCaches();
     assert.deepEqual(await scopeOf(a.access_token), { hub: 'h1', workspace: 'w1' }, 'also when read fresh');
     const refreshedA = await refresh(live, client, a.refresh_token!);
-    assert.deepEqual(await scopeOf(refreshedA.access_token), { hub: 'h1', workspace: 'w1' }, "and so do the tokens its refresh token makes");
+    assert.deepEqual(
+      await scopeOf(refreshedA.access_token),
+      { hub: 'h1', workspace: 'w1' },
+      'and so do the tokens its refresh token makes',
+    );
 
     // Again, now for the other hub.
     const c = await tokensFor(client, browser, { hub: 'h2', workspace: 'v1', prompt: 'consent' });
@@ -72,7 +76,10 @@ describe('a new consent makes a new grant', () => {
     assert.deepEqual(await scopeOf(refreshedA.access_token), { hub: 'h1', workspace: 'w1' }, 'token A never moves to another hub');
     assert.deepEqual(await scopeOf(b.access_token), { hub: 'h1', workspace: null });
     const workspacesOfA = await api(live, '/workspaces', refreshedA.access_token);
-    assert.deepEqual(workspacesOfA.body.data.map((w: { _id: string }) => w._id), ['w1']);
+    assert.deepEqual(
+      workspacesOfA.body.data.map((w: { _id: string }) => w._id),
+      ['w1'],
+    );
   });
 
   test('the database refuses to rewrite a grant context', async () => {

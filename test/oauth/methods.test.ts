@@ -43,7 +43,11 @@ test('every OAuth path answers the methods it does not take with 405 and Allow',
   // The methods they do take still reach the provider.
   assert.equal((await fetch(`${base}/oauth/jwks`)).status, 200);
   assert.equal((await fetch(`${base}/.well-known/oauth-authorization-server`, { method: 'HEAD' })).status, 200);
-  const token = await fetch(`${base}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=refresh_token' });
+  const token = await fetch(`${base}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'grant_type=refresh_token',
+  });
   assert.equal(token.status, 400);
   assert.equal(((await token.json()) as { error: string }).error, 'invalid_request');
 });

@@ -42,7 +42,11 @@ after(async () => {
 async function webSignIn(browser: Browser, password: string): Promise<Response> {
   const page = await browser.fetch(`${live.baseUrl}/app/sign-in`);
   const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())![1]!;
-  return browser.fetch(`${live.baseUrl}/app/sign-in`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ csrf, email: HUB_ADMIN.email, password, next: '/app' }) });
+  return browser.fetch(`${live.baseUrl}/app/sign-in`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ csrf, email: HUB_ADMIN.email, password, next: '/app' }),
+  });
 }
 
 test('Redis killed: the web admin and the OAuth sign-in still work (limits fail open, logged)', async () => {
@@ -65,6 +69,12 @@ test('Redis killed: the web admin and the OAuth sign-in still work (limits fail 
   assert.ok(tokens.access_token, 'client authentication (its failure limit) fails open too');
 
   const warnings = lines.filter((l) => /rate limiter unavailable/.test(l.msg));
-  assert.ok(warnings.some((l) => /sign-in/.test(l.msg)), 'the sign-in limiter failure is logged');
-  assert.ok(warnings.some((l) => /request allowed/.test(l.msg)), 'and so are the registration and client limits');
+  assert.ok(
+    warnings.some((l) => /sign-in/.test(l.msg)),
+    'the sign-in limiter failure is logged',
+  );
+  assert.ok(
+    warnings.some((l) => /request allowed/.test(l.msg)),
+    'and so are the registration and client limits',
+  );
 });

@@ -7,7 +7,17 @@ import { createClient } from '../../src/domain/oauth/clients.service.ts';
 import { CLIENT_AUTH_FAILURE_LIMIT, REGISTRATION_LIMIT } from '../../src/policy.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { HUB_ADMIN, seedHubAdmin } from '../support/world.ts';
-import { api, authorize, exchangeCode, insecure, oauth, REDIRECT, refresh, registerClient, type RegisteredClient } from '../support/oauth-flow.ts';
+import {
+  api,
+  authorize,
+  exchangeCode,
+  insecure,
+  oauth,
+  REDIRECT,
+  refresh,
+  registerClient,
+  type RegisteredClient,
+} from '../support/oauth-flow.ts';
 
 // Scope checked before any page; dynamic registration: redirect URIs per the
 // MCP authorization spec, no secret or hash on the client read endpoint, and limits on secret
@@ -23,7 +33,11 @@ after(async () => {
 });
 
 async function register(metadata: Record<string, unknown>): Promise<{ status: number; headers: Headers; body: any }> {
-  const response = await fetch(live.as.registration_endpoint!, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(metadata) });
+  const response = await fetch(live.as.registration_endpoint!, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(metadata),
+  });
   return { status: response.status, headers: response.headers, body: await response.json() };
 }
 
@@ -32,7 +46,15 @@ describe('scope is checked at /authorize, before any page', () => {
     const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
     for (const scope of ['nonsense', 'openid', 'service:full openid', 'service:read']) {
       const url = new URL(live.as.authorization_endpoint!);
-      url.search = new URLSearchParams({ response_type: 'code', client_id: client.client.client_id, redirect_uri: REDIRECT, scope, state: 's1', code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()), code_challenge_method: 'S256' }).toString();
+      url.search = new URLSearchParams({
+        response_type: 'code',
+        client_id: client.client.client_id,
+        redirect_uri: REDIRECT,
+        scope,
+        state: 's1',
+        code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()),
+        code_challenge_method: 'S256',
+      }).toString();
       const response = await fetch(url, { redirect: 'manual' });
       assert.equal(response.status, 303, scope);
       const location = new URL(response.headers.get('location')!);
@@ -86,7 +108,9 @@ describe('dynamic registration', () => {
     const created = await register({ client_name: 'Reader', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'client_secret_post' });
     assert.equal(created.status, 201);
     assert.ok(created.body.client_secret, 'the secret is shown once, at creation');
-    const read = await fetch(created.body.registration_client_uri, { headers: { authorization: `Bearer ${created.body.registration_access_token}` } });
+    const read = await fetch(created.body.registration_client_uri, {
+      headers: { authorization: `Bearer ${created.body.registration_access_token}` },
+    });
     assert.equal(read.status, 200);
     const text = await read.text();
     const body = JSON.parse(text);
@@ -97,15 +121,25 @@ describe('dynamic registration', () => {
 
   test('failed client authentication is limited per client id and address: 429 with Retry-After, the right secret too, until the window moves', async () => {
     const client = await registerClient(live, { confidential: true, redirectUri: REDIRECT });
-    const form = (secret: string) => new URLSearchParams({ grant_type: 'refresh_token', refresh_token: 'x', client_id: client.client.client_id, client_secret: secret });
-    const attempt = (secret: string) => fetch(live.as.token_endpoint!, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form(secret) });
+    const form = (secret: string) =>
+      new URLSearchParams({ grant_type: 'refresh_token', refresh_token: 'x', client_id: client.client.client_id, client_secret: secret });
+    const attempt = (secret: string) =>
+      fetch(live.as.token_endpoint!, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: form(secret),
+      });
     /** The same request from another loopback address (fetch cannot choose its source address). */
     const attemptFrom = (localAddress: string, secret: string) =>
       new Promise<number>((resolve, reject) => {
-        const sent = request(live.as.token_endpoint!, { method: 'POST', localAddress, headers: { 'content-type': 'application/x-www-form-urlencoded' } }, (response) => {
-          response.resume();
-          resolve(response.statusCode!);
-        });
+        const sent = request(
+          live.as.token_endpoint!,
+          { method: 'POST', localAddress, headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+          (response) => {
+            response.resume();
+            resolve(response.statusCode!);
+          },
+        );
         sent.on('error', reject);
         sent.end(form(secret).toString());
       });
@@ -122,7 +156,11 @@ describe('dynamic registration', () => {
     // A client id is public: failures from one address must not lock the client out elsewhere.
     assert.equal(await attemptFrom('127.0.0.2', client.secret!), 400, 'the same client from another address: authenticated');
     const other = await registerClient(live, { confidential: true, redirectUri: REDIRECT });
-    await assert.rejects(refresh(live, other, 'x'), (error: { error?: string }) => error.error === 'invalid_grant', 'another client is not affected');
+    await assert.rejects(
+      refresh(live, other, 'x'),
+      (error: { error?: string }) => error.error === 'invalid_grant',
+      'another client is not affected',
+    );
     live.clock.advance(CLIENT_AUTH_FAILURE_LIMIT.windowMs + 1_000);
     assert.equal((await attempt(client.secret!)).status, 400, 'after the window: authenticated again');
   });
@@ -139,11 +177,20 @@ describe('dynamic registration', () => {
     assert.ok(Number(limited.headers.get('retry-after')) >= 1);
     assert.equal(limited.body.error, 'rate_limited');
     assert.equal(typeof limited.body.error_description, 'string');
-    await assert.rejects(oauth.processDynamicClientRegistrationResponse(await oauth.dynamicClientRegistrationRequest(live.as, { redirect_uris: [REDIRECT] }, insecure)));
+    await assert.rejects(
+      oauth.processDynamicClientRegistrationResponse(
+        await oauth.dynamicClientRegistrationRequest(live.as, { redirect_uris: [REDIRECT] }, insecure),
+      ),
+    );
   });
 
   test('behind https (provider.proxy), a made-up X-Forwarded-For does not give a fresh registration window', async () => {
-    const config = loadConfig({ DATABASE_URL: live.db.url, LOG_LEVEL: 'silent', BASE_URL: 'https://hubops.example', DATA_DIR: live.config.dataDir });
+    const config = loadConfig({
+      DATABASE_URL: live.db.url,
+      LOG_LEVEL: 'silent',
+      BASE_URL: 'https://hubops.example',
+      DATA_DIR: live.config.dataDir,
+    });
     const app = await buildApp({ config, db: live.db, logger: false, publisher: false });
     try {
       const statuses: number[] = [];
@@ -165,9 +212,15 @@ describe('dynamic registration', () => {
   test('a pre-provisioned client with a private-use redirect URI (a native app) completes the flow', async () => {
     const redirect = 'com.example.app:/oauth/cb';
     const provisioned = await createClient(live.db, { name: 'Native App', redirectUris: [redirect], public: true });
-    const registered: RegisteredClient = { client: { client_id: provisioned.client_id, token_endpoint_auth_method: 'none' }, clientAuth: oauth.None() };
+    const registered: RegisteredClient = {
+      client: { client_id: provisioned.client_id, token_endpoint_auth_method: 'none' },
+      clientAuth: oauth.None(),
+    };
     const result = await authorize(live, registered, { ...HUB_ADMIN, redirectUri: redirect });
-    assert.ok(result.callback?.searchParams.get('code'), `a code at the app's URI (got ${result.response.status} ${result.pages.at(-1)?.slice(0, 300)})`);
+    assert.ok(
+      result.callback?.searchParams.get('code'),
+      `a code at the app's URI (got ${result.response.status} ${result.pages.at(-1)?.slice(0, 300)})`,
+    );
     const tokens = await exchangeCode(live, registered, result, redirect);
     assert.equal((await api(live, '/whoami', tokens.access_token)).status, 200);
   });

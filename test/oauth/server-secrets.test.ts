@@ -19,8 +19,16 @@ import { api, authorize, exchangeCode, REDIRECT, registerClient } from '../suppo
 
 const newKey = () => randomBytes(32).toString('base64url');
 /** Every column of every row of server_secrets, as text. */
-const rowsAsText = async (db: TestDb) => (await sql<{ t: string }>`SELECT concat_ws(' ', name, value::text, created_at::text) AS t FROM server_secrets ORDER BY name`.execute(db.kysely)).rows.map((r) => r.t).join('\n');
-const jwksOf = async (app: { fastify: { inject(o: { url: string }): Promise<{ body: string }> } }) => (await app.fastify.inject({ url: '/oauth/jwks' })).body;
+const rowsAsText = async (db: TestDb) =>
+  (
+    await sql<{ t: string }>`SELECT concat_ws(' ', name, value::text, created_at::text) AS t FROM server_secrets ORDER BY name`.execute(
+      db.kysely,
+    )
+  ).rows
+    .map((r) => r.t)
+    .join('\n');
+const jwksOf = async (app: { fastify: { inject(o: { url: string }): Promise<{ body: string }> } }) =>
+  (await app.fastify.inject({ url: '/oauth/jwks' })).body;
 
 test('the table holds no plaintext; a restart with the same key (file under DATA_DIR) reuses the secrets and tokens issued before still verify', async () => {
   const live = await startApp({ listen: true });
@@ -38,7 +46,12 @@ test('the table holds no plaintext; a restart with the same key (file under DATA
     const d = String(plain.jwks.keys[0]!.d);
     assert.ok(d.length > 20 && plain.cookieKeys[0]!.length > 20);
     const stored = await rowsAsText(live.db);
-    for (const secret of [d, plain.cookieKeys[0]!, Buffer.from(d, 'base64url').toString('hex'), Buffer.from(d, 'base64url').toString('base64')]) {
+    for (const secret of [
+      d,
+      plain.cookieKeys[0]!,
+      Buffer.from(d, 'base64url').toString('hex'),
+      Buffer.from(d, 'base64url').toString('base64'),
+    ]) {
       assert.ok(!stored.includes(secret), 'no secret in any column of server_secrets');
     }
     assert.match(stored, /"enc": "A256GCM"/);
@@ -66,13 +79,27 @@ test('a wrong key stops the server with one clear line, and changes nothing', as
   const dataDir = await mkdtemp(path.join(tmpdir(), 'hubops-secrets-'));
   try {
     const right = newKey();
-    const app = await buildApp({ config: loadConfig({ DATABASE_URL: db.url, DATA_DIR: dataDir, HUBOPS_SECRETS_KEY: right }), db, logger: false, publisher: false });
+    const app = await buildApp({
+      config: loadConfig({ DATABASE_URL: db.url, DATA_DIR: dataDir, HUBOPS_SECRETS_KEY: right }),
+      db,
+      logger: false,
+      publisher: false,
+    });
     await app.close();
     const before = await rowsAsText(db);
     const wrong = newKey();
     const child = spawn(process.execPath, ['src/main.ts'], {
       cwd: new URL('../..', import.meta.url).pathname,
-      env: { PATH: process.env.PATH, DATABASE_URL: db.url, DATA_DIR: dataDir, HUBOPS_SECRETS_KEY: wrong, HUBOPS_DEMO: '0', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+      env: {
+        PATH: process.env.PATH,
+        DATABASE_URL: db.url,
+        DATA_DIR: dataDir,
+        HUBOPS_SECRETS_KEY: wrong,
+        HUBOPS_DEMO: '0',
+        PORT: '0',
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'warn',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';
@@ -82,7 +109,10 @@ test('a wrong key stops the server with one clear line, and changes nothing', as
     assert.equal(code, 1);
     const lines = stderr.trim().split('\n');
     assert.equal(lines.length, 1, stderr);
-    assert.match(lines[0]!, /^hubops: .*server secret \S+ is encrypted under key [0-9a-f]{16}, but the secrets key is [0-9a-f]{16}: start with the key the database was made with/);
+    assert.match(
+      lines[0]!,
+      /^hubops: .*server secret \S+ is encrypted under key [0-9a-f]{16}, but the secrets key is [0-9a-f]{16}: start with the key the database was made with/,
+    );
     assert.ok(!stderr.includes(wrong) && !stderr.includes(right), 'no key in the message');
     assert.equal(await rowsAsText(db), before);
   } finally {
@@ -99,13 +129,23 @@ test('plaintext rows from before are encrypted in place on the first start and k
     const cookieKeys = [randomBytes(32).toString('base64url')];
     const jwk = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'jwk' });
     const jwks = { keys: [{ ...jwk, kid: 'old-kid', alg: 'ES256', use: 'sig' }] };
-    await sql`INSERT INTO server_secrets (name, value) VALUES ('oauth_cookie_keys', ${JSON.stringify(cookieKeys)}), ('oauth_jwks', ${JSON.stringify(jwks)})`.execute(db.kysely);
+    await sql`INSERT INTO server_secrets (name, value) VALUES ('oauth_cookie_keys', ${JSON.stringify(cookieKeys)}), ('oauth_jwks', ${JSON.stringify(jwks)})`.execute(
+      db.kysely,
+    );
 
     const first = newKey();
-    const app = await buildApp({ config: loadConfig({ DATABASE_URL: db.url, DATA_DIR: dataDir, HUBOPS_SECRETS_KEY: first }), db, logger: false, publisher: false });
+    const app = await buildApp({
+      config: loadConfig({ DATABASE_URL: db.url, DATA_DIR: dataDir, HUBOPS_SECRETS_KEY: first }),
+      db,
+      logger: false,
+      publisher: false,
+    });
     const served = JSON.parse(await jwksOf(app));
     await app.close();
-    assert.deepEqual(served.keys.map((k: { kid: string; x: string }) => [k.kid, k.x]), [['old-kid', jwk.x]]);
+    assert.deepEqual(
+      served.keys.map((k: { kid: string; x: string }) => [k.kid, k.x]),
+      [['old-kid', jwk.x]],
+    );
     const stored = await rowsAsText(db);
     assert.ok(!stored.includes(String(jwk.d)) && !stored.includes(cookieKeys[0]!), 'sealed in place');
     const firstId = secretsKey(Buffer.from(first, 'base64url')).id;
@@ -114,7 +154,12 @@ test('plaintext rows from before are encrypted in place on the first start and k
 
     // Rotation: the new key first, the old one after it; the rows move to the new key.
     const second = newKey();
-    const rotated = await buildApp({ config: loadConfig({ DATABASE_URL: db.url, DATA_DIR: dataDir, HUBOPS_SECRETS_KEY: `${second},${first}` }), db, logger: false, publisher: false });
+    const rotated = await buildApp({
+      config: loadConfig({ DATABASE_URL: db.url, DATA_DIR: dataDir, HUBOPS_SECRETS_KEY: `${second},${first}` }),
+      db,
+      logger: false,
+      publisher: false,
+    });
     await rotated.close();
     assert.deepEqual(await loadServerSecrets(db, { keys: [secretsKey(Buffer.from(second, 'base64url'))] }), { cookieKeys, jwks });
     await assert.rejects(loadServerSecrets(db, { keys: [secretsKey(Buffer.from(first, 'base64url'))] }), ConfigError);
@@ -126,12 +171,15 @@ test('plaintext rows from before are encrypted in place on the first start and k
 
 test('HUBOPS_SECRETS_KEY that is not 32 bytes of base64url is a one-line configuration error that does not echo it', () => {
   for (const value of ['short', `${newKey()}x`, 'a'.repeat(43).replace(/a$/, '!'), `${newKey()},nope`]) {
-    assert.throws(() => loadConfig({ HUBOPS_SECRETS_KEY: value }), (error: Error) => {
-      assert.ok(error instanceof ConfigError);
-      assert.match(error.message, /^HUBOPS_SECRETS_KEY must be 32 bytes in base64url/);
-      assert.ok(!error.message.includes(value) && !error.message.includes('\n'));
-      return true;
-    });
+    assert.throws(
+      () => loadConfig({ HUBOPS_SECRETS_KEY: value }),
+      (error: Error) => {
+        assert.ok(error instanceof ConfigError);
+        assert.match(error.message, /^HUBOPS_SECRETS_KEY must be 32 bytes in base64url/);
+        assert.ok(!error.message.includes(value) && !error.message.includes('\n'));
+        return true;
+      },
+    );
   }
   assert.equal(loadConfig({ HUBOPS_SECRETS_KEY: ` ${newKey()} ` }).secretsKeys[0]!.length, 32);
 });

@@ -12,7 +12,10 @@ const USER = { email: 'fields@acme.test', password: 'the right password 1' };
 
 let live: TestApp;
 before(async () => {
-  live = await startApp({ listen: true, seed: (db) => seedHubAdmin(db, USER, { accountId: 'acc_f', hubId: 'hf', firstname: 'Fi', lastname: 'Elds' }) });
+  live = await startApp({
+    listen: true,
+    seed: (db) => seedHubAdmin(db, USER, { accountId: 'acc_f', hubId: 'hf', firstname: 'Fi', lastname: 'Elds' }),
+  });
 });
 after(async () => live?.close());
 
@@ -21,7 +24,12 @@ test('empty or malformed fields are a 400 that does not count; then 5 wrong pass
   const browser = new Browser();
   const interaction = await openSignIn(live, client, browser, REDIRECT);
   const csrf = /name="csrf" value="([^"]+)"/.exec(await (await browser.fetch(interaction)).text())![1]!;
-  const post = (fields: Record<string, string>) => browser.fetch(`${interaction}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ csrf, ...fields }) });
+  const post = (fields: Record<string, string>) =>
+    browser.fetch(`${interaction}/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ csrf, ...fields }),
+    });
 
   const empty = await post({ email: USER.email, password: '' });
   assert.equal(empty.status, 400);

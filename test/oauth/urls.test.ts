@@ -38,7 +38,11 @@ for (const basePath of ['', '/api']) {
       assert.equal((await api(live, '/whoami', tokens.access_token)).status, 200);
 
       // MCP: the 401 points at metadata that exists and names this resource.
-      const unauthorised = await fetch(`${live.baseUrl}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+      const unauthorised = await fetch(`${live.baseUrl}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: '{}',
+      });
       assert.equal(unauthorised.status, 401);
       const metadataUrl = /resource_metadata="([^"]+)"/.exec(unauthorised.headers.get('www-authenticate') ?? '')?.[1];
       assert.ok(metadataUrl, 'resource_metadata in the challenge');

@@ -10,25 +10,49 @@ describe('configuration', () => {
     assert.equal(config.siteUrl, 'http://localhost:3000');
     assert.equal(config.demo, true);
     assert.equal(loadConfig({ DATABASE_URL: 'postgres://x@h/db' }).demo, false);
-    for (const [env, name] of [[{ PORT: 'abc' }, 'PORT'], [{ BASE_URL: 'nope' }, 'BASE_URL'], [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'], [{ HUBOPS_DEMO: 'yes' }, 'HUBOPS_DEMO'], [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'], [{ REDIS_URL: 'http://x' }, 'REDIS_URL']] as const) {
-      assert.throws(() => loadConfig(env), (error: Error) => error instanceof ConfigError && error.message.startsWith(name));
+    for (const [env, name] of [
+      [{ PORT: 'abc' }, 'PORT'],
+      [{ BASE_URL: 'nope' }, 'BASE_URL'],
+      [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
+      [{ HUBOPS_DEMO: 'yes' }, 'HUBOPS_DEMO'],
+      [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+      [{ REDIS_URL: 'http://x' }, 'REDIS_URL'],
+    ] as const) {
+      assert.throws(
+        () => loadConfig(env),
+        (error: Error) => error instanceof ConfigError && error.message.startsWith(name),
+      );
     }
-    assert.throws(() => loadConfig({ DATABASE_URL: 'bad://user:s3cret@host' }), (error: Error) => !error.message.includes('s3cret'));
+    assert.throws(
+      () => loadConfig({ DATABASE_URL: 'bad://user:s3cret@host' }),
+      (error: Error) => !error.message.includes('s3cret'),
+    );
   });
 
   test('LOG_FORMAT: pretty or json; unset leaves the choice to the terminal; anything else is refused', () => {
     assert.equal(loadConfig({}).logFormat, undefined);
     assert.equal(loadConfig({ LOG_FORMAT: ' json ' }).logFormat, 'json');
     assert.equal(loadConfig({ LOG_FORMAT: 'pretty' }).logFormat, 'pretty');
-    assert.throws(() => loadConfig({ LOG_FORMAT: 'text' }), (error: Error) => error instanceof ConfigError
-      && error.message === 'LOG_FORMAT must be one of pretty, json (unset: pretty on a terminal, json otherwise), got "text"');
+    assert.throws(
+      () => loadConfig({ LOG_FORMAT: 'text' }),
+      (error: Error) =>
+        error instanceof ConfigError &&
+        error.message === 'LOG_FORMAT must be one of pretty, json (unset: pretty on a terminal, json otherwise), got "text"',
+    );
   });
 
   test('Meta and the spend sync: defaults, both app credentials or neither, the secret never echoed', () => {
     const config = loadConfig({});
-    assert.deepEqual([config.metaAppId, config.metaAppSecret, config.metaGraphUrl, config.metaDialogUrl, config.spendSync],
-      [undefined, undefined, 'https://graph.facebook.com', 'https://www.facebook.com', true]);
-    const meta = loadConfig({ META_APP_ID: '1234567890', META_APP_SECRET: 'abcdef0123456789abcdef0123456789', META_GRAPH_URL: 'http://127.0.0.1:9999/', HUBOPS_SPEND_SYNC: '0' });
+    assert.deepEqual(
+      [config.metaAppId, config.metaAppSecret, config.metaGraphUrl, config.metaDialogUrl, config.spendSync],
+      [undefined, undefined, 'https://graph.facebook.com', 'https://www.facebook.com', true],
+    );
+    const meta = loadConfig({
+      META_APP_ID: '1234567890',
+      META_APP_SECRET: 'abcdef0123456789abcdef0123456789',
+      META_GRAPH_URL: 'http://127.0.0.1:9999/',
+      HUBOPS_SPEND_SYNC: '0',
+    });
     assert.deepEqual([meta.metaAppId, meta.metaGraphUrl, meta.spendSync], ['1234567890', 'http://127.0.0.1:9999', false]);
     for (const [env, start] of [
       [{ META_APP_ID: '1234567890' }, 'META_APP_ID and META_APP_SECRET go together'],
@@ -36,13 +60,20 @@ describe('configuration', () => {
       [{ META_DIALOG_URL: 'ftp://x' }, 'META_DIALOG_URL must use http: or https:'],
       [{ HUBOPS_SPEND_SYNC: 'off' }, 'HUBOPS_SPEND_SYNC must be 0 or 1, got "off"'],
     ] as const) {
-      assert.throws(() => loadConfig(env), (error: Error) => error instanceof ConfigError && error.message.startsWith(start), start);
+      assert.throws(
+        () => loadConfig(env),
+        (error: Error) => error instanceof ConfigError && error.message.startsWith(start),
+        start,
+      );
     }
-    assert.throws(() => loadConfig({ META_APP_ID: '1', META_APP_SECRET: 'has a space in it' }), (error: Error) =>
-      error instanceof ConfigError && error.message.startsWith('META_APP_SECRET must be') && !error.message.includes('space in it'));
+    assert.throws(
+      () => loadConfig({ META_APP_ID: '1', META_APP_SECRET: 'has a space in it' }),
+      (error: Error) =>
+        error instanceof ConfigError && error.message.startsWith('META_APP_SECRET must be') && !error.message.includes('space in it'),
+    );
   });
 
-  test('the demo\'s Meta sandbox: only for the demo with no Meta setting at all; any real one is never replaced', () => {
+  test("the demo's Meta sandbox: only for the demo with no Meta setting at all; any real one is never replaced", () => {
     const app = { META_APP_ID: '1234567890', META_APP_SECRET: 'abcdef0123456789abcdef0123456789' };
     assert.equal(loadConfig({}).metaSandbox, true, 'the embedded demo');
     assert.equal(loadConfig({ HUBOPS_DEMO: '0' }).metaSandbox, false);

@@ -2,20 +2,20 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { MemoryRateLimiter } from '../../src/platform/rate-limit.ts';
-import {
-  conditionsOf, entityTag, entityTagOfBody, matchingTag, tagForCoding, type Validator,
-} from '../../src/platform/validators.ts';
+import { conditionsOf, entityTag, entityTagOfBody, matchingTag, tagForCoding, type Validator } from '../../src/platform/validators.ts';
 
 const NOW = new Date('2026-11-24T12:00:00.500Z');
 const conditions = (headers: Record<string, string>) => conditionsOf(headers, NOW);
 
 describe('entity tags', () => {
   test('are strong, quoted, and differ whenever a part differs (including its position)', () => {
-    fc.assert(fc.property(fc.array(fc.string(), { maxLength: 5 }), fc.array(fc.string(), { maxLength: 5 }), (a, b) => {
-      const [ta, tb] = [entityTag(...a), entityTag(...b)];
-      assert.match(ta, /^"[A-Za-z0-9_-]{22}"$/);
-      assert.equal(ta === tb, JSON.stringify(a) === JSON.stringify(b));
-    }));
+    fc.assert(
+      fc.property(fc.array(fc.string(), { maxLength: 5 }), fc.array(fc.string(), { maxLength: 5 }), (a, b) => {
+        const [ta, tb] = [entityTag(...a), entityTag(...b)];
+        assert.match(ta, /^"[A-Za-z0-9_-]{22}"$/);
+        assert.equal(ta === tb, JSON.stringify(a) === JSON.stringify(b));
+      }),
+    );
     // A part boundary is not text: ('ab', '') and ('a', 'b') are different states.
     assert.notEqual(entityTag('ab', ''), entityTag('a', 'b'));
     assert.notEqual(entityTag(null), entityTag('null'));
@@ -54,22 +54,34 @@ describe('conditional request headers', () => {
   test('malformed headers are ignored as if absent, never thrown', () => {
     const malformed = ['abc', '"unterminated', 'W/', '"a" "b"', '"a",, junk', `"${'x'.repeat(10_000)}`, '"a\u0001"', ''];
     for (const header of malformed) assert.equal(conditions({ 'if-none-match': header }), undefined, JSON.stringify(header.slice(0, 30)));
-    fc.assert(fc.property(fc.string({ maxLength: 200 }), fc.string({ maxLength: 60 }), (inm, ims) => {
-      const parsed = conditionsOf({ 'if-none-match': inm, 'if-modified-since': ims }, NOW);
-      if (parsed) matchingTag(parsed, current);
-    }));
+    fc.assert(
+      fc.property(fc.string({ maxLength: 200 }), fc.string({ maxLength: 60 }), (inm, ims) => {
+        const parsed = conditionsOf({ 'if-none-match': inm, 'if-modified-since': ims }, NOW);
+        if (parsed) matchingTag(parsed, current);
+      }),
+    );
   });
 
   test('If-Modified-Since: an IMF-fixdate, not in the future, a real day; only without If-None-Match', () => {
     const since = (header: string) => conditions({ 'if-modified-since': header });
     assert.deepEqual(since('Tue, 24 Nov 2026 09:30:15 GMT'), { modifiedSince: new Date('2026-11-24T09:30:15Z') });
-    for (const header of ['yesterday', 'Tue, 24 Nov 2026 09:30:15 UTC', '2026-11-24T09:30:15Z', 'Wed, 25 Nov 2026 09:30:15 GMT', 'Tue, 31 Feb 2026 09:30:15 GMT', 'Tue, 24 Nov 2026 24:00:00 GMT']) {
+    for (const header of [
+      'yesterday',
+      'Tue, 24 Nov 2026 09:30:15 UTC',
+      '2026-11-24T09:30:15Z',
+      'Wed, 25 Nov 2026 09:30:15 GMT',
+      'Tue, 31 Feb 2026 09:30:15 GMT',
+      'Tue, 24 Nov 2026 24:00:00 GMT',
+    ]) {
       assert.equal(since(header), undefined, header);
     }
     const both = conditions({ 'if-none-match': older, 'if-modified-since': 'Tue, 24 Nov 2026 11:00:00 GMT' })!;
     assert.equal(matchingTag(both, current), undefined, 'If-None-Match decides when both are sent');
-    assert.equal(conditions({ 'if-none-match': 'junk', 'if-modified-since': 'Tue, 24 Nov 2026 11:00:00 GMT' }), undefined,
-      'a malformed If-None-Match is ignored, and If-Modified-Since with it (RFC 9110 §13.1.3)');
+    assert.equal(
+      conditions({ 'if-none-match': 'junk', 'if-modified-since': 'Tue, 24 Nov 2026 11:00:00 GMT' }),
+      undefined,
+      'a malformed If-None-Match is ignored, and If-Modified-Since with it (RFC 9110 §13.1.3)',
+    );
   });
 
   test('If-Modified-Since matches a Last-Modified no later than it, to the second', () => {
@@ -77,17 +89,30 @@ describe('conditional request headers', () => {
     assert.equal(match('Tue, 24 Nov 2026 09:30:15 GMT'), current.etag, 'the same second, though Last-Modified has 250 ms more');
     assert.equal(match('Tue, 24 Nov 2026 10:00:00 GMT'), current.etag);
     assert.equal(match('Tue, 24 Nov 2026 09:30:14 GMT'), undefined);
-    assert.equal(matchingTag(conditions({ 'if-modified-since': 'Tue, 24 Nov 2026 10:00:00 GMT' })!, { etag: current.etag }), undefined, 'no Last-Modified: no match');
+    assert.equal(
+      matchingTag(conditions({ 'if-modified-since': 'Tue, 24 Nov 2026 10:00:00 GMT' })!, { etag: current.etag }),
+      undefined,
+      'no Last-Modified: no match',
+    );
   });
 });
 
 describe('peeking at rate windows', () => {
   test('says what a hit would, and counts nothing', async () => {
     const limiter = new MemoryRateLimiter();
-    const windows = [{ key: 'k', limit: 3, windowMs: 60_000 }, { key: 'op:k', limit: 1, windowMs: 60_000 }];
+    const windows = [
+      { key: 'k', limit: 3, windowMs: 60_000 },
+      { key: 'op:k', limit: 1, windowMs: 60_000 },
+    ];
     await limiter.hitAll(windows, 1_000);
     const peeked = await limiter.peekAll(windows, 2_000);
-    assert.deepEqual(peeked.map((d) => [d.allowed, d.remaining, d.resetSeconds]), [[true, 2, 59], [false, 0, 59]]);
+    assert.deepEqual(
+      peeked.map((d) => [d.allowed, d.remaining, d.resetSeconds]),
+      [
+        [true, 2, 59],
+        [false, 0, 59],
+      ],
+    );
     assert.equal(await limiter.count('k', 60_000, 2_000), 1, 'a peek is not a hit');
     await limiter.close();
   });

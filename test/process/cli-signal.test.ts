@@ -18,7 +18,12 @@ test('Ctrl-C on a CLI command that started the embedded database leaves no postm
   // `import -` waits on stdin, which stays open: the command is mid-way when Ctrl-C comes, once
   // it is connected to the database it started (a pid file alone is too early: the CLI installs
   // its signal handlers a moment after spawning the postmaster).
-  const cli = spawn(NODE, [path.join(ROOT, 'src/cli/main.ts'), 'import', '-'], { cwd: ROOT, env: hubopsEnv({ dataDir }), detached: true, stdio: ['pipe', 'ignore', 'pipe'] });
+  const cli = spawn(NODE, [path.join(ROOT, 'src/cli/main.ts'), 'import', '-'], {
+    cwd: ROOT,
+    env: hubopsEnv({ dataDir }),
+    detached: true,
+    stdio: ['pipe', 'ignore', 'pipe'],
+  });
   let stderr = '';
   cli.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = once(cli, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
@@ -35,4 +40,3 @@ test('Ctrl-C on a CLI command that started the embedded database leaves no postm
     if (cli.exitCode === null && cli.signalCode === null) process.kill(-cli.pid!, 'SIGKILL');
   }
 });
-

@@ -18,7 +18,8 @@ after(async () => {
 });
 
 /** Runs `src/main.ts` on the embedded database in `dir` until it answers (see test/process/support.ts). */
-const start = (dir: string): Promise<Running> => startServer(NODE, [path.join(ROOT, 'src/main.ts')], hubopsEnv({ dataDir: dir }, { HOST: '127.0.0.1', LOG_LEVEL: 'warn' }));
+const start = (dir: string): Promise<Running> =>
+  startServer(NODE, [path.join(ROOT, 'src/main.ts')], hubopsEnv({ dataDir: dir }, { HOST: '127.0.0.1', LOG_LEVEL: 'warn' }));
 
 async function stop(server: Running): Promise<number | null> {
   server.child.kill('SIGTERM');

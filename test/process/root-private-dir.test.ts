@@ -45,7 +45,9 @@ function assertOneClearLine(result: { code: number | null; stderr: string }, blo
   );
 }
 
-test('as root with DATA_DIR inside a 0700 directory: one clear line and exit 1, from the server and the CLI', { skip: !asRoot && 'needs root' }, async () => {
+test('as root with DATA_DIR inside a 0700 directory: one clear line and exit 1, from the server and the CLI', {
+  skip: !asRoot && 'needs root',
+}, async () => {
   const before = await passwordFilesInTmp();
   const dir = await privateDir();
   const env = hubopsEnv({ dataDir: path.join(dir, 'data') });
@@ -54,7 +56,9 @@ test('as root with DATA_DIR inside a 0700 directory: one clear line and exit 1, 
   assert.deepEqual(await passwordFilesInTmp(), before, 'no password file left in /tmp');
 });
 
-test('as root from a clone the postgres user cannot enter: one clear line naming it, no password in /tmp', { skip: !asRoot && 'needs root' }, async () => {
+test('as root from a clone the postgres user cannot enter: one clear line naming it, no password in /tmp', {
+  skip: !asRoot && 'needs root',
+}, async () => {
   const before = await passwordFilesInTmp();
   // A clone under a private directory, as under /root: the same tree seen through a path the
   // postgres user cannot traverse (Node keeps the symlinked path with --preserve-symlinks).
@@ -86,4 +90,3 @@ test('initdb never sees a password file in /tmp; the one in DATA_DIR is 0600', {
   assert.deepEqual(seen, [], 'no password file was created in /tmp, even briefly');
   assert.equal((await stat(path.join(dataDir, 'postgres.password'))).mode & 0o777, 0o600);
 });
-

@@ -9,7 +9,19 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { httpRequest } from '../support/http.ts';
-import { dataDir as newDataDir, demoKey, hubopsEnv, isAlive, killGroup, killStarted, NODE, postmasterPid, ROOT, startServer, waitForConnection } from './support.ts';
+import {
+  dataDir as newDataDir,
+  demoKey,
+  hubopsEnv,
+  isAlive,
+  killGroup,
+  killStarted,
+  NODE,
+  postmasterPid,
+  ROOT,
+  startServer,
+  waitForConnection,
+} from './support.ts';
 
 const MAIN = path.join(ROOT, 'src/main.ts');
 let dataDir: string | undefined;
@@ -22,11 +34,18 @@ after(async () => {
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
 
-test('a server started while a CLI command holds the embedded database gets its own postmaster, and keeps it after the CLI ends', { timeout: 120_000 }, async () => {
+test('a server started while a CLI command holds the embedded database gets its own postmaster, and keeps it after the CLI ends', {
+  timeout: 120_000,
+}, async () => {
   dataDir = await newDataDir('hubops-shared-', { initialised: true });
   const env = hubopsEnv({ dataDir });
   // `import -` holds the database until its stdin ends.
-  cli = spawn(NODE, [path.join(ROOT, 'src/cli/main.ts'), 'import', '-'], { cwd: ROOT, env, detached: true, stdio: ['pipe', 'ignore', 'pipe'] });
+  cli = spawn(NODE, [path.join(ROOT, 'src/cli/main.ts'), 'import', '-'], {
+    cwd: ROOT,
+    env,
+    detached: true,
+    stdio: ['pipe', 'ignore', 'pipe'],
+  });
   const cliExited = once(cli, 'exit') as Promise<[number | null]>;
   await waitForConnection(dataDir, 'hubops-cli');
   const cliPostmaster = postmasterPid(dataDir)!;
@@ -52,7 +71,10 @@ test('a server started while a CLI command holds the embedded database gets its 
   second.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const [code] = (await once(second, 'exit')) as [number | null];
   assert.equal(code, 1, stderr);
-  assert.equal(stderr, `hubops: the embedded PostgreSQL in ${path.join(dataDir, 'postgres')} is in use by another hubops process; stop that one first, or give every instance the same DATABASE_URL\n`);
+  assert.equal(
+    stderr,
+    `hubops: the embedded PostgreSQL in ${path.join(dataDir, 'postgres')} is in use by another hubops process; stop that one first, or give every instance the same DATABASE_URL\n`,
+  );
   assert.equal((await httpRequest(`${server.base}/readyz`)).status, 200, 'the first server is unaffected');
 
   killGroup(server.child, 'SIGTERM');

@@ -23,9 +23,14 @@ let db: TestDb;
 let server: ChildProcess | undefined;
 let output = '';
 
-
 function serverEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: db.url, HUBOPS_DEMO: '0', LOG_LEVEL: 'warn', DATA_DIR: path.join(tmpdir(), `hubops-shutdown-${process.pid}`) };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATABASE_URL: db.url,
+    HUBOPS_DEMO: '0',
+    LOG_LEVEL: 'warn',
+    DATA_DIR: path.join(tmpdir(), `hubops-shutdown-${process.pid}`),
+  };
   // In-process rate limits: this test is about the database, not a shared limiter.
   delete env.REDIS_URL;
   return env;
@@ -89,7 +94,9 @@ test('SIGTERM finishes in-flight requests, flushes every request count, and exit
 
   // N authenticated requests, a few at a time.
   for (let i = 0; i < QUICK_REQUESTS; i += 8) {
-    const batch = Array.from({ length: Math.min(8, QUICK_REQUESTS - i) }, () => httpRequest(`${base}/v1/hub/playbook-opt-ins?limit=5`, { headers: auth }));
+    const batch = Array.from({ length: Math.min(8, QUICK_REQUESTS - i) }, () =>
+      httpRequest(`${base}/v1/hub/playbook-opt-ins?limit=5`, { headers: auth }),
+    );
     for (const response of await Promise.all(batch)) assert.equal(response.status, 200, response.text);
   }
 
@@ -115,8 +122,15 @@ test('SIGTERM finishes in-flight requests, flushes every request count, and exit
     }, 'the slow request to reach PostgreSQL');
 
     // Nothing has been written yet: the counts are all still in the server's memory.
-    const before = await db.pool.query<{ request_count: string; last_used_at: Date | null }>('SELECT coalesce(u.request_count, 0) AS request_count, u.last_used_at FROM api_keys k LEFT JOIN api_key_usage u ON u.key_id = k.id WHERE k.id = $1', [key.id]);
-    assert.equal(Number(before.rows[0]!.request_count), 0, 'no usage flush may have happened before SIGTERM (the test must run within the 10 s interval)');
+    const before = await db.pool.query<{ request_count: string; last_used_at: Date | null }>(
+      'SELECT coalesce(u.request_count, 0) AS request_count, u.last_used_at FROM api_keys k LEFT JOIN api_key_usage u ON u.key_id = k.id WHERE k.id = $1',
+      [key.id],
+    );
+    assert.equal(
+      Number(before.rows[0]!.request_count),
+      0,
+      'no usage flush may have happened before SIGTERM (the test must run within the 10 s interval)',
+    );
     assert.equal(before.rows[0]!.last_used_at, null);
     assert.ok(Date.now() - started < 9_000, 'reached SIGTERM before the first periodic flush could run');
 

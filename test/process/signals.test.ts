@@ -13,7 +13,22 @@ import { after, test } from 'node:test';
 import pg from 'pg';
 import { createTestDb } from '../support/db.ts';
 import { httpRequest } from '../support/http.ts';
-import { callHubApi, dataDir, demoKey, demoKeyRequests, hubopsEnv, isAlive, killGroup, NODE, postmasterPid, ROOT, serverPid, startServer, waitUntil, type Running } from './support.ts';
+import {
+  callHubApi,
+  dataDir,
+  demoKey,
+  demoKeyRequests,
+  hubopsEnv,
+  isAlive,
+  killGroup,
+  NODE,
+  postmasterPid,
+  ROOT,
+  serverPid,
+  startServer,
+  waitUntil,
+  type Running,
+} from './support.ts';
 
 const MAIN = path.join(ROOT, 'src/main.ts');
 const N = 11;
@@ -39,12 +54,17 @@ async function holdRequest(url: string, server: Running, key: string): Promise<{
   await locker.connect();
   await locker.query('BEGIN');
   await locker.query('LOCK TABLE opt_ins IN ACCESS EXCLUSIVE MODE');
-  const slow = httpRequest(`${server.base}/v1/hub/playbook-opt-ins?limit=1`, { headers: { authorization: `Bearer ${key}` }, timeoutMs: 30_000 }).then(
+  const slow = httpRequest(`${server.base}/v1/hub/playbook-opt-ins?limit=1`, {
+    headers: { authorization: `Bearer ${key}` },
+    timeoutMs: 30_000,
+  }).then(
     (r) => r.status,
     () => 0,
   );
   await waitUntilAsync(async () => {
-    const { rowCount } = await locker.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'hubops-server' AND wait_event_type = 'Lock'`);
+    const { rowCount } = await locker.query(
+      `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'hubops-server' AND wait_event_type = 'Lock'`,
+    );
     return (rowCount ?? 0) > 0;
   });
   return {
@@ -64,7 +84,9 @@ async function waitUntilAsync(check: () => Promise<boolean>): Promise<void> {
   }
 }
 
-test('a second signal during a stop is ignored (logged); the stop finishes its request and writes every count', { timeout: 120_000 }, async () => {
+test('a second signal during a stop is ignored (logged); the stop finishes its request and writes every count', {
+  timeout: 120_000,
+}, async () => {
   const db = await createTestDb();
   cleanups.push(() => db.drop());
   const env = hubopsEnv({ url: db.url });
@@ -110,7 +132,9 @@ test('a third signal forces the exit (exit code 1, logged), and the embedded pos
   }
 });
 
-test('an uncaught error stops through the graceful path: counts written, postmaster stopped, exit code 1', { timeout: 180_000 }, async () => {
+test('an uncaught error stops through the graceful path: counts written, postmaster stopped, exit code 1', {
+  timeout: 180_000,
+}, async () => {
   const dataDir = await embeddedDir({ initialised: true });
   const env = hubopsEnv({ dataDir });
   const server = await startServer(NODE, ['--import', path.join(import.meta.dirname, 'uncaught-on-sigusr2.ts'), MAIN], env);
@@ -136,7 +160,11 @@ test('a start that fails after the database started: one line, exit 1, no postma
   cleanups.push(() => new Promise((resolve) => taken.close(resolve)));
   const port = (taken.address() as net.AddressInfo).port;
 
-  const child = spawn(NODE, [MAIN], { cwd: ROOT, env: { ...hubopsEnv({ dataDir }), PORT: String(port), LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(NODE, [MAIN], {
+    cwd: ROOT,
+    env: { ...hubopsEnv({ dataDir }), PORT: String(port), LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const [code] = (await once(child, 'exit')) as [number | null];

@@ -9,7 +9,22 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { httpRequest } from '../support/http.ts';
-import { callHubApi, dataDir as newDataDir, demoKey, demoKeyRequests, hubopsEnv, isAlive, killGroup, NODE, postmasterPid, ROOT, serverPid, startServer, waitUntil, type Running } from './support.ts';
+import {
+  callHubApi,
+  dataDir as newDataDir,
+  demoKey,
+  demoKeyRequests,
+  hubopsEnv,
+  isAlive,
+  killGroup,
+  NODE,
+  postmasterPid,
+  ROOT,
+  serverPid,
+  startServer,
+  waitUntil,
+  type Running,
+} from './support.ts';
 
 const N = 23;
 const running: Running[] = [];
@@ -62,7 +77,9 @@ async function twoStops(env: NodeJS.ProcessEnv, options: { dataDir?: string; lis
   assert.equal(await demoKeyRequests(hubId, env), 2 * N, 'SIGTERM to the group: every request counted');
 }
 
-test('embedded database: Ctrl-C and a group SIGTERM on `npm start` keep every request count; it listens on 127.0.0.1 only', { timeout: 300_000 }, async () => {
+test('embedded database: Ctrl-C and a group SIGTERM on `npm start` keep every request count; it listens on 127.0.0.1 only', {
+  timeout: 300_000,
+}, async () => {
   const dataDir = await newDataDir('hubops-stop-', { initialised: true });
   cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
   await twoStops(hubopsEnv({ dataDir }), { dataDir, listensEverywhere: false });
@@ -83,7 +100,9 @@ test('HOST overrides the loopback default of the embedded database', { timeout: 
   await stopGroup(server, 'SIGTERM', dataDir);
 });
 
-test('after kill -9 of the server, the next start stops the orphaned postmaster and starts at once, on the same data', { timeout: 300_000 }, async () => {
+test('after kill -9 of the server, the next start stops the orphaned postmaster and starts at once, on the same data', {
+  timeout: 300_000,
+}, async () => {
   const dataDir = await newDataDir('hubops-kill9-', { initialised: true });
   cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
   const env = hubopsEnv({ dataDir });

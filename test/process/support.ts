@@ -43,7 +43,8 @@ export async function dataDir(prefix: string, options: { initialised: boolean })
 /** Environment for a server or CLI on `database` (a URL, or a DATA_DIR for the embedded one). */
 export function hubopsEnv(database: { url: string } | { dataDir: string }, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'info', ...extra };
-  for (const name of ['DATABASE_URL', 'REDIS_URL', 'HOST', 'HUBOPS_DEMO', 'DATA_DIR', 'NODE_OPTIONS']) if (!(name in extra)) delete env[name];
+  for (const name of ['DATABASE_URL', 'REDIS_URL', 'HOST', 'HUBOPS_DEMO', 'DATA_DIR', 'NODE_OPTIONS'])
+    if (!(name in extra)) delete env[name];
   if ('url' in database) Object.assign(env, { DATABASE_URL: database.url, HUBOPS_DEMO: '1' });
   else env.DATA_DIR = database.dataDir;
   return env;
@@ -69,7 +70,10 @@ export async function startServer(command: string, args: string[], env: NodeJS.P
   const deadline = Date.now() + 120_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode} before answering:\n${output}`);
-    const ok = await httpRequest(`${base}/healthz`, { timeoutMs: 1_000 }).then((r) => r.status === 200, () => false);
+    const ok = await httpRequest(`${base}/healthz`, { timeoutMs: 1_000 }).then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (ok && output.includes('hubops is running')) break;
     if (Date.now() > deadline) {
       killGroup(child, 'SIGKILL');
@@ -130,12 +134,20 @@ export function embeddedUrl(dataDir: string): string {
 export async function waitForConnection(dataDir: string, applicationName: string, timeoutMs = 90_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const client = new pg.Client({ connectionString: existsSync(path.join(dataDir, 'postgres', 'postmaster.pid')) ? embeddedUrl(dataDir) : 'postgres://nobody@127.0.0.1:1/none' });
+    const client = new pg.Client({
+      connectionString: existsSync(path.join(dataDir, 'postgres', 'postmaster.pid'))
+        ? embeddedUrl(dataDir)
+        : 'postgres://nobody@127.0.0.1:1/none',
+    });
     client.on('error', () => {});
-    const connected = await client.connect().then(
-      async () => ((await client.query('SELECT 1 FROM pg_stat_activity WHERE application_name = $1', [applicationName])).rowCount ?? 0) > 0,
-      () => false,
-    ).finally(() => client.end().catch(() => {}));
+    const connected = await client
+      .connect()
+      .then(
+        async () =>
+          ((await client.query('SELECT 1 FROM pg_stat_activity WHERE application_name = $1', [applicationName])).rowCount ?? 0) > 0,
+        () => false,
+      )
+      .finally(() => client.end().catch(() => {}));
     if (connected) return;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${applicationName} to connect to the embedded database`);
     await new Promise((resolve) => setTimeout(resolve, 50));

@@ -40,14 +40,34 @@ function bannerUrls(output: string): [string, string][] {
   return [...banner.matchAll(/^ {2}(\S+(?: \S+)*?) {2,}(https?:\/\/\S+)/gm)].map((m) => [m[1]!, m[2]!]);
 }
 
-const jsonLines = (output: string) => output.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>);
+const jsonLines = (output: string) =>
+  output
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
 
-test('piped stdout: the banner names each URL once, then one JSON line per request and none for passing health checks', { timeout: 120_000 }, async () => {
+test('piped stdout: the banner names each URL once, then one JSON line per request and none for passing health checks', {
+  timeout: 120_000,
+}, async () => {
   const server = await start(db);
   const output = server.output();
   assert.match(output, new RegExp(`hubops is running at http://localhost:${server.port} \\(version ${VERSION.replace(/\./g, '\\.')}\\)`));
   const urls = bannerUrls(output);
-  assert.deepEqual(urls.map(([label]) => label), ['Web admin', 'Docs', 'Hub API', 'Hub API OpenAPI', 'Hub MCP', 'Main API', 'Main API OpenAPI', 'MCP (OAuth)', 'OAuth metadata', 'Meta sandbox']);
+  assert.deepEqual(
+    urls.map(([label]) => label),
+    [
+      'Web admin',
+      'Docs',
+      'Hub API',
+      'Hub API OpenAPI',
+      'Hub MCP',
+      'Main API',
+      'Main API OpenAPI',
+      'MCP (OAuth)',
+      'OAuth metadata',
+      'Meta sandbox',
+    ],
+  );
   assert.equal(new Set(urls.map(([, url]) => url)).size, urls.length, 'no URL twice');
   const { key } = demoKey(output);
 
@@ -67,12 +87,18 @@ test('piped stdout: the banner names each URL once, then one JSON line per reque
   await stop(server);
   const logged = jsonLines(server.output()).slice(before);
   const requests = logged.filter((l) => l.msg === 'request');
-  assert.deepEqual(requests.map((l) => [l.reqId, l.method, l.url]), [
-    [ids[0], 'GET', '/v1/hub/opt-in-summary'],
-    [ids[1], 'GET', '/v1/hub/playbook-opt-ins?limit=1'],
-    [ids[2], 'GET', '/embed/nope?token=[redacted]'],
-  ]);
-  assert.deepEqual(requests.map((l) => l.statusCode), [200, 200, 404]);
+  assert.deepEqual(
+    requests.map((l) => [l.reqId, l.method, l.url]),
+    [
+      [ids[0], 'GET', '/v1/hub/opt-in-summary'],
+      [ids[1], 'GET', '/v1/hub/playbook-opt-ins?limit=1'],
+      [ids[2], 'GET', '/embed/nope?token=[redacted]'],
+    ],
+  );
+  assert.deepEqual(
+    requests.map((l) => l.statusCode),
+    [200, 200, 404],
+  );
   assert.ok(requests.every((l) => typeof l.responseTime === 'number'));
   assert.ok(!logged.some((l) => /healthz|readyz/.test(String(l.url))), 'health checks are not logged');
   assert.ok(!server.output().includes('SECRET-TOKEN'));
@@ -82,10 +108,16 @@ test('piped stdout: the banner names each URL once, then one JSON line per reque
 test("a later start names the demo hub's id in the key example; without the demo, how to get a hub id", { timeout: 120_000 }, async () => {
   const again = await start(db);
   assert.doesNotMatch(again.output(), /Demo data seeded|<HUB_ID>/);
-  assert.match(again.output(), /Create a Hub API key for the demo hub Brewline Coffee with:\n {2}npm run --silent hubops -- keys create --hub hub_demo_brewline --name "My tool"\n/);
+  assert.match(
+    again.output(),
+    /Create a Hub API key for the demo hub Brewline Coffee with:\n {2}npm run --silent hubops -- keys create --hub hub_demo_brewline --name "My tool"\n/,
+  );
   await stop(again);
 
   const none = await start(empty);
-  assert.match(none.output(), /Create a Hub API key for one of your hubs \(ids from: hubs create, or demo seed for the demo data\) with:\n {2}npm run --silent hubops -- keys create --hub <HUB_ID> --name "My tool"\n/);
+  assert.match(
+    none.output(),
+    /Create a Hub API key for one of your hubs \(ids from: hubs create, or demo seed for the demo data\) with:\n {2}npm run --silent hubops -- keys create --hub <HUB_ID> --name "My tool"\n/,
+  );
   await stop(none);
 });

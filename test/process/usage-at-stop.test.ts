@@ -38,7 +38,9 @@ async function requestCount(keyId: string): Promise<number> {
 async function notModifiedCounts(keyId: string): Promise<{ total: number; daily: number }> {
   const { rows } = await db.pool.query<{ total: string | null; daily: string | null }>(
     `SELECT (SELECT not_modified_count FROM api_key_usage WHERE key_id = $1) AS total,
-            (SELECT sum(not_modified_count) FROM api_key_daily_usage WHERE key_id = $1) AS daily`, [keyId]);
+            (SELECT sum(not_modified_count) FROM api_key_daily_usage WHERE key_id = $1) AS daily`,
+    [keyId],
+  );
   return { total: Number(rows[0]?.total ?? 0), daily: Number(rows[0]?.daily ?? 0) };
 }
 

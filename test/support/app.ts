@@ -66,7 +66,11 @@ export interface TestApp {
   /** With `throughProxy`: the proxy between the app and its database, to cut and restore. */
   proxy?: TcpProxy;
   /** GET a Hub API path with a key (inject); returns status, headers and parsed JSON. */
-  hubGet(path: string, key: string | undefined, headers?: Record<string, string>): Promise<{ status: number; headers: Record<string, unknown>; body: any }>;
+  hubGet(
+    path: string,
+    key: string | undefined,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; headers: Record<string, unknown>; body: any }>;
   close(): Promise<void>;
 }
 
@@ -76,7 +80,10 @@ export class UnlimitedRateLimiter extends MemoryRateLimiter {
     return super.hit(key, Number.MAX_SAFE_INTEGER, windowMs, nowMs);
   }
   override hitAll(windows: RateWindow[], nowMs: number): Promise<RateCharge> {
-    return super.hitAll(windows.map((w) => ({ ...w, limit: Number.MAX_SAFE_INTEGER })), nowMs);
+    return super.hitAll(
+      windows.map((w) => ({ ...w, limit: Number.MAX_SAFE_INTEGER })),
+      nowMs,
+    );
   }
 }
 
@@ -86,7 +93,12 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
   await options.seed?.(db);
   const port = options.listen ? await freePort() : undefined;
   const baseUrl = options.baseUrl ?? (port ? `http://127.0.0.1:${port}${options.basePath ?? ''}` : 'http://hubops.test');
-  const env: Record<string, string> = { DATABASE_URL: db.url, LOG_LEVEL: 'silent', BASE_URL: baseUrl, DATA_DIR: await mkdtemp(path.join(tmpdir(), 'hubops-test-data-')) };
+  const env: Record<string, string> = {
+    DATABASE_URL: db.url,
+    LOG_LEVEL: 'silent',
+    BASE_URL: baseUrl,
+    DATA_DIR: await mkdtemp(path.join(tmpdir(), 'hubops-test-data-')),
+  };
   if (port) env.PORT = String(port);
   if (options.secretsKey) env.HUBOPS_SECRETS_KEY = options.secretsKey;
   const config = loadConfig({ ...env, ...options.env });
@@ -111,7 +123,10 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
     await app.fastify.listen({ port, host: '127.0.0.1' });
     if (!options.baseUrl) {
       const issuer = new URL(config.siteUrl);
-      as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', [oauth.allowInsecureRequests]: true }));
+      as = await oauth.processDiscoveryResponse(
+        issuer,
+        await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', [oauth.allowInsecureRequests]: true }),
+      );
     }
   }
   return {

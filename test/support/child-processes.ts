@@ -23,7 +23,10 @@ export function toolPath(tool: keyof typeof TOOLS): string {
 /** The installed version of a package (its own package.json), and the one package.json pins. */
 export function versions(pkg: string): { installed: string; pinned: string | undefined } {
   const own = JSON.parse(readFileSync(path.join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string };
-  const project = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { devDependencies?: Record<string, string>; dependencies?: Record<string, string> };
+  const project = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+    devDependencies?: Record<string, string>;
+    dependencies?: Record<string, string>;
+  };
   return { installed: own.version, pinned: project.devDependencies?.[pkg] ?? project.dependencies?.[pkg] };
 }
 

@@ -4,4 +4,6 @@ import { existsSync } from 'node:fs';
 
 export const CHROMIUM = '/usr/bin/chromium';
 export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'];
-export const chromiumMissing = existsSync(CHROMIUM) ? false : `${CHROMIUM} is not installed (apt-get install -y chromium; .ci/run installs it)`;
+export const chromiumMissing = existsSync(CHROMIUM)
+  ? false
+  : `${CHROMIUM} is not installed (apt-get install -y chromium; .ci/run installs it)`;

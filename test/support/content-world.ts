@@ -24,7 +24,10 @@ import type { MediaAsset } from '../../src/domain/media/media.ts';
 // Tenancy records (accounts, hubs, workspaces, opt-ins, spend): world.ts.
 
 export async function user(db: Db, id: string, accountId = 'acc_1'): Promise<string> {
-  await db.kysely.insertInto('users').values({ id, account_id: accountId, email: `${id}@example.test`, password_hash: 'x', firstname: 'Test', lastname: id }).execute();
+  await db.kysely
+    .insertInto('users')
+    .values({ id, account_id: accountId, email: `${id}@example.test`, password_hash: 'x', firstname: 'Test', lastname: id })
+    .execute();
   return id;
 }
 
@@ -66,8 +69,18 @@ function answered(ctx: MainContext | TestContext, result: unknown): unknown {
   return result.value;
 }
 
-export async function channel(db: Db, hubId: string, workspaceId: string, id: string, platform: SocialPlatform, connected = true): Promise<string> {
-  await db.kysely.insertInto('social_channels').values({ id, hub_id: hubId, workspace_id: workspaceId, platform, name: `${platform} ${id}`, handle: null, connected }).execute();
+export async function channel(
+  db: Db,
+  hubId: string,
+  workspaceId: string,
+  id: string,
+  platform: SocialPlatform,
+  connected = true,
+): Promise<string> {
+  await db.kysely
+    .insertInto('social_channels')
+    .values({ id, hub_id: hubId, workspace_id: workspaceId, platform, name: `${platform} ${id}`, handle: null, connected })
+    .execute();
   return id;
 }
 
@@ -95,7 +108,11 @@ export async function tempMediaStore(): Promise<TempMediaStore> {
   return {
     store,
     root,
-    files: async () => (await readdir(root, { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).map((e) => path.relative(root, path.join(e.parentPath, e.name))).sort(),
+    files: async () =>
+      (await readdir(root, { recursive: true, withFileTypes: true }))
+        .filter((e) => e.isFile())
+        .map((e) => path.relative(root, path.join(e.parentPath, e.name)))
+        .sort(),
     remove: () => rm(root, { recursive: true, force: true }),
   };
 }
@@ -112,7 +129,11 @@ export async function call(name: string, ctx: MainContext, input: Record<string,
 }
 
 /** Uploads through the media service as POST /media does: the asset, a replay recorded on the context. */
-export async function upload(ctx: TestContext, content: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, details: UploadDetails): Promise<MediaAsset> {
+export async function upload(
+  ctx: TestContext,
+  content: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+  details: UploadDetails,
+): Promise<MediaAsset> {
   const { value, replayed } = await uploadMedia(ctx, ctx.caller, content, details, ctx.idempotencyKey);
   if (replayed) ctx.headers[REPLAYED_HEADER] = 'true';
   return value;

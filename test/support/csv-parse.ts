@@ -10,22 +10,50 @@ export function parseCsv(text: string): string[][] {
     const c = text[i]!;
     if (quoted) {
       if (c === '"') {
-        if (text[i + 1] === '"') { field += '"'; i += 2; continue; }
-        quoted = false; i += 1; continue;
+        if (text[i + 1] === '"') {
+          field += '"';
+          i += 2;
+          continue;
+        }
+        quoted = false;
+        i += 1;
+        continue;
       }
-      field += c; i += 1; continue;
+      field += c;
+      i += 1;
+      continue;
     }
-    if (c === '"' && !fieldStarted) { quoted = true; fieldStarted = true; i += 1; continue; }
+    if (c === '"' && !fieldStarted) {
+      quoted = true;
+      fieldStarted = true;
+      i += 1;
+      continue;
+    }
     if (c === '"') throw new Error(`stray quote at ${i}`);
-    if (c === ',') { record.push(field); field = ''; fieldStarted = false; i += 1; continue; }
+    if (c === ',') {
+      record.push(field);
+      field = '';
+      fieldStarted = false;
+      i += 1;
+      continue;
+    }
     if (c === '\r' || c === '\n') {
-      record.push(field); records.push(record); record = []; field = ''; fieldStarted = false;
+      record.push(field);
+      records.push(record);
+      record = [];
+      field = '';
+      fieldStarted = false;
       i += c === '\r' && text[i + 1] === '\n' ? 2 : 1;
       continue;
     }
-    field += c; fieldStarted = true; i += 1;
+    field += c;
+    fieldStarted = true;
+    i += 1;
   }
   if (quoted) throw new Error('unterminated quoted field');
-  if (fieldStarted || record.length > 0) { record.push(field); records.push(record); }
+  if (fieldStarted || record.length > 0) {
+    record.push(field);
+    records.push(record);
+  }
   return records;
 }

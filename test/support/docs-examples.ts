@@ -43,7 +43,15 @@ function fences(markdown: string): Fence[] {
     while (end < lines.length && !/^\s*```\s*$/.test(lines[end]!)) end++;
     if (end >= lines.length) throw new Error(`unclosed code fence at line ${start + 1}`);
     const indent = open[1]!.length;
-    out.push({ lang: open[2]!, start, body: lines.slice(start + 1, end).map((l) => l.slice(Math.min(indent, l.length - l.trimStart().length))).join('\n'), end });
+    out.push({
+      lang: open[2]!,
+      start,
+      body: lines
+        .slice(start + 1, end)
+        .map((l) => l.slice(Math.min(indent, l.length - l.trimStart().length)))
+        .join('\n'),
+      end,
+    });
     i = end;
   }
   return out;
@@ -61,9 +69,10 @@ export function examplesOf(page: string, markdown: string): Example[] {
     const skip = before >= 0 ? SKIP.exec(lines[before]!.trim())?.[1] : undefined;
     const next = all[index + 1];
     const between = next ? lines.slice(fence.end + 1, next.start) : [];
-    const response = next && (next.lang === 'json' || next.lang === 'text') && between.every((l) => l.trim() === '')
-      ? { lang: next.lang as 'json' | 'text', text: next.body, line: next.start + 1 }
-      : undefined;
+    const response =
+      next && (next.lang === 'json' || next.lang === 'text') && between.every((l) => l.trim() === '')
+        ? { lang: next.lang as 'json' | 'text', text: next.body, line: next.start + 1 }
+        : undefined;
     examples.push({ page, line: fence.start + 1, code: fence.body, ...(skip ? { skip } : {}), ...(response ? { response } : {}) });
   });
   return examples;
@@ -187,7 +196,8 @@ export function shapeDifferences(shape: Shape, actual: unknown, path = '$'): str
   if (shape.kind === 'array') {
     const array = actual as unknown[];
     if (array.length < shape.items.length) return [`${path}: shows ${shape.items.length} elements, got ${array.length}`];
-    if (array.length > shape.items.length && !shape.more) return [`${path}: shows ${shape.items.length} elements (no \`…\`), got ${array.length}`];
+    if (array.length > shape.items.length && !shape.more)
+      return [`${path}: shows ${shape.items.length} elements (no \`…\`), got ${array.length}`];
     return array.flatMap((item, i) => shapeDifferences(shape.items[Math.min(i, shape.items.length - 1)]!, item, `${path}[${i}]`));
   }
   return [];
@@ -197,7 +207,13 @@ export function shapeDifferences(shape: Shape, actual: unknown, path = '$'): str
 export function textMatches(shown: string, actual: string): boolean {
   const want = shown.split('\n');
   const got = actual.replace(/\r/g, '').replace(/\n$/, '').split('\n');
-  const line = (pattern: string) => new RegExp(`^${pattern.split(ELLIPSIS).map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+  const line = (pattern: string) =>
+    new RegExp(
+      `^${pattern
+        .split(ELLIPSIS)
+        .map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+        .join('.*')}$`,
+    );
   const match = (w: number, g: number): boolean => {
     if (w === want.length) return g === got.length;
     if (want[w]!.trim() === ELLIPSIS) {
@@ -219,5 +235,7 @@ export function responseMismatch(response: NonNullable<Example['response']>, out
     return `output is not one JSON document:\n${output.slice(0, 2000)}`;
   }
   const differences = shapeDifferences(parseShape(response.text), parsed);
-  return differences.length ? `output differs from the response shown:\n  ${differences.slice(0, 20).join('\n  ')}\noutput: ${output.slice(0, 2000)}` : undefined;
+  return differences.length
+    ? `output differs from the response shown:\n  ${differences.slice(0, 20).join('\n  ')}\noutput: ${output.slice(0, 2000)}`
+    : undefined;
 }

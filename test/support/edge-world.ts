@@ -48,10 +48,29 @@ export async function seedEdgeWorld(live: TestApp): Promise<EdgeWorld> {
   ]);
   await channel(db, 'h1', 'w1', 'ch_fb', 'facebook');
   await channel(db, 'h1', 'w1', 'ch_x', 'x');
-  await createUser(db, { email: 'admin@acme.test', password: 'admin password 1', firstname: 'Ada', lastname: 'Min', hubId: 'h1', role: 'hub_admin' });
+  await createUser(db, {
+    email: 'admin@acme.test',
+    password: 'admin password 1',
+    firstname: 'Ada',
+    lastname: 'Min',
+    hubId: 'h1',
+    role: 'hub_admin',
+  });
   const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
   const tokenFor = async (resource?: string) =>
-    (await exchangeCode(live, client, await authorize(live, client, { email: 'admin@acme.test', password: 'admin password 1', redirectUri: REDIRECT, ...(resource ? { resource } : {}) }), REDIRECT)).access_token;
+    (
+      await exchangeCode(
+        live,
+        client,
+        await authorize(live, client, {
+          email: 'admin@acme.test',
+          password: 'admin password 1',
+          redirectUri: REDIRECT,
+          ...(resource ? { resource } : {}),
+        }),
+        REDIRECT,
+      )
+    ).access_token;
   const token = await tokenFor();
   // Tokens are bound to one resource (RFC 8707): the MCP server needs its own.
   const mcpToken = await tokenFor(`${live.baseUrl}/mcp`);
@@ -65,7 +84,11 @@ export async function seedEdgeWorld(live: TestApp): Promise<EdgeWorld> {
     form.append('file', new Blob([png(8 * n, 8)], { type: 'image/png' }), `p${n}.png`);
     const uploaded = await main('/media', { method: 'POST', body: form });
     if (uploaded.status !== 201) throw new Error(`upload failed: ${JSON.stringify(uploaded.body)}`);
-    const post = await main('/posts', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: `post ${n}`, workspaceId: 'w1', channelIds: ['ch_fb'], status: 'draft' }) });
+    const post = await main('/posts', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ text: `post ${n}`, workspaceId: 'w1', channelIds: ['ch_fb'], status: 'draft' }),
+    });
     if (post.status !== 201) throw new Error(`post failed: ${JSON.stringify(post.body)}`);
   }
   const connect = async (url: string, bearer: string) => {
@@ -83,7 +106,8 @@ export async function seedEdgeWorld(live: TestApp): Promise<EdgeWorld> {
     mcpHub: () => connect(`${live.baseUrl}/v1/hub/mcp`, hubKey),
     counts: async (tables) => {
       const out: Record<string, number> = {};
-      for (const table of tables) out[table] = Number((await sql<{ n: string }>`SELECT count(*) AS n FROM ${sql.table(table)}`.execute(db.kysely)).rows[0]!.n);
+      for (const table of tables)
+        out[table] = Number((await sql<{ n: string }>`SELECT count(*) AS n FROM ${sql.table(table)}`.execute(db.kysely)).rows[0]!.n);
       return out;
     },
     close: () => live.close(),

@@ -1,5 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { PlatformError, type AdPlatformClient, type LocalDayRange, type PlatformAdAccount, type PlatformCredential, type PlatformSpendRow } from '../../src/integrations/ad-platform.ts';
+import {
+  PlatformError,
+  type AdPlatformClient,
+  type LocalDayRange,
+  type PlatformAdAccount,
+  type PlatformCredential,
+  type PlatformSpendRow,
+} from '../../src/integrations/ad-platform.ts';
 
 // A fake Meta for the surfaces' tests (web admin, CLI): what the sync engine and the Connect pages
 // ask of a platform client, in process: accounts a token can read, hourly ad-set spend, Meta's
@@ -23,7 +30,15 @@ export class FakeMeta implements AdPlatformClient {
   readonly usedTokens: string[] = [];
 
   addAccount(a: Partial<FakeAccount> & { externalId: string }): FakeAccount {
-    const account: FakeAccount = { name: `Ads ${a.externalId}`, currency: 'USD', timeZone: 'UTC', active: true, status: '1', rows: [], ...a };
+    const account: FakeAccount = {
+      name: `Ads ${a.externalId}`,
+      currency: 'USD',
+      timeZone: 'UTC',
+      active: true,
+      status: '1',
+      rows: [],
+      ...a,
+    };
     this.#accounts.set(a.externalId, account);
     return account;
   }
@@ -47,9 +62,16 @@ export class FakeMeta implements AdPlatformClient {
   #check(credential: PlatformCredential, accountId?: string): { accounts: Set<string> } {
     this.usedTokens.push(credential.accessToken);
     const token = this.#tokens.get(credential.accessToken);
-    if (!token || token.expired) throw new PlatformError('needs_reconnect', 'Meta refused the access token (190)', { platformMessage: token ? EXPIRED_WORDS : 'Invalid OAuth access token - Cannot parse access token', platformCode: token ? '190/463' : '190' });
+    if (!token || token.expired)
+      throw new PlatformError('needs_reconnect', 'Meta refused the access token (190)', {
+        platformMessage: token ? EXPIRED_WORDS : 'Invalid OAuth access token - Cannot parse access token',
+        platformCode: token ? '190/463' : '190',
+      });
     if (accountId !== undefined && (!token.accounts.has(accountId) || !this.#accounts.has(accountId))) {
-      throw new PlatformError('missing_permission', 'Meta refused access to the ad account (200)', { platformMessage: `(#200) Ad account owner has NOT grant ads_management or ads_read permission`, platformCode: '200' });
+      throw new PlatformError('missing_permission', 'Meta refused access to the ad account (200)', {
+        platformMessage: `(#200) Ad account owner has NOT grant ads_management or ads_read permission`,
+        platformCode: '200',
+      });
     }
     return token;
   }
@@ -83,7 +105,12 @@ export class FakeMeta implements AdPlatformClient {
 
   authorizeUrl(p: { dialogUrl: string; appId: string; redirectUri: string; state: string; scopes: string[] }): string {
     const url = new URL(`${p.dialogUrl.replace(/\/$/, '')}/v26.0/dialog/oauth`);
-    url.search = new URLSearchParams({ client_id: p.appId, redirect_uri: p.redirectUri, state: p.state, scope: p.scopes.join(',') }).toString();
+    url.search = new URLSearchParams({
+      client_id: p.appId,
+      redirect_uri: p.redirectUri,
+      state: p.state,
+      scope: p.scopes.join(','),
+    }).toString();
     return url.href;
   }
 
@@ -94,14 +121,27 @@ export class FakeMeta implements AdPlatformClient {
     return code;
   }
 
-  async exchangeCode(p: { appId: string; appSecret: string; redirectUri: string; code: string }): Promise<{ accessToken: string; expiresAt: Date | null }> {
+  async exchangeCode(p: {
+    appId: string;
+    appSecret: string;
+    redirectUri: string;
+    code: string;
+  }): Promise<{ accessToken: string; expiresAt: Date | null }> {
     const accounts = this.#codes.get(p.code);
     this.#codes.delete(p.code);
-    if (!accounts) throw new PlatformError('invalid_request', 'Meta refused the code (100)', { platformMessage: 'This authorization code has been used.', platformCode: '100/36009' });
+    if (!accounts)
+      throw new PlatformError('invalid_request', 'Meta refused the code (100)', {
+        platformMessage: 'This authorization code has been used.',
+        platformCode: '100/36009',
+      });
     return { accessToken: this.issueToken(accounts, new Date(Date.now() + 3_600_000)), expiresAt: new Date(Date.now() + 3_600_000) };
   }
 
-  async exchangeForLongLived(p: { appId: string; appSecret: string; accessToken: string }): Promise<{ accessToken: string; expiresAt: Date | null }> {
+  async exchangeForLongLived(p: {
+    appId: string;
+    appSecret: string;
+    accessToken: string;
+  }): Promise<{ accessToken: string; expiresAt: Date | null }> {
     const token = this.#check({ accessToken: p.accessToken });
     const expiresAt = new Date(Date.now() + 60 * 86_400_000);
     return { accessToken: this.issueToken([...token.accounts], expiresAt), expiresAt };
@@ -109,9 +149,27 @@ export class FakeMeta implements AdPlatformClient {
 }
 
 /** Hourly spend rows of one ad set over account-local days: `micros` each hour. */
-export function hourlyRows(o: { days: string[]; campaignId: string; campaignName: string; adSetId: string; adSetName: string; micros: bigint; hours?: number[] }): PlatformSpendRow[] {
+export function hourlyRows(o: {
+  days: string[];
+  campaignId: string;
+  campaignName: string;
+  adSetId: string;
+  adSetName: string;
+  micros: bigint;
+  hours?: number[];
+}): PlatformSpendRow[] {
   const hours = o.hours ?? Array.from({ length: 24 }, (_, h) => h);
-  return o.days.flatMap((date) => hours.map((hour) => ({ date, hour, campaignId: o.campaignId, campaignName: o.campaignName, adSetId: o.adSetId, adSetName: o.adSetName, spendMicros: o.micros })));
+  return o.days.flatMap((date) =>
+    hours.map((hour) => ({
+      date,
+      hour,
+      campaignId: o.campaignId,
+      campaignName: o.campaignName,
+      adSetId: o.adSetId,
+      adSetName: o.adSetName,
+      spendMicros: o.micros,
+    })),
+  );
 }
 
 /** The UTC day `n` days from `now` (negative: before). */

@@ -33,7 +33,8 @@ export function httpRequest(
       });
     });
     request.on('error', reject);
-    if (options.timeoutMs) request.setTimeout(options.timeoutMs, () => request.destroy(new Error(`timed out after ${options.timeoutMs} ms`)));
+    if (options.timeoutMs)
+      request.setTimeout(options.timeoutMs, () => request.destroy(new Error(`timed out after ${options.timeoutMs} ms`)));
     request.end(options.body);
   });
 }

@@ -106,7 +106,10 @@ export function recordingFetch(log: RecordedRequest[]): FetchLike {
   };
 }
 
-export function transport(url: URL, options: { provider?: OAuthClientProvider; log?: RecordedRequest[]; token?: string }): StreamableHTTPClientTransport {
+export function transport(
+  url: URL,
+  options: { provider?: OAuthClientProvider; log?: RecordedRequest[]; token?: string },
+): StreamableHTTPClientTransport {
   return new StreamableHTTPClientTransport(url, {
     ...(options.provider ? { authProvider: options.provider } : {}),
     ...(options.log ? { fetch: recordingFetch(options.log) } : {}),
@@ -122,10 +125,12 @@ export const newClient = () => new Client({ name: 'hubops-mcp-test', version: '1
  */
 export async function modernClient(url: URL, options: { token?: string; log?: RecordedRequest[] } = {}): Promise<ModernClient> {
   const client = new ModernClient({ name: 'hubops-mcp-test', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  await client.connect(new ModernTransport(url, {
-    ...(options.log ? { fetch: recordingFetch(options.log) } : {}),
-    ...(options.token ? { requestInit: { headers: { Authorization: `Bearer ${options.token}` } } } : {}),
-  }));
+  await client.connect(
+    new ModernTransport(url, {
+      ...(options.log ? { fetch: recordingFetch(options.log) } : {}),
+      ...(options.token ? { requestInit: { headers: { Authorization: `Bearer ${options.token}` } } } : {}),
+    }),
+  );
   return client;
 }
 

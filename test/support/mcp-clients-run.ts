@@ -69,8 +69,19 @@ export interface StdioSession {
  * stdio client to it. It runs under `setsid`, leading a process group of its own, so that
  * whatever it started (npx's child, a browser opener) dies with it.
  */
-export function stdioServer(command: string, args: string[], box: Sandbox, options: { env?: Record<string, string>; cwd?: string } = {}): StdioSession {
-  const transport = new StdioClientTransport({ command: 'setsid', args: [command, ...args], env: { ...box.env, ...options.env }, cwd: options.cwd ?? box.home, stderr: 'pipe' });
+export function stdioServer(
+  command: string,
+  args: string[],
+  box: Sandbox,
+  options: { env?: Record<string, string>; cwd?: string } = {},
+): StdioSession {
+  const transport = new StdioClientTransport({
+    command: 'setsid',
+    args: [command, ...args],
+    env: { ...box.env, ...options.env },
+    cwd: options.cwd ?? box.home,
+    stderr: 'pipe',
+  });
   let log = '';
   transport.stderr!.on('data', (chunk: Buffer) => (log += chunk.toString()));
   const client = new Client({ name: 'hubops-stdio-test', version: '1.0.0' });
@@ -92,7 +103,8 @@ export function stdioServer(command: string, args: string[], box: Sandbox, optio
 }
 
 /** mcp-remote (`args` after its script) as a stdio server. */
-export const mcpRemote = (args: string[], box: Sandbox): StdioSession => stdioServer(process.execPath, [toolPath('mcpRemote'), ...args], box);
+export const mcpRemote = (args: string[], box: Sandbox): StdioSession =>
+  stdioServer(process.execPath, [toolPath('mcpRemote'), ...args], box);
 
 /**
  * Plays the user for the sign-in a client asked the sandbox's browser to open: signs in to the
@@ -104,7 +116,8 @@ export async function signInThroughBrowser(box: Sandbox, baseUrl: string, user: 
   const redirectUri = authorizeUrl.searchParams.get('redirect_uri');
   if (!redirectUri) throw new Error(`no redirect_uri in ${authorizeUrl}`);
   const signedIn = await completeAuthorization({ baseUrl } as TestApp, authorizeUrl, { ...user, redirectUri, workspace: '' });
-  if (!signedIn.callback?.searchParams.get('code')) throw new Error(`sign-in gave no code: ${signedIn.response.status} ${signedIn.pages.at(-1)?.slice(0, 300)}`);
+  if (!signedIn.callback?.searchParams.get('code'))
+    throw new Error(`sign-in gave no code: ${signedIn.response.status} ${signedIn.pages.at(-1)?.slice(0, 300)}`);
   const landed = await fetch(signedIn.callback);
   if (landed.status !== 200) throw new Error(`the client's callback answered ${landed.status}: ${await landed.text()}`);
   return authorizeUrl;

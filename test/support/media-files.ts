@@ -90,9 +90,16 @@ export function gif(width: number, height: number): Buffer {
   }
   return Buffer.concat([
     Buffer.from('GIF89a', 'latin1'),
-    u16le(width), u16le(height), Buffer.from([0x80, 0, 0]),
+    u16le(width),
+    u16le(height),
+    Buffer.from([0x80, 0, 0]),
     Buffer.from([0x20, 0x40, 0x60, 0xff, 0xff, 0xff]),
-    Buffer.from([0x2c]), u16le(0), u16le(0), u16le(width), u16le(height), Buffer.from([0]),
+    Buffer.from([0x2c]),
+    u16le(0),
+    u16le(0),
+    u16le(width),
+    u16le(height),
+    Buffer.from([0]),
     Buffer.from([2, ...blocks, 0]),
     Buffer.from([0x3b]),
   ]);
@@ -104,14 +111,33 @@ export function gif(width: number, height: number): Buffer {
  */
 export function webpLossless(width: number, height: number): Buffer {
   const bits: [number, number][] = [
-    [width - 1, 14], [height - 1, 14], [0, 1], [0, 3], // size, no alpha, version 0
+    [width - 1, 14],
+    [height - 1, 14],
+    [0, 1],
+    [0, 3], // size, no alpha, version 0
     [0, 1], // no transform
-    [0, 1], [0, 1], // no colour cache, no meta prefix codes
-    [1, 1], [0, 1], [0, 1], [0, 1], // green: simple, one symbol, 1-bit symbol 0
-    [1, 1], [0, 1], [1, 1], [0x80, 8], // red: one 8-bit symbol
-    [1, 1], [0, 1], [1, 1], [0x40, 8], // blue
-    [1, 1], [0, 1], [1, 1], [0xff, 8], // alpha
-    [1, 1], [0, 1], [0, 1], [0, 1], // distance
+    [0, 1],
+    [0, 1], // no colour cache, no meta prefix codes
+    [1, 1],
+    [0, 1],
+    [0, 1],
+    [0, 1], // green: simple, one symbol, 1-bit symbol 0
+    [1, 1],
+    [0, 1],
+    [1, 1],
+    [0x80, 8], // red: one 8-bit symbol
+    [1, 1],
+    [0, 1],
+    [1, 1],
+    [0x40, 8], // blue
+    [1, 1],
+    [0, 1],
+    [1, 1],
+    [0xff, 8], // alpha
+    [1, 1],
+    [0, 1],
+    [0, 1],
+    [0, 1], // distance
   ];
   const out: number[] = [0x2f];
   let acc = 0;
@@ -138,7 +164,10 @@ function riff(chunkType: string, data: Buffer): Buffer {
 
 /** Well-known 1×1 WebP files (lossy VP8, and extended VP8X with alpha), as browsers' feature tests use. */
 export const WEBP_LOSSY_1X1 = Buffer.from('UklGRiIAAABXRUJQVlA4IBYAAAAwAQCdASoBAAEADsD+JaQAA3AAAAAA', 'base64');
-export const WEBP_ALPHA_1X1 = Buffer.from('UklGRkoAAABXRUJQVlA4WAoAAAAQAAAAAAAAAAAAQUxQSAwAAAARBxAR/Q9ERP8DAABWUDggGAAAABQBAJ0BKgEAAQAAAP4AAA3AAP7mtQAAAA==', 'base64');
+export const WEBP_ALPHA_1X1 = Buffer.from(
+  'UklGRkoAAABXRUJQVlA4WAoAAAAQAAAAAAAAAAAAQUxQSAwAAAARBxAR/Q9ERP8DAABWUDggGAAAABQBAJ0BKgEAAQAAAP4AAA3AAP7mtQAAAA==',
+  'base64',
+);
 
 const box = (type: string, ...payload: Buffer[]) => {
   const body = Buffer.concat(payload);
@@ -151,11 +180,14 @@ const u64be = (n: number | bigint) => {
 };
 const IDENTITY = [0x10000, 0, 0, 0, 0x10000, 0, 0, 0, 0x40000000];
 const QUARTER_TURN = [0, 0x10000, 0, -0x10000, 0, 0, 0, 0, 0x40000000];
-const matrix = (m: number[]) => Buffer.concat(m.map((v) => {
-  const b = Buffer.alloc(4);
-  b.writeInt32BE(v);
-  return b;
-}));
+const matrix = (m: number[]) =>
+  Buffer.concat(
+    m.map((v) => {
+      const b = Buffer.alloc(4);
+      b.writeInt32BE(v);
+      return b;
+    }),
+  );
 
 export interface MovieOptions {
   brand?: string;
@@ -180,16 +212,55 @@ export function movie(o: MovieOptions): Buffer {
   const timescale = o.timescale ?? 600;
   const duration = o.durationUnits ?? BigInt(Math.round((o.durationMs * timescale) / 1000));
   const v1 = o.version1 === true;
-  const times = (trackId?: number) => v1
-    ? Buffer.concat([u64be(0), u64be(0), ...(trackId === undefined ? [u32be(timescale)] : [u32be(trackId), u32be(0)]), u64be(duration)])
-    : Buffer.concat([u32be(0), u32be(0), ...(trackId === undefined ? [u32be(timescale)] : [u32be(trackId), u32be(0)]), u32be(Number(duration & 0xffffffffn))]);
+  const times = (trackId?: number) =>
+    v1
+      ? Buffer.concat([u64be(0), u64be(0), ...(trackId === undefined ? [u32be(timescale)] : [u32be(trackId), u32be(0)]), u64be(duration)])
+      : Buffer.concat([
+          u32be(0),
+          u32be(0),
+          ...(trackId === undefined ? [u32be(timescale)] : [u32be(trackId), u32be(0)]),
+          u32be(Number(duration & 0xffffffffn)),
+        ]);
   const version = Buffer.from([v1 ? 1 : 0, 0, 0, 0]);
   const mvhd = box('mvhd', version, times(), u32be(0x10000), u16be(0x100), Buffer.alloc(10), matrix(IDENTITY), Buffer.alloc(24), u32be(3));
-  const trak = (id: number, handler: string, w: number, h: number, m: number[]) => box('trak',
-    box('tkhd', Buffer.from([v1 ? 1 : 0, 0, 0, 3]), times(id), Buffer.alloc(8), u16be(0), u16be(0), u16be(handler === 'soun' ? 0x100 : 0), u16be(0), matrix(m), u32be(w * 0x10000), u32be(h * 0x10000)),
-    box('mdia',
-      box('mdhd', Buffer.from([0, 0, 0, 0]), u32be(0), u32be(0), u32be(timescale), u32be(Number(duration & 0xffffffffn)), u16be(0x55c4), u16be(0)),
-      box('hdlr', Buffer.from([0, 0, 0, 0]), u32be(0), Buffer.from(handler, 'latin1'), Buffer.alloc(12), Buffer.from('handler\0', 'latin1'))));
+  const trak = (id: number, handler: string, w: number, h: number, m: number[]) =>
+    box(
+      'trak',
+      box(
+        'tkhd',
+        Buffer.from([v1 ? 1 : 0, 0, 0, 3]),
+        times(id),
+        Buffer.alloc(8),
+        u16be(0),
+        u16be(0),
+        u16be(handler === 'soun' ? 0x100 : 0),
+        u16be(0),
+        matrix(m),
+        u32be(w * 0x10000),
+        u32be(h * 0x10000),
+      ),
+      box(
+        'mdia',
+        box(
+          'mdhd',
+          Buffer.from([0, 0, 0, 0]),
+          u32be(0),
+          u32be(0),
+          u32be(timescale),
+          u32be(Number(duration & 0xffffffffn)),
+          u16be(0x55c4),
+          u16be(0),
+        ),
+        box(
+          'hdlr',
+          Buffer.from([0, 0, 0, 0]),
+          u32be(0),
+          Buffer.from(handler, 'latin1'),
+          Buffer.alloc(12),
+          Buffer.from('handler\0', 'latin1'),
+        ),
+      ),
+    );
   const tracks = [
     ...(o.audioFirst ? [trak(1, 'soun', 0, 0, IDENTITY)] : []),
     trak(2, 'vide', o.width, o.height, o.rotated ? QUARTER_TURN : IDENTITY),

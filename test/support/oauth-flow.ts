@@ -36,12 +36,19 @@ export interface RegisteredClient {
   secret?: string;
 }
 
-export async function registerClient(live: TestApp, options: { confidential: boolean; redirectUri: string; name?: string }): Promise<RegisteredClient> {
-  const response = await oauth.dynamicClientRegistrationRequest(live.as, {
-    client_name: options.name ?? 'Test Client',
-    redirect_uris: [options.redirectUri],
-    token_endpoint_auth_method: options.confidential ? 'client_secret_post' : 'none',
-  }, insecure);
+export async function registerClient(
+  live: TestApp,
+  options: { confidential: boolean; redirectUri: string; name?: string },
+): Promise<RegisteredClient> {
+  const response = await oauth.dynamicClientRegistrationRequest(
+    live.as,
+    {
+      client_name: options.name ?? 'Test Client',
+      redirect_uris: [options.redirectUri],
+      token_endpoint_auth_method: options.confidential ? 'client_secret_post' : 'none',
+    },
+    insecure,
+  );
   const client = await oauth.processDynamicClientRegistrationResponse(response);
   const secret = client.client_secret as string | undefined;
   return { client, clientAuth: options.confidential ? oauth.ClientSecretPost(secret!) : oauth.None(), secret };
@@ -103,7 +110,10 @@ export async function authorize(live: TestApp, registered: RegisteredClient, o: 
   if (o.scope !== null) url.searchParams.set('scope', o.scope ?? 'service:full');
   if (o.prompt) url.searchParams.set('prompt', o.prompt);
   url.searchParams.set('state', state);
-  url.searchParams.set('code_challenge', o.challengeMethod === 'plain' ? codeVerifier : await oauth.calculatePKCECodeChallenge(codeVerifier));
+  url.searchParams.set(
+    'code_challenge',
+    o.challengeMethod === 'plain' ? codeVerifier : await oauth.calculatePKCECodeChallenge(codeVerifier),
+  );
   url.searchParams.set('code_challenge_method', o.challengeMethod ?? 'S256');
   if (o.resource) url.searchParams.set('resource', o.resource);
   return { ...(await completeAuthorization(live, url, o)), codeVerifier, state };
@@ -115,7 +125,14 @@ export async function authorize(live: TestApp, registered: RegisteredClient, o: 
  */
 export async function openSignIn(live: TestApp, registered: RegisteredClient, browser: Browser, redirectUri: string): Promise<string> {
   const url = new URL(live.as.authorization_endpoint!);
-  url.search = new URLSearchParams({ response_type: 'code', client_id: registered.client.client_id, redirect_uri: redirectUri, scope: 'service:full', code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()), code_challenge_method: 'S256' }).toString();
+  url.search = new URLSearchParams({
+    response_type: 'code',
+    client_id: registered.client.client_id,
+    redirect_uri: redirectUri,
+    scope: 'service:full',
+    code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()),
+    code_challenge_method: 'S256',
+  }).toString();
   const start = await browser.fetch(url.toString());
   return new URL(start.headers.get('location')!, live.baseUrl).toString();
 }
@@ -127,7 +144,11 @@ export type SignInOptions = Pick<AuthorizeOptions, 'email' | 'password' | 'decis
  * `redirectToAuthorization`): opens it, signs in, answers consent, and stops at the redirect that
  * leaves the server (to the client's redirect URI, whose query then holds `code` or `error`).
  */
-export async function completeAuthorization(live: TestApp, authorizationUrl: URL | string, o: SignInOptions): Promise<Omit<AuthorizeResult, 'codeVerifier' | 'state'>> {
+export async function completeAuthorization(
+  live: TestApp,
+  authorizationUrl: URL | string,
+  o: SignInOptions,
+): Promise<Omit<AuthorizeResult, 'codeVerifier' | 'state'>> {
   const browser = o.browser ?? new Browser();
   const pages: string[] = [];
   let response = await follow(browser, live.baseUrl, await browser.fetch(authorizationUrl.toString()));
@@ -145,7 +166,11 @@ export async function completeAuthorization(live: TestApp, authorizationUrl: URL
       if (o.hub) body.set('hub', o.hub);
       if (o.workspace !== undefined) body.set('workspace', o.workspace);
     }
-    const posted = await browser.fetch(new URL(form.action, live.baseUrl).toString(), { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const posted = await browser.fetch(new URL(form.action, live.baseUrl).toString(), {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     response = await follow(browser, live.baseUrl, posted);
   }
   const location = response.headers.get('location');
@@ -155,7 +180,15 @@ export async function completeAuthorization(live: TestApp, authorizationUrl: URL
 
 export async function exchangeCode(live: TestApp, registered: RegisteredClient, result: AuthorizeResult, redirectUri: string) {
   const params = oauth.validateAuthResponse(live.as, registered.client, result.callback!, result.state);
-  const response = await oauth.authorizationCodeGrantRequest(live.as, registered.client, registered.clientAuth, params, redirectUri, result.codeVerifier, insecure);
+  const response = await oauth.authorizationCodeGrantRequest(
+    live.as,
+    registered.client,
+    registered.clientAuth,
+    params,
+    redirectUri,
+    result.codeVerifier,
+    insecure,
+  );
   return oauth.processAuthorizationCodeResponse(live.as, registered.client, response);
 }
 
@@ -170,7 +203,12 @@ export async function revoke(live: TestApp, registered: RegisteredClient, token:
 }
 
 /** Calls the main API with a bearer token. */
-export async function api(live: TestApp, path: string, token: string | undefined, init: RequestInit = {}): Promise<{ status: number; headers: Headers; body: any }> {
+export async function api(
+  live: TestApp,
+  path: string,
+  token: string | undefined,
+  init: RequestInit = {},
+): Promise<{ status: number; headers: Headers; body: any }> {
   const headers = new Headers(init.headers);
   if (token) headers.set('authorization', `Bearer ${token}`);
   const response = await fetch(`${live.baseUrl}${path}`, { ...init, headers });

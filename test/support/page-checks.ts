@@ -13,7 +13,8 @@ export async function overflows(page: Page, width: number): Promise<string[]> {
     const found: string[] = [];
     const root = document.documentElement;
     if (root.scrollWidth > vw) found.push(`the document is ${root.scrollWidth} px wide`);
-    const name = (el: any) => `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${typeof el.className === 'string' && el.className ? `.${el.className.trim().split(/\s+/).join('.')}` : ''}`;
+    const name = (el: any) =>
+      `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${typeof el.className === 'string' && el.className ? `.${el.className.trim().split(/\s+/).join('.')}` : ''}`;
     const clipped = (el: any) => {
       for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
         if (['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(a).overflowX)) return true;
@@ -23,7 +24,8 @@ export async function overflows(page: Page, width: number): Promise<string[]> {
     for (const el of document.body.querySelectorAll('*')) {
       const box = el.getBoundingClientRect();
       if (box.width === 0 || box.height === 0 || getComputedStyle(el).visibility === 'hidden') continue;
-      if (box.right > vw + 0.5 && !clipped(el)) found.push(`${name(el)} reaches ${Math.round(box.right)} px: "${(el.textContent ?? '').trim().slice(0, 40)}"`);
+      if (box.right > vw + 0.5 && !clipped(el))
+        found.push(`${name(el)} reaches ${Math.round(box.right)} px: "${(el.textContent ?? '').trim().slice(0, 40)}"`);
       if (found.length > 12) break;
     }
     return found;
@@ -42,10 +44,13 @@ export async function smallTargets(page: Page): Promise<string[]> {
     for (const el of document.querySelectorAll('a[href], button, input:not([type=hidden]), select, summary, [role=menuitem]')) {
       const style = getComputedStyle(el);
       if (el.tagName === 'A' && style.display === 'inline') continue;
-      const target = el.matches('input[type=radio], input[type=checkbox]') ? el.closest('label') ?? el : el;
+      const target = el.matches('input[type=radio], input[type=checkbox]') ? (el.closest('label') ?? el) : el;
       const box = target.getBoundingClientRect();
       if (box.width === 0 || box.height === 0 || style.visibility === 'hidden') continue;
-      if (box.height < min - 0.5) found.push(`${el.tagName.toLowerCase()} "${(el.innerText || el.name || '').trim().slice(0, 30)}" is ${Math.round(box.height)} px high`);
+      if (box.height < min - 0.5)
+        found.push(
+          `${el.tagName.toLowerCase()} "${(el.innerText || el.name || '').trim().slice(0, 30)}" is ${Math.round(box.height)} px high`,
+        );
     }
     return found;
   }, TOUCH_MIN_PX);
@@ -54,17 +59,23 @@ export async function smallTargets(page: Page): Promise<string[]> {
 /** Opens the profile menu: it and each of its items lie wholly inside the viewport. */
 export async function menuOutside(page: Page, width: number, height: number): Promise<string[]> {
   await page.click('details.profile summary');
-  const found = await page.evaluate(({ vw, vh }) => {
-    const { document } = globalThis as any; // runs in the page
-    const out: string[] = [];
-    const menu = document.querySelector('details.profile .menu');
-    if (!menu) return ['no profile menu'];
-    for (const el of [menu, ...menu.querySelectorAll('a, button')]) {
-      const box = el.getBoundingClientRect();
-      if (box.width === 0) out.push(`${el.textContent?.trim()} is not shown`);
-      else if (box.left < 0 || box.top < 0 || box.right > vw || box.bottom > vh) out.push(`"${el.textContent?.trim().slice(0, 30)}" at ${Math.round(box.left)}..${Math.round(box.right)} × ${Math.round(box.top)}..${Math.round(box.bottom)}`);
-    }
-    return out;
-  }, { vw: width, vh: height });
+  const found = await page.evaluate(
+    ({ vw, vh }) => {
+      const { document } = globalThis as any; // runs in the page
+      const out: string[] = [];
+      const menu = document.querySelector('details.profile .menu');
+      if (!menu) return ['no profile menu'];
+      for (const el of [menu, ...menu.querySelectorAll('a, button')]) {
+        const box = el.getBoundingClientRect();
+        if (box.width === 0) out.push(`${el.textContent?.trim()} is not shown`);
+        else if (box.left < 0 || box.top < 0 || box.right > vw || box.bottom > vh)
+          out.push(
+            `"${el.textContent?.trim().slice(0, 30)}" at ${Math.round(box.left)}..${Math.round(box.right)} × ${Math.round(box.top)}..${Math.round(box.bottom)}`,
+          );
+      }
+      return out;
+    },
+    { vw: width, vh: height },
+  );
   return found;
 }

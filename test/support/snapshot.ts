@@ -2,9 +2,26 @@ import { sql } from 'kysely';
 import type { Db } from '../../src/db/database.ts';
 
 const TABLES = [
-  'accounts', 'hubs', 'workspaces', 'workspace_fields', 'users', 'memberships', 'playbooks',
-  'opt_ins', 'ad_accounts', 'spend', 'api_keys', 'social_channels', 'media_assets', 'posts', 'post_media',
-  'post_deliveries', 'organic_metrics', 'hub_cpm', 'paid_metrics', 'review_days',
+  'accounts',
+  'hubs',
+  'workspaces',
+  'workspace_fields',
+  'users',
+  'memberships',
+  'playbooks',
+  'opt_ins',
+  'ad_accounts',
+  'spend',
+  'api_keys',
+  'social_channels',
+  'media_assets',
+  'posts',
+  'post_media',
+  'post_deliveries',
+  'organic_metrics',
+  'hub_cpm',
+  'paid_metrics',
+  'review_days',
 ] as const;
 
 /**

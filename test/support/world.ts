@@ -7,12 +7,18 @@ import { createUser } from '../../src/domain/tenancy/tenancy.service.ts';
 // app's hub (seedWebHub). Users, channels, posts and media: content-world.ts.
 
 export async function account(db: Db, id = 'acc_1'): Promise<string> {
-  await db.kysely.insertInto('accounts').values({ id, name: `Account ${id}`, plan: 'standard', api_access: true }).execute();
+  await db.kysely
+    .insertInto('accounts')
+    .values({ id, name: `Account ${id}`, plan: 'standard', api_access: true })
+    .execute();
   return id;
 }
 
 export async function hub(db: Db, id: string, accountId = 'acc_1', suspended = false): Promise<string> {
-  await db.kysely.insertInto('hubs').values({ id, account_id: accountId, name: `Hub ${id}`, suspended }).execute();
+  await db.kysely
+    .insertInto('hubs')
+    .values({ id, account_id: accountId, name: `Hub ${id}`, suspended })
+    .execute();
   return id;
 }
 
@@ -20,8 +26,16 @@ export async function field(db: Db, hubId: string, key: string, archived = false
   await db.kysely.insertInto('workspace_fields').values({ hub_id: hubId, key, label: key, archived }).execute();
 }
 
-export async function workspace(db: Db, hubId: string, id: string, fields: Record<string, string | number | boolean> = {}): Promise<string> {
-  await db.kysely.insertInto('workspaces').values({ id, hub_id: hubId, name: `Workspace ${id}`, fields: JSON.stringify(fields) }).execute();
+export async function workspace(
+  db: Db,
+  hubId: string,
+  id: string,
+  fields: Record<string, string | number | boolean> = {},
+): Promise<string> {
+  await db.kysely
+    .insertInto('workspaces')
+    .values({ id, hub_id: hubId, name: `Workspace ${id}`, fields: JSON.stringify(fields) })
+    .execute();
   return id;
 }
 
@@ -66,12 +80,24 @@ export async function optIns(db: Db, specs: OptInSpec[]): Promise<void> {
     .execute();
 }
 
-export async function adAccount(db: Db, hubId: string, id: string, syncState: 'idle' | 'syncing' | 'failed' = 'idle', lastSyncedAt: string | null = null): Promise<string> {
-  await db.kysely.insertInto('ad_accounts').values({ id, hub_id: hubId, platform: 'meta', name: `Ads ${id}`, sync_state: syncState, last_synced_at: lastSyncedAt }).execute();
+export async function adAccount(
+  db: Db,
+  hubId: string,
+  id: string,
+  syncState: 'idle' | 'syncing' | 'failed' = 'idle',
+  lastSyncedAt: string | null = null,
+): Promise<string> {
+  await db.kysely
+    .insertInto('ad_accounts')
+    .values({ id, hub_id: hubId, platform: 'meta', name: `Ads ${id}`, sync_state: syncState, last_synced_at: lastSyncedAt })
+    .execute();
   return id;
 }
 
-export async function spend(db: Db, rows: { hubId: string; adAccountId: string; workspaceId: string | null; date: string; cents: number }[]): Promise<void> {
+export async function spend(
+  db: Db,
+  rows: { hubId: string; adAccountId: string; workspaceId: string | null; date: string; cents: number }[],
+): Promise<void> {
   if (rows.length === 0) return;
   // One statement may not hit the same spend line twice: add duplicates up first, as import does.
   const lines = new Map<string, (typeof rows)[number]>();
@@ -82,8 +108,20 @@ export async function spend(db: Db, rows: { hubId: string; adAccountId: string; 
   }
   await db.kysely
     .insertInto('spend')
-    .values([...lines.values()].map((r) => ({ hub_id: r.hubId, ad_account_id: r.adAccountId, workspace_id: r.workspaceId, date: r.date, spend_cents: r.cents })))
-    .onConflict((oc) => oc.expression(sql`ad_account_id, date, (coalesce(workspace_id, ''))` as never).doUpdateSet({ spend_cents: sql`spend.spend_cents + excluded.spend_cents` }))
+    .values(
+      [...lines.values()].map((r) => ({
+        hub_id: r.hubId,
+        ad_account_id: r.adAccountId,
+        workspace_id: r.workspaceId,
+        date: r.date,
+        spend_cents: r.cents,
+      })),
+    )
+    .onConflict((oc) =>
+      oc
+        .expression(sql`ad_account_id, date, (coalesce(workspace_id, ''))` as never)
+        .doUpdateSet({ spend_cents: sql`spend.spend_cents + excluded.spend_cents` }),
+    )
     .execute();
 }
 
@@ -118,23 +156,32 @@ export async function seedWebHub(db: Db): Promise<void> {
   await playbook(db, 'hub_other', 'pb_other');
   const statuses = ['active', 'in_review', 'questions_only', 'paused', 'active'];
   const workspaces = ['ws_a', 'ws_b', 'ws_c'];
-  await optIns(db, Array.from({ length: 130 }, (_, i) => ({
-    id: `oi_${String(i).padStart(3, '0')}`,
-    hubId: HUB,
-    playbookId: i % 2 ? 'pb_2' : 'pb_1',
-    workspaceId: workspaces[i % 3]!,
-    status: statuses[i % statuses.length],
-    optedInAt: day(-(i % 40), `0${i % 10}:15:00.000`),
-    updatedAt: day(-(i % 40), `1${i % 10}:15:00.000`),
-    budgetCents: i % 5 === 2 ? null : 1000 + i,
-    budgetType: i % 5 === 2 ? null : i % 2 ? 'daily' : 'lifetime',
-    variant: (i % 4 === 0 ? { audience: 'Families, "young"' } : {}) as Record<string, string>,
-    responses: i % 3 === 0 ? [{ question: 'Notes?', answer: '-dash, "quoted"\nnew line' }] : [],
-  })));
+  await optIns(
+    db,
+    Array.from({ length: 130 }, (_, i) => ({
+      id: `oi_${String(i).padStart(3, '0')}`,
+      hubId: HUB,
+      playbookId: i % 2 ? 'pb_2' : 'pb_1',
+      workspaceId: workspaces[i % 3]!,
+      status: statuses[i % statuses.length],
+      optedInAt: day(-(i % 40), `0${i % 10}:15:00.000`),
+      updatedAt: day(-(i % 40), `1${i % 10}:15:00.000`),
+      budgetCents: i % 5 === 2 ? null : 1000 + i,
+      budgetType: i % 5 === 2 ? null : i % 2 ? 'daily' : 'lifetime',
+      variant: (i % 4 === 0 ? { audience: 'Families, "young"' } : {}) as Record<string, string>,
+      responses: i % 3 === 0 ? [{ question: 'Notes?', answer: '-dash, "quoted"\nnew line' }] : [],
+    })),
+  );
   await optIns(db, [{ id: 'oi_other', hubId: 'hub_other', playbookId: 'pb_other', workspaceId: 'ws_other', optedInAt: day(-1) }]);
   await adAccount(db, HUB, 'ads_1', 'idle', new Date(Date.now() - 8 * 3_600_000).toISOString());
   await spend(db, [
-    ...Array.from({ length: 60 }, (_, i) => ({ hubId: HUB, adAccountId: 'ads_1', workspaceId: workspaces[i % 3]!, date: day(-(i % 30)).slice(0, 10), cents: 5000 + i * 37 })),
+    ...Array.from({ length: 60 }, (_, i) => ({
+      hubId: HUB,
+      adAccountId: 'ads_1',
+      workspaceId: workspaces[i % 3]!,
+      date: day(-(i % 30)).slice(0, 10),
+      cents: 5000 + i * 37,
+    })),
     { hubId: HUB, adAccountId: 'ads_1', workspaceId: null, date: day(-2).slice(0, 10), cents: 4321 },
   ]);
   await createUser(db, { ...ADMIN, firstname: 'Ada', lastname: 'Admin', hubId: HUB, role: 'hub_admin' });

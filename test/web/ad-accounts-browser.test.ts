@@ -20,10 +20,13 @@ import { ADMIN, HUB, seedWebHub } from '../support/world.ts';
 
 process.env.PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD = '1';
 const UPDATE = process.env.UPDATE_SCREENSHOTS === '1';
-const SHOTS = UPDATE ? path.resolve(import.meta.dirname, '../../docs/screenshots') : path.join(tmpdir(), `hubops-ad-accounts-${process.pid}`);
+const SHOTS = UPDATE
+  ? path.resolve(import.meta.dirname, '../../docs/screenshots')
+  : path.join(tmpdir(), `hubops-ad-accounts-${process.pid}`);
 if (chromiumMissing) console.log(`# SKIP ad accounts browser tests: ${chromiumMissing}`);
 
-const REFUSED_WORDS = 'The session has been invalidated because the user changed their password or Facebook has changed the session for security reasons.';
+const REFUSED_WORDS =
+  'The session has been invalidated because the user changed their password or Facebook has changed the session for security reasons.';
 
 describe('Manage Hub → Ad accounts in Chromium', { skip: chromiumMissing }, () => {
   let sandbox: MetaSandbox;
@@ -33,7 +36,14 @@ describe('Manage Hub → Ad accounts in Chromium', { skip: chromiumMissing }, ()
   let page: Page;
   const pageUrl = () => `${web.baseUrl}/app/hubs/${HUB}/settings/ad-accounts`;
   const idOf = async (externalId: string) =>
-    (await web.db.kysely.selectFrom('ad_accounts').select('id').where('hub_id', '=', HUB).where('external_id', '=', externalId).executeTakeFirstOrThrow()).id;
+    (
+      await web.db.kysely
+        .selectFrom('ad_accounts')
+        .select('id')
+        .where('hub_id', '=', HUB)
+        .where('external_id', '=', externalId)
+        .executeTakeFirstOrThrow()
+    ).id;
 
   before(async () => {
     const { chromium } = await import('playwright-core');
@@ -42,7 +52,9 @@ describe('Manage Hub → Ad accounts in Chromium', { skip: chromiumMissing }, ()
         historyDays: 100,
         accounts: [
           {
-            id: 'act_8001', name: 'Brewline West', adSets: [
+            id: 'act_8001',
+            name: 'Brewline West',
+            adSets: [
               { id: '8001001', name: 'Commuters [ws:ws_a]', campaignId: '800191', campaignName: 'Pumpkin Spice launch' },
               { id: '8001002', name: 'Lookalike 2%', campaignId: '800191', campaignName: 'Pumpkin Spice launch' },
               { id: '8001003', name: 'Students', campaignId: '800192', campaignName: 'Back to school' },
@@ -55,7 +67,9 @@ describe('Manage Hub → Ad accounts in Chromium', { skip: chromiumMissing }, ()
       },
     });
     web = await startApp({
-      listen: true, now: 'system', seed: seedWebHub,
+      listen: true,
+      now: 'system',
+      seed: seedWebHub,
       env: { META_GRAPH_URL: sandbox.url, META_DIALOG_URL: sandbox.url, META_APP_ID: sandbox.appId, META_APP_SECRET: sandbox.appSecret },
     });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
@@ -82,7 +96,7 @@ describe('Manage Hub → Ad accounts in Chromium', { skip: chromiumMissing }, ()
     assert.equal(await page.getAttribute('nav.tabs a.on', 'href'), `/app/hubs/${HUB}/settings/ad-accounts`);
     await page.fill('#meta-token', 'not a token');
     await page.click('text=Use this token');
-    assert.match(await page.textContent('#token-error') ?? '', /no spaces or line breaks/);
+    assert.match((await page.textContent('#token-error')) ?? '', /no spaces or line breaks/);
     assert.equal(await page.inputValue('#meta-token'), '', 'a pasted token is never put back into the page');
 
     await page.fill('#meta-token', sandbox.issueToken({ accounts: ['act_8001', 'act_8003'], systemUser: true }));
@@ -93,39 +107,46 @@ describe('Manage Hub → Ad accounts in Chromium', { skip: chromiumMissing }, ()
     await page.fill('#conn-label', 'Agency system user');
     await page.dblclick('text=Add accounts');
     await page.waitForURL(/\/settings\/ad-accounts\?notice=sync$/);
-    assert.match(await page.textContent('[data-ad-account]') ?? '', /Brewline West[\s\S]*Not synced yet/);
+    assert.match((await page.textContent('[data-ad-account]')) ?? '', /Brewline West[\s\S]*Not synced yet/);
     assert.equal((await web.db.kysely.selectFrom('ad_accounts').select('id').where('external_id', '=', 'act_8001').execute()).length, 1);
   });
 
   test('Sync now, then the sync: connected, with its last complete sync and complete-through day', async () => {
     await page.click('[data-ad-account] >> text=Sync now');
     await page.waitForURL(/notice=sync$/);
-    assert.match(await page.textContent('.notice') ?? '', /Sync requested/);
+    assert.match((await page.textContent('.notice')) ?? '', /Sync requested/);
     assert.equal((await syncNow(web.app.adSync, HUB, await idOf('act_8001'))).status, 'done');
     await page.reload();
-    const row = await page.textContent('[data-ad-account]') ?? '';
+    const row = (await page.textContent('[data-ad-account]')) ?? '';
     assert.match(row, /Connected/);
     assert.match(row, /Last complete sync\s*(just now|\d+ minutes? ago)/);
     assert.match(row, /Complete through\s*\d{4}-\d{2}-\d{2}/);
   });
 
-  test('Connect Meta by OAuth through the sandbox dialog, choose an account; a refused sync shows Meta\'s words', async () => {
+  test("Connect Meta by OAuth through the sandbox dialog, choose an account; a refused sync shows Meta's words", async () => {
     await page.click('[data-connect-meta]');
     await page.waitForURL(new RegExp(`^${sandbox.url}/v26.0/dialog/oauth\\?`));
-    assert.match(await page.textContent('body') ?? '', /ads_read,business_management/);
+    assert.match((await page.textContent('body')) ?? '', /ads_read,business_management/);
     await page.click('text=Continue');
     await page.waitForURL(/\/settings\/ad-accounts\/choose\?pending=/);
     // The OAuth user reads every sandbox account; the one already connected is marked (choosing it again reconnects it).
-    assert.match(await page.textContent('li:has(input[value=act_8001]) [data-already]') ?? '', /already connected: choose it to reconnect it/);
+    assert.match(
+      (await page.textContent('li:has(input[value=act_8001]) [data-already]')) ?? '',
+      /already connected: choose it to reconnect it/,
+    );
     await page.check('input[value=act_8002]');
     await page.click('text=Add accounts');
     await page.waitForURL(/notice=sync$/);
 
-    sandbox.scenario.fail('act_8002', { code: 190, error_subcode: 460, type: 'OAuthException', message: 'Error validating access token', error_user_msg: REFUSED_WORDS }, 10);
+    sandbox.scenario.fail(
+      'act_8002',
+      { code: 190, error_subcode: 460, type: 'OAuthException', message: 'Error validating access token', error_user_msg: REFUSED_WORDS },
+      10,
+    );
     assert.equal((await syncNow(web.app.adSync, HUB, await idOf('act_8002'))).status, 'failed');
     await page.reload();
     const row = page.locator(`[data-ad-account="${await idOf('act_8002')}"]`);
-    assert.match(await row.textContent() ?? '', /Needs reconnect/);
+    assert.match((await row.textContent()) ?? '', /Needs reconnect/);
     assert.equal((await row.locator('q[data-platform-message]').textContent())?.trim(), REFUSED_WORDS);
     assert.equal(await row.locator('a.button', { hasText: 'Reconnect' }).count(), 1);
 
@@ -138,22 +159,36 @@ describe('Manage Hub → Ad accounts in Chromium', { skip: chromiumMissing }, ()
     await page.check('input[value=act_8002]');
     await page.click('text=Add accounts');
     await page.waitForURL(/notice=sync$/);
-    assert.match(await page.locator(`[data-ad-account="${await idOf('act_8002')}"]`).textContent() ?? '', /Not synced yet|Connected/);
-    sandbox.scenario.fail('act_8002', { code: 190, error_subcode: 460, type: 'OAuthException', message: 'Error validating access token', error_user_msg: REFUSED_WORDS }, 10);
+    assert.match((await page.locator(`[data-ad-account="${await idOf('act_8002')}"]`).textContent()) ?? '', /Not synced yet|Connected/);
+    sandbox.scenario.fail(
+      'act_8002',
+      { code: 190, error_subcode: 460, type: 'OAuthException', message: 'Error validating access token', error_user_msg: REFUSED_WORDS },
+      10,
+    );
     assert.equal((await syncNow(web.app.adSync, HUB, await idOf('act_8002'))).status, 'failed');
     await page.reload();
   });
 
   test('an account Meta throttles is rescheduled, not failed; a token near its expiry is flagged', async () => {
     const token = sandbox.issueToken({ accounts: ['act_8004'], expiresInS: 5 * 86_400 });
-    await connectAdAccounts(web.app.adSync, HUB, { platform: 'meta', kind: 'oauth', accessToken: token, tokenExpiresAt: new Date(Date.now() + 5 * 86_400_000), externalIds: ['act_8004'], label: 'Catering manager' });
+    await connectAdAccounts(web.app.adSync, HUB, {
+      platform: 'meta',
+      kind: 'oauth',
+      accessToken: token,
+      tokenExpiresAt: new Date(Date.now() + 5 * 86_400_000),
+      externalIds: ['act_8004'],
+      label: 'Catering manager',
+    });
     sandbox.scenario.throttle('act_8004', 3 * 3_600_000);
     const outcome = await syncNow(web.app.adSync, HUB, await idOf('act_8004'));
     assert.equal(outcome.status, 'rescheduled');
     await page.reload();
     const row = page.locator(`[data-ad-account="${await idOf('act_8004')}"]`);
-    assert.match(await row.textContent() ?? '', /Rescheduled until .+ UTC: Meta asked us to slow down\./);
-    assert.match(await row.locator('[data-token-expires-soon]').textContent() ?? '', /^on \d{4}-\d{2}-\d{2}: connect it again before then/);
+    assert.match((await row.textContent()) ?? '', /Rescheduled until .+ UTC: Meta asked us to slow down\./);
+    assert.match(
+      (await row.locator('[data-token-expires-soon]').textContent()) ?? '',
+      /^on \d{4}-\d{2}-\d{2}: connect it again before then/,
+    );
   });
 
   test('assign unattributed spend: a double click assigns once, and the line goes', async () => {
@@ -166,31 +201,52 @@ describe('Manage Hub → Ad accounts in Chromium', { skip: chromiumMissing }, ()
     await first.locator('button[type=submit]').dblclick();
     await page.waitForURL(/notice=assigned/);
     assert.equal(await page.locator(`tr[data-unattributed="${key}"]`).count(), 0);
-    const mappings = await sql<{ n: string }>`SELECT count(*) AS n FROM ad_attribution_mappings WHERE hub_id = ${HUB}`.execute(web.db.kysely);
+    const mappings = await sql<{ n: string }>`SELECT count(*) AS n FROM ad_attribution_mappings WHERE hub_id = ${HUB}`.execute(
+      web.db.kysely,
+    );
     assert.equal(mappings.rows[0]!.n, '1');
   });
 
   test('disconnect asks first and says what happens to past figures', async () => {
     const paste = sandbox.issueToken({ accounts: ['act_8003'], systemUser: true });
-    await connectAdAccounts(web.app.adSync, HUB, { platform: 'meta', kind: 'system_user', accessToken: paste, tokenExpiresAt: null, externalIds: ['act_8003'], label: 'Drive-thru agency' });
+    await connectAdAccounts(web.app.adSync, HUB, {
+      platform: 'meta',
+      kind: 'system_user',
+      accessToken: paste,
+      tokenExpiresAt: null,
+      externalIds: ['act_8003'],
+      label: 'Drive-thru agency',
+    });
     await page.reload();
     await page.locator(`[data-ad-account="${await idOf('act_8003')}"] >> text=Disconnect`).click();
-    assert.match(await page.textContent('main') ?? '', /Past figures stay:[\s\S]*no longer counts toward freshness/);
+    assert.match((await page.textContent('main')) ?? '', /Past figures stay:[\s\S]*no longer counts toward freshness/);
     await page.click('text=Yes, disconnect');
     await page.waitForURL(/notice=disconnected$/);
-    assert.match(await page.textContent('details.disconnected summary') ?? '', /Disconnected accounts \(1\)/);
+    assert.match((await page.textContent('details.disconnected summary')) ?? '', /Disconnected accounts \(1\)/);
   });
 
-  for (const { width, height, phone } of [{ width: 390, height: 844, phone: true }, { width: 1280, height: 800, phone: false }]) {
+  for (const { width, height, phone } of [
+    { width: 390, height: 844, phone: true },
+    { width: 1280, height: 800, phone: false },
+  ]) {
     test(`${width} px: the page and the chooser fit, touch targets on the phone; screenshots`, async () => {
-      const context = await browser.newContext({ viewport: { width, height }, isMobile: phone, hasTouch: phone, storageState: await admin.storageState() });
+      const context = await browser.newContext({
+        viewport: { width, height },
+        isMobile: phone,
+        hasTouch: phone,
+        storageState: await admin.storageState(),
+      });
       const p = await context.newPage();
       const problems: string[] = [];
       const check = async (name: string) => {
         for (const found of await overflows(p, width)) problems.push(`${name}: ${found}`);
         if (phone) for (const found of await smallTargets(p)) problems.push(`${name}: ${found}`);
         const pageHeight: number = await p.evaluate('document.documentElement.scrollHeight');
-        await p.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true, clip: { x: 0, y: 0, width, height: Math.min(pageHeight, 3200) } });
+        await p.screenshot({
+          path: path.join(SHOTS, `${name}-${width}.png`),
+          fullPage: true,
+          clip: { x: 0, y: 0, width, height: Math.min(pageHeight, 3200) },
+        });
       };
       try {
         await p.goto(pageUrl());

@@ -17,7 +17,10 @@ import { ADMIN, HUB, MEMBER, seedWebHub } from '../support/world.ts';
 const EVIL_CAMPAIGN = '"><img src=x onerror=alert(1)> Fall';
 const SANDBOX_ACCOUNTS = [
   {
-    id: 'act_7001', name: 'Acme <b>West</b>', timezone_name: 'America/Los_Angeles', adSets: [
+    id: 'act_7001',
+    name: 'Acme <b>West</b>',
+    timezone_name: 'America/Los_Angeles',
+    adSets: [
       { id: '7001001', name: 'Prospecting', campaignId: '700191', campaignName: EVIL_CAMPAIGN },
       { id: '7001002', name: 'Retargeting [ws:ws_c]', campaignId: '700191', campaignName: EVIL_CAMPAIGN },
       { id: '7001003', name: 'Old store [ws:ws_gone]', campaignId: '700192', campaignName: 'Brand' },
@@ -40,15 +43,22 @@ describe('Manage Hub → Ad accounts over HTTP', () => {
     return { status: r.status, text: await r.text(), location: r.headers.get('location') };
   };
   const post = async (b: Browser, target: string, fields: Record<string, string> | URLSearchParams) => {
-    const r = await b.fetch(target, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: fields instanceof URLSearchParams ? fields.toString() : new URLSearchParams(fields).toString() });
+    const r = await b.fetch(target, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: fields instanceof URLSearchParams ? fields.toString() : new URLSearchParams(fields).toString(),
+    });
     return { status: r.status, text: await r.text(), location: r.headers.get('location') };
   };
-  const pendingRows = async () => Number((await sql<{ n: string }>`SELECT count(*) AS n FROM ad_pending_connections`.execute(web.db.kysely)).rows[0]!.n);
+  const pendingRows = async () =>
+    Number((await sql<{ n: string }>`SELECT count(*) AS n FROM ad_pending_connections`.execute(web.db.kysely)).rows[0]!.n);
 
   before(async () => {
     sandbox = await startMetaSandbox({ seed: { accounts: SANDBOX_ACCOUNTS, historyDays: 100 } });
     web = await startApp({
-      listen: true, now: 'system', seed: seedWebHub,
+      listen: true,
+      now: 'system',
+      seed: seedWebHub,
       env: { META_GRAPH_URL: sandbox.url, META_DIALOG_URL: sandbox.url, META_APP_ID: sandbox.appId, META_APP_SECRET: sandbox.appSecret },
     });
     admin = await signedIn(web);
@@ -70,7 +80,11 @@ describe('Manage Hub → Ad accounts over HTTP', () => {
     assert.match(page, /data-no-unattributed/);
     const member = await signedIn(web, MEMBER);
     assert.equal((await get(member, url())).status, 403);
-    assert.equal((await post(member, url('/token'), { csrf: hidden((await get(member, `${web.baseUrl}/app/hubs/${HUB}`)).text, 'csrf'), token })).status, 403);
+    assert.equal(
+      (await post(member, url('/token'), { csrf: hidden((await get(member, `${web.baseUrl}/app/hubs/${HUB}`)).text, 'csrf'), token }))
+        .status,
+      403,
+    );
   });
 
   test('paste a token: CSRF, blank, malformed and refused tokens change nothing; a good one opens the chooser, the token never in a page', async () => {
@@ -111,19 +125,43 @@ describe('Manage Hub → Ad accounts over HTTP', () => {
   test('choose: another currency is refused with the reason and the choice stays open; a double submit connects once', async () => {
     const csrf = hidden(page, 'csrf');
     const pending = hidden(page, 'pending');
-    const eur = await post(admin, url('/choose'), new URLSearchParams([['csrf', csrf], ['pending', pending], ['account', 'act_7003']]));
+    const eur = await post(
+      admin,
+      url('/choose'),
+      new URLSearchParams([
+        ['csrf', csrf],
+        ['pending', pending],
+        ['account', 'act_7003'],
+      ]),
+    );
     assert.equal(eur.status, 400);
     assert.match(eur.text, /ad account act_7003 reports spend in EUR, but this hub reports in USD/);
     assert.equal(await pendingRows(), 1, 'the token is put back for another choice');
     const none = await post(admin, url('/choose'), { csrf, pending });
     assert.match(none.text, /Choose at least one ad account\./);
 
-    const fields = new URLSearchParams([['csrf', csrf], ['pending', pending], ['account', 'act_7001'], ['label', 'Agency <system> user']]);
+    const fields = new URLSearchParams([
+      ['csrf', csrf],
+      ['pending', pending],
+      ['account', 'act_7001'],
+      ['label', 'Agency <system> user'],
+    ]);
     const [first, second] = await Promise.all([post(admin, url('/choose'), fields), post(admin, url('/choose'), fields)]);
     assert.deepEqual([first.status, second.status], [303, 303]);
-    assert.deepEqual([first.location, second.location].sort(), [`/app/hubs/${HUB}/settings/ad-accounts?notice=already`, `/app/hubs/${HUB}/settings/ad-accounts?notice=sync`]);
-    const accounts = await web.db.kysely.selectFrom('ad_accounts').select(['id', 'external_id']).where('hub_id', '=', HUB).where('external_id', 'is not', null).execute();
-    assert.deepEqual(accounts.map((a) => a.external_id), ['act_7001']);
+    assert.deepEqual([first.location, second.location].sort(), [
+      `/app/hubs/${HUB}/settings/ad-accounts?notice=already`,
+      `/app/hubs/${HUB}/settings/ad-accounts?notice=sync`,
+    ]);
+    const accounts = await web.db.kysely
+      .selectFrom('ad_accounts')
+      .select(['id', 'external_id'])
+      .where('hub_id', '=', HUB)
+      .where('external_id', 'is not', null)
+      .execute();
+    assert.deepEqual(
+      accounts.map((a) => a.external_id),
+      ['act_7001'],
+    );
     accountId = accounts[0]!.id;
     assert.equal(await pendingRows(), 0, 'used once');
     const listed = await get(admin, url('?notice=sync'));
@@ -137,7 +175,11 @@ describe('Manage Hub → Ad accounts over HTTP', () => {
   test('Sync now asks for a sync; once it has run, the page says connected, since when and through which day', async () => {
     const sync = await post(admin, url(`/${accountId}/sync`), { csrf: hidden(page, 'csrf') });
     assert.equal(sync.status, 303);
-    const row = await web.db.kysely.selectFrom('ad_accounts').select('sync_requested_at').where('id', '=', accountId).executeTakeFirstOrThrow();
+    const row = await web.db.kysely
+      .selectFrom('ad_accounts')
+      .select('sync_requested_at')
+      .where('id', '=', accountId)
+      .executeTakeFirstOrThrow();
     assert.ok(row.sync_requested_at);
     assert.equal((await post(admin, url(`/${accountId}/sync`), { csrf: 'forged' })).status, 400);
     assert.equal((await post(admin, url('/aa_nope/sync'), { csrf: hidden(page, 'csrf') })).status, 404);
@@ -152,16 +194,23 @@ describe('Manage Hub → Ad accounts over HTTP', () => {
     // Ad sets without a match, largest first, each with its reason; escaped everywhere.
     assert.doesNotMatch(page, /<img src=x/);
     assert.match(page, /&quot;&gt;&lt;img src=x onerror=alert\(1\)&gt; Fall/);
-    const lines = [...page.matchAll(/data-unattributed="([^"]+)"[\s\S]*?data-spend-cents="(\d+)"/g)].map((m) => [m[1], Number(m[2])] as const);
+    const lines = [...page.matchAll(/data-unattributed="([^"]+)"[\s\S]*?data-spend-cents="(\d+)"/g)].map(
+      (m) => [m[1], Number(m[2])] as const,
+    );
     assert.deepEqual(lines.map(([key]) => key).sort(), [`${accountId}|700191|7001001`, `${accountId}|700192|7001003`]);
-    assert.deepEqual(lines.map(([, cents]) => cents), lines.map(([, cents]) => cents).sort((a, b) => b - a), 'largest first');
+    assert.deepEqual(
+      lines.map(([, cents]) => cents),
+      lines.map(([, cents]) => cents).sort((a, b) => b - a),
+      'largest first',
+    );
     assert.match(page, /Its \[ws:…\] token names no workspace of this hub/);
   });
 
   test('assign: refused without the CSRF token or a workspace; a double submit assigns once, and the past spend moves', async () => {
     const csrf = hidden(page, 'csrf');
     const line = { ad_account: accountId, campaign: '700191', ad_set: '7001001', level: 'ad_set', workspace: 'ws_b' };
-    const mappings = async () => (await sql<{ n: string }>`SELECT count(*) AS n FROM ad_attribution_mappings`.execute(web.db.kysely)).rows[0]!.n;
+    const mappings = async () =>
+      (await sql<{ n: string }>`SELECT count(*) AS n FROM ad_attribution_mappings`.execute(web.db.kysely)).rows[0]!.n;
     const forged = await post(admin, url('/assign'), { ...line, csrf: 'forged' });
     assert.equal(forged.status, 400);
     assert.match(forged.text, /That form expired/);
@@ -173,14 +222,24 @@ describe('Manage Hub → Ad accounts over HTTP', () => {
     assert.match(otherHub.text, /no such workspace in this hub/);
     assert.equal(await mappings(), '0');
 
-    const unattributedBefore = await web.db.kysely.selectFrom('spend').select((eb) => eb.fn.sum<string>('spend_cents').as('c')).where('ad_account_id', '=', accountId).where('workspace_id', 'is', null).executeTakeFirstOrThrow();
+    const unattributedBefore = await web.db.kysely
+      .selectFrom('spend')
+      .select((eb) => eb.fn.sum<string>('spend_cents').as('c'))
+      .where('ad_account_id', '=', accountId)
+      .where('workspace_id', 'is', null)
+      .executeTakeFirstOrThrow();
     const [a, b] = await Promise.all([post(admin, url('/assign'), { ...line, csrf }), post(admin, url('/assign'), { ...line, csrf })]);
     assert.deepEqual([a.status, b.status], [303, 303]);
     assert.equal(await mappings(), '1');
     page = (await get(admin, url('?notice=assigned'))).text;
     assert.match(page, /Assigned\. Its spend, past and future, now counts for that workspace\./);
     assert.doesNotMatch(page, new RegExp(`data-unattributed="${accountId}\\|700191\\|7001001"`));
-    const unattributedAfter = await web.db.kysely.selectFrom('spend').select((eb) => eb.fn.sum<string>('spend_cents').as('c')).where('ad_account_id', '=', accountId).where('workspace_id', 'is', null).executeTakeFirstOrThrow();
+    const unattributedAfter = await web.db.kysely
+      .selectFrom('spend')
+      .select((eb) => eb.fn.sum<string>('spend_cents').as('c'))
+      .where('ad_account_id', '=', accountId)
+      .where('workspace_id', 'is', null)
+      .executeTakeFirstOrThrow();
     assert.ok(Number(unattributedAfter.c) < Number(unattributedBefore.c));
   });
 
@@ -188,8 +247,20 @@ describe('Manage Hub → Ad accounts over HTTP', () => {
     const action = `/app/hubs/${HUB}/settings/ad-accounts/${accountId}/default-workspace`;
     assert.match(page, new RegExp(`<form class="default-ws" method="post" action="${action}" data-once data-default-workspace>`));
     const csrf = hidden(page, 'csrf');
-    const stored = async () => (await web.db.kysely.selectFrom('ad_accounts').select('default_workspace_id').where('id', '=', accountId).executeTakeFirstOrThrow()).default_workspace_id;
-    const unattributed = async () => Number((await web.db.kysely.selectFrom('spend').select((eb) => eb.fn.sum<string>('spend_cents').as('c')).where('ad_account_id', '=', accountId).where('workspace_id', 'is', null).executeTakeFirstOrThrow()).c ?? 0);
+    const stored = async () =>
+      (await web.db.kysely.selectFrom('ad_accounts').select('default_workspace_id').where('id', '=', accountId).executeTakeFirstOrThrow())
+        .default_workspace_id;
+    const unattributed = async () =>
+      Number(
+        (
+          await web.db.kysely
+            .selectFrom('spend')
+            .select((eb) => eb.fn.sum<string>('spend_cents').as('c'))
+            .where('ad_account_id', '=', accountId)
+            .where('workspace_id', 'is', null)
+            .executeTakeFirstOrThrow()
+        ).c ?? 0,
+      );
     const before = await unattributed();
     assert.ok(before > 0, 'the [ws:ws_gone] ad set is unattributed');
 
@@ -225,7 +296,11 @@ describe('Manage Hub → Ad accounts over HTTP', () => {
     assert.equal(confirm.status, 200);
     assert.match(confirm.text, /Past figures stay:/);
     assert.match(confirm.text, /no longer counts toward freshness/);
-    const totalBefore = await web.db.kysely.selectFrom('spend').select((eb) => eb.fn.sum<string>('spend_cents').as('c')).where('ad_account_id', '=', accountId).executeTakeFirstOrThrow();
+    const totalBefore = await web.db.kysely
+      .selectFrom('spend')
+      .select((eb) => eb.fn.sum<string>('spend_cents').as('c'))
+      .where('ad_account_id', '=', accountId)
+      .executeTakeFirstOrThrow();
     assert.equal((await post(admin, url(`/${accountId}/disconnect`), { csrf: 'forged' })).status, 400);
     const done = await post(admin, url(`/${accountId}/disconnect`), { csrf: hidden(confirm.text, 'csrf') });
     assert.equal(done.status, 303);
@@ -233,7 +308,11 @@ describe('Manage Hub → Ad accounts over HTTP', () => {
     assert.match(page, /The account was disconnected\. Its past figures stay in the reports/);
     assert.match(page, /<summary>Disconnected accounts \(1\)<\/summary>/);
     assert.match(page, /data-status="disconnected"/);
-    const totalAfter = await web.db.kysely.selectFrom('spend').select((eb) => eb.fn.sum<string>('spend_cents').as('c')).where('ad_account_id', '=', accountId).executeTakeFirstOrThrow();
+    const totalAfter = await web.db.kysely
+      .selectFrom('spend')
+      .select((eb) => eb.fn.sum<string>('spend_cents').as('c'))
+      .where('ad_account_id', '=', accountId)
+      .executeTakeFirstOrThrow();
     assert.equal(totalAfter.c, totalBefore.c);
     assert.equal((await get(admin, url(`/${accountId}/disconnect`))).status, 404);
   });
@@ -249,7 +328,17 @@ describe('Manage Hub → Ad accounts over HTTP', () => {
     const state = dialog.searchParams.get('state')!;
 
     // What the person's click on Continue does: the sandbox sends the browser back with a code.
-    const allow = await fetch(dialog, { method: 'POST', body: new URLSearchParams({ client_id: sandbox.appId, redirect_uri: dialog.searchParams.get('redirect_uri')!, state, scope: 'ads_read', decision: 'allow' }), redirect: 'manual' });
+    const allow = await fetch(dialog, {
+      method: 'POST',
+      body: new URLSearchParams({
+        client_id: sandbox.appId,
+        redirect_uri: dialog.searchParams.get('redirect_uri')!,
+        state,
+        scope: 'ads_read',
+        decision: 'allow',
+      }),
+      redirect: 'manual',
+    });
     const back = new URL(allow.headers.get('location')!);
     assert.equal(back.searchParams.get('state'), state);
 
@@ -266,7 +355,10 @@ describe('Manage Hub → Ad accounts over HTTP', () => {
     forged.searchParams.set('code', 'not-a-code');
     const refused = await get(admin, forged.href);
     assert.equal(refused.status, 502);
-    assert.match(refused.text, /Meta did not give hubops a token\. Meta refused a token for the sign-in: Invalid verification code format\./);
+    assert.match(
+      refused.text,
+      /Meta did not give hubops a token\. Meta refused a token for the sign-in: Invalid verification code format\./,
+    );
     assert.equal(await pendingRows(), 0);
 
     const done = await get(admin, back.href);
@@ -275,15 +367,32 @@ describe('Manage Hub → Ad accounts over HTTP', () => {
     const chooser = await get(admin, `${web.baseUrl}${done.location}`);
     assert.match(chooser.text, /act_7002/);
     // The OAuth connection keeps the token's expiry (long-lived: about 60 days).
-    const fields = new URLSearchParams([['csrf', hidden(chooser.text, 'csrf')], ['pending', hidden(chooser.text, 'pending')], ['account', 'act_7002']]);
+    const fields = new URLSearchParams([
+      ['csrf', hidden(chooser.text, 'csrf')],
+      ['pending', hidden(chooser.text, 'pending')],
+      ['account', 'act_7002'],
+    ]);
     assert.equal((await post(admin, url('/choose'), fields)).status, 303);
-    const conn = await web.db.kysely.selectFrom('ad_connections').select(['kind', 'token_expires_at']).where('hub_id', '=', HUB).executeTakeFirstOrThrow();
+    const conn = await web.db.kysely
+      .selectFrom('ad_connections')
+      .select(['kind', 'token_expires_at'])
+      .where('hub_id', '=', HUB)
+      .executeTakeFirstOrThrow();
     assert.equal(conn.kind, 'oauth');
     assert.ok(conn.token_expires_at && conn.token_expires_at.getTime() > Date.now() + 50 * 86_400_000);
 
     // Cancel in the dialog: back with error=access_denied, nothing connected.
     const again = new URL((await get(admin, url('/meta/connect'))).location!);
-    const deny = await fetch(again, { method: 'POST', body: new URLSearchParams({ client_id: sandbox.appId, redirect_uri: again.searchParams.get('redirect_uri')!, state: again.searchParams.get('state')!, decision: 'deny' }), redirect: 'manual' });
+    const deny = await fetch(again, {
+      method: 'POST',
+      body: new URLSearchParams({
+        client_id: sandbox.appId,
+        redirect_uri: again.searchParams.get('redirect_uri')!,
+        state: again.searchParams.get('state')!,
+        decision: 'deny',
+      }),
+      redirect: 'manual',
+    });
     const cancelled = await get(admin, deny.headers.get('location')!);
     assert.equal(cancelled.status, 303);
     assert.match(cancelled.location!, /notice=cancelled$/);

@@ -14,14 +14,16 @@ before(async () => {
 });
 after(async () => web?.close());
 
-
 test('sign-in refuses a form without its CSRF token; the session cookie is HttpOnly, SameSite=Lax, stored hashed', async () => {
   const b = new Browser();
   await b.fetch(`${web.baseUrl}/app/sign-in`);
   const forged = await b.fetch(`${web.baseUrl}/app/sign-in`, form({ csrf: 'x', email: ADMIN.email, password: ADMIN.password }));
   assert.equal(forged.status, 400);
   const page = await (await b.fetch(`${web.baseUrl}/app/sign-in`)).text();
-  const ok = await b.fetch(`${web.baseUrl}/app/sign-in`, form({ csrf: hidden(page, 'csrf'), next: 'https://evil.example/', email: ADMIN.email, password: ADMIN.password }));
+  const ok = await b.fetch(
+    `${web.baseUrl}/app/sign-in`,
+    form({ csrf: hidden(page, 'csrf'), next: 'https://evil.example/', email: ADMIN.email, password: ADMIN.password }),
+  );
   assert.equal(ok.status, 303);
   assert.equal(ok.headers.get('location'), '/app');
   const line = ok.headers.getSetCookie().find((c) => c.startsWith('hubops_app='))!;
@@ -33,7 +35,10 @@ test('sign-in refuses a form without its CSRF token; the session cookie is HttpO
   assert.ok(stored.rows.every((r) => !String(r.h).includes(Buffer.from(sessionId).toString('hex'))));
   // Key forms need the session's CSRF token.
   const api = await (await b.fetch(`${web.baseUrl}/app/hubs/${HUB}/settings/api`)).text();
-  const refused = await b.fetch(`${web.baseUrl}/app/hubs/${HUB}/settings/api/keys`, form({ csrf: 'nope', form_token: hidden(api, 'form_token'), name: 'x', scope: 'read' }));
+  const refused = await b.fetch(
+    `${web.baseUrl}/app/hubs/${HUB}/settings/api/keys`,
+    form({ csrf: 'nope', form_token: hidden(api, 'form_token'), name: 'x', scope: 'read' }),
+  );
   assert.equal(refused.status, 400);
 });
 
@@ -52,7 +57,10 @@ test('a double submit of Create key makes exactly one key, and both land on the 
   const b = await signedIn(web);
   const api = await (await b.fetch(`${web.baseUrl}/app/hubs/${HUB}/settings/api`)).text();
   const fields = { csrf: hidden(api, 'csrf'), form_token: hidden(api, 'form_token'), name: 'Zapier sync', scope: 'embed' };
-  const [one, two] = await Promise.all([b.fetch(`${web.baseUrl}/app/hubs/${HUB}/settings/api/keys`, form(fields)), b.fetch(`${web.baseUrl}/app/hubs/${HUB}/settings/api/keys`, form(fields))]);
+  const [one, two] = await Promise.all([
+    b.fetch(`${web.baseUrl}/app/hubs/${HUB}/settings/api/keys`, form(fields)),
+    b.fetch(`${web.baseUrl}/app/hubs/${HUB}/settings/api/keys`, form(fields)),
+  ]);
   assert.equal(one.status, 303);
   assert.equal(two.status, 303);
   assert.equal(one.headers.get('location'), two.headers.get('location'));
@@ -81,9 +89,17 @@ test('embeds: frameable by any site; expired, revoked-key, read-key, wrong-hub a
   assert.equal(ok.headers['x-frame-options'], undefined);
   const refusals: [string, string, RegExp][] = [
     ['expired', signEmbedToken({ hub: HUB, view: 'spend', exp: exp - 600, kid: embed.id }, embed.key), /expired/],
-    ['read key (cannot sign: it has no key pair)', signEmbedToken({ hub: HUB, view: 'spend', exp, kid: read.id }, embed.key), /signature does not match/],
+    [
+      'read key (cannot sign: it has no key pair)',
+      signEmbedToken({ hub: HUB, view: 'spend', exp, kid: read.id }, embed.key),
+      /signature does not match/,
+    ],
     ['wrong hub', signEmbedToken({ hub: HUB, view: 'spend', exp, kid: other.id }, other.key), /names a hub its key does not belong to/],
-    ['wrong view', signEmbedToken({ hub: HUB, view: 'opt-in-summary', exp, kid: embed.id }, embed.key), /is for the opt-in-summary view, not spend/],
+    [
+      'wrong view',
+      signEmbedToken({ hub: HUB, view: 'opt-in-summary', exp, kid: embed.id }, embed.key),
+      /is for the opt-in-summary view, not spend/,
+    ],
     ['no token', '', /malformed/],
   ];
   for (const [label, token, reason] of refusals) {
@@ -117,15 +133,24 @@ test('a cookie with a broken %-escape is ignored, never a 500', async () => {
 test('a form field with a NUL (or another forbidden character) is a 400 page naming it, never a 500; nothing is written', async () => {
   const b = await signedIn(web);
   const api = await (await b.fetch(`${web.baseUrl}/app/hubs/${HUB}/settings/api`)).text();
-  const keysBefore = await web.db.kysely.selectFrom('api_keys').select((e) => e.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+  const keysBefore = await web.db.kysely
+    .selectFrom('api_keys')
+    .select((e) => e.fn.countAll<string>().as('n'))
+    .executeTakeFirstOrThrow();
   for (const name of ['bad\u0000name', 'bell \u0007 character']) {
-    const refused = await b.fetch(`${web.baseUrl}/app/hubs/${HUB}/settings/api/keys`, form({ csrf: hidden(api, 'csrf'), form_token: hidden(api, 'form_token'), name, scope: 'read' }));
+    const refused = await b.fetch(
+      `${web.baseUrl}/app/hubs/${HUB}/settings/api/keys`,
+      form({ csrf: hidden(api, 'csrf'), form_token: hidden(api, 'form_token'), name, scope: 'read' }),
+    );
     assert.equal(refused.status, 400, name);
     assert.match(refused.headers.get('content-type') ?? '', /text\/html/);
     assert.match(await refused.text(), /name: must not contain control characters/);
   }
   const signIn = await new Browser().fetch(`${web.baseUrl}/app/sign-in`, form({ csrf: 'x', email: 'a\u0000@b.test', password: 'p' }));
   assert.equal(signIn.status, 400);
-  const keysAfter = await web.db.kysely.selectFrom('api_keys').select((e) => e.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+  const keysAfter = await web.db.kysely
+    .selectFrom('api_keys')
+    .select((e) => e.fn.countAll<string>().as('n'))
+    .executeTakeFirstOrThrow();
   assert.deepEqual(keysAfter, keysBefore);
 });

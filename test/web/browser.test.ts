@@ -39,10 +39,20 @@ async function hubRows(web: TestApp, key: string, query = ''): Promise<any[]> {
 /** The expected CSV record for a Hub API row, flattened as the README documents. */
 function expectedRecord(row: any, fieldKeys: string[]): string[] {
   return [
-    row.id, row.playbook.id, row.playbook.name, row.playbook.solutions.join('|'), row.workspace.id, row.workspace.name,
+    row.id,
+    row.playbook.id,
+    row.playbook.name,
+    row.playbook.solutions.join('|'),
+    row.workspace.id,
+    row.workspace.name,
     ...fieldKeys.map((k) => (row.workspace.fields[k] === undefined ? '' : String(row.workspace.fields[k]))),
-    row.status, row.optedInAt, row.updatedAt, row.budgetCents === null ? '' : String(row.budgetCents), row.budgetType ?? '',
-    JSON.stringify(row.variant), JSON.stringify(row.responses),
+    row.status,
+    row.optedInAt,
+    row.updatedAt,
+    row.budgetCents === null ? '' : String(row.budgetCents),
+    row.budgetType ?? '',
+    JSON.stringify(row.variant),
+    JSON.stringify(row.responses),
   ].map(neutral);
 }
 
@@ -88,11 +98,11 @@ describe('web admin in Chromium', { skip: chromiumMissing }, () => {
     await page.goto(`${web.baseUrl}/app/sign-in`);
     await page.fill('#email', ADMIN.email);
     await page.click('button[type=submit]');
-    assert.match(await page.textContent('#password-error') ?? '', /Enter your password/);
+    assert.match((await page.textContent('#password-error')) ?? '', /Enter your password/);
     await page.fill('#email', ADMIN.email);
     await page.fill('#password', 'wrong password');
     await page.click('button[type=submit]');
-    assert.match(await page.textContent('[role=alert]') ?? '', /do not match/);
+    assert.match((await page.textContent('[role=alert]')) ?? '', /do not match/);
     await signIn(page, ADMIN);
     const cookie = (await admin.cookies()).find((c) => c.name === 'hubops_app')!;
     assert.equal(cookie.httpOnly, true);
@@ -103,11 +113,11 @@ describe('web admin in Chromium', { skip: chromiumMissing }, () => {
     await page.waitForURL(/\/settings\/api$/);
     for (const id of ['url-api', 'url-openapi', 'url-mcp']) assert.ok(await page.isVisible(`button[data-copy-target="${id}"]`));
     assert.equal(await page.textContent('#url-api'), `${web.baseUrl}/v1/hub`);
-    assert.match(await page.textContent('body') ?? '', /Give each tool its own key/);
+    assert.match((await page.textContent('body')) ?? '', /Give each tool its own key/);
 
     // Validation next to the field.
     await page.click('text=Create key >> nth=-1');
-    assert.match(await page.textContent('#name-error') ?? '', /Give the key a name/);
+    assert.match((await page.textContent('#name-error')) ?? '', /Give the key a name/);
     await page.fill('#key-name', 'Looker dashboard');
     assert.equal(await page.isChecked('input[name=scope][value=read]'), true);
     // A double click on Create: one key.
@@ -115,9 +125,12 @@ describe('web admin in Chromium', { skip: chromiumMissing }, () => {
     await page.waitForSelector('#new-key');
     readKeyValue = (await page.textContent('#new-key'))!.trim();
     assert.match(readKeyValue, /^hubops_[0-9A-Za-z]{49}$/);
-    assert.match(await page.textContent('[data-new-key]') ?? '', /will not be shown again/);
+    assert.match((await page.textContent('[data-new-key]')) ?? '', /will not be shown again/);
     const keys = await web.db.kysely.selectFrom('api_keys').select(['id', 'name']).where('hub_id', '=', HUB).execute();
-    assert.deepEqual(keys.map((k) => k.name), ['Looker dashboard']);
+    assert.deepEqual(
+      keys.map((k) => k.name),
+      ['Looker dashboard'],
+    );
     // The copy button copies exactly the key.
     await page.click('button[data-copy-target="new-key"]');
     const copied = await page.evaluate('navigator.clipboard.readText()');
@@ -125,10 +138,12 @@ describe('web admin in Chromium', { skip: chromiumMissing }, () => {
     // Shown once: a reload shows it no more.
     await page.reload();
     assert.equal(await page.isVisible('#new-key'), false);
-    assert.match(await page.textContent('body') ?? '', /already been shown once/);
+    assert.match((await page.textContent('body')) ?? '', /already been shown once/);
 
     for (let i = 0; i < 3; i++) {
-      const r = await httpRequest(`${web.baseUrl}/v1/hub/playbook-opt-ins?limit=1`, { headers: { authorization: `Bearer ${readKeyValue}` } });
+      const r = await httpRequest(`${web.baseUrl}/v1/hub/playbook-opt-ins?limit=1`, {
+        headers: { authorization: `Bearer ${readKeyValue}` },
+      });
       assert.equal(r.status, 200);
     }
     const keyId = keys[0]!.id;
@@ -141,11 +156,15 @@ describe('web admin in Chromium', { skip: chromiumMissing }, () => {
     assert.equal(count, 3);
 
     await page.click(`tr[data-key-id="${keyId}"] >> text=Revoke`);
-    assert.match(await page.textContent('h1') ?? '', /Revoke “Looker dashboard”\?/);
-    assert.equal((await httpRequest(`${web.baseUrl}/v1/hub/opt-in-summary`, { headers: { authorization: `Bearer ${readKeyValue}` } })).status, 200, 'not revoked before confirming');
+    assert.match((await page.textContent('h1')) ?? '', /Revoke “Looker dashboard”\?/);
+    assert.equal(
+      (await httpRequest(`${web.baseUrl}/v1/hub/opt-in-summary`, { headers: { authorization: `Bearer ${readKeyValue}` } })).status,
+      200,
+      'not revoked before confirming',
+    );
     await page.click('text=Yes, revoke this key');
     await page.waitForURL(/revoked=/);
-    assert.match(await page.textContent(`tr[data-key-id="${keyId}"]`) ?? '', /Revoked/);
+    assert.match((await page.textContent(`tr[data-key-id="${keyId}"]`)) ?? '', /Revoked/);
     const refused = await httpRequest(`${web.baseUrl}/v1/hub/opt-in-summary`, { headers: { authorization: `Bearer ${readKeyValue}` } });
     assert.equal(refused.status, 401);
     assert.equal(refused.json.error, 'invalid_api_key');
@@ -157,7 +176,7 @@ describe('web admin in Chromium', { skip: chromiumMissing }, () => {
     await signIn(p, MEMBER);
     await p.click('details.profile summary');
     assert.equal(await p.locator('text=Manage Hub').count(), 0);
-    assert.match(await p.textContent('details.profile') ?? '', /Sign out/);
+    assert.match((await p.textContent('details.profile')) ?? '', /Sign out/);
     for (const suffix of ['settings/api', 'opt-ins', 'opt-ins.csv', 'spend']) {
       const response = await p.goto(`${web.baseUrl}/app/hubs/${HUB}/${suffix}`);
       assert.equal(response!.status(), 403, suffix);
@@ -178,7 +197,7 @@ describe('web admin in Chromium', { skip: chromiumMissing }, () => {
     const key = (await createKey(web.db, { hubId: HUB, name: 'csv check' })).key;
     await page.goto(`${web.baseUrl}/app/hubs/${HUB}/opt-ins`);
     assert.equal(await page.locator('#opt-ins tbody tr').count(), 50);
-    const text = await page.textContent('#opt-ins') ?? '';
+    const text = (await page.textContent('#opt-ins')) ?? '';
     for (const label of ['Live', 'Awaiting approval', 'Questions only']) assert.ok(text.includes(label), label);
     await page.click('a[rel=next]');
     await page.click('a[rel=next]');
@@ -187,7 +206,7 @@ describe('web admin in Chromium', { skip: chromiumMissing }, () => {
 
     // Invalid date: the message sits next to the field.
     await page.goto(`${web.baseUrl}/app/hubs/${HUB}/opt-ins?from=2026-13-01`);
-    assert.match(await page.textContent('#from-error') ?? '', /YYYY-MM-DD/);
+    assert.match((await page.textContent('#from-error')) ?? '', /YYYY-MM-DD/);
 
     // The whole CSV, through the browser's download.
     await page.goto(`${web.baseUrl}/app/hubs/${HUB}/opt-ins`);
@@ -195,8 +214,23 @@ describe('web admin in Chromium', { skip: chromiumMissing }, () => {
     const csv = await readFile((await download.path())!, 'utf8');
     const records = parseCsv(csv);
     const fieldKeys = ['region', 'store_code'];
-    assert.deepEqual(records[0], ['id', 'playbook_id', 'playbook_name', 'playbook_solutions', 'workspace_id', 'workspace_name', 'field_region', 'field_store_code',
-      'status', 'opted_in_at', 'updated_at', 'budget_cents', 'budget_type', 'variant', 'responses']);
+    assert.deepEqual(records[0], [
+      'id',
+      'playbook_id',
+      'playbook_name',
+      'playbook_solutions',
+      'workspace_id',
+      'workspace_name',
+      'field_region',
+      'field_store_code',
+      'status',
+      'opted_in_at',
+      'updated_at',
+      'budget_cents',
+      'budget_type',
+      'variant',
+      'responses',
+    ]);
     const rows = await hubRows(web, key);
     assert.equal(rows.length, 130);
     assert.equal(records.length - 1, rows.length);
@@ -214,22 +248,28 @@ describe('web admin in Chromium', { skip: chromiumMissing }, () => {
     const filtered = await sessionGet(new URL(href!, web.baseUrl).toString());
     const expected = await hubRows(web, key, 'status=active&playbookId=pb_1');
     assert.ok(expected.length > 0);
-    assert.deepEqual(parseCsv(filtered).slice(1), expected.map((r) => expectedRecord(r, fieldKeys)));
+    assert.deepEqual(
+      parseCsv(filtered).slice(1),
+      expected.map((r) => expectedRecord(r, fieldKeys)),
+    );
     // Workspace and opted-in date range.
     const from = expected[0].optedInAt.slice(0, 10);
     const wsCsv = await sessionGet(`${web.baseUrl}/app/hubs/${HUB}/opt-ins.csv?workspace=ws_b&from=${from}&to=${from}`);
     const all = rows.filter((r) => r.workspace.id === 'ws_b' && r.optedInAt.slice(0, 10) === from);
-    assert.deepEqual(parseCsv(wsCsv).slice(1), all.map((r) => expectedRecord(r, fieldKeys)));
+    assert.deepEqual(
+      parseCsv(wsCsv).slice(1),
+      all.map((r) => expectedRecord(r, fieldKeys)),
+    );
   });
 
   test('spend dashboard: four periods, unattributed, chart, freshness banner', async () => {
     await page.goto(`${web.baseUrl}/app/hubs/${HUB}/spend`);
     assert.equal(await page.locator('.stat[data-period]').count(), 4);
     assert.equal(await page.getAttribute('.banner', 'data-freshness'), 'stale');
-    assert.match(await page.textContent('.banner') ?? '', /may be out of date/);
+    assert.match((await page.textContent('.banner')) ?? '', /may be out of date/);
     assert.ok(await page.isVisible('svg.chart'));
-    assert.match(await page.textContent('body') ?? '', /Unattributed/);
-    assert.match(await page.textContent('body') ?? '', /\$43\.21/);
+    assert.match((await page.textContent('body')) ?? '', /Unattributed/);
+    assert.match((await page.textContent('body')) ?? '', /\$43\.21/);
   });
 
   test('a signed embed renders in an iframe on another origin; a tampered one is refused', async () => {
@@ -257,13 +297,13 @@ describe('web admin in Chromium', { skip: chromiumMissing }, () => {
       const frame = async (id: string) => (await (await p.waitForSelector(`#${id}`)).contentFrame())!;
       const goodFrame = await frame('good');
       await goodFrame.waitForSelector('svg.chart');
-      assert.match(await goodFrame.textContent('h1') ?? '', /Acme Franchises · spend/);
+      assert.match((await goodFrame.textContent('h1')) ?? '', /Acme Franchises · spend/);
       const summaryFrame = await frame('summary');
       await summaryFrame.waitForSelector('[data-active]');
       assert.equal(Number(await summaryFrame.textContent('[data-active]')), 52);
       const badFrame = await frame('bad');
       await badFrame.waitForSelector('[data-embed-error]');
-      assert.match(await badFrame.textContent('[data-embed-error]') ?? '', /signature/);
+      assert.match((await badFrame.textContent('[data-embed-error]')) ?? '', /signature/);
       await context.close();
     } finally {
       await new Promise((resolve) => site.close(resolve));

@@ -13,7 +13,17 @@ import { createUser } from '../../src/domain/tenancy/tenancy.service.ts';
 import { freePort } from '../../src/platform/net.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { CHROMIUM, CHROMIUM_ARGS, chromiumMissing } from '../support/chromium.ts';
-import { api, authorize, exchangeCode, insecure, oauth, REDIRECT, refresh, registerClient, type RegisteredClient } from '../support/oauth-flow.ts';
+import {
+  api,
+  authorize,
+  exchangeCode,
+  insecure,
+  oauth,
+  REDIRECT,
+  refresh,
+  registerClient,
+  type RegisteredClient,
+} from '../support/oauth-flow.ts';
 import { form, hidden, signedIn } from '../support/web-forms.ts';
 import { ADMIN, HUB, MEMBER, seedWebHub } from '../support/world.ts';
 
@@ -28,16 +38,33 @@ const OTHER_MEMBER = { email: 'olga@other.test', password: 'other member passwor
 async function seed(db: TestApp['db']): Promise<void> {
   await seedWebHub(db);
   await createUser(db, { ...OTHER_ADMIN, firstname: 'Otto', lastname: 'Other', hubId: 'hub_other', role: 'hub_admin' });
-  await createUser(db, { ...OTHER_MEMBER, firstname: 'Olga', lastname: 'Other', hubId: 'hub_other', role: 'member', workspaceId: 'ws_other' });
+  await createUser(db, {
+    ...OTHER_MEMBER,
+    firstname: 'Olga',
+    lastname: 'Other',
+    hubId: 'hub_other',
+    role: 'member',
+    workspaceId: 'ws_other',
+  });
 }
 
-const INITIALIZE = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+const INITIALIZE = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+};
 
 /** One initialize request to the main MCP server with a bearer token: its status. */
 async function mcpStatus(live: Pick<TestApp, 'baseUrl'>, token: string): Promise<number> {
   const response = await fetch(`${live.baseUrl}/mcp`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18', authorization: `Bearer ${token}` },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-06-18',
+      authorization: `Bearer ${token}`,
+    },
     body: JSON.stringify(INITIALIZE),
   });
   await response.body?.cancel();
@@ -53,7 +80,12 @@ async function eventually(check: () => Promise<boolean>, what: string): Promise<
 }
 
 /** Tokens for `who` by the HTTP cookie-jar browser (for the grants the test only needs to exist). */
-async function tokensOverHttp(live: TestApp, client: RegisteredClient, who: { email: string; password: string }, choice: { hub?: string; workspace?: string } = {}) {
+async function tokensOverHttp(
+  live: TestApp,
+  client: RegisteredClient,
+  who: { email: string; password: string },
+  choice: { hub?: string; workspace?: string } = {},
+) {
   const result = await authorize(live, client, { ...who, ...choice, redirectUri: REDIRECT });
   assert.ok(result.callback?.searchParams.get('code'), `a code (got ${result.response.status})`);
   return exchangeCode(live, client, result, REDIRECT);
@@ -64,7 +96,10 @@ function rowsIn(html: string, section: 'my-apps' | 'hub-apps'): { ref: string; h
   const start = html.indexOf(`id="${section}"`);
   if (start < 0) return [];
   const body = html.slice(start, html.indexOf('</section>', start));
-  return body.split('<tr data-grant="').slice(1).map((part) => ({ ref: part.slice(0, 64), html: part.slice(0, part.indexOf('</tr>')) }));
+  return body
+    .split('<tr data-grant="')
+    .slice(1)
+    .map((part) => ({ ref: part.slice(0, 64), html: part.slice(0, part.indexOf('</tr>')) }));
 }
 
 /** The reference of the one grant of `clientName` in a section. */
@@ -95,7 +130,9 @@ describe('Connected apps', { skip: chromiumMissing }, () => {
     chromium = await launcher.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
     context = await chromium.newContext({ viewport: { width: 1280, height: 900 } });
     // The client's redirect URI: the browser lands there with the code, nothing needs to answer.
-    await context.route('http://127.0.0.1:9/**', (route) => route.fulfill({ status: 200, contentType: 'text/plain', body: 'back at the client' }));
+    await context.route('http://127.0.0.1:9/**', (route) =>
+      route.fulfill({ status: 200, contentType: 'text/plain', body: 'back at the client' }),
+    );
     page = await context.newPage();
     await mkdir(SHOTS, { recursive: true });
   });
@@ -106,15 +143,25 @@ describe('Connected apps', { skip: chromiumMissing }, () => {
   });
 
   /** Authorization code + PKCE in Chromium: sign in (once per browser), consent, exchange the code. */
-  async function connectInBrowser(client: RegisteredClient, who: { email: string; password: string }, o: { resource?: string; phone?: boolean } = {}) {
+  async function connectInBrowser(
+    client: RegisteredClient,
+    who: { email: string; password: string },
+    o: { resource?: string; phone?: boolean } = {},
+  ) {
     const { resource } = o;
     if (o.phone) await page.setViewportSize({ width: 390, height: 844 });
     const codeVerifier = oauth.generateRandomCodeVerifier();
     const state = oauth.generateRandomState();
     const url = new URL(a.as.authorization_endpoint!);
     url.search = new URLSearchParams({
-      response_type: 'code', client_id: client.client.client_id, redirect_uri: REDIRECT, scope: 'service:full', state,
-      code_challenge: await oauth.calculatePKCECodeChallenge(codeVerifier), code_challenge_method: 'S256', ...(resource ? { resource } : {}),
+      response_type: 'code',
+      client_id: client.client.client_id,
+      redirect_uri: REDIRECT,
+      scope: 'service:full',
+      state,
+      code_challenge: await oauth.calculatePKCECodeChallenge(codeVerifier),
+      code_challenge_method: 'S256',
+      ...(resource ? { resource } : {}),
     }).toString();
     await page.goto(url.toString());
     if (await page.isVisible('#password')) {
@@ -132,7 +179,15 @@ describe('Connected apps', { skip: chromiumMissing }, () => {
     await page.click('button[value=allow]');
     await page.waitForURL((u) => u.href.startsWith(REDIRECT));
     const params = oauth.validateAuthResponse(a.as, client.client, new URL(page.url()), state);
-    const response = await oauth.authorizationCodeGrantRequest(a.as, client.client, client.clientAuth, params, REDIRECT, codeVerifier, insecure);
+    const response = await oauth.authorizationCodeGrantRequest(
+      a.as,
+      client.client,
+      client.clientAuth,
+      params,
+      REDIRECT,
+      codeVerifier,
+      insecure,
+    );
     return oauth.processAuthorizationCodeResponse(a.as, client.client, response);
   }
 
@@ -165,8 +220,10 @@ describe('Connected apps', { skip: chromiumMissing }, () => {
     // Last use is written in the background after the request: wait for it on the page.
     await eventually(async () => {
       await page.reload();
-      return (await row('Reporting Bot').locator('[data-last-used] time').count()) === 1
-        && (await row('Desk Assistant').locator('[data-last-used] time').count()) === 1;
+      return (
+        (await row('Reporting Bot').locator('[data-last-used] time').count()) === 1 &&
+        (await row('Desk Assistant').locator('[data-last-used] time').count()) === 1
+      );
     }, 'the last use is shown, of the REST app and of the MCP one');
     const bot = row('Reporting Bot');
     assert.equal(await bot.count(), 1);
@@ -177,8 +234,14 @@ describe('Connected apps', { skip: chromiumMissing }, () => {
     const lastUsed = bot.locator('[data-last-used] time');
     const usedAt = new Date(String(await lastUsed.getAttribute('datetime')));
     const now = new Date();
-    for (const [what, at] of [['authorised', authorised], ['last used', usedAt]] as const) {
-      assert.ok(at.getTime() >= started.getTime() - 1000 && at.getTime() <= now.getTime(), `${what} ${at.toISOString()} is within the test`);
+    for (const [what, at] of [
+      ['authorised', authorised],
+      ['last used', usedAt],
+    ] as const) {
+      assert.ok(
+        at.getTime() >= started.getTime() - 1000 && at.getTime() <= now.getTime(),
+        `${what} ${at.toISOString()} is within the test`,
+      );
     }
     assert.ok(usedAt >= authorised);
     assert.match(await lastUsed.innerText(), /^(just now|1 minute ago)$/);
@@ -189,7 +252,7 @@ describe('Connected apps', { skip: chromiumMissing }, () => {
     // Fits a phone and a desktop: nothing wider than the viewport; on the phone Revoke is a 44 px target.
     for (const width of [390, 1280]) {
       await page.setViewportSize({ width, height: 900 });
-      const overflow = await page.evaluate('document.documentElement.scrollWidth - window.innerWidth') as number;
+      const overflow = (await page.evaluate('document.documentElement.scrollWidth - window.innerWidth')) as number;
       assert.ok(overflow <= 0, `at ${width} px the page is ${overflow} px wider than the screen`);
       if (width === 390) {
         const box = await bot.locator('button', { hasText: 'Revoke' }).boundingBox();
@@ -234,7 +297,7 @@ describe('Connected apps', { skip: chromiumMissing }, () => {
     assert.equal(await page.locator('#my-apps button[aria-label]').getAttribute('aria-label'), `Revoke ${name}`);
   });
 
-  test('a member never sees nor revokes another user\'s grant: 404, and the grant keeps working', async () => {
+  test("a member never sees nor revokes another user's grant: 404, and the grant keeps working", async () => {
     const client = await registerClient(a, { confidential: false, redirectUri: REDIRECT, name: 'Admin Dashboard' });
     const adminTokens = await tokensOverHttp(a, client, ADMIN, { hub: HUB, workspace: '' });
     const adminBrowser = await signedIn(a, ADMIN);
@@ -244,17 +307,21 @@ describe('Connected apps', { skip: chromiumMissing }, () => {
 
     const member = await signedIn(a, MEMBER);
     const memberPage = await (await member.fetch(`${a.baseUrl}/app/connected-apps`)).text();
-    assert.ok(!memberPage.includes(adminRef) && !memberPage.includes('Admin Dashboard'), 'not on the member\'s page');
+    assert.ok(!memberPage.includes(adminRef) && !memberPage.includes('Admin Dashboard'), "not on the member's page");
     const refused = await member.fetch(`${a.baseUrl}/app/connected-apps/${adminRef}/revoke`, form({ csrf: hidden(memberPage, 'csrf') }));
     assert.equal(refused.status, 404);
     assert.match(await refused.text(), /No such connected app/);
     for (const junk of ['not-a-ref', 'A'.repeat(64), `${adminRef}00`]) {
-      assert.equal((await member.fetch(`${a.baseUrl}/app/connected-apps/${junk}/revoke`, form({ csrf: hidden(memberPage, 'csrf') }))).status, 404, junk);
+      assert.equal(
+        (await member.fetch(`${a.baseUrl}/app/connected-apps/${junk}/revoke`, form({ csrf: hidden(memberPage, 'csrf') }))).status,
+        404,
+        junk,
+      );
     }
-    assert.equal((await api(a, '/whoami', adminTokens.access_token)).status, 200, 'the admin\'s app still works');
+    assert.equal((await api(a, '/whoami', adminTokens.access_token)).status, 200, "the admin's app still works");
   });
 
-  test('a hub admin sees and revokes a member\'s grant in their hub, never one in another hub', async () => {
+  test("a hub admin sees and revokes a member's grant in their hub, never one in another hub", async () => {
     const client = await registerClient(a, { confidential: false, redirectUri: REDIRECT, name: 'Member Sheets' });
     const memberTokens = await tokensOverHttp(a, client, MEMBER);
     const elsewhere = await registerClient(a, { confidential: false, redirectUri: REDIRECT, name: 'Other Hub Tool' });
@@ -265,14 +332,22 @@ describe('Connected apps', { skip: chromiumMissing }, () => {
     assert.match(html, /Apps others connected in your hubs/);
     assert.ok(!html.includes('Other Hub Tool'), 'nothing from another hub');
     const memberRef = refOf(html, 'hub-apps', 'Member Sheets');
-    assert.ok(rowsIn(html, 'hub-apps').find((r) => r.ref === memberRef)!.html.includes(MEMBER.email), 'with who connected it');
+    assert.ok(
+      rowsIn(html, 'hub-apps')
+        .find((r) => r.ref === memberRef)!
+        .html.includes(MEMBER.email),
+      'with who connected it',
+    );
 
     // The other hub's grant, by its reference (seen by that hub's admin): 404 for Acme's admin.
     const otto = await signedIn(a, OTHER_ADMIN);
     const ottoHtml = await (await otto.fetch(`${a.baseUrl}/app/connected-apps`)).text();
     const otherRef = refOf(ottoHtml, 'hub-apps', 'Other Hub Tool');
-    assert.ok(!ottoHtml.includes('Member Sheets'), 'and not Acme\'s');
-    assert.equal((await admin.fetch(`${a.baseUrl}/app/connected-apps/${otherRef}/revoke`, form({ csrf: hidden(html, 'csrf') }))).status, 404);
+    assert.ok(!ottoHtml.includes('Member Sheets'), "and not Acme's");
+    assert.equal(
+      (await admin.fetch(`${a.baseUrl}/app/connected-apps/${otherRef}/revoke`, form({ csrf: hidden(html, 'csrf') }))).status,
+      404,
+    );
     assert.equal((await api(a, '/whoami', otherTokens.access_token)).status, 200);
 
     // The admin revokes it in the browser, on a phone.
@@ -286,7 +361,7 @@ describe('Connected apps', { skip: chromiumMissing }, () => {
       await adminPage.waitForURL(/\/app\/connected-apps$/);
       const memberRow = adminPage.locator(`#hub-apps tr[data-grant="${memberRef}"]`);
       assert.match(await memberRow.innerText(), new RegExp(`Max Member[\\s\\S]*${MEMBER.email.replace('.', '\\.')}`));
-      assert.ok(await adminPage.evaluate('document.documentElement.scrollWidth <= window.innerWidth'), 'the admin\'s page fits the phone');
+      assert.ok(await adminPage.evaluate('document.documentElement.scrollWidth <= window.innerWidth'), "the admin's page fits the phone");
       await adminPage.screenshot({ path: path.join(SHOTS, 'connected-apps-admin-390.png'), fullPage: true });
       await memberRow.locator('button', { hasText: 'Revoke' }).click();
       await adminPage.waitForURL(/revoked=1$/);
@@ -300,7 +375,7 @@ describe('Connected apps', { skip: chromiumMissing }, () => {
     assert.ok(!(await (await admin.fetch(`${a.baseUrl}/app/connected-apps`)).text()).includes('Member Sheets'));
   });
 
-  test('a POST without the session\'s CSRF token (or without a session) revokes nothing', async () => {
+  test("a POST without the session's CSRF token (or without a session) revokes nothing", async () => {
     const client = await registerClient(a, { confidential: false, redirectUri: REDIRECT, name: 'CSRF Target' });
     const tokens = await tokensOverHttp(a, client, MEMBER);
     const member = await signedIn(a, MEMBER);

@@ -16,7 +16,6 @@ before(async () => {
 });
 after(async () => live?.close());
 
-
 async function signedInWithCsrf(): Promise<{ browser: Browser; csrf: string }> {
   const browser = await signedIn(live);
   const api = await (await browser.fetch(`${live.baseUrl}/app/hubs/${HUB}/settings/api`)).text();
@@ -39,7 +38,9 @@ test('the connection dies while a key is revoked: the 503 page, not "No such key
   // The session is read, then the database goes away in the middle of the revocation itself.
   await sql`CREATE FUNCTION test_connection_dies() RETURNS trigger LANGUAGE plpgsql AS $$
               BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); RETURN NEW; END $$`.execute(live.db.kysely);
-  await sql`CREATE TRIGGER test_connection_dies BEFORE UPDATE ON api_keys FOR EACH ROW EXECUTE FUNCTION test_connection_dies()`.execute(live.db.kysely);
+  await sql`CREATE TRIGGER test_connection_dies BEFORE UPDATE ON api_keys FOR EACH ROW EXECUTE FUNCTION test_connection_dies()`.execute(
+    live.db.kysely,
+  );
   try {
     await assertUnavailablePage(await browser.fetch(revoke, form({ csrf })), 'revoke');
   } finally {
@@ -62,14 +63,23 @@ test('database unreachable: the admin pages, sign-in and the key forms (create, 
     await assertUnavailablePage(await browser.fetch(`${hubUrl}/settings/api`), 'API tab');
     await assertUnavailablePage(await browser.fetch(`${hubUrl}/settings/api/keys/${key.id}/revoke`), 'revoke confirmation');
     await assertUnavailablePage(await browser.fetch(`${hubUrl}/settings/api/keys/${key.id}/revoke`, form({ csrf })), 'revoke');
-    await assertUnavailablePage(await browser.fetch(`${hubUrl}/settings/api/keys`, form({ csrf, form_token: formToken, name: 'Made offline', scope: 'read' })), 'Create key');
+    await assertUnavailablePage(
+      await browser.fetch(`${hubUrl}/settings/api/keys`, form({ csrf, form_token: formToken, name: 'Made offline', scope: 'read' })),
+      'Create key',
+    );
     await assertUnavailablePage(await browser.fetch(`${hubUrl}/settings/api/keys/${key.id}/roll`), 'roll confirmation');
-    await assertUnavailablePage(await browser.fetch(`${hubUrl}/settings/api/keys/${key.id}/roll`, form({ csrf, form_token: formToken, grace_hours: '1' })), 'roll');
+    await assertUnavailablePage(
+      await browser.fetch(`${hubUrl}/settings/api/keys/${key.id}/roll`, form({ csrf, form_token: formToken, grace_hours: '1' })),
+      'roll',
+    );
     await assertUnavailablePage(await browser.fetch(`${hubUrl}/opt-ins`), 'opt-ins report');
     const visitor = new Browser();
     const signInPage = await (await visitor.fetch(`${live.baseUrl}/app/sign-in`)).text();
     assert.match(signInPage, /name="csrf"/, 'the sign-in form itself needs no database');
-    const signIn = await visitor.fetch(`${live.baseUrl}/app/sign-in`, form({ csrf: hidden(signInPage, 'csrf'), next: '/app', email: ADMIN.email, password: ADMIN.password }));
+    const signIn = await visitor.fetch(
+      `${live.baseUrl}/app/sign-in`,
+      form({ csrf: hidden(signInPage, 'csrf'), next: '/app', email: ADMIN.email, password: ADMIN.password }),
+    );
     await assertUnavailablePage(signIn, 'sign-in');
     assert.equal(visitor.cookies.get('hubops_app'), undefined, 'no session without the database');
   } finally {

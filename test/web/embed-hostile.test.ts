@@ -12,10 +12,14 @@ let t: TestApp;
 let kid: string;
 
 before(async () => {
-  t = await startApp({ now: 'system', logger, seed: async (db) => {
-    await account(db);
-    await hub(db, 'hub_1');
-  } });
+  t = await startApp({
+    now: 'system',
+    logger,
+    seed: async (db) => {
+      await account(db);
+      await hub(db, 'hub_1');
+    },
+  });
   kid = (await createKey(t.db, { hubId: 'hub_1', name: 'embed', scope: 'embed' })).id;
 });
 after(async () => t?.close());
@@ -58,7 +62,10 @@ test('malformed embed tokens of every kind get the 401 embed page and log nothin
       assert.match(r.body, /data-embed-error/, label);
       const loud = lines.filter((l) => l.level >= 40);
       assert.deepEqual(loud, [], `${label}: nothing at warn or above`);
-      assert.ok(lines.every((l) => l.err === undefined), `${label}: no error object (stack) in any line`);
+      assert.ok(
+        lines.every((l) => l.err === undefined),
+        `${label}: no error object (stack) in any line`,
+      );
     }
   }
   // A repeated query parameter (an array) is no token either.
@@ -77,6 +84,10 @@ test('the input rule at the door (NUL in any query parameter or path) is a 401 e
     const r = await t.app.fastify.inject({ url });
     assert.equal(r.statusCode, status, url);
     assert.match(String(r.headers['content-type']), /text\/html/, url);
-    assert.deepEqual(lines.filter((l) => l.level >= 40), [], `${url}: nothing at warn or above`);
+    assert.deepEqual(
+      lines.filter((l) => l.level >= 40),
+      [],
+      `${url}: nothing at warn or above`,
+    );
   }
 });

@@ -49,7 +49,10 @@ test('a token forged from everything in the database is refused; the private key
   const legacyPart = b64({ ...claims, kid: key.id });
 
   const candidates = await everythingInTheDatabase();
-  assert.ok(candidates.some((c) => c.equals(row.public_key!)), 'the public key is among what an attacker reads');
+  assert.ok(
+    candidates.some((c) => c.equals(row.public_key!)),
+    'the public key is among what an attacker reads',
+  );
   let tried = 0;
   for (const secret of candidates) {
     const forged = [
@@ -60,7 +63,9 @@ test('a token forged from everything in the database is refused; the private key
     if (secret.length === 32) {
       // The value taken as an Ed25519 private key (seed).
       const der = Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), secret]);
-      forged.push(`${input}.${sign(null, Buffer.from(input), createPrivateKey({ key: der, format: 'der', type: 'pkcs8' })).toString('base64url')}`);
+      forged.push(
+        `${input}.${sign(null, Buffer.from(input), createPrivateKey({ key: der, format: 'der', type: 'pkcs8' })).toString('base64url')}`,
+      );
     }
     for (const token of forged) {
       const r = await get(token);
@@ -92,12 +97,17 @@ test('a token forged from everything in the database is refused; the private key
 test('an embed key made before key pairs keeps working until revoked', async () => {
   const legacyKey = 'hubops_legacylegacylegacylegacylegacylegacyleg123456';
   const hash = createHash('sha256').update(legacyKey).digest();
-  await sql`INSERT INTO api_keys (id, hub_id, name, scope, start, key_hash) VALUES ('key_legacy', 'hub_1', 'old', 'embed', 'hubops_lega', ${hash})`.execute(t.db.kysely);
+  await sql`INSERT INTO api_keys (id, hub_id, name, scope, start, key_hash) VALUES ('key_legacy', 'hub_1', 'old', 'embed', 'hubops_lega', ${hash})`.execute(
+    t.db.kysely,
+  );
   const part = b64({ hub: 'hub_1', view: 'spend', exp: Math.floor(Date.now() / 1000) + 600, kid: 'key_legacy' });
   const token = `${part}.${createHmac('sha256', hash).update(part).digest('base64url')}`;
   assert.equal((await get(token)).statusCode, 200);
   // Listed as legacy, so the hub admin knows to replace it.
-  assert.deepEqual((await listKeys(t.db, 'hub_1')).filter((k) => k.legacyEmbed).map((k) => k.id), ['key_legacy']);
+  assert.deepEqual(
+    (await listKeys(t.db, 'hub_1')).filter((k) => k.legacyEmbed).map((k) => k.id),
+    ['key_legacy'],
+  );
   await sql`UPDATE api_keys SET revoked_at = now() WHERE id = 'key_legacy'`.execute(t.db.kysely);
   const revoked = await get(token);
   assert.equal(revoked.statusCode, 401);

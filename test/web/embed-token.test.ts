@@ -10,7 +10,15 @@ const KEY = pair.secret;
 const now = new Date('2026-11-21T12:00:00Z');
 const nowS = now.getTime() / 1000;
 const record = (over: Partial<EmbedKeyRecord> = {}): EmbedKeyRecord => ({
-  id: 'key_1', hubId: 'hub_1', scope: 'embed', revoked: false, hubSuspended: false, expiresAt: null, publicKey: pair.publicKey, keyHash: null, ...over,
+  id: 'key_1',
+  hubId: 'hub_1',
+  scope: 'embed',
+  revoked: false,
+  hubSuspended: false,
+  expiresAt: null,
+  publicKey: pair.publicKey,
+  keyHash: null,
+  ...over,
 });
 const find = (r: EmbedKeyRecord | undefined) => async (kid: string) => (r && r.id === kid ? r : undefined);
 const payload = { hub: 'hub_1', view: 'spend' as const, exp: nowS + 600, kid: 'key_1' };
@@ -31,7 +39,11 @@ test('an embed key made before key pairs still verifies its legacy HMAC tokens u
   const part = b64(payload);
   const token = `${part}.${createHmac('sha256', hash).update(part).digest('base64url')}`;
   assert.deepEqual(await verifyEmbedToken(token, 'spend', now, find(record({ publicKey: null, keyHash: hash }))), { ok: true, payload });
-  assert.match((await verifyEmbedToken(token, 'spend', now, find(record({ publicKey: null, keyHash: hash, revoked: true }))) as { reason: string }).reason, /revoked/);
+  assert.match(
+    ((await verifyEmbedToken(token, 'spend', now, find(record({ publicKey: null, keyHash: hash, revoked: true })))) as { reason: string })
+      .reason,
+    /revoked/,
+  );
   // A key pair never accepts the legacy form, even with an HMAC over whatever its row holds.
   const overPublic = `${part}.${createHmac('sha256', pair.publicKey!).update(part).digest('base64url')}`;
   assert.equal((await verifyEmbedToken(overPublic, 'spend', now, find(record()))).ok, false);
@@ -42,7 +54,12 @@ test('refusals: tampered, wrong key, read key, revoked, wrong hub, wrong view, e
   const [header, , sig] = good.split('.') as [string, string, string];
   const other = newKeyMaterial('embed').secret;
   const cases: [string, string, EmbedKeyRecord | undefined, string][] = [
-    ['tampered payload', `${header}.${b64({ hub: 'hub_2', view: 'spend', exp: payload.exp })}.${sig}`, record({ hubId: 'hub_2' }), /signature/.source],
+    [
+      'tampered payload',
+      `${header}.${b64({ hub: 'hub_2', view: 'spend', exp: payload.exp })}.${sig}`,
+      record({ hubId: 'hub_2' }),
+      /signature/.source,
+    ],
     ['tampered kid', `${b64({ alg: 'EdDSA', kid: 'key_2' })}.${good.split('.')[1]}.${sig}`, record({ id: 'key_2' }), /signature/.source],
     ['tampered signature', `${good.slice(0, -4)}AAAA`, record(), /signature/.source],
     ['unknown key', good, undefined, /signature/.source],
@@ -68,7 +85,12 @@ test('refusals: tampered, wrong key, read key, revoked, wrong hub, wrong view, e
 
 test('an embed key stops verifying at its expiry instant, saying when', async () => {
   const token = signEmbedToken(payload, KEY);
-  assert.deepEqual(await verifyEmbedToken(token, 'spend', now, find(record({ expiresAt: new Date(now.getTime() + 1) }))), { ok: true, payload });
-  assert.deepEqual(await verifyEmbedToken(token, 'spend', now, find(record({ expiresAt: now }))),
-    { ok: false, reason: `The embed key that signed this token expired at ${now.toISOString()}.` });
+  assert.deepEqual(await verifyEmbedToken(token, 'spend', now, find(record({ expiresAt: new Date(now.getTime() + 1) }))), {
+    ok: true,
+    payload,
+  });
+  assert.deepEqual(await verifyEmbedToken(token, 'spend', now, find(record({ expiresAt: now }))), {
+    ok: false,
+    reason: `The embed key that signed this token expired at ${now.toISOString()}.`,
+  });
 });

@@ -44,10 +44,15 @@ function assertJson404(r: HttpResponse, method: string, urlPath: string): void {
 function rawGet(baseUrl: string, rawPath: string): Promise<{ status: number; text: string }> {
   const { hostname, port } = new URL(baseUrl);
   return new Promise((resolve, reject) => {
-    http.get({ hostname, port, path: rawPath, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') })).on('error', reject);
-    }).on('error', reject);
+    http
+      .get({ hostname, port, path: rawPath, agent: false }, (res) => {
+        const chunks: Buffer[] = [];
+        res
+          .on('data', (c: Buffer) => chunks.push(c))
+          .on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }))
+          .on('error', reject);
+      })
+      .on('error', reject);
   });
 }
 
@@ -63,7 +68,7 @@ describe('front door', () => {
   });
   const get = (urlPath: string, headers: Record<string, string> = {}) => httpRequest(`${t.baseUrl}${urlPath}`, { headers });
 
-  test('GET / for a browser: a page in the web admin look, with the web pages\' headers, that varies on Accept', async () => {
+  test("GET / for a browser: a page in the web admin look, with the web pages' headers, that varies on Accept", async () => {
     const r = await get('/', { accept: CHROME_ACCEPT });
     assert.equal(r.status, 200);
     assertPageHeaders(r, 'front page');
@@ -87,7 +92,13 @@ describe('front door', () => {
         webAdmin: `${b}/app`,
         docs: `${b}/docs`,
         apis: [
-          { name: 'Hub API', url: `${b}/v1/hub`, openapi: `${b}/v1/hub/openapi.json`, mcp: `${b}/v1/hub/mcp`, authentication: r.json.apis[0].authentication },
+          {
+            name: 'Hub API',
+            url: `${b}/v1/hub`,
+            openapi: `${b}/v1/hub/openapi.json`,
+            mcp: `${b}/v1/hub/mcp`,
+            authentication: r.json.apis[0].authentication,
+          },
           { name: 'main API', url: b, openapi: `${b}/openapi.json`, mcp: `${b}/mcp`, authentication: r.json.apis[1].authentication },
         ],
       });
@@ -108,7 +119,16 @@ describe('front door', () => {
       assert.equal(openapi.status, 200, api.openapi);
       assert.match(openapi.json.openapi, /^3\./);
       // An MCP endpoint without credentials: refused in JSON-RPC's or the API's words, not "no such endpoint".
-      const mcp = await httpRequest(api.mcp, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } }) });
+      const mcp = await httpRequest(api.mcp, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+        }),
+      });
       assert.ok([401, 403].includes(mcp.status), `${api.mcp}: ${mcp.status} ${mcp.text}`);
     }
     assert.equal((await httpRequest(door.apis[0].url)).status, 200, 'the Hub API index');
@@ -124,11 +144,16 @@ describe('front door', () => {
     assert.equal(r.json.authentication.header, 'Authorization: Bearer <HUB_API_KEY>');
     const declared = hubOperations.filter((op) => op.rest);
     assert.ok(declared.length >= 3);
-    assert.deepEqual(r.json.endpoints.map((e: any) => e.operationId), declared.map((op) => op.name));
+    assert.deepEqual(
+      r.json.endpoints.map((e: any) => e.operationId),
+      declared.map((op) => op.name),
+    );
     // The same operations at the same URLs as the OpenAPI document, and each answers a key.
     const openapi = (await get('/v1/hub/openapi.json')).json;
     const server = openapi.servers[0].url;
-    const documented = Object.entries(openapi.paths).flatMap(([p, ops]: [string, any]) => Object.entries(ops).map(([method, op]: [string, any]) => `${method.toUpperCase()} ${server}${p} ${op.operationId}`));
+    const documented = Object.entries(openapi.paths).flatMap(([p, ops]: [string, any]) =>
+      Object.entries(ops).map(([method, op]: [string, any]) => `${method.toUpperCase()} ${server}${p} ${op.operationId}`),
+    );
     assert.deepEqual(r.json.endpoints.map((e: any) => `${e.method} ${e.url} ${e.operationId}`).sort(), documented.sort());
     for (const endpoint of r.json.endpoints) {
       const answer = await httpRequest(endpoint.url, { headers: { authorization: `Bearer ${key}` } });
@@ -143,11 +168,20 @@ describe('front door', () => {
   });
 
   test('/docs: an index of the README and every docs/*.md, each served read-only as markdown', async () => {
-    const files = ['README.md', ...(await readdir(path.join(ROOT, 'docs'))).filter((n) => n.endsWith('.md')).sort().map((n) => `docs/${n}`)];
+    const files = [
+      'README.md',
+      ...(await readdir(path.join(ROOT, 'docs')))
+        .filter((n) => n.endsWith('.md'))
+        .sort()
+        .map((n) => `docs/${n}`),
+    ];
     const index = await get('/docs');
     assert.equal(index.status, 200);
     assert.match(String(index.headers['content-type']), /^application\/json/);
-    assert.deepEqual(index.json.pages.map((p: any) => p.url), files.map((f) => `${t.baseUrl}/${f}`));
+    assert.deepEqual(
+      index.json.pages.map((p: any) => p.url),
+      files.map((f) => `${t.baseUrl}/${f}`),
+    );
     const html = await get('/docs', { accept: CHROME_ACCEPT });
     assertPageHeaders(html, 'docs index');
     for (const f of files) assert.ok(html.text.includes(`href="/${f}"`), f);
@@ -164,8 +198,23 @@ describe('front door', () => {
 
   test('/docs refuses everything that is not on its list: traversal, other files, encodings', async () => {
     const secretish = ['"dependencies"', 'DATABASE_URL =', 'export function loadConfig'];
-    for (const attempt of ['/docs/..%2Fpackage.json', '/docs/..%2F..%2Fpackage.json', '/docs/%2e%2e%2fsrc%2fconfig.ts', '/docs/..%5Cpackage.json', '/docs/package.json',
-      '/docs/README.md', '/docs/.env', '/docs/CLI.MD', '/docs/architecture.md.bak', '/docs/screenshots', '/docs/..', '/docs/%2e%2e', '/docs/../package.json', '/docs/../../etc/passwd', '/README.md/../package.json']) {
+    for (const attempt of [
+      '/docs/..%2Fpackage.json',
+      '/docs/..%2F..%2Fpackage.json',
+      '/docs/%2e%2e%2fsrc%2fconfig.ts',
+      '/docs/..%5Cpackage.json',
+      '/docs/package.json',
+      '/docs/README.md',
+      '/docs/.env',
+      '/docs/CLI.MD',
+      '/docs/architecture.md.bak',
+      '/docs/screenshots',
+      '/docs/..',
+      '/docs/%2e%2e',
+      '/docs/../package.json',
+      '/docs/../../etc/passwd',
+      '/README.md/../package.json',
+    ]) {
       const r = await rawGet(t.baseUrl, attempt);
       assert.equal(r.status, 404, `${attempt}: ${r.status}`);
       for (const s of secretish) assert.ok(!r.text.includes(s), `${attempt} leaks ${s}`);
@@ -177,7 +226,7 @@ describe('front door', () => {
     assert.deepEqual(json.json, { error: 'not_found', message: 'There is no such page in the documentation.' });
   });
 
-  test('a mistyped web admin URL is an HTML page with the web pages\' headers; an embed\'s stays frameable', async () => {
+  test("a mistyped web admin URL is an HTML page with the web pages' headers; an embed's stays frameable", async () => {
     for (const urlPath of ['/app/nope', '/app/hubs/hub_web/settings/apii', '/app/hubs/hub_web/opt-ins/x/y']) {
       const r = await get(urlPath, { accept: CHROME_ACCEPT });
       assert.equal(r.status, 404, urlPath);
@@ -215,11 +264,21 @@ describe('front door', () => {
     assert.equal(api.json.error, 'invalid_request');
   });
 
-  test('a server error under /app is a page with the web headers and the request id, nothing of the error; an embed\'s stays frameable', async () => {
+  test("a server error under /app is a page with the web headers and the request id, nothing of the error; an embed's stays frameable", async () => {
     // A clock that fails: whatever a page does after reading the session cookie fails with it.
-    const failing: Clock = { now: () => { throw new Error('clock exploded at /secret/path.ts:12'); } } as unknown as Clock;
+    const failing: Clock = {
+      now: () => {
+        throw new Error('clock exploded at /secret/path.ts:12');
+      },
+    } as unknown as Clock;
     const app = Fastify({ logger: false, genReqId: () => 'req-123' });
-    await app.register(webPlugin, { config: t.config, db: t.db, clock: failing, limiter: new MemoryRateLimiter(), caches: createReportCaches() });
+    await app.register(webPlugin, {
+      config: t.config,
+      db: t.db,
+      clock: failing,
+      limiter: new MemoryRateLimiter(),
+      caches: createReportCaches(),
+    });
     try {
       const r = await app.inject({ url: `/app/hubs/${HUB}`, headers: { cookie: `hubops_app=${'a'.repeat(43)}` } });
       assert.equal(r.statusCode, 500, r.body.slice(0, 200));
@@ -238,8 +297,9 @@ describe('front door', () => {
     }
   });
 
-  test('everywhere else a 404 or 405 keeps the APIs\' JSON body', async () => {
-    for (const urlPath of ['/nope', '/v1/hub/nope', '/apps', '/application', '/embedded', '/oauth/nope']) assertJson404(await get(urlPath, { accept: CHROME_ACCEPT }), 'GET', urlPath);
+  test("everywhere else a 404 or 405 keeps the APIs' JSON body", async () => {
+    for (const urlPath of ['/nope', '/v1/hub/nope', '/apps', '/application', '/embedded', '/oauth/nope'])
+      assertJson404(await get(urlPath, { accept: CHROME_ACCEPT }), 'GET', urlPath);
     const r = await httpRequest(`${t.baseUrl}/openapi.json`, { method: 'DELETE' });
     assert.equal(r.status, 405);
     assert.equal(r.json.error, 'method_not_allowed');
@@ -247,13 +307,23 @@ describe('front door', () => {
 
   test('favicon: an ICO and an SVG, cached for a long time', async () => {
     const ico = await new Promise<Buffer>((resolve, reject) => {
-      import('node:http').then(({ get: httpGet }) => httpGet(`${t.baseUrl}/favicon.ico`, (res) => {
-        assert.equal(res.statusCode, 200);
-        assert.equal(res.headers['content-type'], 'image/x-icon');
-        assert.ok(Number(/max-age=(\d+)/.exec(String(res.headers['cache-control']))?.[1]) >= 7 * 86_400, String(res.headers['cache-control']));
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve(Buffer.concat(chunks))).on('error', reject);
-      }).on('error', reject), reject);
+      import('node:http').then(
+        ({ get: httpGet }) =>
+          httpGet(`${t.baseUrl}/favicon.ico`, (res) => {
+            assert.equal(res.statusCode, 200);
+            assert.equal(res.headers['content-type'], 'image/x-icon');
+            assert.ok(
+              Number(/max-age=(\d+)/.exec(String(res.headers['cache-control']))?.[1]) >= 7 * 86_400,
+              String(res.headers['cache-control']),
+            );
+            const chunks: Buffer[] = [];
+            res
+              .on('data', (c: Buffer) => chunks.push(c))
+              .on('end', () => resolve(Buffer.concat(chunks)))
+              .on('error', reject);
+          }).on('error', reject),
+        reject,
+      );
     });
     // ICO header: reserved 0, type 1 (icon), one image of 32×32 whose data is a PNG.
     assert.deepEqual([ico.readUInt16LE(0), ico.readUInt16LE(2), ico.readUInt16LE(4), ico[6], ico[7]], [0, 1, 1, 32, 32]);

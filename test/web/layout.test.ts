@@ -40,19 +40,30 @@ describe('every page at 390 px and at 1280 px', { skip: chromiumMissing }, () =>
     const looker = await createKey(web.db, { hubId: HUB, name: 'Looker Studio dashboard (finance team)' });
     // A month of a dashboard's polling, through the flush's own statement: most polls unchanged (304).
     const today = Date.now();
-    await addKeyUsage(web.db, [{
-      keyId: looker.id,
-      lastUsedAt: new Date(today),
-      days: new Map(Array.from({ length: 30 }, (_, i) => {
-        const requests = 96 + ((i * 37) % 60);
-        return [utcDay(new Date(today - i * 86_400_000)), { requests, notModified: Math.round(requests * (0.55 + ((i * 13) % 30) / 100)) }] as const;
-      })),
-    }]);
+    await addKeyUsage(web.db, [
+      {
+        keyId: looker.id,
+        lastUsedAt: new Date(today),
+        days: new Map(
+          Array.from({ length: 30 }, (_, i) => {
+            const requests = 96 + ((i * 37) % 60);
+            return [
+              utcDay(new Date(today - i * 86_400_000)),
+              { requests, notModified: Math.round(requests * (0.55 + ((i * 13) % 30) / 100)) },
+            ] as const;
+          }),
+        ),
+      },
+    ]);
     const embedKey = await createKey(web.db, { hubId: HUB, name: 'Franchise intranet embed', scope: 'embed' });
     const token = signEmbedToken({ hub: HUB, view: 'spend', exp: Math.floor(Date.now() / 1000) + 3600, kid: embedKey.id }, embedKey.key);
     embedUrl = `${web.baseUrl}/embed/spend?token=${token}`;
     // Connected apps with rows in both of its lists: the admin's own, and one a member connected in the hub.
-    for (const [name, who] of [['Claude Desktop', ADMIN], ['Looker Studio reporting connector', ADMIN], ['Member Sheets', MEMBER]] as const) {
+    for (const [name, who] of [
+      ['Claude Desktop', ADMIN],
+      ['Looker Studio reporting connector', ADMIN],
+      ['Member Sheets', MEMBER],
+    ] as const) {
       const client = await registerClient(web, { confidential: false, redirectUri: REDIRECT, name });
       const result = await authorize(web, client, { ...who, redirectUri: REDIRECT });
       await exchangeCode(web, client, result, REDIRECT);
@@ -77,7 +88,11 @@ describe('every page at 390 px and at 1280 px', { skip: chromiumMissing }, () =>
         if (opts.shot !== false) {
           // The whole page, up to a length a reader scrolls through (the report's 50 stacked rows are not).
           const pageHeight: number = await page.evaluate('document.documentElement.scrollHeight');
-          await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true, clip: { x: 0, y: 0, width, height: Math.min(pageHeight, SHOT_MAX_HEIGHT) } });
+          await page.screenshot({
+            path: path.join(SHOTS, `${name}-${width}.png`),
+            fullPage: true,
+            clip: { x: 0, y: 0, width, height: Math.min(pageHeight, SHOT_MAX_HEIGHT) },
+          });
         }
         if (opts.menu) {
           for (const p of await menuOutside(page, width, height)) problems.push(`${name}, profile menu: ${p}`);
@@ -103,7 +118,7 @@ describe('every page at 390 px and at 1280 px', { skip: chromiumMissing }, () =>
         await page.click('details.profile summary');
         await page.click('text=Manage Hub');
         await page.waitForURL(/\/settings\/api$/);
-        assert.ok(await page.locator('[data-key-id]').count() >= 2, 'the API tab lists the keys');
+        assert.ok((await page.locator('[data-key-id]').count()) >= 2, 'the API tab lists the keys');
         await check('api-tab', { menu: true });
         await visit('opt-ins-report', `${web.baseUrl}/app/hubs/${HUB}/opt-ins`, 200);
         await visit('spend', `${web.baseUrl}/app/hubs/${HUB}/spend`, 200);

@@ -15,9 +15,18 @@ import type { Browser } from '../support/oauth-flow.ts';
 import { signedIn } from '../support/web-forms.ts';
 import { account, adAccount, ADMIN, HUB, hub, optIns, playbook, seedWebHub, spend, workspace } from '../support/world.ts';
 
-const decode = (s: string) => s.replace(/&amp;/g, '&').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>');
+const decode = (s: string) =>
+  s
+    .replace(/&amp;/g, '&')
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>');
 /** The text of an HTML fragment: tags dropped, entities decoded, white space folded. */
-const text = (html: string) => decode(html.replace(/<[^>]*>/g, '')).replace(/\s+/g, ' ').trim();
+const text = (html: string) =>
+  decode(html.replace(/<[^>]*>/g, ''))
+    .replace(/\s+/g, ' ')
+    .trim();
 
 test('money: thousands separators, two decimals, negative and zero', () => {
   assert.equal(money(126500), '$1,265.00');
@@ -146,7 +155,8 @@ describe('the opt-ins report', () => {
       assert.match(input, /type="text"/);
       assert.match(input, /placeholder="YYYY-MM-DD"/);
     }
-    for (const cell of html.matchAll(/data-label="(?:Opted in|Updated)">([^<]*)</g)) assert.match(cell[1]!, /^\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC$/);
+    for (const cell of html.matchAll(/data-label="(?:Opted in|Updated)">([^<]*)</g))
+      assert.match(cell[1]!, /^\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC$/);
     for (const bad of ['11/24/2026', '2026-13-01', '2026-02-30', 'yesterday']) {
       const r = await get(`${report}?from=${encodeURIComponent(bad)}`);
       assert.equal(r.status, 400, bad);
@@ -186,11 +196,17 @@ describe('the opt-ins report', () => {
     assert.deepEqual(ids(repeated.html), firstPage);
   });
 
-  test('the CSV keeps its own order (the Hub API\'s) whatever the page is sorted by', async () => {
+  test("the CSV keeps its own order (the Hub API's) whatever the page is sorted by", async () => {
     const r = await b.fetch(`${web.baseUrl}${report}.csv?status=active&sort=workspace&dir=desc&page=2`);
     assert.equal(r.status, 200);
-    const csvIds = (await r.text()).split('\r\n').slice(1, -1).map((line) => line.split(',')[0]);
-    assert.deepEqual(csvIds, rows.filter((x) => x.status === 'active').map((x) => x.id));
+    const csvIds = (await r.text())
+      .split('\r\n')
+      .slice(1, -1)
+      .map((line) => line.split(',')[0]);
+    assert.deepEqual(
+      csvIds,
+      rows.filter((x) => x.status === 'active').map((x) => x.id),
+    );
   });
 });
 
@@ -246,7 +262,8 @@ describe('the spend dashboard and the opt-in summary at a known time of day', ()
     assert.equal(r.status, 200);
     return r.text();
   };
-  const tile = (html: string, period: string) => new RegExp(`<div class="stat[^"]*" data-period="${period}">(.*?)</a></div>`, 's').exec(html)![1]!;
+  const tile = (html: string, period: string) =>
+    new RegExp(`<div class="stat[^"]*" data-period="${period}">(.*?)</a></div>`, 's').exec(html)![1]!;
 
   test('today so far is compared with yesterday by the same time of day, and says so', async () => {
     const html = await page();
@@ -270,10 +287,16 @@ describe('the spend dashboard and the opt-in summary at a known time of day', ()
 
   test('the opt-in summary embed compares today with yesterday up to the same time', async () => {
     const embed = await createKey(web.db, { hubId: R, name: 'embed', scope: 'embed' });
-    const token = signEmbedToken({ hub: R, view: 'opt-in-summary', exp: Math.floor(Date.parse(NOW) / 1000) + 300, kid: embed.id }, embed.key);
+    const token = signEmbedToken(
+      { hub: R, view: 'opt-in-summary', exp: Math.floor(Date.parse(NOW) / 1000) + 300, kid: embed.id },
+      embed.key,
+    );
     const r = await web.app.fastify.inject({ url: `/embed/opt-in-summary?token=${token}` });
     assert.equal(r.statusCode, 200);
-    const cells = (period: string) => [...new RegExp(`<tr data-period="${period}">(.*?)</tr>`, 's').exec(r.body)![1]!.matchAll(/<td[^>]*>(.*?)<\/td>/gs)].map((m) => text(m[1]!));
+    const cells = (period: string) =>
+      [...new RegExp(`<tr data-period="${period}">(.*?)</tr>`, 's').exec(r.body)![1]!.matchAll(/<td[^>]*>(.*?)<\/td>/gs)].map((m) =>
+        text(m[1]!),
+      );
     // Period, dates, opt-ins, prior, change, workspaces, prior workspaces.
     assert.deepEqual(cells('today'), ['Today (so far)', '2026-11-24 vs. yesterday by 12:00 UTC', '1', '1', '0.0%', '1', '1']);
     assert.deepEqual(cells('yesterday').slice(2, 4), ['2', '0']);
@@ -290,9 +313,14 @@ describe('the spend dashboard and the opt-in summary at a known time of day', ()
 
   test('the chart scales the named bars to the largest of them; Others and Unattributed are totals beside it', async () => {
     const html = await page('?period=last_30_days');
-    const bars = [...html.matchAll(/data-bar="named"><div><span title="([^"]*)".*?<rect class="bar" x="0" y="0" width="([\d.]+)%"/gs)].map((m) => ({ name: decode(m[1]!), width: Number(m[2]) }));
+    const bars = [...html.matchAll(/data-bar="named"><div><span title="([^"]*)".*?<rect class="bar" x="0" y="0" width="([\d.]+)%"/gs)].map(
+      (m) => ({ name: decode(m[1]!), width: Number(m[2]) }),
+    );
     // ws_n0: $2,000 + $1,000 + $400 = $3,400 (the largest); ws_n1: $1,800 + $265 = $2,065; ws_n7: $600.
-    assert.deepEqual(bars.map((x) => x.name), Array.from({ length: 8 }, (_, i) => `Workspace ws_n${i}`));
+    assert.deepEqual(
+      bars.map((x) => x.name),
+      Array.from({ length: 8 }, (_, i) => `Workspace ws_n${i}`),
+    );
     assert.equal(bars[0]!.width, 100);
     assert.equal(bars[1]!.width, Math.round((206_500 / 340_000) * 1000) / 10);
     assert.equal(bars[7]!.width, Math.round((60_000 / 340_000) * 1000) / 10);
@@ -309,7 +337,11 @@ describe('the spend dashboard and the opt-in summary at a known time of day', ()
     // The Hub API's freshness is "syncing" (first match wins); the colour is the worst state's.
     assert.equal(banner[2], 'syncing');
     assert.equal(banner[1], 'bad');
-    const items = [...banner[3]!.matchAll(/<li data-account="([^"]+)" data-concern="([a-z_]+)">(.*?)<\/li>/gs)].map((m) => [m[1], m[2], text(m[3]!)]);
+    const items = [...banner[3]!.matchAll(/<li data-account="([^"]+)" data-concern="([a-z_]+)">(.*?)<\/li>/gs)].map((m) => [
+      m[1],
+      m[2],
+      text(m[3]!),
+    ]);
     assert.deepEqual(items, [
       ['ads_failed', 'failed', 'Meta Northwest: last sync failed; last complete sync 20 minutes ago'],
       ['ads_never', 'never_synced', 'Ads ads_never: never synced'],
@@ -321,7 +353,11 @@ describe('the spend dashboard and the opt-in summary at a known time of day', ()
 
   // Last: it changes the accounts the tests above read.
   test('with every account synced recently the banner is green and names none', async () => {
-    await web.db.kysely.updateTable('ad_accounts').set({ sync_state: 'idle', last_synced_at: at(30) }).where('hub_id', '=', R).execute();
+    await web.db.kysely
+      .updateTable('ad_accounts')
+      .set({ sync_state: 'idle', last_synced_at: at(30) })
+      .where('hub_id', '=', R)
+      .execute();
     const html = await page();
     const banner = /<div class="banner ([a-z]+)" role="status" data-freshness="([a-z_]+)">(.*?)<\/div>/s.exec(html)!;
     assert.deepEqual([banner[1], banner[2]], ['fresh', 'fresh']);

@@ -13,7 +13,6 @@ before(async () => {
 });
 after(async () => web?.close());
 
-
 test('an empty pre-session cookie and an empty csrf field do not sign in: 400, no session', async () => {
   const r = await web.app.fastify.inject({
     method: 'POST',

@@ -68,12 +68,18 @@ export async function findHub(db: Db, hubId: string): Promise<{ reporting_curren
  * Sets the hub's reporting currency unless a connected account reports in another one; returns
  * those accounts' external ids when refused (checked and written in one transaction, the hub row locked).
  */
-export async function updateReportingCurrency(db: Db, hubId: string, currency: string): Promise<{ updated: boolean; conflicting: string[] }> {
+export async function updateReportingCurrency(
+  db: Db,
+  hubId: string,
+  currency: string,
+): Promise<{ updated: boolean; conflicting: string[] }> {
   return db.kysely.transaction().execute(async (trx) => {
     const hubRow = await sql<{ id: string }>`SELECT id FROM hubs WHERE id = ${hubId} FOR UPDATE`.execute(trx);
     if (hubRow.rows.length === 0) return { updated: false, conflicting: [] };
     const others = await sql<{ external_id: string }>`
-      SELECT external_id FROM ad_accounts WHERE hub_id = ${hubId} AND connection_id IS NOT NULL AND currency <> ${currency} ORDER BY external_id`.execute(trx);
+      SELECT external_id FROM ad_accounts WHERE hub_id = ${hubId} AND connection_id IS NOT NULL AND currency <> ${currency} ORDER BY external_id`.execute(
+      trx,
+    );
     if (others.rows.length > 0) return { updated: false, conflicting: others.rows.map((r) => r.external_id) };
     await sql`UPDATE hubs SET reporting_currency = ${currency} WHERE id = ${hubId} AND reporting_currency <> ${currency}`.execute(trx);
     return { updated: true, conflicting: [] };
@@ -81,7 +87,10 @@ export async function updateReportingCurrency(db: Db, hubId: string, currency: s
 }
 
 export async function workspaceExists(q: Q, hubId: string, workspaceId: string): Promise<boolean> {
-  return (await q.selectFrom('workspaces').select('id').where('hub_id', '=', hubId).where('id', '=', workspaceId).executeTakeFirst()) !== undefined;
+  return (
+    (await q.selectFrom('workspaces').select('id').where('hub_id', '=', hubId).where('id', '=', workspaceId).executeTakeFirst()) !==
+    undefined
+  );
 }
 
 export interface NewConnection {
@@ -110,10 +119,19 @@ export interface ConnectedAccount {
  */
 export async function insertConnection(db: Db, connection: NewConnection, accounts: ConnectedAccount[]): Promise<string[]> {
   return db.kysely.transaction().execute(async (trx) => {
-    await trx.insertInto('ad_connections').values({
-      id: connection.id, hub_id: connection.hubId, platform: connection.platform, kind: connection.kind, label: connection.label,
-      token_sealed: connection.tokenSealed, token_expires_at: connection.tokenExpiresAt, created_at: connection.now,
-    }).execute();
+    await trx
+      .insertInto('ad_connections')
+      .values({
+        id: connection.id,
+        hub_id: connection.hubId,
+        platform: connection.platform,
+        kind: connection.kind,
+        label: connection.label,
+        token_sealed: connection.tokenSealed,
+        token_expires_at: connection.tokenExpiresAt,
+        created_at: connection.now,
+      })
+      .execute();
     const ids: string[] = [];
     for (const a of accounts) {
       const row = await sql<{ id: string }>`
@@ -142,7 +160,9 @@ async function deleteUnusedConnections(q: Q, hubId: string): Promise<void> {
 export async function markSyncRequested(db: Db, hubId: string, accountId: string | undefined, now: Date): Promise<number> {
   const result = await sql`
     UPDATE ad_accounts SET sync_requested_at = coalesce(sync_requested_at, ${now})
-     WHERE hub_id = ${hubId} AND connection_id IS NOT NULL ${accountId === undefined ? sql`` : sql`AND id = ${accountId}`}`.execute(db.kysely);
+     WHERE hub_id = ${hubId} AND connection_id IS NOT NULL ${accountId === undefined ? sql`` : sql`AND id = ${accountId}`}`.execute(
+    db.kysely,
+  );
   return Number(result.numAffectedRows ?? 0);
 }
 
@@ -169,7 +189,10 @@ export async function updateDefaultWorkspace(db: Db, hubId: string, accountId: s
   });
 }
 
-export async function upsertMapping(db: Db, m: { hubId: string; adAccountId: string; level: 'campaign' | 'ad_set'; externalId: string; workspaceId: string; now: Date }): Promise<void> {
+export async function upsertMapping(
+  db: Db,
+  m: { hubId: string; adAccountId: string; level: 'campaign' | 'ad_set'; externalId: string; workspaceId: string; now: Date },
+): Promise<void> {
   await db.kysely.transaction().execute(async (trx) => {
     await sql`
       INSERT INTO ad_attribution_mappings (hub_id, ad_account_id, level, external_id, workspace_id, created_at)
@@ -232,7 +255,13 @@ export interface UtcDayRow {
 }
 
 /** Replaces the account's platform rows of UTC days [since, until] with `rows`, as a diff. */
-export async function replacePlatformRows(q: Q, hubId: string, accountId: string, range: { since: string; until: string }, rows: UtcDayRow[]): Promise<void> {
+export async function replacePlatformRows(
+  q: Q,
+  hubId: string,
+  accountId: string,
+  range: { since: string; until: string },
+  rows: UtcDayRow[],
+): Promise<void> {
   const col = <T>(f: (r: UtcDayRow) => T) => rows.map(f);
   await sql`
     WITH incoming AS MATERIALIZED (
@@ -293,11 +322,13 @@ export async function claimDue(db: Db, owner: string, now: Date, leaseUntil: Dat
     UPDATE ad_accounts SET lease_owner = ${owner}, lease_until = ${leaseUntil}, sync_state = 'syncing', last_attempt_at = ${now}, sync_requested_at = NULL
      WHERE id IN (SELECT id FROM ad_accounts
                    WHERE connection_id IS NOT NULL AND (lease_until IS NULL OR lease_until <= ${now})
-                     AND ${accountId === undefined
-                       // Syncing with no live lease: a run whose instance died, taken over at once.
-                       ? sql`(sync_requested_at IS NOT NULL OR sync_state = 'syncing'
+                     AND ${
+                       accountId === undefined
+                         ? // Syncing with no live lease: a run whose instance died, taken over at once.
+                           sql`(sync_requested_at IS NOT NULL OR sync_state = 'syncing'
                               OR (next_sync_at <= ${now} AND (throttled_until IS NULL OR throttled_until <= ${now})))`
-                       : sql`id = ${accountId}`}
+                         : sql`id = ${accountId}`
+                     }
                    ORDER BY sync_requested_at NULLS LAST, next_sync_at
                    LIMIT ${limit} FOR UPDATE SKIP LOCKED)
     RETURNING id`.execute(db.kysely);
@@ -305,8 +336,12 @@ export async function claimDue(db: Db, owner: string, now: Date, leaseUntil: Dat
 }
 
 export async function loadSealedToken(q: Q, accountId: string): Promise<{ connectionId: string; tokenSealed: Buffer } | undefined> {
-  const row = await q.selectFrom('ad_accounts as a').innerJoin('ad_connections as c', 'c.id', 'a.connection_id')
-    .select(['c.id', 'c.token_sealed']).where('a.id', '=', accountId).executeTakeFirst();
+  const row = await q
+    .selectFrom('ad_accounts as a')
+    .innerJoin('ad_connections as c', 'c.id', 'a.connection_id')
+    .select(['c.id', 'c.token_sealed'])
+    .where('a.id', '=', accountId)
+    .executeTakeFirst();
   return row && { connectionId: row.id, tokenSealed: row.token_sealed };
 }
 
@@ -330,22 +365,29 @@ export type RunEnd =
   | { kind: 'done'; syncedAt: Date; nextSyncAt: Date }
   | { kind: 'throttled'; until: Date }
   | { kind: 'released'; now: Date }
-  | { kind: 'failed'; failure: { kind: PlatformFailureKind; message: string; code: string | null }; state: 'idle' | 'failed'; nextSyncAt: Date | null; now: Date };
+  | {
+      kind: 'failed';
+      failure: { kind: PlatformFailureKind; message: string; code: string | null };
+      state: 'idle' | 'failed';
+      nextSyncAt: Date | null;
+      now: Date;
+    };
 
 /** Ends a run this owner leased: records its outcome and frees the lease (nothing when the lease was lost). */
 export async function endRun(db: Db, accountId: string, owner: string, end: RunEnd): Promise<void> {
-  const set = end.kind === 'done'
-    ? sql`sync_state = 'idle', last_synced_at = ${end.syncedAt}, next_sync_at = ${end.nextSyncAt}, failure_kind = NULL, failure_message = NULL,
+  const set =
+    end.kind === 'done'
+      ? sql`sync_state = 'idle', last_synced_at = ${end.syncedAt}, next_sync_at = ${end.nextSyncAt}, failure_kind = NULL, failure_message = NULL,
           failure_code = NULL, failing_since = NULL, failure_count = 0, throttled_until = NULL`
-    : end.kind === 'throttled'
-      ? sql`sync_state = 'idle', throttled_until = ${end.until}, next_sync_at = ${end.until}`
-      : end.kind === 'released'
-        // The state the claim replaced (failed: a permanent kind, or a transient one past the stale
-        // threshold), and due at once, so a requested sync that a stop interrupted is not lost.
-        ? sql`sync_state = CASE WHEN failure_kind IN ('needs_reconnect', 'missing_permission', 'invalid_request')
+      : end.kind === 'throttled'
+        ? sql`sync_state = 'idle', throttled_until = ${end.until}, next_sync_at = ${end.until}`
+        : end.kind === 'released'
+          ? // The state the claim replaced (failed: a permanent kind, or a transient one past the stale
+            // threshold), and due at once, so a requested sync that a stop interrupted is not lost.
+            sql`sync_state = CASE WHEN failure_kind IN ('needs_reconnect', 'missing_permission', 'invalid_request')
                                   OR failing_since < ${new Date(end.now.getTime() - SPEND_STALE_AFTER_MS)} THEN 'failed' ELSE 'idle' END,
               next_sync_at = least(next_sync_at, ${end.now})`
-      : sql`sync_state = ${end.state}, failure_kind = ${end.failure.kind}, failure_message = ${end.failure.message}, failure_code = ${end.failure.code},
+          : sql`sync_state = ${end.state}, failure_kind = ${end.failure.kind}, failure_message = ${end.failure.message}, failure_code = ${end.failure.code},
             failing_since = coalesce(failing_since, ${end.now}), failure_count = failure_count + 1, next_sync_at = ${end.nextSyncAt}`;
   await sql`UPDATE ad_accounts SET ${set}, lease_until = NULL, lease_owner = NULL
              WHERE id = ${accountId} AND lease_owner = ${owner}`.execute(db.kysely);

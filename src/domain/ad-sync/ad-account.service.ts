@@ -11,8 +11,19 @@ import { newId } from '../../platform/ids.ts';
 import { AD_TOKEN_EXPIRY_WARNING_MS, SPEND_SYNC_LEASE_MS } from '../../policy.ts';
 import { AD_PLATFORMS } from '../spend/spend.ts';
 import {
-  claimDue, disconnect, findAccountRow, findHub, insertConnection, listAccountRows, markSyncRequested, unattributed, updateDefaultWorkspace,
-  updateReportingCurrency, upsertMapping, workspaceExists, type AccountRow,
+  claimDue,
+  disconnect,
+  findAccountRow,
+  findHub,
+  insertConnection,
+  listAccountRows,
+  markSyncRequested,
+  unattributed,
+  updateDefaultWorkspace,
+  updateReportingCurrency,
+  upsertMapping,
+  workspaceExists,
+  type AccountRow,
 } from './ad-account.repository.ts';
 import { newClaimant } from './sync-loop.ts';
 import { runSync, type EngineDeps, type SyncOutcome } from './sync-engine.ts';
@@ -27,7 +38,15 @@ export type ConnectionKind = 'oauth' | 'system_user' | 'api_key';
 export const CONNECTION_KINDS: readonly ConnectionKind[] = ['oauth', 'system_user', 'api_key'];
 
 export type AdAccountStatus =
-  | 'connected' | 'syncing' | 'rescheduled' | 'retrying' | 'needs_reconnect' | 'missing_permission' | 'failed' | 'never_synced' | 'disconnected';
+  | 'connected'
+  | 'syncing'
+  | 'rescheduled'
+  | 'retrying'
+  | 'needs_reconnect'
+  | 'missing_permission'
+  | 'failed'
+  | 'never_synced'
+  | 'disconnected';
 
 export interface AdAccountView {
   id: string;
@@ -91,10 +110,15 @@ const PLATFORM_NAMES: Record<AdPlatform, string> = { meta: 'Meta', google_ads: '
 
 function clientOf(deps: AdSyncDeps, platform: unknown) {
   if (typeof platform !== 'string' || !(AD_PLATFORMS as readonly string[]).includes(platform)) {
-    throw new DomainError('invalid', `platform must be one of ${AD_PLATFORMS.join(', ')}`, { issues: [{ field: 'platform', message: `must be one of ${AD_PLATFORMS.join(', ')}` }] });
+    throw new DomainError('invalid', `platform must be one of ${AD_PLATFORMS.join(', ')}`, {
+      issues: [{ field: 'platform', message: `must be one of ${AD_PLATFORMS.join(', ')}` }],
+    });
   }
   const client = deps.clients[platform as AdPlatform];
-  if (!client) throw new DomainError('invalid', `${PLATFORM_NAMES[platform as AdPlatform]} accounts cannot be connected on this server yet`, { issues: [{ field: 'platform', message: 'not available on this server' }] });
+  if (!client)
+    throw new DomainError('invalid', `${PLATFORM_NAMES[platform as AdPlatform]} accounts cannot be connected on this server yet`, {
+      issues: [{ field: 'platform', message: 'not available on this server' }],
+    });
   return client;
 }
 
@@ -114,12 +138,17 @@ function refusalOf(platform: AdPlatform, error: unknown, what: string): never {
   if (error instanceof PlatformThrottled) {
     const minutes = Math.max(1, Math.ceil(error.retryAfterMs / 60_000));
     const when = minutes < 120 ? `${minutes} minute${minutes === 1 ? '' : 's'}` : `${Math.ceil(minutes / 60)} hours`;
-    throw new DomainError('rejected', `${name} is busy and asked hubops to wait before asking for ${what} again: try again in about ${when}`);
+    throw new DomainError(
+      'rejected',
+      `${name} is busy and asked hubops to wait before asking for ${what} again: try again in about ${when}`,
+    );
   }
   if (!(error instanceof PlatformError)) throw error;
   const words = error.platformMessage ?? error.message;
-  if (error.kind === 'needs_reconnect') throw new DomainError('invalid', `${name} did not accept the token (${words}): use a valid, unexpired token`);
-  if (error.kind === 'missing_permission') throw new DomainError('invalid', `${name} refused ${what} (${words}): the token needs ads_read and access to the account`);
+  if (error.kind === 'needs_reconnect')
+    throw new DomainError('invalid', `${name} did not accept the token (${words}): use a valid, unexpired token`);
+  if (error.kind === 'missing_permission')
+    throw new DomainError('invalid', `${name} refused ${what} (${words}): the token needs ads_read and access to the account`);
   if (error.kind === 'invalid_request') throw new DomainError('invalid', `${name} refused ${what}: ${words}`);
   throw new DomainError('rejected', `${name} could not be asked for ${what} right now (${words}); try again in a few minutes`);
 }
@@ -132,7 +161,8 @@ export type MetaOAuthExchange = Pick<MetaOAuth, 'exchangeCode' | 'exchangeForLon
  * then a long-lived one (about 60 days) for the connection. Refusals as at connect time.
  */
 export async function completeMetaOAuth(
-  oauth: MetaOAuthExchange, input: { code: string; redirectUri: string; appId: string; appSecret: string },
+  oauth: MetaOAuthExchange,
+  input: { code: string; redirectUri: string; appId: string; appSecret: string },
 ): Promise<{ accessToken: string; expiresAt: Date | null }> {
   const app = { appId: input.appId, appSecret: input.appSecret };
   try {
@@ -161,20 +191,39 @@ export async function listPlatformAccounts(deps: AdSyncDeps, platform: AdPlatfor
  */
 export async function connectAdAccounts(deps: AdSyncDeps, hubId: string, input: ConnectInput): Promise<AdAccountView[]> {
   const client = clientOf(deps, input.platform);
-  if (!CONNECTION_KINDS.includes(input.kind)) throw new DomainError('invalid', `kind must be one of ${CONNECTION_KINDS.join(', ')}`, { issues: [{ field: 'kind', message: `must be one of ${CONNECTION_KINDS.join(', ')}` }] });
+  if (!CONNECTION_KINDS.includes(input.kind))
+    throw new DomainError('invalid', `kind must be one of ${CONNECTION_KINDS.join(', ')}`, {
+      issues: [{ field: 'kind', message: `must be one of ${CONNECTION_KINDS.join(', ')}` }],
+    });
   const token = checkToken(input.accessToken);
   const label = typeof input.label === 'string' ? input.label.trim() : '';
-  if (label.length < 1 || label.length > 200) throw new DomainError('invalid', 'label: must be 1 to 200 characters', { issues: [{ field: 'label', message: 'must be 1 to 200 characters' }] });
+  if (label.length < 1 || label.length > 200)
+    throw new DomainError('invalid', 'label: must be 1 to 200 characters', {
+      issues: [{ field: 'label', message: 'must be 1 to 200 characters' }],
+    });
   if (input.tokenExpiresAt !== null && !(input.tokenExpiresAt instanceof Date && !Number.isNaN(input.tokenExpiresAt.getTime()))) {
     throw new DomainError('invalid', 'tokenExpiresAt: must be a date or null');
   }
-  const ids = [...new Set(Array.isArray(input.externalIds) ? input.externalIds.map((id) => (typeof id === 'string' ? id.trim() : id)) : [])];
-  if (ids.length === 0) throw new DomainError('invalid', 'account: choose at least one ad account', { issues: [{ field: 'account', message: 'choose at least one ad account' }] });
-  if (ids.length > MAX_ACCOUNTS_PER_CONNECT) throw new DomainError('invalid', `account: at most ${MAX_ACCOUNTS_PER_CONNECT} ad accounts at once`);
+  const ids = [
+    ...new Set(Array.isArray(input.externalIds) ? input.externalIds.map((id) => (typeof id === 'string' ? id.trim() : id)) : []),
+  ];
+  if (ids.length === 0)
+    throw new DomainError('invalid', 'account: choose at least one ad account', {
+      issues: [{ field: 'account', message: 'choose at least one ad account' }],
+    });
+  if (ids.length > MAX_ACCOUNTS_PER_CONNECT)
+    throw new DomainError('invalid', `account: at most ${MAX_ACCOUNTS_PER_CONNECT} ad accounts at once`);
   const wrong = ids.filter((id) => typeof id !== 'string' || !EXTERNAL_ID[input.platform].test(id));
   if (wrong.length > 0) {
-    const shown = wrong.slice(0, 3).map((id) => JSON.stringify(String(id).slice(0, 40))).join(', ');
-    throw new DomainError('invalid', `account: ${shown} is not a ${PLATFORM_NAMES[input.platform]} ad account id (${EXTERNAL_ID_HINT[input.platform]})`, { issues: [{ field: 'account', message: `expected ${EXTERNAL_ID_HINT[input.platform]}` }] });
+    const shown = wrong
+      .slice(0, 3)
+      .map((id) => JSON.stringify(String(id).slice(0, 40)))
+      .join(', ');
+    throw new DomainError(
+      'invalid',
+      `account: ${shown} is not a ${PLATFORM_NAMES[input.platform]} ad account id (${EXTERNAL_ID_HINT[input.platform]})`,
+      { issues: [{ field: 'account', message: `expected ${EXTERNAL_ID_HINT[input.platform]}` }] },
+    );
   }
   const hub = await findHub(deps.db, hubId);
   if (!hub) throw new DomainError('not_found', 'No such hub.');
@@ -188,18 +237,42 @@ export async function connectAdAccounts(deps: AdSyncDeps, hubId: string, input: 
       refusalOf(input.platform, error, `ad account ${id}`);
     }
     if (account.currency !== hub.reporting_currency) {
-      throw new DomainError('invalid', `ad account ${id} reports spend in ${account.currency}, but this hub reports in ${hub.reporting_currency}: spend in another currency is never summed with it, so the account cannot be connected to this hub`, { code: 'currency_mismatch' });
+      throw new DomainError(
+        'invalid',
+        `ad account ${id} reports spend in ${account.currency}, but this hub reports in ${hub.reporting_currency}: spend in another currency is never summed with it, so the account cannot be connected to this hub`,
+        { code: 'currency_mismatch' },
+      );
     }
-    if (!isTimeZone(account.timeZone)) throw new DomainError('invalid', `ad account ${id} has a time zone this server does not know (${JSON.stringify(account.timeZone.slice(0, 64))})`);
+    if (!isTimeZone(account.timeZone))
+      throw new DomainError(
+        'invalid',
+        `ad account ${id} has a time zone this server does not know (${JSON.stringify(account.timeZone.slice(0, 64))})`,
+      );
     described.push({ ...account, externalId: id });
   }
 
   const connectionId = newId('adc');
   const now = deps.clock.now();
-  const accountIds = await insertConnection(deps.db, {
-    id: connectionId, hubId, platform: input.platform, kind: input.kind, label,
-    tokenSealed: deps.sealer.seal(token, connectionId), tokenExpiresAt: input.tokenExpiresAt, now,
-  }, described.map((a) => ({ id: newId('aa'), externalId: a.externalId, name: a.name.slice(0, 200) || a.externalId, currency: a.currency, timeZone: a.timeZone })));
+  const accountIds = await insertConnection(
+    deps.db,
+    {
+      id: connectionId,
+      hubId,
+      platform: input.platform,
+      kind: input.kind,
+      label,
+      tokenSealed: deps.sealer.seal(token, connectionId),
+      tokenExpiresAt: input.tokenExpiresAt,
+      now,
+    },
+    described.map((a) => ({
+      id: newId('aa'),
+      externalId: a.externalId,
+      name: a.name.slice(0, 200) || a.externalId,
+      currency: a.currency,
+      timeZone: a.timeZone,
+    })),
+  );
   deps.log?.info({ hubId, connectionId, platform: input.platform, accounts: accountIds.length }, 'ad accounts connected');
   const views = await listAdAccounts(deps, hubId);
   return views.filter((v) => accountIds.includes(v.id));
@@ -217,10 +290,16 @@ export async function listAdAccounts(deps: AdSyncDeps, hubId: string): Promise<A
 /** Returns the code set (upper-cased). */
 export async function setReportingCurrency(deps: AdSyncDeps, hubId: string, currency: string): Promise<string> {
   const code = typeof currency === 'string' ? currency.trim().toUpperCase() : '';
-  if (!/^[A-Z]{3}$/.test(code)) throw new DomainError('invalid', 'currency: must be an ISO 4217 code of three letters, e.g. USD', { issues: [{ field: 'currency', message: 'must be an ISO 4217 code of three letters' }] });
+  if (!/^[A-Z]{3}$/.test(code))
+    throw new DomainError('invalid', 'currency: must be an ISO 4217 code of three letters, e.g. USD', {
+      issues: [{ field: 'currency', message: 'must be an ISO 4217 code of three letters' }],
+    });
   const result = await updateReportingCurrency(deps.db, hubId, code);
   if (result.conflicting.length > 0) {
-    throw new DomainError('rejected', `ad account${result.conflicting.length > 1 ? 's' : ''} ${result.conflicting.slice(0, 5).join(', ')} report${result.conflicting.length > 1 ? '' : 's'} in another currency than ${code}: disconnect ${result.conflicting.length > 1 ? 'them' : 'it'} first`);
+    throw new DomainError(
+      'rejected',
+      `ad account${result.conflicting.length > 1 ? 's' : ''} ${result.conflicting.slice(0, 5).join(', ')} report${result.conflicting.length > 1 ? '' : 's'} in another currency than ${code}: disconnect ${result.conflicting.length > 1 ? 'them' : 'it'} first`,
+    );
   }
   if (!result.updated) throw new DomainError('not_found', 'No such hub.');
   return code;
@@ -266,39 +345,73 @@ export async function disconnectAdAccount(deps: AdSyncDeps, hubId: string, accou
 /** The workspace that gets the account's spend nothing else attributes (null: none); re-attributes at once. */
 export async function setDefaultWorkspace(deps: AdSyncDeps, hubId: string, accountId: string, workspaceId: string | null): Promise<void> {
   if (workspaceId !== null && !(await workspaceExists(deps.db.kysely, hubId, workspaceId))) {
-    throw new DomainError('invalid', 'workspace: no such workspace in this hub', { issues: [{ field: 'workspace', message: 'no such workspace in this hub' }] });
+    throw new DomainError('invalid', 'workspace: no such workspace in this hub', {
+      issues: [{ field: 'workspace', message: 'no such workspace in this hub' }],
+    });
   }
-  if (!(await updateDefaultWorkspace(deps.db, hubId, accountId, workspaceId))) throw new DomainError('not_found', 'No such ad account in this hub.');
+  if (!(await updateDefaultWorkspace(deps.db, hubId, accountId, workspaceId)))
+    throw new DomainError('not_found', 'No such ad account in this hub.');
 }
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 const isDay = (d: string) => DAY.test(d) && new Date(`${d}T00:00:00Z`).toISOString().slice(0, 10) === d;
 
 /** Spend that matched no workspace, per campaign and ad set, largest first, with the reason. */
-export async function listUnattributed(deps: AdSyncDeps, hubId: string, range: { since?: string; until?: string } = {}): Promise<UnattributedLine[]> {
+export async function listUnattributed(
+  deps: AdSyncDeps,
+  hubId: string,
+  range: { since?: string; until?: string } = {},
+): Promise<UnattributedLine[]> {
   for (const [field, value] of Object.entries(range)) {
-    if (value !== undefined && (typeof value !== 'string' || !isDay(value))) throw new DomainError('invalid', `${field}: must be a date, YYYY-MM-DD`, { issues: [{ field, message: 'must be a date, YYYY-MM-DD' }] });
+    if (value !== undefined && (typeof value !== 'string' || !isDay(value)))
+      throw new DomainError('invalid', `${field}: must be a date, YYYY-MM-DD`, {
+        issues: [{ field, message: 'must be a date, YYYY-MM-DD' }],
+      });
   }
   const since = range.since ?? '0001-01-01';
   const until = range.until ?? '9999-12-31';
   if (since > until) throw new DomainError('invalid', 'since: must not be after until');
   const rows = await unattributed(deps.db, hubId, range.since === undefined && range.until === undefined ? null : { since, until });
   return rows.map((r) => ({
-    adAccountId: r.ad_account_id, accountName: r.account_name, campaignId: r.campaign_id, campaignName: r.campaign_name,
-    adSetId: r.ad_set_id, adSetName: r.ad_set_name, spendCents: Number(r.spend_cents), reason: r.reason,
+    adAccountId: r.ad_account_id,
+    accountName: r.account_name,
+    campaignId: r.campaign_id,
+    campaignName: r.campaign_name,
+    adSetId: r.ad_set_id,
+    adSetName: r.ad_set_name,
+    spendCents: Number(r.spend_cents),
+    reason: r.reason,
   }));
 }
 
 /** Maps a campaign or an ad set of an account to a workspace; its past spend moves at once, nothing is fetched. */
-export async function mapToWorkspace(deps: AdSyncDeps, hubId: string, input: { adAccountId: string; level: 'campaign' | 'ad_set'; externalId: string; workspaceId: string }): Promise<void> {
-  if (input.level !== 'campaign' && input.level !== 'ad_set') throw new DomainError('invalid', 'level: must be campaign or ad_set', { issues: [{ field: 'level', message: 'must be campaign or ad_set' }] });
+export async function mapToWorkspace(
+  deps: AdSyncDeps,
+  hubId: string,
+  input: { adAccountId: string; level: 'campaign' | 'ad_set'; externalId: string; workspaceId: string },
+): Promise<void> {
+  if (input.level !== 'campaign' && input.level !== 'ad_set')
+    throw new DomainError('invalid', 'level: must be campaign or ad_set', {
+      issues: [{ field: 'level', message: 'must be campaign or ad_set' }],
+    });
   const externalId = typeof input.externalId === 'string' ? input.externalId.trim() : '';
-  if (externalId.length < 1 || externalId.length > 200) throw new DomainError('invalid', `${input.level === 'campaign' ? 'campaign' : 'ad set'} id: must be 1 to 200 characters`);
+  if (externalId.length < 1 || externalId.length > 200)
+    throw new DomainError('invalid', `${input.level === 'campaign' ? 'campaign' : 'ad set'} id: must be 1 to 200 characters`);
   if (typeof input.workspaceId !== 'string' || !(await workspaceExists(deps.db.kysely, hubId, input.workspaceId))) {
-    throw new DomainError('invalid', 'workspace: no such workspace in this hub', { issues: [{ field: 'workspace', message: 'no such workspace in this hub' }] });
+    throw new DomainError('invalid', 'workspace: no such workspace in this hub', {
+      issues: [{ field: 'workspace', message: 'no such workspace in this hub' }],
+    });
   }
-  if (!(await findAccountRow(deps.db.kysely, hubId, input.adAccountId))) throw new DomainError('not_found', 'No such ad account in this hub.');
-  await upsertMapping(deps.db, { hubId, adAccountId: input.adAccountId, level: input.level, externalId, workspaceId: input.workspaceId, now: deps.clock.now() });
+  if (!(await findAccountRow(deps.db.kysely, hubId, input.adAccountId)))
+    throw new DomainError('not_found', 'No such ad account in this hub.');
+  await upsertMapping(deps.db, {
+    hubId,
+    adAccountId: input.adAccountId,
+    level: input.level,
+    externalId,
+    workspaceId: input.workspaceId,
+    now: deps.clock.now(),
+  });
 }
 
 async function connectedAccount(deps: AdSyncDeps, hubId: string, accountId: string): Promise<AccountRow> {
@@ -310,14 +423,17 @@ async function connectedAccount(deps: AdSyncDeps, hubId: string, accountId: stri
 
 /** How the last run of an account ended, read from its row (a sync another instance ran). */
 function outcomeOf(row: AccountRow, now: Date): SyncOutcome {
-  if (row.throttled_until && row.throttled_until > now) return { status: 'rescheduled', until: row.throttled_until, message: 'the platform asked us to slow down' };
+  if (row.throttled_until && row.throttled_until > now)
+    return { status: 'rescheduled', until: row.throttled_until, message: 'the platform asked us to slow down' };
   if (row.failure_kind) {
     const message = row.failure_message ?? row.failure_kind;
     return row.sync_state === 'failed' || row.next_sync_at === null
       ? { status: 'failed', failureKind: row.failure_kind, message }
       : { status: 'retrying', failureKind: row.failure_kind, message, retryAt: row.next_sync_at };
   }
-  return row.last_synced_at ? { status: 'done', completeThrough: row.complete_through, syncedAt: row.last_synced_at } : { status: 'skipped', message: 'the account has not synced yet' };
+  return row.last_synced_at
+    ? { status: 'done', completeThrough: row.complete_through, syncedAt: row.last_synced_at }
+    : { status: 'skipped', message: 'the account has not synced yet' };
 }
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
@@ -341,9 +457,10 @@ function viewOf(row: AccountRow, now: Date): AdAccountView {
     statusText = 'Syncing now.';
   } else if (row.failure_kind === 'needs_reconnect' || tokenExpired) {
     status = 'needs_reconnect';
-    statusText = tokenExpired && row.token_expires_at
-      ? `Needs reconnect: the token expired on ${day(row.token_expires_at)}. Connect the account again.`
-      : `Needs reconnect${words || `: ${platform} no longer accepts the token`}. Connect the account again.`;
+    statusText =
+      tokenExpired && row.token_expires_at
+        ? `Needs reconnect: the token expired on ${day(row.token_expires_at)}. Connect the account again.`
+        : `Needs reconnect${words || `: ${platform} no longer accepts the token`}. Connect the account again.`;
   } else if (row.failure_kind === 'missing_permission') {
     status = 'missing_permission';
     statusText = `Missing permission${words}. Give the token ads_read and access to this account, then connect it again.`;
@@ -366,8 +483,12 @@ function viewOf(row: AccountRow, now: Date): AdAccountView {
     status = 'connected';
     statusText = `Connected; last complete sync ${time(row.last_synced_at)}${row.complete_through ? `, complete through ${localDay(row.complete_through)}` : ''}.`;
   }
-  const tokenExpiresSoon = row.token_expires_at !== null && row.disconnected_at === null && row.token_expires_at.getTime() - now.getTime() < AD_TOKEN_EXPIRY_WARNING_MS;
-  if (tokenExpiresSoon && !tokenExpired && row.token_expires_at) statusText += ` The token expires on ${day(row.token_expires_at)}: connect again before then.`;
+  const tokenExpiresSoon =
+    row.token_expires_at !== null &&
+    row.disconnected_at === null &&
+    row.token_expires_at.getTime() - now.getTime() < AD_TOKEN_EXPIRY_WARNING_MS;
+  if (tokenExpiresSoon && !tokenExpired && row.token_expires_at)
+    statusText += ` The token expires on ${day(row.token_expires_at)}: connect again before then.`;
   return {
     id: row.id,
     platform: row.platform,

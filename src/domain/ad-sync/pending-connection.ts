@@ -40,20 +40,37 @@ function unseal(where: { sessionId: string; hubId: string }, handleHash: Buffer,
   return openParts([key], parts, aadOf(where.hubId, handleHash))?.toString('utf8');
 }
 
-const keyOfRow = (where: Where) => ({ handleHash: sha256(where.handle), sessionHash: sha256(where.sessionId), hubId: where.hubId, now: where.now });
+const keyOfRow = (where: Where) => ({
+  handleHash: sha256(where.handle),
+  sessionHash: sha256(where.sessionId),
+  hubId: where.hubId,
+  now: where.now,
+});
 
 function opened(where: Where, row: PendingRow): PendingToken | undefined {
   const accessToken = unseal(where, sha256(where.handle), row.tokenSealed);
-  return accessToken === undefined ? undefined : { platform: row.platform as PendingToken['platform'], kind: row.kind, accessToken, tokenExpiresAt: row.tokenExpiresAt };
+  return accessToken === undefined
+    ? undefined
+    : { platform: row.platform as PendingToken['platform'], kind: row.kind, accessToken, tokenExpiresAt: row.tokenExpiresAt };
 }
 
 /** Keeps the token for this session and hub for FORM_TOKEN_TTL_MS; returns the handle the page may carry. */
-export async function holdPendingToken(db: Db, input: { sessionId: string; hubId: string; now: Date; token: PendingToken }): Promise<string> {
+export async function holdPendingToken(
+  db: Db,
+  input: { sessionId: string; hubId: string; now: Date; token: PendingToken },
+): Promise<string> {
   const handle = randomBytes(24).toString('base64url');
   const handleHash = sha256(handle);
   await insertPending(db, {
-    handleHash, sessionHash: sha256(input.sessionId), hubId: input.hubId, now: input.now, expiresAt: new Date(input.now.getTime() + FORM_TOKEN_TTL_MS),
-    platform: input.token.platform, kind: input.token.kind, tokenSealed: seal(input, handleHash, input.token.accessToken), tokenExpiresAt: input.token.tokenExpiresAt,
+    handleHash,
+    sessionHash: sha256(input.sessionId),
+    hubId: input.hubId,
+    now: input.now,
+    expiresAt: new Date(input.now.getTime() + FORM_TOKEN_TTL_MS),
+    platform: input.token.platform,
+    kind: input.token.kind,
+    tokenSealed: seal(input, handleHash, input.token.accessToken),
+    tokenExpiresAt: input.token.tokenExpiresAt,
   });
   return handle;
 }
@@ -76,6 +93,7 @@ export async function takePendingToken(db: Db, where: Where): Promise<{ token: P
   if (!row || !token) return undefined;
   return {
     token,
-    putBack: () => insertPending(db, { ...row, handleHash: key.handleHash, sessionHash: key.sessionHash, hubId: where.hubId, now: where.now }),
+    putBack: () =>
+      insertPending(db, { ...row, handleHash: key.handleHash, sessionHash: key.sessionHash, hubId: where.hubId, now: where.now }),
   };
 }

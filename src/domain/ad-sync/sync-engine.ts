@@ -6,13 +6,35 @@
 // complete_through advanced. A run killed mid-way loses at most the chunk in flight; the next run
 // reads it again and, rows being replaced, counts nothing twice.
 import type { Db } from '../../db/database.ts';
-import { PlatformError, PlatformThrottled, type AdPlatformClient, type PlatformAdAccount, type PlatformFailureKind, type PlatformSpendRow } from '../../integrations/ad-platform.ts';
+import {
+  PlatformError,
+  PlatformThrottled,
+  type AdPlatformClient,
+  type PlatformAdAccount,
+  type PlatformFailureKind,
+  type PlatformSpendRow,
+} from '../../integrations/ad-platform.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { SealingError, type Sealer } from '../../platform/sealing.ts';
-import { SPEND_BACKFILL_DAYS, SPEND_LOOKBACK_DAYS, SPEND_STALE_AFTER_MS, SPEND_SYNC_INTERVAL_MS, SPEND_SYNC_JITTER_MS, SPEND_THROTTLE_WAIT_MAX_MS } from '../../policy.ts';
 import {
-  advanceCompleteThrough, deriveSpend, endRun, findAccountRow, holdLease, loadSealedToken, replacePlatformRows, updateDescription,
-  type AccountRow, type UtcDayRow,
+  SPEND_BACKFILL_DAYS,
+  SPEND_LOOKBACK_DAYS,
+  SPEND_STALE_AFTER_MS,
+  SPEND_SYNC_INTERVAL_MS,
+  SPEND_SYNC_JITTER_MS,
+  SPEND_THROTTLE_WAIT_MAX_MS,
+} from '../../policy.ts';
+import {
+  advanceCompleteThrough,
+  deriveSpend,
+  endRun,
+  findAccountRow,
+  holdLease,
+  loadSealedToken,
+  replacePlatformRows,
+  updateDescription,
+  type AccountRow,
+  type UtcDayRow,
 } from './ad-account.repository.ts';
 import { microsToCents } from './money.ts';
 import { addDays, localDate, maxDate, minDate, UtcDayMapper } from './utc-days.ts';
@@ -47,21 +69,32 @@ export type SyncOutcome =
   /** Another instance held the account and did not finish in time; or it was disconnected. */
   | { status: 'skipped'; message: string };
 
-const sleepFor = (ms: number, signal?: AbortSignal) => new Promise<void>((resolve, reject) => {
-  const timer = setTimeout(resolve, ms);
-  signal?.addEventListener('abort', () => {
-    clearTimeout(timer);
-    reject(signal.reason);
-  }, { once: true });
-});
+const sleepFor = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });
 
 class LeaseLost extends Error {}
 
 /** What went wrong, in the platform's words where it gave some; never a token. */
 function failureOf(error: unknown): { kind: PlatformFailureKind; message: string; code: string | null } {
-  if (error instanceof PlatformError) return { kind: error.kind, message: (error.platformMessage ?? error.message).slice(0, 1_000), code: error.platformCode ?? null };
+  if (error instanceof PlatformError)
+    return { kind: error.kind, message: (error.platformMessage ?? error.message).slice(0, 1_000), code: error.platformCode ?? null };
   // The token was sealed under a secrets key this server does not have: connecting again mends it.
-  if (error instanceof SealingError) return { kind: 'needs_reconnect', message: 'the stored token cannot be opened with this server\'s secrets key; connect the account again', code: null };
+  if (error instanceof SealingError)
+    return {
+      kind: 'needs_reconnect',
+      message: "the stored token cannot be opened with this server's secrets key; connect the account again",
+      code: null,
+    };
   return { kind: 'platform_error', message: 'the sync stopped on an unexpected error; it will be retried', code: null };
 }
 
@@ -69,11 +102,17 @@ const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
 /** A row the engine can count, or a bad_answer: a client must not hand over what it did not check. `checkedDate` passed before. */
 function checkRow(row: PlatformSpendRow, checkedDate: string): void {
-  const ok = (row.date === checkedDate || (DATE.test(row.date) && !Number.isNaN(Date.parse(`${row.date}T00:00:00Z`))))
-    && (row.hour === null || (Number.isInteger(row.hour) && row.hour >= 0 && row.hour <= 23))
-    && typeof row.spendMicros === 'bigint' && row.spendMicros >= 0n
-    && typeof row.campaignId === 'string' && row.campaignId !== '' && typeof row.adSetId === 'string' && row.adSetId !== ''
-    && typeof row.campaignName === 'string' && typeof row.adSetName === 'string';
+  const ok =
+    (row.date === checkedDate || (DATE.test(row.date) && !Number.isNaN(Date.parse(`${row.date}T00:00:00Z`)))) &&
+    (row.hour === null || (Number.isInteger(row.hour) && row.hour >= 0 && row.hour <= 23)) &&
+    typeof row.spendMicros === 'bigint' &&
+    row.spendMicros >= 0n &&
+    typeof row.campaignId === 'string' &&
+    row.campaignId !== '' &&
+    typeof row.adSetId === 'string' &&
+    row.adSetId !== '' &&
+    typeof row.campaignName === 'string' &&
+    typeof row.adSetName === 'string';
   if (!ok) throw new PlatformError('bad_answer', 'the platform returned a spend row that is not well formed');
 }
 
@@ -85,7 +124,9 @@ export async function runSync(deps: EngineDeps, accountId: string, owner: string
   if (!account || account.connection_id === null) return { status: 'skipped', message: 'the account is not connected' };
   try {
     const completeThrough = await readAndStore(deps, account, owner, startedAt, signal);
-    const nextSyncAt = new Date(clock.now().getTime() + SPEND_SYNC_INTERVAL_MS + Math.floor((deps.random ?? Math.random)() * SPEND_SYNC_JITTER_MS));
+    const nextSyncAt = new Date(
+      clock.now().getTime() + SPEND_SYNC_INTERVAL_MS + Math.floor((deps.random ?? Math.random)() * SPEND_SYNC_JITTER_MS),
+    );
     await endRun(db, accountId, owner, { kind: 'done', syncedAt: startedAt, nextSyncAt });
     deps.log?.info({ adAccountId: accountId, completeThrough }, 'ad account synced');
     return { status: 'done', completeThrough, syncedAt: startedAt };
@@ -115,12 +156,20 @@ export async function runSync(deps: EngineDeps, accountId: string, owner: string
     const since = account.failing_since ?? now;
     const persistent = now.getTime() - since.getTime() > SPEND_STALE_AFTER_MS;
     await endRun(db, accountId, owner, { kind: 'failed', failure, state: persistent ? 'failed' : 'idle', nextSyncAt: retryAt, now });
-    return persistent ? { status: 'failed', failureKind: failure.kind, message: failure.message } : { status: 'retrying', failureKind: failure.kind, message: failure.message, retryAt };
+    return persistent
+      ? { status: 'failed', failureKind: failure.kind, message: failure.message }
+      : { status: 'retrying', failureKind: failure.kind, message: failure.message, retryAt };
   }
 }
 
 /** Reads the window chunk by chunk and stores each; returns complete_through after the run. */
-async function readAndStore(deps: EngineDeps, account: AccountRow, owner: string, startedAt: Date, signal?: AbortSignal): Promise<string | null> {
+async function readAndStore(
+  deps: EngineDeps,
+  account: AccountRow,
+  owner: string,
+  startedAt: Date,
+  signal?: AbortSignal,
+): Promise<string | null> {
   const { db, clock } = deps;
   const client = deps.clients[account.platform];
   if (!client) throw new PlatformError('invalid_request', `this server has no ${account.platform} client configured`);
@@ -130,7 +179,10 @@ async function readAndStore(deps: EngineDeps, account: AccountRow, owner: string
 
   const described = await client.describeAccount(credential, account.external_id);
   if (described.currency !== account.currency) {
-    throw new PlatformError('invalid_request', `the account's currency changed from ${account.currency} to ${described.currency}; nothing was synced: disconnect it and connect it again`);
+    throw new PlatformError(
+      'invalid_request',
+      `the account's currency changed from ${account.currency} to ${described.currency}; nothing was synced: disconnect it and connect it again`,
+    );
   }
   if (described.name !== account.name || described.timeZone !== account.time_zone) {
     await updateDescription(db.kysely, account.id, { name: described.name.slice(0, 200) || account.name, timeZone: described.timeZone });
@@ -141,7 +193,8 @@ async function readAndStore(deps: EngineDeps, account: AccountRow, owner: string
 
   const localToday = localDate(startedAt, zone);
   const lookback = SPEND_LOOKBACK_DAYS[account.platform];
-  const since = account.complete_through === null ? addDays(localToday, -SPEND_BACKFILL_DAYS) : addDays(account.complete_through, -lookback);
+  const since =
+    account.complete_through === null ? addDays(localToday, -SPEND_BACKFILL_DAYS) : addDays(account.complete_through, -lookback);
   // UTC days from the window's first local day to the last UTC day an hour of local today can fall on.
   const lastUtcDay = maxDate(startedAt.toISOString().slice(0, 10), localToday);
   let completeThrough = account.complete_through;
@@ -149,7 +202,18 @@ async function readAndStore(deps: EngineDeps, account: AccountRow, owner: string
     const b = minDate(addDays(a, CHUNK_DAYS - 1), lastUtcDay);
     // Every hour of UTC days [a, b] lies in account-local days [a − 1, b + 1]; none after local today exists yet.
     const range = { since: addDays(a, -1), until: minDate(addDays(b, 1), localToday) };
-    const rows = await readChunk(deps, client, credential, platformAccount, range, { since: a, until: b }, mapper, account.id, owner, signal);
+    const rows = await readChunk(
+      deps,
+      client,
+      credential,
+      platformAccount,
+      range,
+      { since: a, until: b },
+      mapper,
+      account.id,
+      owner,
+      signal,
+    );
     signal?.throwIfAborted();
     const leaseUntil = new Date(clock.now().getTime() + deps.leaseMs);
     // A local day is stored whole once every UTC day its hours touch is in a committed chunk: up
@@ -173,9 +237,16 @@ async function readAndStore(deps: EngineDeps, account: AccountRow, owner: string
  * or too many, ends the run as rescheduled.
  */
 async function readChunk(
-  deps: EngineDeps, client: AdPlatformClient, credential: { accessToken: string }, account: PlatformAdAccount,
-  range: { since: string; until: string }, keep: { since: string; until: string }, mapper: UtcDayMapper,
-  accountId: string, owner: string, signal?: AbortSignal,
+  deps: EngineDeps,
+  client: AdPlatformClient,
+  credential: { accessToken: string },
+  account: PlatformAdAccount,
+  range: { since: string; until: string },
+  keep: { since: string; until: string },
+  mapper: UtcDayMapper,
+  accountId: string,
+  owner: string,
+  signal?: AbortSignal,
 ): Promise<UtcDayRow[]> {
   for (let waits = 0; ; waits++) {
     try {
@@ -199,12 +270,23 @@ async function readChunk(
           const day = mapper.utcDay(row.date, row.hour);
           if (day < keep.since || day > keep.until) continue;
           // Rows come grouped by day and ad set: most add to the group of the row before them.
-          let sum = last !== undefined && last.date === day && last.adSetId === row.adSetId && last.campaignId === row.campaignId ? last : undefined;
+          let sum =
+            last !== undefined && last.date === day && last.adSetId === row.adSetId && last.campaignId === row.campaignId
+              ? last
+              : undefined;
           if (sum === undefined) {
             const key = `${day}\0${row.campaignId}\0${row.adSetId}`;
             sum = sums.get(key);
             if (sum === undefined) {
-              sum = { date: day, campaignId: row.campaignId, campaignName: row.campaignName, adSetId: row.adSetId, adSetName: row.adSetName, spendMicros: 0n, spendCents: 0n };
+              sum = {
+                date: day,
+                campaignId: row.campaignId,
+                campaignName: row.campaignName,
+                adSetId: row.adSetId,
+                adSetName: row.adSetName,
+                spendMicros: 0n,
+                spendCents: 0n,
+              };
               sums.set(key, sum);
             }
             last = sum;
@@ -219,8 +301,10 @@ async function readChunk(
       for (const r of rows) r.spendCents = microsToCents(r.spendMicros);
       return rows;
     } catch (error) {
-      if (!(error instanceof PlatformThrottled) || error.retryAfterMs > SPEND_THROTTLE_WAIT_MAX_MS || waits >= MAX_THROTTLE_WAITS) throw error;
-      if (!(await holdLease(deps.db.kysely, accountId, owner, new Date(deps.clock.now().getTime() + deps.leaseMs + error.retryAfterMs)))) throw new LeaseLost();
+      if (!(error instanceof PlatformThrottled) || error.retryAfterMs > SPEND_THROTTLE_WAIT_MAX_MS || waits >= MAX_THROTTLE_WAITS)
+        throw error;
+      if (!(await holdLease(deps.db.kysely, accountId, owner, new Date(deps.clock.now().getTime() + deps.leaseMs + error.retryAfterMs))))
+        throw new LeaseLost();
       deps.log?.info({ adAccountId: accountId, waitMs: error.retryAfterMs }, 'ad platform throttled the sync; waiting');
       await (deps.sleep ?? sleepFor)(error.retryAfterMs, signal);
     }

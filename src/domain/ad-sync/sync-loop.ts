@@ -52,15 +52,17 @@ export function createSpendSyncLoop(options: SpendSyncLoopOptions): SpendSyncLoo
   let round: Promise<void> = Promise.resolve();
 
   const tick = () => {
-    round = runOnce().then(
-      (outcomes) => outcomes.length,
-      (error: unknown) => {
-        options.onError?.(error);
-        return 0;
-      },
-    ).then((claimed) => {
-      if (running) timer = setTimeout(tick, claimed >= options.batchSize ? 0 : options.intervalMs);
-    });
+    round = runOnce()
+      .then(
+        (outcomes) => outcomes.length,
+        (error: unknown) => {
+          options.onError?.(error);
+          return 0;
+        },
+      )
+      .then((claimed) => {
+        if (running) timer = setTimeout(tick, claimed >= options.batchSize ? 0 : options.intervalMs);
+      });
   };
 
   return {

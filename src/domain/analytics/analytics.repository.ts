@@ -14,7 +14,12 @@ export interface OrganicSums {
   byPlatform: (OrganicCounts & { platform: SocialPlatform })[];
 }
 
-export async function sumOrganic(db: Db, scope: WorkspaceScope, range: DateRange, platform: SocialPlatform | undefined): Promise<OrganicSums[]> {
+export async function sumOrganic(
+  db: Db,
+  scope: WorkspaceScope,
+  range: DateRange,
+  platform: SocialPlatform | undefined,
+): Promise<OrganicSums[]> {
   const result = await sql<{ id: string; name: string; platform: SocialPlatform | null } & Record<keyof OrganicCounts, string | null>>`
     SELECT w.id, w.name, m.platform,
            sum(m.posts) AS posts, sum(m.impressions) AS impressions, sum(m.reach) AS reach, sum(m.likes) AS likes,
@@ -47,7 +52,12 @@ export async function sumOrganic(db: Db, scope: WorkspaceScope, range: DateRange
 }
 
 export async function findHubCpm(db: Db, hubId: string): Promise<Map<SocialPlatform, number>> {
-  const rows = await db.kysely.selectFrom('hub_cpm').select(['platform', 'cpm_cents']).where('hub_id', '=', hubId).orderBy('platform').execute();
+  const rows = await db.kysely
+    .selectFrom('hub_cpm')
+    .select(['platform', 'cpm_cents'])
+    .where('hub_id', '=', hubId)
+    .orderBy('platform')
+    .execute();
   return new Map(rows.map((r) => [r.platform, r.cpm_cents]));
 }
 
@@ -56,7 +66,12 @@ export interface PaidSums extends PaidCounts {
   workspaceName: string;
 }
 
-export async function sumPaidByWorkspace(db: Db, scope: WorkspaceScope, range: DateRange, platform: AdPlatform | undefined): Promise<PaidSums[]> {
+export async function sumPaidByWorkspace(
+  db: Db,
+  scope: WorkspaceScope,
+  range: DateRange,
+  platform: AdPlatform | undefined,
+): Promise<PaidSums[]> {
   const result = await sql<{ id: string; name: string } & Record<keyof PaidCounts, string>>`
     SELECT w.id, w.name,
            coalesce(sum(m.spend_cents), 0) AS "spendCents", coalesce(sum(m.impressions), 0) AS impressions,
@@ -87,8 +102,15 @@ export interface CampaignSums extends PaidCounts {
   workspaces: number;
 }
 
-export async function sumPaidByCampaign(db: Db, scope: WorkspaceScope, range: DateRange, platform: AdPlatform | undefined): Promise<CampaignSums[]> {
-  const result = await sql<{ campaign_id: string; campaign_name: string; platform: AdPlatform; workspaces: string } & Record<keyof PaidCounts, string>>`
+export async function sumPaidByCampaign(
+  db: Db,
+  scope: WorkspaceScope,
+  range: DateRange,
+  platform: AdPlatform | undefined,
+): Promise<CampaignSums[]> {
+  const result = await sql<
+    { campaign_id: string; campaign_name: string; platform: AdPlatform; workspaces: string } & Record<keyof PaidCounts, string>
+  >`
     SELECT m.campaign_id, (array_agg(m.campaign_name ORDER BY m.date DESC))[1] AS campaign_name, m.platform,
            count(DISTINCT m.workspace_id) AS workspaces,
            sum(m.spend_cents) AS "spendCents", sum(m.impressions) AS impressions, sum(m.clicks) AS clicks, sum(m.results) AS results

@@ -20,7 +20,8 @@ export function reportRange(input: { from?: string; to?: string }, now: Date): D
   const startDate = input.from ?? maxDate(addDays(endDate, -(DEFAULT_RANGE_DAYS - 1)), utcDate(new Date(MIN_INSTANT)));
   const days = (Date.parse(endDate) - Date.parse(startDate)) / DAY_MS + 1;
   if (days < 1) throw invalid([{ field: 'to', message: `must not be before from (${startDate})` }]);
-  if (days > MAX_RANGE_DAYS) throw invalid([{ field: 'from', message: `must be at most ${MAX_RANGE_DAYS} days before to (${endDate}); this range has ${days}` }]);
+  if (days > MAX_RANGE_DAYS)
+    throw invalid([{ field: 'from', message: `must be at most ${MAX_RANGE_DAYS} days before to (${endDate}); this range has ${days}` }]);
   return { startDate, endDate };
 }
 

@@ -78,7 +78,12 @@ export interface PaidFigures extends PaidCounts {
 export const ZERO_PAID: PaidCounts = { spendCents: 0, impressions: 0, clicks: 0, results: 0 };
 
 export function addPaid(a: PaidCounts, b: PaidCounts): PaidCounts {
-  return { spendCents: a.spendCents + b.spendCents, impressions: a.impressions + b.impressions, clicks: a.clicks + b.clicks, results: a.results + b.results };
+  return {
+    spendCents: a.spendCents + b.spendCents,
+    impressions: a.impressions + b.impressions,
+    clicks: a.clicks + b.clicks,
+    results: a.results + b.results,
+  };
 }
 
 export function paidFigures(counts: PaidCounts): PaidFigures {

@@ -65,21 +65,35 @@ export async function insertKey(
   executor: Kysely<Database>,
   input: KeyRow,
   material: KeyMaterial,
-): Promise<{ id: string; name: string; scope: KeyScope; hubId: string; start: string; createdAt: string; expiresAt: string | null } | undefined> {
+): Promise<
+  { id: string; name: string; scope: KeyScope; hubId: string; start: string; createdAt: string; expiresAt: string | null } | undefined
+> {
   const hub = await executor.selectFrom('hubs').select('id').where('id', '=', input.hubId).executeTakeFirst();
   if (!hub) return undefined;
   // created_at is the same instant the expiry counts from, so a roll can carry the lifetime over.
   const row = await executor
     .insertInto('api_keys')
     .values({
-      id: newId('key'), hub_id: input.hubId, name: input.name, scope: input.scope, start: material.start, key_hash: material.keyHash, public_key: material.publicKey,
-      created_at: input.now, expires_at: input.expiresAt,
+      id: newId('key'),
+      hub_id: input.hubId,
+      name: input.name,
+      scope: input.scope,
+      start: material.start,
+      key_hash: material.keyHash,
+      public_key: material.publicKey,
+      created_at: input.now,
+      expires_at: input.expiresAt,
     })
     .returning(['id', 'created_at', 'expires_at'])
     .executeTakeFirstOrThrow();
   return {
-    id: row.id, name: input.name, scope: input.scope, hubId: input.hubId, start: material.start,
-    createdAt: row.created_at.toISOString(), expiresAt: row.expires_at?.toISOString() ?? null,
+    id: row.id,
+    name: input.name,
+    scope: input.scope,
+    hubId: input.hubId,
+    start: material.start,
+    createdAt: row.created_at.toISOString(),
+    expiresAt: row.expires_at?.toISOString() ?? null,
   };
 }
 
@@ -103,12 +117,30 @@ export async function lockKeyToRoll(trx: Transaction<Database>, hubId: string, k
     .where('hub_id', '=', hubId)
     .forUpdate()
     .executeTakeFirst();
-  return row && { id: row.id, name: row.name, scope: row.scope, createdAt: row.created_at, revokedAt: row.revoked_at, expiresAt: row.expires_at, replacedBy: row.replaced_by };
+  return (
+    row && {
+      id: row.id,
+      name: row.name,
+      scope: row.scope,
+      createdAt: row.created_at,
+      revokedAt: row.revoked_at,
+      expiresAt: row.expires_at,
+      replacedBy: row.replaced_by,
+    }
+  );
 }
 
 /** Records that a key was rolled: its successor, and the end of its grace period as its expiry. */
-export async function markKeyRolled(trx: Transaction<Database>, input: { hubId: string; keyId: string; replacedBy: string; expiresAt: Date }): Promise<void> {
-  await trx.updateTable('api_keys').set({ replaced_by: input.replacedBy, expires_at: input.expiresAt }).where('id', '=', input.keyId).where('hub_id', '=', input.hubId).execute();
+export async function markKeyRolled(
+  trx: Transaction<Database>,
+  input: { hubId: string; keyId: string; replacedBy: string; expiresAt: Date },
+): Promise<void> {
+  await trx
+    .updateTable('api_keys')
+    .set({ replaced_by: input.replacedBy, expires_at: input.expiresAt })
+    .where('id', '=', input.keyId)
+    .where('hub_id', '=', input.hubId)
+    .execute();
 }
 
 /** The hub a key belongs to, or undefined for an unknown key. */
@@ -122,7 +154,17 @@ export async function listKeys(db: Db, hubId: string): Promise<KeyListRow[]> {
     .selectFrom('api_keys as k')
     .leftJoin('api_key_usage as u', 'u.key_id', 'k.id')
     .select([
-      'k.id', 'k.name', 'k.scope', 'k.start', 'u.request_count', 'u.not_modified_count', 'u.last_used_at', 'k.created_at', 'k.revoked_at', 'k.expires_at', 'k.replaced_by',
+      'k.id',
+      'k.name',
+      'k.scope',
+      'k.start',
+      'u.request_count',
+      'u.not_modified_count',
+      'u.last_used_at',
+      'k.created_at',
+      'k.revoked_at',
+      'k.expires_at',
+      'k.replaced_by',
       sql<boolean>`k.public_key IS NOT NULL`.as('has_public_key'),
     ])
     .where('k.hub_id', '=', hubId)
@@ -152,7 +194,12 @@ export interface DayUsage {
 }
 
 /** The daily usage rows of the hub's keys for the UTC days from `first` to `last` (YYYY-MM-DD). */
-export async function dailyKeyUsageRows(db: Db, hubId: string, first: string, last: string): Promise<({ keyId: string; day: string } & DayUsage)[]> {
+export async function dailyKeyUsageRows(
+  db: Db,
+  hubId: string,
+  first: string,
+  last: string,
+): Promise<({ keyId: string; day: string } & DayUsage)[]> {
   const rows = await db.kysely
     .selectFrom('api_key_daily_usage as d')
     .innerJoin('api_keys as k', 'k.id', 'd.key_id')
@@ -166,10 +213,7 @@ export async function dailyKeyUsageRows(db: Db, hubId: string, first: string, la
 
 /** Revokes a key (idempotent: revoking again keeps the first revocation time); undefined for an unknown key. */
 export async function revokeKey(db: Db, keyId: string, hubId?: string): Promise<{ id: string; revokedAt: string } | undefined> {
-  let query = db.kysely
-    .updateTable('api_keys')
-    .set({ revoked_at: sql`coalesce(revoked_at, now())` })
-    .where('id', '=', keyId);
+  let query = db.kysely.updateTable('api_keys').set({ revoked_at: sql`coalesce(revoked_at, now())` }).where('id', '=', keyId);
   if (hubId) query = query.where('hub_id', '=', hubId);
   const row = await query.returning(['id', 'revoked_at']).executeTakeFirst();
   return row?.revoked_at ? { id: row.id, revokedAt: row.revoked_at.toISOString() } : undefined;
@@ -198,7 +242,15 @@ export const keyVerdictStatement = (hash: Buffer): Statement => ({ name: 'key_ve
 export function keyVerdictOf(rows: unknown[]): KeyVerdict | undefined {
   const row = rows[0] as KeyVerdictRow | undefined;
   if (!row) return undefined;
-  return { keyId: row.id, hubId: row.hub_id, scope: row.scope, revoked: row.revoked, hubSuspended: row.suspended, expiresAt: row.expires_at, replacedBy: row.replaced_by };
+  return {
+    keyId: row.id,
+    hubId: row.hub_id,
+    scope: row.scope,
+    revoked: row.revoked,
+    hubSuspended: row.suspended,
+    expiresAt: row.expires_at,
+    replacedBy: row.replaced_by,
+  };
 }
 
 export async function findKeyByHash(db: Db, hash: Buffer): Promise<KeyVerdict | undefined> {
@@ -213,10 +265,18 @@ export async function findEmbedKey(db: Db, keyId: string): Promise<EmbedKeyRecor
     .select(['k.id', 'k.hub_id', 'k.scope', 'k.revoked_at', 'h.suspended', 'k.expires_at', 'k.public_key', 'k.key_hash'])
     .where('k.id', '=', keyId)
     .executeTakeFirst();
-  return row && {
-    id: row.id, hubId: row.hub_id, scope: row.scope, revoked: row.revoked_at !== null, hubSuspended: row.suspended, expiresAt: row.expires_at,
-    publicKey: row.public_key, keyHash: row.key_hash,
-  };
+  return (
+    row && {
+      id: row.id,
+      hubId: row.hub_id,
+      scope: row.scope,
+      revoked: row.revoked_at !== null,
+      hubSuspended: row.suspended,
+      expiresAt: row.expires_at,
+      publicKey: row.public_key,
+      keyHash: row.key_hash,
+    }
+  );
 }
 
 /**
@@ -224,7 +284,11 @@ export async function findEmbedKey(db: Db, keyId: string): Promise<EmbedKeyRecor
  * (requests, and those answered 304) and last use, the same per UTC day, and the deletion of its
  * days before `firstKept`, so a key holds only the days the service keeps.
  */
-export async function addKeyUsage(db: Db, rows: ({ keyId: string; day: string; lastUsedAt: string } & DayUsage)[], firstKept: string): Promise<void> {
+export async function addKeyUsage(
+  db: Db,
+  rows: ({ keyId: string; day: string; lastUsedAt: string } & DayUsage)[],
+  firstKept: string,
+): Promise<void> {
   // Keys deleted meanwhile are skipped (their rows locked, so none can go before the inserts).
   // The deleted days are all before firstKept and the inserted ones from it: no row is touched twice.
   // Rows are locked in key (and day) order, so instances flushing the same keys cannot deadlock.

@@ -7,7 +7,15 @@ import type { Database } from '../../db/schema.ts';
 import { DomainError } from '../../platform/errors.ts';
 import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_MS, KEY_USAGE_DAYS } from '../../policy.ts';
 import {
-  daysEndingWith, embedMaterialFromPublicKey, isKeyLifetime, isRollGrace, keyNameProblem, newKeyMaterial, utcDay, type KeyMaterial, type KeyScope,
+  daysEndingWith,
+  embedMaterialFromPublicKey,
+  isKeyLifetime,
+  isRollGrace,
+  keyNameProblem,
+  newKeyMaterial,
+  utcDay,
+  type KeyMaterial,
+  type KeyScope,
 } from './api-key.ts';
 import * as keys from './api-key.repository.ts';
 import type { DayUsage, EmbedKeyRecord, KeyVerdict } from './api-key.repository.ts';
@@ -47,7 +55,8 @@ function validateKeyName(name: string): string {
 /** The expiry of a key created at `now` with this lifetime; refuses a lifetime that is not allowed. */
 function expiryOf(expiresInDays: number | null | undefined, now: Date): Date | null {
   if (expiresInDays === undefined || expiresInDays === null) return null;
-  if (!isKeyLifetime(expiresInDays)) throw new DomainError('invalid', `expiry must be one of ${KEY_LIFETIME_DAYS.join(', ')} days, or none (never expires)`);
+  if (!isKeyLifetime(expiresInDays))
+    throw new DomainError('invalid', `expiry must be one of ${KEY_LIFETIME_DAYS.join(', ')} days, or none (never expires)`);
   return new Date(now.getTime() + expiresInDays * DAY_MS);
 }
 
@@ -76,7 +85,10 @@ async function createKeyIn(executor: Kysely<Database>, input: NewKey): Promise<C
 }
 
 /** An embed key whose private key the customer made and keeps: only its public key is given. */
-export async function createEmbedKeyFromPublicKey(db: Db, input: Omit<NewKey, 'scope'> & { publicKey: string }): Promise<Omit<CreatedKey, 'key'>> {
+export async function createEmbedKeyFromPublicKey(
+  db: Db,
+  input: Omit<NewKey, 'scope'> & { publicKey: string },
+): Promise<Omit<CreatedKey, 'key'>> {
   const now = input.now ?? new Date();
   const expiresAt = expiryOf(input.expiresInDays, now);
   const material = embedMaterialFromPublicKey(input.publicKey);
@@ -95,24 +107,42 @@ export interface RolledKey extends CreatedKey {
  * row names its successor. An embed, revoked, expired or already rolled key is refused (conflict). Runs
  * in the caller's transaction, with the old row locked, so two rolls of one key make one successor.
  */
-export async function rollKeyInTransaction(trx: Transaction<Database>, input: { hubId: string; keyId: string; graceMs: number; now: Date }): Promise<RolledKey> {
-  if (!isRollGrace(input.graceMs)) throw new DomainError('invalid', `grace period must be one of ${KEY_ROLL_GRACE_MS.map((ms) => `${ms / 3_600_000} h`).join(', ')}`);
+export async function rollKeyInTransaction(
+  trx: Transaction<Database>,
+  input: { hubId: string; keyId: string; graceMs: number; now: Date },
+): Promise<RolledKey> {
+  if (!isRollGrace(input.graceMs))
+    throw new DomainError('invalid', `grace period must be one of ${KEY_ROLL_GRACE_MS.map((ms) => `${ms / 3_600_000} h`).join(', ')}`);
   const old = await keys.lockKeyToRoll(trx, input.hubId, input.keyId);
   if (!old) throw new DomainError('not_found', `key ${input.keyId} does not exist`);
   const nowMs = input.now.getTime();
   // The private half of an embed key may be the customer's own (keys create --public-key): a roll
   // must not swap it for a pair hubops made. Its successor is simply a new embed key.
-  if (old.scope === 'embed') throw new DomainError('conflict', `key ${old.id} is an embed key, which is not rolled: create a new embed key, sign with it, then revoke this one`);
+  if (old.scope === 'embed')
+    throw new DomainError(
+      'conflict',
+      `key ${old.id} is an embed key, which is not rolled: create a new embed key, sign with it, then revoke this one`,
+    );
   if (old.revokedAt) throw new DomainError('conflict', `key ${old.id} is revoked, so it cannot be rolled: create a new key instead`);
   if (old.expiresAt && old.expiresAt.getTime() <= nowMs) {
-    throw new DomainError('conflict', `key ${old.id} expired at ${old.expiresAt.toISOString()}, so it cannot be rolled: create a new key instead`);
+    throw new DomainError(
+      'conflict',
+      `key ${old.id} expired at ${old.expiresAt.toISOString()}, so it cannot be rolled: create a new key instead`,
+    );
   }
-  if (old.replacedBy) throw new DomainError('conflict', `key ${old.id} was already rolled: roll its replacement, ${old.replacedBy}, instead`);
+  if (old.replacedBy)
+    throw new DomainError('conflict', `key ${old.id} was already rolled: roll its replacement, ${old.replacedBy}, instead`);
   const material = newKeyMaterial(old.scope);
   const lifetimeMs = old.expiresAt ? old.expiresAt.getTime() - old.createdAt.getTime() : null;
   const created = await insertKey(
     trx,
-    { hubId: input.hubId, name: old.name, scope: old.scope, now: input.now, expiresAt: lifetimeMs === null ? null : new Date(nowMs + lifetimeMs) },
+    {
+      hubId: input.hubId,
+      name: old.name,
+      scope: old.scope,
+      now: input.now,
+      expiresAt: lifetimeMs === null ? null : new Date(nowMs + lifetimeMs),
+    },
     material,
   );
   const graceEnds = new Date(Math.min(nowMs + input.graceMs, old.expiresAt?.getTime() ?? Infinity));
@@ -150,7 +180,10 @@ export interface KeySummary {
 
 /** The hub's keys, oldest first, with their usage totals. */
 export async function listKeys(db: Db, hubId: string): Promise<KeySummary[]> {
-  return (await keys.listKeys(db, hubId)).map(({ hasPublicKey, ...key }) => ({ ...key, legacyEmbed: key.scope === 'embed' && !hasPublicKey }));
+  return (await keys.listKeys(db, hubId)).map(({ hasPublicKey, ...key }) => ({
+    ...key,
+    legacyEmbed: key.scope === 'embed' && !hasPublicKey,
+  }));
 }
 
 /** Each key's requests per UTC day, oldest first, by key id (absent: none in the period). */
@@ -220,7 +253,15 @@ export interface KeyUsage {
  * days counted back from the newest day in the batch, so a key never holds more days than that.
  */
 export async function addKeyUsage(db: Db, usage: KeyUsage[]): Promise<void> {
-  const rows = usage.flatMap((u) => [...u.days].map(([day, { requests, notModified }]) => ({ keyId: u.keyId, day, requests, notModified, lastUsedAt: u.lastUsedAt.toISOString() })));
+  const rows = usage.flatMap((u) =>
+    [...u.days].map(([day, { requests, notModified }]) => ({
+      keyId: u.keyId,
+      day,
+      requests,
+      notModified,
+      lastUsedAt: u.lastUsedAt.toISOString(),
+    })),
+  );
   if (rows.length === 0) return;
   const newest = rows.reduce((max, r) => (r.day > max ? r.day : max), rows[0]!.day);
   await keys.addKeyUsage(db, rows, utcDay(new Date(Date.parse(newest) - (KEY_USAGE_DAYS - 1) * DAY_MS)));

@@ -76,7 +76,9 @@ export class UsageRecorder {
       if (!error) return;
       if (attempt === retryDelaysMs.length) {
         const requests = [...this.#pending.values()].flatMap((u) => [...u.days.values()]).reduce((sum, day) => sum + day.requests, 0);
-        throw new Error(`key usage not written at shutdown: ${requests} request(s) on ${this.#pending.size} key(s) are lost`, { cause: error });
+        throw new Error(`key usage not written at shutdown: ${requests} request(s) on ${this.#pending.size} key(s) are lost`, {
+          cause: error,
+        });
       }
       this.#onError(error);
       await new Promise((resolve) => setTimeout(resolve, retryDelaysMs[attempt]));
@@ -90,7 +92,10 @@ export class UsageRecorder {
       const batch = this.#pending;
       this.#pending = new Map();
       try {
-        await addKeyUsage(this.#db, [...batch].map(([keyId, u]) => ({ keyId, ...u })));
+        await addKeyUsage(
+          this.#db,
+          [...batch].map(([keyId, u]) => ({ keyId, ...u })),
+        );
         return undefined;
       } catch (error) {
         for (const [keyId, u] of batch) this.#add(keyId, u);

@@ -31,7 +31,10 @@ const slug = (text: string) => text.toLowerCase().replace(/[^a-z0-9]+/g, '');
 /** `ws_demo_brewline_01` → `brewline_01` */
 const short = (workspaceId: string) => workspaceId.replace(/^ws_demo_/, '');
 
-function channelsOf(location: DemoLocation, index: number): { id: string; platform: SocialPlatform; name: string; handle: string | null; connected: boolean }[] {
+function channelsOf(
+  location: DemoLocation,
+  index: number,
+): { id: string; platform: SocialPlatform; name: string; handle: string | null; connected: boolean }[] {
   const platforms: SocialPlatform[] = ['instagram', 'facebook', 'google_business'];
   if (index === 0) platforms.push('x', 'tiktok', 'linkedin');
   else if (index % 3 === 2) platforms.push('x');
@@ -144,10 +147,17 @@ export function contentRecords(dice: Dice, now: number, locations: DemoLocation[
       const id = `med_demo_${short(location.workspaceId)}_${String(i + 1).padStart(2, '0')}`;
       const video = m.contentType.startsWith('video/');
       records.push({
-        type: 'media', id, workspaceId: location.workspaceId, contentType: m.contentType, filename: m.name,
+        type: 'media',
+        id,
+        workspaceId: location.workspaceId,
+        contentType: m.contentType,
+        filename: m.name,
         byteSize: video ? dice.int(8, 60) * 1_048_576 + dice.int(0, 1_048_575) : dice.int(180_000, 2_400_000),
-        width: m.width, height: m.height, ...(m.durationMs ? { durationMs: m.durationMs } : {}),
-        sha256: hex(dice, 64), createdAt: new Date(now - dice.int(20, 90) * DAY).toISOString(),
+        width: m.width,
+        height: m.height,
+        ...(m.durationMs ? { durationMs: m.durationMs } : {}),
+        sha256: hex(dice, 64),
+        createdAt: new Date(now - dice.int(20, 90) * DAY).toISOString(),
       });
       return { id, video };
     });
@@ -176,11 +186,19 @@ export function contentRecords(dice: Dice, now: number, locations: DemoLocation[
     let mediaIds: string[] = [];
     if (library.length > 0 && (needsMedia || dice.chance(0.5))) {
       const videos = library.filter((m) => m.video);
-      mediaIds = videos.length > 0 && dice.chance(0.25)
-        ? [dice.pick(videos).id]
-        : pickSome(dice, library.filter((m) => !m.video), 1, targets.some((c) => c.platform === 'x') ? 3 : 4).map((m) => m.id);
+      mediaIds =
+        videos.length > 0 && dice.chance(0.25)
+          ? [dice.pick(videos).id]
+          : pickSome(
+              dice,
+              library.filter((m) => !m.video),
+              1,
+              targets.some((c) => c.platform === 'x') ? 3 : 4,
+            ).map((m) => m.id);
     }
-    const channelIds = (needsMedia && mediaIds.length === 0 ? targets.filter((c) => c.platform !== 'instagram' && c.platform !== 'tiktok') : targets).map((c) => c.id);
+    const channelIds = (
+      needsMedia && mediaIds.length === 0 ? targets.filter((c) => c.platform !== 'instagram' && c.platform !== 'tiktok') : targets
+    ).map((c) => c.id);
     const id = `post_demo_${String(n + 1).padStart(3, '0')}`;
     const text = dice.pick(TEXTS);
     if (channelIds.length === 0 && status !== 'draft') return;
@@ -189,15 +207,29 @@ export function contentRecords(dice: Dice, now: number, locations: DemoLocation[
     if (status === 'published') {
       const publishedAt = at(-dice.int(1, 28) * DAY - dice.int(0, 12) * HOUR);
       records.push({
-        ...base, status, scheduledAt: publishedAt, publishedAt, createdAt: new Date(Date.parse(publishedAt) - dice.int(1, 5) * DAY).toISOString(),
+        ...base,
+        status,
+        scheduledAt: publishedAt,
+        publishedAt,
+        createdAt: new Date(Date.parse(publishedAt) - dice.int(1, 5) * DAY).toISOString(),
         externalIds: Object.fromEntries(channelIds.map((c, i) => [c, `sandbox_demo_${String(n + 1).padStart(3, '0')}_${i + 1}`])),
       });
     } else if (status === 'scheduled') {
       records.push({ ...base, status, scheduledAt: at(dice.int(2, 14 * 24) * HOUR), createdAt: at(-dice.int(1, 48) * HOUR) });
     } else if (status === 'failed') {
-      records.push({ ...base, status, scheduledAt: at(-dice.int(2, 10) * DAY), error: 'the platform rejected the access token; reconnect the channel and schedule the post again' });
+      records.push({
+        ...base,
+        status,
+        scheduledAt: at(-dice.int(2, 10) * DAY),
+        error: 'the platform rejected the access token; reconnect the channel and schedule the post again',
+      });
     } else {
-      records.push({ ...base, status, ...(dice.chance(0.5) ? { scheduledAt: at(dice.int(3, 20) * DAY) } : {}), createdAt: at(-dice.int(1, 72) * HOUR) });
+      records.push({
+        ...base,
+        status,
+        ...(dice.chance(0.5) ? { scheduledAt: at(dice.int(3, 20) * DAY) } : {}),
+        createdAt: at(-dice.int(1, 72) * HOUR),
+      });
     }
   });
 
@@ -213,10 +245,17 @@ export function contentRecords(dice: Dice, now: number, locations: DemoLocation[
         const impressions = Math.round(audience * weekend * (c.platform === 'google_business' ? 0.6 : 1) * (0.6 + dice.unit()) * share);
         const reach = Math.round(impressions * (0.55 + dice.unit() * 0.25));
         records.push({
-          type: 'organicMetrics', workspaceId: location.workspaceId, date, platform: c.platform,
-          posts: share === 1 && dice.chance(0.3) ? 1 : 0, impressions, reach,
-          likes: Math.round(reach * (0.02 + dice.unit() * 0.03)), comments: Math.round(reach * (0.002 + dice.unit() * 0.004)),
-          shares: Math.round(reach * (0.001 + dice.unit() * 0.003)), saves: Math.round(reach * (0.001 + dice.unit() * 0.004)),
+          type: 'organicMetrics',
+          workspaceId: location.workspaceId,
+          date,
+          platform: c.platform,
+          posts: share === 1 && dice.chance(0.3) ? 1 : 0,
+          impressions,
+          reach,
+          likes: Math.round(reach * (0.02 + dice.unit() * 0.03)),
+          comments: Math.round(reach * (0.002 + dice.unit() * 0.004)),
+          shares: Math.round(reach * (0.001 + dice.unit() * 0.003)),
+          saves: Math.round(reach * (0.001 + dice.unit() * 0.004)),
         });
       }
       if (location.spends) {
@@ -226,8 +265,16 @@ export function contentRecords(dice: Dice, now: number, locations: DemoLocation[
           const impressions = Math.round((spendCents * 1_000) / dice.int(...campaign.cpm));
           const clicks = Math.round(impressions * (0.008 + dice.unit() * 0.017));
           records.push({
-            type: 'paidMetrics', workspaceId: location.workspaceId, date, platform: campaign.platform, campaignId: campaign.id,
-            campaignName: campaign.name, spendCents, impressions, clicks, results: Math.round(clicks * (0.05 + dice.unit() * 0.1)),
+            type: 'paidMetrics',
+            workspaceId: location.workspaceId,
+            date,
+            platform: campaign.platform,
+            campaignId: campaign.id,
+            campaignName: campaign.name,
+            spendCents,
+            impressions,
+            clicks,
+            results: Math.round(clicks * (0.05 + dice.unit() * 0.1)),
           });
         }
       }
@@ -237,7 +284,13 @@ export function contentRecords(dice: Dice, now: number, locations: DemoLocation[
     const backlog: Record<string, number> = { 1: 0, 2: 0, 3: 0, 4: 0, 5: 0 };
     for (let i = dice.int(40, 260); i > 0; i--) backlog[rating(dice)]! += 1;
     const backlogCount = Object.values(backlog).reduce((a, b) => a + b, 0);
-    records.push({ type: 'reviewDay', workspaceId: location.workspaceId, date: utcDate(new Date(days[0]! - 400 * DAY)), newReviews: backlog, responded: Math.round(backlogCount * 0.7) });
+    records.push({
+      type: 'reviewDay',
+      workspaceId: location.workspaceId,
+      date: utcDate(new Date(days[0]! - 400 * DAY)),
+      newReviews: backlog,
+      responded: Math.round(backlogCount * 0.7),
+    });
     for (const day of days) {
       if (!dice.chance(0.45)) continue;
       const newReviews: Record<string, number> = {};

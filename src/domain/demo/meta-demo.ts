@@ -14,16 +14,32 @@ export const DEMO_META_SEED: SandboxSeed = {
   historyDays: 100,
   accounts: [
     {
-      id: 'act_100001', name: 'Brewline Coffee West (Meta sandbox)', currency: 'USD', timezone_name: 'America/Los_Angeles',
+      id: 'act_100001',
+      name: 'Brewline Coffee West (Meta sandbox)',
+      currency: 'USD',
+      timezone_name: 'America/Los_Angeles',
       adSets: [
-        ...[1, 2, 3, 4, 5, 6].map((n) => ({ id: `1000010${n}`, name: `Store ${n} locals [ws:${ws(n)}]`, campaignId: '1000019', campaignName: 'Pumpkin Spice launch' })),
+        ...[1, 2, 3, 4, 5, 6].map((n) => ({
+          id: `1000010${n}`,
+          name: `Store ${n} locals [ws:${ws(n)}]`,
+          campaignId: '1000019',
+          campaignName: 'Pumpkin Spice launch',
+        })),
         { id: '10000107', name: 'Regional prospecting', campaignId: '1000018', campaignName: 'Always-on awareness' },
       ],
     },
     {
-      id: 'act_100002', name: 'Brewline Coffee East (Meta sandbox)', currency: 'USD', timezone_name: 'America/New_York',
+      id: 'act_100002',
+      name: 'Brewline Coffee East (Meta sandbox)',
+      currency: 'USD',
+      timezone_name: 'America/New_York',
       adSets: [
-        ...[13, 14, 15, 16].map((n) => ({ id: `100002${n}`, name: `Store ${n} drive-thru [ws:${ws(n)}]`, campaignId: '1000029', campaignName: 'Drive-thru mornings' })),
+        ...[13, 14, 15, 16].map((n) => ({
+          id: `100002${n}`,
+          name: `Store ${n} drive-thru [ws:${ws(n)}]`,
+          campaignId: '1000029',
+          campaignName: 'Drive-thru mornings',
+        })),
         { id: '10000299', name: 'Closed store test [ws:ws_demo_brewline_99]', campaignId: '1000028', campaignName: 'Tests' },
       ],
     },
@@ -42,6 +58,13 @@ export async function connectDemoMeta(deps: AdSyncDeps, token: string, firstStar
     ? DEMO_META_ACCOUNTS
     : current.filter((a) => a.status !== 'disconnected' && DEMO_META_ACCOUNTS.includes(a.externalId)).map((a) => a.externalId);
   if (wanted.length === 0) return [];
-  const connected = await connectAdAccounts(deps, DEMO_HUB_ID, { platform: 'meta', kind: 'system_user', accessToken: token, tokenExpiresAt: null, externalIds: wanted, label: 'Demo system user (Meta sandbox)' });
+  const connected = await connectAdAccounts(deps, DEMO_HUB_ID, {
+    platform: 'meta',
+    kind: 'system_user',
+    accessToken: token,
+    tokenExpiresAt: null,
+    externalIds: wanted,
+    label: 'Demo system user (Meta sandbox)',
+  });
   return connected.map((a) => a.id);
 }

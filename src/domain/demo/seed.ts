@@ -125,7 +125,14 @@ const PLAYBOOKS: DemoPlaybook[] = [
     solutions: ['meta'],
     budgetType: 'lifetime',
     variants: { audience: ['Commuters', 'Students', 'Families'] },
-    questions: [{ question: 'Which drink should the ads feature?', type: 'single_select', required: true, options: ['Pumpkin Spice Latte', 'Pumpkin Cold Brew', 'Chai Pumpkin Swirl'] }],
+    questions: [
+      {
+        question: 'Which drink should the ads feature?',
+        type: 'single_select',
+        required: true,
+        options: ['Pumpkin Spice Latte', 'Pumpkin Cold Brew', 'Chai Pumpkin Swirl'],
+      },
+    ],
   },
   { id: 'pb_demo_loyalty_app', hubId: BREWLINE, name: 'Loyalty App Installs', solutions: ['google_ads'], budgetType: 'daily' },
   {
@@ -141,7 +148,12 @@ const PLAYBOOKS: DemoPlaybook[] = [
     ],
     answers: {
       'Store hours?': ['6am-6pm', '6:30am-7pm', '7am-5pm', '5:30am-8pm'],
-      'Anything customers should know about parking?': ['Free lot behind the store', 'Street parking only', '2 hours free in the garage', 'Drive-thru open'],
+      'Anything customers should know about parking?': [
+        'Free lot behind the store',
+        'Street parking only',
+        '2 hours free in the garage',
+        'Drive-thru open',
+      ],
     },
   },
   { id: 'pb_demo_ask_ai', hubId: BREWLINE, name: 'Ask-AI Coffee Finder', solutions: ['chatgpt_ads'], budgetType: 'daily' },
@@ -152,7 +164,9 @@ const PLAYBOOKS: DemoPlaybook[] = [
     solutions: ['organic_social'],
     budgetType: null,
     questions: [{ question: 'Which local cause do you support?', type: 'short_answer', required: true }],
-    answers: { 'Which local cause do you support?': ['Food bank', 'Animal shelter', 'Youth soccer league', 'Library reading club', 'Park clean-up'] },
+    answers: {
+      'Which local cause do you support?': ['Food bank', 'Animal shelter', 'Youth soccer league', 'Library reading club', 'Park clean-up'],
+    },
   },
   {
     id: 'pb_demo_new_year',
@@ -161,9 +175,18 @@ const PLAYBOOKS: DemoPlaybook[] = [
     solutions: ['meta'],
     budgetType: 'lifetime',
     variants: { offer: ['First month free', '50% off joining fee'], audience: ['Beginners', 'Returning members'] },
-    questions: [{ question: 'Which classes should we promote?', type: 'multi_select', required: true, options: ['HIIT', 'Spin', 'Yoga', 'Strength'] }],
+    questions: [
+      { question: 'Which classes should we promote?', type: 'multi_select', required: true, options: ['HIIT', 'Spin', 'Yoga', 'Strength'] },
+    ],
   },
-  { id: 'pb_demo_summer_shred', hubId: PULSE, name: 'Summer Shred Challenge ', solutions: ['google_ads'], budgetType: 'daily', variants: { creative: ['Video', 'Carousel'] } },
+  {
+    id: 'pb_demo_summer_shred',
+    hubId: PULSE,
+    name: 'Summer Shred Challenge ',
+    solutions: ['google_ads'],
+    budgetType: 'daily',
+    variants: { creative: ['Video', 'Carousel'] },
+  },
   {
     id: 'pb_demo_member_stories',
     hubId: PULSE,
@@ -187,9 +210,23 @@ interface DemoAdAccount {
 
 // Brewline's figures are fresh; Pulse shows an account mid-sync and one whose sync keeps failing.
 const AD_ACCOUNTS: DemoAdAccount[] = [
-  { id: 'aa_demo_brewline_meta', hubId: BREWLINE, platform: 'meta', name: 'Brewline Coffee - Meta', syncState: 'idle', syncedAgo: 20 * 60_000 },
+  {
+    id: 'aa_demo_brewline_meta',
+    hubId: BREWLINE,
+    platform: 'meta',
+    name: 'Brewline Coffee - Meta',
+    syncState: 'idle',
+    syncedAgo: 20 * 60_000,
+  },
   { id: 'aa_demo_pulse_meta', hubId: PULSE, platform: 'meta', name: 'Pulse Fitness - Meta', syncState: 'syncing', syncedAgo: 5 * HOUR },
-  { id: 'aa_demo_pulse_google', hubId: PULSE, platform: 'google_ads', name: 'Pulse Fitness - Google Ads', syncState: 'failed', syncedAgo: 3 * DAY + 4 * HOUR },
+  {
+    id: 'aa_demo_pulse_google',
+    hubId: PULSE,
+    platform: 'google_ads',
+    name: 'Pulse Fitness - Google Ads',
+    syncState: 'failed',
+    syncedAgo: 3 * DAY + 4 * HOUR,
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -209,11 +246,25 @@ function prng(seed: number): () => number {
 
 // Current status mix, weighted like a live network: mostly live, a long tail of everything else.
 const STATUS_WEIGHTS: [OptInStatus, number][] = [
-  ['active', 40], ['completed', 8], ['in_review', 8], ['cancelled', 6], ['questions_only', 6], ['pending', 5],
-  ['pending_billing', 5], ['paused', 5], ['deploying', 4], ['partially-deployed', 3], ['failed', 3],
-  ['cancelling', 2], ['cleanup_failed', 1],
+  ['active', 40],
+  ['completed', 8],
+  ['in_review', 8],
+  ['cancelled', 6],
+  ['questions_only', 6],
+  ['pending', 5],
+  ['pending_billing', 5],
+  ['paused', 5],
+  ['deploying', 4],
+  ['partially-deployed', 3],
+  ['failed', 3],
+  ['cancelling', 2],
+  ['cleanup_failed', 1],
 ];
-const CLOSED_STATUSES: [OptInStatus, number][] = [['completed', 50], ['cancelled', 40], ['failed', 10]];
+const CLOSED_STATUSES: [OptInStatus, number][] = [
+  ['completed', 50],
+  ['cancelled', 40],
+  ['failed', 10],
+];
 
 /** How long after opting in each status is typically reached, in ms: [min, max]. */
 const TIME_TO_STATUS: Record<OptInStatus, [number, number]> = {
@@ -268,7 +319,9 @@ function optIns(draw: Draw, now: number): DemoOptIn[] {
     const [min, max] = TIME_TO_STATUS[status];
     const updatedAt = Math.min(latest, optedInAt + draw.int(min, max));
     const budgeted = playbook.budgetType !== null && status !== 'questions_only';
-    const variant = Object.fromEntries(Object.entries(playbook.variants ?? {}).map(([dimension, options]) => [dimension, draw.pick(options)]));
+    const variant = Object.fromEntries(
+      Object.entries(playbook.variants ?? {}).map(([dimension, options]) => [dimension, draw.pick(options)]),
+    );
     const responses = (playbook.questions ?? []).map((q) => {
       if (q.type === 'short_answer') return { question: q.question, answer: draw.pick(playbook.answers?.[q.question] ?? ['Yes']) };
       if (q.type === 'single_select') return { question: q.question, answer: draw.pick(q.options!) };
@@ -297,7 +350,11 @@ function optIns(draw: Draw, now: number): DemoOptIn[] {
       const optedInAt = now - (draw.chance(0.05) ? draw.int(0, 6 * HOUR) : draw.int(0, HISTORY_DAYS * DAY));
       // Earlier, finished opt-ins of the same workspace (a workspace may opt in again once the
       // previous one has ended), each over before the next began.
-      const earlier = draw.weighted<number>([[0, 40], [1, 45], [2, 15]]);
+      const earlier = draw.weighted<number>([
+        [0, 40],
+        [1, 45],
+        [2, 15],
+      ]);
       let start = now - HISTORY_DAYS * DAY;
       for (let i = 0; i < earlier; i++) {
         const room = optedInAt - 2 * DAY - start;
@@ -328,7 +385,10 @@ function optIns(draw: Draw, now: number): DemoOptIn[] {
   return out;
 }
 
-function spend(draw: Draw, now: number): { type: 'spend'; adAccountId: string; workspaceId: string | null; date: string; spendCents: number }[] {
+function spend(
+  draw: Draw,
+  now: number,
+): { type: 'spend'; adAccountId: string; workspaceId: string | null; date: string; spendCents: number }[] {
   const out: { type: 'spend'; adAccountId: string; workspaceId: string | null; date: string; spendCents: number }[] = [];
   const spending = new Set([...brewlineIds.slice(0, -BREWLINE_WITHOUT_VALUES), ...pulseIds.slice(0, -1)]);
   for (const account of AD_ACCOUNTS) {
@@ -347,7 +407,8 @@ function spend(draw: Draw, now: number): { type: 'spend'; adAccountId: string; w
         out.push({ type: 'spend', adAccountId: account.id, workspaceId: workspace, date, spendCents: cents });
       }
       // Campaigns the platform could not match to a location.
-      if (draw.chance(0.7)) out.push({ type: 'spend', adAccountId: account.id, workspaceId: null, date, spendCents: Math.round(draw.int(100, 1_500) * share) });
+      if (draw.chance(0.7))
+        out.push({ type: 'spend', adAccountId: account.id, workspaceId: null, date, spendCents: Math.round(draw.int(100, 1_500) * share) });
     }
   }
   return out;
@@ -358,8 +419,20 @@ const CONTENT_SEED = 20_261_102;
 function demoLocations(): DemoLocation[] {
   const spending = new Set([...brewlineIds.slice(0, -BREWLINE_WITHOUT_VALUES), ...pulseIds.slice(0, -1)]);
   return [
-    ...BREWLINE_LOCATIONS.map((l, i) => ({ hubId: BREWLINE, workspaceId: brewlineIds[i]!, city: l.city, brand: 'Brewline', spends: spending.has(brewlineIds[i]!) })),
-    ...PULSE_LOCATIONS.map((l, i) => ({ hubId: PULSE, workspaceId: pulseIds[i]!, city: l.city, brand: 'Pulse Fitness', spends: spending.has(pulseIds[i]!) })),
+    ...BREWLINE_LOCATIONS.map((l, i) => ({
+      hubId: BREWLINE,
+      workspaceId: brewlineIds[i]!,
+      city: l.city,
+      brand: 'Brewline',
+      spends: spending.has(brewlineIds[i]!),
+    })),
+    ...PULSE_LOCATIONS.map((l, i) => ({
+      hubId: PULSE,
+      workspaceId: pulseIds[i]!,
+      city: l.city,
+      brand: 'Pulse Fitness',
+      spends: spending.has(pulseIds[i]!),
+    })),
   ];
 }
 
@@ -415,7 +488,14 @@ function allRecords(now: number): unknown[] {
           ...(draw.chance(0.7) ? { legacy_pos_id: `POS-${draw.int(1000, 9999)}` } : {}),
         }
       : {};
-    records.push({ type: 'workspace', id: brewlineIds[i], hubId: BREWLINE, name: `Brewline ${location.city}`, timezone: location.timezone, fields });
+    records.push({
+      type: 'workspace',
+      id: brewlineIds[i],
+      hubId: BREWLINE,
+      name: `Brewline ${location.city}`,
+      timezone: location.timezone,
+      fields,
+    });
   });
   PULSE_LOCATIONS.forEach((location, i) => {
     records.push({
@@ -433,14 +513,49 @@ function allRecords(now: number): unknown[] {
     });
   });
   for (const p of PLAYBOOKS) {
-    records.push({ type: 'playbook', id: p.id, hubId: p.hubId, name: p.name, solutions: p.solutions, variants: p.variants ?? {}, questions: p.questions ?? [] });
+    records.push({
+      type: 'playbook',
+      id: p.id,
+      hubId: p.hubId,
+      name: p.name,
+      solutions: p.solutions,
+      variants: p.variants ?? {},
+      questions: p.questions ?? [],
+    });
   }
   for (const a of AD_ACCOUNTS) {
-    records.push({ type: 'adAccount', id: a.id, hubId: a.hubId, platform: a.platform, name: a.name, syncState: a.syncState, lastSyncedAt: new Date(now - a.syncedAgo).toISOString() });
+    records.push({
+      type: 'adAccount',
+      id: a.id,
+      hubId: a.hubId,
+      platform: a.platform,
+      name: a.name,
+      syncState: a.syncState,
+      lastSyncedAt: new Date(now - a.syncedAgo).toISOString(),
+    });
   }
   records.push(
-    { type: 'user', id: ADMIN_ID, email: DEMO_ADMIN_EMAIL, password: DEMO_PASSWORD, firstname: 'Avery', lastname: 'Chen', hubId: BREWLINE, role: 'hub_admin' },
-    { type: 'user', id: MEMBER_ID, email: DEMO_MEMBER_EMAIL, password: DEMO_PASSWORD, firstname: 'Jordan', lastname: 'Patel', hubId: BREWLINE, role: 'member', workspaceId: brewlineIds[0] },
+    {
+      type: 'user',
+      id: ADMIN_ID,
+      email: DEMO_ADMIN_EMAIL,
+      password: DEMO_PASSWORD,
+      firstname: 'Avery',
+      lastname: 'Chen',
+      hubId: BREWLINE,
+      role: 'hub_admin',
+    },
+    {
+      type: 'user',
+      id: MEMBER_ID,
+      email: DEMO_MEMBER_EMAIL,
+      password: DEMO_PASSWORD,
+      firstname: 'Jordan',
+      lastname: 'Patel',
+      hubId: BREWLINE,
+      role: 'member',
+      workspaceId: brewlineIds[0],
+    },
   );
   records.push(...optIns(draw, now), ...spend(draw, now));
   // Content draws from its own sequence, so the data above stays as it was.

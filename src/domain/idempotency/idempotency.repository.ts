@@ -21,17 +21,32 @@ const SWEEP_BATCH = 100;
  * another transaction holds the key uncommitted, this waits for it to finish. False when a live
  * record exists (the caller replays it).
  */
-export async function claimKey(trx: Kysely<Database>, ref: IdempotencyRef, requestHash: Buffer, now: Date, expiresAt: Date): Promise<boolean> {
+export async function claimKey(
+  trx: Kysely<Database>,
+  ref: IdempotencyRef,
+  requestHash: Buffer,
+  now: Date,
+  expiresAt: Date,
+): Promise<boolean> {
   await sql`
     DELETE FROM idempotency_keys WHERE ctid = ANY(ARRAY(
       SELECT ctid FROM idempotency_keys WHERE expires_at <= ${now} LIMIT ${SWEEP_BATCH} FOR UPDATE SKIP LOCKED))`.execute(trx);
   const claimed = await trx
     .insertInto('idempotency_keys')
-    .values({ user_id: ref.userId, client_id: ref.clientId, key: ref.key, request_hash: requestHash, created_at: now, expires_at: expiresAt })
+    .values({
+      user_id: ref.userId,
+      client_id: ref.clientId,
+      key: ref.key,
+      request_hash: requestHash,
+      created_at: now,
+      expires_at: expiresAt,
+    })
     .onConflict((oc) =>
-      oc.columns(['user_id', 'client_id', 'key'])
+      oc
+        .columns(['user_id', 'client_id', 'key'])
         .doUpdateSet({ request_hash: requestHash, response_body: null, created_at: now, expires_at: expiresAt })
-        .where('idempotency_keys.expires_at', '<=', now))
+        .where('idempotency_keys.expires_at', '<=', now),
+    )
     .returning('key')
     .executeTakeFirst();
   return claimed !== undefined;

@@ -41,9 +41,11 @@ export async function withIdempotency<T>(
     }
     const stored = await findResponse(trx, ref);
     if (!stored?.requestHash.equals(fingerprint)) {
-      throw new DomainError('rejected',
+      throw new DomainError(
+        'rejected',
         'This Idempotency-Key was already used for a different request in the last 24 hours; send a new key for a new request.',
-        { code: 'idempotency_key_reused' });
+        { code: 'idempotency_key_reused' },
+      );
     }
     return { value: stored.body as T, replayed: true };
   });

@@ -33,7 +33,9 @@ function canonicalJson(root: unknown): string {
     }
     const entries: [string | undefined, unknown][] = Array.isArray(value)
       ? value.map((v) => [undefined, v])
-      : Object.entries(value).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      : Object.entries(value)
+          .filter(([, v]) => v !== undefined)
+          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     const [open, close] = Array.isArray(value) ? ['[', ']'] : ['{', '}'];
     // Pushed in reverse: the stack pops them in order.
     todo.push(close);

@@ -40,7 +40,10 @@ const fieldOf = (column: string) => FIELD_OF_COLUMN[column] ?? column.replace(/_
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
   if (value !== null && typeof value === 'object') {
-    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical((value as Row)[k])}`).join(',')}}`;
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Row)[k])}`)
+      .join(',')}}`;
   }
   return JSON.stringify(value);
 }
@@ -67,7 +70,13 @@ export function differs(written: unknown, stored: unknown): boolean {
 
 /** The fields of the line whose column values differ from the stored row's. */
 function differingFields(written: Row, stored: Row, fieldNames: (column: string) => string = fieldOf): string[] {
-  return [...new Set(Object.keys(written).filter((c) => differs(written[c], stored[c])).map(fieldNames))];
+  return [
+    ...new Set(
+      Object.keys(written)
+        .filter((c) => differs(written[c], stored[c]))
+        .map(fieldNames),
+    ),
+  ];
 }
 
 const any = (values: Iterable<string>) => sql<string>`ANY(${[...values]}::text[])`;
@@ -98,68 +107,97 @@ function postRowOf(record: RecordOf<'post'>): Row {
 function postChildDifferences(record: RecordOf<'post'>, deliveries: Row[], media: Row[]): string[] {
   const rows = postRowsOf(record);
   const fields: string[] = [];
-  const deliveryField = (column: string) => ({
-    channel_id: 'channelIds', position: 'channelIds', external_id: 'externalIds', error: 'error', status: 'status',
-    delivered_at: record.status === 'failed' ? 'scheduledAt' : 'publishedAt',
-  })[column] ?? fieldOf(column);
+  const deliveryField = (column: string) =>
+    ({
+      channel_id: 'channelIds',
+      position: 'channelIds',
+      external_id: 'externalIds',
+      error: 'error',
+      status: 'status',
+      delivered_at: record.status === 'failed' ? 'scheduledAt' : 'publishedAt',
+    })[column] ?? fieldOf(column);
   if (deliveries.length !== rows.deliveries.length) fields.push('channelIds');
-  else rows.deliveries.forEach((d, i) => {
-    fields.push(...differingFields(d, deliveries[i]!, deliveryField));
-  });
+  else
+    rows.deliveries.forEach((d, i) => {
+      fields.push(...differingFields(d, deliveries[i]!, deliveryField));
+    });
   if (media.length !== rows.media.length) fields.push('mediaIds');
-  else rows.media.forEach((m, i) => {
-    fields.push(...differingFields(m, media[i]!, () => 'mediaIds'));
-  });
+  else
+    rows.media.forEach((m, i) => {
+      fields.push(...differingFields(m, media[i]!, () => 'mediaIds'));
+    });
   return fields;
 }
 
 /** Lines with an id that is stored: one SELECT per type (two more for posts' deliveries and media). */
 async function checkById(trx: Trx, records: ExistingRecord[], result: ExistingCheck): Promise<void> {
   const kinds = Object.keys(TABLES) as TableKind[];
-  await Promise.all(kinds.map(async (kind) => {
-    const lines = records.filter((r): r is RecordOf<TableKind> => r.type === kind);
-    if (lines.length === 0) return;
-    const ids = new Set(lines.map((r) => r.id));
-    const { table, tenant } = TABLES[kind];
-    const [stored, deliveries, media] = await Promise.all([
-      trx.selectFrom(table).selectAll().where('id', '=', any(ids)).forShare().execute() as Promise<Row[]>,
-      kind === 'post' ? trx.selectFrom('post_deliveries').selectAll().where('post_id', '=', any(ids)).orderBy('post_id').orderBy('position').execute() : [],
-      kind === 'post' ? trx.selectFrom('post_media').selectAll().where('post_id', '=', any(ids)).orderBy('post_id').orderBy('position').execute() : [],
-    ]);
-    const storedById = byKey(stored, (row) => String(row.id));
-    const deliveriesOf = groupBy(deliveries as Row[], (row) => String(row.post_id));
-    const mediaOf = groupBy(media as Row[], (row) => String(row.post_id));
-    for (const record of lines) {
-      const row = storedById.get(record.id);
-      // Gone since the reference check read it: the insert then creates it.
-      if (!row) continue;
-      const label = `${ID_KINDS[kind].label} ${record.id}`;
-      const written: Row = record.type === 'post' ? postRowOf(record) : (ROWS[record.type] as (r: ImportRecord) => Row)(record);
-      if (tenant && differs(written[tenant], row[tenant])) {
-        // Another tenant's row: its existence is all a line may learn of it.
-        result.issues.push({ line: record.line, field: `${record.type}.id`, message: `${label} already exists` });
-        continue;
+  await Promise.all(
+    kinds.map(async (kind) => {
+      const lines = records.filter((r): r is RecordOf<TableKind> => r.type === kind);
+      if (lines.length === 0) return;
+      const ids = new Set(lines.map((r) => r.id));
+      const { table, tenant } = TABLES[kind];
+      const [stored, deliveries, media] = await Promise.all([
+        trx.selectFrom(table).selectAll().where('id', '=', any(ids)).forShare().execute() as Promise<Row[]>,
+        kind === 'post'
+          ? trx.selectFrom('post_deliveries').selectAll().where('post_id', '=', any(ids)).orderBy('post_id').orderBy('position').execute()
+          : [],
+        kind === 'post'
+          ? trx.selectFrom('post_media').selectAll().where('post_id', '=', any(ids)).orderBy('post_id').orderBy('position').execute()
+          : [],
+      ]);
+      const storedById = byKey(stored, (row) => String(row.id));
+      const deliveriesOf = groupBy(deliveries as Row[], (row) => String(row.post_id));
+      const mediaOf = groupBy(media as Row[], (row) => String(row.post_id));
+      for (const record of lines) {
+        const row = storedById.get(record.id);
+        // Gone since the reference check read it: the insert then creates it.
+        if (!row) continue;
+        const label = `${ID_KINDS[kind].label} ${record.id}`;
+        const written: Row = record.type === 'post' ? postRowOf(record) : (ROWS[record.type] as (r: ImportRecord) => Row)(record);
+        if (tenant && differs(written[tenant], row[tenant])) {
+          // Another tenant's row: its existence is all a line may learn of it.
+          result.issues.push({ line: record.line, field: `${record.type}.id`, message: `${label} already exists` });
+          continue;
+        }
+        const fields = differingFields(written, row);
+        if (record.type === 'post')
+          fields.push(...postChildDifferences(record, deliveriesOf.get(record.id) ?? [], mediaOf.get(record.id) ?? []));
+        if (fields.length === 0) result.unchanged.add(record);
+        else
+          result.issues.push({
+            line: record.line,
+            field: `${record.type}.id`,
+            message: `${label} already exists ${differently([...new Set(fields)])}; change it in hubops or give a new id`,
+          });
       }
-      const fields = differingFields(written, row);
-      if (record.type === 'post') fields.push(...postChildDifferences(record, deliveriesOf.get(record.id) ?? [], mediaOf.get(record.id) ?? []));
-      if (fields.length === 0) result.unchanged.add(record);
-      else result.issues.push({ line: record.line, field: `${record.type}.id`, message: `${label} already exists ${differently([...new Set(fields)])}; change it in hubops or give a new id` });
-    }
-  }));
+    }),
+  );
 }
 
 /** Workspace field lines whose (hub, key) is stored: one SELECT. */
 async function checkFields(trx: Trx, records: ExistingRecord[], result: ExistingCheck): Promise<void> {
   const lines = records.filter((r): r is RecordOf<'workspaceField'> => r.type === 'workspaceField');
   if (lines.length === 0) return;
-  const stored = await trx.selectFrom('workspace_fields').selectAll().where('hub_id', '=', any(new Set(lines.map((f) => f.hubId)))).forShare().execute();
+  const stored = await trx
+    .selectFrom('workspace_fields')
+    .selectAll()
+    .where('hub_id', '=', any(new Set(lines.map((f) => f.hubId))))
+    .forShare()
+    .execute();
   const storedByKey = byKey(stored as Row[], (row) => `${row.hub_id}\u0000${row.key}`);
   for (const record of lines) {
     const row = storedByKey.get(`${record.hubId}\u0000${record.key}`);
     if (!row) continue;
     const fields = differingFields(ROWS.workspaceField(record), row);
     if (fields.length === 0) result.unchanged.add(record);
-    else result.issues.push({ line: record.line, field: 'workspaceField.key', message: `field "${record.key}" of hub ${record.hubId} already exists ${differently(fields)}; change it in hubops or give a new key` });
+    else
+      result.issues.push({
+        line: record.line,
+        field: 'workspaceField.key',
+        message: `field "${record.key}" of hub ${record.hubId} already exists ${differently(fields)}; change it in hubops or give a new key`,
+      });
   }
 }
 
@@ -172,11 +210,26 @@ async function checkFields(trx: Trx, records: ExistingRecord[], result: Existing
 async function checkUsers(trx: Trx, records: ExistingRecord[], result: ExistingCheck): Promise<void> {
   const lines = records.filter((r): r is RecordOf<'user'> => r.type === 'user');
   if (lines.length === 0) return;
-  const stored = await trx.selectFrom('users').select(['id', 'account_id', 'email', 'firstname', 'lastname', 'is_staff'])
-    .where((eb) => eb.or([eb('email', '=', any(new Set(lines.map((u) => u.email)))), eb('id', '=', any(new Set(lines.filter((u) => u.idGiven).map((u) => u.id))))]))
+  const stored = await trx
+    .selectFrom('users')
+    .select(['id', 'account_id', 'email', 'firstname', 'lastname', 'is_staff'])
+    .where((eb) =>
+      eb.or([
+        eb('email', '=', any(new Set(lines.map((u) => u.email)))),
+        eb('id', '=', any(new Set(lines.filter((u) => u.idGiven).map((u) => u.id)))),
+      ]),
+    )
     .forShare()
     .execute();
-  const memberships = stored.length === 0 ? [] : await trx.selectFrom('memberships').selectAll().where('user_id', '=', any(new Set(stored.map((u) => u.id)))).forShare().execute();
+  const memberships =
+    stored.length === 0
+      ? []
+      : await trx
+          .selectFrom('memberships')
+          .selectAll()
+          .where('user_id', '=', any(new Set(stored.map((u) => u.id))))
+          .forShare()
+          .execute();
   const byEmail = byKey(stored, (u) => u.email);
   const byId = byKey(stored, (u) => u.id);
   const membershipOf = byKey(memberships, (m) => `${m.user_id}\u0000${m.hub_id}`);
@@ -185,9 +238,14 @@ async function checkUsers(trx: Trx, records: ExistingRecord[], result: ExistingC
     const sameId = record.idGiven ? byId.get(record.id) : undefined;
     if (!user) {
       if (!sameId) continue;
-      result.issues.push({ line: record.line, field: 'user.id', message: sameId.account_id === record.accountId
-        ? `user ${record.id} already exists with a different email; change it in hubops or give a new id`
-        : `user ${record.id} already exists` });
+      result.issues.push({
+        line: record.line,
+        field: 'user.id',
+        message:
+          sameId.account_id === record.accountId
+            ? `user ${record.id} already exists with a different email; change it in hubops or give a new id`
+            : `user ${record.id} already exists`,
+      });
       continue;
     }
     if (user.account_id !== record.accountId) {
@@ -200,7 +258,11 @@ async function checkUsers(trx: Trx, records: ExistingRecord[], result: ExistingC
     if (!membership) fields.push('hubId');
     else fields.push(...differingFields({ role: record.role, workspace_id: record.workspaceId }, membership));
     if (fields.length > 0) {
-      result.issues.push({ line: record.line, field: 'user.email', message: `a user with email ${record.email} already exists ${differently(fields)}; change it in hubops or give a new email` });
+      result.issues.push({
+        line: record.line,
+        field: 'user.email',
+        message: `a user with email ${record.email} already exists ${differently(fields)}; change it in hubops or give a new email`,
+      });
     } else {
       result.unchanged.add(record);
     }

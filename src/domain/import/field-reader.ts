@@ -104,7 +104,10 @@ export class FieldReader {
     const value = this.#required(field);
     if (value === undefined) return '';
     if (typeof value !== 'string') {
-      this.fail(field, options.secret ? `must be a string, got ${value === null ? 'null' : typeof value}` : `must be a string, got ${shown(value)}`);
+      this.fail(
+        field,
+        options.secret ? `must be a string, got ${value === null ? 'null' : typeof value}` : `must be a string, got ${shown(value)}`,
+      );
       return '';
     }
     return value;
@@ -168,7 +171,12 @@ export class FieldReader {
     const value = this.#required(field);
     if (value === undefined) return 0;
     if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 && value <= max) return value;
-    this.fail(field, max === Number.MAX_SAFE_INTEGER ? `must be a whole number${unit}, 0 or more; got ${shown(value)}` : `must be a whole number${unit} from 0 to ${max}; got ${shown(value)}`);
+    this.fail(
+      field,
+      max === Number.MAX_SAFE_INTEGER
+        ? `must be a whole number${unit}, 0 or more; got ${shown(value)}`
+        : `must be a whole number${unit} from 0 to ${max}; got ${shown(value)}`,
+    );
     return 0;
   }
 
@@ -185,7 +193,12 @@ export class FieldReader {
   idList(field: string, max: number): string[] {
     const value = this.raw(field);
     if (value === undefined) return [];
-    if (!Array.isArray(value) || value.length > max || !value.every((v) => typeof v === 'string' && ID_PATTERN.test(v)) || new Set(value).size !== value.length) {
+    if (
+      !Array.isArray(value) ||
+      value.length > max ||
+      !value.every((v) => typeof v === 'string' && ID_PATTERN.test(v)) ||
+      new Set(value).size !== value.length
+    ) {
       this.fail(field, `must be an array of up to ${max} distinct ids; got ${shown(value)}`);
       return [];
     }

@@ -7,7 +7,15 @@ import { kindOf } from '../media/media-info.ts';
 import { mediaRow } from '../media/media.repository.ts';
 import { postRows } from '../posts/post.repository.ts';
 import { saveReviewDays } from '../reviews/review.repository.ts';
-import { IMPORT_TYPES, type ImportCounts, type ImportRecord, type ImportType, type Kind, type RecordOf, type SpendEffect } from './records.ts';
+import {
+  IMPORT_TYPES,
+  type ImportCounts,
+  type ImportRecord,
+  type ImportType,
+  type Kind,
+  type RecordOf,
+  type SpendEffect,
+} from './records.ts';
 
 // PostgreSQL allows 65,535 bind parameters per statement; stay well below.
 const MAX_PARAMS_PER_STATEMENT = 30_000;
@@ -51,12 +59,23 @@ const STORED_BY_ID: Record<Kind, (trx: Trx, ids: Set<string>) => Promise<({ id: 
   workspace: (trx, ids) => trx.selectFrom('workspaces').select(['id', 'hub_id as hubId']).where('id', '=', any(ids)).execute(),
   playbook: (trx, ids) => trx.selectFrom('playbooks').select(['id', 'hub_id as hubId']).where('id', '=', any(ids)).execute(),
   optIn: (trx, ids) => trx.selectFrom('opt_ins').select('id').where('id', '=', any(ids)).execute(),
-  adAccount: async (trx, ids) => (await trx.selectFrom('ad_accounts').select(['id', 'hub_id as hubId', 'external_id']).where('id', '=', any(ids)).execute())
-    .map(({ id, hubId, external_id }) => ({ id, hubId, synced: external_id !== null })),
+  adAccount: async (trx, ids) =>
+    (await trx.selectFrom('ad_accounts').select(['id', 'hub_id as hubId', 'external_id']).where('id', '=', any(ids)).execute()).map(
+      ({ id, hubId, external_id }) => ({ id, hubId, synced: external_id !== null }),
+    ),
   user: (trx, ids) => trx.selectFrom('users').select('id').where('id', '=', any(ids)).execute(),
-  channel: (trx, ids) => trx.selectFrom('social_channels')
-    .select(['id', 'hub_id as hubId', 'workspace_id as workspaceId', 'platform', 'connected']).where('id', '=', any(ids)).execute(),
-  media: (trx, ids) => trx.selectFrom('media_assets').select(['id', 'hub_id as hubId', 'workspace_id as workspaceId', 'kind as mediaKind']).where('id', '=', any(ids)).execute(),
+  channel: (trx, ids) =>
+    trx
+      .selectFrom('social_channels')
+      .select(['id', 'hub_id as hubId', 'workspace_id as workspaceId', 'platform', 'connected'])
+      .where('id', '=', any(ids))
+      .execute(),
+  media: (trx, ids) =>
+    trx
+      .selectFrom('media_assets')
+      .select(['id', 'hub_id as hubId', 'workspace_id as workspaceId', 'kind as mediaKind'])
+      .where('id', '=', any(ids))
+      .execute(),
   post: (trx, ids) => trx.selectFrom('posts').select('id').where('id', '=', any(ids)).execute(),
 };
 
@@ -84,14 +103,24 @@ async function inBatches<R extends object>(rows: R[], statement: (batch: R[]) =>
 }
 
 async function insertAll<T extends keyof Database & string>(trx: Trx, table: T, rows: Insertable<Database[T]>[]): Promise<void> {
-  await inBatches(rows, (batch) => trx.insertInto(table).values(batch as never).execute());
+  await inBatches(rows, (batch) =>
+    trx
+      .insertInto(table)
+      .values(batch as never)
+      .execute(),
+  );
 }
 
 /**
  * Rows of `table` keyed by `key`: a row replaces the stored figures for its key. A stored row with
  * the same figures is not rewritten; returns how many rows were so left alone.
  */
-async function upsertAll<T extends 'organic_metrics' | 'paid_metrics' | 'hub_cpm'>(trx: Trx, table: T, key: string[], rows: Insertable<Database[T]>[]): Promise<number> {
+async function upsertAll<T extends 'organic_metrics' | 'paid_metrics' | 'hub_cpm'>(
+  trx: Trx,
+  table: T,
+  key: string[],
+  rows: Insertable<Database[T]>[],
+): Promise<number> {
   if (rows.length === 0) return 0;
   const columns = Object.keys(rows[0]!).filter((c) => !key.includes(c));
   const replace = Object.fromEntries(columns.map((c) => [c, sql.ref(`excluded.${c}`)]));
@@ -99,8 +128,15 @@ async function upsertAll<T extends 'organic_metrics' | 'paid_metrics' | 'hub_cpm
   const given = sql.join(columns.map((c) => sql.ref(`excluded.${c}`)));
   let unchanged = 0;
   await inBatches(rows, async (batch) => {
-    const written = await trx.insertInto(table).values(batch as never)
-      .onConflict((oc) => oc.columns(key as never).doUpdateSet(replace as never).where(sql<boolean>`(${stored}) IS DISTINCT FROM (${given})`))
+    const written = await trx
+      .insertInto(table)
+      .values(batch as never)
+      .onConflict((oc) =>
+        oc
+          .columns(key as never)
+          .doUpdateSet(replace as never)
+          .where(sql<boolean>`(${stored}) IS DISTINCT FROM (${given})`),
+      )
       .returning(sql<number>`1`.as('written'))
       .execute();
     unchanged += batch.length - written.length;
@@ -111,10 +147,24 @@ async function upsertAll<T extends 'organic_metrics' | 'paid_metrics' | 'hub_cpm
 async function writeUsers(trx: Trx, users: RecordOf<'user'>[]): Promise<void> {
   // scrypt runs on libuv's thread pool, so hashing in parallel uses every pool thread.
   const hashes = await Promise.all(users.map((u) => hashPassword(u.password)));
-  await insertAll(trx, 'users', users.map((u, i) => ({
-    id: u.id, account_id: u.accountId!, email: u.email, password_hash: hashes[i]!, firstname: u.firstname, lastname: u.lastname, is_staff: u.staff,
-  })));
-  await insertAll(trx, 'memberships', users.map((u) => ({ user_id: u.id, hub_id: u.hubId, role: u.role, workspace_id: u.workspaceId })));
+  await insertAll(
+    trx,
+    'users',
+    users.map((u, i) => ({
+      id: u.id,
+      account_id: u.accountId!,
+      email: u.email,
+      password_hash: hashes[i]!,
+      firstname: u.firstname,
+      lastname: u.lastname,
+      is_staff: u.staff,
+    })),
+  );
+  await insertAll(
+    trx,
+    'memberships',
+    users.map((u) => ({ user_id: u.id, hub_id: u.hubId, role: u.role, workspace_id: u.workspaceId })),
+  );
 }
 
 /**
@@ -126,7 +176,10 @@ async function writeUsers(trx: Trx, users: RecordOf<'user'>[]): Promise<void> {
  * old and new values.
  */
 async function writeSpend(trx: Trx, lines: RecordOf<'spend'>[], options: WriteOptions): Promise<void> {
-  const spend = new Map<string, { hub_id: string; ad_account_id: string; workspace_id: string | null; date: string; cents: bigint; lines: number }>();
+  const spend = new Map<
+    string,
+    { hub_id: string; ad_account_id: string; workspace_id: string | null; date: string; cents: bigint; lines: number }
+  >();
   const keyOf = (adAccountId: string, date: string, workspaceId: string | null) => `${adAccountId}\u0000${date}\u0000${workspaceId ?? ''}`;
   for (const s of lines) {
     const key = keyOf(s.adAccountId, s.date, s.workspaceId);
@@ -135,20 +188,30 @@ async function writeSpend(trx: Trx, lines: RecordOf<'spend'>[], options: WriteOp
       sum.cents += BigInt(s.spendCents);
       sum.lines += 1;
     } else {
-      spend.set(key, { hub_id: s.hubId!, ad_account_id: s.adAccountId, workspace_id: s.workspaceId, date: s.date, cents: BigInt(s.spendCents), lines: 1 });
+      spend.set(key, {
+        hub_id: s.hubId!,
+        ad_account_id: s.adAccountId,
+        workspace_id: s.workspaceId,
+        date: s.date,
+        cents: BigInt(s.spendCents),
+        lines: 1,
+      });
     }
   }
   const rows = [...spend.values()].map(({ cents, lines: _, ...row }) => ({ ...row, spend_cents: cents.toString() }));
-  const spendCents = options.spendMode === 'add' ? sql<string>`spend.spend_cents + excluded.spend_cents` : sql<string>`excluded.spend_cents`;
+  const spendCents =
+    options.spendMode === 'add' ? sql<string>`spend.spend_cents + excluded.spend_cents` : sql<string>`excluded.spend_cents`;
   await inBatches(rows, async (batch) => {
     const written = await trx
       .insertInto('spend')
       .values(batch)
-      .onConflict((oc) => oc
-        .expression(sql`ad_account_id, date, (coalesce(workspace_id, ''))`)
-        .doUpdateSet({ spend_cents: spendCents })
-        // A row whose figure stays the same is not rewritten.
-        .where(sql<boolean>`spend.spend_cents IS DISTINCT FROM ${spendCents}`))
+      .onConflict((oc) =>
+        oc
+          .expression(sql`ad_account_id, date, (coalesce(workspace_id, ''))`)
+          .doUpdateSet({ spend_cents: spendCents })
+          // A row whose figure stays the same is not rewritten.
+          .where(sql<boolean>`spend.spend_cents IS DISTINCT FROM ${spendCents}`),
+      )
       // xmax is 0 on a row this statement inserted, set on one it updated.
       .returning(['ad_account_id', 'date', 'workspace_id', sql<boolean>`xmax = 0`.as('inserted')])
       .execute();
@@ -167,9 +230,21 @@ async function writeSpend(trx: Trx, lines: RecordOf<'spend'>[], options: WriteOp
 
 async function writePosts(trx: Trx, records: RecordOf<'post'>[]): Promise<void> {
   const posts = records.map(postRowsOf);
-  await insertAll(trx, 'posts', posts.map((p) => p.post));
-  await insertAll(trx, 'post_deliveries', posts.flatMap((p) => p.deliveries));
-  await insertAll(trx, 'post_media', posts.flatMap((p) => p.media));
+  await insertAll(
+    trx,
+    'posts',
+    posts.map((p) => p.post),
+  );
+  await insertAll(
+    trx,
+    'post_deliveries',
+    posts.flatMap((p) => p.deliveries),
+  );
+  await insertAll(
+    trx,
+    'post_media',
+    posts.flatMap((p) => p.media),
+  );
 }
 
 /**
@@ -179,20 +254,60 @@ async function writePosts(trx: Trx, records: RecordOf<'post'>[]): Promise<void> 
 export const ROWS = {
   account: (a: RecordOf<'account'>) => ({ id: a.id, name: a.name, plan: a.plan, api_access: a.apiAccess }),
   hub: (h: RecordOf<'hub'>) => ({ id: h.id, account_id: h.accountId, name: h.name, suspended: h.suspended }),
-  workspace: (w: RecordOf<'workspace'>) => ({ id: w.id, hub_id: w.hubId, name: w.name, timezone: w.timezone, fields: JSON.stringify(w.fields) }),
-  playbook: (p: RecordOf<'playbook'>) => ({
-    id: p.id, hub_id: p.hubId, name: p.name, solutions: p.solutions, variants: JSON.stringify(p.variants), questions: JSON.stringify(p.questions),
+  workspace: (w: RecordOf<'workspace'>) => ({
+    id: w.id,
+    hub_id: w.hubId,
+    name: w.name,
+    timezone: w.timezone,
+    fields: JSON.stringify(w.fields),
   }),
-  adAccount: (a: RecordOf<'adAccount'>) => ({ id: a.id, hub_id: a.hubId, platform: a.platform, name: a.name, sync_state: a.syncState, last_synced_at: a.lastSyncedAt }),
+  playbook: (p: RecordOf<'playbook'>) => ({
+    id: p.id,
+    hub_id: p.hubId,
+    name: p.name,
+    solutions: p.solutions,
+    variants: JSON.stringify(p.variants),
+    questions: JSON.stringify(p.questions),
+  }),
+  adAccount: (a: RecordOf<'adAccount'>) => ({
+    id: a.id,
+    hub_id: a.hubId,
+    platform: a.platform,
+    name: a.name,
+    sync_state: a.syncState,
+    last_synced_at: a.lastSyncedAt,
+  }),
   optIn: (o: RecordOf<'optIn'>) => ({
-    id: o.id, hub_id: o.hubId!, playbook_id: o.playbookId, workspace_id: o.workspaceId, status: o.status,
-    opted_in_at: o.optedInAt, updated_at: o.updatedAt, budget_cents: o.budgetCents, budget_type: o.budgetType,
-    variant: JSON.stringify(o.variant), responses: JSON.stringify(o.responses),
+    id: o.id,
+    hub_id: o.hubId!,
+    playbook_id: o.playbookId,
+    workspace_id: o.workspaceId,
+    status: o.status,
+    opted_in_at: o.optedInAt,
+    updated_at: o.updatedAt,
+    budget_cents: o.budgetCents,
+    budget_type: o.budgetType,
+    variant: JSON.stringify(o.variant),
+    responses: JSON.stringify(o.responses),
   }),
   channel: (c: RecordOf<'channel'>) => ({
-    id: c.id, hub_id: c.hubId!, workspace_id: c.workspaceId, platform: c.platform, name: c.name, handle: c.handle, connected: c.connected,
+    id: c.id,
+    hub_id: c.hubId!,
+    workspace_id: c.workspaceId,
+    platform: c.platform,
+    name: c.name,
+    handle: c.handle,
+    connected: c.connected,
   }),
-  media: (m: RecordOf<'media'>) => mediaRow({ ...m, hubId: m.hubId!, kind: kindOf(m.contentType), storageKey: null, createdBy: null, createdAt: m.createdAt ?? undefined }),
+  media: (m: RecordOf<'media'>) =>
+    mediaRow({
+      ...m,
+      hubId: m.hubId!,
+      kind: kindOf(m.contentType),
+      storageKey: null,
+      createdBy: null,
+      createdAt: m.createdAt ?? undefined,
+    }),
   workspaceField: (f: RecordOf<'workspaceField'>) => ({ hub_id: f.hubId, key: f.key, label: f.label, archived: f.archived }),
 } as const;
 
@@ -201,9 +316,12 @@ export function postRowsOf(p: RecordOf<'post'>) {
   const rows = postRows({ ...p, hubId: p.hubId!, createdBy: null, createdAt: p.createdAt ?? undefined });
   // Imported outcomes: every channel of a published post has it; every channel of a failed one failed.
   const deliveries = rows.deliveries.map((d) =>
-    p.status === 'published' ? { ...d, status: 'published' as const, external_id: p.externalIds[d.channel_id] ?? 'imported', delivered_at: p.publishedAt }
-    : p.status === 'failed' ? { ...d, status: 'failed' as const, error: p.error, delivered_at: p.scheduledAt }
-    : { ...d, status: 'pending' as const });
+    p.status === 'published'
+      ? { ...d, status: 'published' as const, external_id: p.externalIds[d.channel_id] ?? 'imported', delivered_at: p.publishedAt }
+      : p.status === 'failed'
+        ? { ...d, status: 'failed' as const, error: p.error, delivered_at: p.scheduledAt }
+        : { ...d, status: 'pending' as const },
+  );
   return { ...rows, deliveries };
 }
 
@@ -238,19 +356,51 @@ const WRITERS: { [T in ImportType]: (trx: Trx, records: RecordsOf[T], options: W
   media: (trx, media) => insertAll(trx, 'media_assets', media.map(ROWS.media)),
   post: writePosts,
   organicMetrics: async (trx, metrics, options) => {
-    options.unchanged.organicMetrics += await upsertAll(trx, 'organic_metrics', ['hub_id', 'workspace_id', 'date', 'platform'], metrics.map((m) => ({
-      hub_id: m.hubId!, workspace_id: m.workspaceId, date: m.date, platform: m.platform,
-      posts: m.posts, impressions: m.impressions, reach: m.reach, likes: m.likes, comments: m.comments, shares: m.shares, saves: m.saves,
-    })));
+    options.unchanged.organicMetrics += await upsertAll(
+      trx,
+      'organic_metrics',
+      ['hub_id', 'workspace_id', 'date', 'platform'],
+      metrics.map((m) => ({
+        hub_id: m.hubId!,
+        workspace_id: m.workspaceId,
+        date: m.date,
+        platform: m.platform,
+        posts: m.posts,
+        impressions: m.impressions,
+        reach: m.reach,
+        likes: m.likes,
+        comments: m.comments,
+        shares: m.shares,
+        saves: m.saves,
+      })),
+    );
   },
   paidMetrics: async (trx, metrics, options) => {
-    options.unchanged.paidMetrics += await upsertAll(trx, 'paid_metrics', ['hub_id', 'workspace_id', 'date', 'platform', 'campaign_id'], metrics.map((m) => ({
-      hub_id: m.hubId!, workspace_id: m.workspaceId, date: m.date, platform: m.platform, campaign_id: m.campaignId, campaign_name: m.campaignName,
-      spend_cents: m.spendCents, impressions: m.impressions, clicks: m.clicks, results: m.results,
-    })));
+    options.unchanged.paidMetrics += await upsertAll(
+      trx,
+      'paid_metrics',
+      ['hub_id', 'workspace_id', 'date', 'platform', 'campaign_id'],
+      metrics.map((m) => ({
+        hub_id: m.hubId!,
+        workspace_id: m.workspaceId,
+        date: m.date,
+        platform: m.platform,
+        campaign_id: m.campaignId,
+        campaign_name: m.campaignName,
+        spend_cents: m.spendCents,
+        impressions: m.impressions,
+        clicks: m.clicks,
+        results: m.results,
+      })),
+    );
   },
   hubCpm: async (trx, cpms, options) => {
-    options.unchanged.hubCpm += await upsertAll(trx, 'hub_cpm', ['hub_id', 'platform'], cpms.map((c) => ({ hub_id: c.hubId, platform: c.platform, cpm_cents: c.cpmCents })));
+    options.unchanged.hubCpm += await upsertAll(
+      trx,
+      'hub_cpm',
+      ['hub_id', 'platform'],
+      cpms.map((c) => ({ hub_id: c.hubId, platform: c.platform, cpm_cents: c.cpmCents })),
+    );
   },
   reviewDay: writeReviewDays,
 };
@@ -261,15 +411,26 @@ const WRITERS: { [T in ImportType]: (trx: Trx, records: RecordsOf[T], options: W
  */
 async function writeReviewDays(trx: Trx, days: RecordOf<'reviewDay'>[], options: WriteOptions): Promise<void> {
   if (days.length === 0) return;
-  const stored = await trx.selectFrom('review_days')
+  const stored = await trx
+    .selectFrom('review_days')
     .select(['hub_id', 'workspace_id', 'date', 'new_1', 'new_2', 'new_3', 'new_4', 'new_5', 'responded'])
     .where('workspace_id', '=', any(new Set(days.map((d) => d.workspaceId))))
     .where('date', '=', sql<string>`ANY(${[...new Set(days.map((d) => d.date))]}::date[])`)
     .execute();
-  const figures = new Map(stored.map((r) => [`${r.hub_id}\u0000${r.workspace_id}\u0000${r.date}`, [r.new_1, r.new_2, r.new_3, r.new_4, r.new_5, r.responded].map(Number).join()]));
-  const changed = days.filter((d) => figures.get(`${d.hubId}\u0000${d.workspaceId}\u0000${d.date}`) !== [...d.newReviews, d.responded].join());
+  const figures = new Map(
+    stored.map((r) => [
+      `${r.hub_id}\u0000${r.workspace_id}\u0000${r.date}`,
+      [r.new_1, r.new_2, r.new_3, r.new_4, r.new_5, r.responded].map(Number).join(),
+    ]),
+  );
+  const changed = days.filter(
+    (d) => figures.get(`${d.hubId}\u0000${d.workspaceId}\u0000${d.date}`) !== [...d.newReviews, d.responded].join(),
+  );
   options.unchanged.reviewDay += days.length - changed.length;
-  await saveReviewDays(trx, changed.map((d) => ({ hubId: d.hubId!, workspaceId: d.workspaceId, date: d.date, newReviews: d.newReviews, responded: d.responded })));
+  await saveReviewDays(
+    trx,
+    changed.map((d) => ({ hubId: d.hubId!, workspaceId: d.workspaceId, date: d.date, newReviews: d.newReviews, responded: d.responded })),
+  );
 }
 
 function recordsOf<T extends ImportType>(records: ImportRecord[], type: T): RecordsOf[T] {
@@ -284,7 +445,11 @@ async function writeType<T extends ImportType>(trx: Trx, records: ImportRecord[]
  * Writes checked records, type after type in the order of WRITERS; returns what the spend did and
  * how many lines of each figure type were stored already (and so not written).
  */
-export async function writeRecords(trx: Trx, records: ImportRecord[], spendMode: SpendMode): Promise<{ spend: SpendEffect; unchanged: ImportCounts }> {
+export async function writeRecords(
+  trx: Trx,
+  records: ImportRecord[],
+  spendMode: SpendMode,
+): Promise<{ spend: SpendEffect; unchanged: ImportCounts }> {
   const unchanged = Object.fromEntries(IMPORT_TYPES.map((t) => [t, 0])) as ImportCounts;
   const options: WriteOptions = { spendMode, spend: { new: 0, changed: 0, unchanged: 0 }, unchanged };
   for (const type of Object.keys(WRITERS) as ImportType[]) await writeType(trx, records, type, options);

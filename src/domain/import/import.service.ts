@@ -43,7 +43,11 @@ async function checkAndWrite(trx: Kysely<Database>, lines: LineReader, spendMode
   const issues = [...lines.issues, ...references.issues, ...existing.issues].sort((a, b) => a.line - b.line);
   if (issues.length > 0) throw new ImportError(issues);
   const records = lines.items as ImportRecord[];
-  const written = await writeRecords(trx, records.filter((record) => !existing.unchanged.has(record)), spendMode);
+  const written = await writeRecords(
+    trx,
+    records.filter((record) => !existing.unchanged.has(record)),
+    spendMode,
+  );
   const unchanged = counts([...existing.unchanged]);
   for (const type of IMPORT_TYPES) unchanged[type] += written.unchanged[type];
   return { imported: counts(records), unchanged, spend: written.spend };
@@ -64,7 +68,11 @@ export async function importObjects(trx: Kysely<Database>, objects: Iterable<unk
  * the stored spend of its keys unless `spend: 'add'` (see docs/import-format.md, "Re-running an
  * import").
  */
-export async function importNdjson(db: Db, input: string | Iterable<string> | AsyncIterable<string>, options: { spend?: SpendMode } = {}): Promise<ImportResult> {
+export async function importNdjson(
+  db: Db,
+  input: string | Iterable<string> | AsyncIterable<string>,
+  options: { spend?: SpendMode } = {},
+): Promise<ImportResult> {
   const lines = await readNdjson(input);
   try {
     return await db.kysely.transaction().execute((trx) => checkAndWrite(trx, lines, options.spend ?? 'replace'));
@@ -72,7 +80,10 @@ export async function importNdjson(db: Db, input: string | Iterable<string> | As
     const e = error as { code?: string; constraint?: string };
     // Another writer created the same ids (or removed a referenced row) while this import ran.
     if (e.code === '23505' || e.code === '23503') {
-      throw new DomainError('conflict', `the import conflicts with data written while it ran (${e.constraint ?? 'constraint'}); nothing was imported, run it again`);
+      throw new DomainError(
+        'conflict',
+        `the import conflicts with data written while it ran (${e.constraint ?? 'constraint'}); nothing was imported, run it again`,
+      );
     }
     throw error;
   }

@@ -23,7 +23,10 @@ export class LineReader {
     } catch (error) {
       // Only where it broke: V8's message quotes the text around it, which may be a password.
       const position = /at position (\d+)/.exec((error as Error).message)?.[1];
-      this.#lineFails({ line, message: `not valid JSON (${position === undefined ? 'syntax error' : `at column ${Number(position) + 1}`})` });
+      this.#lineFails({
+        line,
+        message: `not valid JSON (${position === undefined ? 'syntax error' : `at column ${Number(position) + 1}`})`,
+      });
       return;
     }
     this.readValue(value, line);

@@ -24,7 +24,11 @@ interface Known extends StoredRow {
 
 /** The fields that refer to a row by id, and the kind of row each names. */
 const REFERENCE_FIELDS = new Map<string, Kind>([
-  ['accountId', 'account'], ['hubId', 'hub'], ['workspaceId', 'workspace'], ['playbookId', 'playbook'], ['adAccountId', 'adAccount'],
+  ['accountId', 'account'],
+  ['hubId', 'hub'],
+  ['workspaceId', 'workspace'],
+  ['playbookId', 'playbook'],
+  ['adAccountId', 'adAccount'],
 ]);
 
 /** The stored rows the items refer to, or whose ids or emails they might reuse. */
@@ -81,7 +85,12 @@ class ReferenceCheck {
 
   constructor(stored: StoredRows, firstDefined: Map<Kind, Map<string, number>>) {
     const storedRow = (row: StoredRow): Known => ({ line: 0, ...row });
-    this.#known = new Map((Object.keys(ID_KINDS) as Kind[]).map((kind) => [kind, new Map([...stored.byId.get(kind) ?? []].map(([id, row]) => [id, storedRow(row)]))]));
+    this.#known = new Map(
+      (Object.keys(ID_KINDS) as Kind[]).map((kind) => [
+        kind,
+        new Map([...(stored.byId.get(kind) ?? [])].map(([id, row]) => [id, storedRow(row)])),
+      ]),
+    );
     this.#fieldKeys = new Map([...stored.fieldKeys].map(([hubId, keys]) => [hubId, new Map([...keys].map((key) => [key, { line: 0 }]))]));
     this.#emailLines = new Map([...stored.emails].map((email) => [email, 0]));
     this.#firstDefined = firstDefined;
@@ -103,9 +112,13 @@ class ReferenceCheck {
     const found = this.#known.get(kind)!.get(id);
     if (!found) {
       const later = this.#firstDefined.get(kind)?.get(id);
-      this.#fail(record, field, later && later > record.line
-        ? `${ID_KINDS[kind].label} ${id} is defined later, on line ${later}; a line may only refer to what comes before it`
-        : `${ID_KINDS[kind].label} ${id} does not exist`);
+      this.#fail(
+        record,
+        field,
+        later && later > record.line
+          ? `${ID_KINDS[kind].label} ${id} is defined later, on line ${later}; a line may only refer to what comes before it`
+          : `${ID_KINDS[kind].label} ${id} does not exist`,
+      );
       return undefined;
     }
     return found.broken ? undefined : found;
@@ -148,7 +161,8 @@ class ReferenceCheck {
     this.#failed = false;
     switch (item.type) {
       case 'broken':
-        if (item.kind && item.id && !this.#known.get(item.kind)!.has(item.id)) this.#known.get(item.kind)!.set(item.id, { line: item.line, broken: true });
+        if (item.kind && item.id && !this.#known.get(item.kind)!.has(item.id))
+          this.#known.get(item.kind)!.set(item.id, { line: item.line, broken: true });
         if (item.hubId && item.key) this.#fieldKeysOf(item.hubId).set(item.key, { line: item.line, broken: true });
         break;
       case 'account':
@@ -176,7 +190,12 @@ class ReferenceCheck {
         if (this.#ref(item, 'hubId', 'hub', item.hubId)) {
           const keys = this.#fieldKeys.get(item.hubId);
           for (const key of Object.keys(item.fields)) {
-            if (!keys?.has(key)) this.#fail(item, `fields.${key}`, `hub ${item.hubId} has no field "${key}"; define it with a workspaceField line before this one`);
+            if (!keys?.has(key))
+              this.#fail(
+                item,
+                `fields.${key}`,
+                `hub ${item.hubId} has no field "${key}"; define it with a workspaceField line before this one`,
+              );
           }
         }
         this.#define(item, 'workspace', { hubId: item.hubId });
@@ -194,7 +213,11 @@ class ReferenceCheck {
         const playbook = this.#ref(item, 'playbookId', 'playbook', item.playbookId);
         const workspace = this.#ref(item, 'workspaceId', 'workspace', item.workspaceId);
         if (crossHub(playbook, workspace)) {
-          this.#fail(item, 'workspaceId', `workspace ${item.workspaceId} is in hub ${workspace!.hubId}, but playbook ${item.playbookId} is in hub ${playbook!.hubId}`);
+          this.#fail(
+            item,
+            'workspaceId',
+            `workspace ${item.workspaceId} is in hub ${workspace!.hubId}, but playbook ${item.playbookId} is in hub ${playbook!.hubId}`,
+          );
         }
         item.hubId = playbook?.hubId;
         this.#define(item, 'optIn');
@@ -205,7 +228,11 @@ class ReferenceCheck {
         if (account?.synced) this.#fail(item, 'adAccountId', syncedAccount(item.adAccountId));
         const workspace = item.workspaceId === null ? undefined : this.#ref(item, 'workspaceId', 'workspace', item.workspaceId);
         if (crossHub(account, workspace)) {
-          this.#fail(item, 'workspaceId', `workspace ${item.workspaceId} is in hub ${workspace!.hubId}, but ad account ${item.adAccountId} is in hub ${account!.hubId}`);
+          this.#fail(
+            item,
+            'workspaceId',
+            `workspace ${item.workspaceId} is in hub ${workspace!.hubId}, but ad account ${item.adAccountId} is in hub ${account!.hubId}`,
+          );
         }
         item.hubId = account?.hubId;
         break;
@@ -215,7 +242,12 @@ class ReferenceCheck {
         break;
       case 'channel':
         this.#inWorkspace(item);
-        this.#define(item, 'channel', { hubId: item.hubId, workspaceId: item.workspaceId, platform: item.platform, connected: item.connected });
+        this.#define(item, 'channel', {
+          hubId: item.hubId,
+          workspaceId: item.workspaceId,
+          platform: item.platform,
+          connected: item.connected,
+        });
         break;
       case 'media':
         this.#inWorkspace(item);
@@ -230,14 +262,24 @@ class ReferenceCheck {
       case 'paidMetrics':
       case 'reviewDay': {
         this.#inWorkspace(item);
-        const key = [item.type, item.workspaceId, item.date, 'platform' in item ? item.platform : '', 'campaignId' in item ? item.campaignId : ''];
+        const key = [
+          item.type,
+          item.workspaceId,
+          item.date,
+          'platform' in item ? item.platform : '',
+          'campaignId' in item ? item.campaignId : '',
+        ];
         this.#figuresOnce(item, 'date', key, (prior) => `the same figures are already given on line ${prior}`);
         break;
       }
       case 'hubCpm':
         this.#ref(item, 'hubId', 'hub', item.hubId);
-        this.#figuresOnce(item, 'platform', ['hubCpm', item.hubId, item.platform],
-          (prior) => `the CPM of ${item.platform} for hub ${item.hubId} is already given on line ${prior}`);
+        this.#figuresOnce(
+          item,
+          'platform',
+          ['hubCpm', item.hubId, item.platform],
+          (prior) => `the CPM of ${item.platform} for hub ${item.hubId} is already given on line ${prior}`,
+        );
         break;
       default:
         unhandled(item);
@@ -268,7 +310,11 @@ class ReferenceCheck {
       ids.forEach((id, i) => {
         const target = this.#ref(item, `${field}.${i}`, kind, id);
         if (target?.workspaceId !== undefined && target.workspaceId !== item.workspaceId) {
-          this.#fail(item, `${field}.${i}`, `${ID_KINDS[kind].label} ${id} is in workspace ${target.workspaceId}, not in the post's workspace ${item.workspaceId}`);
+          this.#fail(
+            item,
+            `${field}.${i}`,
+            `${ID_KINDS[kind].label} ${id} is in workspace ${target.workspaceId}, not in the post's workspace ${item.workspaceId}`,
+          );
         } else if (target) {
           found.set(id, target);
         }
@@ -292,7 +338,10 @@ class ReferenceCheck {
  * The reference issues of the lines read, and the lines whose natural key is stored (to compare
  * with the stored rows); records get the hub (and account) they resolve to.
  */
-export async function checkReferences(trx: Kysely<Database>, lines: LineReader): Promise<{ issues: ImportIssue[]; existing: ExistingRecord[] }> {
+export async function checkReferences(
+  trx: Kysely<Database>,
+  lines: LineReader,
+): Promise<{ issues: ImportIssue[]; existing: ExistingRecord[] }> {
   const check = new ReferenceCheck(await findStoredRows(trx, wantedRows(lines.items)), lines.firstDefined);
   for (const item of lines.items) check.check(item);
   return { issues: check.issues, existing: check.existing };

@@ -17,7 +17,14 @@ export const MAX_DURATION_MS = 86_400_000;
 /** Enough bytes to recognise every supported format. */
 export const SNIFF_BYTES = 16;
 
-export const CONTENT_TYPES: readonly MediaContentType[] = ['image/jpeg', 'image/png', 'image/webp', 'image/gif', 'video/mp4', 'video/quicktime'];
+export const CONTENT_TYPES: readonly MediaContentType[] = [
+  'image/jpeg',
+  'image/png',
+  'image/webp',
+  'image/gif',
+  'video/mp4',
+  'video/quicktime',
+];
 
 export const EXTENSION: Record<MediaContentType, string> = {
   'image/jpeg': 'jpg',
@@ -65,7 +72,8 @@ const MP4_BRANDS = new Set(['isom', 'iso2', 'iso3', 'iso4', 'iso5', 'iso6', 'mp4
 /** The content type the first bytes announce, or undefined for anything we do not accept. */
 export function sniffContentType(head: Uint8Array): MediaContentType | undefined {
   if (head.length >= 3 && head[0] === 0xff && head[1] === 0xd8 && head[2] === 0xff) return 'image/jpeg';
-  if (head.length >= 8 && Buffer.from(head.subarray(0, 8)).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return 'image/png';
+  if (head.length >= 8 && Buffer.from(head.subarray(0, 8)).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])))
+    return 'image/png';
   if (head.length >= 6 && ['GIF87a', 'GIF89a'].includes(ascii(head, 0, 6))) return 'image/gif';
   if (head.length >= 12 && ascii(head, 0, 4) === 'RIFF' && ascii(head, 8, 12) === 'WEBP') return 'image/webp';
   if (head.length >= 12 && ascii(head, 4, 8) === 'ftyp') {
@@ -80,11 +88,16 @@ export function sniffContentType(head: Uint8Array): MediaContentType | undefined
 export async function inspectMedia(source: ByteSource): Promise<MediaInfo> {
   const contentType = sniffContentType(await source.read(0, SNIFF_BYTES));
   if (!contentType) throw new MediaRejected('is not a JPEG, PNG, WebP or GIF image or an MP4 or MOV video');
-  const size = contentType === 'image/png' ? await pngSize(source)
-    : contentType === 'image/jpeg' ? await jpegSize(source)
-    : contentType === 'image/gif' ? await gifSize(source)
-    : contentType === 'image/webp' ? await webpSize(source)
-    : undefined;
+  const size =
+    contentType === 'image/png'
+      ? await pngSize(source)
+      : contentType === 'image/jpeg'
+        ? await jpegSize(source)
+        : contentType === 'image/gif'
+          ? await gifSize(source)
+          : contentType === 'image/webp'
+            ? await webpSize(source)
+            : undefined;
   if (size) return { contentType, kind: 'image', ...checked(size, contentType), durationMs: null };
   const movie = await movieInfo(source, contentType);
   return { contentType, kind: 'video', ...checked(movie, contentType), durationMs: movie.durationMs };
@@ -102,7 +115,9 @@ const NAMES: Record<MediaContentType, string> = {
 function checked(size: { width: number; height: number }, contentType: MediaContentType): { width: number; height: number } {
   const ok = (n: number) => Number.isInteger(n) && n >= 1 && n <= MAX_DIMENSION;
   if (!ok(size.width) || !ok(size.height)) {
-    throw new MediaRejected(`is not a valid ${NAMES[contentType]}: its dimensions are ${size.width}×${size.height} (each side must be 1 to ${MAX_DIMENSION.toLocaleString('en-US')} pixels)`);
+    throw new MediaRejected(
+      `is not a valid ${NAMES[contentType]}: its dimensions are ${size.width}×${size.height} (each side must be 1 to ${MAX_DIMENSION.toLocaleString('en-US')} pixels)`,
+    );
   }
   return { width: size.width, height: size.height };
 }
@@ -232,7 +247,10 @@ function movieDuration(duration: bigint, timescale: bigint, allOnes: bigint, con
   return Number(ms);
 }
 
-async function movieInfo(source: ByteSource, contentType: MediaContentType): Promise<{ width: number; height: number; durationMs: number | null }> {
+async function movieInfo(
+  source: ByteSource,
+  contentType: MediaContentType,
+): Promise<{ width: number; height: number; durationMs: number | null }> {
   const moov = (await children(source, 0, source.size, contentType)).find((b) => b.type === 'moov');
   if (!moov) throw corrupt(contentType, 'no moov box');
   const inMoov = await children(source, moov.start, moov.end, contentType);
@@ -241,9 +259,10 @@ async function movieInfo(source: ByteSource, contentType: MediaContentType): Pro
   if (!mvhd) throw corrupt(contentType, 'no mvhd box');
   const header = await exactly(source, mvhd.start, 32, contentType);
   const version = header[0];
-  const [timescale, duration, allOnes] = version === 1
-    ? [header.readUInt32BE(20), header.readBigUInt64BE(24), 2n ** 64n - 1n]
-    : [header.readUInt32BE(12), BigInt(header.readUInt32BE(16)), 2n ** 32n - 1n];
+  const [timescale, duration, allOnes] =
+    version === 1
+      ? [header.readUInt32BE(20), header.readBigUInt64BE(24), 2n ** 64n - 1n]
+      : [header.readUInt32BE(12), BigInt(header.readUInt32BE(16)), 2n ** 32n - 1n];
   if (timescale === 0) throw corrupt(contentType, 'a zero timescale');
   const durationMs = movieDuration(duration, BigInt(timescale), allOnes, contentType);
 

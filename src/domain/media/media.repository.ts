@@ -75,7 +75,20 @@ export async function insertMedia(trx: Kysely<Database>, media: NewMedia): Promi
   const row = await trx
     .insertInto('media_assets')
     .values(mediaRow(media))
-    .returning(['id', 'workspace_id', 'kind', 'content_type', 'filename', 'byte_size', 'width', 'height', 'duration_ms', 'sha256', 'created_by', 'created_at'])
+    .returning([
+      'id',
+      'workspace_id',
+      'kind',
+      'content_type',
+      'filename',
+      'byte_size',
+      'width',
+      'height',
+      'duration_ms',
+      'sha256',
+      'created_by',
+      'created_at',
+    ])
     .executeTakeFirstOrThrow();
   return toMediaAsset(row);
 }
@@ -96,7 +109,9 @@ export async function findMediaPage(
 }
 
 export async function findMedia(db: Db, scope: WorkspaceScope, id: string): Promise<MediaAsset | undefined> {
-  const result = await sql<MediaRow>`SELECT ${COLUMNS} FROM media_assets m WHERE ${inScope(scope, 'm')} AND m.id = ${id}`.execute(db.kysely);
+  const result = await sql<MediaRow>`SELECT ${COLUMNS} FROM media_assets m WHERE ${inScope(scope, 'm')} AND m.id = ${id}`.execute(
+    db.kysely,
+  );
   return result.rows[0] && toMediaAsset(result.rows[0]);
 }
 

@@ -37,9 +37,12 @@ function unsupported(declaredType: string | undefined, reason: string): DomainEr
 }
 
 function tooLarge(kind: MediaKind | undefined): DomainError {
-  const message = kind === 'image' ? `is larger than ${IMAGE_MAX_BYTES / MB} MB, the limit for images`
-    : kind === 'video' ? `is larger than ${VIDEO_MAX_BYTES / MB} MB, the limit for videos`
-    : `is larger than ${VIDEO_MAX_BYTES / MB} MB`;
+  const message =
+    kind === 'image'
+      ? `is larger than ${IMAGE_MAX_BYTES / MB} MB, the limit for images`
+      : kind === 'video'
+        ? `is larger than ${VIDEO_MAX_BYTES / MB} MB, the limit for videos`
+        : `is larger than ${VIDEO_MAX_BYTES / MB} MB`;
   return refuseFields('too_large', [{ field: 'file', message }]);
 }
 
@@ -48,7 +51,11 @@ function tooLarge(kind: MediaKind | undefined): DomainError {
  * from the first bytes (refused at once if unsupported) and the upload is refused as soon as it
  * passes its limit, before anything is stored. Returns the SHA-256 of the bytes.
  */
-async function stageUpload(content: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, staged: StagedMedia, declaredType: string | undefined): Promise<Buffer> {
+async function stageUpload(
+  content: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+  staged: StagedMedia,
+  declaredType: string | undefined,
+): Promise<Buffer> {
   const hash = createHash('sha256');
   let head = Buffer.alloc(0);
   let kind: MediaKind | undefined;
@@ -127,7 +134,12 @@ export async function uploadMedia(
 }
 
 /** The same as an upload, for bytes already in memory (the MCP tool's base64 content). */
-export async function addMediaFromBuffer(deps: { db: Db; clock: Clock; media: MediaStore }, caller: Caller, bytes: Buffer, details: UploadDetails): Promise<MediaAsset> {
+export async function addMediaFromBuffer(
+  deps: { db: Db; clock: Clock; media: MediaStore },
+  caller: Caller,
+  bytes: Buffer,
+  details: UploadDetails,
+): Promise<MediaAsset> {
   return (await uploadMedia(deps, caller, [bytes], details)).value;
 }
 

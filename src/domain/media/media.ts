@@ -28,7 +28,9 @@ const ALIASES: Record<MediaContentType, string[]> = {
   'video/mp4': ['mp4', 'm4v'],
   'video/quicktime': ['mov', 'qt'],
 };
-const MEDIA_EXTENSIONS = new Set(Object.values(ALIASES).flat().concat(['heic', 'heif', 'avif', 'bmp', 'tif', 'tiff', 'avi', 'mkv', 'webm', 'html', 'htm', 'svg']));
+const MEDIA_EXTENSIONS = new Set(
+  Object.values(ALIASES).flat().concat(['heic', 'heif', 'avif', 'bmp', 'tif', 'tiff', 'avi', 'mkv', 'webm', 'html', 'htm', 'svg']),
+);
 
 /**
  * The display name of an upload: the last path segment of what the client sent, without control
@@ -36,7 +38,11 @@ const MEDIA_EXTENSIONS = new Set(Object.values(ALIASES).flat().concat(['heic', '
  * as `photo.mp4` is kept as `photo.png`).
  */
 export function cleanFilename(sent: string | undefined, contentType: MediaContentType): string {
-  const base = (sent ?? '').split(/[\\/]/).pop()!.replace(/[\u0000-\u001f\u007f]/g, '').trim();
+  const base = (sent ?? '')
+    .split(/[\\/]/)
+    .pop()!
+    .replace(/[\u0000-\u001f\u007f]/g, '')
+    .trim();
   const dot = base.lastIndexOf('.');
   const extension = dot > 0 ? base.slice(dot + 1).toLowerCase() : '';
   if (ALIASES[contentType].includes(extension)) return [...base].slice(0, MAX_FILENAME).join('');

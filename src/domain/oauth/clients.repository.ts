@@ -5,5 +5,8 @@ import type { Db } from '../../db/database.ts';
 
 /** Stores a provisioned client's metadata (oidc-provider's shape) under its id. */
 export async function insertClient(db: Db, clientId: string, metadata: Record<string, unknown>): Promise<void> {
-  await db.kysely.insertInto('oauth_clients').values({ client_id: clientId, metadata: JSON.stringify(metadata), provisioned: true }).execute();
+  await db.kysely
+    .insertInto('oauth_clients')
+    .values({ client_id: clientId, metadata: JSON.stringify(metadata), provisioned: true })
+    .execute();
 }

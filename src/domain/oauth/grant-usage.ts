@@ -96,7 +96,8 @@ export class GrantUseRecorder {
 
   #write(uses: { grantId: string; at: Date }[]): Promise<void> {
     if (uses.length === 0) return Promise.resolve();
-    const write = addGrantUses(this.#db, uses).catch((error: unknown) => this.#onError(error))
+    const write = addGrantUses(this.#db, uses)
+      .catch((error: unknown) => this.#onError(error))
       .finally(() => this.#inFlight.delete(write));
     this.#inFlight.add(write);
     return write;

@@ -80,7 +80,9 @@ export async function grantIdOf(db: Db, ref: string, viewer: { userId: string; h
  */
 export async function revokeGrant(db: Db, grantId: string, signal: { revoked(): void } | undefined): Promise<void> {
   await db.kysely.transaction().execute(async (trx) => {
-    await sql`DELETE FROM oauth_artifacts WHERE model = 'Grant' AND id_hash = ${createHash('sha256').update(grantId).digest()}`.execute(trx);
+    await sql`DELETE FROM oauth_artifacts WHERE model = 'Grant' AND id_hash = ${createHash('sha256').update(grantId).digest()}`.execute(
+      trx,
+    );
     await sql`WITH gone AS (DELETE FROM oauth_artifacts WHERE grant_id = ${grantId} RETURNING 1)
               SELECT pg_notify(${REVOCATION_CHANNEL}, '') FROM (SELECT count(*) FROM gone) AS n`.execute(trx);
   });

@@ -32,7 +32,11 @@ export const CONNECTED_APPS_SHOWN = 200;
 const REF = /^[0-9a-f]{64}$/;
 
 function toApp(row: GrantRow): ConnectedApp {
-  const scopes = new Set(Object.values(row.resources ?? {}).flatMap((s) => (typeof s === 'string' ? s.split(' ') : [])).filter(Boolean));
+  const scopes = new Set(
+    Object.values(row.resources ?? {})
+      .flatMap((s) => (typeof s === 'string' ? s.split(' ') : []))
+      .filter(Boolean),
+  );
   return {
     ref: row.ref,
     client: { id: row.client_id, name: row.client_name?.trim() || row.client_id },

@@ -4,16 +4,15 @@ import type { Db } from '../../db/database.ts';
 
 /** The user with this (normalised) email and their password hash, or undefined. */
 export async function findCredentials(db: Db, email: string): Promise<{ id: string; email: string; passwordHash: string } | undefined> {
-  const user = await db.kysely
-    .selectFrom('users')
-    .select(['id', 'email', 'password_hash'])
-    .where('email', '=', email)
-    .executeTakeFirst();
+  const user = await db.kysely.selectFrom('users').select(['id', 'email', 'password_hash']).where('email', '=', email).executeTakeFirst();
   return user && { id: user.id, email: user.email, passwordHash: user.password_hash };
 }
 
 /** The user, whether they are staff and whether their account has API access; undefined for an unknown user. */
-export async function findConsentUser(db: Db, userId: string): Promise<{ id: string; email: string; isStaff: boolean; accountApiAccess: boolean } | undefined> {
+export async function findConsentUser(
+  db: Db,
+  userId: string,
+): Promise<{ id: string; email: string; isStaff: boolean; accountApiAccess: boolean } | undefined> {
   const user = await db.kysely
     .selectFrom('users as u')
     .innerJoin('accounts as a', 'a.id', 'u.account_id')
@@ -43,7 +42,12 @@ export async function findLiveMemberships(db: Db, userId: string): Promise<Membe
     .orderBy('h.name')
     .orderBy('m.hub_id')
     .execute();
-  return rows.map((m) => ({ hubId: m.hub_id, hubName: m.hub_name, role: m.role, workspace: m.workspace_id ? { id: m.workspace_id, name: m.workspace_name! } : null }));
+  return rows.map((m) => ({
+    hubId: m.hub_id,
+    hubName: m.hub_name,
+    role: m.role,
+    workspace: m.workspace_id ? { id: m.workspace_id, name: m.workspace_name! } : null,
+  }));
 }
 
 /** The workspaces of these hubs, by name. */
@@ -64,8 +68,12 @@ export async function findWorkspacesOfHubs(db: Db, hubIds: string[]): Promise<{ 
  * changes after tokens were issued from it (a new consent makes a new grant; migration 011
  * refuses updates), so a token never gains or moves access after it was issued.
  */
-export async function saveGrantContext(db: Db, context: { grantId: string; userId: string; hubId: string; workspaceId: string | null }): Promise<void> {
-  await db.kysely.insertInto('oauth_grant_contexts')
+export async function saveGrantContext(
+  db: Db,
+  context: { grantId: string; userId: string; hubId: string; workspaceId: string | null },
+): Promise<void> {
+  await db.kysely
+    .insertInto('oauth_grant_contexts')
     .values({ grant_id: context.grantId, user_id: context.userId, hub_id: context.hubId, workspace_id: context.workspaceId })
     .execute();
 }
@@ -79,7 +87,11 @@ export interface GrantIdentity {
 }
 
 /** A grant's context joined with its user, account, hub and the user's membership there (and the workspace it is pinned to); undefined without a membership. */
-export async function findGrantIdentity(db: Db, grantId: string, userId: string): Promise<(GrantIdentity & { pinnedWorkspaceId: string | null }) | undefined> {
+export async function findGrantIdentity(
+  db: Db,
+  grantId: string,
+  userId: string,
+): Promise<(GrantIdentity & { pinnedWorkspaceId: string | null }) | undefined> {
   const row = await db.kysely
     .selectFrom('oauth_grant_contexts as g')
     .innerJoin('users as u', 'u.id', 'g.user_id')
@@ -88,21 +100,33 @@ export async function findGrantIdentity(db: Db, grantId: string, userId: string)
     .innerJoin('memberships as m', (join) => join.onRef('m.user_id', '=', 'g.user_id').onRef('m.hub_id', '=', 'g.hub_id'))
     .leftJoin('workspaces as w', 'w.id', 'g.workspace_id')
     .select([
-      'u.id as user_id', 'u.email', 'u.firstname', 'u.lastname', 'u.is_staff',
-      'a.id as account_id', 'a.plan', 'a.api_access',
-      'h.id as hub_id', 'h.name as hub_name', 'h.suspended',
-      'w.id as workspace_id', 'w.name as workspace_name',
-      'm.role', 'm.workspace_id as pinned_workspace_id',
+      'u.id as user_id',
+      'u.email',
+      'u.firstname',
+      'u.lastname',
+      'u.is_staff',
+      'a.id as account_id',
+      'a.plan',
+      'a.api_access',
+      'h.id as hub_id',
+      'h.name as hub_name',
+      'h.suspended',
+      'w.id as workspace_id',
+      'w.name as workspace_name',
+      'm.role',
+      'm.workspace_id as pinned_workspace_id',
     ])
     .where('g.grant_id', '=', grantId)
     .where('g.user_id', '=', userId)
     .executeTakeFirst();
-  return row && {
-    user: { id: row.user_id, email: row.email, firstname: row.firstname, lastname: row.lastname, isStaff: row.is_staff },
-    account: { id: row.account_id, plan: row.plan, apiAccess: row.api_access },
-    hub: { id: row.hub_id, name: row.hub_name, suspended: row.suspended },
-    workspace: row.workspace_id ? { id: row.workspace_id, name: row.workspace_name! } : null,
-    role: row.role,
-    pinnedWorkspaceId: row.pinned_workspace_id,
-  };
+  return (
+    row && {
+      user: { id: row.user_id, email: row.email, firstname: row.firstname, lastname: row.lastname, isStaff: row.is_staff },
+      account: { id: row.account_id, plan: row.plan, apiAccess: row.api_access },
+      hub: { id: row.hub_id, name: row.hub_name, suspended: row.suspended },
+      workspace: row.workspace_id ? { id: row.workspace_id, name: row.workspace_name! } : null,
+      role: row.role,
+      pinnedWorkspaceId: row.pinned_workspace_id,
+    }
+  );
 }

@@ -3,7 +3,15 @@
 import type { Db } from '../../db/database.ts';
 import { hashPassword, verifyPassword } from '../../platform/password.ts';
 import { normaliseEmail } from '../tenancy/tenancy.ts';
-import { findConsentUser, findCredentials, findGrantIdentity, findLiveMemberships, findWorkspacesOfHubs, saveGrantContext as insertGrantContext, type GrantIdentity } from './identity.repository.ts';
+import {
+  findConsentUser,
+  findCredentials,
+  findGrantIdentity,
+  findLiveMemberships,
+  findWorkspacesOfHubs,
+  saveGrantContext as insertGrantContext,
+  type GrantIdentity,
+} from './identity.repository.ts';
 
 export type { GrantIdentity } from './identity.repository.ts';
 
@@ -36,19 +44,24 @@ export async function consentOptions(db: Db, userId: string): Promise<ConsentOpt
   const user = await findConsentUser(db, userId);
   if (!user) return undefined;
   const memberships = await findLiveMemberships(db, userId);
-  const workspaces = await findWorkspacesOfHubs(db, memberships.filter((m) => m.role === 'hub_admin').map((m) => m.hubId));
+  const workspaces = await findWorkspacesOfHubs(
+    db,
+    memberships.filter((m) => m.role === 'hub_admin').map((m) => m.hubId),
+  );
   return {
     user: { id: user.id, email: user.email, isStaff: user.isStaff },
     apiAccess: user.accountApiAccess || user.isStaff,
     // A member not assigned to a workspace has nothing a token could act in.
-    hubs: memberships.filter((m) => m.role === 'hub_admin' || m.workspace).map((m) => ({
-      hubId: m.hubId,
-      hubName: m.hubName,
-      role: m.role,
-      // A member acts in their workspace only; a hub admin's workspace is just where they start.
-      pinned: m.role === 'member' ? m.workspace : null,
-      workspaces: m.role === 'hub_admin' ? workspaces.filter((w) => w.hubId === m.hubId).map(({ id, name }) => ({ id, name })) : [],
-    })),
+    hubs: memberships
+      .filter((m) => m.role === 'hub_admin' || m.workspace)
+      .map((m) => ({
+        hubId: m.hubId,
+        hubName: m.hubName,
+        role: m.role,
+        // A member acts in their workspace only; a hub admin's workspace is just where they start.
+        pinned: m.role === 'member' ? m.workspace : null,
+        workspaces: m.role === 'hub_admin' ? workspaces.filter((w) => w.hubId === m.hubId).map(({ id, name }) => ({ id, name })) : [],
+      })),
   };
 }
 
@@ -56,7 +69,10 @@ export async function consentOptions(db: Db, userId: string): Promise<ConsentOpt
  * Records the hub and workspace a new grant acts in. Written once: a grant's context never
  * changes after tokens were issued from it, so a token never gains or moves access after it was issued.
  */
-export async function saveGrantContext(db: Db, context: { grantId: string; userId: string; hubId: string; workspaceId: string | null }): Promise<void> {
+export async function saveGrantContext(
+  db: Db,
+  context: { grantId: string; userId: string; hubId: string; workspaceId: string | null },
+): Promise<void> {
   await insertGrantContext(db, context);
 }
 

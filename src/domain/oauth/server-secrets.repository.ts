@@ -10,7 +10,9 @@ export async function findServerSecret(db: Db, name: string): Promise<unknown | 
 
 /** Stores the value unless the secret exists already (the first instance to ask wins). */
 export async function insertServerSecretIfAbsent(db: Db, name: string, value: unknown): Promise<void> {
-  await sql`INSERT INTO server_secrets (name, value) VALUES (${name}, ${JSON.stringify(value)}) ON CONFLICT (name) DO NOTHING`.execute(db.kysely);
+  await sql`INSERT INTO server_secrets (name, value) VALUES (${name}, ${JSON.stringify(value)}) ON CONFLICT (name) DO NOTHING`.execute(
+    db.kysely,
+  );
 }
 
 /** Replaces the value only if it is still `expected`, so instances starting together cannot overwrite each other. */

@@ -1,7 +1,11 @@
 // The secrets every instance shares (the authorization server's cookie keys and signing keys):
 // the one door to their storage. Sealing them is the OAuth surface's (src/surfaces/oauth/server-secrets.ts).
 import type { Db } from '../../db/database.ts';
-import { findServerSecret as readServerSecret, insertServerSecretIfAbsent as insertIfAbsent, replaceServerSecret as replaceIfUnchanged } from './server-secrets.repository.ts';
+import {
+  findServerSecret as readServerSecret,
+  insertServerSecretIfAbsent as insertIfAbsent,
+  replaceServerSecret as replaceIfUnchanged,
+} from './server-secrets.repository.ts';
 
 /** The stored (sealed) value of a secret, or undefined when none is stored yet. */
 export async function findServerSecret(db: Db, name: string): Promise<unknown | undefined> {

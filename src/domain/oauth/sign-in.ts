@@ -34,7 +34,8 @@ export async function signIn(
   ]);
   if (emailFailures >= SIGN_IN_LIMITS.perEmail || addressFailures >= SIGN_IN_LIMITS.perAddress) return { ok: false, reason: 'throttled' };
   // An email no account can have (NUL, lone surrogates…) is a mismatch like any other, never a query.
-  const user = email && attempt.password && !hasForbiddenCharacter(email) ? await checkCredentials(deps.db, email, attempt.password) : undefined;
+  const user =
+    email && attempt.password && !hasForbiddenCharacter(email) ? await checkCredentials(deps.db, email, attempt.password) : undefined;
   if (user) return { ok: true, user };
   await Promise.all([
     failOpen(limiter.hit(emailKey, Number.MAX_SAFE_INTEGER, SIGN_IN_LIMITS.windowMs, nowMs), undefined),

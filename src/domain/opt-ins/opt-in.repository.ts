@@ -166,10 +166,27 @@ function splice(rows: OptInPageSqlRow[], limit: number, catalog: HubCatalog): Op
     // updatedAt is shown at millisecond precision (what the API promises); the cursor keeps all.
     // status and budget_type are plain words (CHECK constraints), so they need no escaping.
     parts.push(
-      i === 0 ? '{"id":' : ',{"id":', q(r.id), ',"playbook":', playbook, ',"workspace":', workspace,
-      ',"status":"', r.status, '","optedInAt":"', r.opted_in_at, '","updatedAt":"', r.cursor_updated_at.slice(0, 23),
-      'Z","budgetCents":', r.budget_cents ?? 'null', ',"budgetType":', r.budget_type === null ? 'null' : `"${r.budget_type}"`,
-      ',"variant":', r.variant, ',"responses":', r.responses, '}',
+      i === 0 ? '{"id":' : ',{"id":',
+      q(r.id),
+      ',"playbook":',
+      playbook,
+      ',"workspace":',
+      workspace,
+      ',"status":"',
+      r.status,
+      '","optedInAt":"',
+      r.opted_in_at,
+      '","updatedAt":"',
+      r.cursor_updated_at.slice(0, 23),
+      'Z","budgetCents":',
+      r.budget_cents ?? 'null',
+      ',"budgetType":',
+      r.budget_type === null ? 'null' : `"${r.budget_type}"`,
+      ',"variant":',
+      r.variant,
+      ',"responses":',
+      r.responses,
+      '}',
     );
     if ((i + 1) % ROWS_PER_PIECE === 0) {
       pieces.push(parts.join(''));
@@ -180,7 +197,14 @@ function splice(rows: OptInPageSqlRow[], limit: number, catalog: HubCatalog): Op
   pieces.push(parts.join(''));
   const keys = rows.slice(0, count).map((r) => ({ at: r.cursor_updated_at, id: r.id }));
   const hasNext = rows.length > limit;
-  return { json: pieces, rows: count, next: hasNext ? keys[count - 1]! : null, catalogVersion: catalog.version, keysDigest: keysDigestOf(keys), hasNext };
+  return {
+    json: pieces,
+    rows: count,
+    next: hasNext ? keys[count - 1]! : null,
+    catalogVersion: catalog.version,
+    keysDigest: keysDigestOf(keys),
+    hasNext,
+  };
 }
 
 /** The hub's catalog (see HubCatalog) and the version it is at, in one statement. */
@@ -195,7 +219,8 @@ async function readHubCatalog(db: Kysely<Database>, hubId: string): Promise<HubC
   for (const r of rows) {
     if (r.kind === 'version') catalog.version = r.id;
     // Joined, not templated: a template makes a tree of strings that every page would walk again.
-    else if (r.kind === 'workspace') catalog.workspaces.set(r.id, ['{"id":', q(r.id), ',"name":', q(r.name), ',"fields":', r.detail, '}'].join(''));
+    else if (r.kind === 'workspace')
+      catalog.workspaces.set(r.id, ['{"id":', q(r.id), ',"name":', q(r.name), ',"fields":', r.detail, '}'].join(''));
     else catalog.playbooks.set(r.id, ['{"id":', q(r.id), ',"name":', q(r.name), ',"solutions":', r.detail, '}'].join(''));
   }
   return catalog;
@@ -344,7 +369,16 @@ const SORT_KEYS: Record<OptInReportSort, ReturnType<typeof sql>> = {
 /** One page of the report in the chosen order. */
 export async function findOptInReportPage(db: Db, q_: OptInReportQuery): Promise<OptInReportRow[]> {
   const dir = sql.raw(q_.descending ? 'DESC' : 'ASC');
-  const { rows } = await sql<{ id: string; playbook_name: string; workspace_name: string; status: OptInStatus; opted_in_at: string; updated_at: string; budget_cents: string | null; budget_type: 'lifetime' | 'daily' | null }>`
+  const { rows } = await sql<{
+    id: string;
+    playbook_name: string;
+    workspace_name: string;
+    status: OptInStatus;
+    opted_in_at: string;
+    updated_at: string;
+    budget_cents: string | null;
+    budget_type: 'lifetime' | 'daily' | null;
+  }>`
     SELECT o.id, p.name AS playbook_name, w.name AS workspace_name, o.status,
            to_char(o.opted_in_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS opted_in_at,
            to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS updated_at,
@@ -370,7 +404,10 @@ export async function findOptInReportPage(db: Db, q_: OptInReportQuery): Promise
 /** How many opt-ins match: by status from the counts the triggers of migration 006 keep, else counted. */
 export async function countOptInReport(db: Db, f: OptInReportFilters): Promise<number> {
   if (f.playbookId === undefined && f.workspaceId === undefined && f.optedInFrom === undefined && f.optedInBefore === undefined) {
-    let query = db.kysely.selectFrom('opt_in_status_counts').select((e) => e.fn.coalesce(e.fn.sum<string>('opt_ins'), sql<string>`0`).as('n')).where('hub_id', '=', f.hubId);
+    let query = db.kysely
+      .selectFrom('opt_in_status_counts')
+      .select((e) => e.fn.coalesce(e.fn.sum<string>('opt_ins'), sql<string>`0`).as('n'))
+      .where('hub_id', '=', f.hubId);
     if (f.status !== undefined) query = query.where('status', '=', f.status);
     return Number((await query.executeTakeFirstOrThrow()).n);
   }

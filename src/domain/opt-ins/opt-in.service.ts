@@ -9,8 +9,20 @@ import type { HubCatalogCache } from './hub-catalog.ts';
 import type { ListCursor, Position } from '../keyset.ts';
 import { parseSince } from './opt-in.ts';
 import {
-  countOptInReport as countReport, countOptInsBetween, countOptInSummary, findOptInPage as readOptInPage, findOptInPageState, findOptInReportPage as readReportPage,
-  readOptInSummaryVersion, type OptInPage, type OptInPageQuery, type OptInPageState, type OptInReportFilters, type OptInReportQuery, type OptInReportRow, type PeriodCounts,
+  countOptInReport as countReport,
+  countOptInsBetween,
+  countOptInSummary,
+  findOptInPage as readOptInPage,
+  findOptInPageState,
+  findOptInReportPage as readReportPage,
+  readOptInSummaryVersion,
+  type OptInPage,
+  type OptInPageQuery,
+  type OptInPageState,
+  type OptInReportFilters,
+  type OptInReportQuery,
+  type OptInReportRow,
+  type PeriodCounts,
 } from './opt-in.repository.ts';
 
 export type { OptInPage, OptInPageQuery, OptInReportFilters, OptInReportQuery, OptInReportRow } from './opt-in.repository.ts';
@@ -35,11 +47,19 @@ function pageQuery(hubId: string, input: ListOptInsInput): OptInPageQuery {
 }
 
 /** A page of the hub's opt-ins, oldest change first, as `{data, nextCursor}` JSON text, and its validator. */
-export async function listOptIns(db: Db, catalogs: HubCatalogCache, hubId: string, input: ListOptInsInput): Promise<{ json: JsonText; validator: Validator }> {
+export async function listOptIns(
+  db: Db,
+  catalogs: HubCatalogCache,
+  hubId: string,
+  input: ListOptInsInput,
+): Promise<{ json: JsonText; validator: Validator }> {
   const query = pageQuery(hubId, input);
   const page = await readOptInPage(db, catalogs, query);
   const nextCursor = page.next && input.cursor.next(page.next);
-  return { json: new JsonText('{"data":', ...page.json, `,"nextCursor":${JSON.stringify(nextCursor)}}`), validator: pageValidatorOf(query, page) };
+  return {
+    json: new JsonText('{"data":', ...page.json, `,"nextCursor":${JSON.stringify(nextCursor)}}`),
+    validator: pageValidatorOf(query, page),
+  };
 }
 
 /** The validator of the page listOptIns would return, from its rows' keys alone (see findOptInPageState). */
@@ -100,7 +120,12 @@ export class OptInSummaryCache extends VersionedCache<OptInSummary> {
  * moves every period's range), whichever is later — not the time it was built, so equal state
  * gives equal bytes.
  */
-export async function cachedOptInSummary(db: Db, hubId: string, clock: Clock, cache: OptInSummaryCache): Promise<{ summary: OptInSummary; validator: Validator }> {
+export async function cachedOptInSummary(
+  db: Db,
+  hubId: string,
+  clock: Clock,
+  cache: OptInSummaryCache,
+): Promise<{ summary: OptInSummary; validator: Validator }> {
   const now = clock.now();
   const key = `${hubId}|${utcDate(now)}`;
   const { version, readAt } = await readOptInSummaryVersion(db, hubId);
@@ -121,7 +146,11 @@ export async function optInSummaryValidator(db: Db, hubId: string, clock: Clock)
 
 async function countSummary(db: Db, hubId: string, now: Date): Promise<{ summary: OptInSummary; version: string; readAt: Date }> {
   const ranges = PERIODS.map((period) => ({ period, ...periodRanges(period, now) }));
-  const counts = await countOptInSummary(db, hubId, ranges.flatMap((r) => [r.current, r.prior]));
+  const counts = await countOptInSummary(
+    db,
+    hubId,
+    ranges.flatMap((r) => [r.current, r.prior]),
+  );
   const summary: OptInSummary = {
     timezone: 'UTC',
     asOf: summaryAsOf(counts.changedAt, now).toISOString(),

@@ -3,8 +3,19 @@ import { parseDate, parseTimestamp } from '../../platform/time.ts';
 import { positionCursor, type Position } from '../keyset.ts';
 
 export const OPT_IN_STATUSES = [
-  'pending', 'pending_billing', 'in_review', 'deploying', 'active', 'partially-deployed', 'failed',
-  'cleanup_failed', 'cancelling', 'cancelled', 'completed', 'paused', 'questions_only',
+  'pending',
+  'pending_billing',
+  'in_review',
+  'deploying',
+  'active',
+  'partially-deployed',
+  'failed',
+  'cleanup_failed',
+  'cancelling',
+  'cancelled',
+  'completed',
+  'paused',
+  'questions_only',
 ] as const;
 export type OptInStatus = (typeof OPT_IN_STATUSES)[number];
 
@@ -39,8 +50,9 @@ export const OPT_IN_CURSOR = positionCursor('opt-ins', { anyFraction: true });
 export function parseSince(text: string): Date {
   const at = parseTimestamp(text) ?? parseDate(text);
   if (!at) {
-    throw invalid([{ field: 'since', message: 'must be an ISO 8601 timestamp with Z or an offset (2026-11-02T09:00:00Z) or a date (2026-11-02)' }]);
+    throw invalid([
+      { field: 'since', message: 'must be an ISO 8601 timestamp with Z or an offset (2026-11-02T09:00:00Z) or a date (2026-11-02)' },
+    ]);
   }
   return at;
 }
-

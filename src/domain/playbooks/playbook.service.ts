@@ -6,6 +6,10 @@ import { findPlaybooks as readPlaybooks, type PlaybookRecord } from './playbook.
 export type { PlaybookRecord } from './playbook.repository.ts';
 
 /** The playbooks of one hub (of one solution, if given), by id, keyset-paged: `limit + 1` rows to see whether more follow. */
-export async function findPlaybooks(db: Db, hubId: string, page: { afterId?: string; limit: number; solution?: Solution }): Promise<PlaybookRecord[]> {
+export async function findPlaybooks(
+  db: Db,
+  hubId: string,
+  page: { afterId?: string; limit: number; solution?: Solution },
+): Promise<PlaybookRecord[]> {
   return readPlaybooks(db, hubId, page);
 }

@@ -78,7 +78,9 @@ export class SandboxConnector implements Connector {
         published_at: this.#clock.now(),
         idempotency_key: idempotencyKey,
       })
-      .onConflict((oc) => oc.columns(['hub_id', 'idempotency_key']).doUpdateSet((eb) => ({ requests: eb('sandbox_publications.requests', '+', 1) })))
+      .onConflict((oc) =>
+        oc.columns(['hub_id', 'idempotency_key']).doUpdateSet((eb) => ({ requests: eb('sandbox_publications.requests', '+', 1) })),
+      )
       .returning('id')
       .executeTakeFirstOrThrow();
     return { externalId: row.id };

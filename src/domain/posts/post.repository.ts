@@ -112,8 +112,20 @@ export function postRows(p: NewPost) {
       created_by: p.createdBy,
       ...(p.createdAt === undefined ? {} : { created_at: p.createdAt, updated_at: p.createdAt }),
     },
-    deliveries: p.channelIds.map((channelId, position) => ({ hub_id: p.hubId, workspace_id: p.workspaceId, post_id: p.id, channel_id: channelId, position })),
-    media: p.mediaIds.map((mediaId, position) => ({ hub_id: p.hubId, workspace_id: p.workspaceId, post_id: p.id, media_id: mediaId, position })),
+    deliveries: p.channelIds.map((channelId, position) => ({
+      hub_id: p.hubId,
+      workspace_id: p.workspaceId,
+      post_id: p.id,
+      channel_id: channelId,
+      position,
+    })),
+    media: p.mediaIds.map((mediaId, position) => ({
+      hub_id: p.hubId,
+      workspace_id: p.workspaceId,
+      post_id: p.id,
+      media_id: mediaId,
+      position,
+    })),
   };
 }
 

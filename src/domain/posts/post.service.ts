@@ -108,5 +108,9 @@ export async function listPosts(db: Db, caller: Caller, input: ListPostsInput): 
   if (from && before && before.getTime() <= from.getTime()) throw invalid([{ field: 'to', message: 'must not be before from' }]);
   const scope = narrowScope(scopeOf(caller), input.workspaceId);
   if (!scope) return { data: [], nextCursor: null };
-  return toPage(input.cursor, await findPostPage(db, { scope, status: input.status, from, before, after: input.cursor.after, limit }), limit);
+  return toPage(
+    input.cursor,
+    await findPostPage(db, { scope, status: input.status, from, before, after: input.cursor.after, limit }),
+    limit,
+  );
 }

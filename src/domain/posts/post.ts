@@ -135,7 +135,10 @@ export function postProblems(
     if (post.scheduledAt === null) {
       issues.push({ field: 'scheduledAt', message: 'is required to schedule a post (or set publishNow: true)' });
     } else if (post.scheduledAt.getTime() <= now.getTime()) {
-      issues.push({ field: 'scheduledAt', message: `must be in the future (it is now ${now.toISOString()}); use publishNow: true to publish at once` });
+      issues.push({
+        field: 'scheduledAt',
+        message: `must be in the future (it is now ${now.toISOString()}); use publishNow: true to publish at once`,
+      });
     } else if (post.scheduledAt.getTime() - now.getTime() > MAX_SCHEDULE_AHEAD_MS) {
       issues.push({ field: 'scheduledAt', message: 'must be at most 366 days ahead' });
     }

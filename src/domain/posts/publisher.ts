@@ -4,7 +4,15 @@ import type { Db } from '../../db/database.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { PUBLISH_LEASE_MS } from '../../policy.ts';
 import { deliveryKey, type Connector, type OutgoingChannel, type OutgoingPost } from './connector.ts';
-import { claimDue, loadPending, reclaimExpired, recordDelivery, recordOutcome, type Claim, type DeliveryResult } from './publisher.repository.ts';
+import {
+  claimDue,
+  loadPending,
+  reclaimExpired,
+  recordDelivery,
+  recordOutcome,
+  type Claim,
+  type DeliveryResult,
+} from './publisher.repository.ts';
 
 // The background publisher. Each round claims a small batch of due posts
 // (FOR UPDATE SKIP LOCKED: any number of loops and instances share the queue), marks them
@@ -64,7 +72,8 @@ export function createPublisher(options: PublisherOptions): Publisher {
   const claimant = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
 
   async function deliver(post: OutgoingPost, channel: OutgoingChannel & { connected: boolean }): Promise<DeliveryResult> {
-    if (!channel.connected) return { channelId: channel.id, error: 'the channel is disconnected; reconnect it and schedule the post again' };
+    if (!channel.connected)
+      return { channelId: channel.id, error: 'the channel is disconnected; reconnect it and schedule the post again' };
     try {
       const target = { id: channel.id, platform: channel.platform, name: channel.name, handle: channel.handle };
       const { externalId } = await withTimeout(connector.publish(post, target, deliveryKey(post.id, channel.id)), publishTimeoutMs);
@@ -81,11 +90,13 @@ export function createPublisher(options: PublisherOptions): Publisher {
     const claimed = [...reclaimed, ...due];
     const posts = await loadPending(db, claimed);
     // Settled, not raced: a round (and so stop()) ends only when every post's work has.
-    const outcomes = await Promise.allSettled(posts.map(async ({ post, pending }) => {
-      // One channel after another: a platform sees a post's deliveries in the order chosen.
-      for (const channel of pending) await recordDelivery(db, post.id, await deliver(post, channel), clock.now());
-      await recordOutcome(db, post.id, claim, clock.now());
-    }));
+    const outcomes = await Promise.allSettled(
+      posts.map(async ({ post, pending }) => {
+        // One channel after another: a platform sees a post's deliveries in the order chosen.
+        for (const channel of pending) await recordDelivery(db, post.id, await deliver(post, channel), clock.now());
+        await recordOutcome(db, post.id, claim, clock.now());
+      }),
+    );
     const failed = outcomes.find((o) => o.status === 'rejected');
     if (failed) throw failed.reason;
     return claimed.length;
@@ -96,16 +107,18 @@ export function createPublisher(options: PublisherOptions): Publisher {
   let round: Promise<void> = Promise.resolve();
 
   const tick = () => {
-    round = runOnce().then(
-      (claimed) => claimed,
-      (error: unknown) => {
-        options.onError?.(error);
-        return 0;
-      },
-    ).then((claimed) => {
-      // A full batch means more may be waiting: go again at once.
-      if (running) timer = setTimeout(tick, claimed >= batchSize ? 0 : intervalMs);
-    });
+    round = runOnce()
+      .then(
+        (claimed) => claimed,
+        (error: unknown) => {
+          options.onError?.(error);
+          return 0;
+        },
+      )
+      .then((claimed) => {
+        // A full batch means more may be waiting: go again at once.
+        if (running) timer = setTimeout(tick, claimed >= batchSize ? 0 : intervalMs);
+      });
   };
 
   return {

@@ -27,20 +27,42 @@ export async function saveReviewDays(trx: Kysely<Database>, days: ReviewDay[], c
     const rows = days.slice(i, i + chunk).map((d) => {
       const [n1, n2, n3, n4, n5] = d.newReviews;
       return {
-        hub_id: d.hubId, workspace_id: d.workspaceId, date: d.date,
-        new_1: n1, new_2: n2, new_3: n3, new_4: n4, new_5: n5, responded: d.responded,
-        total_1: n1, total_2: n2, total_3: n3, total_4: n4, total_5: n5, total_responded: d.responded,
+        hub_id: d.hubId,
+        workspace_id: d.workspaceId,
+        date: d.date,
+        new_1: n1,
+        new_2: n2,
+        new_3: n3,
+        new_4: n4,
+        new_5: n5,
+        responded: d.responded,
+        total_1: n1,
+        total_2: n2,
+        total_3: n3,
+        total_4: n4,
+        total_5: n5,
+        total_responded: d.responded,
       };
     });
     await trx
       .insertInto('review_days')
       .values(rows)
-      .onConflict((oc) => oc.columns(['hub_id', 'workspace_id', 'date']).doUpdateSet((eb) => ({
-        new_1: eb.ref('excluded.new_1'), new_2: eb.ref('excluded.new_2'), new_3: eb.ref('excluded.new_3'),
-        new_4: eb.ref('excluded.new_4'), new_5: eb.ref('excluded.new_5'), responded: eb.ref('excluded.responded'),
-        total_1: eb.ref('excluded.total_1'), total_2: eb.ref('excluded.total_2'), total_3: eb.ref('excluded.total_3'),
-        total_4: eb.ref('excluded.total_4'), total_5: eb.ref('excluded.total_5'), total_responded: eb.ref('excluded.total_responded'),
-      })))
+      .onConflict((oc) =>
+        oc.columns(['hub_id', 'workspace_id', 'date']).doUpdateSet((eb) => ({
+          new_1: eb.ref('excluded.new_1'),
+          new_2: eb.ref('excluded.new_2'),
+          new_3: eb.ref('excluded.new_3'),
+          new_4: eb.ref('excluded.new_4'),
+          new_5: eb.ref('excluded.new_5'),
+          responded: eb.ref('excluded.responded'),
+          total_1: eb.ref('excluded.total_1'),
+          total_2: eb.ref('excluded.total_2'),
+          total_3: eb.ref('excluded.total_3'),
+          total_4: eb.ref('excluded.total_4'),
+          total_5: eb.ref('excluded.total_5'),
+          total_responded: eb.ref('excluded.total_responded'),
+        })),
+      )
       .execute();
   }
   const hubIds = days.map((d) => d.hubId);
@@ -82,7 +104,13 @@ export async function countReviews(db: Db, scope: WorkspaceScope, range: DateRan
           FROM review_days d WHERE d.hub_id = w.hub_id AND d.workspace_id = w.id AND d.date < ${range.startDate}::date
          ORDER BY d.date DESC LIMIT 1) b ON true
      WHERE ${workspacesInScope(scope, 'w')}`.execute(db.kysely);
-  const counts = (t: Totals | null): RatingCounts => [Number(t?.t1 ?? 0), Number(t?.t2 ?? 0), Number(t?.t3 ?? 0), Number(t?.t4 ?? 0), Number(t?.t5 ?? 0)];
+  const counts = (t: Totals | null): RatingCounts => [
+    Number(t?.t1 ?? 0),
+    Number(t?.t2 ?? 0),
+    Number(t?.t3 ?? 0),
+    Number(t?.t4 ?? 0),
+    Number(t?.t5 ?? 0),
+  ];
   return result.rows.map((r) => {
     const all = counts(r.end);
     const before = counts(r.before);

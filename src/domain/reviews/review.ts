@@ -39,11 +39,22 @@ function average(counts: RatingCounts): number | null {
   return Math.round((stars / n) * 100) / 100;
 }
 
-const distribution = (counts: RatingCounts): Distribution => ({ '1': counts[0], '2': counts[1], '3': counts[2], '4': counts[3], '5': counts[4] });
+const distribution = (counts: RatingCounts): Distribution => ({
+  '1': counts[0],
+  '2': counts[1],
+  '3': counts[2],
+  '4': counts[3],
+  '5': counts[4],
+});
 
 export function addReviewCounts(a: ReviewCounts, b: ReviewCounts): ReviewCounts {
   const add = (x: RatingCounts, y: RatingCounts) => x.map((v, i) => v + y[i]!) as RatingCounts;
-  return { all: add(a.all, b.all), allResponded: a.allResponded + b.allResponded, new: add(a.new, b.new), newResponded: a.newResponded + b.newResponded };
+  return {
+    all: add(a.all, b.all),
+    allResponded: a.allResponded + b.allResponded,
+    new: add(a.new, b.new),
+    newResponded: a.newResponded + b.newResponded,
+  };
 }
 
 export function reviewSummary(counts: ReviewCounts): ReviewSummary {

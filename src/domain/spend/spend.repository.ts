@@ -71,7 +71,13 @@ function rangeSum(range: DateRange) {
 export async function sumSpendByWorkspace(db: Db, hubId: string, ranges: PeriodRanges): Promise<SpendByWorkspace> {
   const { current, prior } = ranges;
   // The unattributed line (workspace_key '') comes first, then every workspace of the hub.
-  const result = await sql<{ id: string | null; name: string | null; fields: Record<string, string | number | boolean> | null; cur: string; prior: string }>`
+  const result = await sql<{
+    id: string | null;
+    name: string | null;
+    fields: Record<string, string | number | boolean> | null;
+    cur: string;
+    prior: string;
+  }>`
     WITH sums AS (
       SELECT p.workspace_key, sum(${rangeSum(current)}) AS cur, sum(${rangeSum(prior)}) AS prior
         FROM spend_prefix_sums p
@@ -89,7 +95,13 @@ export async function sumSpendByWorkspace(db: Db, hubId: string, ranges: PeriodR
     ) lines
     ORDER BY id IS NULL DESC, cur DESC, id`.execute(db.kysely);
   const [unattributed, ...rows] = result.rows;
-  const workspaces = rows.map((r) => ({ id: r.id!, name: r.name!, fields: r.fields!, spendCents: Number(r.cur), priorSpendCents: Number(r.prior) }));
+  const workspaces = rows.map((r) => ({
+    id: r.id!,
+    name: r.name!,
+    fields: r.fields!,
+    spendCents: Number(r.cur),
+    priorSpendCents: Number(r.prior),
+  }));
   const unattributedSpendCents = Number(unattributed?.cur ?? 0);
   const priorUnattributedSpendCents = Number(unattributed?.prior ?? 0);
   return {

@@ -5,7 +5,13 @@ import { VersionedCache } from '../../platform/lru.ts';
 import { entityTag, type Validator } from '../../platform/validators.ts';
 import { periodRanges, utcDate, type Period } from '../periods.ts';
 import { spendFreshness, type AdAccountStatus } from './spend.ts';
-import { adAccountStatuses as readAdAccountStatuses, readSpendState, sumSpendByWorkspace, type SpendByWorkspace, type SpendState } from './spend.repository.ts';
+import {
+  adAccountStatuses as readAdAccountStatuses,
+  readSpendState,
+  sumSpendByWorkspace,
+  type SpendByWorkspace,
+  type SpendState,
+} from './spend.repository.ts';
 
 /**
  * Spend sums per (hub, period, UTC day), kept while the hub's report version is unchanged. The
@@ -24,7 +30,13 @@ export async function spendByWorkspace(db: Db, hubId: string, period: Period, cl
 }
 
 /** The report and the validator of the state it was built from. */
-export async function spendReport(db: Db, hubId: string, period: Period, clock: Clock, cache: SpendReportCache): Promise<{ json: JsonText; validator: Validator }> {
+export async function spendReport(
+  db: Db,
+  hubId: string,
+  period: Period,
+  clock: Clock,
+  cache: SpendReportCache,
+): Promise<{ json: JsonText; validator: Validator }> {
   const now = clock.now();
   const ranges = periodRanges(period, now);
   const state = await readSpendState(db, hubId);
@@ -49,7 +61,10 @@ export async function spendReport(db: Db, hubId: string, period: Period, clock: 
       priorUnattributedSpendCents: sums.priorUnattributedSpendCents,
     },
   });
-  return { json: new JsonText(`${head.slice(0, -1)},"workspaces":`, sums.workspacesJson, '}'), validator: spendValidatorOf(hubId, period, now, state) };
+  return {
+    json: new JsonText(`${head.slice(0, -1)},"workspaces":`, sums.workspacesJson, '}'),
+    validator: spendValidatorOf(hubId, period, now, state),
+  };
 }
 
 /**

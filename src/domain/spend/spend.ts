@@ -14,7 +14,6 @@ export type AdAccountSyncState = (typeof AD_ACCOUNT_SYNC_STATES)[number];
 export const FRESHNESS = ['fresh', 'stale', 'syncing', 'failed', 'never_synced', 'no_accounts'] as const;
 export type Freshness = (typeof FRESHNESS)[number];
 
-
 export interface AdAccountSync {
   syncState: AdAccountSyncState;
   lastSyncedAt: Date | null;

@@ -9,16 +9,36 @@ export async function hubName(db: Db, hubId: string): Promise<string | undefined
 
 /** The hub's non-archived custom field keys, in byte order (the CSV's field_<key> columns). */
 export async function visibleFieldKeys(db: Db, hubId: string): Promise<string[]> {
-  const rows = await db.kysely.selectFrom('workspace_fields').select('key').where('hub_id', '=', hubId).where('archived', '=', false).orderBy('key').execute();
+  const rows = await db.kysely
+    .selectFrom('workspace_fields')
+    .select('key')
+    .where('hub_id', '=', hubId)
+    .where('archived', '=', false)
+    .orderBy('key')
+    .execute();
   return rows.map((r) => r.key);
 }
 
 /** Up to 1000 playbooks of the hub by name, for a filter's choices. */
 export async function hubPlaybooks(db: Db, hubId: string): Promise<{ id: string; name: string }[]> {
-  return db.kysely.selectFrom('playbooks').select(['id', 'name']).where('hub_id', '=', hubId).orderBy('name').orderBy('id').limit(1000).execute();
+  return db.kysely
+    .selectFrom('playbooks')
+    .select(['id', 'name'])
+    .where('hub_id', '=', hubId)
+    .orderBy('name')
+    .orderBy('id')
+    .limit(1000)
+    .execute();
 }
 
 /** Up to `limit` workspaces of the hub by name, for a filter's choices. */
 export async function hubWorkspaces(db: Db, hubId: string, limit = 1000): Promise<{ id: string; name: string }[]> {
-  return db.kysely.selectFrom('workspaces').select(['id', 'name']).where('hub_id', '=', hubId).orderBy('name').orderBy('id').limit(limit).execute();
+  return db.kysely
+    .selectFrom('workspaces')
+    .select(['id', 'name'])
+    .where('hub_id', '=', hubId)
+    .orderBy('name')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
 }

@@ -68,7 +68,11 @@ export async function findHub(db: Db, hubId: string): Promise<Hub | undefined> {
 }
 
 /** Sets whether a hub is suspended; undefined for an unknown hub. */
-export async function updateHubSuspended(db: Db, hubId: string, suspended: boolean): Promise<{ id: string; suspended: boolean } | undefined> {
+export async function updateHubSuspended(
+  db: Db,
+  hubId: string,
+  suspended: boolean,
+): Promise<{ id: string; suspended: boolean } | undefined> {
   const row = await db.kysely
     .updateTable('hubs')
     .set({ suspended })
@@ -112,7 +116,10 @@ export async function insertUser(trx: Transaction<Database>, user: User, passwor
       is_staff: user.staff,
     })
     .execute();
-  await trx.insertInto('memberships').values({ user_id: user.id, hub_id: user.hubId, role: user.role, workspace_id: user.workspaceId }).execute();
+  await trx
+    .insertInto('memberships')
+    .values({ user_id: user.id, hub_id: user.hubId, role: user.role, workspace_id: user.workspaceId })
+    .execute();
 }
 
 export interface Membership {
@@ -125,10 +132,18 @@ export interface Membership {
 
 /** The user's role in the hub, or undefined when they are not a member. */
 export async function membershipRole(trx: Transaction<Database>, userId: string, hubId: string): Promise<Role | undefined> {
-  const existing = await trx.selectFrom('memberships').select('role').where('user_id', '=', userId).where('hub_id', '=', hubId).executeTakeFirst();
+  const existing = await trx
+    .selectFrom('memberships')
+    .select('role')
+    .where('user_id', '=', userId)
+    .where('hub_id', '=', hubId)
+    .executeTakeFirst();
   return existing?.role;
 }
 
 export async function insertMembership(trx: Transaction<Database>, membership: Membership): Promise<void> {
-  await trx.insertInto('memberships').values({ user_id: membership.userId, hub_id: membership.hubId, role: membership.role, workspace_id: membership.workspaceId }).execute();
+  await trx
+    .insertInto('memberships')
+    .values({ user_id: membership.userId, hub_id: membership.hubId, role: membership.role, workspace_id: membership.workspaceId })
+    .execute();
 }

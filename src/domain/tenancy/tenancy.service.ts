@@ -8,11 +8,31 @@ import type { Database } from '../../db/schema.ts';
 import { DomainError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { hashPassword } from '../../platform/password.ts';
-import { hubName as findHubName, hubPlaybooks as findHubPlaybooks, hubWorkspaces as findHubWorkspaces, visibleFieldKeys as findVisibleFieldKeys } from './hub-directory.repository.ts';
+import {
+  hubName as findHubName,
+  hubPlaybooks as findHubPlaybooks,
+  hubWorkspaces as findHubWorkspaces,
+  visibleFieldKeys as findVisibleFieldKeys,
+} from './hub-directory.repository.ts';
 import { check, emailProblem, nameProblem, normaliseEmail, passwordProblem, PLANS, ROLES, type Plan, type Role } from './tenancy.ts';
 import {
-  emailTaken, findHub, insertAccount, insertHub, insertMembership, insertUser, isUniqueViolation, lockAccount, lockHub, lockUserByEmail, lockWorkspace,
-  membershipRole, updateHubSuspended, type Account, type Hub, type Membership, type User,
+  emailTaken,
+  findHub,
+  insertAccount,
+  insertHub,
+  insertMembership,
+  insertUser,
+  isUniqueViolation,
+  lockAccount,
+  lockHub,
+  lockUserByEmail,
+  lockWorkspace,
+  membershipRole,
+  updateHubSuspended,
+  type Account,
+  type Hub,
+  type Membership,
+  type User,
 } from './tenancy.repository.ts';
 
 export type { Account, Hub, Membership, User } from './tenancy.repository.ts';
@@ -117,7 +137,10 @@ export async function createUser(db: Db, input: NewUser): Promise<User> {
  * (its plan and API access apply to them), so a hub of another account is refused. Nothing is
  * written on a refusal.
  */
-export async function addUserToHub(db: Db, input: { email: string; hubId: string; role: Role; workspaceId?: string | undefined }): Promise<Membership> {
+export async function addUserToHub(
+  db: Db,
+  input: { email: string; hubId: string; role: Role; workspaceId?: string | undefined },
+): Promise<Membership> {
   const email = normaliseEmail(input.email);
   checkRole(input.role);
   try {
@@ -126,7 +149,10 @@ export async function addUserToHub(db: Db, input: { email: string; hubId: string
       if (!user) throw new DomainError('not_found', `no user has the email ${email} (create one with: hubops users create)`);
       const hub = await existingHub(trx, input.hubId);
       if (hub.accountId !== user.accountId) {
-        throw new DomainError('rejected', `hub ${hub.id} belongs to account ${hub.accountId}, and ${email} to account ${user.accountId}; a user can only join hubs of their own account`);
+        throw new DomainError(
+          'rejected',
+          `hub ${hub.id} belongs to account ${hub.accountId}, and ${email} to account ${user.accountId}; a user can only join hubs of their own account`,
+        );
       }
       await checkWorkspaceOf(trx, input.workspaceId, hub.id);
       const existing = await membershipRole(trx, user.id, hub.id);
@@ -137,7 +163,8 @@ export async function addUserToHub(db: Db, input: { email: string; hubId: string
     });
   } catch (error) {
     // Two concurrent additions of the same user to the same hub: the primary key decides.
-    if (isUniqueViolation(error, 'memberships_pkey')) throw new DomainError('conflict', `${email} is already a member of hub ${input.hubId}`);
+    if (isUniqueViolation(error, 'memberships_pkey'))
+      throw new DomainError('conflict', `${email} is already a member of hub ${input.hubId}`);
     throw error;
   }
 }

@@ -33,7 +33,17 @@ export async function deleteSession(db: Db, idHash: Buffer): Promise<void> {
 
 /** The user of a live session with their memberships (by hub name), or undefined. */
 export async function findSessionUser(db: Db, idHash: Buffer, now: Date): Promise<SessionUser | undefined> {
-  const result = await sql<{ id: string; email: string; firstname: string; lastname: string; hub_id: string | null; hub_name: string | null; role: 'hub_admin' | 'member' | null; workspace_id: string | null; workspace_name: string | null }>`
+  const result = await sql<{
+    id: string;
+    email: string;
+    firstname: string;
+    lastname: string;
+    hub_id: string | null;
+    hub_name: string | null;
+    role: 'hub_admin' | 'member' | null;
+    workspace_id: string | null;
+    workspace_name: string | null;
+  }>`
     SELECT u.id, u.email, u.firstname, u.lastname, m.hub_id, h.name AS hub_name, m.role, m.workspace_id, w.name AS workspace_name
       FROM web_sessions s
       JOIN users u ON u.id = s.user_id
@@ -49,14 +59,23 @@ export async function findSessionUser(db: Db, idHash: Buffer, now: Date): Promis
     email: first.email,
     firstname: first.firstname,
     lastname: first.lastname,
-    memberships: result.rows.filter((r) => r.hub_id !== null).map((r) => ({
-      hubId: r.hub_id!, hubName: r.hub_name!, role: r.role!, workspaceId: r.workspace_id, workspaceName: r.workspace_name,
-    })),
+    memberships: result.rows
+      .filter((r) => r.hub_id !== null)
+      .map((r) => ({
+        hubId: r.hub_id!,
+        hubName: r.hub_name!,
+        role: r.role!,
+        workspaceId: r.workspace_id,
+        workspaceName: r.workspace_name,
+      })),
   };
 }
 
 /** Stores a form token, first dropping the expired ones. */
-export async function insertFormToken(db: Db, token: { tokenHash: Buffer; sessionHash: Buffer; hubId: string; now: Date; expiresAt: Date }): Promise<void> {
+export async function insertFormToken(
+  db: Db,
+  token: { tokenHash: Buffer; sessionHash: Buffer; hubId: string; now: Date; expiresAt: Date },
+): Promise<void> {
   await sql`DELETE FROM web_form_tokens WHERE expires_at < ${token.now}`.execute(db.kysely);
   await sql`INSERT INTO web_form_tokens (token_hash, session_hash, hub_id, created_at, expires_at)
             VALUES (${token.tokenHash}, ${token.sessionHash}, ${token.hubId}, ${token.now}, ${token.expiresAt})`.execute(db.kysely);
@@ -67,7 +86,10 @@ export async function insertFormToken(db: Db, token: { tokenHash: Buffer; sessio
  * of the same form waits for the first. Its key id once a key was made with it; undefined when
  * there is no such live token.
  */
-export async function lockFormToken(trx: Transaction<Database>, token: { tokenHash: Buffer; sessionHash: Buffer; hubId: string; now: Date }): Promise<{ keyId: string | null } | undefined> {
+export async function lockFormToken(
+  trx: Transaction<Database>,
+  token: { tokenHash: Buffer; sessionHash: Buffer; hubId: string; now: Date },
+): Promise<{ keyId: string | null } | undefined> {
   const result = await sql<{ key_id: string | null }>`
     SELECT key_id FROM web_form_tokens
      WHERE token_hash = ${token.tokenHash} AND session_hash = ${token.sessionHash}
@@ -83,7 +105,10 @@ export async function recordKeyOfFormToken(trx: Transaction<Database>, tokenHash
 }
 
 /** The key made with the token and its sealed copy, which is erased as it is read. */
-export async function takeSealedKey(db: Db, token: { tokenHash: Buffer; sessionHash: Buffer; hubId: string }): Promise<{ keyId: string; sealed: Buffer | null } | undefined> {
+export async function takeSealedKey(
+  db: Db,
+  token: { tokenHash: Buffer; sessionHash: Buffer; hubId: string },
+): Promise<{ keyId: string; sealed: Buffer | null } | undefined> {
   const result = await sql<{ key_id: string | null; key_sealed: Buffer | null }>`
     UPDATE web_form_tokens t SET key_sealed = NULL
       FROM (SELECT token_hash, key_sealed FROM web_form_tokens

@@ -11,7 +11,14 @@ import { FORM_TOKEN_TTL_MS, WEB_SESSION_TTL_MS } from '../../policy.ts';
 import { createKeyInTransaction, rollKeyInTransaction, type CreatedKey } from '../api-keys/api-key.service.ts';
 import type { KeyScope } from '../api-keys/api-key.ts';
 import {
-  deleteSession, findSessionUser, insertFormToken, insertSession, lockFormToken, recordKeyOfFormToken, takeSealedKey, type SessionUser,
+  deleteSession,
+  findSessionUser,
+  insertFormToken,
+  insertSession,
+  lockFormToken,
+  recordKeyOfFormToken,
+  takeSealedKey,
+  type SessionUser,
 } from './web-session.repository.ts';
 
 export type { Membership, SessionUser } from './web-session.repository.ts';
@@ -38,7 +45,13 @@ export async function sessionUser(db: Db, sessionId: string, now: Date): Promise
 /** A one-time token for one rendering of the Create key form of this session and hub. */
 export async function issueFormToken(db: Db, sessionId: string, hubId: string, now: Date): Promise<string> {
   const token = randomToken();
-  await insertFormToken(db, { tokenHash: sha256(token), sessionHash: sha256(sessionId), hubId, now, expiresAt: new Date(now.getTime() + FORM_TOKEN_TTL_MS) });
+  await insertFormToken(db, {
+    tokenHash: sha256(token),
+    sessionHash: sha256(sessionId),
+    hubId,
+    now,
+    expiresAt: new Date(now.getTime() + FORM_TOKEN_TTL_MS),
+  });
   return token;
 }
 
@@ -55,7 +68,14 @@ export async function createKeyOnce(
   input: { sessionId: string; formToken: string; hubId: string; name: string; scope: KeyScope; expiresInDays: number | null; now: Date },
 ): Promise<CreateOutcome> {
   return onceWithFormToken(db, input, (trx) =>
-    createKeyInTransaction(trx, { hubId: input.hubId, name: input.name, scope: input.scope, expiresInDays: input.expiresInDays, now: input.now }));
+    createKeyInTransaction(trx, {
+      hubId: input.hubId,
+      name: input.name,
+      scope: input.scope,
+      expiresInDays: input.expiresInDays,
+      now: input.now,
+    }),
+  );
 }
 
 /**
@@ -63,8 +83,13 @@ export async function createKeyOnce(
  * the new secret for the one-time reveal; a second finds the successor already made. The roll's
  * refusals (revoked, expired, already rolled) throw, and leave the form token unused.
  */
-export async function rollKeyOnce(db: Db, input: { sessionId: string; formToken: string; hubId: string; keyId: string; graceMs: number; now: Date }): Promise<CreateOutcome> {
-  return onceWithFormToken(db, input, (trx) => rollKeyInTransaction(trx, { hubId: input.hubId, keyId: input.keyId, graceMs: input.graceMs, now: input.now }));
+export async function rollKeyOnce(
+  db: Db,
+  input: { sessionId: string; formToken: string; hubId: string; keyId: string; graceMs: number; now: Date },
+): Promise<CreateOutcome> {
+  return onceWithFormToken(db, input, (trx) =>
+    rollKeyInTransaction(trx, { hubId: input.hubId, keyId: input.keyId, graceMs: input.graceMs, now: input.now }),
+  );
 }
 
 async function onceWithFormToken(
@@ -87,7 +112,12 @@ async function onceWithFormToken(
  * The key made with the form token, and its secret the first time only (undefined after: it
  * was erased as it was read). Undefined when the token made no key in this session and hub.
  */
-export async function revealKeyOnce(db: Db, sessionId: string, formToken: string, hubId: string): Promise<{ keyId: string; key: string | undefined } | undefined> {
+export async function revealKeyOnce(
+  db: Db,
+  sessionId: string,
+  formToken: string,
+  hubId: string,
+): Promise<{ keyId: string; key: string | undefined } | undefined> {
   const taken = await takeSealedKey(db, { tokenHash: sha256(formToken), sessionHash: sha256(sessionId), hubId });
   return taken && { keyId: taken.keyId, key: taken.sealed ? unsealKey(sessionId, taken.sealed) : undefined };
 }

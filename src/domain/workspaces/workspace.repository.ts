@@ -13,8 +13,19 @@ export interface WorkspaceRecord {
 }
 
 /** Workspaces in scope, by id, keyset-paged (`limit + 1` rows to see whether more follow). */
-export async function findWorkspaces(db: Db, scope: WorkspaceScope, page: { afterId?: string; limit: number; id?: string }): Promise<WorkspaceRecord[]> {
-  const result = await sql<{ id: string; hub_id: string; name: string; timezone: string; fields: WorkspaceRecord['fields']; created_at: Date }>`
+export async function findWorkspaces(
+  db: Db,
+  scope: WorkspaceScope,
+  page: { afterId?: string; limit: number; id?: string },
+): Promise<WorkspaceRecord[]> {
+  const result = await sql<{
+    id: string;
+    hub_id: string;
+    name: string;
+    timezone: string;
+    fields: WorkspaceRecord['fields'];
+    created_at: Date;
+  }>`
     SELECT w.id, w.hub_id, w.name, w.timezone, ${visibleFields(scope.hubId)} AS fields, w.created_at
       FROM workspaces w
      WHERE w.hub_id = ${scope.hubId}
@@ -23,7 +34,14 @@ export async function findWorkspaces(db: Db, scope: WorkspaceScope, page: { afte
        ${page.afterId !== undefined ? sql`AND w.id > ${page.afterId}` : sql``}
      ORDER BY w.id
      LIMIT ${page.limit + 1}`.execute(db.kysely);
-  return result.rows.map((r) => ({ _id: r.id, hubId: r.hub_id, name: r.name, timezone: r.timezone, fields: r.fields, createdAt: r.created_at.toISOString() }));
+  return result.rows.map((r) => ({
+    _id: r.id,
+    hubId: r.hub_id,
+    name: r.name,
+    timezone: r.timezone,
+    fields: r.fields,
+    createdAt: r.created_at.toISOString(),
+  }));
 }
 
 export interface HubRecord {
@@ -37,6 +55,9 @@ export interface HubRecord {
 export async function findHubs(db: Db, accountId: string, page: { afterId?: string; limit: number }): Promise<HubRecord[]> {
   let query = db.kysely.selectFrom('hubs').select(['id', 'name', 'suspended', 'created_at']).where('account_id', '=', accountId);
   if (page.afterId !== undefined) query = query.where('id', '>', page.afterId);
-  const rows = await query.orderBy('id').limit(page.limit + 1).execute();
+  const rows = await query
+    .orderBy('id')
+    .limit(page.limit + 1)
+    .execute();
   return rows.map((r) => ({ _id: r.id, name: r.name, suspended: r.suspended, createdAt: r.created_at.toISOString() }));
 }

@@ -6,7 +6,11 @@ import { findHubs as readHubs, findWorkspaces as readWorkspaces, type HubRecord,
 export type { HubRecord, WorkspaceRecord } from './workspace.repository.ts';
 
 /** Workspaces in scope, by id, keyset-paged (`limit + 1` rows to see whether more follow). */
-export async function findWorkspaces(db: Db, scope: WorkspaceScope, page: { afterId?: string; limit: number; id?: string }): Promise<WorkspaceRecord[]> {
+export async function findWorkspaces(
+  db: Db,
+  scope: WorkspaceScope,
+  page: { afterId?: string; limit: number; id?: string },
+): Promise<WorkspaceRecord[]> {
   return readWorkspaces(db, scope, page);
 }
 

@@ -41,9 +41,18 @@ export interface MetaOAuth {
   /** {dialogUrl}/{v}/dialog/oauth?client_id&redirect_uri&state&scope&response_type=code (dialogUrl is META_DIALOG_URL). */
   authorizeUrl(p: { dialogUrl: string; appId: string; redirectUri: string; state: string; scopes: string[] }): string;
   /** GET {graph}/{v}/oauth/access_token?client_id&redirect_uri&client_secret&code */
-  exchangeCode(p: { appId: string; appSecret: string; redirectUri: string; code: string }): Promise<{ accessToken: string; expiresAt: Date | null }>;
+  exchangeCode(p: {
+    appId: string;
+    appSecret: string;
+    redirectUri: string;
+    code: string;
+  }): Promise<{ accessToken: string; expiresAt: Date | null }>;
   /** GET {graph}/{v}/oauth/access_token?grant_type=fb_exchange_token&client_id&client_secret&fb_exchange_token */
-  exchangeForLongLived(p: { appId: string; appSecret: string; accessToken: string }): Promise<{ accessToken: string; expiresAt: Date | null }>;
+  exchangeForLongLived(p: {
+    appId: string;
+    appSecret: string;
+    accessToken: string;
+  }): Promise<{ accessToken: string; expiresAt: Date | null }>;
 }
 
 /** What the connect dialog asks for: reading ads and their insights, and the business's ad accounts. */
@@ -78,12 +87,30 @@ const MAX_POLL_TOTAL_MS = 5 * 60_000;
 const STILL_RUNNING: AsyncStatus[] = ['Job Not Started', 'Job Started', 'Job Running', 'Job Completed'];
 
 const ACCOUNT_FIELDS = 'id,name,currency,timezone_name,account_status';
-const INSIGHTS_FIELDS = ['account_id', 'account_currency', 'campaign_id', 'campaign_name', 'adset_id', 'adset_name', 'spend', 'date_start', 'date_stop'].join(',');
+const INSIGHTS_FIELDS = [
+  'account_id',
+  'account_currency',
+  'campaign_id',
+  'campaign_name',
+  'adset_id',
+  'adset_name',
+  'spend',
+  'date_start',
+  'date_stop',
+].join(',');
 
 /** Ad Account reference, `account_status`. */
 const ACCOUNT_STATUS: Record<number, string> = {
-  1: 'ACTIVE', 2: 'DISABLED', 3: 'UNSETTLED', 7: 'PENDING_RISK_REVIEW', 8: 'PENDING_SETTLEMENT', 9: 'IN_GRACE_PERIOD',
-  100: 'PENDING_CLOSURE', 101: 'CLOSED', 201: 'ANY_ACTIVE', 202: 'ANY_CLOSED',
+  1: 'ACTIVE',
+  2: 'DISABLED',
+  3: 'UNSETTLED',
+  7: 'PENDING_RISK_REVIEW',
+  8: 'PENDING_SETTLEMENT',
+  9: 'IN_GRACE_PERIOD',
+  100: 'PENDING_CLOSURE',
+  101: 'CLOSED',
+  201: 'ANY_ACTIVE',
+  202: 'ANY_CLOSED',
 };
 
 const ACCOUNT_ID = /^act_\d{1,20}$/;
@@ -134,12 +161,14 @@ interface Answer {
 export function createMetaClient(options: MetaClientOptions): AdPlatformClient & MetaOAuth {
   const base = options.graphUrl.replace(/\/+$/, '');
   const version = options.apiVersion ?? META_GRAPH_API_VERSION;
-  const sleep = options.sleep ?? (async (ms: number, signal?: AbortSignal) => {
-    // A cancelled wait ends with the caller's own reason, as a cancelled request does.
-    await delay(ms, undefined, signal ? { signal } : {}).catch((error: unknown) => {
-      throw signal?.aborted ? signal.reason : error;
+  const sleep =
+    options.sleep ??
+    (async (ms: number, signal?: AbortSignal) => {
+      // A cancelled wait ends with the caller's own reason, as a cancelled request does.
+      await delay(ms, undefined, signal ? { signal } : {}).catch((error: unknown) => {
+        throw signal?.aborted ? signal.reason : error;
+      });
     });
-  });
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const asyncAfterDays = options.asyncAfterDays ?? DEFAULT_ASYNC_AFTER_DAYS;
@@ -148,7 +177,13 @@ export function createMetaClient(options: MetaClientOptions): AdPlatformClient &
     session.secrets.reduce((out, secret) => (secret.length >= 4 ? out.split(secret).join('[redacted]') : out), text);
 
   /** One HTTP exchange: the answer's status, its parsed JSON body and its usage headers. */
-  async function exchange(session: Session, what: string, method: 'GET' | 'POST', path: string, params: Record<string, string>): Promise<Answer> {
+  async function exchange(
+    session: Session,
+    what: string,
+    method: 'GET' | 'POST',
+    path: string,
+    params: Record<string, string>,
+  ): Promise<Answer> {
     session.signal?.throwIfAborted();
     const url = new URL(`${base}/${version}/${path}`);
     const form = new URLSearchParams(params);
@@ -180,35 +215,51 @@ export function createMetaClient(options: MetaClientOptions): AdPlatformClient &
         request.destroy();
         reject(error);
       };
-      const request = (url.protocol === 'https:' ? https : http).request(url, { method, headers, signal, agent: url.protocol === 'https:' ? httpsAgent : httpAgent }, (response) => {
-        answered = true;
-        const status = response.statusCode ?? 0;
-        if (status >= 300 && status < 400) return settle(new PlatformError('bad_answer', `Meta answered ${what} with a redirect (HTTP ${status}); the Graph API never redirects`));
-        // Graph answers application/json; older versions said text/javascript for the same JSON.
-        const type = (response.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-        if (type !== 'application/json' && type !== 'text/javascript') return settle(new PlatformError('bad_answer', `Meta answered ${what} with ${type || 'no content type'} (HTTP ${status}), not JSON`));
-        const tooLarge = () => new PlatformError('bad_answer', `Meta's answer to ${what} is larger than ${maxBodyBytes} bytes`);
-        if (Number(response.headers['content-length'] ?? 0) > maxBodyBytes) return settle(tooLarge());
-        const encoding = (response.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
-        const decode = DECODERS.get(encoding);
-        if (decode === undefined) return settle(new PlatformError('bad_answer', `Meta answered ${what} in an unknown content encoding`));
-        // The cap counts the bytes we hold, after decompression (a small zip bomb is refused too).
-        const stream: Readable = decode ? response.pipe(decode()) : response;
-        const chunks: Buffer[] = [];
-        let total = 0;
-        const cutOff = () => settle(signal.aborted ? signal.reason : new Error('cut off'));
-        stream.on('data', (chunk: Buffer) => {
-          total += chunk.length;
-          if (total > maxBodyBytes) return settle(tooLarge());
-          chunks.push(chunk);
-        });
-        stream.on('end', () => settle(undefined, { status, headers: response.headers, text: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total)).toString('utf8') }));
-        stream.on('error', cutOff);
-        response.on('error', cutOff);
-        response.on('close', () => {
-          if (!response.complete) cutOff();
-        });
-      });
+      const request = (url.protocol === 'https:' ? https : http).request(
+        url,
+        { method, headers, signal, agent: url.protocol === 'https:' ? httpsAgent : httpAgent },
+        (response) => {
+          answered = true;
+          const status = response.statusCode ?? 0;
+          if (status >= 300 && status < 400)
+            return settle(
+              new PlatformError('bad_answer', `Meta answered ${what} with a redirect (HTTP ${status}); the Graph API never redirects`),
+            );
+          // Graph answers application/json; older versions said text/javascript for the same JSON.
+          const type = (response.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+          if (type !== 'application/json' && type !== 'text/javascript')
+            return settle(
+              new PlatformError('bad_answer', `Meta answered ${what} with ${type || 'no content type'} (HTTP ${status}), not JSON`),
+            );
+          const tooLarge = () => new PlatformError('bad_answer', `Meta's answer to ${what} is larger than ${maxBodyBytes} bytes`);
+          if (Number(response.headers['content-length'] ?? 0) > maxBodyBytes) return settle(tooLarge());
+          const encoding = (response.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+          const decode = DECODERS.get(encoding);
+          if (decode === undefined) return settle(new PlatformError('bad_answer', `Meta answered ${what} in an unknown content encoding`));
+          // The cap counts the bytes we hold, after decompression (a small zip bomb is refused too).
+          const stream: Readable = decode ? response.pipe(decode()) : response;
+          const chunks: Buffer[] = [];
+          let total = 0;
+          const cutOff = () => settle(signal.aborted ? signal.reason : new Error('cut off'));
+          stream.on('data', (chunk: Buffer) => {
+            total += chunk.length;
+            if (total > maxBodyBytes) return settle(tooLarge());
+            chunks.push(chunk);
+          });
+          stream.on('end', () =>
+            settle(undefined, {
+              status,
+              headers: response.headers,
+              text: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total)).toString('utf8'),
+            }),
+          );
+          stream.on('error', cutOff);
+          response.on('error', cutOff);
+          response.on('close', () => {
+            if (!response.complete) cutOff();
+          });
+        },
+      );
       request.on('error', (error) => settle(error));
       request.end(body);
     }).catch((error: unknown) => {
@@ -226,14 +277,23 @@ export function createMetaClient(options: MetaClientOptions): AdPlatformClient &
     try {
       json = JSON.parse(answer.text);
     } catch {
-      throw new PlatformError('bad_answer', `Meta's answer to ${what} is not valid JSON (HTTP ${answer.status}, ${Buffer.byteLength(answer.text)} bytes)`);
+      throw new PlatformError(
+        'bad_answer',
+        `Meta's answer to ${what} is not valid JSON (HTTP ${answer.status}, ${Buffer.byteLength(answer.text)} bytes)`,
+      );
     }
     const usage = answer.headers['x-business-use-case-usage'];
     return { status: answer.status, body: json, regainMs: regainMs(typeof usage === 'string' ? usage : undefined) };
   }
 
   /** A Graph request under the throttle rules; returns the answer's JSON object or throws PlatformError / PlatformThrottled. */
-  async function graph(session: Session, what: string, method: 'GET' | 'POST', path: string, params: Record<string, string>): Promise<Json> {
+  async function graph(
+    session: Session,
+    what: string,
+    method: 'GET' | 'POST',
+    path: string,
+    params: Record<string, string>,
+  ): Promise<Json> {
     let throttleMessage: string | undefined;
     for (;;) {
       if (session.pendingWaitMs > 0) {
@@ -255,7 +315,8 @@ export function createMetaClient(options: MetaClientOptions): AdPlatformClient &
         }
         throw classify(error, answer.status, what, session);
       }
-      if (answer.status < 200 || answer.status >= 300) throw new PlatformError('bad_answer', `Meta answered ${what} with HTTP ${answer.status} and no Graph error`);
+      if (answer.status < 200 || answer.status >= 300)
+        throw new PlatformError('bad_answer', `Meta answered ${what} with HTTP ${answer.status} and no Graph error`);
       if (!isObject(answer.body)) throw new PlatformError('bad_answer', `Meta's answer to ${what} is not a JSON object`);
       // A usage header may announce a throttle on a successful answer: the next request waits first.
       if (answer.regainMs) session.pendingWaitMs = answer.regainMs;
@@ -273,13 +334,26 @@ export function createMetaClient(options: MetaClientOptions): AdPlatformClient &
     const says = `Meta refused ${what}`;
     // Graph API › Handling Errors: 190 and 102 are a token that expired or was invalidated; 10 and
     // 200–299 a missing permission; 1 and 2 (or is_transient) a temporary problem on Meta's side.
-    if (error.code === 190 || error.code === 102) return new PlatformError('needs_reconnect', `${says}: the access token is no longer valid (${details.platformCode})`, details);
-    if (error.code === 10 || (error.code >= 200 && error.code <= 299)) return new PlatformError('missing_permission', `${says}: the token lacks a permission or access to the account (${details.platformCode})`, details);
-    if (error.is_transient || error.code === 1 || error.code === 2 || error.code === -2 || status >= 500) return new PlatformError('platform_error', `${says} with a temporary error (${details.platformCode})`, details);
+    if (error.code === 190 || error.code === 102)
+      return new PlatformError('needs_reconnect', `${says}: the access token is no longer valid (${details.platformCode})`, details);
+    if (error.code === 10 || (error.code >= 200 && error.code <= 299))
+      return new PlatformError(
+        'missing_permission',
+        `${says}: the token lacks a permission or access to the account (${details.platformCode})`,
+        details,
+      );
+    if (error.is_transient || error.code === 1 || error.code === 2 || error.code === -2 || status >= 500)
+      return new PlatformError('platform_error', `${says} with a temporary error (${details.platformCode})`, details);
     return new PlatformError('invalid_request', `${says} (${details.platformCode})`, details);
   }
 
-  const session = (token: string | undefined, secrets: string[], signal?: AbortSignal): Session => ({ token, secrets, signal, waitedMs: 0, pendingWaitMs: 0 });
+  const session = (token: string | undefined, secrets: string[], signal?: AbortSignal): Session => ({
+    token,
+    secrets,
+    signal,
+    waitedMs: 0,
+    pendingWaitMs: 0,
+  });
 
   /** Follows a paged edge (Graph API › Pagination: continue while `paging.next` is present, with `paging.cursors.after`). */
   async function* pages(s: Session, what: string, path: string, params: Record<string, string>): AsyncGenerator<unknown[]> {
@@ -303,7 +377,12 @@ export function createMetaClient(options: MetaClientOptions): AdPlatformClient &
     return session(credential.accessToken, [credential.accessToken], signal);
   }
 
-  async function* readSpend(credential: PlatformCredential, account: PlatformAdAccount, range: LocalDayRange, signal?: AbortSignal): AsyncGenerator<PlatformSpendRow[]> {
+  async function* readSpend(
+    credential: PlatformCredential,
+    account: PlatformAdAccount,
+    range: LocalDayRange,
+    signal?: AbortSignal,
+  ): AsyncGenerator<PlatformSpendRow[]> {
     const s = credentialSession(credential, signal);
     checkAccountId(account.externalId);
     const days = dayCount(range);
@@ -335,7 +414,10 @@ export function createMetaClient(options: MetaClientOptions): AdPlatformClient &
         // rows were handed on they cannot be taken back (they would arrive twice): a temporary failure.
         if (!(error instanceof PlatformError) || !TOO_MUCH_FOR_SYNC.has(error.platformCode ?? '')) throw error;
         if (yielded) {
-          throw new PlatformError('platform_error', `Meta stopped ${what} half-way as too large`, { platformMessage: error.platformMessage ?? '', platformCode: error.platformCode ?? '' });
+          throw new PlatformError('platform_error', `Meta stopped ${what} half-way as too large`, {
+            platformMessage: error.platformMessage ?? '',
+            platformCode: error.platformCode ?? '',
+          });
         }
       }
     }
@@ -353,31 +435,46 @@ export function createMetaClient(options: MetaClientOptions): AdPlatformClient &
    * async_status and async_percent_completion; done when "Job Completed" and 100).
    */
   async function runReport(s: Session, account: PlatformAdAccount, range: LocalDayRange, params: Record<string, string>): Promise<string> {
-    const created = await graph(s, `the report run request for ${account.externalId} (${range.since} to ${range.until})`, 'POST', `${account.externalId}/insights`, params);
+    const created = await graph(
+      s,
+      `the report run request for ${account.externalId} (${range.since} to ${range.until})`,
+      'POST',
+      `${account.externalId}/insights`,
+      params,
+    );
     const runId = created.report_run_id;
-    if (!isNumericId(runId)) throw new PlatformError('bad_answer', `Meta's answer to the report run request for ${account.externalId} has no valid report_run_id`);
+    if (!isNumericId(runId))
+      throw new PlatformError('bad_answer', `Meta's answer to the report run request for ${account.externalId} has no valid report_run_id`);
     const what = `report run ${runId} of ${account.externalId}`;
     for (let waited = 0, next = FIRST_POLL_MS; ; next = Math.min(next * 2, MAX_POLL_DELAY_MS)) {
-      if (waited >= MAX_POLL_TOTAL_MS) throw new PlatformError('platform_error', `Meta's ${what} did not finish within ${MAX_POLL_TOTAL_MS / 60_000} min`);
+      if (waited >= MAX_POLL_TOTAL_MS)
+        throw new PlatformError('platform_error', `Meta's ${what} did not finish within ${MAX_POLL_TOTAL_MS / 60_000} min`);
       await sleep(next, s.signal);
       waited += next;
       const run = await graph(s, what, 'GET', runId, { fields: 'id,async_status,async_percent_completion' });
       const status = run.async_status;
       const percent = run.async_percent_completion;
-      if (typeof status !== 'string' || typeof percent !== 'number') throw new PlatformError('bad_answer', `Meta's answer about ${what} has no async_status or async_percent_completion`);
+      if (typeof status !== 'string' || typeof percent !== 'number')
+        throw new PlatformError('bad_answer', `Meta's answer about ${what} has no async_status or async_percent_completion`);
       if (status === 'Job Completed' && percent === 100) return runId;
       if (status === 'Job Failed' || status === 'Job Skipped') {
         throw new PlatformError('platform_error', `Meta's ${what} ended as "${status}"`, { platformMessage: status, platformCode: status });
       }
-      if (!STILL_RUNNING.includes(status as AsyncStatus)) throw new PlatformError('bad_answer', `Meta's ${what} has an unknown async_status`);
+      if (!STILL_RUNNING.includes(status as AsyncStatus))
+        throw new PlatformError('bad_answer', `Meta's ${what} has an unknown async_status`);
     }
   }
 
-  async function tokenExchange(what: string, params: Record<string, string>, secrets: string[]): Promise<{ accessToken: string; expiresAt: Date | null }> {
+  async function tokenExchange(
+    what: string,
+    params: Record<string, string>,
+    secrets: string[],
+  ): Promise<{ accessToken: string; expiresAt: Date | null }> {
     const answer = await graph(session(undefined, secrets), what, 'GET', 'oauth/access_token', params);
     const token = answer.access_token;
     const expiresIn = answer.expires_in;
-    if (typeof token !== 'string' || !/^[\x21-\x7e]{1,4096}$/.test(token)) throw new PlatformError('bad_answer', `Meta's answer to ${what} has no valid access_token`);
+    if (typeof token !== 'string' || !/^[\x21-\x7e]{1,4096}$/.test(token))
+      throw new PlatformError('bad_answer', `Meta's answer to ${what} has no valid access_token`);
     if (expiresIn !== undefined && (typeof expiresIn !== 'number' || !Number.isSafeInteger(expiresIn) || expiresIn < 0)) {
       throw new PlatformError('bad_answer', `Meta's answer to ${what} has an invalid expires_in`);
     }
@@ -411,12 +508,22 @@ export function createMetaClient(options: MetaClientOptions): AdPlatformClient &
 
     authorizeUrl(p) {
       const url = new URL(`${p.dialogUrl.replace(/\/+$/, '')}/${version}/dialog/oauth`);
-      url.search = new URLSearchParams({ client_id: p.appId, redirect_uri: p.redirectUri, state: p.state, scope: p.scopes.join(','), response_type: 'code' }).toString();
+      url.search = new URLSearchParams({
+        client_id: p.appId,
+        redirect_uri: p.redirectUri,
+        state: p.state,
+        scope: p.scopes.join(','),
+        response_type: 'code',
+      }).toString();
       return url.toString();
     },
 
     exchangeCode(p) {
-      return tokenExchange('the authorization code exchange', { client_id: p.appId, redirect_uri: p.redirectUri, client_secret: p.appSecret, code: p.code }, [p.appSecret, p.code]);
+      return tokenExchange(
+        'the authorization code exchange',
+        { client_id: p.appId, redirect_uri: p.redirectUri, client_secret: p.appSecret, code: p.code },
+        [p.appSecret, p.code],
+      );
     },
 
     exchangeForLongLived(p) {
@@ -446,7 +553,8 @@ function dayCount(range: LocalDayRange): number {
 function regainMs(header: string | undefined): number | undefined {
   let ms: number | undefined;
   const consider = (minutes: unknown) => {
-    if (typeof minutes === 'number' && Number.isFinite(minutes) && minutes >= 0) ms = Math.max(ms ?? 0, Math.min(minutes * 60_000, 24 * 3_600_000));
+    if (typeof minutes === 'number' && Number.isFinite(minutes) && minutes >= 0)
+      ms = Math.max(ms ?? 0, Math.min(minutes * 60_000, 24 * 3_600_000));
   };
   // {"<business id>": [{"type": "ads_insights", "call_count": 28, …, "estimated_time_to_regain_access": 0}]}, in minutes.
   const buc = parseHeader(header);
@@ -551,11 +659,24 @@ interface RowCheck {
 function spendRow(value: unknown, c: RowCheck): PlatformSpendRow {
   const bad = (field: string) => new PlatformError('bad_answer', `Meta's answer to ${c.what} has a row with no valid ${field}`);
   if (!isObject(value)) throw bad('object');
-  const { account_id: accountId, account_currency: currency, campaign_id: campaignId, campaign_name: campaignName, adset_id: adSetId, adset_name: adSetName, spend, date_start: date, date_stop: dateStop } = value;
+  const {
+    account_id: accountId,
+    account_currency: currency,
+    campaign_id: campaignId,
+    campaign_name: campaignName,
+    adset_id: adSetId,
+    adset_name: adSetName,
+    spend,
+    date_start: date,
+    date_stop: dateStop,
+  } = value;
   if (accountId !== c.accountNumber) throw bad('account_id');
   if (typeof currency !== 'string') throw bad('account_currency');
   if (currency !== c.account.currency) {
-    throw new PlatformError('invalid_request', `Meta reports ${c.account.externalId} in ${currency.slice(0, 8)} now, not ${c.account.currency}: reconnect the account to change its currency`);
+    throw new PlatformError(
+      'invalid_request',
+      `Meta reports ${c.account.externalId} in ${currency.slice(0, 8)} now, not ${c.account.currency}: reconnect the account to change its currency`,
+    );
   }
   if (!isNumericId(campaignId)) throw bad('campaign_id');
   if (!isNumericId(adSetId)) throw bad('adset_id');

@@ -100,7 +100,18 @@ const LONG_LIVED_S = 5_183_944;
 const SHORT_LIVED_S = 7200;
 const DAY_MS = 86_400_000;
 const MAX_REQUESTS_KEPT = 100_000;
-const INSIGHTS_FIELDS = new Set(['account_id', 'account_currency', 'account_name', 'campaign_id', 'campaign_name', 'adset_id', 'adset_name', 'spend', 'date_start', 'date_stop']);
+const INSIGHTS_FIELDS = new Set([
+  'account_id',
+  'account_currency',
+  'account_name',
+  'campaign_id',
+  'campaign_name',
+  'adset_id',
+  'adset_name',
+  'spend',
+  'date_start',
+  'date_stop',
+]);
 const ACCOUNT_FIELDS = new Set(['id', 'account_id', 'name', 'currency', 'timezone_name', 'account_status']);
 /** Share of an ad set's spend by account-local hour of day, in percent: quiet nights, busy evenings. */
 const HOUR_WEIGHT = [30, 20, 15, 12, 12, 20, 40, 70, 90, 100, 105, 110, 115, 110, 105, 105, 110, 120, 135, 150, 145, 120, 80, 50];
@@ -124,7 +135,8 @@ const centsText = (c: number) => (c < 1_000_000 ? (centsTexts[c] ??= formatSpend
 
 const dayNumber = (date: string) => Date.parse(`${date}T00:00:00Z`) / DAY_MS;
 const dateOf = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10);
-const isDate = (text: unknown): text is string => typeof text === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(text) && dateOf(dayNumber(text)) === text;
+const isDate = (text: unknown): text is string =>
+  typeof text === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(text) && dateOf(dayNumber(text)) === text;
 
 // --- Time zones: the account-local "now", and which local hours a date has (23 on a spring-forward day).
 
@@ -132,7 +144,15 @@ const formatters = new Map<string, Intl.DateTimeFormat>();
 function localParts(zone: string, ms: number): { day: number; hour: number; minute: number } {
   let format = formatters.get(zone);
   if (!format) {
-    format = new Intl.DateTimeFormat('en-US', { timeZone: zone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric' });
+    format = new Intl.DateTimeFormat('en-US', {
+      timeZone: zone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+    });
     formatters.set(zone, format);
   }
   const p: Record<string, number> = {};
@@ -215,7 +235,9 @@ class GraphFailure extends Error {
 const fail = (code: number, message: string, extra: Partial<GraphErrorBody> = {}, status = 400) =>
   new GraphFailure(status, { code, message, type: 'OAuthException', ...extra });
 
-export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; now?: () => Date; pageSize?: number; seed?: SandboxSeed } = {}): Promise<MetaSandbox> {
+export async function startMetaSandbox(
+  o: { port?: number; host?: '127.0.0.1'; now?: () => Date; pageSize?: number; seed?: SandboxSeed } = {},
+): Promise<MetaSandbox> {
   const now = () => (o.now ? o.now().getTime() : Date.now());
   const seed = o.seed?.seed ?? 1;
   const historyDays = o.seed?.historyDays ?? 120;
@@ -239,12 +261,14 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
   function addAccount(a: Partial<SandboxAccount> & { id: string }): void {
     if (!/^act_\d{1,20}$/.test(a.id)) throw new Error(`a sandbox account id is act_ and digits, not ${a.id}`);
     const number = a.id.slice(4);
-    const adSets = a.adSets ?? [0, 1, 2].map((i) => ({
-      id: `${number}${String(i + 1).padStart(3, '0')}`,
-      name: `Ad set ${i + 1}`,
-      campaignId: `${number}9${i < 2 ? 1 : 2}`,
-      campaignName: `Campaign ${i < 2 ? 'A' : 'B'}`,
-    }));
+    const adSets =
+      a.adSets ??
+      [0, 1, 2].map((i) => ({
+        id: `${number}${String(i + 1).padStart(3, '0')}`,
+        name: `Ad set ${i + 1}`,
+        campaignId: `${number}9${i < 2 ? 1 : 2}`,
+        campaignName: `Campaign ${i < 2 ? 'A' : 'B'}`,
+      }));
     const keys = adSets.map((s) => mix(seed ^ hashText(`${a.id}/${s.id}`)));
     accounts.set(a.id, {
       id: a.id,
@@ -277,10 +301,14 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
       });
     }
   }
-  for (const a of o.seed?.accounts ?? (o.seed?.generate ? [] : [
-    { id: 'act_1001', name: 'West Coast (sandbox)', currency: 'USD', timezone_name: 'America/Los_Angeles' },
-    { id: 'act_1002', name: 'Europe (sandbox)', currency: 'EUR', timezone_name: 'Europe/Berlin' },
-  ])) addAccount(a);
+  for (const a of o.seed?.accounts ??
+    (o.seed?.generate
+      ? []
+      : [
+          { id: 'act_1001', name: 'West Coast (sandbox)', currency: 'USD', timezone_name: 'America/Los_Angeles' },
+          { id: 'act_1002', name: 'Europe (sandbox)', currency: 'EUR', timezone_name: 'Europe/Berlin' },
+        ]))
+    addAccount(a);
 
   // --- Spend
 
@@ -303,7 +331,13 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
   }
 
   /** Calls `emit` for each row with spend of [fromDay, toDay] starting at position `start`, until it returns false. */
-  function eachRow(account: Account, fromDay: number, toDay: number, start: number, emit: (position: number, day: number, adSet: number, hour: number, cents: number) => boolean): void {
+  function eachRow(
+    account: Account,
+    fromDay: number,
+    toDay: number,
+    start: number,
+    emit: (position: number, day: number, adSet: number, hour: number, cents: number) => boolean,
+  ): void {
     const w = window(account);
     const first = Math.max(fromDay, w.first);
     const last = Math.min(toDay, w.today);
@@ -358,14 +392,31 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
     const pct = regainMinutes > 0 ? 100 : count % 100;
     return {
       'x-business-use-case-usage': JSON.stringify({
-        [account.number]: [{ type: 'ads_insights', call_count: pct, total_cputime: Math.floor(pct / 2), total_time: Math.floor(pct / 2), estimated_time_to_regain_access: regainMinutes, ads_api_access_tier: 'standard_access' }],
+        [account.number]: [
+          {
+            type: 'ads_insights',
+            call_count: pct,
+            total_cputime: Math.floor(pct / 2),
+            total_time: Math.floor(pct / 2),
+            estimated_time_to_regain_access: regainMinutes,
+            ads_api_access_tier: 'standard_access',
+          },
+        ],
       }),
     };
   }
 
   function sendError(res: http.ServerResponse, failure: GraphFailure, headers: Record<string, string> = {}): void {
-    const body: GraphErrorBody = { type: 'OAuthException', fbtrace_id: randomBytes(8).toString('base64url'), ...failure.body, message: failure.body.message ?? `Sandbox error ${failure.body.code}` };
-    send(res, failure.status, JSON.stringify({ error: body }), { 'www-authenticate': `OAuth "Facebook Platform" "${body.type}" "${body.message.replace(/"/g, "'")}"`, ...headers });
+    const body: GraphErrorBody = {
+      type: 'OAuthException',
+      fbtrace_id: randomBytes(8).toString('base64url'),
+      ...failure.body,
+      message: failure.body.message ?? `Sandbox error ${failure.body.code}`,
+    };
+    send(res, failure.status, JSON.stringify({ error: body }), {
+      'www-authenticate': `OAuth "Facebook Platform" "${body.type}" "${body.message.replace(/"/g, "'")}"`,
+      ...headers,
+    });
   }
 
   function tokenOf(req: http.IncomingMessage, params: URLSearchParams): { token: string; inQuery: boolean } {
@@ -380,7 +431,11 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
     const info = tokens.get(token);
     if (!info) throw fail(190, 'Invalid OAuth access token - Cannot parse access token');
     if (info.expired || (info.expiresAt !== null && info.expiresAt <= now())) {
-      throw fail(190, 'Error validating access token: Session has expired.', { error_subcode: 463, error_user_title: 'Session expired', error_user_msg: 'Your Facebook session has expired. Connect the ad account again.' });
+      throw fail(190, 'Error validating access token: Session has expired.', {
+        error_subcode: 463,
+        error_user_title: 'Session expired',
+        error_user_msg: 'Your Facebook session has expired. Connect the ad account again.',
+      });
     }
     if (info.revoked) throw fail(200, '(#200) Ad account owner has NOT grant ads_management or ads_read permission', {}, 403);
     if (accountId !== undefined && !accounts.has(accountId)) throw unknownObject(accountId);
@@ -388,22 +443,41 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
   }
 
   const unknownObject = (id: string) =>
-    fail(100, `Unsupported get request. Object with ID '${id}' does not exist, cannot be loaded due to missing permissions, or does not support this operation.`, { error_subcode: 33, type: 'GraphMethodException' });
+    fail(
+      100,
+      `Unsupported get request. Object with ID '${id}' does not exist, cannot be loaded due to missing permissions, or does not support this operation.`,
+      { error_subcode: 33, type: 'GraphMethodException' },
+    );
 
   /** Scenario answers for a call on `key` (an account id, or 'me'): true when one was sent. */
   function scenarioAnswer(res: http.ServerResponse, key: string, account: Account | undefined): boolean {
     const until = throttles.get(key);
     if (until !== undefined && until > now() && account) {
-      sendError(res, fail(80000, 'There have been too many calls from this ad-account. Wait a bit and try again. For more info, please refer to https://developers.facebook.com/docs/graph-api/overview/rate-limiting.', {
-        error_subcode: 2446079, is_transient: true, error_user_title: 'Ad Account Has Too Many API Calls', error_user_msg: 'There have been too many calls from this ad-account. Please wait a bit and try again.',
-      }), usageHeader(account, Math.ceil((until - now()) / 60_000)));
+      sendError(
+        res,
+        fail(
+          80000,
+          'There have been too many calls from this ad-account. Wait a bit and try again. For more info, please refer to https://developers.facebook.com/docs/graph-api/overview/rate-limiting.',
+          {
+            error_subcode: 2446079,
+            is_transient: true,
+            error_user_title: 'Ad Account Has Too Many API Calls',
+            error_user_msg: 'There have been too many calls from this ad-account. Please wait a bit and try again.',
+          },
+        ),
+        usageHeader(account, Math.ceil((until - now()) / 60_000)),
+      );
       return true;
     }
     const queue = failures.get(key);
     if (queue?.length) {
       const next = queue[0]!;
       if (--next.times <= 0) queue.shift();
-      sendError(res, new GraphFailure(next.body.code === 1 || next.body.code === 2 ? 500 : 400, next.body), account ? usageHeader(account) : {});
+      sendError(
+        res,
+        new GraphFailure(next.body.code === 1 || next.body.code === 2 ? 500 : 400, next.body),
+        account ? usageHeader(account) : {},
+      );
       return true;
     }
     const kind = malformed.get(key)?.shift();
@@ -418,9 +492,21 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
     const number = account?.number ?? '1';
     switch (kind) {
       case 'html':
-        return send(res, 200, '<!DOCTYPE html><html><body><h1>Sorry, something went wrong.</h1></body></html>', { 'content-type': 'text/html; charset=utf-8' });
+        return send(res, 200, '<!DOCTYPE html><html><body><h1>Sorry, something went wrong.</h1></body></html>', {
+          'content-type': 'text/html; charset=utf-8',
+        });
       case 'wrong_types':
-        return send(res, 200, JSON.stringify({ data: [{ account_id: Number(number), spend: 12.34, campaign_id: 7, adset_id: 8, date_start: 20261101 }], id: Number(number), currency: 840, report_run_id: 6001, async_status: 1 }));
+        return send(
+          res,
+          200,
+          JSON.stringify({
+            data: [{ account_id: Number(number), spend: 12.34, campaign_id: 7, adset_id: 8, date_start: 20261101 }],
+            id: Number(number),
+            currency: 840,
+            report_run_id: 6001,
+            async_status: 1,
+          }),
+        );
       case 'missing_fields':
         return send(res, 200, JSON.stringify({ data: [{ account_id: number, spend: '1.00' }], id: `act_${number}` }));
       case 'truncated':
@@ -465,7 +551,8 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
       range = undefined;
     }
     const { since, until } = (typeof range === 'object' && range !== null ? range : {}) as { since?: unknown; until?: unknown };
-    if (!isDate(since) || !isDate(until) || since > until) throw fail(100, '(#100) time_range must be {"since":"YYYY-MM-DD","until":"YYYY-MM-DD"}, since not after until');
+    if (!isDate(since) || !isDate(until) || since > until)
+      throw fail(100, '(#100) time_range must be {"since":"YYYY-MM-DD","until":"YYYY-MM-DD"}, since not after until');
     const fields = (params.get('fields') ?? 'spend').split(',').filter(Boolean);
     const unknown = fields.find((f) => !INSIGHTS_FIELDS.has(f));
     if (unknown !== undefined) throw fail(100, `(#100) ${unknown.slice(0, 64)} is not valid for fields param.`);
@@ -473,7 +560,14 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
   }
 
   /** One page of Insights rows, from `after` on (the cursor is the last row's position, base64 like Meta's). */
-  function sendInsightsPage(res: http.ServerResponse, account: Account, q: InsightsQuery, params: URLSearchParams, nextPath: string, tokenInQuery: URLSearchParams | undefined): void {
+  function sendInsightsPage(
+    res: http.ServerResponse,
+    account: Account,
+    q: InsightsQuery,
+    params: URLSearchParams,
+    nextPath: string,
+    tokenInQuery: URLSearchParams | undefined,
+  ): void {
     const limit = Math.min(Math.max(Number.parseInt(params.get('limit') ?? '', 10) || defaultPageSize, 1), MAX_PAGE_SIZE);
     const afterText = params.get('after');
     let start = 0;
@@ -501,7 +595,8 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
     // A row's text after its spend, per day: its dates, then each hour's label (index 24: no hour).
     let endings: string[] = [];
     let dayOfEndings = NaN;
-    const row = (s: number, c: number, hour: number) => (withSpend ? `${prefixes[s]}"spend":"${centsText(c)}",${endings[hour]}` : `${prefixes[s]}${endings[hour]}`);
+    const row = (s: number, c: number, hour: number) =>
+      withSpend ? `${prefixes[s]}"spend":"${centsText(c)}",${endings[hour]}` : `${prefixes[s]}${endings[hour]}`;
     const setDay = (day: number) => {
       if (day !== dayOfEndings) {
         dayOfEndings = day;
@@ -565,8 +660,16 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
   function accountJson(account: Account, fields: string | null): string {
     const want = (fields ?? 'id').split(',');
     const unknown = want.find((f) => !ACCOUNT_FIELDS.has(f));
-    if (unknown !== undefined) throw fail(100, `(#100) Tried accessing nonexisting field (${unknown.slice(0, 64)}) on node type (AdAccount)`);
-    const all: Record<string, unknown> = { id: account.id, account_id: account.number, name: account.name, currency: account.currency, timezone_name: account.timezone_name, account_status: account.account_status };
+    if (unknown !== undefined)
+      throw fail(100, `(#100) Tried accessing nonexisting field (${unknown.slice(0, 64)}) on node type (AdAccount)`);
+    const all: Record<string, unknown> = {
+      id: account.id,
+      account_id: account.number,
+      name: account.name,
+      currency: account.currency,
+      timezone_name: account.timezone_name,
+      account_status: account.account_status,
+    };
     return JSON.stringify(Object.fromEntries(want.map((f) => [f, all[f]])));
   }
 
@@ -586,7 +689,8 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
     if (requests.length > MAX_REQUESTS_KEPT) requests.splice(0, MAX_REQUESTS_KEPT / 2);
     if (url.pathname === '/__sandbox/scenario' && method === 'POST') return scenarioRequest(req, res);
     const parts = url.pathname.split('/').filter(Boolean);
-    if (parts[0] !== v) throw fail(2635, `The sandbox serves Graph API ${v} only, not ${(parts[0] ?? '').slice(0, 16) || 'an unversioned path'}`);
+    if (parts[0] !== v)
+      throw fail(2635, `The sandbox serves Graph API ${v} only, not ${(parts[0] ?? '').slice(0, 16) || 'an unversioned path'}`);
     const params = method === 'POST' ? new URLSearchParams(await readBody(req)) : url.searchParams;
     if (method === 'POST') for (const [k, value] of url.searchParams) if (!params.has(k)) params.set(k, value);
     const route = parts.slice(1).join('/');
@@ -633,7 +737,8 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
     if (scenarioAnswer(res, accountId, account)) return;
 
     if (!run && !edge && method === 'GET') return send(res, 200, accountJson(account, params.get('fields')), usageHeader(account));
-    if (!run && edge && method === 'GET') return sendInsightsPage(res, account, insightsQuery(params), params, `${account.id}/insights`, tokenParams);
+    if (!run && edge && method === 'GET')
+      return sendInsightsPage(res, account, insightsQuery(params), params, `${account.id}/insights`, tokenParams);
     if (!run && edge && method === 'POST') {
       const query = insightsQuery(params);
       const id = String(6_000_000_000_000 + ++runCounter);
@@ -646,13 +751,24 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
       const done = run.polls >= REPORT_POLLS;
       const status: AsyncStatus = done ? run.outcome : 'Job Running';
       const percent = done && run.outcome === 'Job Completed' ? 100 : Math.floor((100 * run.polls) / (REPORT_POLLS + 1));
-      return send(res, 200, JSON.stringify({
-        id: run.id, account_id: account.number, time_ref: 1, async_status: status, async_percent_completion: percent,
-        date_start: run.query.since, date_stop: run.query.until,
-      }), usageHeader(account));
+      return send(
+        res,
+        200,
+        JSON.stringify({
+          id: run.id,
+          account_id: account.number,
+          time_ref: 1,
+          async_status: status,
+          async_percent_completion: percent,
+          date_start: run.query.since,
+          date_stop: run.query.until,
+        }),
+        usageHeader(account),
+      );
     }
     if (run && edge && method === 'GET') {
-      if (run.polls < REPORT_POLLS || run.outcome !== 'Job Completed') throw fail(100, `(#100) Report ${run.id} is not ready: its async_status is not Job Completed`);
+      if (run.polls < REPORT_POLLS || run.outcome !== 'Job Completed')
+        throw fail(100, `(#100) Report ${run.id} is not ready: its async_status is not Job Completed`);
       return sendInsightsPage(res, account, run.query, params, `${run.id}/insights`, tokenParams);
     }
     throw fail(100, `(#100) Unsupported ${method.slice(0, 8)} request.`, { error_subcode: 33, type: 'GraphMethodException' });
@@ -676,14 +792,18 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
     } catch {
       return page(400, '<h1>Invalid redirect_uri</h1><p>The app asked to return to an address that is not an absolute http(s) URL.</p>');
     }
-    if (params.get('client_id') !== APP_ID) return page(400, '<h1>Invalid App ID</h1><p>The provided app ID does not look like a valid app ID.</p>');
+    if (params.get('client_id') !== APP_ID)
+      return page(400, '<h1>Invalid App ID</h1><p>The provided app ID does not look like a valid app ID.</p>');
     const state = params.get('state') ?? '';
     const scope = params.get('scope') ?? '';
     if (method === 'GET') {
       const hidden = (name: string, value: string) => `<input type="hidden" name="${name}" value="${escapeHtml(value)}">`;
-      return page(200, `<h1>Sandbox Facebook Login</h1><p>The app wants to read your ads: <strong>${escapeHtml(scope || 'public_profile')}</strong>.</p>
+      return page(
+        200,
+        `<h1>Sandbox Facebook Login</h1><p>The app wants to read your ads: <strong>${escapeHtml(scope || 'public_profile')}</strong>.</p>
 <form method="post">${hidden('client_id', APP_ID)}${hidden('redirect_uri', redirectUri)}${hidden('state', state)}${hidden('scope', scope)}
-<button type="submit" name="decision" value="allow">Continue</button> <button type="submit" name="decision" value="deny">Cancel</button></form>`);
+<button type="submit" name="decision" value="allow">Continue</button> <button type="submit" name="decision" value="deny">Cancel</button></form>`,
+      );
     }
     if (params.get('decision') === 'allow') {
       const code = randomBytes(24).toString('base64url');
@@ -720,7 +840,12 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
       const code = params.get('code') ?? '';
       const issued = codes.get(code);
       if (!issued || issued.expiresAt <= now()) throw fail(100, 'Invalid verification code format.', { error_subcode: 36007 });
-      if (params.get('redirect_uri') !== issued.redirectUri) throw fail(100, 'Error validating verification code. Please make sure your redirect_uri is identical to the one you used in the OAuth dialog request', { error_subcode: 36008 });
+      if (params.get('redirect_uri') !== issued.redirectUri)
+        throw fail(
+          100,
+          'Error validating verification code. Please make sure your redirect_uri is identical to the one you used in the OAuth dialog request',
+          { error_subcode: 36008 },
+        );
       codes.delete(code);
       expiresIn = SHORT_LIVED_S;
     }
@@ -770,23 +895,56 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
       command = JSON.parse(await readBody(req)) as Record<string, unknown>;
       if (typeof command !== 'object' || command === null) throw new Error('not an object');
     } catch {
-      return send(res, 400, JSON.stringify({ error: 'send a JSON object: {"action": "throttle", "accountId": "act_1001", "ms": 60000} …' }));
+      return send(
+        res,
+        400,
+        JSON.stringify({ error: 'send a JSON object: {"action": "throttle", "accountId": "act_1001", "ms": 60000} …' }),
+      );
     }
     const text = (key: string) => (typeof command[key] === 'string' ? (command[key] as string) : '');
     try {
       switch (command.action) {
-        case 'throttle': scenario.throttle(text('accountId'), Number(command.ms)); break;
-        case 'expireToken': scenario.expireToken(text('token')); break;
-        case 'revokePermission': scenario.revokePermission(text('token')); break;
-        case 'restate': scenario.restate(text('accountId'), text('date'), Number(command.factor)); break;
-        case 'fail': scenario.fail(text('accountId'), command.body as ErrorFields, typeof command.times === 'number' ? command.times : 1); break;
-        case 'malformed': scenario.malformed(text('accountId'), text('kind') as SandboxMalformed); break;
-        case 'failReport': scenario.failReport(text('accountId'), text('status') === 'Job Skipped' ? 'Job Skipped' : 'Job Failed'); break;
-        case 'withholdHours': scenario.withholdHours(text('accountId')); break;
-        case 'reset': scenario.reset(); break;
-        case 'addAccount': addAccount(command.account as SandboxAccount); break;
-        case 'issueToken': return send(res, 200, JSON.stringify({ token: sandbox.issueToken(command as { accounts?: string[] }) }));
-        default: return send(res, 400, JSON.stringify({ error: 'unknown action; one of throttle, expireToken, revokePermission, restate, fail, malformed, failReport, withholdHours, reset, addAccount, issueToken' }));
+        case 'throttle':
+          scenario.throttle(text('accountId'), Number(command.ms));
+          break;
+        case 'expireToken':
+          scenario.expireToken(text('token'));
+          break;
+        case 'revokePermission':
+          scenario.revokePermission(text('token'));
+          break;
+        case 'restate':
+          scenario.restate(text('accountId'), text('date'), Number(command.factor));
+          break;
+        case 'fail':
+          scenario.fail(text('accountId'), command.body as ErrorFields, typeof command.times === 'number' ? command.times : 1);
+          break;
+        case 'malformed':
+          scenario.malformed(text('accountId'), text('kind') as SandboxMalformed);
+          break;
+        case 'failReport':
+          scenario.failReport(text('accountId'), text('status') === 'Job Skipped' ? 'Job Skipped' : 'Job Failed');
+          break;
+        case 'withholdHours':
+          scenario.withholdHours(text('accountId'));
+          break;
+        case 'reset':
+          scenario.reset();
+          break;
+        case 'addAccount':
+          addAccount(command.account as SandboxAccount);
+          break;
+        case 'issueToken':
+          return send(res, 200, JSON.stringify({ token: sandbox.issueToken(command as { accounts?: string[] }) }));
+        default:
+          return send(
+            res,
+            400,
+            JSON.stringify({
+              error:
+                'unknown action; one of throttle, expireToken, revokePermission, restate, fail, malformed, failReport, withholdHours, reset, addAccount, issueToken',
+            }),
+          );
       }
     } catch (error) {
       return send(res, 400, JSON.stringify({ error: (error as Error).message }));
@@ -811,19 +969,29 @@ export async function startMetaSandbox(o: { port?: number; host?: '127.0.0.1'; n
     url: `http://127.0.0.1:${port}`,
     appId: APP_ID,
     appSecret: APP_SECRET,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
-    accounts: () => [...accounts.values()].map(({ id, name, currency, timezone_name, account_status, adSets }) => ({ id, name, currency, timezone_name, account_status, adSets: adSets.map((s) => ({ ...s })) })),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+    accounts: () =>
+      [...accounts.values()].map(({ id, name, currency, timezone_name, account_status, adSets }) => ({
+        id,
+        name,
+        currency,
+        timezone_name,
+        account_status,
+        adSets: adSets.map((s) => ({ ...s })),
+      })),
     hourlySpend,
     addAccount,
-    issueToken: (t = {}) => newToken({
-      accounts: t.accounts ? new Set(t.accounts) : null,
-      expiresAt: t.systemUser ? null : now() + (t.expiresInS ?? LONG_LIVED_S) * 1000,
-      expired: false,
-      revoked: false,
-    }),
+    issueToken: (t = {}) =>
+      newToken({
+        accounts: t.accounts ? new Set(t.accounts) : null,
+        expiresAt: t.systemUser ? null : now() + (t.expiresInS ?? LONG_LIVED_S) * 1000,
+        expired: false,
+        revoked: false,
+      }),
     scenario,
     requests,
   };

@@ -69,8 +69,11 @@ export class HubApiGuard {
     const fetchSite = request.headers['sec-fetch-site'];
     const fromBrowserFetch = request.headers['sec-fetch-mode'] === 'cors' && fetchSite !== undefined;
     if (request.method === 'OPTIONS' || origin !== undefined || fromBrowserFetch) {
-      throw new ApiError(403, 'browser_request_rejected',
-        'The Hub API is for server-side code only: a browser request would expose the API key. Call it from your server.');
+      throw new ApiError(
+        403,
+        'browser_request_rejected',
+        'The Hub API is for server-side code only: a browser request would expose the API key. Call it from your server.',
+      );
     }
   }
 
@@ -100,7 +103,12 @@ export class HubApiGuard {
    * for both; the handle that carries it never leaves this method unsettled. The one way to ride
    * along: nothing can answer before the verdict.
    */
-  async whileAdmitted<T>(request: FastifyRequest, reply: FastifyReply, options: AdmitOptions, work: (admission: Admission) => Promise<T>): Promise<T> {
+  async whileAdmitted<T>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    options: AdmitOptions,
+    work: (admission: Admission) => Promise<T>,
+  ): Promise<T> {
     const { admission, check } = await this.#admission(request, reply, options, true);
     if (!check) return work(admission);
     let result: T;
@@ -119,7 +127,12 @@ export class HubApiGuard {
    * (its verdict read, carried by the admission's `db`). Without it (and for a key not seen
    * before) the verdict is read before this returns.
    */
-  async #admission(request: FastifyRequest, reply: FastifyReply, options: AdmitOptions, rideAlong: boolean): Promise<{ admission: Admission; check?: RideAlongCheck }> {
+  async #admission(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    options: AdmitOptions,
+    rideAlong: boolean,
+  ): Promise<{ admission: Admission; check?: RideAlongCheck }> {
     const nowMs = this.#clock.now().getTime();
     const addressKey = `auth-fail:${request.ip}`;
     const key = bearerToken(request.headers.authorization);
@@ -130,8 +143,11 @@ export class HubApiGuard {
       const failures = await this.#safe(() => this.#limiter.count(addressKey, FAILED_AUTH_LIMIT.windowMs, nowMs), 0);
       if (failures >= FAILED_AUTH_LIMIT.limit) {
         const decision = await this.#limit(addressKey, FAILED_AUTH_LIMIT, nowMs);
-        throw rateLimited('Too many failed authentications from this address; wait a minute before trying again.', decision,
-          rateLimitHeaders([{ policy: FAILED_AUTH_LIMIT, decision }]));
+        throw rateLimited(
+          'Too many failed authentications from this address; wait a minute before trying again.',
+          decision,
+          rateLimitHeaders([{ policy: FAILED_AUTH_LIMIT, decision }]),
+        );
       }
     }
     if (key === undefined || hash === undefined) throw await this.#refusal(key, undefined, addressKey, nowMs);
@@ -179,7 +195,8 @@ export class HubApiGuard {
     const caller = { keyId: verdict.keyId, hubId: verdict.hubId };
     this.#remember(hashId, caller);
     this.#usage.record(caller.keyId, new Date(nowMs));
-    if (verdict.hubSuspended) throw new ApiError(403, 'hub_access_suspended', "This hub's API access is suspended. Contact your account manager.");
+    if (verdict.hubSuspended)
+      throw new ApiError(403, 'hub_access_suspended', "This hub's API access is suspended. Contact your account manager.");
     return caller;
   }
 
@@ -223,11 +240,15 @@ export class HubApiGuard {
     const headers = { ...rateLimitHeaders([{ policy: FAILED_AUTH_LIMIT, decision }]), 'www-authenticate': 'Bearer realm="hubops-hub-api"' };
     const expiredAt = verdict && !verdict.revoked && isExpired(verdict, nowMs) ? verdict.expiresAt!.toISOString() : undefined;
     const message =
-      key === undefined ? 'Missing API key: send `Authorization: Bearer <HUB_API_KEY>`.'
-      : expiredAt && verdict!.replacedBy ? `This API key was rolled and its grace period ended at ${expiredAt}: use the key that replaced it (${verdict!.replacedBy}).`
-      : expiredAt ? `This API key expired at ${expiredAt}. Create a new key in the web admin (Manage Hub → API).`
-      : verdict?.scope === 'embed' && !verdict.revoked ? 'This is an embed key: it only signs embedded views. Create a read key for the Hub API.'
-      : 'The API key is not valid: it is mistyped, revoked or unknown.';
+      key === undefined
+        ? 'Missing API key: send `Authorization: Bearer <HUB_API_KEY>`.'
+        : expiredAt && verdict!.replacedBy
+          ? `This API key was rolled and its grace period ended at ${expiredAt}: use the key that replaced it (${verdict!.replacedBy}).`
+          : expiredAt
+            ? `This API key expired at ${expiredAt}. Create a new key in the web admin (Manage Hub → API).`
+            : verdict?.scope === 'embed' && !verdict.revoked
+              ? 'This is an embed key: it only signs embedded views. Create a read key for the Hub API.'
+              : 'The API key is not valid: it is mistyped, revoked or unknown.';
     return new ApiError(401, 'invalid_api_key', message, { headers });
   }
 

@@ -28,17 +28,23 @@ const STALE_HOURS = SPEND_STALE_AFTER_MS / 3_600_000;
 
 const Timestamp = (description: string) => Type.String({ format: 'date-time', description });
 const DateOnly = (description: string) => Type.String({ format: 'date', description });
-const FieldValues = Type.Object({}, {
-  additionalProperties: Type.Union([Type.String(), Type.Number(), Type.Boolean()]),
-  description: "The hub's custom workspace fields by bare key (no `custom.` prefix). Archived fields are omitted; `{}` when the workspace has no values.",
-});
+const FieldValues = Type.Object(
+  {},
+  {
+    additionalProperties: Type.Union([Type.String(), Type.Number(), Type.Boolean()]),
+    description:
+      "The hub's custom workspace fields by bare key (no `custom.` prefix). Archived fields are omitted; `{}` when the workspace has no values.",
+  },
+);
 
 const OptInRowSchema = Type.Object({
   id: Type.String({ description: 'Unique row key. Merge pages (and incremental pulls) by it.' }),
   playbook: Type.Object({
     id: Type.String({ description: 'Playbook identifier; group and filter by this, never by name.' }),
     name: Type.String({ description: 'Display name exactly as stored: not unique, may carry trailing spaces.' }),
-    solutions: Type.Array(Type.Enum([...SOLUTIONS]), { description: 'Ad solutions the playbook runs on; usually one, several for a multi-platform playbook.' }),
+    solutions: Type.Array(Type.Enum([...SOLUTIONS]), {
+      description: 'Ad solutions the playbook runs on; usually one, several for a multi-platform playbook.',
+    }),
   }),
   workspace: Type.Object({
     id: Type.String({ description: 'Workspace (location) identifier; group and filter by this.' }),
@@ -50,10 +56,22 @@ const OptInRowSchema = Type.Object({
   }),
   optedInAt: Timestamp('When the workspace opted in (UTC, milliseconds). Decides whether a row is a new opt-in.'),
   updatedAt: Timestamp('When the row last changed, including status changes (UTC, milliseconds). Rows are ordered by it.'),
-  budgetCents: Type.Union([Type.Integer(), Type.Null()], { description: 'Budget in cents (dollars = cents / 100); null e.g. on a questions-only opt-in.' }),
-  budgetType: Type.Union([Type.Enum(['lifetime', 'daily']), Type.Null()], { description: 'lifetime or daily budget; null e.g. on a questions-only opt-in.' }),
-  variant: Type.Object({}, { additionalProperties: Type.String(), description: 'Chosen copy/audience variant, dimension → option; `{}` when the playbook has no variants.' }),
-  responses: Type.Array(Type.Object({ question: Type.String(), answer: Type.String() }), { description: "The workspace's answers to the playbook's questions." }),
+  budgetCents: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'Budget in cents (dollars = cents / 100); null e.g. on a questions-only opt-in.',
+  }),
+  budgetType: Type.Union([Type.Enum(['lifetime', 'daily']), Type.Null()], {
+    description: 'lifetime or daily budget; null e.g. on a questions-only opt-in.',
+  }),
+  variant: Type.Object(
+    {},
+    {
+      additionalProperties: Type.String(),
+      description: 'Chosen copy/audience variant, dimension → option; `{}` when the playbook has no variants.',
+    },
+  ),
+  responses: Type.Array(Type.Object({ question: Type.String(), answer: Type.String() }), {
+    description: "The workspace's answers to the playbook's questions.",
+  }),
 });
 
 const RangeCounts = {
@@ -65,7 +83,9 @@ const RangeCounts = {
 
 const OptInSummarySchema = Type.Object({
   timezone: Type.Literal('UTC'),
-  asOf: Timestamp('The instant these figures have been current since: the last change to the hub\'s opt-ins that moved a count, or 00:00 UTC today, whichever is later. Not when the response was built: the same figures give the same response (and ETag) all day.'),
+  asOf: Timestamp(
+    "The instant these figures have been current since: the last change to the hub's opt-ins that moved a count, or 00:00 UTC today, whichever is later. Not when the response was built: the same figures give the same response (and ETag) all day.",
+  ),
   activeOptIns: Type.Integer({ description: 'Opt-ins whose status is active now.' }),
   periods: Type.Array(
     Type.Object({
@@ -85,7 +105,8 @@ const SpendSchema = Type.Object({
   current: DateRangeSchema,
   prior: DateRangeSchema,
   asOf: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
-    description: "The oldest completed ad-account sync behind the figures; null when no account has completed a sync. Check it (and freshness) before publishing numbers, especially early in the day.",
+    description:
+      'The oldest completed ad-account sync behind the figures; null when no account has completed a sync. Check it (and freshness) before publishing numbers, especially early in the day.',
   }),
   freshness: Type.Enum([...FRESHNESS], {
     description: `no_accounts: the hub has no ad account; syncing: a sync is running; failed: an account’s latest sync failed; never_synced: an account never completed a sync; stale: asOf is older than ${STALE_HOURS} hours; fresh otherwise.`,
@@ -112,7 +133,8 @@ const SpendSchema = Type.Object({
 export type LimitSubject = 'per key' | 'per user and client';
 
 /** A report's own limit, as its description states it. */
-const limitedTo = (window: RatePolicy, per: LimitSubject) => `Limited to ${window.limit} requests per ${window.windowMs === 60_000 ? 'minute' : `${window.windowMs / 1000} s`} ${per}.`;
+const limitedTo = (window: RatePolicy, per: LimitSubject) =>
+  `Limited to ${window.limit} requests per ${window.windowMs === 60_000 ? 'minute' : `${window.windowMs / 1000} s`} ${per}.`;
 
 /** The Hub API's operations, their limits worded for the surface that counts them `per` its subject. */
 export function hubOperationsFor(per: LimitSubject): Operation<HubContext>[] {
@@ -130,7 +152,14 @@ export function hubOperationsFor(per: LimitSubject): Operation<HubContext>[] {
         "Over HTTP each page has a strong ETag: send it back in If-None-Match and an unchanged page is 304 Not Modified, which does not count against the limits. A page changes when one of its rows changes, a row joins or leaves it, or the hub's workspaces, custom fields or playbooks change (every row embeds them, so every page of the hub changes then); a change to a row on another page leaves it as it was.",
       ].join(' '),
       input: Type.Object({
-        since: Type.Optional(checkedString(TIMESTAMP_OR_DATE, { maxLength: 64, description: 'Only opt-ins created or changed at or after this instant (inclusive). ISO 8601 with Z or an offset, or a date (00:00 UTC).', examples: ['2026-11-02T09:00:00Z'] })),
+        since: Type.Optional(
+          checkedString(TIMESTAMP_OR_DATE, {
+            maxLength: 64,
+            description:
+              'Only opt-ins created or changed at or after this instant (inclusive). ISO 8601 with Z or an offset, or a date (00:00 UTC).',
+            examples: ['2026-11-02T09:00:00Z'],
+          }),
+        ),
         playbookId: Type.Optional(Type.String({ maxLength: 64, description: 'Only this playbook. An unknown id gives an empty page.' })),
         status: Type.Optional(Type.Enum([...OPT_IN_STATUSES], { description: 'Only opt-ins in this status.' })),
         ...pageParameters('Rows', optInCursor),
@@ -180,7 +209,12 @@ export function hubOperationsFor(per: LimitSubject): Operation<HubContext>[] {
         limitedTo(HUB_SPEND_LIMIT, per),
       ].join(' '),
       input: Type.Object({
-        period: Type.Optional(Type.Enum([...PERIODS], { default: 'last_30_days', description: 'today [D, D], yesterday [D-1, D-1], last_7_days [D-6, D] or last_30_days [D-29, D], with D today in UTC.' })),
+        period: Type.Optional(
+          Type.Enum([...PERIODS], {
+            default: 'last_30_days',
+            description: 'today [D, D], yesterday [D-1, D-1], last_7_days [D-6, D] or last_30_days [D-29, D], with D today in UTC.',
+          }),
+        ),
       }),
       output: SpendSchema,
       extraLimit: HUB_SPEND_LIMIT,

@@ -24,15 +24,26 @@ export interface HubApiDeps {
 }
 
 const ErrorSchema = Type.Object({
-  error: Type.String({ description: 'Machine-readable code: invalid_request, invalid_api_key, hub_access_suspended, rate_limited, browser_request_rejected, not_found, service_unavailable, internal_error.' }),
+  error: Type.String({
+    description:
+      'Machine-readable code: invalid_request, invalid_api_key, hub_access_suspended, rate_limited, browser_request_rejected, not_found, service_unavailable, internal_error.',
+  }),
   message: Type.String({ description: 'What went wrong, for people.' }),
-  issues: Type.Optional(Type.Array(Type.Object({ field: Type.String(), message: Type.String() }), { description: 'On 400: one entry per invalid parameter.' })),
+  issues: Type.Optional(
+    Type.Array(Type.Object({ field: Type.String(), message: Type.String() }), { description: 'On 400: one entry per invalid parameter.' }),
+  ),
   requestId: Type.Optional(Type.String({ description: 'On 500: quote it to support.' })),
 });
 
 const RATE_HEADERS = {
-  RateLimit: { description: `Remaining requests (r) and seconds until a request frees up (t) per policy, e.g. \`"${HUB_KEY_LIMIT.policy}";r=87;t=41\`.`, schema: { type: 'string' } },
-  'RateLimit-Policy': { description: `The limits that apply, e.g. \`"${HUB_KEY_LIMIT.policy}";q=${HUB_KEY_LIMIT.limit};w=${HUB_KEY_LIMIT.windowMs / 1000}\`.`, schema: { type: 'string' } },
+  RateLimit: {
+    description: `Remaining requests (r) and seconds until a request frees up (t) per policy, e.g. \`"${HUB_KEY_LIMIT.policy}";r=87;t=41\`.`,
+    schema: { type: 'string' },
+  },
+  'RateLimit-Policy': {
+    description: `The limits that apply, e.g. \`"${HUB_KEY_LIMIT.policy}";q=${HUB_KEY_LIMIT.limit};w=${HUB_KEY_LIMIT.windowMs / 1000}\`.`,
+    schema: { type: 'string' },
+  },
 };
 
 export function hubOpenApi(config: Config, version: string): OpenApiDocument {
@@ -51,9 +62,15 @@ export function hubOpenApi(config: Config, version: string): OpenApiDocument {
     securityScheme: { type: 'http', scheme: 'bearer', description: 'A Hub API read key, e.g. `hubops_…`.' },
     errors: {
       '400': { description: 'invalid_request: a query parameter is invalid; `issues` names each field.' },
-      '401': { description: 'invalid_api_key: the key is missing, mistyped, revoked, expired (a rolled key: once its grace period is over), or an embed key.' },
+      '401': {
+        description:
+          'invalid_api_key: the key is missing, mistyped, revoked, expired (a rolled key: once its grace period is over), or an embed key.',
+      },
       '403': { description: 'hub_access_suspended: the hub’s access is suspended; or browser_request_rejected.' },
-      '429': { description: 'rate_limited: wait Retry-After seconds (the window rolls over about a minute).', headers: { 'Retry-After': { schema: { type: 'integer' } }, ...RATE_HEADERS } },
+      '429': {
+        description: 'rate_limited: wait Retry-After seconds (the window rolls over about a minute).',
+        headers: { 'Retry-After': { schema: { type: 'integer' } }, ...RATE_HEADERS },
+      },
       '503': { description: 'service_unavailable: a dependency is down; retry shortly.' },
     },
     successHeaders: RATE_HEADERS,
@@ -78,13 +95,19 @@ function hubIndex(config: Config, version: string) {
       header: 'Authorization: Bearer <HUB_API_KEY>',
       keys: `A hub admin creates a read key in the web admin (${config.baseUrl}/app): profile menu → Manage Hub → API. Call the API from server-side code only: browsers are refused.`,
     },
-    endpoints: hubOperations.flatMap((op) => (op.rest ? [{
-      operationId: op.name,
-      method: verbOf(op),
-      url: `${base}${op.rest.path}`,
-      title: op.title,
-      parameters: Object.keys(op.input.properties),
-    }] : [])),
+    endpoints: hubOperations.flatMap((op) =>
+      op.rest
+        ? [
+            {
+              operationId: op.name,
+              method: verbOf(op),
+              url: `${base}${op.rest.path}`,
+              title: op.title,
+              parameters: Object.keys(op.input.properties),
+            },
+          ]
+        : [],
+    ),
   };
 }
 
@@ -136,15 +159,18 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
     notModified: (ctx, reply, op, charged) => guard.notModified(admissions.get(ctx)!, reply, op.extraLimit, charged),
   });
 
-  const serveMcp = mcpHandler<HubContext>({
-    name: 'hubops-hub-api',
-    version: deps.version,
-    instructions:
-      "Read-only tools over one hub's playbook opt-ins and paid ad spend. Group and filter by playbook.id and workspace.id, never by name. Money is in cents. Check asOf and freshness before quoting spend.",
-    operations: hubOperations,
-    inputs: deps.inputs,
-    resources: mcpAppResources,
-  }, app.log);
+  const serveMcp = mcpHandler<HubContext>(
+    {
+      name: 'hubops-hub-api',
+      version: deps.version,
+      instructions:
+        "Read-only tools over one hub's playbook opt-ins and paid ad spend. Group and filter by playbook.id and workspace.id, never by name. Money is in cents. Check asOf and freshness before quoting spend.",
+      operations: hubOperations,
+      inputs: deps.inputs,
+      resources: mcpAppResources,
+    },
+    app.log,
+  );
   // The key's verdict is read before any tool runs (no riding along). In a scope of its own, so
   // that a body that is not JSON gets JSON-RPC's parse error.
   await app.register(async (scope) => {

@@ -13,8 +13,16 @@ import { Nullable, workspaceFilter } from './schemas.ts';
 // The analytics reports over a range of UTC days: organic and paid performance, Google reviews.
 
 const range = {
-  from: Type.Optional(checkedString(CALENDAR_DATE, { description: `First UTC day, inclusive (YYYY-MM-DD). Default: ${DEFAULT_RANGE_DAYS - 1} days before \`to\`.` })),
-  to: Type.Optional(checkedString(CALENDAR_DATE, { description: `Last UTC day, inclusive (YYYY-MM-DD). Default: today, or \`from\` when that is later. At most ${MAX_RANGE_DAYS} days from \`from\`.` })),
+  from: Type.Optional(
+    checkedString(CALENDAR_DATE, {
+      description: `First UTC day, inclusive (YYYY-MM-DD). Default: ${DEFAULT_RANGE_DAYS - 1} days before \`to\`.`,
+    }),
+  ),
+  to: Type.Optional(
+    checkedString(CALENDAR_DATE, {
+      description: `Last UTC day, inclusive (YYYY-MM-DD). Default: today, or \`from\` when that is later. At most ${MAX_RANGE_DAYS} days from \`from\`.`,
+    }),
+  ),
 };
 
 const WorkspaceRef = Type.Object({ _id: Type.String(), name: Type.String() }, { description: 'The workspace (location) of the row.' });
@@ -24,7 +32,8 @@ const ReportHead = {
   endDate: Type.String({ format: 'date', description: 'Last UTC day of the report (inclusive).' }),
 };
 
-const ratio = (description: string) => Nullable(Type.Number(), `${description} Rounded to 4 decimals (0.0523 = 5.23 %); null when the denominator is 0.`);
+const ratio = (description: string) =>
+  Nullable(Type.Number(), `${description} Rounded to 4 decimals (0.0523 = 5.23 %); null when the denominator is 0.`);
 
 const OrganicFigures = {
   posts: Type.Integer({ description: 'Posts published, as the platforms count them.' }),
@@ -36,7 +45,10 @@ const OrganicFigures = {
   saves: Type.Integer(),
   engagement: Type.Integer({ description: 'likes + comments + shares + saves.' }),
   engagementRate: ratio('engagement / reach.'),
-  earnedMediaValueCents: Type.Integer({ description: 'Σ over platforms of impressions × the hub’s CPM for that platform / 1000, in cents (rounded half up per workspace). Totals: the sum of the workspaces’.' }),
+  earnedMediaValueCents: Type.Integer({
+    description:
+      'Σ over platforms of impressions × the hub’s CPM for that platform / 1000, in cents (rounded half up per workspace). Totals: the sum of the workspaces’.',
+  }),
 };
 
 const PaidFigures = {
@@ -49,9 +61,17 @@ const PaidFigures = {
   costPerResultCents: Nullable(Type.Integer(), 'spend / results, whole cents (half up); null without results.'),
 };
 
-const Distribution = (description: string) => Type.Object({
-  1: Type.Integer(), 2: Type.Integer(), 3: Type.Integer(), 4: Type.Integer(), 5: Type.Integer(),
-}, { description });
+const Distribution = (description: string) =>
+  Type.Object(
+    {
+      1: Type.Integer(),
+      2: Type.Integer(),
+      3: Type.Integer(),
+      4: Type.Integer(),
+      5: Type.Integer(),
+    },
+    { description },
+  );
 
 const ReviewFigures = {
   averageRating: Nullable(Type.Number(), 'Average stars (1–5) of all reviews up to endDate, 2 decimals; null without reviews.'),
@@ -82,7 +102,13 @@ export const analyticsOperations = [
     }),
     output: Type.Object({
       ...ReportHead,
-      cpm: Type.Array(Type.Object({ platform: Type.Enum([...SOCIAL_PLATFORMS]), cpmCents: Type.Integer({ description: 'Cents per 1,000 impressions.' }) }), { description: 'The hub’s CPM per platform used for earned media value.' }),
+      cpm: Type.Array(
+        Type.Object({
+          platform: Type.Enum([...SOCIAL_PLATFORMS]),
+          cpmCents: Type.Integer({ description: 'Cents per 1,000 impressions.' }),
+        }),
+        { description: 'The hub’s CPM per platform used for earned media value.' },
+      ),
       workspaces: Type.Array(Type.Object({ workspace: WorkspaceRef, ...OrganicFigures })),
       totals: Type.Object(OrganicFigures),
     }),
@@ -106,13 +132,15 @@ export const analyticsOperations = [
     output: Type.Object({
       ...ReportHead,
       workspaces: Type.Array(Type.Object({ workspace: WorkspaceRef, ...PaidFigures })),
-      campaigns: Type.Array(Type.Object({
-        campaignId: Type.String({ description: 'The ad platform’s campaign id.' }),
-        campaignName: Type.String({ description: 'Its name on the latest day in the range.' }),
-        platform: Type.Enum([...AD_PLATFORMS]),
-        workspaces: Type.Integer({ description: 'Workspaces in scope that ran it in the range.' }),
-        ...PaidFigures,
-      })),
+      campaigns: Type.Array(
+        Type.Object({
+          campaignId: Type.String({ description: 'The ad platform’s campaign id.' }),
+          campaignName: Type.String({ description: 'Its name on the latest day in the range.' }),
+          platform: Type.Enum([...AD_PLATFORMS]),
+          workspaces: Type.Integer({ description: 'Workspaces in scope that ran it in the range.' }),
+          ...PaidFigures,
+        }),
+      ),
       totals: Type.Object(PaidFigures),
     }),
     handler: (ctx: MainContext, input) => paidAnalytics(ctx, ctx.caller, input),

@@ -85,11 +85,19 @@ export class BearerAuth {
     return verdict;
   }
 
-  async authenticate(request: FastifyRequest, reply: FastifyReply, options: { audience: string; challenge?: Record<string, string> }): Promise<Caller> {
+  async authenticate(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    options: { audience: string; challenge?: Record<string, string> },
+  ): Promise<Caller> {
     const challenge = (params: Record<string, string>) =>
-      `Bearer ${Object.entries({ realm: 'hubops', ...options.challenge, ...params }).map(([k, v]) => `${k}="${v.replace(/["\\]/g, '')}"`).join(', ')}`;
+      `Bearer ${Object.entries({ realm: 'hubops', ...options.challenge, ...params })
+        .map(([k, v]) => `${k}="${v.replace(/["\\]/g, '')}"`)
+        .join(', ')}`;
     const invalid = (message: string) =>
-      new ApiError(401, 'invalid_token', message, { headers: { 'www-authenticate': challenge({ error: 'invalid_token', error_description: message }) } });
+      new ApiError(401, 'invalid_token', message, {
+        headers: { 'www-authenticate': challenge({ error: 'invalid_token', error_description: message }) },
+      });
 
     const match = request.headers.authorization?.match(/^Bearer[ ]+([A-Za-z0-9._~+/-]+=*)\s*$/i);
     if (!match) {
@@ -105,7 +113,8 @@ export class BearerAuth {
       });
     }
     if (!identity.account.apiAccess && !identity.user.isStaff) throw invalid('API access is no longer enabled for this account.');
-    if (identity.hub.suspended) throw new ApiError(403, 'hub_access_suspended', "This hub's access is suspended. Contact your account manager.");
+    if (identity.hub.suspended)
+      throw new ApiError(403, 'hub_access_suspended', "This hub's access is suspended. Contact your account manager.");
     // The token is accepted: that is a use of its grant, whether or not the plan's limit lets it through.
     this.#deps.grantUse?.record(grantId, this.#deps.clock.now());
 
@@ -113,7 +122,8 @@ export class BearerAuth {
     const charge = await this.#count([plan]);
     const decision = charge.decisions[0]!;
     reply.headers(rateLimitHeaders([{ policy: { policy: 'per-user-client', limit: decision.limit, windowMs: PLAN_WINDOW_MS }, decision }]));
-    if (!charge.allowed) throw this.#refused(decision, `the ${identity.account.plan} plan allows ${decision.limit} per minute per user and client`);
+    if (!charge.allowed)
+      throw this.#refused(decision, `the ${identity.account.plan} plan allows ${decision.limit} per minute per user and client`);
     const caller: Caller = {
       user: identity.user,
       account: { id: identity.account.id, plan: identity.account.plan },
@@ -135,7 +145,11 @@ export class BearerAuth {
    */
   async chargeToolCall(caller: Caller, extra: RatePolicy | undefined, nth: number): Promise<void> {
     const plan = this.#planWindow(caller.user.id, caller.clientId, caller.account.plan);
-    const windows = toolCallWindows<RateWindow>(plan, extra && { key: `${plan.key}:${extra.policy}`, limit: extra.limit, windowMs: extra.windowMs }, nth);
+    const windows = toolCallWindows<RateWindow>(
+      plan,
+      extra && { key: `${plan.key}:${extra.policy}`, limit: extra.limit, windowMs: extra.windowMs },
+      nth,
+    );
     if (windows.length === 0) return;
     const charge = await this.#count(windows);
     if (charge.allowed) return;
@@ -143,9 +157,12 @@ export class BearerAuth {
     if (nth === 1 && first) await this.#deps.limiter.refund(first).catch((error: unknown) => this.#deps.onLimiterError?.(error));
     const at = charge.decisions.findIndex((d) => !d.allowed);
     const refusedBy = windows[at]!;
-    throw this.#refused(charge.decisions[at]!, refusedBy === plan
-      ? `the ${caller.account.plan} plan allows ${plan.limit} per minute per user and client`
-      : `${extra!.policy} allows ${extra!.limit} per ${extra!.windowMs / 1000} s per user and client`);
+    throw this.#refused(
+      charge.decisions[at]!,
+      refusedBy === plan
+        ? `the ${caller.account.plan} plan allows ${plan.limit} per minute per user and client`
+        : `${extra!.policy} allows ${extra!.limit} per ${extra!.windowMs / 1000} s per user and client`,
+    );
   }
 
   /**
@@ -159,7 +176,9 @@ export class BearerAuth {
     await this.#deps.limiter.refund(charge).catch((error: unknown) => this.#deps.onLimiterError?.(error));
     const plan = this.#planWindow(caller.user.id, caller.clientId, caller.account.plan);
     const [decision] = await this.#deps.limiter.peekAll([plan], this.#deps.clock.now().getTime()).catch(() => charge.decisions);
-    reply.headers(rateLimitHeaders([{ policy: { policy: 'per-user-client', limit: plan.limit, windowMs: PLAN_WINDOW_MS }, decision: decision! }]));
+    reply.headers(
+      rateLimitHeaders([{ policy: { policy: 'per-user-client', limit: plan.limit, windowMs: PLAN_WINDOW_MS }, decision: decision! }]),
+    );
   }
 
   #planWindow(userId: string, clientId: string, plan: keyof typeof PLAN_LIMITS): RateWindow {

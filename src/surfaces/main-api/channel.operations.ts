@@ -16,7 +16,9 @@ const ChannelSchema = Type.Object({
   platform: Type.Enum([...SOCIAL_PLATFORMS]),
   name: Type.String({ description: 'Display name of the page, profile or listing.' }),
   handle: Nullable(Type.String(), 'The account handle (e.g. @brewline_denver), when the platform has one.'),
-  connected: Type.Boolean({ description: 'False when the platform connection expired or was revoked: the channel receives nothing until reconnected.' }),
+  connected: Type.Boolean({
+    description: 'False when the platform connection expired or was revoked: the channel receives nothing until reconnected.',
+  }),
   createdAt: Timestamp('When the channel was connected.'),
 });
 

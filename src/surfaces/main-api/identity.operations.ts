@@ -20,10 +20,21 @@ const Workspace = Type.Object({
   hubId: Type.String(),
   name: Type.String(),
   timezone: Type.String({ description: 'IANA time zone; posts publish in it.' }),
-  fields: Type.Object({}, { additionalProperties: Type.Union([Type.String(), Type.Number(), Type.Boolean()]), description: "The hub's custom fields (archived ones omitted)." }),
+  fields: Type.Object(
+    {},
+    {
+      additionalProperties: Type.Union([Type.String(), Type.Number(), Type.Boolean()]),
+      description: "The hub's custom fields (archived ones omitted).",
+    },
+  ),
   createdAt: Type.String({ format: 'date-time' }),
 });
-const Hub = Type.Object({ _id: Type.String(), name: Type.String(), suspended: Type.Boolean(), createdAt: Type.String({ format: 'date-time' }) });
+const Hub = Type.Object({
+  _id: Type.String(),
+  name: Type.String(),
+  suspended: Type.Boolean(),
+  createdAt: Type.String({ format: 'date-time' }),
+});
 
 export const identityOperations = [
   defineOperation({
@@ -31,7 +42,8 @@ export const identityOperations = [
     effect: 'read',
     rest: { path: '/whoami' },
     title: 'Who am I',
-    description: 'The signed-in user, the hub and workspace this token acts in (workspace is null when a hub admin acts across the whole hub), the granted scope and the OAuth client. Use it to confirm a token works.',
+    description:
+      'The signed-in user, the hub and workspace this token acts in (workspace is null when a hub admin acts across the whole hub), the granted scope and the OAuth client. Use it to confirm a token works.',
     input: Type.Object({}),
     output: Type.Object({
       user: Type.Object({ _id: Type.String(), email: Type.String(), firstname: Type.String(), lastname: Type.String() }),
@@ -89,7 +101,12 @@ export const identityOperations = [
     output: Page(Hub, NEXT_CURSOR_SHORT),
     handler: async (ctx: MainContext, input) => {
       const limit = limitOf(input);
-      return toIdPage(input.cursor, await findHubs(ctx.db, ctx.caller.account.id, { afterId: input.cursor.after, limit }), limit, (h) => h._id);
+      return toIdPage(
+        input.cursor,
+        await findHubs(ctx.db, ctx.caller.account.id, { afterId: input.cursor.after, limit }),
+        limit,
+        (h) => h._id,
+      );
     },
   }),
 ];

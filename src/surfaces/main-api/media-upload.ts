@@ -41,8 +41,20 @@ export const mediaUploadOpenApi: OpenApiOperation = {
     `Send an Idempotency-Key header to retry safely: the same key with the same file within ${IDEMPOTENCY_KEY_TTL_MS / HOUR_MS} hours returns the first asset (Idempotent-Replayed: true); with another file, 422 idempotency_key_reused.`,
   ].join(' '),
   parameters: [
-    { name: 'workspaceId', in: 'query', required: false, description: 'The workspace to add the asset to (hub-wide callers); otherwise the active workspace.', schema: { type: 'string', maxLength: 64 } },
-    { name: 'Idempotency-Key', in: 'header', required: false, description: '1 to 255 visible ASCII characters, e.g. a UUID.', schema: { type: 'string', maxLength: 255 } },
+    {
+      name: 'workspaceId',
+      in: 'query',
+      required: false,
+      description: 'The workspace to add the asset to (hub-wide callers); otherwise the active workspace.',
+      schema: { type: 'string', maxLength: 64 },
+    },
+    {
+      name: 'Idempotency-Key',
+      in: 'header',
+      required: false,
+      description: '1 to 255 visible ASCII characters, e.g. a UUID.',
+      schema: { type: 'string', maxLength: 255 },
+    },
   ],
   requestBody: {
     required: true,
@@ -59,7 +71,9 @@ export const mediaUploadOpenApi: OpenApiOperation = {
       },
     },
   },
-  responses: { '201': { description: 'The new asset.', content: { 'application/json': { schema: JSON.parse(JSON.stringify(MediaSchema)) } } } },
+  responses: {
+    '201': { description: 'The new asset.', content: { 'application/json': { schema: JSON.parse(JSON.stringify(MediaSchema)) } } },
+  },
 };
 
 /** What the multipart parser threw while reading the body, kept apart from errors of our own. */
@@ -91,9 +105,10 @@ function unreadable(reason: unknown): ApiError {
     const message = `is larger than ${VIDEO_MAX_BYTES / MB} MB, the limit for videos`;
     return new ApiError(413, 'payload_too_large', `file: ${message}`, { issues: [{ field: 'file', message }] });
   }
-  const message = code === 'FST_FILES_LIMIT' || code === 'FST_PARTS_LIMIT' || code === 'FST_FIELDS_LIMIT'
-    ? 'has more parts than an upload takes: one part named "file", and optionally a "workspaceId" field'
-    : 'is not valid multipart/form-data: it is cut short or malformed (check the boundary, and that the whole body was sent)';
+  const message =
+    code === 'FST_FILES_LIMIT' || code === 'FST_PARTS_LIMIT' || code === 'FST_FIELDS_LIMIT'
+      ? 'has more parts than an upload takes: one part named "file", and optionally a "workspaceId" field'
+      : 'is not valid multipart/form-data: it is cut short or malformed (check the boundary, and that the whole body was sent)';
   return invalidRequest([{ field: 'body', message }]);
 }
 
@@ -132,7 +147,13 @@ export async function registerMediaUpload(app: FastifyInstance, deps: MediaUploa
             part.file.resume(); // drain it: only the one `file` part is read
             continue;
           }
-          upload = await uploadMedia(ctx, ctx.caller, fromParser(part.file), { filename: part.filename, declaredType: part.mimetype, workspaceId }, idempotencyKeyOf(request));
+          upload = await uploadMedia(
+            ctx,
+            ctx.caller,
+            fromParser(part.file),
+            { filename: part.filename, declaredType: part.mimetype, workspaceId },
+            idempotencyKeyOf(request),
+          );
         }
       } catch (error) {
         // Only what the parser threw is the client's 400; anything else (the database down, a

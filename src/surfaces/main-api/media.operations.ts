@@ -16,7 +16,9 @@ export const MediaSchema = Type.Object({
   _id: Type.String({ description: 'Media id: use it in a post’s mediaIds.' }),
   workspaceId: Type.String(),
   kind: Type.Enum(['image', 'video']),
-  contentType: Type.Enum(['image/jpeg', 'image/png', 'image/webp', 'image/gif', 'video/mp4', 'video/quicktime'], { description: 'Detected from the file’s bytes at upload (the declared type is not trusted).' }),
+  contentType: Type.Enum(['image/jpeg', 'image/png', 'image/webp', 'image/gif', 'video/mp4', 'video/quicktime'], {
+    description: 'Detected from the file’s bytes at upload (the declared type is not trusted).',
+  }),
   filename: Type.String({ description: 'The uploaded name, its extension matching the content.' }),
   byteSize: Type.Integer(),
   width: Type.Integer({ description: 'Pixels (for a video, as displayed, rotation applied).' }),
@@ -27,7 +29,8 @@ export const MediaSchema = Type.Object({
   createdAt: Timestamp('When it was uploaded.'),
 });
 
-const LIST_MEDIA = 'The media library of the workspaces in your scope: images (JPEG, PNG, WebP, GIF) and videos (MP4, MOV) with their detected type, size, dimensions and duration, oldest upload first.';
+const LIST_MEDIA =
+  'The media library of the workspaces in your scope: images (JPEG, PNG, WebP, GIF) and videos (MP4, MOV) with their detected type, size, dimensions and duration, oldest upload first.';
 
 export const mediaOperations = [
   defineOperation({

@@ -9,5 +9,10 @@ import { postOperations } from './post.operations.ts';
 
 /** Every main API operation: mounted as REST routes, the OpenAPI document and MCP tools. */
 export const mainOperations: readonly Operation<MainContext>[] = [
-  ...identityOperations, ...channelOperations, ...postOperations, ...mediaOperations, ...analyticsOperations, ...playbookOperations,
+  ...identityOperations,
+  ...channelOperations,
+  ...postOperations,
+  ...mediaOperations,
+  ...analyticsOperations,
+  ...playbookOperations,
 ];

@@ -15,11 +15,17 @@ const playbookCursor = cursorFormat('playbooks-cursor', idCursor('playbooks'));
 const PlaybookSchema = Type.Object({
   _id: Type.String({ description: 'Playbook id (the playbook.id of opt-in rows); group and filter by it, never by name.' }),
   name: Type.String({ description: 'Display name exactly as stored: not unique, may carry trailing spaces.' }),
-  solutions: Type.Array(Type.Enum([...SOLUTIONS]), { description: 'Ad solutions the playbook runs on; usually one, several for a multi-platform playbook.' }),
-  variants: Type.Object({}, {
-    additionalProperties: Type.Array(Type.String()),
-    description: 'Variant dimensions and their options, e.g. {"audience": ["Families", "Seniors"]}; an opt-in picks one option per dimension. `{}` when the playbook has none.',
+  solutions: Type.Array(Type.Enum([...SOLUTIONS]), {
+    description: 'Ad solutions the playbook runs on; usually one, several for a multi-platform playbook.',
   }),
+  variants: Type.Object(
+    {},
+    {
+      additionalProperties: Type.Array(Type.String()),
+      description:
+        'Variant dimensions and their options, e.g. {"audience": ["Families", "Seniors"]}; an opt-in picks one option per dimension. `{}` when the playbook has none.',
+    },
+  ),
   questions: Type.Array(
     Type.Object({
       question: Type.String(),

@@ -27,15 +27,24 @@ export interface MainApiDeps {
 }
 
 const RATE_HEADERS = {
-  RateLimit: { description: 'Remaining requests (r) and seconds until a request frees up (t), e.g. `"per-user-client";r=57;t=41`.', schema: { type: 'string' } },
-  'RateLimit-Policy': { description: `The plan’s limit, e.g. \`"per-user-client";q=${PLAN_LIMITS.standard};w=${PLAN_WINDOW_MS / 1000}\`.`, schema: { type: 'string' } },
+  RateLimit: {
+    description: 'Remaining requests (r) and seconds until a request frees up (t), e.g. `"per-user-client";r=57;t=41`.',
+    schema: { type: 'string' },
+  },
+  'RateLimit-Policy': {
+    description: `The plan’s limit, e.g. \`"per-user-client";q=${PLAN_LIMITS.standard};w=${PLAN_WINDOW_MS / 1000}\`.`,
+    schema: { type: 'string' },
+  },
 };
 
 const ACCESS_TOKEN_HOURS = ACCESS_TOKEN_TTL_S / 3600;
 const PLAN_WINDOW = PLAN_WINDOW_MS === 60_000 ? 'minute' : `${PLAN_WINDOW_MS / 1000} s`;
 
 const ErrorSchema = Type.Object({
-  error: Type.String({ description: 'invalid_request, invalid_token, insufficient_scope, not_found, rate_limited, idempotency_key_reused, hub_access_suspended, service_unavailable, internal_error.' }),
+  error: Type.String({
+    description:
+      'invalid_request, invalid_token, insufficient_scope, not_found, rate_limited, idempotency_key_reused, hub_access_suspended, service_unavailable, internal_error.',
+  }),
   message: Type.String(),
   issues: Type.Optional(Type.Array(Type.Object({ field: Type.String(), message: Type.String() }))),
   requestId: Type.Optional(Type.String()),
@@ -70,7 +79,10 @@ export function mainOpenApi(config: Config, version: string, operations: readonl
       '401': { description: 'invalid_token: missing, expired, revoked or for another resource (see WWW-Authenticate).' },
       '403': { description: 'insufficient_scope, or hub_access_suspended.' },
       '404': { description: 'not_found: does not exist or is outside what the token may see.' },
-      '429': { description: 'rate_limited: retry after Retry-After seconds.', headers: { 'Retry-After': { schema: { type: 'integer' } }, ...RATE_HEADERS } },
+      '429': {
+        description: 'rate_limited: retry after Retry-After seconds.',
+        headers: { 'Retry-After': { schema: { type: 'integer' } }, ...RATE_HEADERS },
+      },
     },
     successHeaders: RATE_HEADERS,
     errorSchema: ErrorSchema,

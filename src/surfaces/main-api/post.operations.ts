@@ -32,12 +32,15 @@ const PostSchema = Type.Object({
   channelIds: Type.Array(Type.String(), { description: 'Target channels, in the order given.' }),
   mediaIds: Type.Array(Type.String(), { description: 'Attached media assets, in order.' }),
   status: Type.Enum([...POST_STATUSES], {
-    description: 'draft: not scheduled; scheduled: waits for scheduledAt; publishing: being sent now; published: every channel has it; failed: at least one channel failed (see error and deliveries).',
+    description:
+      'draft: not scheduled; scheduled: waits for scheduledAt; publishing: being sent now; published: every channel has it; failed: at least one channel failed (see error and deliveries).',
   }),
   scheduledAt: Nullable(Type.String({ format: 'date-time' }), 'When the post is (or was) due; null for an undated draft.'),
   publishedAt: Nullable(Type.String({ format: 'date-time' }), 'When publishing finished; set only on published posts.'),
   error: Nullable(Type.String(), 'Why a failed post failed, per channel.'),
-  calendarAt: Timestamp('Where the post sits on the calendar: scheduledAt, else publishedAt, else createdAt. Lists are ordered and filtered by it.'),
+  calendarAt: Timestamp(
+    'Where the post sits on the calendar: scheduledAt, else publishedAt, else createdAt. Lists are ordered and filtered by it.',
+  ),
   deliveries: Type.Array(DeliverySchema, { description: 'One per target channel: its delivery state.' }),
   createdBy: Nullable(Type.String(), 'The user who created it (null for imported posts).'),
   createdAt: Timestamp('When the post was created.'),
@@ -66,8 +69,20 @@ export const postOperations = [
     input: Type.Object({
       workspaceId: workspaceFilter,
       status: Type.Optional(Type.Enum([...POST_STATUSES], { description: 'Only posts in this status.' })),
-      from: Type.Optional(checkedString(TIMESTAMP_OR_DATE, { maxLength: 64, description: 'Only posts with calendarAt at or after this instant (a date: 00:00 UTC).', examples: ['2026-11-01'] })),
-      to: Type.Optional(checkedString(TIMESTAMP_OR_DATE, { maxLength: 64, description: 'Only posts with calendarAt at or before this instant (a date: through the end of that UTC day).', examples: ['2026-11-30'] })),
+      from: Type.Optional(
+        checkedString(TIMESTAMP_OR_DATE, {
+          maxLength: 64,
+          description: 'Only posts with calendarAt at or after this instant (a date: 00:00 UTC).',
+          examples: ['2026-11-01'],
+        }),
+      ),
+      to: Type.Optional(
+        checkedString(TIMESTAMP_OR_DATE, {
+          maxLength: 64,
+          description: 'Only posts with calendarAt at or before this instant (a date: through the end of that UTC day).',
+          examples: ['2026-11-30'],
+        }),
+      ),
       ...pageParameters('Posts', postCursor),
     }),
     output: Page(PostSchema),
@@ -95,15 +110,50 @@ export const postOperations = [
       `Send an Idempotency-Key header to retry safely: the same key and body within ${IDEMPOTENCY_KEY_TTL_MS / 3_600_000} hours returns the first post (with Idempotent-Replayed: true) and creates nothing; the same key with another body is refused with 422 idempotency_key_reused.`,
     ].join(' '),
     // A tool call has no request headers to send.
-    mcp: { description: [...CREATE_POST, 'A tool call is not idempotent: if a call fails mid-way, check list_posts before creating the post again.'].join(' ') },
+    mcp: {
+      description: [
+        ...CREATE_POST,
+        'A tool call is not idempotent: if a call fails mid-way, check list_posts before creating the post again.',
+      ].join(' '),
+    },
     input: Type.Object({
-      workspaceId: Type.Optional(Id('The workspace to post in: required when acting hub-wide; otherwise your active workspace (it may be given, and must match).')),
-      text: Type.String({ maxLength: MAX_TEXT_LENGTH, description: `The post text. May be empty only when media is attached. Limits per platform: ${platformLimits}.` }),
-      channelIds: Type.Optional(Type.Array(Id('A channel _id.'), { maxItems: MAX_CHANNELS, uniqueItems: true, default: [], description: `Target channels (at most ${MAX_CHANNELS}); at least one to schedule. A draft may have none yet.` })),
-      mediaIds: Type.Optional(Type.Array(Id('A media _id.'), { maxItems: MAX_IMAGES, uniqueItems: true, default: [], description: `Media assets in display order: up to ${MAX_IMAGES} images or exactly one video.` })),
-      status: Type.Enum([...NEW_POST_STATUSES], { description: 'draft: save without publishing; scheduled: publish at scheduledAt (or now with publishNow).' }),
-      scheduledAt: Type.Optional(checkedString(INSTANT, { maxLength: 64, description: 'When to publish (ISO 8601 with Z or an offset). Required for status scheduled unless publishNow; optional on a draft (its planned time).', examples: ['2026-12-01T15:00:00Z'] })),
-      publishNow: Type.Optional(Type.Boolean({ description: 'With status scheduled and no scheduledAt: publish as soon as possible (within seconds).' })),
+      workspaceId: Type.Optional(
+        Id('The workspace to post in: required when acting hub-wide; otherwise your active workspace (it may be given, and must match).'),
+      ),
+      text: Type.String({
+        maxLength: MAX_TEXT_LENGTH,
+        description: `The post text. May be empty only when media is attached. Limits per platform: ${platformLimits}.`,
+      }),
+      channelIds: Type.Optional(
+        Type.Array(Id('A channel _id.'), {
+          maxItems: MAX_CHANNELS,
+          uniqueItems: true,
+          default: [],
+          description: `Target channels (at most ${MAX_CHANNELS}); at least one to schedule. A draft may have none yet.`,
+        }),
+      ),
+      mediaIds: Type.Optional(
+        Type.Array(Id('A media _id.'), {
+          maxItems: MAX_IMAGES,
+          uniqueItems: true,
+          default: [],
+          description: `Media assets in display order: up to ${MAX_IMAGES} images or exactly one video.`,
+        }),
+      ),
+      status: Type.Enum([...NEW_POST_STATUSES], {
+        description: 'draft: save without publishing; scheduled: publish at scheduledAt (or now with publishNow).',
+      }),
+      scheduledAt: Type.Optional(
+        checkedString(INSTANT, {
+          maxLength: 64,
+          description:
+            'When to publish (ISO 8601 with Z or an offset). Required for status scheduled unless publishNow; optional on a draft (its planned time).',
+          examples: ['2026-12-01T15:00:00Z'],
+        }),
+      ),
+      publishNow: Type.Optional(
+        Type.Boolean({ description: 'With status scheduled and no scheduledAt: publish as soon as possible (within seconds).' }),
+      ),
     }),
     output: PostSchema,
     handler: async (ctx: MainContext, input) => replayable(await createPost(ctx, ctx.caller, input, ctx.idempotencyKey)),

@@ -11,4 +11,6 @@ export const Nullable = <T extends TSchema>(schema: T, description: string) => T
 export const Timestamp = (description: string) => Type.String({ format: 'date-time', description });
 export const Id = (description: string) => Type.String({ minLength: 1, maxLength: 64, description });
 
-export const workspaceFilter = Type.Optional(Id('Only this workspace. One outside your scope gives an empty result (as does an unknown id).'));
+export const workspaceFilter = Type.Optional(
+  Id('Only this workspace. One outside your scope gives an empty result (as does an unknown id).'),
+);

@@ -13,7 +13,8 @@ const reportView: McpResource = {
   uri: REPORT_VIEW_URI,
   name: 'report-view',
   title: 'Spend and opt-in report',
-  description: 'Shows the result of get_spend_by_workspace (spend per workspace against the prior period, with the freshness banner) or get_opt_in_summary (the four periods and live opt-ins).',
+  description:
+    'Shows the result of get_spend_by_workspace (spend per workspace against the prior period, with the freshness banner) or get_opt_in_summary (the four periods and live opt-ins).',
   mimeType: 'text/html;profile=mcp-app',
   // Read once, at start.
   text: readFileSync(new URL('./report-view.html', import.meta.url), 'utf8'),

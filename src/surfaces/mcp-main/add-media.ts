@@ -22,7 +22,11 @@ const BASE64_MAX_CHARS = Math.ceil(BASE64_MEDIA_MAX_BYTES / 3) * 4 + 64 * 1024;
 export const ADD_MEDIA_BODY_LIMIT = BASE64_MAX_CHARS + 256 * 1024;
 
 /** How URLs are fetched: public internet addresses only (the default rule), the video size limit. */
-const URL_FETCH: Readonly<SafeFetchOptions> = Object.freeze({ maxBytes: VIDEO_MAX_BYTES, timeoutMs: URL_FETCH_TIMEOUT_MS, maxRedirects: URL_FETCH_MAX_REDIRECTS });
+const URL_FETCH: Readonly<SafeFetchOptions> = Object.freeze({
+  maxBytes: VIDEO_MAX_BYTES,
+  timeoutMs: URL_FETCH_TIMEOUT_MS,
+  maxRedirects: URL_FETCH_MAX_REDIRECTS,
+});
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 const BASE64URL = /^[A-Za-z0-9_-]*={0,2}$/;
@@ -30,7 +34,9 @@ const BASE64URL = /^[A-Za-z0-9_-]*={0,2}$/;
 function decodeBase64(text: string): Buffer {
   const data = text.replace(/^data:[\w.+-]+\/[\w.+-]+;base64,/i, '').replace(/\s+/g, '');
   if ((!BASE64.test(data) && !BASE64URL.test(data)) || data.length % 4 === 1) {
-    throw invalidRequest([{ field: 'base64', message: 'is not valid base64 (standard or URL-safe alphabet; a data: URL prefix is accepted)' }]);
+    throw invalidRequest([
+      { field: 'base64', message: 'is not valid base64 (standard or URL-safe alphabet; a data: URL prefix is accepted)' },
+    ]);
   }
   const bytes = Buffer.from(data, BASE64.test(data) ? 'base64' : 'base64url');
   if (bytes.length === 0) throw invalidRequest([{ field: 'base64', message: 'is empty' }]);
@@ -81,10 +87,36 @@ export const addMediaOperation = defineOperation({
     `The type is detected from the bytes (never from the name or a declared type); images up to ${IMAGE_MAX_BYTES / MB} MB, videos up to ${VIDEO_MAX_BYTES / MB} MB. A hub admin acting hub-wide names the workspace; others add to their active workspace.`,
   ].join(' '),
   input: Type.Object({
-    workspaceId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'The workspace to add it to: required when acting hub-wide; otherwise your active workspace (it may be given, and must match).' })),
-    url: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, description: 'An http or https URL on the public internet.', examples: ['https://cdn.example.com/photos/storefront.jpg'] })),
-    base64: Type.Optional(Type.String({ minLength: 1, maxLength: BASE64_MAX_CHARS, description: `The file's bytes, base64-encoded (at most ${BASE64_MEDIA_MAX_BYTES / MB} MB decoded).` })),
-    filename: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'A display name; its extension is corrected to match the content. Default: the URL’s last path segment, or "upload".' })),
+    workspaceId: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        description:
+          'The workspace to add it to: required when acting hub-wide; otherwise your active workspace (it may be given, and must match).',
+      }),
+    ),
+    url: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 2048,
+        description: 'An http or https URL on the public internet.',
+        examples: ['https://cdn.example.com/photos/storefront.jpg'],
+      }),
+    ),
+    base64: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: BASE64_MAX_CHARS,
+        description: `The file's bytes, base64-encoded (at most ${BASE64_MEDIA_MAX_BYTES / MB} MB decoded).`,
+      }),
+    ),
+    filename: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 255,
+        description: 'A display name; its extension is corrected to match the content. Default: the URL’s last path segment, or "upload".',
+      }),
+    ),
   }),
   output: MediaSchema,
   handler: async (ctx: MainContext, input) => {
@@ -100,7 +132,11 @@ export const addMediaOperation = defineOperation({
     let fetched: FetchedUrl | undefined;
     try {
       fetched = await safeFetch(input.url!, URL_FETCH);
-      const upload = await uploadMedia(ctx, ctx.caller, fetched.body, { filename: input.filename ?? filenameOf(fetched.url), declaredType: fetched.contentType, workspaceId });
+      const upload = await uploadMedia(ctx, ctx.caller, fetched.body, {
+        filename: input.filename ?? filenameOf(fetched.url),
+        declaredType: fetched.contentType,
+        workspaceId,
+      });
       return upload.value;
     } catch (error) {
       throw urlError(error);

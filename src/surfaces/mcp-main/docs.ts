@@ -24,7 +24,11 @@ export interface DocHit {
   score: number;
 }
 
-const slug = (text: string) => text.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+const slug = (text: string) =>
+  text
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '');
 
 /**
  * A guide page split at `#`/`##`/`###` headings (fenced code kept whole); each section's title is
@@ -98,7 +102,8 @@ export function openApiEntries(document: OpenApiDocument, prefix: string): DocEn
       document.info.description ?? '',
       'Operations:',
       ...Object.entries(document.paths).flatMap(([path, methods]) =>
-        Object.entries(methods).map(([method, op]) => `- ${method.toUpperCase()} ${path} — ${op.operationId}: ${op.summary ?? ''}`)),
+        Object.entries(methods).map(([method, op]) => `- ${method.toUpperCase()} ${path} — ${op.operationId}: ${op.summary ?? ''}`),
+      ),
     ].join('\n\n'),
   };
   const operations = Object.entries(document.paths).flatMap(([path, methods]) =>
@@ -118,7 +123,9 @@ export function openApiEntries(document: OpenApiDocument, prefix: string): DocEn
             : '',
           body ? `Request body (${Object.keys(op.requestBody?.content ?? {})[0]}):\n${json(body.schema)}` : '',
           success ? `Response ${success[0]}:\n${json(Object.values(success[1].content ?? {})[0]?.schema ?? success[1].description)}` : '',
-        ].filter(Boolean).join('\n\n'),
+        ]
+          .filter(Boolean)
+          .join('\n\n'),
       };
     }),
   );
@@ -126,7 +133,11 @@ export function openApiEntries(document: OpenApiDocument, prefix: string): DocEn
 }
 
 // Words that carry no meaning in a question about the API.
-const STOP_WORDS = new Set('a an and are as at be by can do does for from get how i in is it me my of on or so the this to what when where which who why with you your'.split(' '));
+const STOP_WORDS = new Set(
+  'a an and are as at be by can do does for from get how i in is it me my of on or so the this to what when where which who why with you your'.split(
+    ' ',
+  ),
+);
 
 /** Terms of a text: each word, and for `snake_case`/`kebab-case` compounds the whole and each part. */
 function terms(text: string): string[] {
@@ -180,7 +191,13 @@ export class DocIndex {
       .filter((r) => r.score > 0)
       .sort((a, b) => b.score - a.score || a.entry.id.localeCompare(b.entry.id))
       .slice(0, options.limit ?? 8)
-      .map(({ entry, score }) => ({ id: entry.id, title: entry.title, source: entry.source, snippet: snippetOf(entry.text, words), score: Math.round(score * 100) / 100 }));
+      .map(({ entry, score }) => ({
+        id: entry.id,
+        title: entry.title,
+        source: entry.source,
+        snippet: snippetOf(entry.text, words),
+        score: Math.round(score * 100) / 100,
+      }));
   }
 
   read(id: string): DocEntry | undefined {
@@ -188,7 +205,9 @@ export class DocIndex {
   }
 
   list(source?: DocSource): { id: string; title: string; source: DocSource }[] {
-    return this.#entries.filter(({ entry }) => source === undefined || entry.source === source).map(({ entry: { id, title, source: s } }) => ({ id, title, source: s }));
+    return this.#entries
+      .filter(({ entry }) => source === undefined || entry.source === source)
+      .map(({ entry: { id, title, source: s } }) => ({ id, title, source: s }));
   }
 }
 
@@ -198,5 +217,8 @@ function snippetOf(text: string, words: string[]): string {
   const found = words.map((w) => lower.indexOf(w)).filter((i) => i >= 0);
   const at = found.length ? Math.min(...found) : 0;
   const start = Math.max(0, at - 80);
-  return `${start > 0 ? '…' : ''}${text.slice(start, start + 280).replace(/\s+/g, ' ').trim()}${start + 280 < text.length ? '…' : ''}`;
+  return `${start > 0 ? '…' : ''}${text
+    .slice(start, start + 280)
+    .replace(/\s+/g, ' ')
+    .trim()}${start + 280 < text.length ? '…' : ''}`;
 }

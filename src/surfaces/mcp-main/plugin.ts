@@ -93,25 +93,30 @@ export async function mcpMainPlugin(app: FastifyInstance, deps: McpMainDeps): Pr
   const resource = mcpResource(deps.config);
   const metadata = JSON.stringify(protectedResourceMetadata(deps.config));
   let docs: Promise<DocIndex> | undefined;
-  const docIndex = () => (docs ??= buildDocIndex(deps.config, deps.version).catch((error: unknown) => {
-    docs = undefined;
-    throw error;
-  }));
-  const serveMcp = mcpHandler<McpMainContext>({
-    name: 'hubops',
-    version: deps.version,
-    instructions: instructions(deps.config),
-    operations: mainMcpTools,
-    inputs: deps.inputs,
-    resources: mcpAppResources,
-  }, app.log);
+  const docIndex = () =>
+    (docs ??= buildDocIndex(deps.config, deps.version).catch((error: unknown) => {
+      docs = undefined;
+      throw error;
+    }));
+  const serveMcp = mcpHandler<McpMainContext>(
+    {
+      name: 'hubops',
+      version: deps.version,
+      instructions: instructions(deps.config),
+      operations: mainMcpTools,
+      inputs: deps.inputs,
+      resources: mcpAppResources,
+    },
+    app.log,
+  );
 
   // RFC 9728 metadata at the path-aware URL of the resource only (clients find it through the
   // 401's resource_metadata). No root document: RFC 9728 §3.3 would make its resource the origin,
   // which is no protected resource here, and a client probing for another endpoint of this origin
   // (/v1/hub/mcp) must not find a document that it could take for its own.
   app.get(resource.metadataPath, async (_request, reply) =>
-    reply.type('application/json').headers({ 'cache-control': 'public, max-age=3600', 'access-control-allow-origin': '*' }).send(metadata));
+    reply.type('application/json').headers({ 'cache-control': 'public, max-age=3600', 'access-control-allow-origin': '*' }).send(metadata),
+  );
 
   // Streamable HTTP: "servers MUST validate the Origin header" (DNS rebinding). Server-side
   // clients send none; a browser page of another origin is refused (no CORS is offered either).
@@ -119,7 +124,11 @@ export async function mcpMainPlugin(app: FastifyInstance, deps: McpMainDeps): Pr
   const refuseForeignOrigin = async (request: FastifyRequest) => {
     const origin = request.headers.origin;
     if (origin !== undefined && origin !== ownOrigin) {
-      throw new ApiError(403, 'origin_not_allowed', `Requests from the web origin ${origin.slice(0, 200)} are not accepted; MCP clients call this server from their own process.`);
+      throw new ApiError(
+        403,
+        'origin_not_allowed',
+        `Requests from the web origin ${origin.slice(0, 200)} are not accepted; MCP clients call this server from their own process.`,
+      );
     }
   };
 

@@ -32,9 +32,11 @@ function hubContextOf(ctx: McpMainContext, tool: string): HubContext {
   const { caller } = ctx;
   if (caller.role !== 'hub_admin' || caller.workspace !== null) {
     const bound = caller.workspace ? `bound to the workspace ${caller.workspace.id}` : 'not a hub admin’s';
-    throw new DomainError('forbidden',
+    throw new DomainError(
+      'forbidden',
       `${tool} reports on every workspace of the hub, and this token is ${bound}. Hub-wide figures need a hub admin who chose "the whole hub" when connecting; for your own workspace use paid_analytics, list_playbooks and list_posts.`,
-      { code: HUB_WIDE_ERROR });
+      { code: HUB_WIDE_ERROR },
+    );
   }
   return { db: ctx.db, clock: ctx.clock, hubId: caller.hub.id, caches: ctx.caches };
 }
@@ -47,7 +49,10 @@ function hubWide(op: Operation<HubContext>): Operation<McpMainContext> {
   });
 }
 
-const DocSourceSchema = Type.Enum(['guide', 'openapi'], { description: 'guide: the README and docs pages (connecting, OAuth, limits, errors, decisions); openapi: the REST operations of the main API and the Hub API.' });
+const DocSourceSchema = Type.Enum(['guide', 'openapi'], {
+  description:
+    'guide: the README and docs pages (connecting, OAuth, limits, errors, decisions); openapi: the REST operations of the main API and the Hub API.',
+});
 
 // MCP only: no REST route.
 const docsOperations: Operation<McpMainContext>[] = [
@@ -65,13 +70,15 @@ const docsOperations: Operation<McpMainContext>[] = [
       limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 50, default: 8, description: 'Results, 1 to 50 (ignored when listing).' })),
     }),
     output: Type.Object({
-      hits: Type.Array(Type.Object({
-        id: Type.String({ description: 'Pass to read_doc.' }),
-        title: Type.String(),
-        source: DocSourceSchema,
-        snippet: Type.String({ description: 'The text around the first match (empty when listing).' }),
-        score: Type.Number({ description: 'Relevance; higher is better (0 when listing).' }),
-      })),
+      hits: Type.Array(
+        Type.Object({
+          id: Type.String({ description: 'Pass to read_doc.' }),
+          title: Type.String(),
+          source: DocSourceSchema,
+          snippet: Type.String({ description: 'The text around the first match (empty when listing).' }),
+          score: Type.Number({ description: 'Relevance; higher is better (0 when listing).' }),
+        }),
+      ),
       totalDocuments: Type.Integer({ description: 'Documents in the corpus.' }),
     }),
     handler: async (ctx: McpMainContext, input) => {
@@ -86,8 +93,15 @@ const docsOperations: Operation<McpMainContext>[] = [
     name: 'read_doc',
     effect: 'read',
     title: 'Read a hubops document',
-    description: 'The full text of one document found with search_docs: a guide section, an API overview, or one REST operation (method and URL, parameters, request body and response schema).',
-    input: Type.Object({ id: Type.String({ minLength: 1, maxLength: 200, description: 'A document id from search_docs, e.g. readme/quick-start, hub-api/limits or openapi-main/list_posts.' }) }),
+    description:
+      'The full text of one document found with search_docs: a guide section, an API overview, or one REST operation (method and URL, parameters, request body and response schema).',
+    input: Type.Object({
+      id: Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description: 'A document id from search_docs, e.g. readme/quick-start, hub-api/limits or openapi-main/list_posts.',
+      }),
+    }),
     output: Type.Object({ id: Type.String(), title: Type.String(), source: DocSourceSchema, text: Type.String() }),
     handler: async (ctx: McpMainContext, input) => {
       const entry = (await ctx.docs()).read(input.id);
@@ -113,12 +127,14 @@ function assemble(): Operation<McpMainContext>[] {
   for (const op of hubOperationsFor('per user and client')) all.set(op.name, hubWide(op));
   all.set(addMediaOperation.name, addMediaOperation);
 
-  const ordered = Object.values(TOOL_GROUPS).flat().map((name) => {
-    const op = all.get(name);
-    if (!op) throw new Error(`MCP tool ${name} has no operation`);
-    all.delete(name);
-    return op;
-  });
+  const ordered = Object.values(TOOL_GROUPS)
+    .flat()
+    .map((name) => {
+      const op = all.get(name);
+      if (!op) throw new Error(`MCP tool ${name} has no operation`);
+      all.delete(name);
+      return op;
+    });
   // Any main API operation not placed in a group above still becomes a tool (REST and MCP never drift).
   return [...ordered, ...all.values()];
 }

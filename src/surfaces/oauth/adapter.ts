@@ -115,12 +115,20 @@ export class PostgresAdapter implements Adapter {
    * whole grant is revoked and the request fails with invalid_grant.
    */
   async consume(id: string): Promise<void> {
-    const won = await this.#db.kysely.updateTable('oauth_artifacts').set({ consumed_at: sql`now()` })
-      .where('model', '=', this.#model).where('id_hash', '=', sha256(id)).where('consumed_at', 'is', null)
+    const won = await this.#db.kysely
+      .updateTable('oauth_artifacts')
+      .set({ consumed_at: sql`now()` })
+      .where('model', '=', this.#model)
+      .where('id_hash', '=', sha256(id))
+      .where('consumed_at', 'is', null)
       .executeTakeFirst();
     if (won.numUpdatedRows > 0n) return;
-    const row = await this.#db.kysely.selectFrom('oauth_artifacts').select('grant_id')
-      .where('model', '=', this.#model).where('id_hash', '=', sha256(id)).executeTakeFirst();
+    const row = await this.#db.kysely
+      .selectFrom('oauth_artifacts')
+      .select('grant_id')
+      .where('model', '=', this.#model)
+      .where('id_hash', '=', sha256(id))
+      .executeTakeFirst();
     if (row?.grant_id) await revokeGrant(this.#db, row.grant_id, this.#revocations);
     throw new errors.InvalidGrant(`${this.#model === 'RefreshToken' ? 'refresh token' : 'authorization code'} already used`);
   }

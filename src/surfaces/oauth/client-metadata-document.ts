@@ -26,8 +26,16 @@ export const CLIENT_METADATA_CACHE_S = Object.freeze({ min: 60, max: 86_400 });
  * free to make up, so the address window bounds the total; it is generous because behind a
  * proxy every client shares one address, and one caller's made-up hosts should not block the rest.
  */
-export const CLIENT_METADATA_FETCH_LIMIT: RatePolicy = Object.freeze({ policy: 'client-metadata-fetches', limit: 300, windowMs: 10 * 60_000 });
-export const CLIENT_METADATA_HOST_FETCH_LIMIT: RatePolicy = Object.freeze({ policy: 'client-metadata-fetches-per-host', limit: 30, windowMs: 10 * 60_000 });
+export const CLIENT_METADATA_FETCH_LIMIT: RatePolicy = Object.freeze({
+  policy: 'client-metadata-fetches',
+  limit: 300,
+  windowMs: 10 * 60_000,
+});
+export const CLIENT_METADATA_HOST_FETCH_LIMIT: RatePolicy = Object.freeze({
+  policy: 'client-metadata-fetches-per-host',
+  limit: 30,
+  windowMs: 10 * 60_000,
+});
 
 /**
  * Test-only: trust this CA and allow loopback addresses, so tests can serve a document from a
@@ -52,7 +60,8 @@ export function clientIdUrlProblem(id: string): string | undefined {
   if (url.username || url.password || /^https:\/\/[^/?#]*@/i.test(id)) return 'must not contain a user name or password';
   if (id.includes('#')) return 'must not have a fragment';
   const path = /^https:\/\/[^/?#]*([^?#]*)/i.exec(id)![1]!;
-  if (path.split('/').some((segment) => ['.', '..'].includes(segment.replace(/%2e/gi, '.')))) return 'must not contain . or .. path segments';
+  if (path.split('/').some((segment) => ['.', '..'].includes(segment.replace(/%2e/gi, '.'))))
+    return 'must not contain . or .. path segments';
   if (path === '' || path === '/') return 'must have a path, like https://app.example/oauth/client.json';
   return undefined;
 }
@@ -71,11 +80,17 @@ export class DocumentUnreachable extends Error {
 }
 
 /** oidc-provider's `fetch` (it passes `redirect: 'manual'` and its own timeout; ours apply instead). */
-export function metadataDocumentFetch(trust: ClientMetadataTrust | undefined, log: Pick<FastifyBaseLogger, 'info'>): (input: string | URL | Request) => Promise<Response> {
+export function metadataDocumentFetch(
+  trust: ClientMetadataTrust | undefined,
+  log: Pick<FastifyBaseLogger, 'info'>,
+): (input: string | URL | Request) => Promise<Response> {
   return async (input) => {
     const url = new URL(input instanceof Request ? input.url : input);
     const unreachable = (reason: unknown) => {
-      log.info({ clientId: url.href, reason: reason instanceof Error ? reason.message : String(reason) }, 'client metadata document could not be fetched');
+      log.info(
+        { clientId: url.href, reason: reason instanceof Error ? reason.message : String(reason) },
+        'client metadata document could not be fetched',
+      );
       return new DocumentUnreachable();
     };
     const explain = (error: unknown) =>
@@ -98,7 +113,8 @@ export function metadataDocumentFetch(trust: ClientMetadataTrust | undefined, lo
       });
     } catch (error) {
       // Say which rule, not where a name resolves to: the requester is not signed in.
-      if (nonPublic && !isIP(url.hostname.replace(/^\[|\]$/g, ''))) throw new Error(`${url.hostname} is not on the public internet; only public addresses are fetched`);
+      if (nonPublic && !isIP(url.hostname.replace(/^\[|\]$/g, '')))
+        throw new Error(`${url.hostname} is not on the public internet; only public addresses are fetched`);
       if (nonPublic) throw error; // an address literal: the message names only what the caller sent
       throw explain(error);
     }
@@ -164,9 +180,15 @@ export function explainUrlClientIds(Client: { find(id: string): Promise<unknown>
       return await find(id);
     } catch (error) {
       if (!DOCUMENT_ERRORS.some((type) => error instanceof type)) throw error;
-      const { error_description: description, error_detail: detail, cause } = error as { error_description?: string; error_detail?: string; cause?: unknown };
+      const {
+        error_description: description,
+        error_detail: detail,
+        cause,
+      } = error as { error_description?: string; error_detail?: string; cause?: unknown };
       const why = cause instanceof SyntaxError ? 'the document is not valid JSON' : detail;
-      const what = description?.startsWith('client_id metadata document') ? description : `client_id metadata document is invalid: ${description}`;
+      const what = description?.startsWith('client_id metadata document')
+        ? description
+        : `client_id metadata document is invalid: ${description}`;
       const refusal = new errors.InvalidClient(cause instanceof DocumentUnreachable ? cause.message : why ? `${what}: ${why}` : what);
       if (request) refused.set(request, { id, error: refusal });
       throw refusal;

@@ -42,8 +42,13 @@ export interface ClientLabel {
 
 const fromHost = (client: ClientLabel) => (client.host ? ` <small>from</small> <strong>${escapeHtml(client.host)}</strong>` : '');
 
-export function signInPage(o: { action: string; csrf: string; client: ClientLabel; email?: string; error?: string }, nonce: string): string {
-  return page('Sign in', `
+export function signInPage(
+  o: { action: string; csrf: string; client: ClientLabel; email?: string; error?: string },
+  nonce: string,
+): string {
+  return page(
+    'Sign in',
+    `
 <h1>Sign in</h1>
 <p>to continue to <strong>${escapeHtml(o.client.name)}</strong>${fromHost(o.client)}</p>
 ${o.error ? `<p class="error" role="alert">${escapeHtml(o.error)}</p>` : ''}
@@ -54,7 +59,9 @@ ${o.error ? `<p class="error" role="alert">${escapeHtml(o.error)}</p>` : ''}
   <label for="password">Password</label>
   <input id="password" name="password" type="password" required autocomplete="current-password">
   <div class="actions"><button class="primary" type="submit">Sign in</button></div>
-</form>`, nonce);
+</form>`,
+    nonce,
+  );
 }
 
 export interface ConsentChoice {
@@ -66,24 +73,38 @@ export interface ConsentChoice {
   hubWide: boolean;
 }
 
-export function consentPage(o: { action: string; csrf: string; client: ClientLabel; clientId: string; userEmail: string; choices: ConsentChoice[]; connectedAppsUrl: string }, nonce: string): string {
-  const hubField = o.choices.length === 1
-    ? `<dt>Hub</dt><dd>${escapeHtml(o.choices[0]!.hubName)}</dd>`
-    : '';
-  const hubSelect = o.choices.length > 1
-    ? `<label for="hub">Hub</label><select id="hub" name="hub">${o.choices.map((c) => `<option value="${escapeHtml(c.hubId)}">${escapeHtml(c.hubName)}</option>`).join('')}</select>`
-    : '';
+export function consentPage(
+  o: {
+    action: string;
+    csrf: string;
+    client: ClientLabel;
+    clientId: string;
+    userEmail: string;
+    choices: ConsentChoice[];
+    connectedAppsUrl: string;
+  },
+  nonce: string,
+): string {
+  const hubField = o.choices.length === 1 ? `<dt>Hub</dt><dd>${escapeHtml(o.choices[0]!.hubName)}</dd>` : '';
+  const hubSelect =
+    o.choices.length > 1
+      ? `<label for="hub">Hub</label><select id="hub" name="hub">${o.choices.map((c) => `<option value="${escapeHtml(c.hubId)}">${escapeHtml(c.hubName)}</option>`).join('')}</select>`
+      : '';
   // Workspace: fixed for a pinned member; a choice (or the whole hub) for a hub admin.
   const first = o.choices[0]!;
-  const workspaceField = first.pinned && o.choices.length === 1
-    ? `<dt>Workspace</dt><dd>${escapeHtml(first.pinned.name)}</dd>`
-    : '';
+  const workspaceField = first.pinned && o.choices.length === 1 ? `<dt>Workspace</dt><dd>${escapeHtml(first.pinned.name)}</dd>` : '';
   const workspaceSelect = o.choices.some((c) => c.hubWide)
     ? `<label for="workspace">Workspace</label><select id="workspace" name="workspace"><option value="">All workspaces in the hub</option>${o.choices
-        .flatMap((c) => c.workspaces.map((w) => `<option value="${escapeHtml(w.id)}">${escapeHtml(o.choices.length > 1 ? `${c.hubName} — ${w.name}` : w.name)}</option>`))
+        .flatMap((c) =>
+          c.workspaces.map(
+            (w) => `<option value="${escapeHtml(w.id)}">${escapeHtml(o.choices.length > 1 ? `${c.hubName} — ${w.name}` : w.name)}</option>`,
+          ),
+        )
         .join('')}</select>`
     : '';
-  return page('Allow access', `
+  return page(
+    'Allow access',
+    `
 <h1>Allow ${escapeHtml(o.client.name)} to use hubops for you?</h1>
 <p><strong>${escapeHtml(o.client.name)}</strong>${fromHost(o.client)} <small>(${escapeHtml(o.clientId)})</small> is asking for:</p>
 <ul class="scope"><li>full access to the hub below on your behalf — read and create posts and media, and read analytics, reviews, playbooks, opt-ins and ad spend</li></ul>
@@ -94,22 +115,32 @@ export function consentPage(o: { action: string; csrf: string; client: ClientLab
   ${hubSelect}${workspaceSelect}
   <p><small>You can revoke this access at any time in <a href="${escapeHtml(o.connectedAppsUrl)}" target="_blank" rel="noopener">Connected apps</a> (your profile menu in hubops); the app's tokens stop working at once.</small></p>
   <div class="actions"><button type="submit" name="decision" value="deny">Deny</button><button class="primary" type="submit" name="decision" value="allow">Allow</button></div>
-</form>`, nonce);
+</form>`,
+    nonce,
+  );
 }
 
 export function refusalPage(o: { action: string; csrf: string; clientName: string; userEmail: string }, nonce: string): string {
-  return page('API access not enabled', `
+  return page(
+    'API access not enabled',
+    `
 <h1>API access isn't enabled for your account</h1>
 <p>${escapeHtml(o.userEmail)} can't connect <strong>${escapeHtml(o.clientName)}</strong> to hubops: access to the API is currently limited to staff and selected partners. Ask your account manager or hubops support to enable it.</p>
 <form method="post" action="${escapeHtml(o.action)}">
   <input type="hidden" name="csrf" value="${escapeHtml(o.csrf)}">
   <div class="actions"><button class="primary" type="submit" name="decision" value="deny">Return to ${escapeHtml(o.clientName)}</button></div>
-</form>`, nonce);
+</form>`,
+    nonce,
+  );
 }
 
 export function errorPage(error: string, description: string, nonce: string): string {
-  return page('Something went wrong', `
+  return page(
+    'Something went wrong',
+    `
 <h1>We couldn't complete that request</h1>
 <p class="error" role="alert">${escapeHtml(description || error)}</p>
-<p><small>Error code: ${escapeHtml(error)}. Go back to the app you came from and try again.</small></p>`, nonce);
+<p><small>Error code: ${escapeHtml(error)}. Go back to the app you came from and try again.</small></p>`,
+    nonce,
+  );
 }

@@ -24,7 +24,6 @@ export interface OAuthDeps {
   csrfKey: string;
 }
 
-
 type Form = Record<string, string | undefined>;
 
 const HTTP_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'];
@@ -36,7 +35,9 @@ function refuseOtherMethods(scope: FastifyInstance, url: string, methods: HTTPMe
     method: HTTP_METHODS.filter((method) => !allow.includes(method)),
     url,
     handler: async (request, reply) =>
-      reply.code(405).headers({ allow: allow.join(', '), 'cache-control': 'no-store' })
+      reply
+        .code(405)
+        .headers({ allow: allow.join(', '), 'cache-control': 'no-store' })
         .send({ error: 'method_not_allowed', error_description: `${request.method} is not allowed here; use ${allow.join(', ')}.` }),
   });
 }
@@ -81,7 +82,12 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
     const csrfFor = (uid: string) => createHmac('sha256', deps.csrfKey).update(`csrf:${uid}`).digest('base64url');
     const csrfValid = (uid: string, presented: unknown) => sameSecret(csrfFor(uid), presented);
     const send = (reply: FastifyReply, status: number, render: (nonce: string) => string) => sendPage(reply, status, pageHeaders, render);
-    const finish = async (request: FastifyRequest, reply: FastifyReply, result: Parameters<Provider['interactionResult']>[2], merge: boolean) => {
+    const finish = async (
+      request: FastifyRequest,
+      reply: FastifyReply,
+      result: Parameters<Provider['interactionResult']>[2],
+      merge: boolean,
+    ) => {
       const redirectTo = await deps.provider.interactionResult(request.raw, reply.raw, result, { mergeWithLastSubmission: merge });
       return reply.code(303).header('cache-control', 'no-store').redirect(redirectTo, 303);
     };
@@ -100,7 +106,9 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
         throw error;
       }
       const name = (client?.clientName as string | undefined) || clientId;
-      return (client as { clientIdMetadataDocument?: boolean } | undefined)?.clientIdMetadataDocument ? { name, host: new URL(clientId).host } : { name };
+      return (client as { clientIdMetadataDocument?: boolean } | undefined)?.clientIdMetadataDocument
+        ? { name, host: new URL(clientId).host }
+        : { name };
     };
     const refuse = (reply: FastifyReply, refusal: errors.OIDCProviderError) => {
       if (refusal instanceof TooManyRequests) reply.header('retry-after', String(refusal.retryAfter));
@@ -117,26 +125,48 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
       const name = await clientName(request, String(details.params.client_id));
       if (name instanceof errors.OIDCProviderError) return refuse(reply, name);
       if (details.prompt.name === 'login') {
-        return send(reply, 200, (nonce) => signInPage({ action: `${routes.interaction}/${uid}/login`, csrf: csrfFor(uid), client: name }, nonce));
+        return send(reply, 200, (nonce) =>
+          signInPage({ action: `${routes.interaction}/${uid}/login`, csrf: csrfFor(uid), client: name }, nonce),
+        );
       }
       return renderConsent(request, reply, uid, String(details.session?.accountId), String(details.params.client_id), name);
     });
 
-    const renderConsent = async (_request: FastifyRequest, reply: FastifyReply, uid: string, userId: string, clientId: string, name: ClientLabel) => {
+    const renderConsent = async (
+      _request: FastifyRequest,
+      reply: FastifyReply,
+      uid: string,
+      userId: string,
+      clientId: string,
+      name: ClientLabel,
+    ) => {
       const options = await consentOptions(deps.db, userId);
       const action = `${routes.interaction}/${uid}/consent`;
       if (!options?.apiAccess || options.hubs.length === 0) {
-        return send(reply, 403, (nonce) => refusalPage({ action, csrf: csrfFor(uid), clientName: name.name, userEmail: options?.user.email ?? '' }, nonce));
+        return send(reply, 403, (nonce) =>
+          refusalPage({ action, csrf: csrfFor(uid), clientName: name.name, userEmail: options?.user.email ?? '' }, nonce),
+        );
       }
-      return send(reply, 200, (nonce) => consentPage({
-        action,
-        csrf: csrfFor(uid),
-        client: name,
-        clientId,
-        userEmail: options.user.email,
-        choices: options.hubs.map((h) => ({ hubId: h.hubId, hubName: h.hubName, workspaces: h.workspaces, pinned: h.pinned, hubWide: h.role === 'hub_admin' })),
-        connectedAppsUrl,
-      }, nonce));
+      return send(reply, 200, (nonce) =>
+        consentPage(
+          {
+            action,
+            csrf: csrfFor(uid),
+            client: name,
+            clientId,
+            userEmail: options.user.email,
+            choices: options.hubs.map((h) => ({
+              hubId: h.hubId,
+              hubName: h.hubName,
+              workspaces: h.workspaces,
+              pinned: h.pinned,
+              hubWide: h.role === 'hub_admin',
+            })),
+            connectedAppsUrl,
+          },
+          nonce,
+        ),
+      );
     };
 
     scope.post<{ Params: { uid: string }; Body: Form }>(`${routes.interaction}/:uid/login`, async (request, reply) => {
@@ -148,7 +178,9 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
       if (name instanceof errors.OIDCProviderError) return refuse(reply, name);
       // This page shows one message: the first field's problem, when it is about a field.
       const error = result.error ?? result.fieldErrors?.email ?? result.fieldErrors?.password;
-      return send(reply, result.status, (nonce) => signInPage({ action: request.url, csrf: csrfFor(details.uid), client: name, email: result.email, error }, nonce));
+      return send(reply, result.status, (nonce) =>
+        signInPage({ action: request.url, csrf: csrfFor(details.uid), client: name, email: result.email, error }, nonce),
+      );
     });
 
     scope.post<{ Params: { uid: string }; Body: Form }>(`${routes.interaction}/:uid/consent`, async (request, reply) => {
@@ -183,7 +215,8 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
       for (const [resource, scope] of Object.entries(previous?.resources ?? {})) grant.addResourceScope(resource, scope);
       const missing = details.prompt.details as { missingOIDCScope?: string[]; missingResourceScopes?: Record<string, string[]> };
       if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
-      for (const [resource, scopes] of Object.entries(missing.missingResourceScopes ?? {})) grant.addResourceScope(resource, scopes.join(' '));
+      for (const [resource, scopes] of Object.entries(missing.missingResourceScopes ?? {}))
+        grant.addResourceScope(resource, scopes.join(' '));
       const grantId = await grant.save();
       await saveGrantContext(deps.db, { grantId, userId, hubId: hub.hubId, workspaceId });
       return finish(request, reply, { consent: { grantId } }, true);

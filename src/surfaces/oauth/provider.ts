@@ -47,7 +47,6 @@ export function resources(config: Config): string[] {
   return [config.baseUrl, `${config.baseUrl}/mcp`];
 }
 
-
 /** A 429 in the shape of an OAuth error; oidc-provider's error handlers render it as such. */
 export class TooManyRequests extends errors.OIDCProviderError {
   readonly retryAfter: number;
@@ -78,7 +77,12 @@ export interface AuthorizationServerOptions {
   cimdTrust?: ClientMetadataTrust;
 }
 
-export function createAuthorizationServer(config: Config, db: Db, secrets: AuthorizationServerSecrets, options: AuthorizationServerOptions): Provider {
+export function createAuthorizationServer(
+  config: Config,
+  db: Db,
+  secrets: AuthorizationServerSecrets,
+  options: AuthorizationServerOptions,
+): Provider {
   const { revocations, limiter, clock, log, cimdTrust } = options;
   const routes = oauthRoutes(config);
   const secure = config.baseUrl.startsWith('https:');
@@ -117,7 +121,8 @@ export function createAuthorizationServer(config: Config, db: Db, secrets: Autho
           return;
         }
         const unknown = value.split(' ').filter((scope) => scope !== SCOPE);
-        if (unknown.length > 0) throw new errors.InvalidScope(`unsupported scope ${unknown.join(' ')}; the only scope is ${SCOPE}`, unknown.join(' '));
+        if (unknown.length > 0)
+          throw new errors.InvalidScope(`unsupported scope ${unknown.join(' ')}; the only scope is ${SCOPE}`, unknown.join(' '));
       },
     },
     // Registration (RFC 7591) and client metadata documents accept only what can be stored and the
@@ -176,7 +181,10 @@ export function createAuthorizationServer(config: Config, db: Db, secrets: Autho
             const full = attempt.decisions.findIndex((decision) => !decision.allowed);
             const retryAfter = attempt.decisions[full]!.resetSeconds;
             ctx?.set('retry-after', String(retryAfter));
-            throw new TooManyRequests(`too many client metadata document fetches from this address${full === 1 ? ' for this host' : ''}; retry in ${retryAfter} s`, retryAfter);
+            throw new TooManyRequests(
+              `too many client metadata document fetches from this address${full === 1 ? ' for this host' : ''}; retry in ${retryAfter} s`,
+              retryAfter,
+            );
           }
           return true;
         },
@@ -235,7 +243,10 @@ export function createAuthorizationServer(config: Config, db: Db, secrets: Autho
     this: { clientId: string; clientSecret?: string },
     actual: string,
   ) {
-    const attempt = await charge(`oauth-client-auth-fail:${this.clientId}:${Provider.ctx?.req.socket.remoteAddress ?? ''}`, CLIENT_AUTH_FAILURE_LIMIT);
+    const attempt = await charge(
+      `oauth-client-auth-fail:${this.clientId}:${Provider.ctx?.req.socket.remoteAddress ?? ''}`,
+      CLIENT_AUTH_FAILURE_LIMIT,
+    );
     if (attempt && !attempt.allowed) {
       const retryAfter = attempt.decisions[0]!.resetSeconds;
       Provider.ctx?.set('retry-after', String(retryAfter));
@@ -290,7 +301,10 @@ export function createAuthorizationServer(config: Config, db: Db, secrets: Autho
         ctx.status = 429;
         ctx.set('retry-after', String(retryAfter));
         ctx.set('cache-control', 'no-store');
-        ctx.body = { error: 'rate_limited', error_description: `too many client registrations from this address; retry in ${retryAfter} s` };
+        ctx.body = {
+          error: 'rate_limited',
+          error_description: `too many client registrations from this address; retry in ${retryAfter} s`,
+        };
         return;
       }
     }
@@ -300,7 +314,8 @@ export function createAuthorizationServer(config: Config, db: Db, secrets: Autho
   // The client read endpoint (RFC 7592) never shows a secret (or its stored hash) after creation.
   provider.use(async (ctx, next) => {
     await next();
-    if (ctx.oidc?.route === 'client' && ctx.body && typeof ctx.body === 'object') delete (ctx.body as Record<string, unknown>).client_secret;
+    if (ctx.oidc?.route === 'client' && ctx.body && typeof ctx.body === 'object')
+      delete (ctx.body as Record<string, unknown>).client_secret;
   });
 
   // RFC 8414 metadata states exactly what we support (oidc-provider lists OpenID extras too).
@@ -309,7 +324,12 @@ export function createAuthorizationServer(config: Config, db: Db, secrets: Autho
     if (ctx.oidc?.route === 'discovery' && ctx.body && typeof ctx.body === 'object') {
       const body = ctx.body as Record<string, unknown>;
       for (const key of Object.keys(body)) {
-        if (/^(claims|claim_types|subject_types|id_token_|request_object_|request_parameter|request_uri_parameter|require_request_uri|userinfo_|claims_parameter)/.test(key)) delete body[key];
+        if (
+          /^(claims|claim_types|subject_types|id_token_|request_object_|request_parameter|request_uri_parameter|require_request_uri|userinfo_|claims_parameter)/.test(
+            key,
+          )
+        )
+          delete body[key];
       }
       Object.assign(body, {
         scopes_supported: [SCOPE],

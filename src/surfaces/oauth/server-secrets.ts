@@ -28,10 +28,12 @@ export async function resolveSecretsKeys(config: Config): Promise<{ keys: Secret
     await handle.writeFile(`${randomBytes(32).toString('base64url')}\n`);
     await handle.close();
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw new ConfigError(`cannot create the secrets key file ${file}: ${(error as Error).message}`);
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST')
+      throw new ConfigError(`cannot create the secrets key file ${file}: ${(error as Error).message}`);
   }
   const text = (await readFile(file, 'utf8')).trim();
-  if (!/^[A-Za-z0-9_-]{43}$/.test(text)) throw new ConfigError(`the secrets key file ${file} does not hold 32 bytes in base64url (43 characters)`);
+  if (!/^[A-Za-z0-9_-]{43}$/.test(text))
+    throw new ConfigError(`the secrets key file ${file} does not hold 32 bytes in base64url (43 characters)`);
   return { keys: [secretsKey(Buffer.from(text, 'base64url'))], fromFile: file };
 }
 
@@ -53,9 +55,20 @@ function seal(name: string, plaintext: unknown, key: SecretsKey): Sealed {
 }
 
 function unseal(name: string, sealed: Sealed, keys: SecretsKey[]): unknown {
-  const plain = openParts(keys, { kid: sealed.kid, iv: Buffer.from(sealed.iv, 'base64url'), tag: Buffer.from(sealed.tag, 'base64url'), ct: Buffer.from(sealed.ct, 'base64url') }, name);
+  const plain = openParts(
+    keys,
+    {
+      kid: sealed.kid,
+      iv: Buffer.from(sealed.iv, 'base64url'),
+      tag: Buffer.from(sealed.tag, 'base64url'),
+      ct: Buffer.from(sealed.ct, 'base64url'),
+    },
+    name,
+  );
   if (plain === undefined) {
-    throw new ConfigError(`server secret ${name} is encrypted under key ${sealed.kid}, but the secrets key is ${keys.map((k) => k.id).join(', ')}: start with the key the database was made with (HUBOPS_SECRETS_KEY, or the key file under DATA_DIR); every instance must share it`);
+    throw new ConfigError(
+      `server secret ${name} is encrypted under key ${sealed.kid}, but the secrets key is ${keys.map((k) => k.id).join(', ')}: start with the key the database was made with (HUBOPS_SECRETS_KEY, or the key file under DATA_DIR); every instance must share it`,
+    );
   }
   return JSON.parse(plain.toString('utf8'));
 }

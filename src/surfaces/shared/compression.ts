@@ -39,7 +39,10 @@ const QVALUE = /^(?:0(?:\.\d{0,3})?|1(?:\.0{0,3})?)$/;
  * answer 406: when identity too is refused (`identity;q=0, *;q=0`) the body still goes
  * uncompressed, which RFC 9110 §12.5.3 allows.
  */
-export function negotiateCoding(header: string | string[] | undefined, offered: readonly ContentCoding[] = OFFERED_CODINGS): ContentCoding | undefined {
+export function negotiateCoding(
+  header: string | string[] | undefined,
+  offered: readonly ContentCoding[] = OFFERED_CODINGS,
+): ContentCoding | undefined {
   const text = Array.isArray(header) ? header.join(',') : header;
   if (!text) return undefined;
   const weights = new Map<string, number>();
@@ -76,13 +79,19 @@ export function isCompressible(contentType: unknown): boolean {
 
 /** `Vary` with `Accept-Encoding` added, keeping what is there, once (names compare case-insensitively). */
 export function varyWithAcceptEncoding(vary: unknown): string {
-  const names = (Array.isArray(vary) ? vary.join(',') : typeof vary === 'string' ? vary : '').split(',').map((n) => n.trim()).filter((n) => n !== '');
+  const names = (Array.isArray(vary) ? vary.join(',') : typeof vary === 'string' ? vary : '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '');
   if (names.some((n) => n === '*' || n.toLowerCase() === 'accept-encoding')) return names.join(', ');
   return [...names, 'Accept-Encoding'].join(', ');
 }
 
 /** The coding's level, and the body's size where it is known (`exact`: the whole body is at hand; zstd needs it exact). */
-function compressOptions(coding: ContentCoding, size: { hint?: number; exact?: number }): zlib.ZlibOptions | zlib.BrotliOptions | zlib.ZstdOptions {
+function compressOptions(
+  coding: ContentCoding,
+  size: { hint?: number; exact?: number },
+): zlib.ZlibOptions | zlib.BrotliOptions | zlib.ZstdOptions {
   const sizeHint = size.exact ?? size.hint;
   switch (coding) {
     case 'gzip':
@@ -165,9 +174,10 @@ export class ResponseCompression {
     reply.header('content-encoding', coding);
     if (strongTag) reply.header('etag', tagForCoding(strongTag, coding));
     // A strong tag names the same bytes until it changes: large bodies are compressed once per tag.
-    const cacheKey = strongTag && length !== undefined && length >= COMPRESSED_CACHE_MIN_BYTES && length <= COMPRESSED_COLLECT_MAX_BYTES
-      ? `${coding} ${strongTag}`
-      : undefined;
+    const cacheKey =
+      strongTag && length !== undefined && length >= COMPRESSED_CACHE_MIN_BYTES && length <= COMPRESSED_COLLECT_MAX_BYTES
+        ? `${coding} ${strongTag}`
+        : undefined;
     if (cacheKey) {
       const cached = this.#cache.get(cacheKey);
       if (cached && cached.identityLength === length) {
@@ -186,7 +196,8 @@ export class ResponseCompression {
       });
       return compressor;
     }
-    const body = payload instanceof Readable ? await collect(payload) : typeof payload === 'string' ? Buffer.from(payload) : (payload as Buffer);
+    const body =
+      payload instanceof Readable ? await collect(payload) : typeof payload === 'string' ? Buffer.from(payload) : (payload as Buffer);
     const compressed = await compressBuffer(body, coding);
     if (cacheKey) {
       this.#cache.set(cacheKey, { identityLength: body.length, bytes: compressed });

@@ -7,7 +7,12 @@ export class ApiError extends Error {
   readonly issues: Issue[] | undefined;
   readonly headers: Record<string, string>;
 
-  constructor(status: number, code: string, message: string, options: { issues?: Issue[] | undefined; headers?: Record<string, string> } = {}) {
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    options: { issues?: Issue[] | undefined; headers?: Record<string, string> } = {},
+  ) {
     super(message);
     this.status = status;
     this.code = code;
@@ -52,13 +57,20 @@ export function refusalOf(error: unknown): ApiError | undefined {
  * Fastify's own refusals (unreadable body, bad URL, …) as our errors, in our words: its codes and
  * messages never reach a client. Undefined when `error` is not one of them.
  */
-export function fromFrameworkError(error: { code?: unknown; statusCode?: unknown; name?: unknown }, bodyLimit: number): ApiError | undefined {
+export function fromFrameworkError(
+  error: { code?: unknown; statusCode?: unknown; name?: unknown },
+  bodyLimit: number,
+): ApiError | undefined {
   const refuse = (message: string) => new ApiError(400, 'invalid_request', message);
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ApiError(413, 'payload_too_large', `The request body is larger than ${bodyLimit} bytes.`);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new ApiError(415, 'unsupported_media_type', 'This endpoint does not accept that Content-Type; send application/json (or what the endpoint documents).');
+      return new ApiError(
+        415,
+        'unsupported_media_type',
+        'This endpoint does not accept that Content-Type; send application/json (or what the endpoint documents).',
+      );
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return refuse('The body does not match its Content-Length header.');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
@@ -74,6 +86,7 @@ export function fromFrameworkError(error: { code?: unknown; statusCode?: unknown
   // The JSON parser's SyntaxError (also a forbidden key such as __proto__).
   if (status === 400 && error.name === 'SyntaxError') return refuse('The body is not valid JSON (keys such as __proto__ are refused).');
   if (status === 413) return new ApiError(413, 'payload_too_large', `The request body is larger than ${bodyLimit} bytes.`);
-  if (status !== undefined && status >= 400 && status < 500) return new ApiError(status, 'invalid_request', 'The request could not be read.');
+  if (status !== undefined && status >= 400 && status < 500)
+    return new ApiError(status, 'invalid_request', 'The request could not be read.');
   return undefined;
 }

@@ -13,7 +13,12 @@ export function newNonce(): string {
 }
 
 /** Sends a page rendered with a fresh nonce, under the headers (CSP) made for that nonce. */
-export function sendPage(reply: FastifyReply, status: number, headers: (nonce: string) => Record<string, string>, render: (nonce: string) => string): FastifyReply {
+export function sendPage(
+  reply: FastifyReply,
+  status: number,
+  headers: (nonce: string) => Record<string, string>,
+  render: (nonce: string) => string,
+): FastifyReply {
   const nonce = newNonce();
   return reply.code(status).headers(headers(nonce)).send(render(nonce));
 }

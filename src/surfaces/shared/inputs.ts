@@ -147,7 +147,8 @@ export class InputValidator {
       const range = schema.minimum !== undefined && schema.maximum !== undefined ? ` from ${schema.minimum} to ${schema.maximum}` : '';
       return `must be an integer${range}`;
     }
-    if (schema.type === 'string' && typeof schema.maxLength === 'number') return `must be a string of at most ${schema.maxLength} characters`;
+    if (schema.type === 'string' && typeof schema.maxLength === 'number')
+      return `must be a string of at most ${schema.maxLength} characters`;
     return fallback;
   }
 }

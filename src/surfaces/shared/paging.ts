@@ -30,8 +30,24 @@ const CURSOR = 'The nextCursor of the previous page, unchanged.';
  */
 export function pageParameters<P>(what: string, format: CursorFormat<P>, options: { filtered: boolean } = { filtered: true }) {
   return {
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE, description: `${what} per page, 1 to ${MAX_PAGE_SIZE}.` })),
-    cursor: cursorParameter(format, Type.Optional(Type.String({ pattern: CURSOR_PATTERN, maxLength: 1000, description: options.filtered ? `${CURSOR} Keep the other parameters the same while paging.` : CURSOR }))),
+    limit: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_PAGE_SIZE,
+        default: DEFAULT_PAGE_SIZE,
+        description: `${what} per page, 1 to ${MAX_PAGE_SIZE}.`,
+      }),
+    ),
+    cursor: cursorParameter(
+      format,
+      Type.Optional(
+        Type.String({
+          pattern: CURSOR_PATTERN,
+          maxLength: 1000,
+          description: options.filtered ? `${CURSOR} Keep the other parameters the same while paging.` : CURSOR,
+        }),
+      ),
+    ),
   };
 }
 

@@ -23,20 +23,31 @@ type SignInFormResult =
  * Handles a posted sign-in form whose CSRF token must equal `expectedCsrf` (undefined: the form
  * cannot be genuine). A database outage is thrown, for the surface's unavailable page.
  */
-export async function submitSignInForm(deps: { db: Db; limiter: RateLimiter; clock: Clock }, request: FastifyRequest, expectedCsrf: string | undefined): Promise<SignInFormResult> {
+export async function submitSignInForm(
+  deps: { db: Db; limiter: RateLimiter; clock: Clock },
+  request: FastifyRequest,
+  expectedCsrf: string | undefined,
+): Promise<SignInFormResult> {
   const body = (request.body ?? {}) as Record<string, unknown>;
   const email = normaliseEmail(String(body.email ?? '')).slice(0, 320);
   const password = String(body.password ?? '').slice(0, 1024);
-  const again = (status: 400 | 401 | 429, problem: { error?: string; fieldErrors?: SignInFieldErrors }, expired = false): SignInFormResult =>
-    ({ ok: false, status, email, expired, ...problem });
-  if (expectedCsrf === undefined || !sameSecret(expectedCsrf, body.csrf)) return again(400, { error: 'Your sign-in form expired. Please try again.' }, true);
+  const again = (
+    status: 400 | 401 | 429,
+    problem: { error?: string; fieldErrors?: SignInFieldErrors },
+    expired = false,
+  ): SignInFormResult => ({ ok: false, status, email, expired, ...problem });
+  if (expectedCsrf === undefined || !sameSecret(expectedCsrf, body.csrf))
+    return again(400, { error: 'Your sign-in form expired. Please try again.' }, true);
   const fieldErrors: SignInFieldErrors = {};
   if (!email) fieldErrors.email = 'Enter the email address you sign in with.';
   else if (!/^[^\s@]+@[^\s@]+$/.test(email)) fieldErrors.email = 'Enter an email address like name@example.com.';
   if (!password) fieldErrors.password = 'Enter your password.';
   if (fieldErrors.email || fieldErrors.password) return again(400, { fieldErrors });
   const onLimiterError = (error: unknown) => request.log.warn({ err: error }, 'rate limiter unavailable; sign-in allowed unthrottled');
-  const outcome = await signIn({ db: deps.db, limiter: deps.limiter, nowMs: deps.clock.now().getTime(), onLimiterError }, { email, password, address: request.ip });
+  const outcome = await signIn(
+    { db: deps.db, limiter: deps.limiter, nowMs: deps.clock.now().getTime(), onLimiterError },
+    { email, password, address: request.ip },
+  );
   if (outcome.ok) return outcome;
   if (outcome.reason === 'throttled') return again(429, { error: 'Too many failed sign-in attempts. Wait 15 minutes and try again.' });
   return again(401, { error: 'That email and password do not match an account.' });

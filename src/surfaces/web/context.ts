@@ -33,8 +33,17 @@ export interface WebDeps {
 /** What the web admin needs of the Meta client for "Connect Meta" (src/integrations/meta/client.ts, MetaOAuth). */
 export interface MetaOAuthLike {
   authorizeUrl(p: { dialogUrl: string; appId: string; redirectUri: string; state: string; scopes: string[] }): string;
-  exchangeCode(p: { appId: string; appSecret: string; redirectUri: string; code: string }): Promise<{ accessToken: string; expiresAt: Date | null }>;
-  exchangeForLongLived(p: { appId: string; appSecret: string; accessToken: string }): Promise<{ accessToken: string; expiresAt: Date | null }>;
+  exchangeCode(p: {
+    appId: string;
+    appSecret: string;
+    redirectUri: string;
+    code: string;
+  }): Promise<{ accessToken: string; expiresAt: Date | null }>;
+  exchangeForLongLived(p: {
+    appId: string;
+    appSecret: string;
+    accessToken: string;
+  }): Promise<{ accessToken: string; expiresAt: Date | null }>;
 }
 
 export interface WebPaths {
@@ -113,4 +122,5 @@ export const embedPage = (reply: FastifyReply, status: number, title: string, bo
   sendPage(reply, status, embedHeaders, (nonce) => embedDocument(title, body, nonce));
 
 /** Whatever is wrong with an embed request, the embedding site gets this page. */
-export const embedRefusal = (reply: FastifyReply, reason: string): FastifyReply => embedPage(reply, 401, 'Not authorised', embedRefusalView(reason));
+export const embedRefusal = (reply: FastifyReply, reason: string): FastifyReply =>
+  embedPage(reply, 401, 'Not authorised', embedRefusalView(reason));

@@ -24,9 +24,20 @@ export function csvLine(values: string[]): string {
 /** The report's columns; `fieldKeys` are the hub's non-archived custom field keys. */
 export function optInCsvHeader(fieldKeys: string[]): string[] {
   return [
-    'id', 'playbook_id', 'playbook_name', 'playbook_solutions', 'workspace_id', 'workspace_name',
+    'id',
+    'playbook_id',
+    'playbook_name',
+    'playbook_solutions',
+    'workspace_id',
+    'workspace_name',
     ...fieldKeys.map((k) => `field_${k}`),
-    'status', 'opted_in_at', 'updated_at', 'budget_cents', 'budget_type', 'variant', 'responses',
+    'status',
+    'opted_in_at',
+    'updated_at',
+    'budget_cents',
+    'budget_type',
+    'variant',
+    'responses',
   ];
 }
 

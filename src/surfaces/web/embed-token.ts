@@ -23,7 +23,6 @@ export interface EmbedPayload {
   kid: string;
 }
 
-
 export type EmbedVerdict = { ok: true; payload: EmbedPayload } | { ok: false; reason: string };
 
 /** What a hub admin's server does with the private key shown at creation (also used by tests). */
@@ -101,7 +100,9 @@ function signatureMatches(token: ParsedToken, key: EmbedKeyRecord | undefined): 
     return verify(null, Buffer.from(token.signed), publicKey, token.signature);
   }
   // Legacy HMAC tokens only for keys without a key pair; computed even for an unknown key.
-  const expected = createHmac('sha256', (!key?.publicKey && key?.keyHash) || Buffer.alloc(32)).update(token.signed).digest();
+  const expected = createHmac('sha256', (!key?.publicKey && key?.keyHash) || Buffer.alloc(32))
+    .update(token.signed)
+    .digest();
   return sameSecret(expected, token.signature) && !!key && !key.publicKey && !!key.keyHash;
 }
 
@@ -118,15 +119,17 @@ export async function verifyEmbedToken(
   const parsed = parseEmbedToken(token);
   if (!parsed) return { ok: false, reason: 'The embed token is malformed.' };
   const key = await findKey(parsed.payload.kid);
-  if (!key || !signatureMatches(parsed, key)) return { ok: false, reason: 'The embed token\'s signature does not match any embed key.' };
+  if (!key || !signatureMatches(parsed, key)) return { ok: false, reason: "The embed token's signature does not match any embed key." };
   if (key.scope !== 'embed') return { ok: false, reason: 'The token was signed with a read key; only embed keys sign embedded views.' };
   if (key.revoked) return { ok: false, reason: 'The embed key that signed this token has been revoked.' };
-  if (key.expiresAt && key.expiresAt <= now) return { ok: false, reason: `The embed key that signed this token expired at ${key.expiresAt.toISOString()}.` };
+  if (key.expiresAt && key.expiresAt <= now)
+    return { ok: false, reason: `The embed key that signed this token expired at ${key.expiresAt.toISOString()}.` };
   if (key.hubId !== parsed.payload.hub) return { ok: false, reason: 'The token names a hub its key does not belong to.' };
-  if (key.hubSuspended) return { ok: false, reason: 'This hub\'s access is suspended.' };
+  if (key.hubSuspended) return { ok: false, reason: "This hub's access is suspended." };
   if (parsed.payload.view !== view) return { ok: false, reason: `The token is for the ${parsed.payload.view} view, not ${view}.` };
   const nowS = now.getTime() / 1000;
   if (parsed.payload.exp <= nowS) return { ok: false, reason: 'The embed token has expired; the embedding site must sign a new one.' };
-  if (parsed.payload.exp > nowS + EMBED_TOKEN_MAX_LIFETIME_S + EMBED_CLOCK_SKEW_S) return { ok: false, reason: `The embed token lives longer than the ${EMBED_TOKEN_MAX_LIFETIME_S / 3600}-hour maximum.` };
+  if (parsed.payload.exp > nowS + EMBED_TOKEN_MAX_LIFETIME_S + EMBED_CLOCK_SKEW_S)
+    return { ok: false, reason: `The embed token lives longer than the ${EMBED_TOKEN_MAX_LIFETIME_S / 3600}-hour maximum.` };
   return { ok: true, payload: parsed.payload };
 }

@@ -40,15 +40,28 @@ export function webErrorPages(config: Config) {
       const area = areaOf(request);
       if (!area) return undefined;
       if (allow.length > 0) reply.header('allow', allow.join(', '));
-      if (area === 'embed') return embedPage(reply, allow.length > 0 ? 405 : 404, 'Not found', embedMessageView('No such view', 'There is no embedded view at this address.', EMBED_VIEWS_HINT));
+      if (area === 'embed')
+        return embedPage(
+          reply,
+          allow.length > 0 ? 405 : 404,
+          'Not found',
+          embedMessageView('No such view', 'There is no embedded view at this address.', EMBED_VIEWS_HINT),
+        );
       return allow.length > 0
         ? refuse(reply, 405, 'Not allowed', `This page does not answer ${request.method} requests.`, home)
-        : refuse(reply, 404, 'Page not found', 'There is no page at this address. Check the link, or start again from the web admin.', home);
+        : refuse(
+            reply,
+            404,
+            'Page not found',
+            'There is no page at this address. Check the link, or start again from the web admin.',
+            home,
+          );
     },
     /** What Fastify refused before routing (a malformed URL, an overlong path segment), in our words. */
     refused(request: FastifyRequest, reply: FastifyReply, status: number, message: string): FastifyReply | undefined {
       const area = areaOf(request);
-      if (area === 'embed') return embedPage(reply, status, 'Bad request', embedMessageView('This view cannot be shown', message, EMBED_VIEWS_HINT));
+      if (area === 'embed')
+        return embedPage(reply, status, 'Bad request', embedMessageView('This view cannot be shown', message, EMBED_VIEWS_HINT));
       return area === 'app' ? refuse(reply, status, 'Bad request', message, home) : undefined;
     },
   };
@@ -84,7 +97,8 @@ export async function webPlugin(app: FastifyInstance, deps: WebDeps): Promise<vo
       return failed(503, 'Temporarily unavailable', 'hubops cannot reach its database right now. Try again in a few seconds.');
     }
     const fromDomain = error instanceof DomainError;
-    const refusal = onEmbed && fromDomain ? undefined : refusalOf(error) ?? fromFrameworkError(error, request.routeOptions.bodyLimit ?? 0);
+    const refusal =
+      onEmbed && fromDomain ? undefined : (refusalOf(error) ?? fromFrameworkError(error, request.routeOptions.bodyLimit ?? 0));
     if (refusal && refusal.status < 500) {
       if (onEmbed) return embedRefusal(reply, 'The embed token is malformed.');
       if (fromDomain) request.log.info({ err: error }, 'domain refusal answered by the error handler');
@@ -95,7 +109,14 @@ export async function webPlugin(app: FastifyInstance, deps: WebDeps): Promise<vo
   });
 
   app.get(`${paths.app}/assets/app.js`, async (_request, reply) =>
-    reply.headers({ 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'public, max-age=300', 'x-content-type-options': 'nosniff' }).send(APP_JS));
+    reply
+      .headers({
+        'content-type': 'text/javascript; charset=utf-8',
+        'cache-control': 'public, max-age=300',
+        'x-content-type-options': 'nosniff',
+      })
+      .send(APP_JS),
+  );
 
   await frontDoorRoutes(app, web);
   sessionRoutes(app, deps, paths);

@@ -41,7 +41,10 @@ export function webSessions(deps: WebDeps, paths: WebPaths): Sessions {
       // `next` is logged inside the sign-in URL, where masking cannot see it; the code is single-use anyway.
       const url = redactQuery(request.url) === request.url ? request.url : request.url.split('?')[0]!;
       const next = url.startsWith(`${paths.app}/`) ? url : paths.app;
-      await reply.code(303).header('cache-control', 'no-store').redirect(`${paths.app}/sign-in?next=${encodeURIComponent(next)}`, 303);
+      await reply
+        .code(303)
+        .header('cache-control', 'no-store')
+        .redirect(`${paths.app}/sign-in?next=${encodeURIComponent(next)}`, 303);
     } else {
       await refuse(reply, 401, 'Signed out', 'Your session has ended. Sign in again.', { href: `${paths.app}/sign-in`, text: 'Sign in' });
     }
@@ -54,11 +57,20 @@ export function webSessions(deps: WebDeps, paths: WebPaths): Sessions {
       if (!who) return undefined;
       const hub = who.user.memberships.find((m) => m.hubId === hubId);
       if (!hub) {
-        await refuse(reply, 403, 'No access to this hub', 'You are not a member of this hub.', { href: paths.app, text: 'Back to your hub' });
+        await refuse(reply, 403, 'No access to this hub', 'You are not a member of this hub.', {
+          href: paths.app,
+          text: 'Back to your hub',
+        });
         return undefined;
       }
       if (adminOnly && hub.role !== 'hub_admin') {
-        await refuse(reply, 403, 'Hub admins only', 'Only the hub\'s administrators can open this page. Ask one of them if you need access.', { href: paths.hub(hubId), text: 'Back to the hub' });
+        await refuse(
+          reply,
+          403,
+          'Hub admins only',
+          "Only the hub's administrators can open this page. Ask one of them if you need access.",
+          { href: paths.hub(hubId), text: 'Back to the hub' },
+        );
         return undefined;
       }
       return { sessionId: who.sessionId, user: who.user, hub, csrf: csrfOf(who.sessionId) };
@@ -83,7 +95,8 @@ export function sessionRoutes(app: FastifyInstance, deps: WebDeps, paths: WebPat
   const cookieAttrs = `Path=${paths.app}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
   const action = `${paths.app}/sign-in`;
   /** Only our own pages: no other origin, no protocol-relative or backslash tricks. */
-  const safeNext = (next: unknown) => (typeof next === 'string' && next.startsWith(`${paths.app}/`) && !next.startsWith('//') && !/[\\\r\n]/.test(next) ? next : paths.app);
+  const safeNext = (next: unknown) =>
+    typeof next === 'string' && next.startsWith(`${paths.app}/`) && !next.startsWith('//') && !/[\\\r\n]/.test(next) ? next : paths.app;
   const newPreSession = (reply: FastifyReply) => {
     const preSession = randomBytes(24).toString('base64url');
     reply.header('set-cookie', `${SIGNIN_COOKIE}=${preSession}; ${cookieAttrs}; Max-Age=3600`);
@@ -103,13 +116,12 @@ export function sessionRoutes(app: FastifyInstance, deps: WebDeps, paths: WebPat
     if (!result.ok) {
       // An expired form gets a fresh pre-session, so the form shown again can be sent.
       const csrf = signInCsrfOf(result.expired || !preSession ? newPreSession(reply) : preSession);
-      return appPage(reply, result.status, (n) => signInPage({ action, csrf, next, email: result.email, error: result.error, fieldErrors: result.fieldErrors }, n));
+      return appPage(reply, result.status, (n) =>
+        signInPage({ action, csrf, next, email: result.email, error: result.error, fieldErrors: result.fieldErrors }, n),
+      );
     }
     const sessionId = await createSession(deps.db, result.user.id, deps.clock.now());
-    reply.header('set-cookie', [
-      `${SESSION_COOKIE}=${sessionId}; ${cookieAttrs}`,
-      `${SIGNIN_COOKIE}=; ${cookieAttrs}; Max-Age=0`,
-    ]);
+    reply.header('set-cookie', [`${SESSION_COOKIE}=${sessionId}; ${cookieAttrs}`, `${SIGNIN_COOKIE}=; ${cookieAttrs}; Max-Age=0`]);
     return reply.code(303).header('cache-control', 'no-store').redirect(next, 303);
   });
 

@@ -7,8 +7,14 @@ import type { ChannelRecord } from '../records.ts';
 export function readChannel(r: FieldReader): ChannelRecord {
   const handle = r.raw('handle');
   const record: ChannelRecord = {
-    type: 'channel', line: r.line, id: r.id('channel'), workspaceId: r.ref('workspaceId'), platform: r.oneOf('platform', SOCIAL_PLATFORMS),
-    name: r.name('name'), handle: null, connected: r.bool('connected', true),
+    type: 'channel',
+    line: r.line,
+    id: r.id('channel'),
+    workspaceId: r.ref('workspaceId'),
+    platform: r.oneOf('platform', SOCIAL_PLATFORMS),
+    name: r.name('name'),
+    handle: null,
+    connected: r.bool('connected', true),
   };
   if (handle !== undefined && handle !== null) record.handle = r.name('handle');
   return record;

@@ -38,5 +38,18 @@ export function readOptIn(r: FieldReader): OptInRecord {
   const budgetType = r.oneOfOrNull('budgetType', BUDGET_TYPES);
   const variant = r.stringMap('variant');
   const responses = readResponses(r);
-  return { type: 'optIn', line: r.line, id, playbookId, workspaceId, status, optedInAt, updatedAt, budgetCents, budgetType, variant, responses };
+  return {
+    type: 'optIn',
+    line: r.line,
+    id,
+    playbookId,
+    workspaceId,
+    status,
+    optedInAt,
+    updatedAt,
+    budgetCents,
+    budgetType,
+    variant,
+    responses,
+  };
 }

@@ -6,8 +6,17 @@ import type { OrganicRecord } from '../records.ts';
 
 export function readOrganicMetrics(r: FieldReader): OrganicRecord {
   return {
-    type: 'organicMetrics', line: r.line, workspaceId: r.ref('workspaceId'), date: r.date('date'), platform: r.oneOf('platform', SOCIAL_PLATFORMS),
-    posts: r.count('posts', INT32_MAX), impressions: r.count('impressions'), reach: r.count('reach'), likes: r.count('likes'),
-    comments: r.count('comments'), shares: r.count('shares'), saves: r.count('saves'),
+    type: 'organicMetrics',
+    line: r.line,
+    workspaceId: r.ref('workspaceId'),
+    date: r.date('date'),
+    platform: r.oneOf('platform', SOCIAL_PLATFORMS),
+    posts: r.count('posts', INT32_MAX),
+    impressions: r.count('impressions'),
+    reach: r.count('reach'),
+    likes: r.count('likes'),
+    comments: r.count('comments'),
+    shares: r.count('shares'),
+    saves: r.count('saves'),
   };
 }

@@ -6,8 +6,16 @@ import type { PaidRecord } from '../records.ts';
 
 export function readPaidMetrics(r: FieldReader): PaidRecord {
   return {
-    type: 'paidMetrics', line: r.line, workspaceId: r.ref('workspaceId'), date: r.date('date'), platform: r.oneOf('platform', AD_PLATFORMS),
-    campaignId: r.name('campaignId'), campaignName: r.name('campaignName'),
-    spendCents: r.cents('spendCents'), impressions: r.count('impressions'), clicks: r.count('clicks'), results: r.count('results'),
+    type: 'paidMetrics',
+    line: r.line,
+    workspaceId: r.ref('workspaceId'),
+    date: r.date('date'),
+    platform: r.oneOf('platform', AD_PLATFORMS),
+    campaignId: r.name('campaignId'),
+    campaignName: r.name('campaignName'),
+    spendCents: r.cents('spendCents'),
+    impressions: r.count('impressions'),
+    clicks: r.count('clicks'),
+    results: r.count('results'),
   };
 }

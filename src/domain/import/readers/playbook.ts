@@ -17,7 +17,11 @@ function stringList(r: FieldReader, field: string, value: unknown): string[] {
 
 function readSolutions(r: FieldReader): Solution[] {
   const raw = r.raw('solutions');
-  const valid = Array.isArray(raw) && raw.length > 0 && raw.every((s) => (SOLUTIONS as readonly unknown[]).includes(s)) && new Set(raw).size === raw.length;
+  const valid =
+    Array.isArray(raw) &&
+    raw.length > 0 &&
+    raw.every((s) => (SOLUTIONS as readonly unknown[]).includes(s)) &&
+    new Set(raw).size === raw.length;
   if (valid) return raw as Solution[];
   r.fail('solutions', `must be a non-empty array of distinct values from ${SOLUTIONS.join(', ')}; got ${shown(raw)}`);
   return [];
@@ -41,8 +45,10 @@ function readQuestion(r: FieldReader, at: string, q: Record<string, unknown>): Q
     r.fail(`${at}.question`, `must be a non-blank string of up to 500 characters; got ${shown(q.question)}`);
   }
   const type = q.type ?? 'short_answer';
-  if (!(QUESTION_TYPES as readonly unknown[]).includes(type)) r.fail(`${at}.type`, `must be one of ${QUESTION_TYPES.join(', ')}; got ${shown(type)}`);
-  if (q.required !== undefined && typeof q.required !== 'boolean') r.fail(`${at}.required`, `must be true or false, got ${shown(q.required)}`);
+  if (!(QUESTION_TYPES as readonly unknown[]).includes(type))
+    r.fail(`${at}.type`, `must be one of ${QUESTION_TYPES.join(', ')}; got ${shown(type)}`);
+  if (q.required !== undefined && typeof q.required !== 'boolean')
+    r.fail(`${at}.required`, `must be true or false, got ${shown(q.required)}`);
   const question: Question = { question: String(q.question), type: type as Question['type'], required: q.required === true };
   if (type === 'short_answer') {
     if (q.options !== undefined) r.fail(`${at}.options`, 'is only for single_select and multi_select questions');

@@ -9,7 +9,8 @@ const MAX_ERROR_TEXT = 1_000;
 /** The fields a post needs, or may only have, in its status. */
 function checkStatusFields(r: FieldReader, post: PostRecord): void {
   const { status, channelIds, scheduledAt, publishedAt, error, externalIds } = post;
-  if (status !== 'draft' && channelIds.length === 0 && r.raw('channelIds') !== undefined) r.fail('channelIds', `must name at least one channel of a ${status} post`);
+  if (status !== 'draft' && channelIds.length === 0 && r.raw('channelIds') !== undefined)
+    r.fail('channelIds', `must name at least one channel of a ${status} post`);
   if (status !== 'draft' && r.raw('channelIds') === undefined) r.fail('channelIds', `is required for a ${status} post`);
   if ((status === 'scheduled' || status === 'failed') && scheduledAt === null) r.fail('scheduledAt', `is required for a ${status} post`);
   if (status === 'published' && publishedAt === null) r.fail('publishedAt', 'is required for a published post');

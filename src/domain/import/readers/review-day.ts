@@ -15,7 +15,8 @@ function readNewReviews(r: FieldReader): RatingCounts {
   }
   for (const [rating, count] of Object.entries(raw)) {
     if (!STAR_RATINGS.includes(rating)) r.fail(`newReviews.${rating}`, 'is not a star rating (1 to 5)');
-    else if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 0 || count > INT32_MAX) r.fail(`newReviews.${rating}`, `must be a whole number, 0 or more; got ${shown(count)}`);
+    else if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 0 || count > INT32_MAX)
+      r.fail(`newReviews.${rating}`, `must be a whole number, 0 or more; got ${shown(count)}`);
     else newReviews[Number(rating) - 1] = count;
   }
   return newReviews;

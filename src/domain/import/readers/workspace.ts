@@ -18,7 +18,11 @@ function isTimeZone(name: string): boolean {
 }
 
 function isFieldValue(value: unknown): value is FieldValue {
-  return (typeof value === 'string' && value.length <= MAX_FIELD_TEXT) || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
+  return (
+    (typeof value === 'string' && value.length <= MAX_FIELD_TEXT) ||
+    typeof value === 'boolean' ||
+    (typeof value === 'number' && Number.isFinite(value))
+  );
 }
 
 export function readWorkspace(r: FieldReader): WorkspaceRecord {

@@ -5,8 +5,16 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
-  connectAdAccounts, disconnectAdAccount, listAdAccounts, listPlatformAccounts, listUnattributed, mapToWorkspace, requestSync, setDefaultWorkspace,
-  type AdAccountView, type AdSyncDeps,
+  connectAdAccounts,
+  disconnectAdAccount,
+  listAdAccounts,
+  listPlatformAccounts,
+  listUnattributed,
+  mapToWorkspace,
+  requestSync,
+  setDefaultWorkspace,
+  type AdAccountView,
+  type AdSyncDeps,
 } from '../../../domain/ad-sync/ad-account.service.ts';
 import { holdPendingToken, readPendingToken, takePendingToken, type PendingToken } from '../../../domain/ad-sync/pending-connection.ts';
 import { completeMetaOAuth } from '../../../domain/ad-sync/ad-account.service.ts';
@@ -16,7 +24,14 @@ import { sameSecret } from '../../../platform/constant-time.ts';
 import { DomainError } from '../../../platform/errors.ts';
 import { FORM_TOKEN_TTL_MS } from '../../../policy.ts';
 import { appPage, FORM_EXPIRED, one, refuse, type Form, type HubCtx, type Query, type Web } from '../context.ts';
-import { adAccountsView, chooseAccountsView, disconnectView, lineKey, PASTED_TOKEN_MAX_LENGTH, type AdAccountsPageState } from '../views/ad-accounts.ts';
+import {
+  adAccountsView,
+  chooseAccountsView,
+  disconnectView,
+  lineKey,
+  PASTED_TOKEN_MAX_LENGTH,
+  type AdAccountsPageState,
+} from '../views/ad-accounts.ts';
 import { shell } from '../views/layout.ts';
 
 /** Above this many workspaces the assign field is a text field for the id, not a list. */
@@ -28,18 +43,22 @@ const NOTICES: Record<string, string> = {
   sync: 'Sync requested: it starts within 15 seconds. This page shows its progress when you reload it.',
   disconnected: 'The account was disconnected. Its past figures stay in the reports; it no longer syncs or counts toward freshness.',
   assigned: 'Assigned. Its spend, past and future, now counts for that workspace.',
-  default: 'Default workspace saved. The account\'s spend that no assignment or [ws:…] token claims, past and future, counts there now.',
+  default: "Default workspace saved. The account's spend that no assignment or [ws:…] token claims, past and future, counts there now.",
   cancelled: 'Connecting Meta was cancelled: nothing was added.',
   already: 'Those accounts were already added (the form was sent twice).',
 };
 
 /** A refusal of the domain to show in the page (the platform's refusals arrive as these too); anything else is thrown on. */
 const refusalText = (error: unknown): string | undefined =>
-  error instanceof DomainError && (error.kind === 'invalid' || error.kind === 'conflict' || error.kind === 'rejected') ? error.message : undefined;
+  error instanceof DomainError && (error.kind === 'invalid' || error.kind === 'conflict' || error.kind === 'rejected')
+    ? error.message
+    : undefined;
 
 /** The OAuth `state`: the hub, when, a nonce, and a MAC under the session id (so only this session's callback accepts it). */
 function signState(sessionId: string, hubId: string, now: Date): string {
-  const payload = Buffer.from(JSON.stringify({ h: hubId, t: now.getTime(), n: randomBytes(12).toString('base64url') })).toString('base64url');
+  const payload = Buffer.from(JSON.stringify({ h: hubId, t: now.getTime(), n: randomBytes(12).toString('base64url') })).toString(
+    'base64url',
+  );
   return `${payload}.${createHmac('sha256', sessionId).update(`hubops-ad-oauth:${payload}`).digest('base64url')}`;
 }
 
@@ -50,7 +69,8 @@ function verifyState(sessionId: string, state: string, now: Date): string | unde
   if (!sameSecret(createHmac('sha256', sessionId).update(`hubops-ad-oauth:${payload}`).digest('base64url'), mac)) return undefined;
   try {
     const { h, t } = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { h?: unknown; t?: unknown };
-    if (typeof h !== 'string' || typeof t !== 'number' || now.getTime() - t > FORM_TOKEN_TTL_MS || t > now.getTime() + 60_000) return undefined;
+    if (typeof h !== 'string' || typeof t !== 'number' || now.getTime() - t > FORM_TOKEN_TTL_MS || t > now.getTime() + 60_000)
+      return undefined;
     return h;
   } catch {
     return undefined;
@@ -62,18 +82,26 @@ export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }:
   const back = (hubId: string) => ({ href: pageUrl(hubId), text: 'Back to Ad accounts' });
   const callbackPath = `${paths.app}/ad-accounts/meta/callback`;
   const redirectUri = `${new URL(deps.config.baseUrl).origin}${callbackPath}`;
-  const meta = deps.config.metaAppId && deps.config.metaAppSecret && deps.metaOAuth
-    ? { appId: deps.config.metaAppId, appSecret: deps.config.metaAppSecret, dialogUrl: deps.config.metaDialogUrl, client: deps.metaOAuth }
-    : undefined;
+  const meta =
+    deps.config.metaAppId && deps.config.metaAppSecret && deps.metaOAuth
+      ? { appId: deps.config.metaAppId, appSecret: deps.config.metaAppSecret, dialogUrl: deps.config.metaDialogUrl, client: deps.metaOAuth }
+      : undefined;
   const formExpired = (reply: FastifyReply, hubId: string) => refuse(reply, 400, 'Form expired', FORM_EXPIRED, back(hubId));
   const seeOther = (reply: FastifyReply, url: string) => reply.code(303).header('cache-control', 'no-store').redirect(url, 303);
 
   /** Signed in as the hub's admin, on a server that syncs spend; otherwise answered here. */
-  const adminCtx = async (request: FastifyRequest, reply: FastifyReply, hubId: string): Promise<{ ctx: HubCtx; adSync: AdSyncDeps } | undefined> => {
+  const adminCtx = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    hubId: string,
+  ): Promise<{ ctx: HubCtx; adSync: AdSyncDeps } | undefined> => {
     const ctx = await sessions.hubCtx(request, reply, hubId, true);
     if (!ctx) return undefined;
     if (!deps.adSync) {
-      await refuse(reply, 503, 'Ad accounts are not available', 'This server does not sync ad spend.', { href: paths.hub(hubId), text: 'Back to the hub' });
+      await refuse(reply, 503, 'Ad accounts are not available', 'This server does not sync ad spend.', {
+        href: paths.hub(hubId),
+        text: 'Back to the hub',
+      });
       return undefined;
     }
     return { ctx, adSync: deps.adSync };
@@ -92,19 +120,37 @@ export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }:
   const page = async (reply: FastifyReply, status: number, ctx: HubCtx, adSync: AdSyncDeps, state: AdAccountsPageState = {}) => {
     const hubId = ctx.hub.hubId;
     const [accounts, unattributed, workspaces] = await Promise.all([
-      listAdAccounts(adSync, hubId), listUnattributed(adSync, hubId, {}), hubWorkspaces(deps.db, hubId, WORKSPACE_SELECT_MAX + 1),
+      listAdAccounts(adSync, hubId),
+      listUnattributed(adSync, hubId, {}),
+      hubWorkspaces(deps.db, hubId, WORKSPACE_SELECT_MAX + 1),
     ]);
-    const body = adAccountsView({
-      hubUrl: paths.hub(hubId), csrf: ctx.csrf, now: deps.clock.now(), accounts, unattributed,
-      workspaces: workspaces.length <= WORKSPACE_SELECT_MAX ? workspaces : undefined, metaOAuth: meta !== undefined,
-    }, state);
+    const body = adAccountsView(
+      {
+        hubUrl: paths.hub(hubId),
+        csrf: ctx.csrf,
+        now: deps.clock.now(),
+        accounts,
+        unattributed,
+        workspaces: workspaces.length <= WORKSPACE_SELECT_MAX ? workspaces : undefined,
+        metaOAuth: meta !== undefined,
+      },
+      state,
+    );
     return appPage(reply, status, (n) => shell(sessions.shellOf(ctx, 'manage'), 'Manage Hub · Ad accounts', body, n));
   };
 
   const connectedIds = async (adSync: AdSyncDeps, hubId: string) =>
     new Set((await listAdAccounts(adSync, hubId)).filter((a) => a.status !== 'disconnected').map((a) => a.externalId));
 
-  const chooser = async (reply: FastifyReply, status: number, ctx: HubCtx, adSync: AdSyncDeps, pending: string, token: PendingToken, error?: string) => {
+  const chooser = async (
+    reply: FastifyReply,
+    status: number,
+    ctx: HubCtx,
+    adSync: AdSyncDeps,
+    pending: string,
+    token: PendingToken,
+    error?: string,
+  ) => {
     const hubId = ctx.hub.hubId;
     let accounts;
     try {
@@ -114,7 +160,14 @@ export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }:
       if (words === undefined) throw failure;
       return page(reply, 502, ctx, adSync, { notice: `The accounts could not be listed. ${words}` });
     }
-    const body = chooseAccountsView({ hubUrl: paths.hub(hubId), csrf: ctx.csrf, pending, accounts, connected: await connectedIds(adSync, hubId), error });
+    const body = chooseAccountsView({
+      hubUrl: paths.hub(hubId),
+      csrf: ctx.csrf,
+      pending,
+      accounts,
+      connected: await connectedIds(adSync, hubId),
+      error,
+    });
     return appPage(reply, status, (n) => shell(sessions.shellOf(ctx, 'manage'), 'Choose ad accounts', body, n));
   };
 
@@ -130,9 +183,19 @@ export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }:
   app.get<{ Params: { hubId: string } }>(`${paths.app}/hubs/:hubId/settings/ad-accounts/meta/connect`, async (request, reply) => {
     const found = await adminCtx(request, reply, request.params.hubId);
     if (!found) return reply;
-    if (!meta) return refuse(reply, 404, 'Not set up', 'Signing in with Facebook is not set up on this server: paste a system-user token instead.', back(found.ctx.hub.hubId));
+    if (!meta)
+      return refuse(
+        reply,
+        404,
+        'Not set up',
+        'Signing in with Facebook is not set up on this server: paste a system-user token instead.',
+        back(found.ctx.hub.hubId),
+      );
     const state = signState(found.ctx.sessionId, found.ctx.hub.hubId, deps.clock.now());
-    return seeOther(reply, meta.client.authorizeUrl({ dialogUrl: meta.dialogUrl, appId: meta.appId, redirectUri, state, scopes: META_SCOPES }));
+    return seeOther(
+      reply,
+      meta.client.authorizeUrl({ dialogUrl: meta.dialogUrl, appId: meta.appId, redirectUri, state, scopes: META_SCOPES }),
+    );
   });
 
   // Connect Meta, step 2: Meta sends the admin back with a code; exchange it for a long-lived token.
@@ -142,10 +205,17 @@ export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }:
     const now = deps.clock.now();
     const hubId = verifyState(who.sessionId, one(request.query.state) ?? '', now);
     if (!hubId) {
-      return refuse(reply, 400, 'Connection expired', 'This answer from Facebook does not belong to a connection started in this session, or it is more than an hour old. Start again from Ad accounts.', { href: paths.app, text: 'Back to the web admin' });
+      return refuse(
+        reply,
+        400,
+        'Connection expired',
+        'This answer from Facebook does not belong to a connection started in this session, or it is more than an hour old. Start again from Ad accounts.',
+        { href: paths.app, text: 'Back to the web admin' },
+      );
     }
     const found = await adminCtx(request, reply, hubId);
-    if (!found || !meta) return found ? refuse(reply, 404, 'Not set up', 'Signing in with Facebook is not set up on this server.', back(hubId)) : reply;
+    if (!found || !meta)
+      return found ? refuse(reply, 404, 'Not set up', 'Signing in with Facebook is not set up on this server.', back(hubId)) : reply;
     const code = one(request.query.code);
     // The admin said no in the dialog (error=access_denied), or Meta refused: nothing to exchange.
     if (!code) return seeOther(reply, `${pageUrl(hubId)}?notice=cancelled`);
@@ -158,7 +228,10 @@ export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }:
       return page(reply, 502, found.ctx, found.adSync, { notice: `Meta did not give hubops a token. ${words}` });
     }
     const pending = await holdPendingToken(deps.db, {
-      sessionId: who.sessionId, hubId, now, token: { platform: 'meta', kind: 'oauth', accessToken: token.accessToken, tokenExpiresAt: token.expiresAt },
+      sessionId: who.sessionId,
+      hubId,
+      now,
+      token: { platform: 'meta', kind: 'oauth', accessToken: token.accessToken, tokenExpiresAt: token.expiresAt },
     });
     return seeOther(reply, `${pageUrl(hubId)}/choose?pending=${encodeURIComponent(pending)}`);
   });
@@ -169,10 +242,14 @@ export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }:
     if (!found) return reply;
     const { ctx, adSync } = found;
     const token = String(request.body?.token ?? '').trim();
-    const problem = token === '' ? 'Paste the token first.'
-      : token.length > PASTED_TOKEN_MAX_LENGTH ? `That is longer than any Meta token (at most ${PASTED_TOKEN_MAX_LENGTH} characters): check what was pasted.`
-      : !TOKEN_SHAPE.test(token) ? 'A token has no spaces or line breaks inside it: paste it again, exactly as Meta shows it.'
-      : undefined;
+    const problem =
+      token === ''
+        ? 'Paste the token first.'
+        : token.length > PASTED_TOKEN_MAX_LENGTH
+          ? `That is longer than any Meta token (at most ${PASTED_TOKEN_MAX_LENGTH} characters): check what was pasted.`
+          : !TOKEN_SHAPE.test(token)
+            ? 'A token has no spaces or line breaks inside it: paste it again, exactly as Meta shows it.'
+            : undefined;
     if (problem) return page(reply, 400, ctx, adSync, { tokenError: problem });
     try {
       await listPlatformAccounts(adSync, 'meta', token);
@@ -182,19 +259,39 @@ export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }:
       return page(reply, 400, ctx, adSync, { tokenError: words });
     }
     const pending = await holdPendingToken(deps.db, {
-      sessionId: ctx.sessionId, hubId: ctx.hub.hubId, now: deps.clock.now(), token: { platform: 'meta', kind: 'system_user', accessToken: token, tokenExpiresAt: null },
+      sessionId: ctx.sessionId,
+      hubId: ctx.hub.hubId,
+      now: deps.clock.now(),
+      token: { platform: 'meta', kind: 'system_user', accessToken: token, tokenExpiresAt: null },
     });
     return seeOther(reply, `${pageUrl(ctx.hub.hubId)}/choose?pending=${encodeURIComponent(pending)}`);
   });
 
-  app.get<{ Params: { hubId: string }; Querystring: Query }>(`${paths.app}/hubs/:hubId/settings/ad-accounts/choose`, async (request, reply) => {
-    const found = await adminCtx(request, reply, request.params.hubId);
-    if (!found) return reply;
-    const pending = one(request.query.pending) ?? '';
-    const token = pending ? await readPendingToken(deps.db, { sessionId: found.ctx.sessionId, hubId: found.ctx.hub.hubId, handle: pending, now: deps.clock.now() }) : undefined;
-    if (!token) return refuse(reply, 410, 'Connection expired', 'This choice of ad accounts is no longer open (it is used, more than an hour old, or from another session). Connect again.', back(found.ctx.hub.hubId));
-    return chooser(reply, 200, found.ctx, found.adSync, pending, token);
-  });
+  app.get<{ Params: { hubId: string }; Querystring: Query }>(
+    `${paths.app}/hubs/:hubId/settings/ad-accounts/choose`,
+    async (request, reply) => {
+      const found = await adminCtx(request, reply, request.params.hubId);
+      if (!found) return reply;
+      const pending = one(request.query.pending) ?? '';
+      const token = pending
+        ? await readPendingToken(deps.db, {
+            sessionId: found.ctx.sessionId,
+            hubId: found.ctx.hub.hubId,
+            handle: pending,
+            now: deps.clock.now(),
+          })
+        : undefined;
+      if (!token)
+        return refuse(
+          reply,
+          410,
+          'Connection expired',
+          'This choice of ad accounts is no longer open (it is used, more than an hour old, or from another session). Connect again.',
+          back(found.ctx.hub.hubId),
+        );
+      return chooser(reply, 200, found.ctx, found.adSync, pending, token);
+    },
+  );
 
   app.post<{ Params: { hubId: string }; Body: Form }>(`${paths.app}/hubs/:hubId/settings/ad-accounts/choose`, async (request, reply) => {
     const found = await postedCtx(request, reply);
@@ -203,7 +300,9 @@ export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }:
     const hubId = ctx.hub.hubId;
     const body = request.body ?? {};
     const pending = String(body.pending ?? '');
-    const chosen = ([] as unknown[]).concat((body as Record<string, unknown>).account ?? []).filter((v): v is string => typeof v === 'string');
+    const chosen = ([] as unknown[])
+      .concat((body as Record<string, unknown>).account ?? [])
+      .filter((v): v is string => typeof v === 'string');
     const label = String(body.label ?? '').trim();
     const where = { sessionId: ctx.sessionId, hubId, handle: pending, now: deps.clock.now() };
     if (chosen.length === 0) {
@@ -216,8 +315,12 @@ export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }:
     if (!taken) return seeOther(reply, `${pageUrl(hubId)}?notice=already`);
     try {
       await connectAdAccounts(adSync, hubId, {
-        platform: taken.token.platform, kind: taken.token.kind, accessToken: taken.token.accessToken, tokenExpiresAt: taken.token.tokenExpiresAt,
-        externalIds: chosen, label: label || (taken.token.kind === 'oauth' ? 'Meta (signed in with Facebook)' : 'Meta system user'),
+        platform: taken.token.platform,
+        kind: taken.token.kind,
+        accessToken: taken.token.accessToken,
+        tokenExpiresAt: taken.token.tokenExpiresAt,
+        externalIds: chosen,
+        label: label || (taken.token.kind === 'oauth' ? 'Meta (signed in with Facebook)' : 'Meta system user'),
       });
     } catch (failure) {
       const words = refusalText(failure);
@@ -230,48 +333,72 @@ export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }:
 
   const findAccount = async (adSync: AdSyncDeps, hubId: string, accountId: string): Promise<AdAccountView | undefined> =>
     (await listAdAccounts(adSync, hubId)).find((a) => a.id === accountId);
-  const noSuchAccount = (reply: FastifyReply, hubId: string) => refuse(reply, 404, 'No such ad account', 'This hub has no such ad account.', back(hubId));
+  const noSuchAccount = (reply: FastifyReply, hubId: string) =>
+    refuse(reply, 404, 'No such ad account', 'This hub has no such ad account.', back(hubId));
   /** Runs a change to one account; a refusal of the domain is the page that says why. */
   const onAccount = async (reply: FastifyReply, hubId: string, work: () => Promise<void>, then: string) => {
     try {
       await work();
     } catch (failure) {
       if (failure instanceof DomainError && failure.kind === 'not_found') return noSuchAccount(reply, hubId);
-      if (failure instanceof DomainError && (failure.kind === 'invalid' || failure.kind === 'conflict' || failure.kind === 'rejected')) return refuse(reply, 409, 'Not done', failure.message, back(hubId));
+      if (failure instanceof DomainError && (failure.kind === 'invalid' || failure.kind === 'conflict' || failure.kind === 'rejected'))
+        return refuse(reply, 409, 'Not done', failure.message, back(hubId));
       throw failure;
     }
     return seeOther(reply, `${pageUrl(hubId)}?notice=${then}`);
   };
 
-  app.post<{ Params: { hubId: string; accountId: string }; Body: Form }>(`${paths.app}/hubs/:hubId/settings/ad-accounts/:accountId/sync`, async (request, reply) => {
-    const found = await postedCtx(request, reply);
-    if (!found) return reply;
-    return onAccount(reply, found.ctx.hub.hubId, () => requestSync(found.adSync, found.ctx.hub.hubId, request.params.accountId), 'sync');
-  });
+  app.post<{ Params: { hubId: string; accountId: string }; Body: Form }>(
+    `${paths.app}/hubs/:hubId/settings/ad-accounts/:accountId/sync`,
+    async (request, reply) => {
+      const found = await postedCtx(request, reply);
+      if (!found) return reply;
+      return onAccount(reply, found.ctx.hub.hubId, () => requestSync(found.adSync, found.ctx.hub.hubId, request.params.accountId), 'sync');
+    },
+  );
 
-  app.get<{ Params: { hubId: string; accountId: string } }>(`${paths.app}/hubs/:hubId/settings/ad-accounts/:accountId/disconnect`, async (request, reply) => {
-    const found = await adminCtx(request, reply, request.params.hubId);
-    if (!found) return reply;
-    const account = await findAccount(found.adSync, found.ctx.hub.hubId, request.params.accountId);
-    if (!account || account.status === 'disconnected') return noSuchAccount(reply, found.ctx.hub.hubId);
-    const body = disconnectView({ hubUrl: paths.hub(found.ctx.hub.hubId), csrf: found.ctx.csrf, account });
-    return appPage(reply, 200, (n) => shell(sessions.shellOf(found.ctx, 'manage'), 'Disconnect ad account', body, n));
-  });
+  app.get<{ Params: { hubId: string; accountId: string } }>(
+    `${paths.app}/hubs/:hubId/settings/ad-accounts/:accountId/disconnect`,
+    async (request, reply) => {
+      const found = await adminCtx(request, reply, request.params.hubId);
+      if (!found) return reply;
+      const account = await findAccount(found.adSync, found.ctx.hub.hubId, request.params.accountId);
+      if (!account || account.status === 'disconnected') return noSuchAccount(reply, found.ctx.hub.hubId);
+      const body = disconnectView({ hubUrl: paths.hub(found.ctx.hub.hubId), csrf: found.ctx.csrf, account });
+      return appPage(reply, 200, (n) => shell(sessions.shellOf(found.ctx, 'manage'), 'Disconnect ad account', body, n));
+    },
+  );
 
-  app.post<{ Params: { hubId: string; accountId: string }; Body: Form }>(`${paths.app}/hubs/:hubId/settings/ad-accounts/:accountId/disconnect`, async (request, reply) => {
-    const found = await postedCtx(request, reply);
-    if (!found) return reply;
-    return onAccount(reply, found.ctx.hub.hubId, () => disconnectAdAccount(found.adSync, found.ctx.hub.hubId, request.params.accountId), 'disconnected');
-  });
+  app.post<{ Params: { hubId: string; accountId: string }; Body: Form }>(
+    `${paths.app}/hubs/:hubId/settings/ad-accounts/:accountId/disconnect`,
+    async (request, reply) => {
+      const found = await postedCtx(request, reply);
+      if (!found) return reply;
+      return onAccount(
+        reply,
+        found.ctx.hub.hubId,
+        () => disconnectAdAccount(found.adSync, found.ctx.hub.hubId, request.params.accountId),
+        'disconnected',
+      );
+    },
+  );
 
   // The account's default workspace (empty: none); its past spend is re-attributed at once.
-  app.post<{ Params: { hubId: string; accountId: string }; Body: Form }>(`${paths.app}/hubs/:hubId/settings/ad-accounts/:accountId/default-workspace`, async (request, reply) => {
-    const found = await postedCtx(request, reply);
-    if (!found) return reply;
-    const raw = request.body?.workspace;
-    const workspaceId = typeof raw === 'string' && raw.trim() !== '' ? raw.trim() : null;
-    return onAccount(reply, found.ctx.hub.hubId, () => setDefaultWorkspace(found.adSync, found.ctx.hub.hubId, request.params.accountId, workspaceId), 'default');
-  });
+  app.post<{ Params: { hubId: string; accountId: string }; Body: Form }>(
+    `${paths.app}/hubs/:hubId/settings/ad-accounts/:accountId/default-workspace`,
+    async (request, reply) => {
+      const found = await postedCtx(request, reply);
+      if (!found) return reply;
+      const raw = request.body?.workspace;
+      const workspaceId = typeof raw === 'string' && raw.trim() !== '' ? raw.trim() : null;
+      return onAccount(
+        reply,
+        found.ctx.hub.hubId,
+        () => setDefaultWorkspace(found.adSync, found.ctx.hub.hubId, request.params.accountId, workspaceId),
+        'default',
+      );
+    },
+  );
 
   // One step: this campaign or ad set's spend, past and future, to a workspace. Idempotent (the
   // mapping is keyed by account, level and id), so a double submit assigns once.
@@ -285,14 +412,23 @@ export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }:
     const line = { adAccountId: field('ad_account'), campaignId: field('campaign'), adSetId: field('ad_set') };
     const level = field('level');
     const workspaceId = field('workspace');
-    const problem = !line.adAccountId || !line.campaignId || !line.adSetId ? 'This form is incomplete: reload the page and try again.'
-      : level !== 'ad_set' && level !== 'campaign' ? 'Choose whether to assign this ad set or the whole campaign.'
-      : !workspaceId ? 'Choose the workspace this spend belongs to.'
-      : undefined;
+    const problem =
+      !line.adAccountId || !line.campaignId || !line.adSetId
+        ? 'This form is incomplete: reload the page and try again.'
+        : level !== 'ad_set' && level !== 'campaign'
+          ? 'Choose whether to assign this ad set or the whole campaign.'
+          : !workspaceId
+            ? 'Choose the workspace this spend belongs to.'
+            : undefined;
     const failed = (message: string) => page(reply, 400, ctx, adSync, { assignError: { key: lineKey(line), message } });
     if (problem || (level !== 'ad_set' && level !== 'campaign')) return failed(problem ?? '');
     try {
-      await mapToWorkspace(adSync, hubId, { adAccountId: line.adAccountId, level, externalId: level === 'ad_set' ? line.adSetId : line.campaignId, workspaceId });
+      await mapToWorkspace(adSync, hubId, {
+        adAccountId: line.adAccountId,
+        level,
+        externalId: level === 'ad_set' ? line.adSetId : line.campaignId,
+        workspaceId,
+      });
     } catch (failure) {
       if (failure instanceof DomainError && (failure.kind === 'invalid' || failure.kind === 'not_found')) return failed(failure.message);
       throw failure;

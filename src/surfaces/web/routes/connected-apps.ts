@@ -41,7 +41,8 @@ export function connectedAppRoutes(app: FastifyInstance, { deps, paths, sessions
       await revokeConnectedApp(deps.db, viewerOf(ctx), request.params.ref, deps.revocations);
     } catch (error) {
       // Someone else's grant looks exactly like one that never existed; a database error stays the 503 page.
-      if (error instanceof DomainError && error.kind === 'not_found') return refuse(reply, 404, 'No such connected app', 'There is no such connected app among those you manage.', back);
+      if (error instanceof DomainError && error.kind === 'not_found')
+        return refuse(reply, 404, 'No such connected app', 'There is no such connected app among those you manage.', back);
       throw error;
     }
     return reply.code(303).header('cache-control', 'no-store').redirect(`${pageUrl}?revoked=1`, 303);

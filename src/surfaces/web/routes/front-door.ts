@@ -19,7 +19,11 @@ function prefersHtml(accept: string | undefined): boolean {
   let html = 0;
   let json = 0;
   for (const part of (accept ?? '').split(',')) {
-    const [type = '', ...params] = part.trim().toLowerCase().split(';').map((p) => p.trim());
+    const [type = '', ...params] = part
+      .trim()
+      .toLowerCase()
+      .split(';')
+      .map((p) => p.trim());
     const q = params.find((p) => p.startsWith('q='));
     const weight = q === undefined ? 1 : Number(q.slice(2));
     if (!(weight >= 0 && weight <= 1)) continue;
@@ -47,26 +51,47 @@ export async function frontDoorRoutes(app: FastifyInstance, { deps, paths }: Web
   const negotiated = (request: FastifyRequest, reply: FastifyReply, status: number, page: (nonce: string) => string, json: unknown) => {
     reply.header('vary', 'Accept');
     if (prefersHtml(request.headers.accept)) return sendPage(reply, status, appHeaders, page);
-    return reply.code(status).headers({ 'content-type': 'application/json; charset=utf-8', 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' }).send(JSON.stringify(json));
+    return reply
+      .code(status)
+      .headers({ 'content-type': 'application/json; charset=utf-8', 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' })
+      .send(JSON.stringify(json));
   };
 
   app.get(`${paths.base}/`, async (request, reply) => negotiated(request, reply, 200, (n) => frontDoorPage(door, n), door));
 
   app.get(`${paths.base}/docs`, async (request, reply) =>
-    negotiated(request, reply, 200, (n) => docsIndexPage(docs, n), { pages: docs.map((d) => ({ title: d.title, url: new URL(d.path, deps.config.baseUrl).href })) }));
+    negotiated(request, reply, 200, (n) => docsIndexPage(docs, n), {
+      pages: docs.map((d) => ({ title: d.title, url: new URL(d.path, deps.config.baseUrl).href })),
+    }),
+  );
 
   // Only an exact path of the list answers: a name is looked up, never joined onto a directory.
   const serveDoc = async (request: FastifyRequest, reply: FastifyReply) => {
     const doc = byPath.get(request.url.split('?')[0]!);
     if (doc) return reply.headers(docHeaders()).send(doc.text);
     const message = 'There is no such page in the documentation.';
-    return negotiated(request, reply, 404, (n) => messagePage('Not found', message, n, { href: `${paths.base}/docs`, text: 'All documentation' }), { error: 'not_found', message });
+    return negotiated(
+      request,
+      reply,
+      404,
+      (n) => messagePage('Not found', message, n, { href: `${paths.base}/docs`, text: 'All documentation' }),
+      { error: 'not_found', message },
+    );
   };
   app.get(`${paths.base}/README.md`, serveDoc);
   app.get(`${paths.base}/docs/:page`, serveDoc);
 
   app.get(`${paths.base}/favicon.ico`, async (_request, reply) =>
-    reply.headers({ 'content-type': 'image/x-icon', 'cache-control': ICON_CACHE, 'x-content-type-options': 'nosniff' }).send(FAVICON_ICO));
+    reply.headers({ 'content-type': 'image/x-icon', 'cache-control': ICON_CACHE, 'x-content-type-options': 'nosniff' }).send(FAVICON_ICO),
+  );
   app.get(`${paths.base}/favicon.svg`, async (_request, reply) =>
-    reply.headers({ 'content-type': 'image/svg+xml', 'cache-control': ICON_CACHE, 'x-content-type-options': 'nosniff', 'content-security-policy': "default-src 'none'" }).send(FAVICON_SVG));
+    reply
+      .headers({
+        'content-type': 'image/svg+xml',
+        'cache-control': ICON_CACHE,
+        'x-content-type-options': 'nosniff',
+        'content-security-policy': "default-src 'none'",
+      })
+      .send(FAVICON_SVG),
+  );
 }

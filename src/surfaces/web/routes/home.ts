@@ -24,6 +24,8 @@ export function homeRoutes(app: FastifyInstance, { paths, sessions }: Web): void
   app.get<{ Params: { hubId: string } }>(`${paths.app}/hubs/:hubId`, async (request, reply) => {
     const ctx = await sessions.hubCtx(request, reply, request.params.hubId, false);
     if (!ctx) return reply;
-    return appPage(reply, 200, (n) => shell(sessions.shellOf(ctx, 'home'), ctx.hub.hubName, hubHomeView(ctx.hub, paths.hub(ctx.hub.hubId), paths.app), n));
+    return appPage(reply, 200, (n) =>
+      shell(sessions.shellOf(ctx, 'home'), ctx.hub.hubName, hubHomeView(ctx.hub, paths.hub(ctx.hub.hubId), paths.app), n),
+    );
   });
 }

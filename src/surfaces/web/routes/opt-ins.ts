@@ -2,7 +2,13 @@
 // matching opt-in as a streamed CSV (in the Hub API's keyset order, whatever the page's sort).
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { OPT_IN_REPORT_SORTS, OPT_IN_STATUSES, type OptInReportSort, type OptInRow, type PageCursor } from '../../../domain/opt-ins/opt-in.ts';
+import {
+  OPT_IN_REPORT_SORTS,
+  OPT_IN_STATUSES,
+  type OptInReportSort,
+  type OptInRow,
+  type PageCursor,
+} from '../../../domain/opt-ins/opt-in.ts';
 import { countOptInReport, findOptInPage, findOptInReportPage, type OptInReportFilters } from '../../../domain/opt-ins/opt-in.service.ts';
 import { hubPlaybooks, hubWorkspaces, visibleFieldKeys } from '../../../domain/tenancy/tenancy.service.ts';
 import { DATE_RANGE_MESSAGE, parseDate } from '../../../platform/time.ts';
@@ -52,7 +58,8 @@ function parseFilters(q: Query): Filters {
     values[name] = v;
     const date = parseDate(v);
     // A real month and day (checked in a leap year) but a year before 1970: the range is what is wrong.
-    if (!date) errors[name] = DATE.test(v) && parseDate(`2000${v.slice(4)}`) ? `The date ${DATE_RANGE_MESSAGE}.` : 'Enter a date as YYYY-MM-DD.';
+    if (!date)
+      errors[name] = DATE.test(v) && parseDate(`2000${v.slice(4)}`) ? `The date ${DATE_RANGE_MESSAGE}.` : 'Enter a date as YYYY-MM-DD.';
     return date;
   };
   const from = day('from');
@@ -71,8 +78,10 @@ function parseOrder(q: Query): { order: ReportOrder; page: number; notices: stri
   const sort = one(q.sort);
   const dir = one(q.dir);
   if (sort !== undefined || dir !== undefined) {
-    if (sort !== undefined && !(OPT_IN_REPORT_SORTS as readonly string[]).includes(sort)) notices.push(`The report cannot be sorted by “${sort.slice(0, 40)}”; it is sorted by last update, newest first.`);
-    else if (dir !== undefined && dir !== 'asc' && dir !== 'desc') notices.push('The order must be asc or desc; the report is sorted by last update, newest first.');
+    if (sort !== undefined && !(OPT_IN_REPORT_SORTS as readonly string[]).includes(sort))
+      notices.push(`The report cannot be sorted by “${sort.slice(0, 40)}”; it is sorted by last update, newest first.`);
+    else if (dir !== undefined && dir !== 'asc' && dir !== 'desc')
+      notices.push('The order must be asc or desc; the report is sorted by last update, newest first.');
     else if (sort !== undefined) {
       order.sort = sort as OptInReportSort;
       order.descending = dir === 'desc';
@@ -105,7 +114,9 @@ export function optInRoutes(app: FastifyInstance, { deps, paths, sessions }: Web
     const pages = Math.max(1, Math.ceil((total ?? 0) / REPORT_PAGE_SIZE));
     const page = Math.min(asked.page, pages);
     if (page < asked.page) notices.push(`There is no page ${asked.page}; showing page ${page}, the last.`);
-    const rows = total ? await findOptInReportPage(deps.db, { ...filters, ...order, offset: (page - 1) * REPORT_PAGE_SIZE, limit: REPORT_PAGE_SIZE }) : [];
+    const rows = total
+      ? await findOptInReportPage(deps.db, { ...filters, ...order, offset: (page - 1) * REPORT_PAGE_SIZE, limit: REPORT_PAGE_SIZE })
+      : [];
     const body = optInReportView({
       url: `${paths.hub(hubId)}/opt-ins`,
       values: f.values,
@@ -127,7 +138,11 @@ export function optInRoutes(app: FastifyInstance, { deps, paths, sessions }: Web
     if (!ctx) return reply;
     const hubId = ctx.hub.hubId;
     const f = parseFilters(request.query);
-    if (Object.keys(f.errors).length) return refuse(reply, 400, 'Invalid filters', Object.values(f.errors).join(' '), { href: `${paths.hub(hubId)}/opt-ins`, text: 'Back to the report' });
+    if (Object.keys(f.errors).length)
+      return refuse(reply, 400, 'Invalid filters', Object.values(f.errors).join(' '), {
+        href: `${paths.hub(hubId)}/opt-ins`,
+        text: 'Back to the report',
+      });
     const fieldKeys = await visibleFieldKeys(deps.db, hubId);
     // Keyset pages, written as they arrive: Readable.from waits for the socket to drain before
     // asking for the next page, so memory holds one page whatever the size of the hub.

@@ -11,7 +11,9 @@ export function spendRoutes(app: FastifyInstance, { deps, paths, sessions }: Web
     const ctx = await sessions.hubCtx(request, reply, request.params.hubId, true);
     if (!ctx) return reply;
     // An unknown or repeated period shows the default one: the tiles link to the four valid ones.
-    const period = (PERIODS as readonly string[]).includes(one(request.query.period) ?? '') ? (request.query.period as Period) : 'last_30_days';
+    const period = (PERIODS as readonly string[]).includes(one(request.query.period) ?? '')
+      ? (request.query.period as Period)
+      : 'last_30_days';
     const [reports, accounts] = await Promise.all([spendReports(deps, ctx.hub.hubId), adAccountStatuses(deps.db, ctx.hub.hubId)]);
     const u = `${paths.hub(ctx.hub.hubId)}/spend`;
     const body = `<h1>Spend by workspace</h1>${spendView(reports, period, (p) => `${u}?period=${p}`, { now: deps.clock.now(), accounts })}`;

@@ -65,12 +65,21 @@ const platformName = (p: string) => PLATFORM_NAMES[p] ?? p;
 function statusCell(a: AdAccountView, now: Date): string {
   const facts: [string, string][] = [
     ['Last complete sync', a.lastCompleteSyncAt ? agoTag(a.lastCompleteSyncAt, now) : 'none yet'],
-    ['Complete through', a.completeThrough ? `<strong>${h(a.completeThrough)}</strong> <small>(the account's days; today is always partial)</small>` : '—'],
+    [
+      'Complete through',
+      a.completeThrough ? `<strong>${h(a.completeThrough)}</strong> <small>(the account's days; today is always partial)</small>` : '—',
+    ],
   ];
-  if (a.failureMessage) facts.push([`Last error, in ${h(platformName(a.platform))}'s words`, `<q data-platform-message>${h(a.failureMessage)}</q>`]);
+  if (a.failureMessage)
+    facts.push([`Last error, in ${h(platformName(a.platform))}'s words`, `<q data-platform-message>${h(a.failureMessage)}</q>`]);
   if (a.tokenExpiresAt && a.status !== 'disconnected') {
     const day = `<strong>${h(a.tokenExpiresAt.toISOString().slice(0, 10))}</strong>`;
-    facts.push(['Token expires', a.tokenExpiresSoon ? `<span class="token-warning" data-token-expires-soon>on ${day}: connect it again before then, or syncing stops</span>` : `on ${day}`]);
+    facts.push([
+      'Token expires',
+      a.tokenExpiresSoon
+        ? `<span class="token-warning" data-token-expires-soon>on ${day}: connect it again before then, or syncing stops</span>`
+        : `on ${day}`,
+    ]);
   }
   return `<span class="pill ${PILL[a.status]}" data-status="${h(a.status)}">${h(STATUS_WORDS[a.status] ?? a.status)}</span>
 <p data-status-text>${h(a.statusText)}</p><dl class="pairs facts">${facts.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join('')}</dl>`;
@@ -89,16 +98,20 @@ function defaultWorkspaceForm(o: AdAccountsPage, a: AdAccountView, action: strin
 
 function accountRows(o: AdAccountsPage, accounts: AdAccountView[]): string {
   const u = o.hubUrl;
-  return accounts.map((a, i) => {
-    const base = `${h(u)}/settings/ad-accounts/${encodeURIComponent(a.id)}`;
-    const live = a.status !== 'disconnected';
-    const actions = live ? `<div class="actions">
+  return accounts
+    .map((a, i) => {
+      const base = `${h(u)}/settings/ad-accounts/${encodeURIComponent(a.id)}`;
+      const live = a.status !== 'disconnected';
+      const actions = live
+        ? `<div class="actions">
 <form method="post" action="${base}/sync" data-once><input type="hidden" name="csrf" value="${h(o.csrf)}"><button type="submit"${a.status === 'syncing' ? ' disabled title="A sync is running"' : ''}>Sync now</button></form>
 ${a.status === 'needs_reconnect' || a.status === 'missing_permission' || a.tokenExpiresSoon ? '<a class="button primary" href="#connect">Reconnect</a>' : ''}
-<a class="button" href="${base}/disconnect">Disconnect</a></div>` : '';
-    return `<tr data-ad-account="${h(a.id)}"><td data-label="Account"><strong>${h(a.name)}</strong><br><small>${h(platformName(a.platform))} <code class="token">${h(a.externalId)}</code></small><br><small>${h(a.currency)} · ${h(a.timeZone)}</small></td>
+<a class="button" href="${base}/disconnect">Disconnect</a></div>`
+        : '';
+      return `<tr data-ad-account="${h(a.id)}"><td data-label="Account"><strong>${h(a.name)}</strong><br><small>${h(platformName(a.platform))} <code class="token">${h(a.externalId)}</code></small><br><small>${h(a.currency)} · ${h(a.timeZone)}</small></td>
 <td data-label="Status" class="wide">${statusCell(a, o.now)}${live ? defaultWorkspaceForm(o, a, `${base}/default-workspace`, i) : ''}</td><td class="actions-cell">${actions}</td></tr>`;
-  }).join('');
+    })
+    .join('');
 }
 
 /** The line's key in the page (anchor and error placement): account, campaign, ad set. */
@@ -118,10 +131,11 @@ function workspaceField(o: AdAccountsPage, id: string): string {
 
 function unattributedCard(o: AdAccountsPage, state: AdAccountsPageState): string {
   const lines = o.unattributed;
-  const rows = lines.map((l, i) => {
-    const key = lineKey(l);
-    const error = state.assignError?.key === key ? `<p class="field-error" role="alert">${h(state.assignError.message)}</p>` : '';
-    return `<tr data-unattributed="${h(key)}"><td data-label="Campaign">${h(l.campaignName)}<br><small><code class="token">${h(l.campaignId)}</code></small></td>
+  const rows = lines
+    .map((l, i) => {
+      const key = lineKey(l);
+      const error = state.assignError?.key === key ? `<p class="field-error" role="alert">${h(state.assignError.message)}</p>` : '';
+      return `<tr data-unattributed="${h(key)}"><td data-label="Campaign">${h(l.campaignName)}<br><small><code class="token">${h(l.campaignId)}</code></small></td>
 <td data-label="Ad set">${h(l.adSetName)}<br><small><code class="token">${h(l.adSetId)}</code></small></td>
 <td data-label="Account">${h(l.accountName)}</td>
 <td data-label="Spend" class="num" data-spend-cents="${l.spendCents}">${h(moneyIn(l.spendCents, currencyOf(o, l.adAccountId)))}</td>
@@ -131,7 +145,8 @@ function unattributedCard(o: AdAccountsPage, state: AdAccountsPageState): string
 <label for="assign-ws-${i}">Assign to workspace</label>${workspaceField(o, `assign-ws-${i}`)}
 <div class="radio" role="radiogroup" aria-label="What to assign"><label><input type="radio" name="level" value="ad_set" checked> this ad set</label><label><input type="radio" name="level" value="campaign"> the whole campaign</label></div>
 ${error}<button class="primary" type="submit">Assign</button></form></td></tr>`;
-  }).join('');
+    })
+    .join('');
   return `<div class="card" id="unattributed"><h2>Unattributed spend</h2>
 <p>Spend that matched no workspace, largest first. Assign a campaign or ad set once: its past and future spend counts for that workspace at once, with nothing fetched again. Rules, first match wins: your assignment (ad set, then campaign), a <code>[ws:&lt;workspace id&gt;]</code> token in the ad set's name, then the campaign's, then the account's default workspace.</p>
 ${lines.length ? `<table class="stack unattributed"><thead><tr><th>Campaign</th><th>Ad set</th><th>Account</th><th class="num">Spend</th><th>Why</th><th><span class="muted">Assign</span></th></tr></thead><tbody>${rows}</tbody></table>` : '<p class="muted" data-no-unattributed>All synced spend is attributed to a workspace.</p>'}</div>`;
@@ -168,23 +183,34 @@ ${unattributedCard(o, state)}`;
 }
 
 /** The chooser after Connect (or Reconnect): the accounts the token can read, the ones already connected marked. */
-export function chooseAccountsView(o: { hubUrl: string; csrf: string; pending: string; accounts: PlatformAdAccount[]; connected: Set<string>; error?: string }): string {
+export function chooseAccountsView(o: {
+  hubUrl: string;
+  csrf: string;
+  pending: string;
+  accounts: PlatformAdAccount[];
+  connected: Set<string>;
+  error?: string;
+}): string {
   const u = o.hubUrl;
-  const rows = o.accounts.map((a, i) => {
-    const already = o.connected.has(a.externalId);
-    // A connected account can be chosen again: that is how it is reconnected (it keeps its synced days).
-    return `<li><label class="check"><input type="checkbox" name="account" value="${h(a.externalId)}" id="acct-${i}">
+  const rows = o.accounts
+    .map((a, i) => {
+      const already = o.connected.has(a.externalId);
+      // A connected account can be chosen again: that is how it is reconnected (it keeps its synced days).
+      return `<li><label class="check"><input type="checkbox" name="account" value="${h(a.externalId)}" id="acct-${i}">
 <span><strong>${h(a.name)}</strong> <code class="token">${h(a.externalId)}</code><br><small>${h(a.currency)} · ${h(a.timeZone)}${a.active ? '' : ` · not active on Meta (${h(a.status)})`}${already ? ' · <span data-already>already connected: choose it to reconnect it with this token</span>' : ''}</small></span></label></li>`;
-  }).join('');
+    })
+    .join('');
   return `<div class="card"><h1>Choose ad accounts</h1>
 ${o.error ? `<p class="error" role="alert">${h(o.error)}</p>` : ''}
-${o.accounts.length
+${
+  o.accounts.length
     ? `<p>These are the ad accounts the token can read. Choose the ones whose spend belongs to this hub; each syncs on its own, ${h(String(o.accounts.length))} found.</p>
 <form method="post" action="${h(u)}/settings/ad-accounts/choose" data-once><input type="hidden" name="csrf" value="${h(o.csrf)}"><input type="hidden" name="pending" value="${h(o.pending)}">
 <ul class="choices">${rows}</ul>
 <label for="conn-label">Name this connection (optional)</label><input id="conn-label" name="label" maxlength="200" placeholder="e.g. Agency system user">
 <div class="actions"><a class="button" href="${h(u)}/settings/ad-accounts">Cancel</a><button class="primary" type="submit">Add accounts</button></div></form>`
-    : `<p>The token works, but it can read no ad account. Give the user or system user access to the ad accounts in Business Manager, then connect again.</p><p><a class="button" href="${h(u)}/settings/ad-accounts">Back to Ad accounts</a></p>`}</div>`;
+    : `<p>The token works, but it can read no ad account. Give the user or system user access to the ad accounts in Business Manager, then connect again.</p><p><a class="button" href="${h(u)}/settings/ad-accounts">Back to Ad accounts</a></p>`
+}</div>`;
 }
 
 export function disconnectView(o: { hubUrl: string; csrf: string; account: AdAccountView }): string {

@@ -48,7 +48,10 @@ export function connectedAppsView(o: ViewInput): string {
   const mine = own.length
     ? table(own, o, false)
     : `<p class="muted" data-empty>No apps are connected to your account. When an app — an AI assistant, a reporting tool — asks to use hubops on your behalf and you allow it, it is listed here until you revoke it.</p>`;
-  const theirs = o.adminHubs.length === 0 ? '' : `<section class="card" id="hub-apps"><h2>Apps others connected in your hubs</h2>
+  const theirs =
+    o.adminHubs.length === 0
+      ? ''
+      : `<section class="card" id="hub-apps"><h2>Apps others connected in your hubs</h2>
 <p class="muted">As a hub administrator of ${hubs} you can revoke any app a member connected to act there.</p>
 ${others.length ? table(others, o, true) : '<p class="muted" data-empty>No one else has connected an app to act in these hubs.</p>'}</section>`;
   return `<h1>Connected apps</h1>${notice}

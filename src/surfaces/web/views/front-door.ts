@@ -18,7 +18,8 @@ export interface FrontDoor {
   apis: { name: string; url: string; openapi: string; mcp: string; authentication: string }[];
 }
 
-const DESCRIPTION = 'A marketing-operations platform for franchise networks: hubs (brands), their workspaces (locations), playbooks and opt-ins, paid ad spend, social posts, media and analytics.';
+const DESCRIPTION =
+  'A marketing-operations platform for franchise networks: hubs (brands), their workspaces (locations), playbooks and opt-ins, paid ad spend, social posts, media and analytics.';
 
 /** Every link of the front door, absolute for this server's public address (BASE_URL). */
 export function frontDoor(baseUrl: string): FrontDoor {
@@ -29,8 +30,20 @@ export function frontDoor(baseUrl: string): FrontDoor {
     webAdmin: `${baseUrl}/app`,
     docs: `${baseUrl}/docs`,
     apis: [
-      { name: 'Hub API', url: hub, openapi: `${hub}/openapi.json`, mcp: `${hub}/mcp`, authentication: 'Authorization: Bearer <HUB_API_KEY> (a read key a hub admin creates under Manage Hub → API)' },
-      { name: 'main API', url: baseUrl, openapi: `${baseUrl}/openapi.json`, mcp: `${baseUrl}/mcp`, authentication: 'OAuth 2.1 with PKCE; MCP clients discover the authorization server from the MCP URL' },
+      {
+        name: 'Hub API',
+        url: hub,
+        openapi: `${hub}/openapi.json`,
+        mcp: `${hub}/mcp`,
+        authentication: 'Authorization: Bearer <HUB_API_KEY> (a read key a hub admin creates under Manage Hub → API)',
+      },
+      {
+        name: 'main API',
+        url: baseUrl,
+        openapi: `${baseUrl}/openapi.json`,
+        mcp: `${baseUrl}/mcp`,
+        authentication: 'OAuth 2.1 with PKCE; MCP clients discover the authorization server from the MCP URL',
+      },
     ],
   };
 }
@@ -38,16 +51,28 @@ export function frontDoor(baseUrl: string): FrontDoor {
 const urlRow = (label: string, url: string) => `<dt class="muted">${h(label)}</dt><dd><a class="url" href="${h(url)}">${h(url)}</a></dd>`;
 
 export function frontDoorPage(door: FrontDoor, nonce: string): string {
-  const apis = door.apis.map((api) => `<div class="card"><h2>${h(api.name)}</h2><p class="muted">${h(api.authentication)}</p>
-<dl class="pairs">${urlRow('Base URL', api.url)}${urlRow('OpenAPI', api.openapi)}${urlRow('MCP', api.mcp)}</dl></div>`).join('');
-  return publicPage('Welcome', `<div class="card"><h1>This is a hubops server</h1><p>${h(door.description)}</p>
+  const apis = door.apis
+    .map(
+      (api) => `<div class="card"><h2>${h(api.name)}</h2><p class="muted">${h(api.authentication)}</p>
+<dl class="pairs">${urlRow('Base URL', api.url)}${urlRow('OpenAPI', api.openapi)}${urlRow('MCP', api.mcp)}</dl></div>`,
+    )
+    .join('');
+  return publicPage(
+    'Welcome',
+    `<div class="card"><h1>This is a hubops server</h1><p>${h(door.description)}</p>
 <ul class="links"><li><a href="${h(door.webAdmin)}">Web admin<small>Sign in to manage your hub: reports, spend, API keys, connected apps.</small></a></li>
 <li><a href="${h(door.docs)}">Documentation<small>Quick start, the APIs, MCP for AI assistants, operations.</small></a></li></ul></div>
-${apis}<p class="muted"><small>Programs asking for JSON (<code>Accept: application/json</code>) get these links as JSON from this same URL.</small></p>`, nonce);
+${apis}<p class="muted"><small>Programs asking for JSON (<code>Accept: application/json</code>) get these links as JSON from this same URL.</small></p>`,
+    nonce,
+  );
 }
 
 export function docsIndexPage(pages: DocPage[], nonce: string): string {
-  return publicPage('Documentation', `<div class="card"><h1>Documentation</h1>
+  return publicPage(
+    'Documentation',
+    `<div class="card"><h1>Documentation</h1>
 <p class="muted">Markdown, as in the repository.</p>
-<ul class="links">${pages.map((p) => `<li><a href="${h(p.path)}">${h(p.title)}<small class="token">${h(p.path)}</small></a></li>`).join('')}</ul></div>`, nonce);
+<ul class="links">${pages.map((p) => `<li><a href="${h(p.path)}">${h(p.title)}<small class="token">${h(p.path)}</small></a></li>`).join('')}</ul></div>`,
+    nonce,
+  );
 }

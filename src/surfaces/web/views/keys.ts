@@ -31,7 +31,8 @@ const CHART_HEIGHT = 28;
 /** The unchanged (304) part of a bar: the bar's colour, lighter (an SVG attribute, which the page's CSP allows). */
 const UNCHANGED_OPACITY = '0.4';
 
-const UNCHANGED_HELP = 'Requests from a tool that already had the latest data: hubops answered 304 Not Modified and sent nothing again. They are free: they do not count against the rate limit.';
+const UNCHANGED_HELP =
+  'Requests from a tool that already had the latest data: hubops answered 304 Not Modified and sent nothing again. They are free: they do not count against the rate limit.';
 
 /**
  * A key's requests per day as a bar chart: inline SVG, no script. Its text alternative (the
@@ -45,16 +46,19 @@ function dailyChart(days: string[], counts: number[] | undefined, unchanged: num
   const peak = Math.max(...series);
   const busiest = series.indexOf(peak);
   const label = `Requests per day, ${days[0]} to ${days.at(-1)} (UTC): ${counted(total, 'request')}${totalUnchanged ? ` (${count(totalUnchanged)} unchanged, 304)` : ''}${total ? `, most on ${days[busiest]} (${count(peak)})` : ''}.`;
-  const bars = series.map((n, i) => {
-    const height = n === 0 ? 0 : Math.max(2, Math.round((n / peak) * (CHART_HEIGHT - 2)));
-    const x = `x="${i * BAR}" width="${BAR - 1}"`;
-    const free = unchanged?.[i] ?? 0;
-    if (free === 0) return `<rect class="${n ? 'bar' : 'prior'}" ${x} y="${CHART_HEIGHT - Math.max(height, 1)}" height="${Math.max(height, 1)}"><title>${days[i]}: ${count(n)}</title></rect>`;
-    // At least a pixel each for the counted part and the unchanged part, so a small share still shows.
-    const top = Math.min(height - (free < n ? 1 : 0), Math.max(1, Math.round((free / n) * height)));
-    const charged = height - top;
-    return `<g><title>${days[i]}: ${count(n)}, ${count(free)} unchanged (304)</title>${charged ? `<rect class="bar" ${x} y="${CHART_HEIGHT - charged}" height="${charged}"/>` : ''}<rect class="bar" fill-opacity="${UNCHANGED_OPACITY}" ${x} y="${CHART_HEIGHT - height}" height="${top}"/></g>`;
-  }).join('');
+  const bars = series
+    .map((n, i) => {
+      const height = n === 0 ? 0 : Math.max(2, Math.round((n / peak) * (CHART_HEIGHT - 2)));
+      const x = `x="${i * BAR}" width="${BAR - 1}"`;
+      const free = unchanged?.[i] ?? 0;
+      if (free === 0)
+        return `<rect class="${n ? 'bar' : 'prior'}" ${x} y="${CHART_HEIGHT - Math.max(height, 1)}" height="${Math.max(height, 1)}"><title>${days[i]}: ${count(n)}</title></rect>`;
+      // At least a pixel each for the counted part and the unchanged part, so a small share still shows.
+      const top = Math.min(height - (free < n ? 1 : 0), Math.max(1, Math.round((free / n) * height)));
+      const charged = height - top;
+      return `<g><title>${days[i]}: ${count(n)}, ${count(free)} unchanged (304)</title>${charged ? `<rect class="bar" ${x} y="${CHART_HEIGHT - charged}" height="${charged}"/>` : ''}<rect class="bar" fill-opacity="${UNCHANGED_OPACITY}" ${x} y="${CHART_HEIGHT - height}" height="${top}"/></g>`;
+    })
+    .join('');
   return `<svg class="chart spark" role="img" aria-label="${h(label)}" width="${days.length * BAR}" height="${CHART_HEIGHT}" viewBox="0 0 ${days.length * BAR} ${CHART_HEIGHT}"><title>${h(label)}</title>${bars}</svg>`;
 }
 
@@ -64,7 +68,8 @@ function stateCell(k: KeySummary, keys: KeySummary[], now: Date): string {
   const successor = k.replacedBy ? keys.find((s) => s.id === k.replacedBy) : undefined;
   const by = successor ? `<br><small>replaced by <code class="token">${h(successor.start)}…</code></small>` : '';
   if (state === 'revoked') return `<span class="pill revoked">Revoked</span><br><small>${h(when(k.revokedAt))}</small>`;
-  if (state === 'expired') return `<span class="pill revoked">Expired</span><br><small>${k.replacedBy ? 'rolled, ended' : 'on'} ${h(when(k.expiresAt))}</small>${by}`;
+  if (state === 'expired')
+    return `<span class="pill revoked">Expired</span><br><small>${k.replacedBy ? 'rolled, ended' : 'on'} ${h(when(k.expiresAt))}</small>${by}`;
   if (state === 'rolled') return `<span class="pill warn">Rolled</span><br><small>valid until ${h(when(k.expiresAt))}</small>${by}`;
   return '<span class="pill live">Active</span>';
 }
@@ -80,41 +85,53 @@ function revealOf(state: ApiTabState, keys: KeySummary[]): string {
     ? `<p>This key replaces <code class="token">${h(replaced.start)}…</code>, which ${replaced.expiresAt && replaced.expiresAt <= (createdKey?.createdAt ?? '') ? 'stopped working at once' : `keeps working until ${h(when(replaced.expiresAt))}`}. Put the new key in the tool before then.</p>`
     : '';
   return `<div class="secret" role="alert" data-new-key><h2>Your new ${createdKey?.scope === 'embed' ? 'embed signing key' : 'key'} “${h(createdKey?.name ?? '')}”</h2>
-<p><strong>Copy it now: it will not be shown again.</strong> ${createdKey?.scope === 'embed'
-    ? 'This is the private key your server signs embed tokens with (Ed25519); hubops keeps only its public key. Store it in your server\'s secret settings; it must never reach a browser.'
-    : 'hubops keeps only a fingerprint of it. Store it in the tool\'s secret settings, never in a page or a spreadsheet cell.'}</p>${rolled}
+<p><strong>Copy it now: it will not be shown again.</strong> ${
+    createdKey?.scope === 'embed'
+      ? "This is the private key your server signs embed tokens with (Ed25519); hubops keeps only its public key. Store it in your server's secret settings; it must never reach a browser."
+      : "hubops keeps only a fingerprint of it. Store it in the tool's secret settings, never in a page or a spreadsheet cell."
+  }</p>${rolled}
 <code id="new-key">${h(state.created.key)}</code><button type="button" class="primary" data-copy-target="new-key">Copy key</button>
 <p><small>Key id (not secret; embed tokens name it as <code>kid</code>): <code class="token">${h(state.created.keyId)}</code>${createdKey?.expiresAt ? `. Expires ${h(when(createdKey.expiresAt))}` : ''}</small></p></div>`;
 }
 
 /** A key's requests, and for a read key how many were answered 304 (free against the limit), over its chart. */
 function requestsCell(k: KeySummary, usage: DailyKeyUsage): string {
-  const unchanged = k.scope === 'read'
-    ? `<br><small data-not-modified title="${h(UNCHANGED_HELP)}">${count(k.notModifiedCount)} unchanged (304), not counted against the limit</small>`
-    : '';
+  const unchanged =
+    k.scope === 'read'
+      ? `<br><small data-not-modified title="${h(UNCHANGED_HELP)}">${count(k.notModifiedCount)} unchanged (304), not counted against the limit</small>`
+      : '';
   return `<span data-requests>${count(k.requestCount)}</span> in all${unchanged}<br>${dailyChart(usage.days, usage.counts.get(k.id), usage.notModified.get(k.id))}`;
 }
 
-export function apiTabView(o: { baseUrl: string; hubUrl: string; csrf: string; keys: KeySummary[]; usage: DailyKeyUsage; now: Date }, state: ApiTabState): string {
+export function apiTabView(
+  o: { baseUrl: string; hubUrl: string; csrf: string; keys: KeySummary[]; usage: DailyKeyUsage; now: Date },
+  state: ApiTabState,
+): string {
   const { keys, now } = o;
   const u = o.hubUrl;
   const hubApi = `${o.baseUrl}/v1/hub`;
-  const urls = [['API base URL', 'url-api', hubApi], ['OpenAPI spec URL', 'url-openapi', `${hubApi}/openapi.json`], ['MCP URL', 'url-mcp', `${hubApi}/mcp`]];
+  const urls = [
+    ['API base URL', 'url-api', hubApi],
+    ['OpenAPI spec URL', 'url-openapi', `${hubApi}/openapi.json`],
+    ['MCP URL', 'url-mcp', `${hubApi}/mcp`],
+  ];
   const keyUrl = (k: KeySummary, action: string) => `${h(u)}/settings/api/keys/${encodeURIComponent(k.id)}/${action}`;
-  const rows = keys.map((k) => {
-    const state = keyState(k, now);
-    const actions = [
-      state === 'active' && k.scope !== 'embed' ? `<a class="button" href="${keyUrl(k, 'roll')}">Roll</a>` : '',
-      state === 'active' || state === 'rolled' ? `<a class="button" href="${keyUrl(k, 'revoke')}">Revoke</a>` : '',
-    ].join('');
-    return `<tr data-key-id="${h(k.id)}" data-state="${state}"><td data-label="Name">${h(k.name)}<br><small>id <code class="token">${h(k.id)}</code></small></td>
+  const rows = keys
+    .map((k) => {
+      const state = keyState(k, now);
+      const actions = [
+        state === 'active' && k.scope !== 'embed' ? `<a class="button" href="${keyUrl(k, 'roll')}">Roll</a>` : '',
+        state === 'active' || state === 'rolled' ? `<a class="button" href="${keyUrl(k, 'revoke')}">Revoke</a>` : '',
+      ].join('');
+      return `<tr data-key-id="${h(k.id)}" data-state="${state}"><td data-label="Name">${h(k.name)}<br><small>id <code class="token">${h(k.id)}</code></small></td>
 <td data-label="Scope">${k.scope === 'read' ? 'read' : k.legacyEmbed ? 'embed <span class="pill revoked" title="Made before embed key pairs: anyone who can read hubops\'s database could sign with it. Create a new embed key and revoke this one.">legacy: replace</span>' : 'embed'}</td>
 <td data-label="Key starts"><code class="token">${h(k.start)}…</code></td>
 <td data-label="Created">${h(when(k.createdAt))}<br><small data-expires>${k.expiresAt ? `expires ${h(when(k.expiresAt))}` : 'never expires'}</small></td>
 <td data-label="Requests">${requestsCell(k, o.usage)}</td>
 <td data-label="Last used">${h(when(k.lastUsedAt))}</td>
 <td data-label="State">${stateCell(k, keys, now)}</td><td class="actions-cell">${actions ? `<div class="actions">${actions}</div>` : ''}</td></tr>`;
-  }).join('');
+    })
+    .join('');
   const e = state.errors ?? {};
   const scope = state.scope === 'embed' ? 'embed' : 'read';
   const expires = state.expires ?? 'never';
@@ -149,9 +166,11 @@ export function rollKeyView(o: { apiTabUrl: string; csrf: string; formToken: str
   const u = o.apiTabUrl;
   const longest = KEY_ROLL_GRACE_MS.at(-1)!;
   return `<div class="card"><h1>Roll “${h(key.name)}”?</h1>${o.notice ? `<p class="notice" role="status">${h(o.notice)}</p>` : ''}
-<p>A new ${h(key.scope)} key with the same name replaces <code class="token">${h(key.start)}…</code>; ${key.expiresAt
-    ? `like this one, it expires ${Math.round((Date.parse(key.expiresAt) - Date.parse(key.createdAt)) / 86_400_000)} days after its creation`
-    : 'like this one, it never expires'}. It is shown once, on the next page. The old secret keeps working for the grace period you choose, so the tool can switch without an outage; then it stops working.</p>
+<p>A new ${h(key.scope)} key with the same name replaces <code class="token">${h(key.start)}…</code>; ${
+    key.expiresAt
+      ? `like this one, it expires ${Math.round((Date.parse(key.expiresAt) - Date.parse(key.createdAt)) / 86_400_000)} days after its creation`
+      : 'like this one, it never expires'
+  }. It is shown once, on the next page. The old secret keeps working for the grace period you choose, so the tool can switch without an outage; then it stops working.</p>
 <form method="post" action="${h(u)}/keys/${encodeURIComponent(key.id)}/roll" data-once>
 <input type="hidden" name="csrf" value="${h(o.csrf)}"><input type="hidden" name="form_token" value="${h(o.formToken)}">
 <label for="grace">Old secret keeps working</label><select id="grace" name="grace_hours">${KEY_ROLL_GRACE_MS.map((ms) => `<option value="${ms / 3_600_000}"${ms === longest ? ' selected' : ''}>${graceText(ms)}</option>`).join('')}</select>

@@ -141,14 +141,17 @@ export function shell(s: Shell, title: string, content: string, nonce: string): 
   const admin = s.hub.role === 'hub_admin';
   const nav = [
     `<a href="${h(hubUrl)}"${s.active === 'home' ? ' class="on"' : ''}>Home</a>`,
-    ...(admin ? [
-      `<a href="${h(hubUrl)}/opt-ins"${s.active === 'opt-ins' ? ' class="on"' : ''}>Playbook opt-ins</a>`,
-      `<a href="${h(hubUrl)}/spend"${s.active === 'spend' ? ' class="on"' : ''}>Spend</a>`,
-    ] : []),
+    ...(admin
+      ? [
+          `<a href="${h(hubUrl)}/opt-ins"${s.active === 'opt-ins' ? ' class="on"' : ''}>Playbook opt-ins</a>`,
+          `<a href="${h(hubUrl)}/spend"${s.active === 'spend' ? ' class="on"' : ''}>Spend</a>`,
+        ]
+      : []),
   ].join('');
   const switcher = `<form class="switch" method="get" action="${h(app)}/switch" data-autosubmit>
 <label for="hub-switch">Hub</label><select id="hub-switch" name="hub">${s.user.memberships
-    .map((m) => `<option value="${h(m.hubId)}"${m.hubId === s.hub.hubId ? ' selected' : ''}>${h(m.hubName)} — ${h(roleText(m))}</option>`).join('')}</select>
+    .map((m) => `<option value="${h(m.hubId)}"${m.hubId === s.hub.hubId ? ' selected' : ''}>${h(m.hubName)} — ${h(roleText(m))}</option>`)
+    .join('')}</select>
 <button type="submit">Switch</button></form>`;
   const profile = `<details class="profile"><summary aria-label="Profile menu">${h(s.user.firstname || s.user.email)} ▾</summary><div class="menu" role="menu">
 <small>${h(s.user.email)}</small>
@@ -156,8 +159,13 @@ ${admin ? `<a role="menuitem" href="${h(hubUrl)}/settings/api">Manage Hub</a><a 
 <a role="menuitem" href="${h(app)}/connected-apps">Connected apps</a>
 <form method="post" action="${h(app)}/sign-out"><input type="hidden" name="csrf" value="${h(s.csrf)}"><button role="menuitem" type="submit">Sign out</button></form>
 </div></details>`;
-  return document_(title, `<header class="top"><a class="brand" href="${h(app)}">hubops</a><nav class="main">${nav}</nav>${switcher}${profile}</header>
-<main>${content}</main>`, nonce, `${app}/assets/app.js`);
+  return document_(
+    title,
+    `<header class="top"><a class="brand" href="${h(app)}">hubops</a><nav class="main">${nav}</nav>${switcher}${profile}</header>
+<main>${content}</main>`,
+    nonce,
+    `${app}/assets/app.js`,
+  );
 }
 
 /** The tabs of Manage Hub, on each of its pages. */
@@ -167,9 +175,14 @@ export function manageTabs(hubUrl: string, active: 'api' | 'ad-accounts'): strin
   return `<nav class="tabs" aria-label="Manage Hub">${tab('api', 'API')}${tab('ad-accounts', 'Ad accounts')}</nav>`;
 }
 
-export function signInPage(o: { action: string; csrf: string; next: string; email?: string; error?: string; fieldErrors?: { email?: string; password?: string } }, nonce: string): string {
+export function signInPage(
+  o: { action: string; csrf: string; next: string; email?: string; error?: string; fieldErrors?: { email?: string; password?: string } },
+  nonce: string,
+): string {
   const fe = o.fieldErrors ?? {};
-  return document_('Sign in', `<main class="narrow"><div class="card"><p class="brand">hubops</p>
+  return document_(
+    'Sign in',
+    `<main class="narrow"><div class="card"><p class="brand">hubops</p>
 <h1>Sign in</h1><p class="muted">to manage your hub</p>
 ${o.error ? `<p class="error" role="alert">${h(o.error)}</p>` : ''}
 <form method="post" action="${h(o.action)}" novalidate>
@@ -178,7 +191,9 @@ ${o.error ? `<p class="error" role="alert">${h(o.error)}</p>` : ''}
 ${fe.email ? `<p class="field-error" id="email-error">${h(fe.email)}</p>` : ''}
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password"${fe.password ? ' class="invalid" aria-describedby="password-error"' : ''}>
 ${fe.password ? `<p class="field-error" id="password-error">${h(fe.password)}</p>` : ''}
-<div class="actions"><button class="primary" type="submit">Sign in</button></div></form></div></main>`, nonce);
+<div class="actions"><button class="primary" type="submit">Sign in</button></div></form></div></main>`,
+    nonce,
+  );
 }
 
 export function embedDocument(title: string, body: string, nonce: string): string {
@@ -186,13 +201,21 @@ export function embedDocument(title: string, body: string, nonce: string): strin
 }
 
 export function messagePage(title: string, message: string, nonce: string, link?: { href: string; text: string }): string {
-  return document_(title, `<main class="narrow"><div class="card"><p class="brand">hubops</p><h1>${h(title)}</h1>
-<p class="error" role="alert">${h(message)}</p>${link ? `<p><a class="button" href="${h(link.href)}">${h(link.text)}</a></p>` : ''}</div></main>`, nonce);
+  return document_(
+    title,
+    `<main class="narrow"><div class="card"><p class="brand">hubops</p><h1>${h(title)}</h1>
+<p class="error" role="alert">${h(message)}</p>${link ? `<p><a class="button" href="${h(link.href)}">${h(link.text)}</a></p>` : ''}</div></main>`,
+    nonce,
+  );
 }
 
 // ── formatting helpers ──────────────────────────────────────────────────────────────────────
 
-const STATUS_LABELS: Partial<Record<OptInStatus, string>> = { active: 'Live', in_review: 'Awaiting approval', questions_only: 'Questions only' };
+const STATUS_LABELS: Partial<Record<OptInStatus, string>> = {
+  active: 'Live',
+  in_review: 'Awaiting approval',
+  questions_only: 'Questions only',
+};
 export function statusLabel(status: string): string {
   const label = STATUS_LABELS[status as OptInStatus];
   if (label) return label;

@@ -86,15 +86,26 @@ export function optInReportView(o: OptInReportView): string {
   }).join('');
   const table = o.rows.length
     ? `<table id="opt-ins" class="stack"><thead><tr>${header}<th class="num">Budget</th></tr></thead><tbody>
-${o.rows.map((r) => `<tr data-id="${h(r.id)}"><td data-label="Playbook">${h(r.playbookName)}</td><td data-label="Workspace">${h(r.workspaceName)}</td><td data-label="Status"><span class="pill${r.status === 'active' ? ' live' : ''}">${h(statusLabel(r.status))}</span></td>
-<td data-label="Opted in">${h(when(r.optedInAt))}</td><td data-label="Updated">${h(when(r.updatedAt))}</td><td class="num" data-label="Budget">${r.budgetCents === null ? '—' : `${h(money(r.budgetCents))}${r.budgetType ? ` <small>${h(r.budgetType)}</small>` : ''}`}</td></tr>`).join('')}</tbody></table>`
+${o.rows
+  .map(
+    (
+      r,
+    ) => `<tr data-id="${h(r.id)}"><td data-label="Playbook">${h(r.playbookName)}</td><td data-label="Workspace">${h(r.workspaceName)}</td><td data-label="Status"><span class="pill${r.status === 'active' ? ' live' : ''}">${h(statusLabel(r.status))}</span></td>
+<td data-label="Opted in">${h(when(r.optedInAt))}</td><td data-label="Updated">${h(when(r.updatedAt))}</td><td class="num" data-label="Budget">${r.budgetCents === null ? '—' : `${h(money(r.budgetCents))}${r.budgetType ? ` <small>${h(r.budgetType)}</small>` : ''}`}</td></tr>`,
+  )
+  .join('')}</tbody></table>`
     : `<p class="muted">${o.total === undefined ? 'Fix the filters above to see opt-ins.' : 'No opt-ins match these filters.'}</p>`;
   const pages = o.total === undefined ? 0 : Math.max(1, Math.ceil(o.total / o.pageSize));
   const pageLink = (page: number, rel: 'prev' | 'next', text: string) =>
     `<a class="button" rel="${rel}" href="${h(u + queryString(v, { ...orderParams, ...(page > 1 ? { page: String(page) } : {}) }))}">${text}</a>`;
-  const pager = o.total === undefined ? '' : `<div class="pager">${o.page > 1 ? pageLink(o.page - 1, 'prev', '← Previous') : ''}${o.page < pages ? pageLink(o.page + 1, 'next', 'Next →') : ''}</div>`;
-  const summary = o.total === undefined ? ''
-    : `<p><strong data-total="${o.total}">${h(counted(o.total, 'opt-in'))}</strong>${o.total > 0 ? ` · page ${o.page} of ${pages}` : ''} · sorted by ${h(ORDER_WORDS[order.sort][order.descending ? 1 : 0])}</p>`;
+  const pager =
+    o.total === undefined
+      ? ''
+      : `<div class="pager">${o.page > 1 ? pageLink(o.page - 1, 'prev', '← Previous') : ''}${o.page < pages ? pageLink(o.page + 1, 'next', 'Next →') : ''}</div>`;
+  const summary =
+    o.total === undefined
+      ? ''
+      : `<p><strong data-total="${o.total}">${h(counted(o.total, 'opt-in'))}</strong>${o.total > 0 ? ` · page ${o.page} of ${pages}` : ''} · sorted by ${h(ORDER_WORDS[order.sort][order.descending ? 1 : 0])}</p>`;
   return `<h1>Playbook opt-ins</h1>${o.notices.map((n) => `<p class="notice" role="status">${h(n)}</p>`).join('')}${filters}<div class="card">${summary}${table}${pager}
 <p class="muted"><small>${o.pageSize} per page. Times are UTC.</small></p></div>`;
 }

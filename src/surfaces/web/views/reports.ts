@@ -1,7 +1,14 @@
 // Report bodies shared by the app pages and the embeds: the spend dashboard and the opt-in summary.
 import type { WebOptInSummary } from '../../../domain/opt-ins/opt-in.service.ts';
 import { PERIODS, type Period } from '../../../domain/periods.ts';
-import { ACCOUNT_CONCERNS, accountConcern, proRataToTimeOfDay, type AccountConcern, type AdAccountStatus, type Freshness } from '../../../domain/spend/spend.ts';
+import {
+  ACCOUNT_CONCERNS,
+  accountConcern,
+  proRataToTimeOfDay,
+  type AccountConcern,
+  type AdAccountStatus,
+  type Freshness,
+} from '../../../domain/spend/spend.ts';
 import { SPEND_STALE_AFTER_MS } from '../../../policy.ts';
 import { escapeHtml as h } from '../../shared/html.ts';
 import { agoTag, count, counted, money, timeOfDay, when } from './format.ts';
@@ -23,7 +30,12 @@ interface SpendLive {
   accounts: AdAccountStatus[];
 }
 
-const PERIOD_LABELS: Record<Period, string> = { today: 'Today (so far)', yesterday: 'Yesterday', last_7_days: 'Last 7 days', last_30_days: 'Last 30 days' };
+const PERIOD_LABELS: Record<Period, string> = {
+  today: 'Today (so far)',
+  yesterday: 'Yesterday',
+  last_7_days: 'Last 7 days',
+  last_30_days: 'Last 30 days',
+};
 const CHART_TOP = 8;
 /** Accounts the banner names before it says "and N more". */
 const BANNER_ACCOUNTS_MAX = 10;
@@ -35,10 +47,14 @@ const CONCERN_CLASS: Record<AccountConcern, 'bad' | 'warn'> = { failed: 'bad', n
 
 function accountLine(a: AdAccountStatus, concern: AccountConcern, now: Date): string {
   const last = a.lastSyncedAt ? `last complete sync ${agoTag(a.lastSyncedAt, now)}` : 'no complete sync yet';
-  const state = concern === 'failed' ? `last sync failed; ${last}`
-    : concern === 'syncing' ? `syncing now; ${last}`
-    : concern === 'never_synced' || !a.lastSyncedAt ? 'never synced'
-    : `synced ${agoTag(a.lastSyncedAt, now)}`;
+  const state =
+    concern === 'failed'
+      ? `last sync failed; ${last}`
+      : concern === 'syncing'
+        ? `syncing now; ${last}`
+        : concern === 'never_synced' || !a.lastSyncedAt
+          ? 'never synced'
+          : `synced ${agoTag(a.lastSyncedAt, now)}`;
   return `<li data-account="${h(a.id)}" data-concern="${concern}"><strong>${h(a.name)}</strong>: ${state}</li>`;
 }
 
@@ -61,8 +77,12 @@ function freshnessBanner(freshness: Freshness, asOf: string | null, live: SpendL
   }
   const worst = CONCERN_CLASS[concerns[0]!.concern];
   const summary = worst === 'bad' ? 'These figures may be incomplete.' : 'These figures may be out of date or may still change.';
-  const shown = concerns.slice(0, BANNER_ACCOUNTS_MAX).map(({ a, concern }) => accountLine(a, concern, now)).join('');
-  const more = concerns.length > BANNER_ACCOUNTS_MAX ? `<li>and ${counted(concerns.length - BANNER_ACCOUNTS_MAX, 'more account')}</li>` : '';
+  const shown = concerns
+    .slice(0, BANNER_ACCOUNTS_MAX)
+    .map(({ a, concern }) => accountLine(a, concern, now))
+    .join('');
+  const more =
+    concerns.length > BANNER_ACCOUNTS_MAX ? `<li>and ${counted(concerns.length - BANNER_ACCOUNTS_MAX, 'more account')}</li>` : '';
   return `<div class="banner ${worst}" role="status" data-freshness="${freshness}"><strong>Heads up:</strong> ${summary}${upTo}<ul>${shown}${more}</ul></div>`;
 }
 
@@ -91,14 +111,23 @@ function spendChart(report: SpendReport, top = CHART_TOP): string {
   const rest = report.workspaces.slice(top);
   const totals: (Line & { kind: string })[] = [];
   if (rest.length > 0) {
-    totals.push({ kind: 'others', label: `Others (${counted(rest.length, 'workspace')})`, cur: rest.reduce((s, w) => s + w.spendCents, 0), prior: rest.reduce((s, w) => s + w.priorSpendCents, 0) });
+    totals.push({
+      kind: 'others',
+      label: `Others (${counted(rest.length, 'workspace')})`,
+      cur: rest.reduce((s, w) => s + w.spendCents, 0),
+      prior: rest.reduce((s, w) => s + w.priorSpendCents, 0),
+    });
   }
   const unattributed = { cur: report.totals.unattributedSpendCents, prior: report.totals.priorUnattributedSpendCents ?? 0 };
   if (unattributed.cur > 0 || unattributed.prior > 0) totals.push({ kind: 'unattributed', label: 'Unattributed', ...unattributed });
   if (named.length === 0 && totals.length === 0) return '<p class="muted">No workspaces yet.</p>';
   const max = Math.max(1, ...named.map((b) => Math.max(b.cur, b.prior)));
   const rows = named.map((b) => barRow(b, max)).join('');
-  const listed = totals.map((t) => `<li data-bar="${t.kind}">${h(t.label)}: <strong>${h(money(t.cur))}</strong> <small>(prior ${h(money(t.prior))})</small></li>`).join('');
+  const listed = totals
+    .map(
+      (t) => `<li data-bar="${t.kind}">${h(t.label)}: <strong>${h(money(t.cur))}</strong> <small>(prior ${h(money(t.prior))})</small></li>`,
+    )
+    .join('');
   return `<div role="group" aria-label="Spend by workspace, ${h(PERIOD_LABELS[report.period])}">${rows}
 <p class="muted"><small>Thick bar: ${h(PERIOD_LABELS[report.period].toLowerCase())} · thin bar: prior period${named.length ? `; bars are to scale with the top ${named.length === 1 ? 'workspace' : `${named.length} workspaces`}` : ''}.</small></p>
 ${listed ? `<ul class="chart-totals">${listed}</ul>` : ''}</div>`;
@@ -126,7 +155,8 @@ export function spendView(reports: SpendReport[], selected: Period, periodHref: 
     return `<div class="stat${p === chosen.period ? ' on' : ''}" data-period="${p}">${periodHref ? `<a href="${h(periodHref(p))}">${inner}</a>` : inner}</div>`;
   }).join('');
   const top = chosen.workspaces.slice(0, 25);
-  const cells = (w: { spend: number; prior: number }) => `<td class="num" data-label="Spend">${h(money(w.spend))}</td><td class="num" data-label="Prior period">${h(money(w.prior))}</td>`;
+  const cells = (w: { spend: number; prior: number }) =>
+    `<td class="num" data-label="Spend">${h(money(w.spend))}</td><td class="num" data-label="Prior period">${h(money(w.prior))}</td>`;
   const table = `<table class="stack"><thead><tr><th>Workspace</th><th class="num">Spend</th><th class="num">Prior period</th><th class="num">Change</th></tr></thead><tbody>
 ${top.map((w) => `<tr><td data-label="Workspace">${h(w.name)}</td>${cells({ spend: w.spendCents, prior: w.priorSpendCents })}<td class="num" data-label="Change">${change(w.spendCents, w.priorSpendCents)}</td></tr>`).join('')}
 <tr><td data-label="Workspace"><em>Unattributed</em> <small>(spend not matched to a workspace)</small></td>${cells({ spend: chosen.totals.unattributedSpendCents, prior: chosen.totals.priorUnattributedSpendCents ?? 0 })}<td></td></tr>
@@ -139,12 +169,14 @@ ${top.map((w) => `<tr><td data-label="Workspace">${h(w.name)}</td>${cells({ spen
 /** Live opt-ins and new opt-ins per period; today so far against yesterday by the same time of day. */
 export function optInSummaryView(summary: WebOptInSummary): string {
   const by = timeOfDay(new Date(summary.asOf));
-  const rows = summary.periods.map((p) => {
-    const prior = p.period === 'today' ? summary.yesterdaySameHours : p.prior;
-    const dates = p.period === 'today' ? `${h(range(p))} <small>vs. yesterday by ${h(by)}</small>` : h(range(p));
-    return `<tr data-period="${p.period}"><td data-label="Period">${h(PERIOD_LABELS[p.period])}</td><td data-label="Dates (UTC)">${dates}</td>
+  const rows = summary.periods
+    .map((p) => {
+      const prior = p.period === 'today' ? summary.yesterdaySameHours : p.prior;
+      const dates = p.period === 'today' ? `${h(range(p))} <small>vs. yesterday by ${h(by)}</small>` : h(range(p));
+      return `<tr data-period="${p.period}"><td data-label="Period">${h(PERIOD_LABELS[p.period])}</td><td data-label="Dates (UTC)">${dates}</td>
 <td class="num" data-label="Opt-ins">${count(p.optIns)}</td><td class="num" data-label="Prior">${count(prior.optIns)}</td><td class="num" data-label="Change">${change(p.optIns, prior.optIns)}</td><td class="num" data-label="Workspaces">${count(p.workspaces)}</td><td class="num" data-label="Prior workspaces">${count(prior.workspaces)}</td></tr>`;
-  }).join('');
+    })
+    .join('');
   return `<div class="grid4"><div class="stat"><div class="muted">Live opt-ins now</div><div class="big" data-active>${count(summary.activeOptIns)}</div></div></div>
 <div class="card"><h2>New opt-ins</h2><table class="stack"><thead><tr><th>Period</th><th>Dates (UTC)</th><th class="num">Opt-ins</th><th class="num">Prior</th><th class="num">Change</th><th class="num">Workspaces</th><th class="num">Prior</th></tr></thead>
 <tbody>${rows}</tbody></table><p class="muted"><small>As of ${h(when(summary.asOf))}. Today so far is compared with yesterday up to the same time of day.</small></p></div>`;
