@@ -186,7 +186,9 @@ describe('Connect Meta by OAuth in Chromium, sync, and the Hub API spend equals 
     await page.click('text=Continue');
     await page.waitForURL(/\/settings\/ad-accounts\/choose\?pending=/);
     assert.deepEqual(
-      (await page.locator('input[name=account]').evaluateAll((inputs) => inputs.map((i) => (i as HTMLInputElement).value))).sort(),
+      (
+        await page.locator('input[name=account]').evaluateAll((inputs) => inputs.map((i) => (i as unknown as { value: string }).value))
+      ).sort(),
       ['act_5101', 'act_5102'],
     );
     await page.check('input[value=act_5101]');
