@@ -8,6 +8,7 @@ import type { RevocationFeed } from '../../db/revocation-feed.ts';
 import { PERIODS } from '../../domain/periods.ts';
 import { spendByWorkspace } from '../../domain/spend/spend.service.ts';
 import type { Membership, SessionUser } from '../../domain/web-sessions/web-session.service.ts';
+import type { MetaOAuth } from '../../integrations/meta/client.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { RateLimiter } from '../../platform/rate-limit.ts';
 import { sendPage } from '../shared/html.ts';
@@ -27,23 +28,8 @@ export interface WebDeps {
   /** The spend sync's services (Manage Hub → Ad accounts); without them that page says it is not available. */
   adSync?: AdSyncDeps;
   /** Meta's OAuth steps (the Meta client); Connect Meta by OAuth shows only with it and META_APP_ID/SECRET. */
-  metaOAuth?: MetaOAuthLike;
-}
-
-/** What the web admin needs of the Meta client for "Connect Meta" (src/integrations/meta/client.ts, MetaOAuth). */
-export interface MetaOAuthLike {
-  authorizeUrl(p: { dialogUrl: string; appId: string; redirectUri: string; state: string; scopes: string[] }): string;
-  exchangeCode(p: {
-    appId: string;
-    appSecret: string;
-    redirectUri: string;
-    code: string;
-  }): Promise<{ accessToken: string; expiresAt: Date | null }>;
-  exchangeForLongLived(p: {
-    appId: string;
-    appSecret: string;
-    accessToken: string;
-  }): Promise<{ accessToken: string; expiresAt: Date | null }>;
+  /** The Meta client's OAuth steps, for "Connect Meta". */
+  metaOAuth?: MetaOAuth;
 }
 
 export interface WebPaths {
