@@ -48,3 +48,26 @@ export function parseDate(text: string): Date | undefined {
   const day = utcDay(Number(m[1]), Number(m[2]), Number(m[3]));
   return day === undefined ? undefined : inRange(day);
 }
+
+const knownZones = new Map<string, boolean>();
+
+/**
+ * Whether `name` is an IANA time zone name this runtime knows (`America/Los_Angeles`). Intl also
+ * accepts offsets such as "+01:00"; a location's or an ad account's zone must be a name, whose
+ * offset follows its DST rules. Answers are memoised (at most 1,000 names).
+ */
+export function isTimeZoneName(name: string): boolean {
+  let known = knownZones.get(name);
+  if (known === undefined) {
+    known = name.length <= 64 && /^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/.test(name);
+    if (known) {
+      try {
+        new Intl.DateTimeFormat('en-US', { timeZone: name });
+      } catch {
+        known = false;
+      }
+    }
+    if (knownZones.size < 1_000) knownZones.set(name, known);
+  }
+  return known;
+}

@@ -8,6 +8,7 @@ import { PlatformError, PlatformThrottled, type PlatformAdAccount } from '../../
 import type { MetaOAuth } from '../../integrations/meta/client.ts';
 import { DomainError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
+import { isTimeZoneName } from '../../platform/time.ts';
 import { AD_TOKEN_EXPIRY_WARNING_MS, SPEND_SYNC_LEASE_MS } from '../../policy.ts';
 import { AD_PLATFORMS } from '../spend/spend.ts';
 import {
@@ -27,7 +28,6 @@ import {
 } from './ad-account.repository.ts';
 import { newClaimant } from './sync-loop.ts';
 import { runSync, type EngineDeps, type SyncOutcome } from './sync-engine.ts';
-import { isTimeZone } from './utc-days.ts';
 
 export type { SyncOutcome } from './sync-engine.ts';
 
@@ -243,7 +243,7 @@ export async function connectAdAccounts(deps: AdSyncDeps, hubId: string, input: 
         { code: 'currency_mismatch' },
       );
     }
-    if (!isTimeZone(account.timeZone))
+    if (!isTimeZoneName(account.timeZone))
       throw new DomainError(
         'invalid',
         `ad account ${id} has a time zone this server does not know (${JSON.stringify(account.timeZone.slice(0, 64))})`,

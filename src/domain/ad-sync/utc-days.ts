@@ -25,17 +25,6 @@ function formatter(zone: string): Intl.DateTimeFormat {
   return f;
 }
 
-/** Whether `zone` is an IANA time zone this runtime knows. */
-export function isTimeZone(zone: string): boolean {
-  if (zone.length === 0 || zone.length > 64) return false;
-  try {
-    formatter(zone);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** The wall-clock fields of `ms` in `zone`, read as if they were UTC: minus `ms`, the zone's offset. */
 function wallClockAsUtc(ms: number, zone: string): number {
   const p: Record<string, number> = {};

@@ -20,6 +20,7 @@ import {
   type PlatformCredential,
   type PlatformSpendRow,
 } from '../ad-platform.ts';
+import { isTimeZoneName } from '../../platform/time.ts';
 import { parseSpendMicros } from './spend.ts';
 import { HOURLY_BREAKDOWN, parseHourLabel, type AsyncStatus, type GraphErrorBody } from './wire.ts';
 
@@ -605,23 +606,6 @@ function nextCursor(paging: unknown, what: string): string | undefined {
   return after;
 }
 
-const validZones = new Map<string, boolean>();
-function isTimeZone(name: string): boolean {
-  let valid = validZones.get(name);
-  if (valid === undefined) {
-    valid = /^[A-Za-z][A-Za-z0-9_+-]*(?:\/[A-Za-z0-9_+-]+)*$/.test(name) && name.length <= 64;
-    if (valid) {
-      try {
-        new Intl.DateTimeFormat('en-US', { timeZone: name });
-      } catch {
-        valid = false;
-      }
-    }
-    if (validZones.size < 1000) validZones.set(name, valid);
-  }
-  return valid;
-}
-
 function parseAccount(value: unknown, what: string): PlatformAdAccount {
   const bad = (field: string) => new PlatformError('bad_answer', `Meta's answer to ${what} has an account with no valid ${field}`);
   if (!isObject(value)) throw bad('object');
@@ -629,7 +613,7 @@ function parseAccount(value: unknown, what: string): PlatformAdAccount {
   if (typeof id !== 'string' || !ACCOUNT_ID.test(id)) throw bad('id');
   if (typeof name !== 'string') throw bad('name');
   if (typeof currency !== 'string' || !/^[A-Z]{3}$/.test(currency)) throw bad('currency');
-  if (typeof zone !== 'string' || !isTimeZone(zone)) throw bad('timezone_name');
+  if (typeof zone !== 'string' || !isTimeZoneName(zone)) throw bad('timezone_name');
   if (typeof status !== 'number' || !Number.isSafeInteger(status)) throw bad('account_status');
   return { externalId: id, name, currency, timeZone: zone, active: status === 1, status: ACCOUNT_STATUS[status] ?? String(status) };
 }

@@ -3,19 +3,9 @@
 import type { FieldValue } from '../../../db/schema.ts';
 import { isObject, setEntry, shown, type FieldReader } from '../field-reader.ts';
 import type { WorkspaceRecord } from '../records.ts';
+import { isTimeZoneName } from '../../../platform/time.ts';
 
 const MAX_FIELD_TEXT = 2_000;
-
-function isTimeZone(name: string): boolean {
-  // Intl also accepts offsets such as "+01:00"; a location's zone must be an IANA name.
-  if (!/^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/.test(name)) return false;
-  try {
-    new Intl.DateTimeFormat('en', { timeZone: name });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function isFieldValue(value: unknown): value is FieldValue {
   return (
@@ -32,7 +22,7 @@ export function readWorkspace(r: FieldReader): WorkspaceRecord {
   const zone = r.raw('timezone');
   let timezone = 'UTC';
   if (zone !== undefined) {
-    if (typeof zone === 'string' && isTimeZone(zone)) timezone = zone;
+    if (typeof zone === 'string' && isTimeZoneName(zone)) timezone = zone;
     else r.fail('timezone', `must be an IANA time zone like America/Denver, got ${shown(zone)}`);
   }
   const raw = r.raw('fields');
