@@ -95,7 +95,8 @@ export interface ConnectInput {
 
 /** Accounts one connection may add at once. */
 export const MAX_ACCOUNTS_PER_CONNECT = 50;
-const TOKEN_MAX_LENGTH = 4_096;
+/** The longest access token accepted (Meta's run to a few hundred characters). */
+export const TOKEN_MAX_LENGTH = 4_096;
 const EXTERNAL_ID: Record<AdPlatform, RegExp> = {
   meta: /^act_[0-9]{1,20}$/,
   google_ads: /^[0-9]{10}$/,
@@ -106,7 +107,8 @@ const EXTERNAL_ID_HINT: Record<AdPlatform, string> = {
   google_ads: 'the 10-digit customer id without dashes',
   chatgpt_ads: 'letters, digits, _ and -',
 };
-const PLATFORM_NAMES: Record<AdPlatform, string> = { meta: 'Meta', google_ads: 'Google Ads', chatgpt_ads: 'ChatGPT Ads' };
+/** Each ad platform as people name it. */
+export const PLATFORM_NAMES: Record<AdPlatform, string> = { meta: 'Meta', google_ads: 'Google Ads', chatgpt_ads: 'ChatGPT Ads' };
 
 function clientOf(deps: AdSyncDeps, platform: unknown) {
   if (typeof platform !== 'string' || !(AD_PLATFORMS as readonly string[]).includes(platform)) {

@@ -5,6 +5,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
+  completeMetaOAuth,
   connectAdAccounts,
   disconnectAdAccount,
   listAdAccounts,
@@ -13,25 +14,18 @@ import {
   mapToWorkspace,
   requestSync,
   setDefaultWorkspace,
+  TOKEN_MAX_LENGTH,
   type AdAccountView,
   type AdSyncDeps,
 } from '../../../domain/ad-sync/ad-account.service.ts';
 import { holdPendingToken, readPendingToken, takePendingToken, type PendingToken } from '../../../domain/ad-sync/pending-connection.ts';
-import { completeMetaOAuth } from '../../../domain/ad-sync/ad-account.service.ts';
 import { hubWorkspaces } from '../../../domain/tenancy/tenancy.service.ts';
 import { META_SCOPES } from '../../../integrations/meta/client.ts';
 import { sameSecret } from '../../../platform/constant-time.ts';
 import { DomainError } from '../../../platform/errors.ts';
 import { FORM_TOKEN_TTL_MS } from '../../../policy.ts';
 import { appPage, FORM_EXPIRED, one, refuse, type Form, type HubCtx, type Query, type Web } from '../context.ts';
-import {
-  adAccountsView,
-  chooseAccountsView,
-  disconnectView,
-  lineKey,
-  PASTED_TOKEN_MAX_LENGTH,
-  type AdAccountsPageState,
-} from '../views/ad-accounts.ts';
+import { adAccountsView, chooseAccountsView, disconnectView, lineKey, type AdAccountsPageState } from '../views/ad-accounts.ts';
 import { shell } from '../views/layout.ts';
 
 /** Above this many workspaces the assign field is a text field for the id, not a list. */
@@ -245,8 +239,8 @@ export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }:
     const problem =
       token === ''
         ? 'Paste the token first.'
-        : token.length > PASTED_TOKEN_MAX_LENGTH
-          ? `That is longer than any Meta token (at most ${PASTED_TOKEN_MAX_LENGTH} characters): check what was pasted.`
+        : token.length > TOKEN_MAX_LENGTH
+          ? `That is longer than any Meta token (at most ${TOKEN_MAX_LENGTH} characters): check what was pasted.`
           : !TOKEN_SHAPE.test(token)
             ? 'A token has no spaces or line breaks inside it: paste it again, exactly as Meta shows it.'
             : undefined;

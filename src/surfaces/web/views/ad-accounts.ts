@@ -2,14 +2,14 @@
 // Connect Meta (OAuth, or a pasted system-user token) and the account chooser that follows, Sync
 // now, Disconnect (with what happens to past figures), each account's default workspace, and the unattributed spend, largest first,
 // each line with a one-step "assign to workspace".
-import type { AdAccountView, UnattributedLine } from '../../../domain/ad-sync/ad-account.service.ts';
+import { PLATFORM_NAMES, TOKEN_MAX_LENGTH, type AdAccountView, type UnattributedLine } from '../../../domain/ad-sync/ad-account.service.ts';
+import type { AdPlatform } from '../../../db/schema.ts';
 import type { PlatformAdAccount } from '../../../integrations/ad-platform.ts';
 import { escapeHtml as h } from '../../shared/html.ts';
 import { agoTag, moneyIn } from './format.ts';
 import { manageTabs } from './layout.ts';
 
 /** A pasted token is at most this long (Meta's are a few hundred characters). */
-export const PASTED_TOKEN_MAX_LENGTH = 4096;
 
 export interface AdAccountsPageState {
   notice?: string;
@@ -55,8 +55,7 @@ const STATUS_WORDS: Record<AdAccountView['status'], string> = {
   disconnected: 'Disconnected',
 };
 
-const PLATFORM_NAMES: Record<string, string> = { meta: 'Meta', google_ads: 'Google Ads', chatgpt_ads: 'ChatGPT Ads' };
-const platformName = (p: string) => PLATFORM_NAMES[p] ?? p;
+const platformName = (p: string) => PLATFORM_NAMES[p as AdPlatform] ?? p;
 
 /**
  * What the admin reads about one account: the service's sentence (what to do, retries and
@@ -176,7 +175,7 @@ ${gone.length ? `<details class="disconnected"><summary>Disconnected accounts ($
 <form method="post" action="${h(u)}/settings/ad-accounts/token" data-once novalidate><input type="hidden" name="csrf" value="${h(o.csrf)}">
 <label for="meta-token">Or paste a system-user token</label>
 <p class="muted"><small>Business Manager → Business settings → System users → Generate token, with <code>ads_read</code>. hubops keeps it encrypted and never shows it again.</small></p>
-<input id="meta-token" name="token" type="password" autocomplete="off" spellcheck="false" maxlength="${PASTED_TOKEN_MAX_LENGTH}"${e ? ' class="invalid" aria-describedby="token-error"' : ''}>
+<input id="meta-token" name="token" type="password" autocomplete="off" spellcheck="false" maxlength="${TOKEN_MAX_LENGTH}"${e ? ' class="invalid" aria-describedby="token-error"' : ''}>
 ${e ? `<p class="field-error" id="token-error" role="alert">${h(e)}</p>` : ''}
 <div class="actions"><button type="submit">Use this token</button></div></form></div>
 ${unattributedCard(o, state)}`;
