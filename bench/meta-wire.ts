@@ -49,10 +49,10 @@ try {
   async function readAll(): Promise<number> {
     let rows = 0;
     for (const a of accounts) {
-      const account = await meta.describeAccount({ accessToken: token }, a.id);
+      const account = await meta.describeAccount({ secret: token }, { externalId: a.id, accessVia: null });
       for (let since = addDays(today, -SPEND_BACKFILL_DAYS - 1); since <= today; since = addDays(since, 32)) {
         const until = addDays(since, 31) < today ? addDays(since, 31) : today;
-        for await (const batch of meta.readSpend({ accessToken: token }, account, { since, until })) rows += batch.length;
+        for await (const batch of meta.readSpend({ secret: token }, account, { since, until })) rows += batch.length;
       }
     }
     return rows;

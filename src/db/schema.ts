@@ -107,6 +107,8 @@ export interface AdAccountsTable {
   external_id: ColumnType<string | null, string | null | undefined, string | null>;
   currency: ColumnType<string | null, string | null | undefined, string | null>;
   time_zone: ColumnType<string | null, string | null | undefined, string | null>;
+  /** How the credential reaches the account: Google Ads' manager customer id (login-customer-id), or null. */
+  access_via: ColumnType<string | null, string | null | undefined, string | null>;
   default_workspace_id: ColumnType<string | null, string | null | undefined, string | null>;
   /** The last account-local day fully read and stored, 'YYYY-MM-DD'. */
   complete_through: ColumnType<string | null, string | null | undefined, string | null>;

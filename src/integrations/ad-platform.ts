@@ -67,6 +67,21 @@ export interface PlatformAdAccount {
   active: boolean;
   /** The platform's own status word or code, for display. */
   status: string;
+  /**
+   * The account through which the credential reaches this one, or null when it reaches it
+   * directly. Google Ads: the manager account's customer id, sent as `login-customer-id`.
+   */
+  accessVia: string | null;
+}
+
+/**
+ * Which account to read, as stored: its id and, when known, the way in (`accessVia`). With
+ * `accessVia: null` a client whose platform has indirect access (Google Ads' manager accounts)
+ * finds the way in itself and says which in the answer's `accessVia`.
+ */
+export interface AccountRef {
+  externalId: string;
+  accessVia: string | null;
 }
 
 /**
@@ -95,16 +110,20 @@ export interface LocalDayRange {
   until: string;
 }
 
-/** The sealed-at-rest credential a client is given for each call (never logged). */
+/**
+ * The sealed-at-rest secret a client is given for each call (never logged): Meta's access token,
+ * Google's refresh token (the client trades it for short-lived access tokens itself), or a
+ * ChatGPT Ads API key.
+ */
 export interface PlatformCredential {
-  accessToken: string;
+  secret: string;
 }
 
 /** What the sync engine needs of an ad platform. */
 export interface AdPlatformClient {
   readonly platform: 'meta' | 'google_ads' | 'chatgpt_ads';
   /** One account's currency, time zone and status: checked at connect and at the start of each sync. */
-  describeAccount(credential: PlatformCredential, externalId: string): Promise<PlatformAdAccount>;
+  describeAccount(credential: PlatformCredential, account: AccountRef): Promise<PlatformAdAccount>;
   /** The accounts the credential can read (for the admin to choose from at connect). */
   listAccounts(credential: PlatformCredential): Promise<PlatformAdAccount[]>;
   /**

@@ -4,6 +4,7 @@
 import {
   PlatformError,
   PlatformThrottled,
+  type AccountRef,
   type AdPlatformClient,
   type LocalDayRange,
   type PlatformAdAccount,
@@ -37,8 +38,8 @@ export class FakePlatform implements AdPlatformClient {
   maxConcurrent = 0;
 
   #check(credential: PlatformCredential): void {
-    this.seenTokens.add(credential.accessToken);
-    if (!this.tokens.has(credential.accessToken)) {
+    this.seenTokens.add(credential.secret);
+    if (!this.tokens.has(credential.secret)) {
       throw new PlatformError('needs_reconnect', 'the access token was rejected', {
         platformMessage: 'Error validating access token: Session has expired.',
         platformCode: '190/463',
@@ -56,7 +57,7 @@ export class FakePlatform implements AdPlatformClient {
     return account;
   }
 
-  async describeAccount(credential: PlatformCredential, externalId: string): Promise<PlatformAdAccount> {
+  async describeAccount(credential: PlatformCredential, { externalId }: AccountRef): Promise<PlatformAdAccount> {
     this.#check(credential);
     const { rows: _rows, ...account } = this.#account(externalId);
     return account;
@@ -97,6 +98,7 @@ export class FakePlatform implements AdPlatformClient {
       timeZone: 'America/Los_Angeles',
       active: true,
       status: '1',
+      accessVia: null,
       rows: [],
       ...account,
     };

@@ -33,6 +33,7 @@ const la: PlatformAdAccount = {
   timeZone: 'America/Los_Angeles',
   active: true,
   status: 'ACTIVE',
+  accessVia: null,
 };
 const busy: PlatformAdAccount = { ...la, externalId: 'act_1004', name: 'Busy' };
 const berlin: PlatformAdAccount = {
@@ -42,6 +43,7 @@ const berlin: PlatformAdAccount = {
   timeZone: 'Europe/Berlin',
   active: true,
   status: 'ACTIVE',
+  accessVia: null,
 };
 
 before(async () => {
@@ -78,7 +80,7 @@ async function read(
 ): Promise<{ rows: PlatformSpendRow[]; batches: number }> {
   const rows: PlatformSpendRow[] = [];
   let batches = 0;
-  for await (const batch of client.readSpend({ accessToken }, account, { since, until })) {
+  for await (const batch of client.readSpend({ secret: accessToken }, account, { since, until })) {
     assert.ok(batch.length > 0 && batch.length <= 500, 'a batch is one page of rows');
     batches++;
     rows.push(...batch);
@@ -161,7 +163,7 @@ test('ad accounts: /me/adaccounts is followed page by page; currency, zone and s
   const many = await startMetaSandbox({ seed: { generate: { accounts: 130, adSetsPerAccount: 1 } } });
   try {
     const listing = createMetaClient({ graphUrl: many.url, sleep: fakeSleep });
-    const accounts = await listing.listAccounts({ accessToken: many.issueToken() });
+    const accounts = await listing.listAccounts({ secret: many.issueToken() });
     assert.equal(accounts.length, 130);
     assert.equal(new Set(accounts.map((a) => a.externalId)).size, 130);
     assert.equal(many.requests.filter((r) => r.path === '/v26.0/me/adaccounts').length, 2, 'limit=100: two pages');
@@ -172,6 +174,7 @@ test('ad accounts: /me/adaccounts is followed page by page; currency, zone and s
       timeZone: 'America/Los_Angeles',
       active: true,
       status: 'ACTIVE',
+      accessVia: null,
     });
     assert.equal(accounts[1]!.currency, 'EUR');
     assert.equal(accounts[1]!.timeZone, 'Europe/Berlin');
@@ -180,28 +183,29 @@ test('ad accounts: /me/adaccounts is followed page by page; currency, zone and s
   }
   const limited = sandbox.issueToken({ accounts: ['act_1002'] });
   assert.deepEqual(
-    (await client.listAccounts({ accessToken: limited })).map((a) => a.externalId),
+    (await client.listAccounts({ secret: limited })).map((a) => a.externalId),
     ['act_1002'],
   );
 });
 
 test('describe: /act_{id}?fields=… gives the account; a closed one is not active; a bad id is refused before any request', async () => {
-  assert.deepEqual(await client.describeAccount({ accessToken: token }, 'act_1002'), berlin);
-  assert.deepEqual(await client.describeAccount({ accessToken: token }, 'act_1003'), {
+  assert.deepEqual(await client.describeAccount({ secret: token }, { externalId: 'act_1002', accessVia: null }), berlin);
+  assert.deepEqual(await client.describeAccount({ secret: token }, { externalId: 'act_1003', accessVia: null }), {
     externalId: 'act_1003',
     name: 'Closed one',
     currency: 'USD',
     timeZone: 'America/New_York',
     active: false,
     status: 'CLOSED',
+    accessVia: null,
   });
   const before = sandbox.requests.length;
   for (const id of ['1001', 'act_', 'act_12a', 'act_1001/insights', '../act_1001']) {
-    const error = await failure(client.describeAccount({ accessToken: token }, id));
+    const error = await failure(client.describeAccount({ secret: token }, { externalId: id, accessVia: null }));
     assert.equal(error.kind, 'invalid_request', id);
   }
   assert.equal(sandbox.requests.length, before);
-  const unknown = await failure(client.describeAccount({ accessToken: token }, 'act_999'));
+  const unknown = await failure(client.describeAccount({ secret: token }, { externalId: 'act_999', accessVia: null }));
   assert.equal(unknown.kind, 'invalid_request');
   assert.equal(unknown.platformCode, '100/33');
   assert.match(unknown.platformMessage ?? '', /does not exist/);
@@ -258,7 +262,7 @@ test('spend: "too much data" (100/1504018) on a synchronous read switches to a r
 test('spend: "too much data" after rows were handed on is a temporary failure, not a second copy through a report run', async () => {
   const error = await failure(
     (async () => {
-      for await (const _ of client.readSpend({ accessToken: token }, busy, { since: '2026-11-20', until: '2026-11-26' })) {
+      for await (const _ of client.readSpend({ secret: token }, busy, { since: '2026-11-20', until: '2026-11-26' })) {
         sandbox.scenario.fail('act_1004', {
           code: 100,
           error_subcode: 1504018,
@@ -357,7 +361,7 @@ test('errors: each Graph error code has its failure kind; the admin sees error_u
   ];
   for (const [body, kind, words] of cases) {
     sandbox.scenario.fail('act_1001', { type: 'OAuthException', ...body } as never);
-    const error = await failure(client.describeAccount({ accessToken: token }, 'act_1001'));
+    const error = await failure(client.describeAccount({ secret: token }, { externalId: 'act_1001', accessVia: null }));
     assert.equal(error.kind, kind, JSON.stringify(body));
     assert.equal(error.platformMessage, words ?? body.message);
     assert.equal(error.platformCode, body.error_subcode === undefined ? String(body.code) : `${body.code}/${body.error_subcode}`);
@@ -365,22 +369,22 @@ test('errors: each Graph error code has its failure kind; the admin sees error_u
   // The same kinds from the sandbox's own token states.
   const expired = sandbox.issueToken();
   sandbox.scenario.expireToken(expired);
-  const reconnect = await failure(client.describeAccount({ accessToken: expired }, 'act_1001'));
+  const reconnect = await failure(client.describeAccount({ secret: expired }, { externalId: 'act_1001', accessVia: null }));
   assert.deepEqual([reconnect.kind, reconnect.platformCode], ['needs_reconnect', '190/463']);
   const revoked = sandbox.issueToken();
   sandbox.scenario.revokePermission(revoked);
   assert.equal((await failure(read(la, '2026-11-20', '2026-11-20', revoked))).kind, 'missing_permission');
-  assert.equal((await failure(client.listAccounts({ accessToken: 'EAAnot-a-token' }))).kind, 'needs_reconnect');
+  assert.equal((await failure(client.listAccounts({ secret: 'EAAnot-a-token' }))).kind, 'needs_reconnect');
   const timedOut = sandbox.issueToken({ expiresInS: 60 });
   nowMs += 61_000;
-  assert.equal((await failure(client.listAccounts({ accessToken: timedOut }))).kind, 'needs_reconnect');
+  assert.equal((await failure(client.listAccounts({ secret: timedOut }))).kind, 'needs_reconnect');
 });
 
 test('throttles (4, 17, 613, 80000, 80004): waited out through the injected sleep, then the call goes through', async () => {
   for (const code of [4, 17, 613, 80000, 80004]) {
     sleeps.length = 0;
     sandbox.scenario.fail('act_1001', { code, message: 'User request limit reached', is_transient: true });
-    assert.deepEqual(await client.describeAccount({ accessToken: token }, 'act_1001'), la, String(code));
+    assert.deepEqual(await client.describeAccount({ secret: token }, { externalId: 'act_1001', accessVia: null }), la, String(code));
     assert.deepEqual(sleeps, [60_000], 'no usage header: a minute');
   }
   // The usage header's estimated_time_to_regain_access (minutes) sets the wait: 90 s throttled → "2 minutes".
@@ -407,7 +411,7 @@ test('throttles: longer than SPEND_THROTTLE_WAIT_MAX_MS (one or added up) → Pl
   sandbox.scenario.reset();
   sandbox.scenario.fail('act_1001', { code: 613, message: 'Calls to this api have exceeded the rate limit.' }, 3);
   await assert.rejects(
-    client.describeAccount({ accessToken: token }, 'act_1001'),
+    client.describeAccount({ secret: token }, { externalId: 'act_1001', accessVia: null }),
     (e: unknown) => e instanceof PlatformThrottled && e.retryAfterMs === 60_000,
   );
   assert.deepEqual(sleeps, [60_000, 60_000], `at most ${SPEND_THROTTLE_WAIT_MAX_MS} ms waited in one call`);
@@ -418,14 +422,14 @@ test('hostile answers: HTML, wrong types, missing fields, cut-off JSON, a redire
   const errors: PlatformError[] = [];
   for (const kind of ['html', 'wrong_types', 'missing_fields', 'truncated', 'redirect', 'huge', 'slow'] as const) {
     for (const call of [
-      () => slowClient.describeAccount({ accessToken: token }, 'act_1001'),
+      () => slowClient.describeAccount({ secret: token }, { externalId: 'act_1001', accessVia: null }),
       () =>
         (async () => {
-          for await (const _ of slowClient.readSpend({ accessToken: token }, la, { since: '2026-11-20', until: '2026-11-20' }));
+          for await (const _ of slowClient.readSpend({ secret: token }, la, { since: '2026-11-20', until: '2026-11-20' }));
         })(),
       () =>
         (async () => {
-          for await (const _ of slowClient.readSpend({ accessToken: token }, la, { since: '2026-10-01', until: '2026-10-20' }));
+          for await (const _ of slowClient.readSpend({ secret: token }, la, { since: '2026-10-01', until: '2026-10-20' }));
         })(),
     ]) {
       sandbox.scenario.malformed('act_1001', kind);
@@ -435,21 +439,23 @@ test('hostile answers: HTML, wrong types, missing fields, cut-off JSON, a redire
     }
   }
   sandbox.scenario.malformed('me', 'html');
-  errors.push(await failure(client.listAccounts({ accessToken: token })));
+  errors.push(await failure(client.listAccounts({ secret: token })));
   // A Graph message that quotes the token is cleaned before anyone sees it.
   sandbox.scenario.fail('act_1001', { code: 100, message: `Malformed access token ${token}` });
-  const quoting = await failure(client.describeAccount({ accessToken: token }, 'act_1001'));
+  const quoting = await failure(client.describeAccount({ secret: token }, { externalId: 'act_1001', accessVia: null }));
   assert.equal(quoting.platformMessage, 'Malformed access token [redacted]');
   errors.push(quoting);
   const closed = await startMetaSandbox();
   const gone = closed.url;
   await closed.close();
-  const unreachable = await failure(createMetaClient({ graphUrl: gone }).describeAccount({ accessToken: token }, 'act_1001'));
+  const unreachable = await failure(
+    createMetaClient({ graphUrl: gone }).describeAccount({ secret: token }, { externalId: 'act_1001', accessVia: null }),
+  );
   assert.equal(unreachable.kind, 'unreachable');
   errors.push(unreachable);
   for (const error of errors) assert.ok(!`${error.message} ${error.platformMessage} ${error.stack}`.includes(token), error.message);
   // The sandbox still serves: nothing was left broken.
-  assert.deepEqual(await client.describeAccount({ accessToken: token }, 'act_1001'), la);
+  assert.deepEqual(await client.describeAccount({ secret: token }, { externalId: 'act_1001', accessVia: null }), la);
 });
 
 test('compressed answers: a gzip body is read; one that inflates past the cap is a bad_answer', async () => {
@@ -475,9 +481,9 @@ test('compressed answers: a gzip body is read; one that inflates past the cap is
       sleep: fakeSleep,
       maxBodyBytes: 1024 * 1024,
     });
-    assert.deepEqual(await gzipped.describeAccount({ accessToken: token }, 'act_1001'), la);
+    assert.deepEqual(await gzipped.describeAccount({ secret: token }, { externalId: 'act_1001', accessVia: null }), la);
     assert.ok(bomb.length < 1024 * 1024);
-    const error = await failure(gzipped.describeAccount({ accessToken: token }, 'act_1002'));
+    const error = await failure(gzipped.describeAccount({ secret: token }, { externalId: 'act_1002', accessVia: null }));
     assert.equal(error.kind, 'bad_answer');
     assert.match(error.message, /larger than 1048576 bytes/);
     assert.ok(
@@ -494,7 +500,7 @@ test("abort: a read stops with the caller's reason, not a platform error", async
   const controller = new AbortController();
   const reason = new Error('shutting down');
   const reading = (async () => {
-    for await (const _ of client.readSpend({ accessToken: token }, busy, { since: '2026-11-01', until: '2026-11-07' }, controller.signal))
+    for await (const _ of client.readSpend({ secret: token }, busy, { since: '2026-11-01', until: '2026-11-07' }, controller.signal))
       controller.abort(reason);
   })();
   await assert.rejects(reading, (e) => e === reason);
@@ -504,7 +510,7 @@ test("abort: a read stops with the caller's reason, not a platform error", async
   const waiting = new AbortController();
   const reading2 = (async () => {
     for await (const _ of createMetaClient({ graphUrl: sandbox.url }).readSpend(
-      { accessToken: token },
+      { secret: token },
       la,
       { since: '2026-11-20', until: '2026-11-20' },
       waiting.signal,
@@ -558,7 +564,7 @@ test('OAuth: the dialog, its Continue button, the code exchange and the long-liv
   assert.notEqual(long.accessToken, short.accessToken);
   assert.ok(long.expiresAt && long.expiresAt.getTime() - Date.now() > 59 * 86_400_000);
   assert.deepEqual(
-    (await client.listAccounts({ accessToken: long.accessToken })).map((a) => a.externalId),
+    (await client.listAccounts({ secret: long.accessToken })).map((a) => a.externalId),
     ['act_1001', 'act_1002', 'act_1003', 'act_1004'],
   );
 
@@ -582,10 +588,13 @@ test('scenario control over HTTP: POST /__sandbox/scenario drives the same scena
       body: JSON.stringify(body),
     });
   assert.equal((await post({ action: 'fail', accountId: 'act_1002', body: { code: 190, message: 'Expired' } })).status, 200);
-  assert.equal((await failure(client.describeAccount({ accessToken: token }, 'act_1002'))).kind, 'needs_reconnect');
+  assert.equal(
+    (await failure(client.describeAccount({ secret: token }, { externalId: 'act_1002', accessVia: null }))).kind,
+    'needs_reconnect',
+  );
   const issued = (await (await post({ action: 'issueToken', accounts: ['act_1001'] })).json()) as { token: string };
   assert.deepEqual(
-    (await client.listAccounts({ accessToken: issued.token })).map((a) => a.externalId),
+    (await client.listAccounts({ secret: issued.token })).map((a) => a.externalId),
     ['act_1001'],
   );
   assert.equal((await post({ action: 'explode' })).status, 400);
@@ -613,5 +622,5 @@ test('scenario control over HTTP: POST /__sandbox/scenario drives the same scena
     ).status,
     415,
   );
-  assert.equal((await client.describeAccount({ accessToken: token }, 'act_1001')).externalId, 'act_1001');
+  assert.equal((await client.describeAccount({ secret: token }, { externalId: 'act_1001', accessVia: null })).externalId, 'act_1001');
 });

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import {
   PlatformError,
+  type AccountRef,
   type AdPlatformClient,
   type LocalDayRange,
   type PlatformAdAccount,
@@ -36,6 +37,7 @@ export class FakeMeta implements AdPlatformClient {
       timeZone: 'UTC',
       active: true,
       status: '1',
+      accessVia: null,
       rows: [],
       ...a,
     };
@@ -60,8 +62,8 @@ export class FakeMeta implements AdPlatformClient {
   }
 
   #check(credential: PlatformCredential, accountId?: string): { accounts: Set<string> } {
-    this.usedTokens.push(credential.accessToken);
-    const token = this.#tokens.get(credential.accessToken);
+    this.usedTokens.push(credential.secret);
+    const token = this.#tokens.get(credential.secret);
     if (!token || token.expired)
       throw new PlatformError('needs_reconnect', 'Meta refused the access token (190)', {
         platformMessage: token ? EXPIRED_WORDS : 'Invalid OAuth access token - Cannot parse access token',
@@ -76,7 +78,7 @@ export class FakeMeta implements AdPlatformClient {
     return token;
   }
 
-  async describeAccount(credential: PlatformCredential, externalId: string): Promise<PlatformAdAccount> {
+  async describeAccount(credential: PlatformCredential, { externalId }: AccountRef): Promise<PlatformAdAccount> {
     this.#check(credential, externalId);
     const { rows: _rows, ...account } = this.#accounts.get(externalId)!;
     return account;
@@ -142,7 +144,7 @@ export class FakeMeta implements AdPlatformClient {
     appSecret: string;
     accessToken: string;
   }): Promise<{ accessToken: string; expiresAt: Date | null }> {
-    const token = this.#check({ accessToken: p.accessToken });
+    const token = this.#check({ secret: p.accessToken });
     const expiresAt = new Date(Date.now() + 60 * 86_400_000);
     return { accessToken: this.issueToken([...token.accounts], expiresAt), expiresAt };
   }

@@ -22,6 +22,8 @@ export interface AccountRow {
   external_id: string;
   currency: string;
   time_zone: string;
+  /** How the credential reaches the account (Google Ads: a manager's customer id), or null: directly. */
+  access_via: string | null;
   default_workspace_id: string | null;
   complete_through: string | null;
   next_sync_at: Date | null;
@@ -40,7 +42,7 @@ export interface AccountRow {
 }
 
 const ACCOUNT_COLUMNS = sql`a.id, a.hub_id, a.platform, a.name, a.sync_state, a.last_synced_at, a.connection_id, c.kind AS connection_kind,
-  a.external_id, a.currency, a.time_zone, a.default_workspace_id, a.complete_through, a.next_sync_at, a.lease_until, a.lease_owner,
+  a.external_id, a.currency, a.time_zone, a.access_via, a.default_workspace_id, a.complete_through, a.next_sync_at, a.lease_until, a.lease_owner,
   a.sync_requested_at, a.last_attempt_at, a.failure_kind, a.failure_message, a.failure_code, a.failing_since, a.failure_count,
   a.throttled_until, a.disconnected_at, c.token_expires_at`;
 
@@ -110,6 +112,7 @@ export interface ConnectedAccount {
   name: string;
   currency: string;
   timeZone: string;
+  accessVia: string | null;
 }
 
 /**
@@ -135,10 +138,11 @@ export async function insertConnection(db: Db, connection: NewConnection, accoun
     const ids: string[] = [];
     for (const a of accounts) {
       const row = await sql<{ id: string }>`
-        INSERT INTO ad_accounts AS t (id, hub_id, platform, name, connection_id, external_id, currency, time_zone, next_sync_at, created_at)
-        VALUES (${a.id}, ${connection.hubId}, ${connection.platform}, ${a.name}, ${connection.id}, ${a.externalId}, ${a.currency}, ${a.timeZone}, ${connection.now}, ${connection.now})
+        INSERT INTO ad_accounts AS t (id, hub_id, platform, name, connection_id, external_id, currency, time_zone, access_via, next_sync_at, created_at)
+        VALUES (${a.id}, ${connection.hubId}, ${connection.platform}, ${a.name}, ${connection.id}, ${a.externalId}, ${a.currency}, ${a.timeZone}, ${a.accessVia}, ${connection.now}, ${connection.now})
         ON CONFLICT (hub_id, platform, external_id) WHERE external_id IS NOT NULL DO UPDATE
            SET connection_id = EXCLUDED.connection_id, name = EXCLUDED.name, currency = EXCLUDED.currency, time_zone = EXCLUDED.time_zone,
+               access_via = EXCLUDED.access_via,
                next_sync_at = EXCLUDED.next_sync_at, disconnected_at = NULL, sync_state = 'idle', failure_kind = NULL, failure_message = NULL,
                failure_code = NULL, failing_since = NULL, failure_count = 0, throttled_until = NULL,
                -- A run still reading with the old token loses its lease: it can write nothing, nor end over this state.
@@ -356,9 +360,15 @@ export async function advanceCompleteThrough(q: Q, accountId: string, day: strin
   await sql`UPDATE ad_accounts SET complete_through = greatest(complete_through, ${day}::date) WHERE id = ${accountId}`.execute(q);
 }
 
-export async function updateDescription(q: Q, accountId: string, d: { name: string; timeZone: string }): Promise<void> {
-  await sql`UPDATE ad_accounts SET name = ${d.name}, time_zone = ${d.timeZone}
-             WHERE id = ${accountId} AND (name, time_zone) IS DISTINCT FROM (${d.name}, ${d.timeZone})`.execute(q);
+export async function updateDescription(
+  q: Q,
+  accountId: string,
+  d: { name: string; timeZone: string; accessVia: string | null },
+): Promise<void> {
+  await sql`UPDATE ad_accounts SET name = ${d.name}, time_zone = ${d.timeZone}, access_via = ${d.accessVia}
+             WHERE id = ${accountId} AND (name, time_zone, access_via) IS DISTINCT FROM (${d.name}, ${d.timeZone}, ${d.accessVia})`.execute(
+    q,
+  );
 }
 
 export type RunEnd =

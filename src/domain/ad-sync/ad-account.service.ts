@@ -180,7 +180,7 @@ export async function listPlatformAccounts(deps: AdSyncDeps, platform: AdPlatfor
   const client = clientOf(deps, platform);
   const token = checkToken(accessToken);
   try {
-    return await client.listAccounts({ accessToken: token });
+    return await client.listAccounts({ secret: token });
   } catch (error) {
     refusalOf(platform, error, 'the list of ad accounts');
   }
@@ -234,7 +234,7 @@ export async function connectAdAccounts(deps: AdSyncDeps, hubId: string, input: 
   for (const id of ids as string[]) {
     let account: PlatformAdAccount;
     try {
-      account = await client.describeAccount({ accessToken: token }, id);
+      account = await client.describeAccount({ secret: token }, { externalId: id, accessVia: null });
     } catch (error) {
       refusalOf(input.platform, error, `ad account ${id}`);
     }
@@ -273,6 +273,7 @@ export async function connectAdAccounts(deps: AdSyncDeps, hubId: string, input: 
       name: a.name.slice(0, 200) || a.externalId,
       currency: a.currency,
       timeZone: a.timeZone,
+      accessVia: a.accessVia,
     })),
   );
   deps.log?.info({ hubId, connectionId, platform: input.platform, accounts: accountIds.length }, 'ad accounts connected');

@@ -11,6 +11,7 @@ import {
   PlatformThrottled,
   type AdPlatformClient,
   type PlatformAdAccount,
+  type PlatformCredential,
   type PlatformFailureKind,
   type PlatformSpendRow,
 } from '../../integrations/ad-platform.ts';
@@ -175,17 +176,21 @@ async function readAndStore(
   if (!client) throw new PlatformError('invalid_request', `this server has no ${account.platform} client configured`);
   const sealed = await loadSealedToken(db.kysely, account.id);
   if (!sealed) throw new PlatformError('needs_reconnect', 'the account has no stored credential; connect it again');
-  const credential = { accessToken: deps.sealer.open(sealed.tokenSealed, sealed.connectionId) };
+  const credential = { secret: deps.sealer.open(sealed.tokenSealed, sealed.connectionId) };
 
-  const described = await client.describeAccount(credential, account.external_id);
+  const described = await client.describeAccount(credential, { externalId: account.external_id, accessVia: account.access_via });
   if (described.currency !== account.currency) {
     throw new PlatformError(
       'invalid_request',
       `the account's currency changed from ${account.currency} to ${described.currency}; nothing was synced: disconnect it and connect it again`,
     );
   }
-  if (described.name !== account.name || described.timeZone !== account.time_zone) {
-    await updateDescription(db.kysely, account.id, { name: described.name.slice(0, 200) || account.name, timeZone: described.timeZone });
+  if (described.name !== account.name || described.timeZone !== account.time_zone || described.accessVia !== account.access_via) {
+    await updateDescription(db.kysely, account.id, {
+      name: described.name.slice(0, 200) || account.name,
+      timeZone: described.timeZone,
+      accessVia: described.accessVia,
+    });
   }
   const zone = described.timeZone;
   const platformAccount: PlatformAdAccount = { ...described, externalId: account.external_id };
@@ -239,7 +244,7 @@ async function readAndStore(
 async function readChunk(
   deps: EngineDeps,
   client: AdPlatformClient,
-  credential: { accessToken: string },
+  credential: PlatformCredential,
   account: PlatformAdAccount,
   range: { since: string; until: string },
   keep: { since: string; until: string },

@@ -372,10 +372,10 @@ export function createMetaClient(options: MetaClientOptions): AdPlatformClient &
   }
 
   function credentialSession(credential: PlatformCredential, signal?: AbortSignal): Session {
-    if (typeof credential.accessToken !== 'string' || !/^[\x21-\x7e]{1,4096}$/.test(credential.accessToken)) {
+    if (typeof credential.secret !== 'string' || !/^[\x21-\x7e]{1,4096}$/.test(credential.secret)) {
       throw new PlatformError('invalid_request', 'The Meta access token must be 1 to 4096 printable characters without spaces');
     }
-    return session(credential.accessToken, [credential.accessToken], signal);
+    return session(credential.secret, [credential.secret], signal);
   }
 
   async function* readSpend(
@@ -486,7 +486,7 @@ export function createMetaClient(options: MetaClientOptions): AdPlatformClient &
   return {
     platform: 'meta',
 
-    async describeAccount(credential, externalId) {
+    async describeAccount(credential, { externalId }) {
       const s = credentialSession(credential);
       checkAccountId(externalId);
       const what = `the ad account ${externalId}`;
@@ -615,7 +615,15 @@ function parseAccount(value: unknown, what: string): PlatformAdAccount {
   if (typeof currency !== 'string' || !/^[A-Z]{3}$/.test(currency)) throw bad('currency');
   if (typeof zone !== 'string' || !isTimeZoneName(zone)) throw bad('timezone_name');
   if (typeof status !== 'number' || !Number.isSafeInteger(status)) throw bad('account_status');
-  return { externalId: id, name, currency, timeZone: zone, active: status === 1, status: ACCOUNT_STATUS[status] ?? String(status) };
+  return {
+    externalId: id,
+    name,
+    currency,
+    timeZone: zone,
+    active: status === 1,
+    status: ACCOUNT_STATUS[status] ?? String(status),
+    accessVia: null,
+  };
 }
 
 /** A string of 1 to 32 ASCII digits (Graph ids), without a regular expression: it runs twice per row. */
