@@ -169,3 +169,15 @@ export const STOP_GRACE_MS = 20 * SECOND;
 export const STOP_STEPS_MS = 15 * SECOND;
 /** A repeat of the stop signal within this is taken as the same keypress (npm forwards it) and ignored. */
 export const DUPLICATE_SIGNAL_MS = 3 * SECOND;
+
+// --- ChatGPT Ads (OpenAI Ads API) -----------------------------------------------------------
+
+/**
+ * The unit of `spend` in OpenAI Ads Insights answers, as hubops reads it: 'major' is a decimal in
+ * the account currency's unit (18.42 = $18.42), as the Insights reference's examples show it; 'cents'
+ * and 'micros' would be whole numbers. The reference names no unit (the Advertiser API's budgets and
+ * bids are `*_micros` integers), so this is our assumption, in one place: a figure that does not fit
+ * it (more decimals than the currency has, an exponent, a row naming another unit) fails the sync as
+ * a bad answer rather than being stored wrong.
+ */
+export const CHATGPT_ADS_SPEND_UNIT: 'major' | 'cents' | 'micros' = 'major';
