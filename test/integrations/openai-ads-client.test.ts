@@ -434,6 +434,15 @@ test('throttles: a 429 is waited out for its retry-after through the injected sl
   sandbox.scenario.fail('adacct_3001', { status: 429, body: { message: 'Slow down', code: 'rate_limit_exceeded' } });
   assert.deepEqual(await describe(ny), ny);
   assert.deepEqual(sleeps, [6500, 60_000]);
+  // retry-after-ms first, then retry-after as seconds or as a date.
+  sleeps.length = 0;
+  nowMs = START;
+  const limited = (headers: Record<string, string>) =>
+    sandbox.scenario.fail('adacct_3001', { status: 429, body: { message: 'Slow down', code: 'rate_limit_exceeded' }, headers });
+  limited({ 'retry-after-ms': '1500', 'retry-after': '9' });
+  limited({ 'retry-after': new Date(START + 1500 + 7000).toUTCString() });
+  assert.deepEqual(await describe(ny), ny);
+  assert.deepEqual(sleeps, [1500, 7000]);
 });
 
 test('throttles: longer than SPEND_THROTTLE_WAIT_MAX_MS (one or added up) → PlatformThrottled with the wait, no sleeping it out', async () => {

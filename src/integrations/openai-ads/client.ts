@@ -285,8 +285,8 @@ export function createOpenAIAdsClient(options: OpenAIAdsClientOptions = {}): AdP
 
   /** The milliseconds `retry-after-ms`, `retry-after` (seconds or a date) or the reset header ask for. */
   function retryAfterMs(headers: http.IncomingHttpHeaders): number | undefined {
-    const ms = Number(header(headers, 'retry-after-ms') ?? Number.NaN);
-    if (Number.isFinite(ms) && ms >= 0) return ms;
+    const ms = header(headers, 'retry-after-ms');
+    if (ms !== undefined && /^\d{1,12}(\.\d{1,6})?$/.test(ms)) return Math.ceil(Number(ms));
     const after = header(headers, 'retry-after');
     if (after !== undefined) {
       if (/^\d{1,9}$/.test(after)) return Number(after) * 1000;
