@@ -440,9 +440,9 @@ test('throttles: a 429 is waited out for its retry-after through the injected sl
   const limited = (headers: Record<string, string>) =>
     sandbox.scenario.fail('adacct_3001', { status: 429, body: { message: 'Slow down', code: 'rate_limit_exceeded' }, headers });
   limited({ 'retry-after-ms': '1500', 'retry-after': '9' });
-  limited({ 'retry-after': new Date(START + 1500 + 7000).toUTCString() });
+  limited({ 'retry-after': new Date(START + 1500 + 7500).toUTCString() });
   assert.deepEqual(await describe(ny), ny);
-  assert.deepEqual(sleeps, [1500, 7000]);
+  assert.deepEqual(sleeps, [1500, 7500]);
 });
 
 test('throttles: longer than SPEND_THROTTLE_WAIT_MAX_MS (one or added up) → PlatformThrottled with the wait, no sleeping it out', async () => {
