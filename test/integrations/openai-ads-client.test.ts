@@ -189,6 +189,9 @@ test('rate-limit durations: "1m30.5s" and friends, both ways', () => {
 test("ad account: GET /v1/ad_account is the key's one account; list and describe say the same", async () => {
   assert.deepEqual(await describe(ny), ny);
   assert.deepEqual(await client.listAccounts({ secret: keys.adacct_berlin! }), [berlin]);
+  // OPENAI_ADS_URL may be the documented base URL, /v1 included.
+  const documented = createOpenAIAdsClient({ baseUrl: `${sandbox.url}/v1/` });
+  assert.deepEqual(await documented.listAccounts({ secret: keys.adacct_berlin! }), [berlin]);
   assert.deepEqual(await describe({ ...ny, externalId: 'adacct_paused' }), {
     externalId: 'adacct_paused',
     name: 'Paused one',
@@ -200,7 +203,7 @@ test("ad account: GET /v1/ad_account is the key's one account; list and describe
   });
   assert.deepEqual(
     sandbox.requests.map((r) => `${r.method} ${r.path}`),
-    ['GET /v1/ad_account', 'GET /v1/ad_account', 'GET /v1/ad_account'],
+    ['GET /v1/ad_account', 'GET /v1/ad_account', 'GET /v1/ad_account', 'GET /v1/ad_account'],
   );
   // Another account's id with this key: the key cannot read it.
   const other = await failure(client.describeAccount({ secret: keys.adacct_3001! }, { externalId: 'adacct_berlin', accessVia: null }));

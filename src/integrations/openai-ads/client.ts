@@ -40,11 +40,11 @@ import {
 } from '../ad-platform.ts';
 import { isTimeZoneName } from '../../platform/time.ts';
 import { spendDecimals, spendToMicros } from './spend.ts';
-import { API_PREFIX, INSIGHTS_FIELDS, INSIGHTS_MAX_LIMIT, parseGoDuration, RATE_HEADERS, UNIT_KEYS } from './wire.ts';
+import { API_PREFIX, INSIGHTS_FIELDS, INSIGHTS_MAX_LIMIT, parseGoDuration, RATE_HEADERS, UNIT_KEYS, type UnixRange } from './wire.ts';
 import { dateOf, dayNumber, HOUR_MS, localHour, startOfLocalDay } from './zone.ts';
 
 export interface OpenAIAdsClientOptions {
-  /** https://api.ads.openai.com in production (OPENAI_ADS_URL), the sandbox's url in tests and the demo. */
+  /** https://api.ads.openai.com (with or without /v1) in production (OPENAI_ADS_URL), the sandbox's url in tests and the demo. */
   baseUrl?: string;
   /** Waits out throttles; tests inject one that does not really wait. */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -124,7 +124,8 @@ interface Bucket {
 }
 
 export function createOpenAIAdsClient(options: OpenAIAdsClientOptions = {}): AdPlatformClient {
-  const base = (options.baseUrl ?? OPENAI_ADS_DEFAULT_URL).replace(/\/+$/, '');
+  // The host, or the documented base URL with its /v1: either names the same API.
+  const base = (options.baseUrl ?? OPENAI_ADS_DEFAULT_URL).replace(/\/+$/, '').replace(/\/v1$/, '');
   const sleep =
     options.sleep ??
     (async (ms: number, signal?: AbortSignal) => {
@@ -468,7 +469,8 @@ function header(headers: http.IncomingHttpHeaders, name: string): string | undef
 function insightsParams(granularity: 'hourly' | 'daily', startMs: number, endMs: number, limit: number): URLSearchParams {
   const params = new URLSearchParams({ time_granularity: granularity, aggregation_level: 'ad_group', limit: String(limit) });
   for (const field of INSIGHTS_FIELDS) params.append('fields[]', field);
-  params.append('time_ranges[]', JSON.stringify({ type: 'unix_range', start: startMs / 1000, end: endMs / 1000 }));
+  const range: UnixRange = { type: 'unix_range', start: startMs / 1000, end: endMs / 1000 };
+  params.append('time_ranges[]', JSON.stringify(range));
   return params;
 }
 

@@ -15,7 +15,7 @@ import { CHATGPT_ADS_SPEND_UNIT } from '../../policy.ts';
 import { isTimeZoneName } from '../../platform/time.ts';
 import { centsToSpendJson } from './spend.ts';
 import { API_PREFIX, goDuration, INSIGHTS_MAX_LIMIT, RATE_HEADERS, ROW_KEY, type OpenAIErrorBody } from './wire.ts';
-import { dateOf, dayNumber, HOUR_MS, localHour, startOfLocalDay } from './zone.ts';
+import { DAY_MS, dateOf, dayNumber, HOUR_MS, localHour, startOfLocalDay } from './zone.ts';
 
 export interface OpenAIAdsSandboxAdGroup {
   id: string;
@@ -125,7 +125,6 @@ export interface OpenAIAdsSandbox {
   requests: { method: string; path: string; query: string }[];
 }
 
-const DAY_MS = 86_400_000;
 const MAX_REQUESTS_KEPT = 100_000;
 const RATE_LIMIT = 600;
 /** Insights › time_ranges: bounds within 5 years. An hourly window of at most 25 hours (see client.ts). */

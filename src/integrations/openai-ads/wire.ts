@@ -31,16 +31,6 @@ export const INSIGHTS_MAX_LIMIT = 2000;
  */
 export const UNIT_KEYS = ['spend_micros', 'spend_cents', 'spend_unit', 'currency', 'currency_code'] as const;
 
-/** An Insights page (Insights › Examples): a list, its cursors, whether more follows. */
-export interface InsightsPage {
-  object: 'list';
-  data: Record<string, unknown>[];
-  count: number;
-  first_id: string | null;
-  last_id: string | null;
-  has_more: boolean;
-}
-
 /** `time_ranges[]` of type `unix_range`: start and end in Unix seconds, on whole hours of the account's zone. */
 export interface UnixRange {
   type: 'unix_range';
