@@ -447,7 +447,7 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
       }
     }
     const first = errors[0];
-    const details2 = {
+    const words = {
       platformMessage: scrub(first?.message ?? value.message.slice(0, 2000), s),
       platformCode: scrub(first ? `${status}/${first.value}` : status, s),
     };
@@ -461,7 +461,7 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
           : errors.some((e) => e.value === 'RESOURCE_TEMPORARILY_EXHAUSTED')
             ? SHORT_QUOTA_WAIT_MS
             : LONG_QUOTA_WAIT_MS;
-      return { error: new PlatformError('platform_error', `${says}: quota exhausted (${details2.platformCode})`, details2), waitMs };
+      return { error: new PlatformError('platform_error', `${says}: quota exhausted (${words.platformCode})`, words), waitMs };
     }
     let kind: PlatformFailureKind;
     let why: string;
@@ -481,7 +481,7 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
       kind = 'invalid_request';
       why = 'the request as made';
     }
-    return { error: new PlatformError(kind, `${says}: ${why} (${details2.platformCode})`, details2) };
+    return { error: new PlatformError(kind, `${says}: ${why} (${words.platformCode})`, words) };
   }
 
   /** GoogleAdsService.SearchStream: the rows of every batch, after checking the stream has no error element. */
