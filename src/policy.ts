@@ -97,6 +97,11 @@ export const SPEND_THROTTLE_WAIT_MAX_MS = 2 * MINUTE;
 /** A token that expires within this is flagged to the admin. */
 export const AD_TOKEN_EXPIRY_WARNING_MS = 7 * DAY;
 
+// --- Google Ads ------------------------------------------------------------------------------
+
+/** The Google Ads API version every call names (the path's /vNN/). v26 is current as of 2026-11 (Google's "latest" reference). */
+export const GOOGLE_ADS_API_VERSION = 'v26';
+
 // --- Main API and main MCP server (OAuth tokens) --------------------------------------------
 
 /** Requests (REST) and tool calls (MCP) per user and OAuth client, by the account's plan. */
