@@ -16,7 +16,9 @@ import { chooseLogFormat, createLogger, RequestLogController } from './platform/
 import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
 import { Sealer, type SecretsKey } from './platform/sealing.ts';
 import { VERSION } from './platform/version.ts';
+import { createGoogleAdsClient, type GoogleOAuth } from './integrations/google-ads/client.ts';
 import { createMetaClient, type MetaOAuth } from './integrations/meta/client.ts';
+import { createOpenAIAdsClient } from './integrations/openai-ads/client.ts';
 import { DATABASE_RETRY_AFTER_S, JSON_BODY_MAX_BYTES, USAGE_FLUSH_MS } from './policy.ts';
 import { HubApiGuard } from './surfaces/hub-api/guard.ts';
 import { HUB_API_PREFIX, hubApiPlugin } from './surfaces/hub-api/plugin.ts';
@@ -48,10 +50,39 @@ const SPEND_SYNC_BATCH = 4;
 /** The ad platforms' wire clients, by platform, from the configuration. */
 export type AdPlatformClients = AdSyncDeps['clients'];
 
-/** The ad platforms' clients from the configuration: Meta at META_GRAPH_URL (also the web admin's OAuth steps). */
-export function platformClients(config: Config): { clients: AdPlatformClients; metaOAuth: MetaOAuth } {
+/** The ad platforms' clients, and the OAuth steps of those the web admin connects by OAuth. */
+export interface PlatformClients {
+  clients: AdPlatformClients;
+  metaOAuth?: MetaOAuth;
+  googleOAuth?: GoogleOAuth;
+}
+
+/**
+ * The ad platforms' clients from the configuration: Meta at META_GRAPH_URL, ChatGPT Ads at
+ * OPENAI_ADS_URL, and Google Ads at GOOGLE_ADS_URL only with an OAuth client (GOOGLE_OAUTH_CLIENT_ID
+ * and _SECRET), which it needs to turn its refresh tokens into access tokens.
+ */
+export function platformClients(config: Config, clock: Clock = systemClock): PlatformClients {
+  const now = () => clock.now();
   const meta = createMetaClient({ graphUrl: config.metaGraphUrl });
-  return { clients: { meta }, metaOAuth: meta };
+  // Which hours are over (ChatGPT Ads) and when an access token lapses (Google) are read on the app's clock.
+  const chatgpt_ads = createOpenAIAdsClient({ baseUrl: config.openaiAdsUrl, now });
+  const google_ads =
+    config.googleClientId && config.googleClientSecret
+      ? createGoogleAdsClient({
+          adsUrl: config.googleAdsUrl,
+          oauthUrl: config.googleOAuthUrl,
+          clientId: config.googleClientId,
+          clientSecret: config.googleClientSecret,
+          now,
+          ...(config.googleDeveloperToken ? { developerToken: config.googleDeveloperToken } : {}),
+        })
+      : undefined;
+  return {
+    clients: { meta, chatgpt_ads, ...(google_ads ? { google_ads } : {}) },
+    metaOAuth: meta,
+    ...(google_ads ? { googleOAuth: google_ads } : {}),
+  };
 }
 
 /**
@@ -67,7 +98,7 @@ export async function adSyncDepsFor(
   return {
     db,
     clock: options.clock ?? systemClock,
-    clients: options.clients ?? platformClients(config).clients,
+    clients: options.clients ?? platformClients(config, options.clock).clients,
     sealer: new Sealer(keys),
     ...(options.log ? { log: options.log } : {}),
   };
@@ -233,11 +264,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   }, ARTIFACT_CLEANUP_MS);
   cleanup.unref();
   const media = deps.media ?? (await openDiskMediaStore(path.join(deps.config.dataDir, 'media')));
-  // A test's clients stand in for the configured ones; a stand-in Meta with OAuth steps serves Connect Meta too.
-  const injectedMeta = deps.adPlatformClients?.meta as (AdPlatformClients['meta'] & Partial<MetaOAuth>) | undefined;
-  const platforms = deps.adPlatformClients
-    ? { clients: deps.adPlatformClients, metaOAuth: injectedMeta?.authorizeUrl ? (injectedMeta as MetaOAuth) : undefined }
-    : platformClients(deps.config);
+  // A test's clients stand in for the configured ones; a stand-in with OAuth steps serves its Connect too.
+  const injected = deps.adPlatformClients;
+  const withOAuth = <T>(client: unknown): T | undefined =>
+    client && typeof (client as { authorizeUrl?: unknown }).authorizeUrl === 'function' ? (client as T) : undefined;
+  const platforms: PlatformClients = injected
+    ? { clients: injected, metaOAuth: withOAuth<MetaOAuth>(injected.meta), googleOAuth: withOAuth<GoogleOAuth>(injected.google_ads) }
+    : platformClients(deps.config, clock);
   const adSyncLog = fastify.log.child({ component: 'spend-sync' });
   // Ad platform tokens are sealed under the same key as the server secrets.
   const adSync = await adSyncDepsFor(deps.config, deps.db, { clock, keys: secretsKeys.keys, clients: platforms.clients, log: adSyncLog });
@@ -308,6 +341,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     revocations,
     adSync,
     ...(platforms.metaOAuth ? { metaOAuth: platforms.metaOAuth } : {}),
+    ...(platforms.googleOAuth ? { googleOAuth: platforms.googleOAuth } : {}),
   });
 
   await fastify.ready();

@@ -31,6 +31,26 @@ export interface Config {
    * URL) is given. Any one of them means a real Meta, which the demo never replaces.
    */
   metaSandbox: boolean;
+  /**
+   * GOOGLE_OAUTH_CLIENT_ID and GOOGLE_OAUTH_CLIENT_SECRET: the Google Cloud OAuth client behind
+   * "Connect Google Ads" and the refresh of its tokens; unset: Google Ads accounts cannot connect.
+   */
+  googleClientId: string | undefined;
+  googleClientSecret: string | undefined;
+  /** GOOGLE_ADS_DEVELOPER_TOKEN: sent as `developer-token` only when set (Google retired the requirement on 2026-09-09). */
+  googleDeveloperToken: string | undefined;
+  /** GOOGLE_ADS_URL: the Google Ads API's base URL (https://googleads.googleapis.com, or a loopback sandbox). */
+  googleAdsUrl: string;
+  /** GOOGLE_OAUTH_URL: Google's token endpoint host (https://oauth2.googleapis.com). */
+  googleOAuthUrl: string;
+  /** GOOGLE_ACCOUNTS_URL: where Google's consent screen is served (https://accounts.google.com). */
+  googleAccountsUrl: string;
+  /** The demo's Google Ads is a loopback sandbox: the demo is on and no Google setting is given. */
+  googleAdsSandbox: boolean;
+  /** OPENAI_ADS_URL: the OpenAI Ads API's base URL (ChatGPT Ads; https://api.ads.openai.com, or a loopback sandbox). */
+  openaiAdsUrl: string;
+  /** The demo's ChatGPT Ads is a loopback sandbox: the demo is on and OPENAI_ADS_URL is not set. */
+  openaiAdsSandbox: boolean;
   /** HUBOPS_SPEND_SYNC: whether this instance runs the background spend sync loop. */
   spendSync: boolean;
 }
@@ -125,6 +145,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     /\/+$/,
     '',
   );
+  const googleClientId = env.GOOGLE_OAUTH_CLIENT_ID?.trim() || undefined;
+  const googleClientSecret = env.GOOGLE_OAUTH_CLIENT_SECRET?.trim() || undefined;
+  // Google's client ids end in .apps.googleusercontent.com; a loose check catches a secret pasted in the id's place.
+  if (googleClientId !== undefined && !/^[A-Za-z0-9._-]{1,256}$/.test(googleClientId))
+    throw new ConfigError(
+      `GOOGLE_OAUTH_CLIENT_ID must be the OAuth client's id (…apps.googleusercontent.com), got ${JSON.stringify(googleClientId.slice(0, 40))}`,
+    );
+  // Never echo the secret.
+  if (googleClientSecret !== undefined && !/^[\x21-\x7e]{8,256}$/.test(googleClientSecret))
+    throw new ConfigError('GOOGLE_OAUTH_CLIENT_SECRET must be the OAuth client secret (8 to 256 characters, no spaces)');
+  if ((googleClientId === undefined) !== (googleClientSecret === undefined))
+    throw new ConfigError(
+      'GOOGLE_OAUTH_CLIENT_ID and GOOGLE_OAUTH_CLIENT_SECRET go together: set both (Google Ads can connect) or neither',
+    );
+  const googleDeveloperToken = env.GOOGLE_ADS_DEVELOPER_TOKEN?.trim() || undefined;
+  if (googleDeveloperToken !== undefined && !/^[\x21-\x7e]{8,256}$/.test(googleDeveloperToken))
+    throw new ConfigError('GOOGLE_ADS_DEVELOPER_TOKEN must be the developer token (8 to 256 characters, no spaces)');
+  const baseOf = (name: string, fallback: string) => url(name, env[name]?.trim() || fallback, ['http:', 'https:']).replace(/\/+$/, '');
+  const googleSettings = ['GOOGLE_OAUTH_CLIENT_ID', 'GOOGLE_ADS_URL', 'GOOGLE_OAUTH_URL', 'GOOGLE_ACCOUNTS_URL'];
   const spendSyncText = env.HUBOPS_SPEND_SYNC?.trim() || '1';
   if (spendSyncText !== '0' && spendSyncText !== '1')
     throw new ConfigError(`HUBOPS_SPEND_SYNC must be 0 or 1, got ${JSON.stringify(spendSyncText.slice(0, 40))}`);
@@ -145,6 +184,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metaGraphUrl,
     metaDialogUrl,
     metaSandbox: demoText === '1' && !metaAppId && !env.META_GRAPH_URL?.trim() && !env.META_DIALOG_URL?.trim(),
+    googleClientId,
+    googleClientSecret,
+    googleDeveloperToken,
+    googleAdsUrl: baseOf('GOOGLE_ADS_URL', 'https://googleads.googleapis.com'),
+    googleOAuthUrl: baseOf('GOOGLE_OAUTH_URL', 'https://oauth2.googleapis.com'),
+    googleAccountsUrl: baseOf('GOOGLE_ACCOUNTS_URL', 'https://accounts.google.com'),
+    googleAdsSandbox: demoText === '1' && googleSettings.every((name) => !env[name]?.trim()),
+    openaiAdsUrl: baseOf('OPENAI_ADS_URL', 'https://api.ads.openai.com'),
+    openaiAdsSandbox: demoText === '1' && !env.OPENAI_ADS_URL?.trim(),
     spendSync: spendSyncText === '1',
   };
 }

@@ -5,10 +5,9 @@ import { EmbeddedDatabaseError } from './db/embedded.ts';
 import { openDatabase } from './db/open.ts';
 import { syncNow } from './domain/ad-sync/ad-account.service.ts';
 import { createKey } from './domain/api-keys/api-key.service.ts';
-import { connectDemoMeta, DEMO_META_SEED } from './domain/demo/meta-demo.ts';
+import { connectDemoAccounts, startDemoSandboxes, type DemoSandboxes } from './domain/demo/ad-demo.ts';
 import { DEMO_HUB_ID, isDatabaseEmpty, seedDemo } from './domain/demo/demo.service.ts';
 import { getHub } from './domain/tenancy/tenancy.service.ts';
-import { startMetaSandbox, type MetaSandbox } from './integrations/meta/sandbox.ts';
 import { systemClock } from './platform/clock.ts';
 import { DomainError } from './platform/errors.ts';
 import { chooseLogFormat, createLogger } from './platform/logger.ts';
@@ -52,15 +51,15 @@ log.info(
 
 let limiter: RateLimiter = new MemoryRateLimiter();
 let app: App | undefined;
-// The demo without a Meta of its own (no META_APP_ID, META_GRAPH_URL or META_DIALOG_URL): the Meta sandbox on loopback, with the
-// Meta client, the OAuth dialog and the app credentials pointed at it, so Connect Meta works and
-// the demo's ad accounts sync from it.
-let metaSandbox: MetaSandbox | undefined;
+// The demo without an ad platform of its own (no META_*, GOOGLE_* or OPENAI_ADS_URL setting for it):
+// that platform's sandbox on loopback, with its client, OAuth pages and app credentials pointed at
+// it, so Connect works and the demo's ad accounts sync from it.
+let sandboxes: DemoSandboxes | undefined;
 // First embedded start (or HUBOPS_DEMO=1 on an empty database): demo data and a key, printed once.
 let demo: { email: string; password: string; hubName: string; key: string } | undefined;
 try {
   if (config.demo && (await isDatabaseEmpty(database.db))) {
-    // Brewline's Meta spend then comes from the sandbox's synced accounts alone.
+    // Brewline's Meta spend then comes from the Meta sandbox's synced accounts alone.
     const seeded = await seedDemo(database.db, systemClock, { brewlineMetaSynced: config.metaSandbox });
     const hubId = seeded.hubIds[0]!;
     const key = await createKey(database.db, { hubId, name: 'Demo key (printed at first start)' });
@@ -68,16 +67,8 @@ try {
     demo = { email: seeded.adminEmail, password: seeded.adminPassword, hubName: `${hub?.name ?? hubId} (${hubId})`, key: key.key };
   }
 
-  if (config.metaSandbox) {
-    metaSandbox = await startMetaSandbox({ host: '127.0.0.1', seed: DEMO_META_SEED });
-    config = {
-      ...config,
-      metaGraphUrl: metaSandbox.url,
-      metaDialogUrl: metaSandbox.url,
-      metaAppId: metaSandbox.appId,
-      metaAppSecret: metaSandbox.appSecret,
-    };
-  }
+  sandboxes = await startDemoSandboxes(config);
+  if (sandboxes) config = sandboxes.configure(config);
 
   if (config.redisUrl) {
     const { RedisRateLimiter } = await import('./platform/redis-rate-limit.ts');
@@ -88,21 +79,23 @@ try {
 
   app = await buildApp({ config, db: database.db, limiter, logger: log });
   await app.fastify.listen({ port: config.port, host: config.host });
-  if (metaSandbox) {
-    // A demo that cannot reach its sandbox still serves everything else: said, not fatal.
-    const adSync = app.adSync;
-    await connectDemoMeta(adSync, metaSandbox.issueToken({ systemUser: true }), demo !== undefined)
+  const adSync = app.adSync;
+  for (const connection of sandboxes?.connections() ?? []) {
+    // A demo that cannot reach a sandbox still serves everything else: said, not fatal.
+    await connectDemoAccounts(adSync, connection, demo !== undefined)
       .then(async (ids) => {
-        // The first start syncs them before the banner: Brewline's spend comes from them alone
+        // The first start syncs them before the banner: Brewline's Meta spend comes from them alone
         // (seed.ts), so its figures start synced and fresh rather than never_synced.
         if (demo) for (const id of ids) await syncNow(adSync, DEMO_HUB_ID, id);
       })
-      .catch((error: unknown) => log.warn({ err: error }, 'the demo ad accounts could not be connected to the Meta sandbox'));
+      .catch((error: unknown) =>
+        log.warn({ err: error, platform: connection.platform }, 'the demo ad accounts could not be connected to their sandbox'),
+      );
   }
 } catch (error) {
   // The database (and our postmaster) started: stop them before saying why we cannot go on.
   await app?.close().catch(() => {});
-  await metaSandbox?.close().catch(() => {});
+  await sandboxes?.close().catch(() => {});
   await limiter.close().catch(() => {});
   await database.close().catch(() => {});
   startFailed('cannot start', error);
@@ -121,9 +114,7 @@ const urls: [string, string][] = [
   ['Main API OpenAPI', `${config.baseUrl}/openapi.json`],
   ['MCP (OAuth)', `${config.baseUrl}/mcp`],
   ['OAuth metadata', `${config.siteUrl}/.well-known/oauth-authorization-server`],
-  ...(metaSandbox
-    ? [['Meta sandbox', `${metaSandbox.url}  (the demo's ad accounts sync from it; docs/ad-accounts.md)`] as [string, string]]
-    : []),
+  ...(sandboxes?.banner ?? []),
 ];
 const width = Math.max(...urls.map(([label]) => label.length));
 const lines = [
@@ -198,7 +189,7 @@ async function stop(reason: string, exitCode: number): Promise<void> {
   // Each step runs even when one before it failed: the database is stopped in every case.
   for (const [step, close] of [
     ['app', () => server.close()],
-    ['Meta sandbox', async () => metaSandbox?.close()],
+    ['ad platform sandboxes', async () => sandboxes?.close()],
     ['rate limiter', () => limiter.close()],
     ['database', () => database.close()],
   ] as const) {

@@ -6,6 +6,8 @@ import { loadConfig } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import {
   connectAdAccounts,
+  connectApiKeyAccount,
+  PLATFORM_NAMES,
   disconnectAdAccount,
   listAdAccounts,
   mapToWorkspace,
@@ -34,17 +36,20 @@ import {
   type Values,
 } from './command.ts';
 
-const ACCOUNT_HELP = "the ad account: hubops's id (aa_…, from ad-accounts list) or the platform's (act_… on Meta)";
+const ACCOUNT_HELP =
+  "the ad account: hubops's id (aa_…, from ad-accounts list) or the platform's (act_… on Meta, 123-456-7890 on Google Ads)";
 
 /** Every connected account of the hub, or the one --account names (by hubops's id or the platform's). */
 async function accountsOf(deps: AdSyncDeps, hubId: string, account: string | undefined): Promise<AdAccountView[]> {
   await getHub(deps.db, hubId);
   const all = await listAdAccounts(deps, hubId);
   if (account === undefined) return all.filter((a) => a.status !== 'disconnected');
+  // Google Ads shows customer ids with dashes (123-456-7890); they are stored without.
+  const platformId = /^\d{3}-\d{3}-\d{4}$/.test(account) ? account.replaceAll('-', '') : account;
   const found =
     all.find((a) => a.id === account) ??
-    all.find((a) => a.externalId === account && a.status !== 'disconnected') ??
-    all.find((a) => a.externalId === account);
+    all.find((a) => a.externalId === platformId && a.status !== 'disconnected') ??
+    all.find((a) => a.externalId === platformId);
   if (!found) throw new DomainError('not_found', `hub ${hubId} has no ad account ${account} (see: hubops ad-accounts list --hub ${hubId})`);
   return [found];
 }
@@ -110,8 +115,8 @@ export function adAccountCommands(serverDeps: AdSyncFactory): Command[] {
   return [
     {
       name: 'ad-accounts connect',
-      args: '--hub H --platform meta --account act_ID [--account act_ID2 …] --token TOKEN|- [--name LABEL]',
-      summary: `connect ad accounts with a platform token (a Meta system-user token; - reads it from stdin), kept sealed; each then syncs by itself, the first run backfilling ${SPEND_BACKFILL_DAYS} days`,
+      args: '--hub H --platform meta|google_ads|chatgpt_ads [--account ID …] --token TOKEN|- [--name LABEL]',
+      summary: `connect ad accounts with a platform credential (- reads it from stdin), kept sealed: a Meta system-user token, a Google Ads refresh token issued to GOOGLE_OAUTH_CLIENT_ID, or a ChatGPT Ads API key; each account then syncs by itself, the first run backfilling ${SPEND_BACKFILL_DAYS} days`,
       json: '`[{"id","platform","externalId","name","currency","timeZone","status","statusText",…}]`: the connected accounts, as `ad-accounts list` prints them',
       options: {
         hub: { type: 'string' },
@@ -121,30 +126,37 @@ export function adAccountCommands(serverDeps: AdSyncFactory): Command[] {
         name: { type: 'string' },
       },
       optionHelp: {
-        account: "the platform's ad account id (Meta: act_ followed by digits); repeat for several accounts the token can read",
-        name: 'a name for this connection, e.g. the system user (default: "<Platform> system user (CLI)")',
+        account:
+          "the platform's ad account id (Meta: act_ and digits; Google Ads: the customer id, 123-456-7890); repeat for several accounts the token can read. Required for Meta and Google Ads; for ChatGPT Ads the key names its one account (if given, it must be that one)",
+        token: "Meta: a system-user token; Google Ads: a refresh token; ChatGPT Ads: the ad account's API key. - reads it from stdin",
+        name: 'a name for this connection, e.g. the system user (default: "<Platform> (CLI)")',
       },
       positionals: [],
       prepare: async (values, _positionals, io) => {
         const hubId = required(values, 'hub');
         const platform = choice(values, 'platform', AD_PLATFORMS);
         const accounts = (values.account as string[] | undefined) ?? [];
-        if (accounts.length === 0) throw new UsageError('missing required option --account');
+        if (accounts.length === 0 && platform !== 'chatgpt_ads') throw new UsageError('missing required option --account');
+        if (accounts.length > 1 && platform === 'chatgpt_ads')
+          throw new UsageError('a ChatGPT Ads API key reads one ad account: give one --account, or none');
         let token = required(values, 'token');
         // A token on the command line lands in shell history and `ps`; stdin keeps it out.
         if (token === '-') token = (await readAll(io.stdin)).replace(/\r?\n$/, '');
         if (token.trim() === '') throw new UsageError('--token is empty (with -, stdin was empty)');
-        const label = optional(values, 'name') ?? `${platform === 'meta' ? 'Meta' : platform} system user (CLI)`;
+        const label = optional(values, 'name') ?? (platform === 'meta' ? 'Meta system user (CLI)' : `${PLATFORM_NAMES[platform]} (CLI)`);
         return withDeps(io, async (deps) => {
           await getHub(deps.db, hubId);
-          const connected = await connectAdAccounts(deps, hubId, {
-            platform,
-            kind: 'system_user',
-            accessToken: token,
-            tokenExpiresAt: null,
-            externalIds: accounts,
-            label,
-          });
+          const connected =
+            platform === 'chatgpt_ads'
+              ? [await connectApiKeyAccount(deps, hubId, { platform, apiKey: token, label, expectedId: accounts[0] })]
+              : await connectAdAccounts(deps, hubId, {
+                  platform,
+                  kind: platform === 'meta' ? 'system_user' : 'oauth',
+                  accessToken: token,
+                  tokenExpiresAt: null,
+                  externalIds: accounts,
+                  label,
+                });
           return {
             json: connected.map(accountJson),
             human: [
@@ -186,7 +198,7 @@ export function adAccountCommands(serverDeps: AdSyncFactory): Command[] {
                   ['ID', 'EXTERNAL ID', 'NAME', 'STATUS', 'COMPLETE THROUGH', 'LAST COMPLETE SYNC', 'TOKEN EXPIRES', 'WHAT IT MEANS'],
                   rows,
                 )
-              : `Hub ${hubId} has no ad accounts. Connect one with: hubops ad-accounts connect --hub ${hubId} --platform meta --account act_… --token -`,
+              : `Hub ${hubId} has no ad accounts. Connect one with: hubops ad-accounts connect --hub ${hubId} --platform meta|google_ads|chatgpt_ads [--account …] --token -`,
           };
         });
       },

@@ -269,10 +269,16 @@ const promises: { what: string; page: Page; covers: PolicyName[]; sentence: stri
     sentence: `(Facebook and Instagram ads, Graph API ${policy.META_GRAPH_API_VERSION})`,
   },
   {
+    what: 'Google Ads API version',
+    page: 'docs/ad-accounts.md',
+    covers: ['GOOGLE_ADS_API_VERSION'],
+    sentence: `**Google Ads** (API ${policy.GOOGLE_ADS_API_VERSION})`,
+  },
+  {
     what: 'spend backfill and lookback',
     page: 'docs/ad-accounts.md',
     covers: ['SPEND_BACKFILL_DAYS', 'SPEND_LOOKBACK_DAYS'],
-    sentence: `The first sync of an account backfills ${policy.SPEND_BACKFILL_DAYS} days. Each later run re-reads from the last complete day minus the lookback (Meta: ${policy.SPEND_LOOKBACK_DAYS.meta} days, because Meta restates spend that far back)`,
+    sentence: `The first sync of an account backfills ${policy.SPEND_BACKFILL_DAYS} days. Each later run re-reads from the last complete day minus the lookback (Meta: ${policy.SPEND_LOOKBACK_DAYS.meta} days, because Meta restates spend that far back; Google Ads: ${policy.SPEND_LOOKBACK_DAYS.google_ads} days; ChatGPT Ads: ${policy.SPEND_LOOKBACK_DAYS.chatgpt_ads} days) to today`,
   },
   {
     what: 'spend sync schedule',
@@ -303,6 +309,12 @@ const promises: { what: string; page: Page; covers: PolicyName[]; sentence: stri
     page: 'docs/operations.md',
     covers: ['STOP_GRACE_MS', 'STOP_STEPS_MS'],
     sentence: `A stop that hangs (a database that stopped answering) ends after ${s(policy.STOP_GRACE_MS + policy.STOP_STEPS_MS)} s regardless`,
+  },
+  {
+    what: 'ChatGPT Ads spend unit',
+    page: 'docs/ad-accounts.md',
+    covers: ['CHATGPT_ADS_SPEND_UNIT'],
+    sentence: `reads ChatGPT Ads spend as ${{ major: 'a decimal amount in the account currency', cents: 'an integer of cents', micros: 'an integer of micros' }[policy.CHATGPT_ADS_SPEND_UNIT]}`,
   },
 ];
 

@@ -82,4 +82,94 @@ describe('configuration', () => {
       assert.equal(loadConfig(env).metaSandbox, false, Object.keys(env).join(', '));
     }
   });
+
+  test('Google Ads and ChatGPT Ads: defaults, both OAuth client values or neither, secrets never echoed', () => {
+    const config = loadConfig({});
+    assert.deepEqual(
+      [
+        config.googleClientId,
+        config.googleDeveloperToken,
+        config.googleAdsUrl,
+        config.googleOAuthUrl,
+        config.googleAccountsUrl,
+        config.openaiAdsUrl,
+      ],
+      [
+        undefined,
+        undefined,
+        'https://googleads.googleapis.com',
+        'https://oauth2.googleapis.com',
+        'https://accounts.google.com',
+        'https://api.ads.openai.com',
+      ],
+    );
+    const google = loadConfig({
+      GOOGLE_OAUTH_CLIENT_ID: '123-abc.apps.googleusercontent.com',
+      GOOGLE_OAUTH_CLIENT_SECRET: 'GOCSPX-0123456789abcdef',
+      GOOGLE_ADS_URL: 'http://127.0.0.1:9999/',
+      OPENAI_ADS_URL: 'http://127.0.0.1:9998',
+    });
+    assert.deepEqual(
+      [google.googleClientId, google.googleClientSecret, google.googleAdsUrl, google.openaiAdsUrl],
+      ['123-abc.apps.googleusercontent.com', 'GOCSPX-0123456789abcdef', 'http://127.0.0.1:9999', 'http://127.0.0.1:9998'],
+    );
+    for (const [env, start] of [
+      [
+        { GOOGLE_OAUTH_CLIENT_ID: '123-abc.apps.googleusercontent.com' },
+        'GOOGLE_OAUTH_CLIENT_ID and GOOGLE_OAUTH_CLIENT_SECRET go together',
+      ],
+      [{ GOOGLE_OAUTH_CLIENT_ID: 'an id with spaces', GOOGLE_OAUTH_CLIENT_SECRET: 'GOCSPX-0123456789' }, 'GOOGLE_OAUTH_CLIENT_ID must be'],
+      [{ GOOGLE_ADS_URL: 'googleads.googleapis.com' }, 'GOOGLE_ADS_URL must be a URL'],
+      [{ GOOGLE_ACCOUNTS_URL: 'ftp://x' }, 'GOOGLE_ACCOUNTS_URL must use http: or https:'],
+      [{ OPENAI_ADS_URL: 'not a url' }, 'OPENAI_ADS_URL must be a URL'],
+    ] as const) {
+      assert.throws(
+        () => loadConfig(env),
+        (error: Error) => error instanceof ConfigError && error.message.startsWith(start),
+        start,
+      );
+    }
+    for (const [env, name] of [
+      [
+        { GOOGLE_OAUTH_CLIENT_ID: 'x.apps.googleusercontent.com', GOOGLE_OAUTH_CLIENT_SECRET: 'secret with a space' },
+        'GOOGLE_OAUTH_CLIENT_SECRET',
+      ],
+      [{ GOOGLE_ADS_DEVELOPER_TOKEN: 'dev token with a space' }, 'GOOGLE_ADS_DEVELOPER_TOKEN'],
+    ] as const) {
+      assert.throws(
+        () => loadConfig(env),
+        (error: Error) =>
+          error instanceof ConfigError && error.message.startsWith(`${name} must be`) && !error.message.includes('with a space'),
+        name,
+      );
+    }
+  });
+
+  test("the demo's Google Ads and ChatGPT Ads sandboxes: only for the demo with no setting of that platform", () => {
+    assert.deepEqual([loadConfig({}).googleAdsSandbox, loadConfig({}).openaiAdsSandbox], [true, true]);
+    assert.deepEqual(
+      [loadConfig({ HUBOPS_DEMO: '0' }).googleAdsSandbox, loadConfig({ HUBOPS_DEMO: '0' }).openaiAdsSandbox],
+      [false, false],
+    );
+    for (const env of [
+      { GOOGLE_OAUTH_CLIENT_ID: 'x.apps.googleusercontent.com', GOOGLE_OAUTH_CLIENT_SECRET: 'GOCSPX-0123456789' },
+      { GOOGLE_ADS_URL: 'https://googleads.googleapis.com' },
+      { GOOGLE_OAUTH_URL: 'https://oauth2.googleapis.com' },
+      { GOOGLE_ACCOUNTS_URL: 'https://accounts.google.com' },
+    ]) {
+      const config = loadConfig(env);
+      assert.deepEqual(
+        [config.googleAdsSandbox, config.openaiAdsSandbox, config.metaSandbox],
+        [false, true, true],
+        Object.keys(env).join(', '),
+      );
+    }
+    assert.deepEqual(
+      [
+        loadConfig({ OPENAI_ADS_URL: 'https://api.ads.openai.com' }).openaiAdsSandbox,
+        loadConfig({ OPENAI_ADS_URL: 'https://api.ads.openai.com' }).googleAdsSandbox,
+      ],
+      [false, true],
+    );
+  });
 });

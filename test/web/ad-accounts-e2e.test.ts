@@ -1,10 +1,7 @@
 // End to end (issue 21): a hub admin connects Meta by OAuth in Chromium through the Meta sandbox's
 // dialog, chooses two accounts (Los Angeles and Berlin), they sync, and GET /v1/hub/spend-by-workspace
-// over HTTP equals the sandbox's own hourly figures, computed here independently of the engine:
-// each account-local (date, hour) shifted to a UTC day by this file's own Intl offset code, summed
-// in micros per (UTC day, account, campaign, ad set), rounded once half away from zero to cents,
-// attributed by the `[ws:…]` token (ad set's name, then campaign's; a token naming no workspace of
-// the hub, or none, is unattributed), then summed over the documented UTC date ranges. The clock is
+// over HTTP equals the sandbox's own hourly figures, computed independently of the engine
+// (support/spend-truth.ts) and summed over the documented UTC date ranges. The clock is
 // fixed (app and sandbox share it) on a day whose last_30_days and its prior range hold both the
 // Berlin (2026-10-25) and the Los Angeles (2026-11-01) 25-hour days.
 import assert from 'node:assert/strict';
@@ -16,6 +13,7 @@ import { createUser } from '../../src/domain/tenancy/tenancy.service.ts';
 import { startMetaSandbox, type MetaSandbox } from '../../src/integrations/meta/sandbox.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { CHROMIUM, CHROMIUM_ARGS, chromiumMissing } from '../support/chromium.ts';
+import { documentedRanges, expectedLines, roundCents, sumLines, utcDayOf, type Range } from '../support/spend-truth.ts';
 import { account, hub, workspace } from '../support/world.ts';
 
 process.env.PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD = '1';
@@ -57,78 +55,12 @@ const ACCOUNTS = [
   },
 ];
 
-// --- The expectation, written here without the engine's code.
-
-const offsetFormats = new Map<string, Intl.DateTimeFormat>();
-/** The zone's UTC offset at an instant, in ms, from Intl's "GMT+01:00" name. */
-function zoneOffsetMs(zone: string, instant: number): number {
-  let format = offsetFormats.get(zone);
-  if (!format) {
-    format = new Intl.DateTimeFormat('en-US', { timeZone: zone, timeZoneName: 'longOffset' });
-    offsetFormats.set(zone, format);
-  }
-  const name = format.formatToParts(instant).find((p) => p.type === 'timeZoneName')!.value;
-  if (name === 'GMT') return 0;
-  const m = /^GMT([+-])(\d{2}):(\d{2})$/.exec(name);
-  assert.ok(m, `unexpected offset name ${name}`);
-  return (m[1] === '-' ? -1 : 1) * (Number(m[2]) * 60 + Number(m[3])) * 60_000;
-}
-
-/**
- * The UTC day in which the account-local hour (date, hour) starts: the instants that read that wall
- * clock are wall − offset for an offset the zone has at that instant; on a fall-back day there are
- * two (both in the same UTC day for these zones), the earlier is taken; a skipped hour has none.
- */
-function utcDayOf(zone: string, date: string, hour: number): string {
-  const wall = Date.parse(`${date}T${String(hour).padStart(2, '0')}:00:00Z`);
-  const offsets = new Set([zoneOffsetMs(zone, wall - 86_400_000), zoneOffsetMs(zone, wall), zoneOffsetMs(zone, wall + 86_400_000)]);
-  const starts = [...offsets].map((o) => wall - o).filter((u) => zoneOffsetMs(zone, u) === wall - u);
-  assert.ok(starts.length > 0, `${date} ${hour}:00 does not exist in ${zone}`);
-  return new Date(Math.min(...starts)).toISOString().slice(0, 10);
-}
-
-/** Micros to cents, half away from zero. */
-function roundCents(micros: bigint): number {
-  const sign = micros < 0n ? -1n : 1n;
-  const abs = micros * sign;
-  return Number(((abs + 5_000n) / 10_000n) * sign);
-}
-
-const TOKEN = /\[ws:([^\]\s]+)\]/;
-/** Attribution by token: the ad set's name, then the campaign's; the workspace must be the hub's. '' is unattributed. */
-function workspaceOf(adSetName: string, campaignName: string): string {
-  const id = TOKEN.exec(adSetName)?.[1] ?? TOKEN.exec(campaignName)?.[1];
-  return id !== undefined && WORKSPACES.includes(id) ? id : '';
-}
-
-/** Cents per (UTC day, workspace key), from the sandbox's hourly ground truth. */
-function expectedCents(sandbox: MetaSandbox): { day: string; workspace: string; cents: number }[] {
-  const micros = new Map<string, { day: string; workspace: string; micros: bigint }>();
-  for (const a of ACCOUNTS) {
-    const adSets = new Map(a.adSets.map((s) => [s.id, s]));
-    for (const r of sandbox.hourlySpend(a.id)) {
-      const adSet = adSets.get(r.adSetId)!;
-      assert.equal(r.campaignId, adSet.campaignId);
-      const day = utcDayOf(a.timezone_name, r.date, r.hour);
-      const key = `${day}|${a.id}|${r.campaignId}|${r.adSetId}`;
-      const line = micros.get(key) ?? { day, workspace: workspaceOf(adSet.name, adSet.campaignName), micros: 0n };
-      line.micros += r.spendMicros;
-      micros.set(key, line);
-    }
-  }
-  return [...micros.values()].map((l) => ({ day: l.day, workspace: l.workspace, cents: roundCents(l.micros) }));
-}
-
-/** The documented ranges (docs/hub-api.md): UTC days, D = today; prior = the same number of days just before. */
-function documentedRanges(period: 'today' | 'last_7_days' | 'last_30_days', now: string) {
-  const days = { today: 1, last_7_days: 7, last_30_days: 30 }[period];
-  const d = Date.parse(`${now.slice(0, 10)}T00:00:00Z`);
-  const date = (offset: number) => new Date(d + offset * 86_400_000).toISOString().slice(0, 10);
-  return {
-    current: { startDate: date(-(days - 1)), endDate: date(0) },
-    prior: { startDate: date(-(2 * days - 1)), endDate: date(-days) },
-  };
-}
+/** Cents per (UTC day, workspace key), from the sandbox's hourly ground truth (support/spend-truth.ts). */
+const expectedCents = (sandbox: MetaSandbox) =>
+  expectedLines(
+    ACCOUNTS.map((a) => ({ id: a.id, zone: a.timezone_name, adSets: a.adSets, hourly: sandbox.hourlySpend(a.id) })),
+    WORKSPACES,
+  );
 
 describe('Connect Meta by OAuth in Chromium, sync, and the Hub API spend equals the sandbox by UTC day', { skip: chromiumMissing }, () => {
   let sandbox: MetaSandbox;
@@ -249,10 +181,7 @@ describe('Connect Meta by OAuth in Chromium, sync, and the Hub API spend equals 
       assert.equal(body.freshness, 'fresh');
       assert.equal(body.asOf, syncedAt);
 
-      const sum = (workspace: string | null, range: { startDate: string; endDate: string }) =>
-        lines
-          .filter((l) => (workspace === null || l.workspace === workspace) && l.day >= range.startDate && l.day <= range.endDate)
-          .reduce((s, l) => s + l.cents, 0);
+      const sum = (workspace: string | null, range: Range) => sumLines(lines, workspace, range);
       const expected = {
         totals: {
           spendCents: sum(null, ranges.current),

@@ -35,7 +35,15 @@ export type { SyncOutcome } from './sync-engine.ts';
 export type AdSyncDeps = Omit<EngineDeps, 'leaseMs'> & { leaseMs?: number };
 
 export type ConnectionKind = 'oauth' | 'system_user' | 'api_key';
-export const CONNECTION_KINDS: readonly ConnectionKind[] = ['oauth', 'system_user', 'api_key'];
+/**
+ * How each platform's accounts connect: Meta by Facebook Login or a system-user token; Google Ads
+ * by Google's OAuth (a refresh token); ChatGPT Ads by an API key (the platform has no OAuth).
+ */
+export const CONNECTION_KINDS_OF: Record<AdPlatform, readonly ConnectionKind[]> = {
+  meta: ['oauth', 'system_user'],
+  google_ads: ['oauth'],
+  chatgpt_ads: ['api_key'],
+};
 
 export type AdAccountStatus =
   | 'connected'
@@ -104,11 +112,25 @@ const EXTERNAL_ID: Record<AdPlatform, RegExp> = {
 };
 const EXTERNAL_ID_HINT: Record<AdPlatform, string> = {
   meta: 'act_ followed by the account number, e.g. act_1234567890',
-  google_ads: 'the 10-digit customer id without dashes',
+  google_ads: 'the 10-digit customer id, e.g. 123-456-7890 or 1234567890',
   chatgpt_ads: 'letters, digits, _ and -',
 };
 /** Each ad platform as people name it. */
 export const PLATFORM_NAMES: Record<AdPlatform, string> = { meta: 'Meta', google_ads: 'Google Ads', chatgpt_ads: 'ChatGPT Ads' };
+/** What each platform's connection keeps, as the admin knows it. */
+const CREDENTIAL: Record<AdPlatform, string> = { meta: 'token', google_ads: 'sign-in', chatgpt_ads: 'API key' };
+/** What a credential needs before the platform lets it read an account's spend. */
+const ACCESS_NEEDED: Record<AdPlatform, string> = {
+  meta: 'the token needs ads_read and access to the account',
+  google_ads: 'the Google user needs access to the account (directly or through a manager account)',
+  chatgpt_ads: "the API key must be the ad account's own key with read access to its insights",
+};
+
+/** An account id as the platform stores it: Google Ads shows customer ids as 123-456-7890 and takes them without dashes. */
+function canonicalId(platform: AdPlatform, id: string): string {
+  const t = id.trim();
+  return platform === 'google_ads' && /^\d{3}-\d{3}-\d{4}$/.test(t) ? t.replaceAll('-', '') : t;
+}
 
 function clientOf(deps: AdSyncDeps, platform: unknown) {
   if (typeof platform !== 'string' || !(AD_PLATFORMS as readonly string[]).includes(platform)) {
@@ -148,9 +170,12 @@ function refusalOf(platform: AdPlatform, error: unknown, what: string): never {
   if (!(error instanceof PlatformError)) throw error;
   const words = error.platformMessage ?? error.message;
   if (error.kind === 'needs_reconnect')
-    throw new DomainError('invalid', `${name} did not accept the token (${words}): use a valid, unexpired token`);
+    throw new DomainError(
+      'invalid',
+      `${name} did not accept the ${CREDENTIAL[platform]} (${words}): use a valid, unexpired ${CREDENTIAL[platform]}`,
+    );
   if (error.kind === 'missing_permission')
-    throw new DomainError('invalid', `${name} refused ${what} (${words}): the token needs ads_read and access to the account`);
+    throw new DomainError('invalid', `${name} refused ${what} (${words}): ${ACCESS_NEEDED[platform]}`);
   if (error.kind === 'invalid_request') throw new DomainError('invalid', `${name} refused ${what}: ${words}`);
   throw new DomainError('rejected', `${name} could not be asked for ${what} right now (${words}); try again in a few minutes`);
 }
@@ -175,6 +200,70 @@ export async function completeMetaOAuth(
   }
 }
 
+/** What "Connect Google Ads" needs of the Google client: the code exchange after the consent screen. */
+export interface GoogleOAuthExchange {
+  exchangeCode(p: { redirectUri: string; code: string }): Promise<{ refreshToken: string | undefined }>;
+}
+
+/**
+ * Connect Google Ads by OAuth, after the consent screen: the code becomes a refresh token, which
+ * the connection keeps (sealed) and the client trades for short-lived access tokens. Google omits
+ * the refresh token when it believes hubops already holds one; then nothing is stored or replaced
+ * (an existing connection keeps its working token: an empty one never overwrites it) and the
+ * admin is told how to get a fresh one.
+ */
+export async function completeGoogleOAuth(
+  oauth: GoogleOAuthExchange,
+  input: { code: string; redirectUri: string },
+): Promise<{ refreshToken: string }> {
+  let answer: { refreshToken: string | undefined };
+  try {
+    answer = await oauth.exchangeCode({ redirectUri: input.redirectUri, code: input.code });
+  } catch (error) {
+    refusalOf('google_ads', error, 'a token for the sign-in');
+  }
+  if (typeof answer.refreshToken !== 'string' || answer.refreshToken.trim() === '')
+    throw new DomainError(
+      'rejected',
+      'Google did not give hubops offline access this time (its answer had no refresh token), so nothing was changed: connected accounts keep their current access. Remove hubops under "Third-party apps & services" at https://myaccount.google.com/connections, then connect again.',
+      { code: 'no_refresh_token' },
+    );
+  return { refreshToken: answer.refreshToken.trim() };
+}
+
+/**
+ * Connects the one ad account an API key reads (ChatGPT Ads: a key per account), under a new
+ * connection; the same checks as connectAdAccounts.
+ */
+export async function connectApiKeyAccount(
+  deps: AdSyncDeps,
+  hubId: string,
+  input: { platform: AdPlatform; apiKey: string; label?: string; expectedId?: string },
+): Promise<AdAccountView> {
+  const accounts = await listPlatformAccounts(deps, input.platform, input.apiKey);
+  const [account] = accounts;
+  if (!account || accounts.length !== 1)
+    throw new DomainError(
+      'invalid',
+      `${PLATFORM_NAMES[input.platform]} answered the key with ${accounts.length} ad accounts; expected one`,
+    );
+  if (input.expectedId !== undefined && canonicalId(input.platform, input.expectedId) !== account.externalId)
+    throw new DomainError(
+      'invalid',
+      `account: the key reads ad account ${account.externalId}, not ${JSON.stringify(input.expectedId.slice(0, 64))}`,
+      { issues: [{ field: 'account', message: `the key reads ${account.externalId}` }] },
+    );
+  const [view] = await connectAdAccounts(deps, hubId, {
+    platform: input.platform,
+    kind: 'api_key',
+    accessToken: input.apiKey,
+    tokenExpiresAt: null,
+    externalIds: [account.externalId],
+    label: input.label?.trim() || `${PLATFORM_NAMES[input.platform]} API key`,
+  });
+  return view!;
+}
+
 /** The ad accounts a token can read, for the admin to choose from. */
 export async function listPlatformAccounts(deps: AdSyncDeps, platform: AdPlatform, accessToken: string): Promise<PlatformAdAccount[]> {
   const client = clientOf(deps, platform);
@@ -193,9 +282,10 @@ export async function listPlatformAccounts(deps: AdSyncDeps, platform: AdPlatfor
  */
 export async function connectAdAccounts(deps: AdSyncDeps, hubId: string, input: ConnectInput): Promise<AdAccountView[]> {
   const client = clientOf(deps, input.platform);
-  if (!CONNECTION_KINDS.includes(input.kind))
-    throw new DomainError('invalid', `kind must be one of ${CONNECTION_KINDS.join(', ')}`, {
-      issues: [{ field: 'kind', message: `must be one of ${CONNECTION_KINDS.join(', ')}` }],
+  const kinds = CONNECTION_KINDS_OF[input.platform];
+  if (!kinds.includes(input.kind))
+    throw new DomainError('invalid', `kind: ${PLATFORM_NAMES[input.platform]} connects by ${kinds.join(' or ')}`, {
+      issues: [{ field: 'kind', message: `must be one of ${kinds.join(', ')}` }],
     });
   const token = checkToken(input.accessToken);
   const label = typeof input.label === 'string' ? input.label.trim() : '';
@@ -207,7 +297,11 @@ export async function connectAdAccounts(deps: AdSyncDeps, hubId: string, input: 
     throw new DomainError('invalid', 'tokenExpiresAt: must be a date or null');
   }
   const ids = [
-    ...new Set(Array.isArray(input.externalIds) ? input.externalIds.map((id) => (typeof id === 'string' ? id.trim() : id)) : []),
+    ...new Set(
+      Array.isArray(input.externalIds)
+        ? input.externalIds.map((id) => (typeof id === 'string' ? canonicalId(input.platform, id) : id))
+        : [],
+    ),
   ];
   if (ids.length === 0)
     throw new DomainError('invalid', 'account: choose at least one ad account', {
@@ -466,7 +560,7 @@ function viewOf(row: AccountRow, now: Date): AdAccountView {
         : `Needs reconnect${words || `: ${platform} no longer accepts the token`}. Connect the account again.`;
   } else if (row.failure_kind === 'missing_permission') {
     status = 'missing_permission';
-    statusText = `Missing permission${words}. Give the token ads_read and access to this account, then connect it again.`;
+    statusText = `Missing permission${words}. ${ACCESS_NEEDED[row.platform].replace(/^t/, 'T')}; then connect it again.`;
   } else if (row.sync_state === 'failed') {
     status = 'failed';
     statusText = `Sync failed${words}.${row.next_sync_at ? ` Next try ${time(row.next_sync_at)}.` : ' Fix the cause, then use Sync now.'}`;

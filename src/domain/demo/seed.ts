@@ -438,7 +438,7 @@ function demoLocations(): DemoLocation[] {
 
 /**
  * Brewline's imported Meta account. Where the demo's Meta sandbox connects Brewline's Meta accounts
- * (meta-demo.ts) it is left out: the synced accounts are Brewline's Meta, so it would count Meta
+ * (ad-demo.ts) it is left out: the synced accounts are Brewline's Meta, so it would count Meta
  * spend twice, and its last sync, fixed at the seed, would pin Brewline's asOf and make it stale
  * after 6 hours while the synced accounts stay fresh.
  */

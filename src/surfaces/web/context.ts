@@ -8,6 +8,7 @@ import type { RevocationFeed } from '../../db/revocation-feed.ts';
 import { PERIODS } from '../../domain/periods.ts';
 import { spendByWorkspace } from '../../domain/spend/spend.service.ts';
 import type { Membership, SessionUser } from '../../domain/web-sessions/web-session.service.ts';
+import type { GoogleOAuth } from '../../integrations/google-ads/client.ts';
 import type { MetaOAuth } from '../../integrations/meta/client.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { RateLimiter } from '../../platform/rate-limit.ts';
@@ -28,8 +29,9 @@ export interface WebDeps {
   /** The spend sync's services (Manage Hub → Ad accounts); without them that page says it is not available. */
   adSync?: AdSyncDeps;
   /** Meta's OAuth steps (the Meta client); Connect Meta by OAuth shows only with it and META_APP_ID/SECRET. */
-  /** The Meta client's OAuth steps, for "Connect Meta". */
   metaOAuth?: MetaOAuth;
+  /** Google's OAuth steps (the Google Ads client, built only with GOOGLE_OAUTH_CLIENT_ID/SECRET): "Connect Google Ads". */
+  googleOAuth?: GoogleOAuth;
 }
 
 export interface WebPaths {

@@ -1,12 +1,15 @@
-// Manage Hub → Ad accounts: the list with each account's state, Connect Meta by OAuth (the state
-// bound to the session and hub) or by a pasted system-user token, the chooser of accounts (the
-// token waits sealed server-side, never in the page), Sync now, Disconnect, the default workspace, and the assignment of
-// unattributed spend to a workspace. Rules live in src/domain/ad-sync/; this file only asks.
+// Manage Hub → Ad accounts: the list with each account's state; Connect Meta by OAuth (the state
+// bound to the session and hub) or by a pasted system-user token, Connect Google Ads by OAuth, and
+// Connect ChatGPT Ads by a pasted API key; the chooser of accounts (the token waits sealed
+// server-side, never in the page), Sync now, Disconnect, the default workspace, and the assignment
+// of unattributed spend to a workspace. Rules live in src/domain/ad-sync/; this file only asks.
 import { createHmac, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
+  completeGoogleOAuth,
   completeMetaOAuth,
   connectAdAccounts,
+  connectApiKeyAccount,
   disconnectAdAccount,
   listAdAccounts,
   listPlatformAccounts,
@@ -14,6 +17,7 @@ import {
   mapToWorkspace,
   requestSync,
   setDefaultWorkspace,
+  PLATFORM_NAMES,
   TOKEN_MAX_LENGTH,
   type AdAccountView,
   type AdSyncDeps,
@@ -38,7 +42,8 @@ const NOTICES: Record<string, string> = {
   disconnected: 'The account was disconnected. Its past figures stay in the reports; it no longer syncs or counts toward freshness.',
   assigned: 'Assigned. Its spend, past and future, now counts for that workspace.',
   default: "Default workspace saved. The account's spend that no assignment or [ws:…] token claims, past and future, counts there now.",
-  cancelled: 'Connecting Meta was cancelled: nothing was added.',
+  cancelled: 'Connecting was cancelled: nothing was added.',
+  'api-key': 'ChatGPT Ads account connected: its first sync starts within 15 seconds. This page shows its progress when you reload it.',
   already: 'Those accounts were already added (the form was sent twice).',
 };
 
@@ -48,19 +53,26 @@ const refusalText = (error: unknown): string | undefined =>
     ? error.message
     : undefined;
 
-/** The OAuth `state`: the hub, when, a nonce, and a MAC under the session id (so only this session's callback accepts it). */
-function signState(sessionId: string, hubId: string, now: Date): string {
+type OAuthPlatform = 'meta' | 'google';
+const stateMac = (sessionId: string, platform: OAuthPlatform, payload: string) =>
+  createHmac('sha256', sessionId).update(`hubops-ad-oauth:${platform}:${payload}`).digest('base64url');
+
+/**
+ * The OAuth `state`: the hub, when, a nonce, and a MAC under the session id and the platform (so
+ * only this session's callback of that platform accepts it).
+ */
+function signState(sessionId: string, platform: OAuthPlatform, hubId: string, now: Date): string {
   const payload = Buffer.from(JSON.stringify({ h: hubId, t: now.getTime(), n: randomBytes(12).toString('base64url') })).toString(
     'base64url',
   );
-  return `${payload}.${createHmac('sha256', sessionId).update(`hubops-ad-oauth:${payload}`).digest('base64url')}`;
+  return `${payload}.${stateMac(sessionId, platform, payload)}`;
 }
 
-/** The hub of a state this session signed within FORM_TOKEN_TTL_MS, or undefined. */
-function verifyState(sessionId: string, state: string, now: Date): string | undefined {
+/** The hub of a state this session signed for the platform within FORM_TOKEN_TTL_MS, or undefined. */
+function verifyState(sessionId: string, platform: OAuthPlatform, state: string, now: Date): string | undefined {
   const [payload, mac, extra] = state.split('.');
   if (!payload || !mac || extra !== undefined) return undefined;
-  if (!sameSecret(createHmac('sha256', sessionId).update(`hubops-ad-oauth:${payload}`).digest('base64url'), mac)) return undefined;
+  if (!sameSecret(stateMac(sessionId, platform, payload), mac)) return undefined;
   try {
     const { h, t } = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { h?: unknown; t?: unknown };
     if (typeof h !== 'string' || typeof t !== 'number' || now.getTime() - t > FORM_TOKEN_TTL_MS || t > now.getTime() + 60_000)
@@ -71,6 +83,14 @@ function verifyState(sessionId: string, state: string, now: Date): string | unde
   }
 }
 
+/** A connection's name when the admin gives none. */
+const defaultLabel = (token: PendingToken): string =>
+  token.platform === 'meta'
+    ? token.kind === 'oauth'
+      ? 'Meta (signed in with Facebook)'
+      : 'Meta system user'
+    : `${PLATFORM_NAMES[token.platform]} (signed in with Google)`;
+
 export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }: Web): void {
   const pageUrl = (hubId: string) => `${paths.hub(hubId)}/settings/ad-accounts`;
   const back = (hubId: string) => ({ href: pageUrl(hubId), text: 'Back to Ad accounts' });
@@ -80,6 +100,22 @@ export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }:
     deps.config.metaAppId && deps.config.metaAppSecret && deps.metaOAuth
       ? { appId: deps.config.metaAppId, appSecret: deps.config.metaAppSecret, dialogUrl: deps.config.metaDialogUrl, client: deps.metaOAuth }
       : undefined;
+  // The redirect URI the operator registers with the Google OAuth client (docs/ad-accounts.md).
+  const googleCallbackPath = `${paths.app}/ad-accounts/google/callback`;
+  const googleRedirectUri = `${new URL(deps.config.baseUrl).origin}${googleCallbackPath}`;
+  const google =
+    deps.config.googleClientId && deps.googleOAuth
+      ? { clientId: deps.config.googleClientId, accountsUrl: deps.config.googleAccountsUrl, client: deps.googleOAuth }
+      : undefined;
+  const connectionExpired = (reply: FastifyReply, platformName: string) =>
+    refuse(
+      reply,
+      400,
+      'Connection expired',
+      `This answer from ${platformName} does not belong to a connection started in this session, or it is more than an hour old. Start again from Ad accounts.`,
+      { href: paths.app, text: 'Back to the web admin' },
+    );
+  const notSetUp = (reply: FastifyReply, hubId: string, text: string) => refuse(reply, 404, 'Not set up', text, back(hubId));
   const formExpired = (reply: FastifyReply, hubId: string) => refuse(reply, 400, 'Form expired', FORM_EXPIRED, back(hubId));
   const seeOther = (reply: FastifyReply, url: string) => reply.code(303).header('cache-control', 'no-store').redirect(url, 303);
 
@@ -127,14 +163,17 @@ export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }:
         unattributed,
         workspaces: workspaces.length <= WORKSPACE_SELECT_MAX ? workspaces : undefined,
         metaOAuth: meta !== undefined,
+        googleOAuth: google !== undefined,
       },
       state,
     );
     return appPage(reply, status, (n) => shell(sessions.shellOf(ctx, 'manage'), 'Manage Hub · Ad accounts', body, n));
   };
 
-  const connectedIds = async (adSync: AdSyncDeps, hubId: string) =>
-    new Set((await listAdAccounts(adSync, hubId)).filter((a) => a.status !== 'disconnected').map((a) => a.externalId));
+  const connectedIds = async (adSync: AdSyncDeps, hubId: string, platform: PendingToken['platform']) =>
+    new Set(
+      (await listAdAccounts(adSync, hubId)).filter((a) => a.platform === platform && a.status !== 'disconnected').map((a) => a.externalId),
+    );
 
   const chooser = async (
     reply: FastifyReply,
@@ -158,8 +197,9 @@ export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }:
       hubUrl: paths.hub(hubId),
       csrf: ctx.csrf,
       pending,
+      platform: token.platform,
       accounts,
-      connected: await connectedIds(adSync, hubId),
+      connected: await connectedIds(adSync, hubId, token.platform),
       error,
     });
     return appPage(reply, status, (n) => shell(sessions.shellOf(ctx, 'manage'), 'Choose ad accounts', body, n));
@@ -178,14 +218,12 @@ export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }:
     const found = await adminCtx(request, reply, request.params.hubId);
     if (!found) return reply;
     if (!meta)
-      return refuse(
+      return notSetUp(
         reply,
-        404,
-        'Not set up',
+        found.ctx.hub.hubId,
         'Signing in with Facebook is not set up on this server: paste a system-user token instead.',
-        back(found.ctx.hub.hubId),
       );
-    const state = signState(found.ctx.sessionId, found.ctx.hub.hubId, deps.clock.now());
+    const state = signState(found.ctx.sessionId, 'meta', found.ctx.hub.hubId, deps.clock.now());
     return seeOther(
       reply,
       meta.client.authorizeUrl({ dialogUrl: meta.dialogUrl, appId: meta.appId, redirectUri, state, scopes: META_SCOPES }),
@@ -197,19 +235,10 @@ export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }:
     const who = await sessions.signedIn(request, reply);
     if (!who) return reply;
     const now = deps.clock.now();
-    const hubId = verifyState(who.sessionId, one(request.query.state) ?? '', now);
-    if (!hubId) {
-      return refuse(
-        reply,
-        400,
-        'Connection expired',
-        'This answer from Facebook does not belong to a connection started in this session, or it is more than an hour old. Start again from Ad accounts.',
-        { href: paths.app, text: 'Back to the web admin' },
-      );
-    }
+    const hubId = verifyState(who.sessionId, 'meta', one(request.query.state) ?? '', now);
+    if (!hubId) return connectionExpired(reply, 'Facebook');
     const found = await adminCtx(request, reply, hubId);
-    if (!found || !meta)
-      return found ? refuse(reply, 404, 'Not set up', 'Signing in with Facebook is not set up on this server.', back(hubId)) : reply;
+    if (!found || !meta) return found ? notSetUp(reply, hubId, 'Signing in with Facebook is not set up on this server.') : reply;
     const code = one(request.query.code);
     // The admin said no in the dialog (error=access_denied), or Meta refused: nothing to exchange.
     if (!code) return seeOther(reply, `${pageUrl(hubId)}?notice=cancelled`);
@@ -228,6 +257,81 @@ export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }:
       token: { platform: 'meta', kind: 'oauth', accessToken: token.accessToken, tokenExpiresAt: token.expiresAt },
     });
     return seeOther(reply, `${pageUrl(hubId)}/choose?pending=${encodeURIComponent(pending)}`);
+  });
+
+  // Connect Google Ads, step 1: to Google's consent screen (offline access, so Google gives a
+  // refresh token), with a state only this session's Google callback accepts.
+  app.get<{ Params: { hubId: string } }>(`${paths.app}/hubs/:hubId/settings/ad-accounts/google/connect`, async (request, reply) => {
+    const found = await adminCtx(request, reply, request.params.hubId);
+    if (!found) return reply;
+    if (!google)
+      return notSetUp(
+        reply,
+        found.ctx.hub.hubId,
+        'Google Ads is not set up on this server: the operator sets GOOGLE_OAUTH_CLIENT_ID and GOOGLE_OAUTH_CLIENT_SECRET.',
+      );
+    const state = signState(found.ctx.sessionId, 'google', found.ctx.hub.hubId, deps.clock.now());
+    return seeOther(
+      reply,
+      google.client.authorizeUrl({ accountsUrl: google.accountsUrl, clientId: google.clientId, redirectUri: googleRedirectUri, state }),
+    );
+  });
+
+  // Connect Google Ads, step 2: the code becomes a refresh token, held for the chooser.
+  app.get<{ Querystring: Query }>(googleCallbackPath, async (request, reply) => {
+    const who = await sessions.signedIn(request, reply);
+    if (!who) return reply;
+    const now = deps.clock.now();
+    const hubId = verifyState(who.sessionId, 'google', one(request.query.state) ?? '', now);
+    if (!hubId) return connectionExpired(reply, 'Google');
+    const found = await adminCtx(request, reply, hubId);
+    if (!found || !google) return found ? notSetUp(reply, hubId, 'Google Ads is not set up on this server.') : reply;
+    const code = one(request.query.code);
+    if (!code) return seeOther(reply, `${pageUrl(hubId)}?notice=cancelled`);
+    let token;
+    try {
+      token = await completeGoogleOAuth(google.client, { code, redirectUri: googleRedirectUri });
+    } catch (failure) {
+      const words = refusalText(failure);
+      if (words === undefined) throw failure;
+      return page(reply, 502, found.ctx, found.adSync, { notice: `Google did not give hubops a token. ${words}` });
+    }
+    const pending = await holdPendingToken(deps.db, {
+      sessionId: who.sessionId,
+      hubId,
+      now,
+      token: { platform: 'google_ads', kind: 'oauth', accessToken: token.refreshToken, tokenExpiresAt: null },
+    });
+    return seeOther(reply, `${pageUrl(hubId)}/choose?pending=${encodeURIComponent(pending)}`);
+  });
+
+  // Connect ChatGPT Ads by a pasted API key: a key reads one ad account, so it connects at once.
+  app.post<{ Params: { hubId: string }; Body: Form }>(`${paths.app}/hubs/:hubId/settings/ad-accounts/api-key`, async (request, reply) => {
+    const found = await postedCtx(request, reply);
+    if (!found) return reply;
+    const { ctx, adSync } = found;
+    const key = String(request.body?.key ?? '').trim();
+    const problem =
+      key === ''
+        ? 'Paste the API key first.'
+        : key.length > TOKEN_MAX_LENGTH
+          ? `That is longer than any API key (at most ${TOKEN_MAX_LENGTH} characters): check what was pasted.`
+          : !TOKEN_SHAPE.test(key)
+            ? 'An API key has no spaces or line breaks inside it: paste it again, exactly as OpenAI shows it.'
+            : undefined;
+    if (problem) return page(reply, 400, ctx, adSync, { apiKeyError: problem });
+    try {
+      await connectApiKeyAccount(adSync, ctx.hub.hubId, {
+        platform: 'chatgpt_ads',
+        apiKey: key,
+        label: String(request.body?.label ?? ''),
+      });
+    } catch (failure) {
+      const words = refusalText(failure);
+      if (words === undefined) throw failure;
+      return page(reply, 400, ctx, adSync, { apiKeyError: words });
+    }
+    return seeOther(reply, `${pageUrl(ctx.hub.hubId)}?notice=api-key`);
   });
 
   // Connect by a pasted system-user token: checked by listing what it can read, then the same chooser.
@@ -314,7 +418,7 @@ export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }:
         accessToken: taken.token.accessToken,
         tokenExpiresAt: taken.token.tokenExpiresAt,
         externalIds: chosen,
-        label: label || (taken.token.kind === 'oauth' ? 'Meta (signed in with Facebook)' : 'Meta system user'),
+        label: label || defaultLabel(taken.token),
       });
     } catch (failure) {
       const words = refusalText(failure);

@@ -1,5 +1,6 @@
 // Manage Hub → Ad accounts: the hub's ad accounts with their state in words a person can act on,
-// Connect Meta (OAuth, or a pasted system-user token) and the account chooser that follows, Sync
+// Connect Meta (OAuth, or a pasted system-user token), Google Ads (OAuth) and ChatGPT Ads (a pasted
+// API key), the account chooser that follows OAuth, Sync
 // now, Disconnect (with what happens to past figures), each account's default workspace, and the unattributed spend, largest first,
 // each line with a one-step "assign to workspace".
 import { PLATFORM_NAMES, TOKEN_MAX_LENGTH, type AdAccountView, type UnattributedLine } from '../../../domain/ad-sync/ad-account.service.ts';
@@ -15,6 +16,8 @@ export interface AdAccountsPageState {
   notice?: string;
   /** The paste-token form's error, next to its field (the token itself is never shown again). */
   tokenError?: string;
+  /** The API-key form's error (ChatGPT Ads), next to its field. */
+  apiKeyError?: string;
   /** The unattributed line whose assignment failed, and why. */
   assignError?: { key: string; message: string };
 }
@@ -29,6 +32,8 @@ export interface AdAccountsPage {
   workspaces: { id: string; name: string }[] | undefined;
   /** Whether the operator configured a Meta app (META_APP_ID, META_APP_SECRET): OAuth connect shown. */
   metaOAuth: boolean;
+  /** Whether the operator configured a Google OAuth client (GOOGLE_OAUTH_CLIENT_ID/SECRET): Connect Google Ads shown. */
+  googleOAuth: boolean;
 }
 
 const PILL: Record<AdAccountView['status'], string> = {
@@ -54,6 +59,9 @@ const STATUS_WORDS: Record<AdAccountView['status'], string> = {
   failed: 'Failed',
   disconnected: 'Disconnected',
 };
+
+/** Where each platform's Connect form is on the page (Reconnect links to it). */
+const CONNECT_CARD: Record<AdPlatform, string> = { meta: 'connect', google_ads: 'connect-google', chatgpt_ads: 'connect-chatgpt' };
 
 const platformName = (p: string) => PLATFORM_NAMES[p as AdPlatform] ?? p;
 
@@ -104,7 +112,7 @@ function accountRows(o: AdAccountsPage, accounts: AdAccountView[]): string {
       const actions = live
         ? `<div class="actions">
 <form method="post" action="${base}/sync" data-once><input type="hidden" name="csrf" value="${h(o.csrf)}"><button type="submit"${a.status === 'syncing' ? ' disabled title="A sync is running"' : ''}>Sync now</button></form>
-${a.status === 'needs_reconnect' || a.status === 'missing_permission' || a.tokenExpiresSoon ? '<a class="button primary" href="#connect">Reconnect</a>' : ''}
+${a.status === 'needs_reconnect' || a.status === 'missing_permission' || a.tokenExpiresSoon ? `<a class="button primary" href="#${CONNECT_CARD[a.platform]}">Reconnect</a>` : ''}
 <a class="button" href="${base}/disconnect">Disconnect</a></div>`
         : '';
       return `<tr data-ad-account="${h(a.id)}"><td data-label="Account"><strong>${h(a.name)}</strong><br><small>${h(platformName(a.platform))} <code class="token">${h(a.externalId)}</code></small><br><small>${h(a.currency)} · ${h(a.timeZone)}</small></td>
@@ -166,6 +174,11 @@ export function adAccountsView(o: AdAccountsPage, state: AdAccountsPageState = {
 <div class="actions"><a class="button primary" href="${h(u)}/settings/ad-accounts/meta/connect" data-connect-meta>Connect Meta</a></div>`
     : '<p class="muted" data-no-oauth><small>Signing in with Facebook is not set up on this server (the operator sets META_APP_ID and META_APP_SECRET). You can still paste a system-user token.</small></p>';
   const e = state.tokenError;
+  const k = state.apiKeyError;
+  const google = o.googleOAuth
+    ? `<p>Sign in with Google and allow hubops to see your Google Ads data (<code>adwords</code>, offline access); then choose the accounts to add. Accounts you reach through a manager account are listed too.</p>
+<div class="actions"><a class="button primary" href="${h(u)}/settings/ad-accounts/google/connect" data-connect-google>Connect Google Ads</a></div>`
+    : '<p class="muted" data-no-google><small>Google Ads is not set up on this server (the operator sets GOOGLE_OAUTH_CLIENT_ID and GOOGLE_OAUTH_CLIENT_SECRET).</small></p>';
   return `<h1>Manage Hub · Ad accounts</h1>${manageTabs(u, 'ad-accounts')}${state.notice ? `<p class="notice" role="status">${h(state.notice)}</p>` : ''}
 <div class="card"><h2>Ad accounts</h2>
 <p>Spend syncs by itself about every hour, in UTC days. An account that needs you says so here.</p>
@@ -178,14 +191,30 @@ ${gone.length ? `<details class="disconnected"><summary>Disconnected accounts ($
 <input id="meta-token" name="token" type="password" autocomplete="off" spellcheck="false" maxlength="${TOKEN_MAX_LENGTH}"${e ? ' class="invalid" aria-describedby="token-error"' : ''}>
 ${e ? `<p class="field-error" id="token-error" role="alert">${h(e)}</p>` : ''}
 <div class="actions"><button type="submit">Use this token</button></div></form></div>
+<div class="card" id="connect-google"><h2>Connect Google Ads</h2>${google}</div>
+<div class="card" id="connect-chatgpt"><h2>Connect ChatGPT Ads</h2>
+<form method="post" action="${h(u)}/settings/ad-accounts/api-key" data-once novalidate><input type="hidden" name="csrf" value="${h(o.csrf)}">
+<label for="chatgpt-key">The ad account's API key</label>
+<p class="muted"><small>ChatGPT Ads has no sign-in for apps: each ad account has its own API key (Ads Manager → Settings → API keys). One key connects one account. hubops keeps it encrypted and never shows it again.</small></p>
+<input id="chatgpt-key" name="key" type="password" autocomplete="off" spellcheck="false" maxlength="${TOKEN_MAX_LENGTH}"${k ? ' class="invalid" aria-describedby="key-error"' : ''}>
+${k ? `<p class="field-error" id="key-error" role="alert">${h(k)}</p>` : ''}
+<div class="actions"><button type="submit">Connect this account</button></div></form></div>
 ${unattributedCard(o, state)}`;
 }
+
+const NO_ACCOUNTS: Record<AdPlatform, string> = {
+  meta: 'The token works, but it can read no ad account. Give the user or system user access to the ad accounts in Business Manager, then connect again.',
+  google_ads:
+    'Google accepted the sign-in, but that Google user can reach no Google Ads account. Add the user to an account (or its manager account) in Google Ads → Admin → Access and security, then connect again.',
+  chatgpt_ads: 'The API key works, but it reads no ad account.',
+};
 
 /** The chooser after Connect (or Reconnect): the accounts the token can read, the ones already connected marked. */
 export function chooseAccountsView(o: {
   hubUrl: string;
   csrf: string;
   pending: string;
+  platform: AdPlatform;
   accounts: PlatformAdAccount[];
   connected: Set<string>;
   error?: string;
@@ -196,7 +225,7 @@ export function chooseAccountsView(o: {
       const already = o.connected.has(a.externalId);
       // A connected account can be chosen again: that is how it is reconnected (it keeps its synced days).
       return `<li><label class="check"><input type="checkbox" name="account" value="${h(a.externalId)}" id="acct-${i}">
-<span><strong>${h(a.name)}</strong> <code class="token">${h(a.externalId)}</code><br><small>${h(a.currency)} · ${h(a.timeZone)}${a.active ? '' : ` · not active on Meta (${h(a.status)})`}${already ? ' · <span data-already>already connected: choose it to reconnect it with this token</span>' : ''}</small></span></label></li>`;
+<span><strong>${h(a.name)}</strong> <code class="token">${h(a.externalId)}</code><br><small>${h(a.currency)} · ${h(a.timeZone)}${a.accessVia ? ` · through manager account <code class="token">${h(a.accessVia)}</code>` : ''}${a.active ? '' : ` · not active on ${h(platformName(o.platform))} (${h(a.status)})`}${already ? ' · <span data-already>already connected: choose it to reconnect it with this token</span>' : ''}</small></span></label></li>`;
     })
     .join('');
   return `<div class="card"><h1>Choose ad accounts</h1>
@@ -208,7 +237,7 @@ ${
 <ul class="choices">${rows}</ul>
 <label for="conn-label">Name this connection (optional)</label><input id="conn-label" name="label" maxlength="200" placeholder="e.g. Agency system user">
 <div class="actions"><a class="button" href="${h(u)}/settings/ad-accounts">Cancel</a><button class="primary" type="submit">Add accounts</button></div></form>`
-    : `<p>The token works, but it can read no ad account. Give the user or system user access to the ad accounts in Business Manager, then connect again.</p><p><a class="button" href="${h(u)}/settings/ad-accounts">Back to Ad accounts</a></p>`
+    : `<p>${h(NO_ACCOUNTS[o.platform])}</p><p><a class="button" href="${h(u)}/settings/ad-accounts">Back to Ad accounts</a></p>`
 }</div>`;
 }
 
