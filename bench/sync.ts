@@ -13,7 +13,7 @@ import { once } from 'node:events';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { sql } from 'kysely';
-import { connect } from '../src/db/database.ts';
+import { connect, type Db } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { connectAdAccounts, syncNow, type AdSyncDeps } from '../src/domain/ad-sync/ad-account.service.ts';
 import type { AdPlatformClient } from '../src/integrations/ad-platform.ts';
@@ -48,8 +48,6 @@ const chosen = (process.env.SCENARIOS ?? 'meta,mixed').split(',').filter((name) 
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const verdict = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
-const scratch = await scratchDatabase('hubops_bench_sync');
-const db = connect(scratch.url, { max: 10 });
 const sealer = new Sealer([secretsKey(Buffer.alloc(32, 7))]);
 const children: ChildProcess[] = [];
 
@@ -103,8 +101,22 @@ function counting(client: AdPlatformClient, count: (rows: number) => void): AdPl
   };
 }
 
+/** One scenario on a database of its own: the same workspace ids, nothing left from the one before. */
 async function runScenario(name: string, split: [BenchPlatform, number][]): Promise<string[]> {
-  const hubId = `hub_bench_${name}`;
+  const scratch = await scratchDatabase(`hubops_bench_sync_${name}`);
+  const db = connect(scratch.url, { max: 10 });
+  try {
+    await migrate(db.pool);
+    return await runOn(db, name, split);
+  } finally {
+    await db.close();
+    await scratch.drop();
+  }
+}
+
+async function runOn(db: Db, name: string, split: [BenchPlatform, number][]): Promise<string[]> {
+  const hubId = 'hub_bench';
+  await db.kysely.insertInto('accounts').values({ id: 'acc_bench', name: 'Bench' }).execute();
   await db.kysely
     .insertInto('hubs')
     .values({ id: hubId, account_id: 'acc_bench', name: `Bench ${name}` })
@@ -173,9 +185,8 @@ async function runScenario(name: string, split: [BenchPlatform, number][]): Prom
   const {
     rows: [stored],
   } = await sql<{ platform_rows: string; spend_rows: string; cents: string }>`
-    SELECT (SELECT count(*) FROM ad_spend_rows WHERE hub_id = ${hubId}) AS platform_rows,
-           (SELECT count(*) FROM spend WHERE hub_id = ${hubId}) AS spend_rows,
-           (SELECT coalesce(sum(spend_cents), 0) FROM spend WHERE hub_id = ${hubId}) AS cents`.execute(db.kysely);
+    SELECT (SELECT count(*) FROM ad_spend_rows) AS platform_rows, (SELECT count(*) FROM spend) AS spend_rows,
+           (SELECT coalesce(sum(spend_cents), 0) FROM spend) AS cents`.execute(db.kysely);
   const rowsPerSecond = backfillRows / backfillSeconds;
   return [
     `| ${name}: ${what} | backfill source rows | ${backfillRows.toLocaleString('en-US')} in ${backfillSeconds.toFixed(1)} s | | |`,
@@ -187,8 +198,6 @@ async function runScenario(name: string, split: [BenchPlatform, number][]): Prom
 }
 
 try {
-  await migrate(db.pool);
-  await db.kysely.insertInto('accounts').values({ id: 'acc_bench', name: 'Bench' }).execute();
   const lines: string[] = [];
   for (const name of chosen) lines.push(...(await runScenario(name, SCENARIOS[name]!)));
   const kernelPeakMb = (process.resourceUsage().maxRSS * 1024) / 2 ** 20;
@@ -202,6 +211,4 @@ try {
 } finally {
   clearInterval(sampler);
   for (const child of children) child.kill('SIGTERM');
-  await db.close();
-  await scratch.drop();
 }

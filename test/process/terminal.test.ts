@@ -66,6 +66,8 @@ test('piped stdout: the banner names each URL once, then one JSON line per reque
       'MCP (OAuth)',
       'OAuth metadata',
       'Meta sandbox',
+      'Google Ads sandbox',
+      'ChatGPT Ads sandbox',
     ],
   );
   assert.equal(new Set(urls.map(([, url]) => url)).size, urls.length, 'no URL twice');

@@ -12,6 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { connectAdAccounts, syncNow } from '../../src/domain/ad-sync/ad-account.service.ts';
+import { startGoogleAdsSandbox, type GoogleAdsSandbox } from '../../src/integrations/google-ads/sandbox.ts';
 import { startMetaSandbox, type MetaSandbox } from '../../src/integrations/meta/sandbox.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { CHROMIUM, CHROMIUM_ARGS, chromiumMissing } from '../support/chromium.ts';
@@ -30,6 +31,8 @@ const REFUSED_WORDS =
 
 describe('Manage Hub → Ad accounts in Chromium', { skip: chromiumMissing }, () => {
   let sandbox: MetaSandbox;
+  // Configured so the page shows Connect Google Ads as an operator's server does; the flows are in ad-accounts-three-platforms.
+  let google: GoogleAdsSandbox;
   let web: TestApp;
   let browser: Browser;
   let admin: BrowserContext;
@@ -66,11 +69,22 @@ describe('Manage Hub → Ad accounts in Chromium', { skip: chromiumMissing }, ()
         ],
       },
     });
+    google = await startGoogleAdsSandbox();
     web = await startApp({
       listen: true,
       now: 'system',
       seed: seedWebHub,
-      env: { META_GRAPH_URL: sandbox.url, META_DIALOG_URL: sandbox.url, META_APP_ID: sandbox.appId, META_APP_SECRET: sandbox.appSecret },
+      env: {
+        META_GRAPH_URL: sandbox.url,
+        META_DIALOG_URL: sandbox.url,
+        META_APP_ID: sandbox.appId,
+        META_APP_SECRET: sandbox.appSecret,
+        GOOGLE_ADS_URL: google.url,
+        GOOGLE_OAUTH_URL: google.url,
+        GOOGLE_ACCOUNTS_URL: google.url,
+        GOOGLE_OAUTH_CLIENT_ID: google.clientId,
+        GOOGLE_OAUTH_CLIENT_SECRET: google.clientSecret,
+      },
     });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
     admin = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -86,6 +100,7 @@ describe('Manage Hub → Ad accounts in Chromium', { skip: chromiumMissing }, ()
     await browser?.close();
     await web?.close();
     await sandbox?.close();
+    await google?.close();
     if (!UPDATE) await rm(SHOTS, { recursive: true, force: true });
   });
 
