@@ -23,6 +23,7 @@ import { DomainError } from '../../src/platform/errors.ts';
 import type { PlatformSpendRow } from '../../src/integrations/ad-platform.ts';
 import { readKey, startApp, TEST_SECRETS_KEY, type TestApp } from '../support/app.ts';
 import { createTestDb } from '../support/db.ts';
+import { utcDayOf } from '../support/spend-truth.ts';
 import { account, hub, workspace } from '../support/world.ts';
 import { FakePlatform, failure, hourlyRows, throttled } from './ad-sync-fake.ts';
 
@@ -198,6 +199,30 @@ test('a restatement inside the lookback overwrites; a re-run of the same answer 
   assert.equal(await reportVersion('h_bf'), version, 'nothing changed: the report version stays');
 });
 
+test("east of UTC, the lookback re-reads the UTC day before its first local day: a restatement of that day's first hours lands", async () => {
+  // Sydney (UTC+11 in November): local 23 October 00:00–10:59 falls on UTC 22 October.
+  await newHub('h_syd');
+  const rows = hourlyRows('2026-08-01', '2026-11-21', adSets('h_syd')).filter((r) => r.date < '2026-11-21' || r.hour! < 5);
+  fake.add({ externalId: 'act_700', timeZone: 'Australia/Sydney', rows });
+  const id = await connect('h_syd', 'act_700');
+  assert.equal((await syncNow(deps, 'h_syd', id)).status, 'done');
+  const [view] = await listAdAccounts(deps, 'h_syd');
+  assert.equal(view!.completeThrough, '2026-11-20');
+  const firstLocalDay = '2026-10-23'; // complete_through − 28 days
+  for (const r of rows) if (r.date === firstLocalDay) r.spendMicros *= 3n;
+  fake.reads.length = 0;
+  assert.equal((await syncNow(deps, 'h_syd', id)).status, 'done');
+  assert.equal(fake.reads[0]!.range.since, '2026-10-21', 'the chunk from UTC 22 October reads local days from the 21st');
+  const near = rows.filter((r) => r.date >= '2026-10-21' && r.date <= '2026-10-23');
+  const restated = expected(
+    near,
+    (r) => utcDayOf('Australia/Sydney', r.date, r.hour!),
+    (d) => d === '2026-10-22',
+    tokenWorkspace,
+  );
+  const after = await stored(id);
+  for (const ws of ['h_syd_a', 'h_syd_b']) assert.equal(after.get(`2026-10-22|${ws}`), restated.get(`2026-10-22|${ws}`), ws);
+});
 test('Los Angeles DST: the 23-hour day (8 March) and the 25-hour day (1 November) land on the right UTC days', async () => {
   const [wsA] = await newHub('h_dst', ['a']);
   const at = (date: string, hour: number, dollars: number): PlatformSpendRow => ({

@@ -200,10 +200,13 @@ async function readAndStore(
   const lookback = SPEND_LOOKBACK_DAYS[account.platform];
   const since =
     account.complete_through === null ? addDays(localToday, -SPEND_BACKFILL_DAYS) : addDays(account.complete_through, -lookback);
-  // UTC days from the window's first local day to the last UTC day an hour of local today can fall on.
+  // UTC days from the one the window's first local hour falls on (the day before `since` east of
+  // UTC, so a restatement of that local day's first hours is read too) to the last UTC day an hour
+  // of local today can fall on.
+  const firstUtcDay = mapper.utcDay(since, 0);
   const lastUtcDay = maxDate(startedAt.toISOString().slice(0, 10), localToday);
   let completeThrough = account.complete_through;
-  for (let a = since; a <= lastUtcDay; a = addDays(a, CHUNK_DAYS)) {
+  for (let a = firstUtcDay; a <= lastUtcDay; a = addDays(a, CHUNK_DAYS)) {
     const b = minDate(addDays(a, CHUNK_DAYS - 1), lastUtcDay);
     // Every hour of UTC days [a, b] lies in account-local days [a − 1, b + 1]; none after local today exists yet.
     const range = { since: addDays(a, -1), until: minDate(addDays(b, 1), localToday) };
