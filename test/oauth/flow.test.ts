@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { buildApp } from '../../src/app.ts';
@@ -392,6 +393,50 @@ describe('sign-in page', () => {
       429,
       'even the right password waits out the limit',
     );
+  });
+});
+
+describe('form_post response mode', () => {
+  test("the page that carries the code has our pages' security headers; its one script runs by its hash alone", async () => {
+    const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
+    const result = await authorize(live, client, { ...HUB_ADMIN, redirectUri: REDIRECT, responseMode: 'form_post' });
+    const html = result.pages.at(-1)!;
+    const code = /name="code" value="([^"]+)"/.exec(html)?.[1];
+    assert.ok(code, `the form_post page carries the code: ${html.slice(0, 300)}`);
+    const headers = result.response.headers;
+    const policy = Object.fromEntries(
+      (headers.get('content-security-policy') ?? '').split(';').map((d) => {
+        const [name, ...values] = d.trim().split(/\s+/);
+        return [name, values.join(' ')];
+      }),
+    );
+    const script = /<script>([\s\S]*?)<\/script>/.exec(html)![1]!;
+    assert.deepEqual(policy, {
+      'default-src': "'none'",
+      'script-src': `'sha256-${createHash('sha256').update(script).digest('base64')}'`,
+      'form-action': 'http:',
+      'frame-ancestors': "'none'",
+      'base-uri': "'none'",
+    });
+    assert.equal(headers.get('x-frame-options'), 'DENY');
+    assert.equal(headers.get('x-content-type-options'), 'nosniff');
+    assert.equal(headers.get('referrer-policy'), 'no-referrer');
+    assert.equal(headers.get('cache-control'), 'no-store');
+    // The code still works, and oidc-provider's JSON answers carry no page policy.
+    const token = await fetch(live.as.token_endpoint!, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: REDIRECT,
+        client_id: client.client.client_id,
+        code_verifier: result.codeVerifier,
+      }),
+    });
+    assert.equal(token.status, 200, await token.clone().text());
+    assert.equal(token.headers.get('content-security-policy'), null);
+    assert.equal((await api(live, '/whoami', ((await token.json()) as { access_token: string }).access_token)).status, 200);
   });
 });
 

@@ -33,7 +33,7 @@ import {
   metadataDocumentFetch,
   type ClientMetadataTrust,
 } from './client-metadata-document.ts';
-import { errorPage, pageHeaders } from './pages.ts';
+import { errorPage, pageHeaders, PROVIDER_PAGE_POLICY, providerPageHeaders } from './pages.ts';
 import type { RevocationFeed } from '../../db/revocation-feed.ts';
 import type { AuthorizationServerSecrets } from './server-secrets.ts';
 
@@ -287,6 +287,20 @@ export function createAuthorizationServer(
       } else {
         ctx.body = { error: 'temporarily_unavailable', error_description: description };
       }
+    }
+  });
+
+  // The one HTML oidc-provider renders itself, form_post's page (it carries the authorization
+  // code), gets our pages' security headers; see PROVIDER_PAGE_POLICY. Other answers keep none of it.
+  provider.use(async (ctx, next) => {
+    ctx.set('content-security-policy', PROVIDER_PAGE_POLICY);
+    await next();
+    const policy = ctx.response.get('content-security-policy');
+    if (!policy.includes("form-action 'none'")) return; // replaced: a page of ours (pageHeaders)
+    if (!ctx.response.is('html')) ctx.remove('content-security-policy');
+    else {
+      const redirectUri = ctx.oidc?.params?.redirect_uri;
+      ctx.set(providerPageHeaders(policy, typeof redirectUri === 'string' ? redirectUri : undefined));
     }
   });
 
