@@ -173,6 +173,18 @@ const promises: { what: string; page: Page; covers: PolicyName[]; sentence: stri
     sentence: `rotate on every use and live ${policy.REFRESH_TOKEN_TTL_S / 86_400} days`,
   },
   {
+    what: 'refresh token reuse leeway',
+    page: 'docs/main-api.md',
+    covers: ['REFRESH_TOKEN_REUSE_LEEWAY_S'],
+    sentence: `a refresh token used again by its own client within ${policy.REFRESH_TOKEN_REUSE_LEEWAY_S} s of its rotation`,
+  },
+  {
+    what: 'refresh token reuse leeway (the Refresh section)',
+    page: 'docs/main-api.md',
+    covers: ['REFRESH_TOKEN_REUSE_LEEWAY_S'],
+    sentence: `except from the same client within ${policy.REFRESH_TOKEN_REUSE_LEEWAY_S} s of its rotation`,
+  },
+  {
     what: 'client authentication limit',
     page: 'docs/main-api.md',
     covers: ['CLIENT_AUTH_FAILURE_LIMIT'],

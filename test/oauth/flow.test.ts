@@ -6,6 +6,7 @@ import { buildApp } from '../../src/app.ts';
 import { createClient } from '../../src/domain/oauth/clients.service.ts';
 import { createUser } from '../../src/domain/tenancy/tenancy.service.ts';
 import { deleteExpiredArtifacts } from '../../src/surfaces/oauth/adapter.ts';
+import { REFRESH_TOKEN_REUSE_LEEWAY_S } from '../../src/policy.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import * as fx from '../support/world.ts';
 import {
@@ -138,11 +139,14 @@ describe('public client (PKCE, no secret)', () => {
     );
   });
 
-  test('reusing a rotated refresh token revokes the whole grant, the newer tokens with it', async () => {
+  test('reusing a rotated refresh token after the reuse leeway revokes the whole grant, the newer tokens with it', async () => {
     const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
     const first = await signInAndGetTokens(client);
     const second = await refresh(live, client, first.refresh_token!);
     assert.equal((await api(live, '/whoami', second.access_token)).status, 200, 'the newer token works (and its verdict is now cached)');
+    // As if it had rotated longer ago than the leeway (which runs on the database's clock).
+    await sql`UPDATE oauth_artifacts SET consumed_at = now() - make_interval(secs => ${REFRESH_TOKEN_REUSE_LEEWAY_S + 1})
+               WHERE model = 'RefreshToken' AND consumed_at IS NOT NULL`.execute(live.db.kysely);
     await assert.rejects(
       refresh(live, client, first.refresh_token!),
       (error: Error & { error?: string }) => error.error === 'invalid_grant',
