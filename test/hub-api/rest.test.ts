@@ -357,7 +357,7 @@ describe('authentication and access', () => {
       headers: { authorization: `Bearer ${key}` },
     });
     assert.equal(post.statusCode, 405);
-    assert.equal(post.headers.allow, 'GET');
+    assert.equal(post.headers.allow, 'GET, HEAD');
     const missing = await t.hubGet('/nope', key);
     assert.equal(missing.status, 404);
     assert.equal(missing.body.error, 'not_found');

@@ -205,8 +205,8 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
       method: ['POST', 'PUT', 'PATCH', 'DELETE'],
       url: path,
       handler: async (_request, reply) => {
-        reply.header('allow', 'GET');
-        throw new ApiError(405, 'method_not_allowed', 'The Hub API is read-only: use GET.');
+        reply.header('allow', 'GET, HEAD'); // Fastify answers HEAD wherever GET is
+        throw new ApiError(405, 'method_not_allowed', 'The Hub API is read-only: use GET (or HEAD).');
       },
     });
   }
