@@ -131,6 +131,12 @@ const promises: { what: string; page: Page; covers: PolicyName[]; sentence: stri
     sentence: `Failed authentication** is limited to ${policy.FAILED_AUTH_LIMIT.limit} per client address per rolling ${s(policy.FAILED_AUTH_LIMIT.windowMs)} s`,
   },
   {
+    what: 'failed-auth limit on the main API',
+    page: 'docs/main-api.md',
+    covers: ['FAILED_AUTH_LIMIT'],
+    sentence: `${policy.FAILED_AUTH_LIMIT.limit} per client address per rolling ${s(policy.FAILED_AUTH_LIMIT.windowMs)} s, then 429`,
+  },
+  {
     what: 'usage flush',
     page: 'docs/hub-api.md',
     covers: ['USAGE_FLUSH_MS'],

@@ -6,7 +6,7 @@ import { buildApp } from '../../src/app.ts';
 import { createClient } from '../../src/domain/oauth/clients.service.ts';
 import { createUser } from '../../src/domain/tenancy/tenancy.service.ts';
 import { deleteExpiredArtifacts } from '../../src/surfaces/oauth/adapter.ts';
-import { REFRESH_TOKEN_REUSE_LEEWAY_S } from '../../src/policy.ts';
+import { FAILED_AUTH_LIMIT, REFRESH_TOKEN_REUSE_LEEWAY_S } from '../../src/policy.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import * as fx from '../support/world.ts';
 import {
@@ -455,6 +455,31 @@ describe('main API rate limits and errors', () => {
     assert.ok(Number(limited.headers.get('retry-after')) >= 1);
     live.clock.advance(61_000);
     assert.equal((await api(live, '/whoami', tokens.access_token)).status, 200);
+  });
+
+  test("a 401 carries the RateLimit headers of its address's failed-authentication window; a wrong token counts, a missing one does not; the 31st is 429, a valid token still works", async () => {
+    const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
+    const tokens = await signInAndGetTokens(client);
+    const policy = `"failed-auth";q=${FAILED_AUTH_LIMIT.limit};w=${FAILED_AUTH_LIMIT.windowMs / 1000}`;
+    const remaining = (response: { headers: Headers }) => Number(/r=(\d+)/.exec(response.headers.get('ratelimit') ?? '')?.[1]);
+    const missing = await api(live, '/whoami', undefined);
+    assert.equal(missing.status, 401);
+    assert.equal(missing.headers.get('ratelimit-policy'), policy);
+    assert.equal(remaining(missing), FAILED_AUTH_LIMIT.limit, 'a missing token is shown the window, not counted');
+    for (let i = 1; i <= FAILED_AUTH_LIMIT.limit; i++) {
+      const wrong = await api(live, '/whoami', `not-a-token-${i}`);
+      assert.equal(wrong.status, 401, `attempt ${i}`);
+      assert.equal(wrong.headers.get('ratelimit-policy'), policy);
+      assert.equal(remaining(wrong), FAILED_AUTH_LIMIT.limit - i, `attempt ${i}`);
+      assert.match(wrong.headers.get('www-authenticate') ?? '', /^Bearer .*error="invalid_token"/);
+    }
+    const limited = await api(live, '/whoami', 'not-a-token-again');
+    assert.equal(limited.status, 429);
+    assert.equal(limited.body.error, 'rate_limited');
+    assert.ok(Number(limited.headers.get('retry-after')) >= 1);
+    assert.equal((await api(live, '/whoami', tokens.access_token)).status, 200, 'a valid token is not held back by the guesses');
+    live.clock.advance(61_000);
+    assert.equal((await api(live, '/whoami', 'not-a-token-later')).status, 401);
   });
 
   test('bad parameters get 400 naming the field; the OpenAPI document lists the operations', async () => {
