@@ -133,6 +133,12 @@ export const ACCESS_TOKEN_TTL_S = HOUR / SECOND;
 export const AUTHORIZATION_CODE_TTL_S = MINUTE / SECOND;
 /** Refresh tokens rotate on every use; the grant they belong to lives as long. */
 export const REFRESH_TOKEN_TTL_S = (30 * DAY) / SECOND;
+/**
+ * For this long after a refresh token rotated, the same client presenting it again gets the same
+ * new pair (parallel workers refreshing at once); later, or from another client, it is a theft and
+ * the grant is revoked.
+ */
+export const REFRESH_TOKEN_REUSE_LEEWAY_S = 10;
 /** The browser session at the authorization server (sign in once, consent per client). */
 export const OAUTH_SESSION_TTL_S = (14 * DAY) / SECOND;
 /** How long a sign-in + consent interaction may take. */

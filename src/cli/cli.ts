@@ -446,15 +446,19 @@ const COMMANDS: Command[] = [
   {
     name: 'keys revoke',
     args: 'KEY_ID',
-    summary: 'revoke a key (takes effect on the next request, on every instance)',
+    summary:
+      'revoke a key (takes effect on the next request, on every instance), and the old secrets it replaced by a roll that still work; revoking a rolled key ends only its old secret',
     json: '`{"id","revokedAt"}` (revoking again keeps the first time)',
     options: {},
     positionals: ['KEY_ID'],
     prepare:
       async (_values, [keyId]) =>
       async ({ db }) => {
-        const revoked = await revokeKey(db, keyId!);
-        return { json: revoked, human: `Key ${revoked.id} revoked at ${revoked.revokedAt}.` };
+        const { predecessors, ...revoked } = await revokeKey(db, keyId!);
+        const ended = predecessors.length
+          ? ` The old secret${predecessors.length > 1 ? 's' : ''} it replaced (${predecessors.join(', ')}), still in the grace period, ended with it.`
+          : '';
+        return { json: revoked, human: `Key ${revoked.id} revoked at ${revoked.revokedAt}.${ended}` };
       },
   },
   {

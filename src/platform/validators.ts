@@ -10,8 +10,13 @@ export interface Validator {
   readonly lastModified?: Date;
 }
 
-/** What a conditional request asks: If-None-Match's tags (or `*`), else If-Modified-Since. */
+/**
+ * What a conditional request asks (RFC 9110 §13.1): If-Match's tags (or `*`), else
+ * If-Unmodified-Since; If-None-Match's tags (or `*`), else If-Modified-Since.
+ */
 export interface Conditions {
+  readonly match?: readonly string[] | '*';
+  readonly unmodifiedSince?: Date;
   readonly noneMatch?: readonly string[] | '*';
   readonly modifiedSince?: Date;
 }
@@ -39,8 +44,10 @@ export function entityTagOfBody(parts: readonly (string | Buffer)[]): string {
 }
 
 /**
- * The suffix a compressed representation's tag carries (`"abc-br"`): a strong tag names exact
- * bytes, so each content coding has its own (RFC 9110 §8.8.3.3). Comparison ignores it.
+ * The suffix of a representation's tag for the content coding its request negotiated (`"abc-br"`):
+ * a strong tag names exact bytes, so each coding has its own (RFC 9110 §8.8.3.3), and a request is
+ * answered with the tag of the representation its Accept-Encoding selects (even a body too small
+ * to be worth compressing), so a 304 can say the tag its 200 would carry before that is built.
  */
 export const CODING_SUFFIXES = ['br', 'gzip', 'zstd'] as const;
 export type ContentCoding = (typeof CODING_SUFFIXES)[number];
@@ -48,6 +55,11 @@ export type ContentCoding = (typeof CODING_SUFFIXES)[number];
 /** A tag with the coding's suffix: `"abc"` + br → `"abc-br"`. */
 export function tagForCoding(etag: string, coding: ContentCoding): string {
   return `${etag.slice(0, -1)}-${coding}"`;
+}
+
+/** The tag of the representation a request selects: the validator's, suffixed for its negotiated coding (none: identity). */
+export function representationTag(validator: Validator, coding: ContentCoding | undefined): string {
+  return coding ? tagForCoding(validator.etag, coding) : validator.etag;
 }
 
 // entity-tag = [ "W/" ] DQUOTE *etagc DQUOTE, etagc = %x21 / %x23-7E / obs-text (RFC 9110 §8.8.3).
@@ -60,18 +72,22 @@ const IMF_FIXDATE =
  * The conditions of a GET, or undefined when it has none. A malformed header is ignored, as if it
  * were absent (never a 400): a list with any element that is not an entity tag, a date not in
  * IMF-fixdate form, not a real day, or later than `now`. If-Modified-Since counts only without
- * If-None-Match, even a malformed one (RFC 9110 §13.1.3).
+ * If-None-Match, even a malformed one, and If-Unmodified-Since only without If-Match (RFC 9110
+ * §13.1.3, §13.1.4).
  */
 export function conditionsOf(headers: Record<string, string | string[] | undefined>, now: Date): Conditions | undefined {
-  if (headers['if-none-match'] !== undefined) {
-    const noneMatch = parseNoneMatch(headers['if-none-match']);
-    return noneMatch === undefined ? undefined : { noneMatch };
-  }
-  const modifiedSince = parseHttpDate(headers['if-modified-since'], now);
-  return modifiedSince === undefined ? undefined : { modifiedSince };
+  const match = parseTagList(headers['if-match']);
+  const unmodifiedSince = headers['if-match'] === undefined ? parseHttpDate(headers['if-unmodified-since'], now) : undefined;
+  const noneMatch = parseTagList(headers['if-none-match']);
+  const modifiedSince = headers['if-none-match'] === undefined ? parseHttpDate(headers['if-modified-since'], now) : undefined;
+  const conditions = Object.fromEntries(
+    Object.entries({ match, unmodifiedSince, noneMatch, modifiedSince }).filter(([, value]) => value !== undefined),
+  ) as Conditions;
+  return Object.keys(conditions).length > 0 ? conditions : undefined;
 }
 
-function parseNoneMatch(header: string | string[] | undefined): readonly string[] | '*' | undefined {
+/** If-Match's or If-None-Match's list: `*`, or entity tags; undefined when absent or malformed. */
+function parseTagList(header: string | string[] | undefined): readonly string[] | '*' | undefined {
   const text = Array.isArray(header) ? header.join(',') : header;
   if (text === undefined) return undefined;
   const trimmed = text.trim();
@@ -92,31 +108,33 @@ function parseHttpDate(header: string | string[] | undefined, now: Date): Date |
   return date;
 }
 
-/** The tags that name `etag`'s representation: itself, and each content coding of it. */
-function namesOf(etag: string): string[] {
-  return [etag, ...CODING_SUFFIXES.map((coding) => tagForCoding(etag, coding))];
-}
+/** What a GET's conditions decide, in RFC 9110 §13.2.2's order. */
+export type Verdict = 'full' | 'not-modified' | 'precondition-failed';
 
 /**
- * The tag the client holds that matches `validator`, when the request is answered 304: the
- * If-None-Match tag that names the same representation (weak comparison: `W/` and the coding's
- * suffix aside; RFC 9110 §13.1.2), `*`, or — without If-None-Match — a Last-Modified no later than
- * If-Modified-Since (to the second). Undefined when the full response is due.
+ * Evaluates a GET's conditions against the representation its request selects (`tag`, see
+ * representationTag): If-Match by strong comparison (a weak tag never matches), else
+ * If-Unmodified-Since against Last-Modified — either false is 412; then If-None-Match by weak
+ * comparison (`W/` aside, the tag exactly: another coding's tag names another representation),
+ * else If-Modified-Since to the second — either false is 304 (RFC 9110 §13.1, §13.2.2).
  */
-export function matchingTag(conditions: Conditions, validator: Validator): string | undefined {
-  if (conditions.noneMatch === '*') return validator.etag;
+export function evaluateConditions(conditions: Conditions, validator: Validator, tag: string): Verdict {
+  const lastModifiedSecond = validator.lastModified && Math.floor(validator.lastModified.getTime() / 1000) * 1000;
+  if (conditions.match) {
+    if (conditions.match !== '*' && !conditions.match.includes(tag)) return 'precondition-failed';
+  } else if (conditions.unmodifiedSince && lastModifiedSecond !== undefined && lastModifiedSecond > conditions.unmodifiedSince.getTime()) {
+    return 'precondition-failed';
+  }
   if (conditions.noneMatch) {
-    const names = namesOf(validator.etag);
-    return conditions.noneMatch.map((tag) => (tag.startsWith('W/') ? tag.slice(2) : tag)).find((tag) => names.includes(tag));
+    const held = conditions.noneMatch === '*' || conditions.noneMatch.some((t) => (t.startsWith('W/') ? t.slice(2) : t) === tag);
+    return held ? 'not-modified' : 'full';
   }
-  if (conditions.modifiedSince && validator.lastModified) {
-    const lastModifiedSecond = Math.floor(validator.lastModified.getTime() / 1000) * 1000;
-    if (lastModifiedSecond <= conditions.modifiedSince.getTime()) return validator.etag;
-  }
-  return undefined;
+  if (conditions.modifiedSince && lastModifiedSecond !== undefined && lastModifiedSecond <= conditions.modifiedSince.getTime())
+    return 'not-modified';
+  return 'full';
 }
 
-/** The response headers that carry a validator (on the 200 and on its 304). */
-export function validatorHeaders(validator: Validator, etag = validator.etag): Record<string, string> {
+/** The response headers that carry a validator (on the 200 and on its 304), with the tag of the representation sent. */
+export function validatorHeaders(validator: Validator, etag: string): Record<string, string> {
   return validator.lastModified ? { etag, 'last-modified': validator.lastModified.toUTCString() } : { etag };
 }

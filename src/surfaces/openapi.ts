@@ -66,7 +66,7 @@ function conditionalParameters(sendsLastModified: boolean): OpenApiParameter[] {
       in: 'header',
       required: false,
       description:
-        'The ETag of a response you hold (or several, comma-separated): 304 Not Modified, without a body, while it still names the current answer; `W/` and a `-br`/`-gzip`/`-zstd` suffix are ignored in the comparison. A malformed value is ignored (full response).',
+        'The ETag of a response you hold (or several, comma-separated): 304 Not Modified, without a body, while it still names the current answer for the same Accept-Encoding (weak comparison: `W/` is ignored; a tag with another coding’s `-br`/`-gzip`/`-zstd` suffix names another representation). A malformed value is ignored (full response).',
       schema: STRING,
       example: '"Tq3aUhbm6BZcxF1nLnE5kQ"',
     },
@@ -80,12 +80,31 @@ function conditionalParameters(sendsLastModified: boolean): OpenApiParameter[] {
       schema: STRING,
       example: 'Tue, 24 Nov 2026 17:11:24 GMT',
     },
+    {
+      name: 'If-Match',
+      in: 'header',
+      required: false,
+      description:
+        'ETags (or `*`): the answer only if it is still one of them (strong comparison, for the same Accept-Encoding; a `W/` tag never matches), else 412 precondition_failed. Decided before If-None-Match. A malformed value is ignored.',
+      schema: STRING,
+      example: '"Tq3aUhbm6BZcxF1nLnE5kQ"',
+    },
+    {
+      name: 'If-Unmodified-Since',
+      in: 'header',
+      required: false,
+      description: sendsLastModified
+        ? 'An HTTP date: 412 precondition_failed if Last-Modified is later. Ignored with If-Match, when in the future, or malformed.'
+        : 'Accepted, but this read sends no Last-Modified, so it never fails: use If-Match. A malformed value is ignored.',
+      schema: STRING,
+      example: 'Tue, 24 Nov 2026 17:11:24 GMT',
+    },
   ];
 }
 
 const ETAG = {
   description:
-    'Strong entity tag of this answer; a compressed body’s carries a `-br`, `-gzip` or `-zstd` suffix. Send it back in If-None-Match.',
+    'Strong entity tag of the representation your Accept-Encoding selects: with a `-br`, `-gzip` or `-zstd` suffix when it asks for that coding. Send it back in If-None-Match (or If-Match), with the same Accept-Encoding.',
   schema: STRING,
 };
 const LAST_MODIFIED = {
@@ -94,7 +113,7 @@ const LAST_MODIFIED = {
 };
 const CACHE_CONTROL = {
   description:
-    '`private, no-cache`: only your own HTTP cache may keep the answer, and it must revalidate (If-None-Match) before each reuse.',
+    '`private, no-cache, must-revalidate`: only your own HTTP cache may keep the answer (must-revalidate lets it, for a request with Authorization), and it must revalidate (If-None-Match) before each reuse.',
   schema: STRING,
 };
 const VARY = {
@@ -120,6 +139,16 @@ function notModifiedResponse(op: OperationInfo, sendsLastModified: boolean, succ
       Vary: VARY,
       ...successHeaders,
     },
+  };
+}
+
+/** The 412 of a read whose If-Match (or If-Unmodified-Since) the current answer does not meet. */
+function preconditionFailedResponse(options: OpenApiOptions) {
+  return {
+    description:
+      'precondition_failed: If-Match names no ETag of the current answer, or Last-Modified is later than If-Unmodified-Since. Counted against the rate limits like a full answer.',
+    ...(options.successHeaders ? { headers: options.successHeaders } : {}),
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
   };
 }
 
@@ -199,6 +228,7 @@ export function buildOpenApi(operations: readonly OperationInfo[], options: Open
         },
         ...(read ? { '304': notModifiedResponse(op, sendsLastModified, options.successHeaders) } : {}),
         ...errorResponses,
+        ...(read ? { '412': preconditionFailedResponse(options) } : {}),
       },
       ...(op.extraLimit
         ? { 'x-rate-limit': { policy: op.extraLimit.policy, requests: op.extraLimit.limit, windowSeconds: op.extraLimit.windowMs / 1000 } }

@@ -3,9 +3,18 @@ import { IDEMPOTENCY_KEY } from '../domain/idempotency/idempotency.ts';
 import { JsonText } from '../platform/json-text.ts';
 import { JSON_MAX_DEPTH } from '../policy.ts';
 import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText } from '../platform/text.ts';
-import { conditionsOf, entityTagOfBody, matchingTag, validatorHeaders, type Validator } from '../platform/validators.ts';
+import {
+  conditionsOf,
+  entityTagOfBody,
+  evaluateConditions,
+  representationTag,
+  validatorHeaders,
+  type ContentCoding,
+  type Validator,
+} from '../platform/validators.ts';
 import { fromQueryText, Replayed, Validated, verbOf, type Operation, type PreparedCall } from './operation.ts';
-import { invalidRequest } from './shared/errors.ts';
+import { negotiateCoding } from './shared/compression.ts';
+import { ApiError, invalidRequest } from './shared/errors.ts';
 import type { InputValidator } from './shared/inputs.ts';
 
 /** The response header that marks a replayed result (draft-ietf-httpapi-idempotency-key-header). */
@@ -47,11 +56,22 @@ export interface RestSurface<Ctx> {
  * The caching headers of a read that carries a validator: the caller's own HTTP cache may keep
  * it if it revalidates every time (which is what makes a client library's cache send
  * If-None-Match for it); no shared cache may, and a cache keeps one copy per credential.
+ * `must-revalidate` is what lets a cache store an answer to a request with Authorization at all
+ * (RFC 9111 §3.5), a rule undici's cache interceptor applies to private caches too
+ * (undici lib/handler/cache-handler.js, canCacheResponse).
  */
-const REVALIDATE = { 'cache-control': 'private, no-cache', vary: 'Authorization' };
+const REVALIDATE = { 'cache-control': 'private, no-cache, must-revalidate', vary: 'Authorization' };
 
 /** What an operation's route answers, and the context it ran in. */
-type Answer<Ctx> = { kind: 'result'; ctx: Ctx; value: unknown } | { kind: 'not-modified'; ctx: Ctx; validator: Validator; held: string };
+type Answer<Ctx> = { kind: 'result'; ctx: Ctx; value: unknown } | { kind: 'not-modified'; ctx: Ctx; validator: Validator };
+
+/** 412: an If-Match (or If-Unmodified-Since) that the current answer does not meet (RFC 9110 §13.1.1). */
+const preconditionFailed = () =>
+  new ApiError(
+    412,
+    'precondition_failed',
+    'If-Match names no ETag of the current answer (or it changed after If-Unmodified-Since): fetch it again without the condition.',
+  );
 
 /**
  * Mounts operations as REST routes (those that have one). The input is path parameters, query string and JSON body
@@ -72,6 +92,8 @@ export function mountRest<Ctx>(app: FastifyInstance, operations: readonly Operat
       handler: async (request, reply) => {
         const conditions = op.effect === 'read' ? conditionsOf(request.headers, surface.now?.() ?? new Date()) : undefined;
         const early = conditions !== undefined && op.conditional === true;
+        // The coding the compression step will answer in, which names the representation (its tag).
+        const coding = negotiateCoding(request.headers['accept-encoding']);
         const answer = async (ctx: Ctx): Promise<Answer<Ctx>> => {
           const input = {
             ...(request.body && typeof request.body === 'object' ? request.body : {}),
@@ -88,9 +110,10 @@ export function mountRest<Ctx>(app: FastifyInstance, operations: readonly Operat
           }
           if (early) {
             const validator = await call.validator?.(ctx);
-            const held = validator && matchingTag(conditions, validator);
-            if (held) return { kind: 'not-modified', ctx, validator: validator!, held };
+            const verdict = validator ? evaluateConditions(conditions, validator, representationTag(validator, coding)) : 'full';
+            if (verdict === 'not-modified') return { kind: 'not-modified', ctx, validator: validator! };
             await surface.charge?.(ctx, reply, op);
+            if (verdict === 'precondition-failed') throw preconditionFailed();
           }
           return { kind: 'result', ctx, value: await call(ctx) };
         };
@@ -99,7 +122,7 @@ export function mountRest<Ctx>(app: FastifyInstance, operations: readonly Operat
         const { ctx } = outcome;
         if (outcome.kind === 'not-modified') {
           await surface.notModified?.(ctx, reply, op, false);
-          return notModified(reply, outcome.validator, outcome.held);
+          return notModified(reply, outcome.validator, coding);
         }
         let result = outcome.value;
         if (result instanceof Replayed) {
@@ -117,12 +140,14 @@ export function mountRest<Ctx>(app: FastifyInstance, operations: readonly Operat
         }
         const body = result instanceof JsonText ? result : new JsonText(JSON.stringify(result));
         validator ??= { etag: entityTagOfBody(body.parts) };
-        const held = conditions && matchingTag(conditions, validator);
-        if (held) {
+        const tag = representationTag(validator, coding);
+        const verdict = conditions ? evaluateConditions(conditions, validator, tag) : 'full';
+        if (verdict === 'precondition-failed') throw preconditionFailed();
+        if (verdict === 'not-modified') {
           await surface.notModified?.(ctx, reply, op, true);
-          return notModified(reply, validator, held);
+          return notModified(reply, validator, coding);
         }
-        reply.headers({ ...validatorHeaders(validator), ...REVALIDATE });
+        reply.headers({ ...validatorHeaders(validator, tag), ...REVALIDATE });
         return sendJsonText(reply, body);
       },
     });
@@ -140,14 +165,11 @@ export function serveDocument(app: FastifyInstance, url: string, document: unkno
   const caching = { 'cache-control': 'public, no-cache' };
   app.get(url, async (request, reply) => {
     const conditions = conditionsOf(request.headers, new Date());
-    const held = conditions && matchingTag(conditions, validator);
-    if (held)
-      return reply
-        .code(304)
-        .headers({ ...validatorHeaders(validator, held), ...caching })
-        .send();
-    reply.headers({ ...validatorHeaders(validator), ...caching });
-    return sendJsonText(reply, body);
+    const tag = representationTag(validator, negotiateCoding(request.headers['accept-encoding']));
+    const verdict = conditions ? evaluateConditions(conditions, validator, tag) : 'full';
+    if (verdict === 'precondition-failed') throw preconditionFailed();
+    reply.headers({ ...validatorHeaders(validator, tag), ...caching });
+    return verdict === 'not-modified' ? reply.code(304).send() : sendJsonText(reply, body);
   });
 }
 
@@ -156,11 +178,11 @@ function sendJsonText(reply: FastifyReply, text: JsonText): FastifyReply {
   return reply.type('application/json').header('content-length', length).send(body);
 }
 
-/** 304: no body; the validators the 200 would carry (the tag as the client holds it: its coding's suffix too). */
-function notModified(reply: FastifyReply, validator: Validator, held: string): FastifyReply {
+/** 304: no body; the validators the 200 would carry: the tag of the representation the request selects (RFC 9110 §15.4.5). */
+function notModified(reply: FastifyReply, validator: Validator, coding: ContentCoding | undefined): FastifyReply {
   return reply
     .code(304)
-    .headers({ ...validatorHeaders(validator, held), ...REVALIDATE })
+    .headers({ ...validatorHeaders(validator, representationTag(validator, coding)), ...REVALIDATE })
     .send();
 }
 

@@ -131,6 +131,12 @@ const promises: { what: string; page: Page; covers: PolicyName[]; sentence: stri
     sentence: `Failed authentication** is limited to ${policy.FAILED_AUTH_LIMIT.limit} per client address per rolling ${s(policy.FAILED_AUTH_LIMIT.windowMs)} s`,
   },
   {
+    what: 'failed-auth limit on the main API',
+    page: 'docs/main-api.md',
+    covers: ['FAILED_AUTH_LIMIT'],
+    sentence: `${policy.FAILED_AUTH_LIMIT.limit} per client address per rolling ${s(policy.FAILED_AUTH_LIMIT.windowMs)} s, then 429`,
+  },
+  {
     what: 'usage flush',
     page: 'docs/hub-api.md',
     covers: ['USAGE_FLUSH_MS'],
@@ -171,6 +177,18 @@ const promises: { what: string; page: Page; covers: PolicyName[]; sentence: stri
     page: 'docs/main-api.md',
     covers: ['REFRESH_TOKEN_TTL_S'],
     sentence: `rotate on every use and live ${policy.REFRESH_TOKEN_TTL_S / 86_400} days`,
+  },
+  {
+    what: 'refresh token reuse leeway',
+    page: 'docs/main-api.md',
+    covers: ['REFRESH_TOKEN_REUSE_LEEWAY_S'],
+    sentence: `a refresh token used again by its own client within ${policy.REFRESH_TOKEN_REUSE_LEEWAY_S} s of its rotation`,
+  },
+  {
+    what: 'refresh token reuse leeway (the Refresh section)',
+    page: 'docs/main-api.md',
+    covers: ['REFRESH_TOKEN_REUSE_LEEWAY_S'],
+    sentence: `except from the same client within ${policy.REFRESH_TOKEN_REUSE_LEEWAY_S} s of its rotation`,
   },
   {
     what: 'client authentication limit',

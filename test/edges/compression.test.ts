@@ -210,7 +210,7 @@ test('no compression for a small error body, a HEAD or a 304', async () => {
   assert.equal(notModified.body.length, 0);
 });
 
-test('a compressed 200 tags its coding; that tag and the identity tag both revalidate to 304', async () => {
+test("a compressed 200 tags its coding; a 304 carries the tag its 200 would, and another coding's tag (identity's too) gets the full answer", async () => {
   const identity = await hub('/playbook-opt-ins?limit=500');
   const identityTag = String(identity.headers.etag);
   assert.match(identityTag, /^"[^"]+"$/);
@@ -218,12 +218,27 @@ test('a compressed 200 tags its coding; that tag and the identity tag both reval
     const compressed = await hub('/playbook-opt-ins?limit=500', { 'accept-encoding': coding });
     const codedTag = String(compressed.headers.etag);
     assert.equal(codedTag, `${identityTag.slice(0, -1)}-${coding}"`);
-    const again = await hub('/playbook-opt-ins?limit=500', { 'accept-encoding': coding, 'if-none-match': codedTag });
+    const again = await hub('/playbook-opt-ins?limit=500', { 'accept-encoding': coding, 'if-none-match': `W/${codedTag}` });
     assert.equal(again.status, 304, coding);
-    assert.equal(again.headers.etag, codedTag, `${coding}: the 304 echoes the tag the client holds`);
+    assert.equal(again.headers.etag, codedTag, `${coding}: the 304 carries the tag its 200 would, not the client's W/ form`);
+    // A strong tag names exact bytes: the identity body's is not the compressed body's, nor the reverse (RFC 9110 §8.8.3.3).
     const fromIdentity = await hub('/playbook-opt-ins?limit=500', { 'accept-encoding': coding, 'if-none-match': identityTag });
-    assert.equal(fromIdentity.status, 304, `${coding}: the identity tag names the same representation`);
+    assert.equal(fromIdentity.status, 200, `${coding}: the identity tag does not name the ${coding} body`);
+    assert.equal(fromIdentity.headers.etag, codedTag);
+    const toIdentity = await hub('/playbook-opt-ins?limit=500', { 'if-none-match': codedTag });
+    assert.equal(toIdentity.status, 200, `${coding}: the ${coding} tag does not name the identity body`);
+    assert.equal(toIdentity.headers.etag, identityTag);
+    // Several tags held (one per coding, as a cache that keeps variants sends): the 304 names the selected one.
+    const many = await hub('/playbook-opt-ins?limit=500', { 'accept-encoding': coding, 'if-none-match': `${identityTag}, ${codedTag}` });
+    assert.equal(many.status, 304);
+    assert.equal(many.headers.etag, codedTag);
   }
+  // A body too small to compress is still tagged for the coding its request selected, so a 304 decided before the body is built is exact.
+  const small = await hub('/opt-in-summary', { 'accept-encoding': 'gzip' });
+  assert.equal(small.headers['content-encoding'], undefined);
+  assert.match(String(small.headers.etag), /-gzip"$/);
+  const head = await hub('/playbook-opt-ins?limit=500', { 'accept-encoding': 'gzip' }, 'HEAD');
+  assert.equal(head.headers.etag, `${identityTag.slice(0, -1)}-gzip"`, 'a HEAD carries the tag its GET would');
   // The OpenAPI document's body-hash tag, too.
   const document = await raw('/v1/hub/openapi.json', { 'accept-encoding': 'gzip' });
   assert.match(String(document.headers.etag), /-gzip"$/);

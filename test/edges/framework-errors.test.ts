@@ -80,10 +80,19 @@ test('a path that exists under other methods: 405 with Allow; a path that does n
     assertOurs(response, 405, 'method_not_allowed', `${method} ${url}`);
     assert.equal(response.headers.allow, allow, `${method} ${url}`);
   }
-  // The Hub API's own 405s (read-only) keep their Allow.
-  const hub = await send('POST', '/v1/hub/playbook-opt-ins');
-  assert.equal(hub.status, 405);
-  assert.equal(hub.headers.allow, 'GET');
+  // The Hub API's own 405s (read-only) name HEAD too, which works there as everywhere GET does.
+  for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) {
+    const hub = await send(method, '/v1/hub/playbook-opt-ins');
+    assert.equal(hub.status, 405);
+    assert.equal(hub.headers.allow, 'GET, HEAD', method);
+  }
+  // Every method an Allow names is answered by something other than 405.
+  for (const [, url, allow] of [...cases, ['POST', '/v1/hub/playbook-opt-ins', 'GET, HEAD']]) {
+    for (const method of allow!.split(', ')) {
+      const answer = await t.app.fastify.inject({ method: method as 'GET', url: url!, headers: { 'content-type': 'application/json' } });
+      assert.notEqual(answer.statusCode, 405, `${method} ${url}`);
+    }
+  }
   for (const [method, url] of [
     ['GET', '/nope'],
     ['DELETE', '/nope/deeper'],

@@ -207,7 +207,7 @@ describe('validators of the three reads', () => {
       const full = await get(t, path, key);
       assert.equal(full.status, 200);
       assert.match(String(full.headers.etag), STRONG_TAG);
-      assert.equal(full.headers['cache-control'], 'private, no-cache');
+      assert.equal(full.headers['cache-control'], 'private, no-cache, must-revalidate');
       const again = await get(t, path, key);
       assert.equal(again.headers.etag, full.headers.etag, 'the same state, the same tag');
       assert.equal(again.text, full.text, 'and the same bytes');
@@ -216,11 +216,45 @@ describe('validators of the three reads', () => {
       assert.equal(conditional.text, '');
       assert.equal(conditional.headers.etag, full.headers.etag);
       assert.equal(conditional.headers['last-modified'], full.headers['last-modified']);
-      assert.equal(conditional.headers['cache-control'], 'private, no-cache');
+      assert.equal(conditional.headers['cache-control'], 'private, no-cache, must-revalidate');
       assert.match(String(conditional.headers.ratelimit), /^"per-key";r=\d+;t=\d+/);
       assert.match(String(conditional.headers['ratelimit-policy']), /^"per-key";q=120;w=60/);
     });
   }
+
+  test('If-Match on GET: the current tag (strong, for the same Accept-Encoding) or * gets the answer; anything else is 412 with RateLimit headers; If-Unmodified-Since before Last-Modified is 412', async () => {
+    for (const path of [LIST, SUMMARY, SPEND]) {
+      const full = await get(t, path, key);
+      const tag = String(full.headers.etag);
+      for (const ifMatch of [tag, '*', `"older", ${tag}`]) {
+        const answer = await get(t, path, key, { 'if-match': ifMatch });
+        assert.equal(answer.status, 200, `${path} If-Match: ${ifMatch}`);
+        assert.equal(answer.text, full.text);
+      }
+      for (const ifMatch of ['"older"', `W/${tag}`, `${tag.slice(0, -1)}-gzip"`]) {
+        const refused = await get(t, path, key, { 'if-match': ifMatch });
+        assert.equal(refused.status, 412, `${path} If-Match: ${ifMatch}`);
+        assert.equal(JSON.parse(refused.text).error, 'precondition_failed');
+        assert.match(String(refused.headers.ratelimit), /^"per-key";r=\d+;t=\d+/, 'a 412 is counted like a full answer');
+      }
+      const gzip = await get(t, path, key, { 'accept-encoding': 'gzip' });
+      assert.equal((await get(t, path, key, { 'accept-encoding': 'gzip', 'if-match': String(gzip.headers.etag) })).status, 200);
+      assert.equal(
+        (await get(t, path, key, { 'accept-encoding': 'gzip', 'if-match': tag })).status,
+        412,
+        'the identity tag is not the gzip one',
+      );
+      // If-Match is decided first: a stale If-Match beside a matching If-None-Match is 412, not 304.
+      assert.equal((await get(t, path, key, { 'if-match': '"older"', 'if-none-match': tag })).status, 412);
+      assert.equal((await get(t, path, key, { 'if-match': tag, 'if-none-match': tag })).status, 304);
+    }
+    const summary = await get(t, SUMMARY, key);
+    const lastModified = new Date(String(summary.headers['last-modified']));
+    const before = new Date(lastModified.getTime() - 1000).toUTCString();
+    assert.equal((await get(t, SUMMARY, key, { 'if-unmodified-since': before })).status, 412);
+    assert.equal((await get(t, SUMMARY, key, { 'if-unmodified-since': lastModified.toUTCString() })).status, 200);
+    assert.equal((await get(t, LIST, key, { 'if-unmodified-since': before })).status, 200, 'no Last-Modified: nothing to compare');
+  });
 
   test('Last-Modified: the summary has one (its asOf, once settled); the list and spend have none', async () => {
     const summary = await get(t, SUMMARY, key);

@@ -207,6 +207,50 @@ describe('rolling', () => {
   });
 });
 
+describe('revoking a rolled key', () => {
+  const status = async (key: string) => (await t.hubGet('/playbook-opt-ins', key)).status;
+  const revokedAt = async (id: string) =>
+    (await t.db.kysely.selectFrom('api_keys').select('revoked_at').where('id', '=', id).executeTakeFirstOrThrow()).revoked_at;
+
+  test('revoking the replacement ends the old secrets it replaced that still work (a chain of rolls too), on REST and MCP', async () => {
+    const first = await createKey(t.db, { hubId: 'h1', name: 'chain', now: t.clock.now() });
+    const second = await roll({ hubId: 'h1', keyId: first.id, graceMs: DAY });
+    const third = await roll({ hubId: 'h1', keyId: second.id, graceMs: HOUR });
+    for (const key of [first, second, third]) assert.equal(await status(key.key), 200, 'all three secrets work before');
+    const revoked = await revokeKey(t.db, third.id, { hubId: 'h1', now: t.clock.now() });
+    assert.deepEqual(revoked.predecessors.sort(), [first.id, second.id].sort());
+    for (const key of [first, second, third]) {
+      assert.equal(await status(key.key), 401, `${key.id} is refused from the next request`);
+      assert.equal((await mcpInitialize(key.key)).status, 403, `${key.id} on the Hub MCP endpoint`);
+    }
+    assert.equal((await revokedAt(first.id))?.getTime(), (await revokedAt(third.id))?.getTime(), 'revoked together');
+    // Again: idempotent, the first revocation time kept.
+    assert.equal((await revokeKey(t.db, third.id)).revokedAt, revoked.revokedAt);
+  });
+
+  test("an old secret whose grace already ended keeps its history; revoking a rolled key ends only its old secret, not its replacement's", async () => {
+    const ended = await createKey(t.db, { hubId: 'h1', name: 'ended', now: t.clock.now() });
+    const afterEnded = await roll({ hubId: 'h1', keyId: ended.id, graceMs: 0 });
+    assert.deepEqual((await revokeKey(t.db, afterEnded.id, { now: t.clock.now() })).predecessors, []);
+    assert.equal(await revokedAt(ended.id), null, 'still shown as expired (rolled, ended), not revoked');
+
+    const old = await createKey(t.db, { hubId: 'h1', name: 'leaked old secret', now: t.clock.now() });
+    const replacement = await roll({ hubId: 'h1', keyId: old.id, graceMs: DAY });
+    assert.deepEqual((await revokeKey(t.db, old.id, { now: t.clock.now() })).predecessors, []);
+    assert.equal(await status(old.key), 401);
+    assert.equal(await status(replacement.key), 200, 'the replacement keeps working');
+    assert.equal(await revokedAt(replacement.id), null);
+  });
+
+  test("another hub's key is not found and nothing is revoked", async () => {
+    const key = await createKey(t.db, { hubId: 'h1', name: 'not yours', now: t.clock.now() });
+    const next = await roll({ hubId: 'h1', keyId: key.id, graceMs: DAY });
+    await assert.rejects(revokeKey(t.db, next.id, { hubId: 'h2' }), (error) => error instanceof DomainError && error.kind === 'not_found');
+    assert.equal(await revokedAt(key.id), null);
+    assert.equal(await revokedAt(next.id), null);
+  });
+});
+
 describe('requests per day', () => {
   test("one flush writes each key's requests into its UTC days, across midnight; the chart series has 30 days ending today", async () => {
     t.clock.set('2026-11-21T23:59:58.000Z');

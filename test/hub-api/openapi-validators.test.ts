@@ -126,7 +126,7 @@ describe('what the documents promise is what every read sends', () => {
       for (const name of headerNames(o.op.responses['200']).filter((n) => n !== 'Content-Encoding')) {
         assert.ok(full.headers.has(name), `${what}: the 200 lacks ${name}`);
       }
-      assert.equal(full.headers.get('cache-control'), 'private, no-cache', what);
+      assert.equal(full.headers.get('cache-control'), 'private, no-cache, must-revalidate', what);
       assert.match(full.headers.get('vary') ?? '', /Authorization/i, what);
       assert.match(full.headers.get('etag') ?? '', /^"[A-Za-z0-9_-]{22}(-br|-gzip|-zstd)?"$/, what);
 

@@ -77,7 +77,7 @@ describe('GET /playbook-opt-ins', () => {
     assert.equal(r.status, 200);
     assert.match(String(r.headers['content-type']), /^application\/json/);
     // A read with a validator: the caller's own cache may keep it, revalidating every time.
-    assert.equal(r.headers['cache-control'], 'private, no-cache');
+    assert.equal(r.headers['cache-control'], 'private, no-cache, must-revalidate');
     assert.deepEqual(
       r.body.data.map((row: { id: string }) => row.id),
       ['o3', 'o1', 'o2'],
@@ -357,7 +357,7 @@ describe('authentication and access', () => {
       headers: { authorization: `Bearer ${key}` },
     });
     assert.equal(post.statusCode, 405);
-    assert.equal(post.headers.allow, 'GET');
+    assert.equal(post.headers.allow, 'GET, HEAD');
     const missing = await t.hubGet('/nope', key);
     assert.equal(missing.status, 404);
     assert.equal(missing.body.error, 'not_found');

@@ -67,12 +67,22 @@ after(async () => {
 const STRONG_TAG = /^"[A-Za-z0-9_-]{22}(-(br|gzip|zstd))?"$/;
 const remaining = (headers: Headers) => Number(headers.get('ratelimit')!.match(/r=(\d+)/)![1]);
 
+test('If-Match on a read: the current tag gets the answer; another is 412 precondition_failed, counted against the plan', async () => {
+  const first = await api(live, '/workspaces', pat);
+  const etag = first.headers.get('etag')!;
+  assert.equal((await api(live, '/workspaces', pat, { headers: { 'if-match': etag } })).status, 200);
+  const refused = await api(live, '/workspaces', pat, { headers: { 'if-match': '"not-this-one"' } });
+  assert.equal(refused.status, 412);
+  assert.equal(refused.body.error, 'precondition_failed');
+  assert.equal(remaining(refused.headers), remaining(first.headers) - 2, 'counted, like the full answer before it');
+});
+
 test('a read carries a strong ETag; sent back it gets 304 with no body, given back to the limit; a change gets 200', async () => {
   const first = await api(live, '/posts', pat);
   assert.equal(first.status, 200);
   const etag = first.headers.get('etag')!;
   assert.match(etag, STRONG_TAG, 'strong');
-  assert.equal(first.headers.get('cache-control'), 'private, no-cache');
+  assert.equal(first.headers.get('cache-control'), 'private, no-cache, must-revalidate');
   assert.match(first.headers.get('vary')!, /Authorization/i);
   const left = remaining(first.headers);
 
@@ -81,7 +91,7 @@ test('a read carries a strong ETag; sent back it gets 304 with no body, given ba
     assert.equal(again.status, 304);
     assert.equal(again.body, '', 'no body');
     assert.equal(again.headers.get('etag'), etag);
-    assert.equal(again.headers.get('cache-control'), 'private, no-cache');
+    assert.equal(again.headers.get('cache-control'), 'private, no-cache, must-revalidate');
     assert.equal(remaining(again.headers), left, 'a 304 is not counted against the plan');
   }
   assert.equal((await api(live, '/posts', pat, { headers: { 'if-none-match': `W/${etag}` } })).status, 304, 'weak comparison');

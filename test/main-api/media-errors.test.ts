@@ -183,3 +183,42 @@ test('the database going away mid-upload is a 503, not a 400 quoting the connect
   assert.equal(await rows(), before);
   assert.deepEqual(await stagedFiles(), []);
 });
+
+test("every answer POST /media gives is documented in the main API's OpenAPI, with its headers", async () => {
+  const document = (await (await fetch(`${live.baseUrl}/openapi.json`)).json()) as {
+    paths: Record<string, Record<string, { responses: Record<string, { headers?: Record<string, unknown>; content?: unknown }> }>>;
+  };
+  const documented = document.paths['/media']!.post!.responses;
+  const answers: [string, number][] = [];
+  const png2 = png(2, 2);
+  answers.push(['a new asset', (await upload(png2, 'a.png')).status]);
+  answers.push(['no token', (await api(live, '/media', 'not-a-token', { method: 'POST', body: new FormData() })).status]);
+  answers.push([
+    'a body cut short',
+    (await api(live, '/media', token, { method: 'POST', headers: { 'content-type': 'multipart/form-data; boundary=X' }, body: '--X\r\n' }))
+      .status,
+  ]);
+  answers.push(['a text file', (await upload(Buffer.from('just text, not an image'), 'notes.txt')).status]);
+  const keyed = (bytes: Buffer) => {
+    const form = new FormData();
+    form.append('file', new Blob([bytes]), 'k.png');
+    return api(live, '/media', token, { method: 'POST', body: form, headers: { 'idempotency-key': 'openapi-media-1' } });
+  };
+  await keyed(png2);
+  answers.push(['an Idempotency-Key reused with another file', (await keyed(png(3, 3))).status]);
+  assert.deepEqual(
+    answers.map(([what, status]) => [what, status]),
+    [
+      ['a new asset', 201],
+      ['no token', 401],
+      ['a body cut short', 400],
+      ['a text file', 415],
+      ['an Idempotency-Key reused with another file', 422],
+    ],
+  );
+  for (const [what, status] of answers) assert.ok(documented[String(status)], `${what}: ${status} is documented`);
+  for (const status of ['403', '404', '413', '429']) assert.ok(documented[status], `${status} is documented`);
+  assert.ok(documented['201']!.headers?.RateLimit, 'the 201 names its RateLimit headers');
+  assert.ok(documented['429']!.headers?.['Retry-After']);
+  assert.ok(document.paths['/posts']!.post!.responses['422'], 'POST /posts documents its Idempotency-Key reuse too');
+});

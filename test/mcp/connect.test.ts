@@ -10,6 +10,7 @@ import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { sql } from 'kysely';
 import { importNdjson } from '../../src/domain/import/import.service.ts';
+import { REFRESH_TOKEN_REUSE_LEEWAY_S } from '../../src/policy.ts';
 import { TOOL_GROUPS } from '../../src/surfaces/mcp-main/tools.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { png } from '../support/media-files.ts';
@@ -545,16 +546,24 @@ describe('an MCP client that knows only the URL', () => {
     assert.equal(refresh.status, 200);
     assert.equal(steps.at(-1)!.status, 200);
 
-    // The old refresh token is dead (rotation), and the new tokens keep working.
-    const reused = await fetch(`${live.baseUrl}/oauth/token`, {
-      method: 'POST',
-      body: new URLSearchParams({
-        grant_type: 'refresh_token',
-        refresh_token: before.refresh_token!,
-        client_id: provider.information!.client_id,
-      }),
-    });
-    assert.equal(reused.status, 400);
+    // The old refresh token, presented again by its client right away (a parallel worker), gets
+    // the pair the SDK already holds; once the reuse leeway is past, it is dead.
+    const reuse = () =>
+      fetch(`${live.baseUrl}/oauth/token`, {
+        method: 'POST',
+        body: new URLSearchParams({
+          grant_type: 'refresh_token',
+          refresh_token: before.refresh_token!,
+          client_id: provider.information!.client_id,
+          resource: mcpUrl.href,
+        }),
+      });
+    const again = await reuse();
+    assert.equal(again.status, 200);
+    assert.equal(((await again.json()) as { refresh_token: string }).refresh_token, after.refresh_token, 'the same new pair');
+    await sql`UPDATE oauth_artifacts SET consumed_at = now() - make_interval(secs => ${REFRESH_TOKEN_REUSE_LEEWAY_S + 1})
+               WHERE model = 'RefreshToken' AND consumed_at IS NOT NULL`.execute(live.db.kysely);
+    assert.equal((await reuse()).status, 400);
     await client.close();
   });
 });

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { buildApp } from '../../src/app.ts';
 import { createClient } from '../../src/domain/oauth/clients.service.ts';
 import { createUser } from '../../src/domain/tenancy/tenancy.service.ts';
 import { deleteExpiredArtifacts } from '../../src/surfaces/oauth/adapter.ts';
+import { FAILED_AUTH_LIMIT, REFRESH_TOKEN_REUSE_LEEWAY_S } from '../../src/policy.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import * as fx from '../support/world.ts';
 import {
@@ -137,11 +139,14 @@ describe('public client (PKCE, no secret)', () => {
     );
   });
 
-  test('reusing a rotated refresh token revokes the whole grant, the newer tokens with it', async () => {
+  test('reusing a rotated refresh token after the reuse leeway revokes the whole grant, the newer tokens with it', async () => {
     const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
     const first = await signInAndGetTokens(client);
     const second = await refresh(live, client, first.refresh_token!);
     assert.equal((await api(live, '/whoami', second.access_token)).status, 200, 'the newer token works (and its verdict is now cached)');
+    // As if it had rotated longer ago than the leeway (which runs on the database's clock).
+    await sql`UPDATE oauth_artifacts SET consumed_at = now() - make_interval(secs => ${REFRESH_TOKEN_REUSE_LEEWAY_S + 1})
+               WHERE model = 'RefreshToken' AND consumed_at IS NOT NULL`.execute(live.db.kysely);
     await assert.rejects(
       refresh(live, client, first.refresh_token!),
       (error: Error & { error?: string }) => error.error === 'invalid_grant',
@@ -395,6 +400,50 @@ describe('sign-in page', () => {
   });
 });
 
+describe('form_post response mode', () => {
+  test("the page that carries the code has our pages' security headers; its one script runs by its hash alone", async () => {
+    const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
+    const result = await authorize(live, client, { ...HUB_ADMIN, redirectUri: REDIRECT, responseMode: 'form_post' });
+    const html = result.pages.at(-1)!;
+    const code = /name="code" value="([^"]+)"/.exec(html)?.[1];
+    assert.ok(code, `the form_post page carries the code: ${html.slice(0, 300)}`);
+    const headers = result.response.headers;
+    const policy = Object.fromEntries(
+      (headers.get('content-security-policy') ?? '').split(';').map((d) => {
+        const [name, ...values] = d.trim().split(/\s+/);
+        return [name, values.join(' ')];
+      }),
+    );
+    const script = /<script>([\s\S]*?)<\/script>/.exec(html)![1]!;
+    assert.deepEqual(policy, {
+      'default-src': "'none'",
+      'script-src': `'sha256-${createHash('sha256').update(script).digest('base64')}'`,
+      'form-action': 'http:',
+      'frame-ancestors': "'none'",
+      'base-uri': "'none'",
+    });
+    assert.equal(headers.get('x-frame-options'), 'DENY');
+    assert.equal(headers.get('x-content-type-options'), 'nosniff');
+    assert.equal(headers.get('referrer-policy'), 'no-referrer');
+    assert.equal(headers.get('cache-control'), 'no-store');
+    // The code still works, and oidc-provider's JSON answers carry no page policy.
+    const token = await fetch(live.as.token_endpoint!, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: REDIRECT,
+        client_id: client.client.client_id,
+        code_verifier: result.codeVerifier,
+      }),
+    });
+    assert.equal(token.status, 200, await token.clone().text());
+    assert.equal(token.headers.get('content-security-policy'), null);
+    assert.equal((await api(live, '/whoami', ((await token.json()) as { access_token: string }).access_token)).status, 200);
+  });
+});
+
 describe('main API rate limits and errors', () => {
   test('the 61st request in a minute on the Standard plan gets 429 with Retry-After', async () => {
     const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
@@ -406,6 +455,31 @@ describe('main API rate limits and errors', () => {
     assert.ok(Number(limited.headers.get('retry-after')) >= 1);
     live.clock.advance(61_000);
     assert.equal((await api(live, '/whoami', tokens.access_token)).status, 200);
+  });
+
+  test("a 401 carries the RateLimit headers of its address's failed-authentication window; a wrong token counts, a missing one does not; the 31st is 429, a valid token still works", async () => {
+    const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
+    const tokens = await signInAndGetTokens(client);
+    const policy = `"failed-auth";q=${FAILED_AUTH_LIMIT.limit};w=${FAILED_AUTH_LIMIT.windowMs / 1000}`;
+    const remaining = (response: { headers: Headers }) => Number(/r=(\d+)/.exec(response.headers.get('ratelimit') ?? '')?.[1]);
+    const missing = await api(live, '/whoami', undefined);
+    assert.equal(missing.status, 401);
+    assert.equal(missing.headers.get('ratelimit-policy'), policy);
+    assert.equal(remaining(missing), FAILED_AUTH_LIMIT.limit, 'a missing token is shown the window, not counted');
+    for (let i = 1; i <= FAILED_AUTH_LIMIT.limit; i++) {
+      const wrong = await api(live, '/whoami', `not-a-token-${i}`);
+      assert.equal(wrong.status, 401, `attempt ${i}`);
+      assert.equal(wrong.headers.get('ratelimit-policy'), policy);
+      assert.equal(remaining(wrong), FAILED_AUTH_LIMIT.limit - i, `attempt ${i}`);
+      assert.match(wrong.headers.get('www-authenticate') ?? '', /^Bearer .*error="invalid_token"/);
+    }
+    const limited = await api(live, '/whoami', 'not-a-token-again');
+    assert.equal(limited.status, 429);
+    assert.equal(limited.body.error, 'rate_limited');
+    assert.ok(Number(limited.headers.get('retry-after')) >= 1);
+    assert.equal((await api(live, '/whoami', tokens.access_token)).status, 200, 'a valid token is not held back by the guesses');
+    live.clock.advance(61_000);
+    assert.equal((await api(live, '/whoami', 'not-a-token-later')).status, 401);
   });
 
   test('bad parameters get 400 naming the field; the OpenAPI document lists the operations', async () => {

@@ -3,13 +3,15 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { createUser } from '../../src/domain/tenancy/tenancy.service.ts';
 import { REVOCATION_CHANNEL } from '../../src/db/revocation-feed.ts';
+import { REFRESH_TOKEN_REUSE_LEEWAY_S } from '../../src/policy.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import * as fx from '../support/world.ts';
 import { api, authorize, Browser, exchangeCode, REDIRECT, refresh, registerClient, type RegisteredClient } from '../support/oauth-flow.ts';
 
 // Grants and the tokens issued from them, through a real OAuth client (oauth4webapi) on real
-// HTTP and PostgreSQL: a new consent never changes what earlier tokens may reach, and one refresh
-// token is consumed exactly once however many requests race.
+// HTTP and PostgreSQL: a new consent never changes what earlier tokens may reach; a refresh token
+// rotates once into one new pair however many of its client's requests race (within the reuse
+// leeway), and its reuse after the leeway or by another client revokes the grant.
 
 const ADMIN = { email: 'two@hubs.test', password: 'admin of two hubs 1' };
 
@@ -92,26 +94,81 @@ describe('a new consent makes a new grant', () => {
   });
 });
 
-describe('refresh tokens are consumed exactly once', () => {
-  test('of N concurrent refreshes with one token exactly one succeeds; the rest get invalid_grant and the family is revoked', async () => {
+/** Moves a refresh token's rotation back in time, as if it had rotated `seconds` ago (the leeway runs on the database's clock). */
+async function rotatedAgo(refreshToken: string, seconds: number): Promise<void> {
+  await sql`UPDATE oauth_artifacts SET consumed_at = now() - make_interval(secs => ${seconds})
+             WHERE model = 'RefreshToken' AND id_hash = sha256(convert_to(${refreshToken}, 'UTF8'))`.execute(live.db.kysely);
+}
+
+describe('refresh tokens: one new pair per rotation, reuse is theft', () => {
+  test(`N concurrent refreshes with one token by its client (parallel workers, oauth4webapi) all get the same new pair, which works and rotates on`, async () => {
     const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
-    const N = 8;
-    for (let trial = 0; trial < 6; trial++) {
+    const N = 10;
+    for (let trial = 0; trial < 4; trial++) {
       const tokens = await tokensFor(client, new Browser(), { hub: 'h1', workspace: '' });
       const outcomes = await Promise.allSettled(Array.from({ length: N }, () => refresh(live, client, tokens.refresh_token!)));
-      const won = outcomes.filter((o) => o.status === 'fulfilled');
-      const lost = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
-      assert.equal(won.length, 1, `trial ${trial}: exactly one refresh succeeds (got ${won.length})`);
-      for (const o of lost) assert.equal((o.reason as { error?: string }).error, 'invalid_grant', `trial ${trial}: ${o.reason}`);
-      // Reuse was detected: nothing issued from the grant works any more, the winner's tokens included.
-      const winner = (won[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof refresh>>>).value;
-      assert.equal((await api(live, '/whoami', winner.access_token)).status, 401, `trial ${trial}: the winner's access token is revoked`);
-      assert.equal((await api(live, '/whoami', tokens.access_token)).status, 401, `trial ${trial}: the first access token is revoked`);
-      await assert.rejects(refresh(live, client, winner.refresh_token!), (error: { error?: string }) => error.error === 'invalid_grant');
+      const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
+      assert.deepEqual(
+        refused.map((o) => String(o.reason)),
+        [],
+        `trial ${trial}: every worker gets tokens`,
+      );
+      const pairs = outcomes.map((o) => (o as PromiseFulfilledResult<Awaited<ReturnType<typeof refresh>>>).value);
+      assert.equal(new Set(pairs.map((p) => p.refresh_token)).size, 1, `trial ${trial}: one new refresh token, not a family per worker`);
+      assert.equal(new Set(pairs.map((p) => p.access_token)).size, 1, `trial ${trial}: one new access token`);
+      assert.notEqual(pairs[0]!.refresh_token, tokens.refresh_token, 'it rotated');
+      assert.equal((await api(live, '/whoami', pairs[0]!.access_token)).status, 200, `trial ${trial}: the new access token works`);
+      assert.equal((await api(live, '/whoami', tokens.access_token)).status, 200, 'and the first one still does: nothing was revoked');
+      const next = await refresh(live, client, pairs[0]!.refresh_token!);
+      assert.equal((await api(live, '/whoami', next.access_token)).status, 200, `trial ${trial}: the new refresh token rotates on`);
     }
   });
 
-  test('the same holds for an authorization code: of N concurrent exchanges one gets tokens, and they are revoked', async () => {
+  test('a retry within the leeway (its answer lost) gets the same pair; after the leeway the same token is a theft: the grant is revoked', async () => {
+    const client = await registerClient(live, { confidential: true, redirectUri: REDIRECT });
+    const tokens = await tokensFor(client, new Browser(), { hub: 'h1', workspace: '' });
+    const first = await refresh(live, client, tokens.refresh_token!);
+    const retried = await refresh(live, client, tokens.refresh_token!);
+    assert.equal(retried.refresh_token, first.refresh_token);
+    assert.equal(retried.access_token, first.access_token);
+
+    await rotatedAgo(tokens.refresh_token!, REFRESH_TOKEN_REUSE_LEEWAY_S + 1);
+    await assert.rejects(refresh(live, client, tokens.refresh_token!), (error: { error?: string }) => error.error === 'invalid_grant');
+    assert.equal((await api(live, '/whoami', first.access_token)).status, 401, 'the newer access token is revoked');
+    await assert.rejects(refresh(live, client, first.refresh_token!), (error: { error?: string }) => error.error === 'invalid_grant');
+  });
+
+  test('the leeway is counted from the rotation: a token replaced twice over is still a theft once its own rotation is past the leeway', async () => {
+    const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
+    const tokens = await tokensFor(client, new Browser(), { hub: 'h1', workspace: 'w1' });
+    const second = await refresh(live, client, tokens.refresh_token!);
+    const third = await refresh(live, client, second.refresh_token!);
+    await rotatedAgo(tokens.refresh_token!, REFRESH_TOKEN_REUSE_LEEWAY_S + 1);
+    await assert.rejects(refresh(live, client, tokens.refresh_token!), (error: { error?: string }) => error.error === 'invalid_grant');
+    assert.equal((await api(live, '/whoami', third.access_token)).status, 401, 'every token of the grant is revoked');
+  });
+
+  test('a refresh token presented by another client is a theft, within the leeway or not: refused, and its grant revoked', async () => {
+    const owner = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
+    const thief = await registerClient(live, { confidential: false, redirectUri: REDIRECT, name: 'Thief' });
+    for (const rotatedFirst of [false, true]) {
+      const tokens = await tokensFor(owner, new Browser(), { hub: 'h1', workspace: '' });
+      const stolen = rotatedFirst ? tokens.refresh_token! : undefined;
+      const current = rotatedFirst ? await refresh(live, owner, tokens.refresh_token!) : tokens;
+      await assert.rejects(
+        refresh(live, thief, stolen ?? current.refresh_token!),
+        (error: { error?: string }) => error.error === 'invalid_grant',
+      );
+      assert.equal(
+        (await api(live, '/whoami', current.access_token)).status,
+        401,
+        `rotated first: ${rotatedFirst}: the owner's tokens are revoked`,
+      );
+      await assert.rejects(refresh(live, owner, current.refresh_token!), (error: { error?: string }) => error.error === 'invalid_grant');
+    }
+  });
+
+  test('an authorization code has no leeway: of N concurrent exchanges one gets tokens, and they are revoked', async () => {
     const client = await registerClient(live, { confidential: false, redirectUri: REDIRECT });
     for (let trial = 0; trial < 3; trial++) {
       const result = await authorize(live, client, { ...ADMIN, redirectUri: REDIRECT, browser: new Browser(), hub: 'h1', workspace: '' });

@@ -66,6 +66,8 @@ export interface AuthorizeOptions {
   challengeMethod?: string;
   /** `consent` asks the user again although the session's grant already covers the request. */
   prompt?: string;
+  /** `form_post`: the code comes back in an HTML form that posts itself to the redirect URI. */
+  responseMode?: string;
   /** The scope parameter; `null` leaves it out. Default `service:full`. */
   scope?: string | null;
   browser?: Browser;
@@ -109,6 +111,7 @@ export async function authorize(live: TestApp, registered: RegisteredClient, o: 
   url.searchParams.set('redirect_uri', o.redirectUri);
   if (o.scope !== null) url.searchParams.set('scope', o.scope ?? 'service:full');
   if (o.prompt) url.searchParams.set('prompt', o.prompt);
+  if (o.responseMode) url.searchParams.set('response_mode', o.responseMode);
   url.searchParams.set('state', state);
   url.searchParams.set(
     'code_challenge',
@@ -157,6 +160,7 @@ export async function completeAuthorization(
     pages.push(html);
     if (!html.includes('<form')) break;
     const form = formOf(html);
+    if (form.action.startsWith(o.redirectUri)) break; // form_post's page: it leaves the server
     const body = new URLSearchParams(form.fields);
     if (html.includes('name="password"')) {
       body.set('email', o.email);

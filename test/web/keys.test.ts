@@ -231,6 +231,63 @@ test('Roll: the new secret is shown once, both secrets work during the grace per
   assert.doesNotMatch(rowOf(later, old.id), /Revoke<\/a>|Roll<\/a>/);
 });
 
+test("Revoke: the replacement's page says the old secret in its grace period ends with it, and it does; a rolled key's page says its replacement keeps working", async () => {
+  const b = await signedIn(web);
+  const old = await createKey(web.db, { hubId: HUB, name: 'Looker dashboard', now: web.clock.now() });
+  const rolled = await rollThroughForm(b, old.id, '24');
+  const reveal = await (await b.fetch(new URL(rolled.headers.get('location')!, web.baseUrl).toString())).text();
+  const secret = /<code id="new-key">([^<]+)<\/code>/.exec(reveal)![1]!;
+  const replacement = (await keyRow(old.id)).replaced_by!;
+
+  // The old secret's page: only it ends; the replacement is named as staying valid.
+  const oldPage = await (await b.fetch(`${apiTab()}/keys/${old.id}/revoke`)).text();
+  assert.match(
+    oldPage,
+    /<p data-stays-valid>This is the old secret of a rolled key: only it stops working, now instead of \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC\. The key that replaced it, <code class="token">hubops_\w{4}…<\/code>, keeps working;/,
+  );
+  assert.doesNotMatch(oldPage, /data-also-ends/);
+
+  // The replacement's page names the old secret that ends with it.
+  const page = await (await b.fetch(`${apiTab()}/keys/${replacement}/revoke`)).text();
+  assert.match(
+    page,
+    new RegExp(
+      `<p data-also-ends>The old secret it replaced, <code class="token">${old.key.slice(0, 11)}…</code> \\(valid until \\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2} UTC\\), stops working with it\\.</p>`,
+    ),
+  );
+  assert.doesNotMatch(page, /data-stays-valid/);
+  assert.equal((await web.hubGet('/playbook-opt-ins', old.key)).status, 200, 'both work before');
+  assert.equal((await web.hubGet('/playbook-opt-ins', secret)).status, 200);
+
+  const posted = await b.fetch(`${apiTab()}/keys/${replacement}/revoke`, form({ csrf: hidden(page, 'csrf') }));
+  assert.equal(posted.status, 303);
+  const after = await (await b.fetch(new URL(posted.headers.get('location')!, web.baseUrl).toString())).text();
+  assert.match(
+    after,
+    new RegExp(
+      `The key was revoked, and with it the old secret it replaced \\(${old.key.slice(0, 11)}…\\), which was still in the grace period\\. Requests with any of them are refused from now on\\.`,
+    ),
+  );
+  assert.match(rowOf(after, old.id), /data-state="revoked"/);
+  assert.match(rowOf(after, replacement), /data-state="revoked"/);
+  assert.equal((await web.hubGet('/playbook-opt-ins', secret)).status, 401);
+  assert.equal((await web.hubGet('/playbook-opt-ins', old.key)).status, 401, 'the old secret ends with its replacement');
+});
+
+test('Revoke of a rolled key ends its old secret early; the replacement keeps working', async () => {
+  const b = await signedIn(web);
+  const old = await createKey(web.db, { hubId: HUB, name: 'Sheets export', now: web.clock.now() });
+  const rolled = await rollThroughForm(b, old.id, '24');
+  const reveal = await (await b.fetch(new URL(rolled.headers.get('location')!, web.baseUrl).toString())).text();
+  const secret = /<code id="new-key">([^<]+)<\/code>/.exec(reveal)![1]!;
+  const page = await (await b.fetch(`${apiTab()}/keys/${old.id}/revoke`)).text();
+  const posted = await b.fetch(`${apiTab()}/keys/${old.id}/revoke`, form({ csrf: hidden(page, 'csrf') }));
+  const after = await (await b.fetch(new URL(posted.headers.get('location')!, web.baseUrl).toString())).text();
+  assert.match(after, /The key was revoked\. Requests with it are refused from now on\./);
+  assert.equal((await web.hubGet('/playbook-opt-ins', old.key)).status, 401);
+  assert.equal((await web.hubGet('/playbook-opt-ins', secret)).status, 200);
+});
+
 test('Roll with no grace period: the reveal says the old secret stopped working at once, and it is refused', async () => {
   const b = await signedIn(web);
   const old = await createKey(web.db, { hubId: HUB, name: 'Leaked key', now: web.clock.now() });

@@ -211,12 +211,34 @@ export async function dailyKeyUsageRows(
   return rows.map((r) => ({ keyId: r.key_id, day: r.day, requests: Number(r.request_count), notModified: Number(r.not_modified_count) }));
 }
 
-/** Revokes a key (idempotent: revoking again keeps the first revocation time); undefined for an unknown key. */
-export async function revokeKey(db: Db, keyId: string, hubId?: string): Promise<{ id: string; revokedAt: string } | undefined> {
-  let query = db.kysely.updateTable('api_keys').set({ revoked_at: sql`coalesce(revoked_at, now())` }).where('id', '=', keyId);
-  if (hubId) query = query.where('hub_id', '=', hubId);
-  const row = await query.returning(['id', 'revoked_at']).executeTakeFirst();
-  return row?.revoked_at ? { id: row.id, revokedAt: row.revoked_at.toISOString() } : undefined;
+/**
+ * Revokes a key (idempotent: revoking again keeps the first revocation time) and the older secrets
+ * it replaced, transitively, that still work at `now` (rolled keys in their grace period); those
+ * already ended keep their history. Undefined for an unknown key (of this hub, when one is given).
+ */
+export async function revokeKeyAndPredecessors(
+  db: Db,
+  input: { keyId: string; hubId?: string; now: Date },
+): Promise<{ id: string; revokedAt: string; predecessors: string[] } | undefined> {
+  const rows = await sql<{ id: string; revoked_at: Date; target: boolean }>`
+    WITH RECURSIVE target AS (
+      SELECT id FROM api_keys WHERE id = ${input.keyId} AND (${input.hubId ?? null}::text IS NULL OR hub_id = ${input.hubId ?? null})
+    ), predecessors AS (
+      SELECT k.id FROM api_keys k JOIN target t ON k.replaced_by = t.id
+      UNION
+      SELECT k.id FROM api_keys k JOIN predecessors p ON k.replaced_by = p.id
+    )
+    UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
+     WHERE id IN (SELECT id FROM target)
+        OR (id IN (SELECT id FROM predecessors) AND revoked_at IS NULL AND expires_at > ${input.now})
+    RETURNING id, revoked_at, id IN (SELECT id FROM target) AS target`.execute(db.kysely);
+  const target = rows.rows.find((r) => r.target);
+  if (!target) return undefined;
+  return {
+    id: target.id,
+    revokedAt: target.revoked_at.toISOString(),
+    predecessors: rows.rows.filter((r) => !r.target).map((r) => r.id),
+  };
 }
 
 // Every Hub API request reads this: a fixed prepared statement (planned once per connection).

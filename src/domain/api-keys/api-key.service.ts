@@ -214,9 +214,22 @@ export async function keyDailyUsage(db: Db, hubId: string, today: Date): Promise
   return { days, counts, notModified };
 }
 
-/** Revokes a key, of this hub when one is given (idempotent: revoking again keeps the first revocation time). */
-export async function revokeKey(db: Db, keyId: string, hubId?: string): Promise<{ id: string; revokedAt: string }> {
-  const revoked = await keys.revokeKey(db, keyId, hubId);
+/** A revoked key, and the older secrets it had replaced that were still working and now end with it. */
+export interface RevokedKey {
+  id: string;
+  revokedAt: string;
+  /** Keys it replaced by rolls (and those they replaced) still in their grace period, revoked with it. */
+  predecessors: string[];
+}
+
+/**
+ * Revokes a key, of this hub when one is given (idempotent: revoking again keeps the first
+ * revocation time). A roll's old secret works during its grace period only so that tools can
+ * switch to its replacement: revoking the replacement ends it too (and any older one still working).
+ * Revoking a rolled key ends only its old secret, early; the key that replaced it keeps working.
+ */
+export async function revokeKey(db: Db, keyId: string, options: { hubId?: string; now?: Date } = {}): Promise<RevokedKey> {
+  const revoked = await keys.revokeKeyAndPredecessors(db, { keyId, hubId: options.hubId, now: options.now ?? new Date() });
   if (!revoked) throw new DomainError('not_found', `key ${keyId} does not exist`);
   return revoked;
 }

@@ -127,6 +127,20 @@ export function keyState(key: { revokedAt: string | null; expiresAt: string | nu
   return key.replacedBy ? 'rolled' : 'active';
 }
 
+/**
+ * The keys a revocation of `keyId` ends besides itself (revokeKey's rule): the older secrets it
+ * replaced by rolls, transitively, that still work at `now`. Oldest last.
+ */
+export function predecessorsStillWorking<
+  K extends { id: string; revokedAt: string | null; expiresAt: string | null; replacedBy: string | null },
+>(keyId: string, keys: readonly K[], now: Date): K[] {
+  const found: K[] = [];
+  for (let current = keys.find((k) => k.replacedBy === keyId); current; current = keys.find((k) => k.replacedBy === current!.id)) {
+    if (keyState(current, now) === 'rolled') found.push(current);
+  }
+  return found;
+}
+
 /** The UTC day of an instant, as PostgreSQL's `date` reads it: YYYY-MM-DD. */
 export const utcDay = (at: Date): string => at.toISOString().slice(0, 10);
 

@@ -55,7 +55,7 @@ export function hubOpenApi(config: Config, version: string): OpenApiDocument {
       'Authenticate every request with `Authorization: Bearer <HUB_API_KEY>` (a read key created by a hub admin under profile menu → Manage Hub → API). A key reads only its own hub.',
       'Call it from server-side code only: requests from browsers (an Origin header, a CORS preflight, or Sec-Fetch-Mode: cors with a Sec-Fetch-Site header) are refused with 403 browser_request_rejected.',
       `Limits: ${HUB_KEY_LIMIT.limit} requests per key in any rolling ${HUB_KEY_LIMIT.windowMs / 1000} s, and in addition ${HUB_SUMMARY_LIMIT.limit} per key per ${HUB_SUMMARY_LIMIT.windowMs / 1000} s on each of /opt-in-summary and /spend-by-workspace. Every response carries RateLimit and RateLimit-Policy headers; a 429 carries Retry-After (seconds). A request answered 304 Not Modified is not counted against the limits (it still needs a valid key); conditional requests have a ceiling of their own, ${HUB_CONDITIONAL_LIMIT.limit} per key per ${HUB_CONDITIONAL_LIMIT.windowMs / 1000} s.`,
-      `Polling: every GET answers with a strong ETag (and /opt-in-summary with Last-Modified) derived from what the database already knows about the hub. Send it back in If-None-Match (or If-Modified-Since) and an unchanged answer is 304 Not Modified, without a body; a malformed value is ignored. \`Cache-Control: private, no-cache\` lets your own HTTP cache revalidate by itself. Send Accept-Encoding (br, gzip, zstd) and bodies above about ${COMPRESSION_MIN_BYTES / 1024} KB come compressed, with \`Vary: Accept-Encoding\`.`,
+      `Polling: every GET answers with a strong ETag (and /opt-in-summary with Last-Modified) derived from what the database already knows about the hub. Send it back in If-None-Match (or If-Modified-Since) and an unchanged answer is 304 Not Modified, without a body; a malformed value is ignored. \`Cache-Control: private, no-cache, must-revalidate\` lets your own HTTP cache revalidate by itself. A tag names the representation your Accept-Encoding selects (a \`-br\`/\`-gzip\`/\`-zstd\` suffix when it asks for one): send it back with the same Accept-Encoding. If-Match is honoured too: 412 when it names no current tag. Send Accept-Encoding (br, gzip, zstd) and bodies above about ${COMPRESSION_MIN_BYTES / 1024} KB come compressed, with \`Vary: Accept-Encoding\`.`,
       `Errors have the body {"error": CODE, "message": TEXT} and, on 400, "issues": [{"field", "message"}]. Unknown query parameters are ignored. The same operations are MCP tools at ${config.baseUrl}${HUB_API_PREFIX}/mcp.`,
     ].join('\n\n'),
     serverUrl: `${config.baseUrl}${HUB_API_PREFIX}`,
@@ -129,7 +129,7 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
   const contextFor = ({ caller, db }: Admission): HubContext => ({ ...deps.context, db, hubId: caller.hubId });
 
   // Every response is about one hub's private data: never kept by a cache, unless it carries a
-  // validator (then `private, no-cache`: only the caller's own cache, revalidating every time).
+  // validator (then `private, no-cache, must-revalidate`: only the caller's own cache, revalidating every time).
   app.addHook('onSend', async (_request, reply) => {
     if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
   });
@@ -205,8 +205,8 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
       method: ['POST', 'PUT', 'PATCH', 'DELETE'],
       url: path,
       handler: async (_request, reply) => {
-        reply.header('allow', 'GET');
-        throw new ApiError(405, 'method_not_allowed', 'The Hub API is read-only: use GET.');
+        reply.header('allow', 'GET, HEAD'); // Fastify answers HEAD wherever GET is
+        throw new ApiError(405, 'method_not_allowed', 'The Hub API is read-only: use GET (or HEAD).');
       },
     });
   }

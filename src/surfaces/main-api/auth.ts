@@ -8,7 +8,7 @@ import { grantIdentity, type GrantIdentity } from '../../domain/oauth/identity.s
 import type { Clock } from '../../platform/clock.ts';
 import { LruCache } from '../../platform/lru.ts';
 import { allowedCharge, type RateCharge, type RateDecision, type RateLimiter, type RateWindow } from '../../platform/rate-limit.ts';
-import { PLAN_LIMITS, PLAN_WINDOW_MS, TOKEN_CHECK_CACHE_MS, type RatePolicy } from '../../policy.ts';
+import { FAILED_AUTH_LIMIT, PLAN_LIMITS, PLAN_WINDOW_MS, TOKEN_CHECK_CACHE_MS, type RatePolicy } from '../../policy.ts';
 import { ApiError } from '../shared/errors.ts';
 import { SCOPE, type RevocationSignal } from '../shared/oauth.ts';
 import { rateLimitHeaders, rateLimited, toolCallWindows } from '../shared/rate-limit.ts';
@@ -101,18 +101,27 @@ export class BearerAuth {
 
     const match = request.headers.authorization?.match(/^Bearer[ ]+([A-Za-z0-9._~+/-]+=*)\s*$/i);
     if (!match) {
+      // No token is how a client discovers the authorization server: shown the window, not counted in it.
       throw new ApiError(401, 'invalid_token', 'Missing access token: send `Authorization: Bearer <ACCESS_TOKEN>`.', {
-        headers: { 'www-authenticate': challenge({}) },
+        headers: { 'www-authenticate': challenge({}), ...(await this.#failedAuthHeaders(request.ip)) },
       });
     }
-    const { grantId, audiences, scopes, identity, clientId } = await this.#verdict(match[1]!, invalid);
-    if (!audiences.includes(options.audience)) throw invalid(`The access token was issued for another resource, not ${options.audience}.`);
+    let verdict: TokenVerdict;
+    try {
+      verdict = await this.#verdict(match[1]!, invalid);
+      if (!verdict.audiences.includes(options.audience))
+        throw invalid(`The access token was issued for another resource, not ${options.audience}.`);
+    } catch (error) {
+      throw error instanceof ApiError && error.status === 401 ? await this.#failedAuthentication(error, request.ip) : error;
+    }
+    const { grantId, scopes, identity, clientId } = verdict;
     if (!scopes.has(SCOPE)) {
       throw new ApiError(403, 'insufficient_scope', `The access token lacks the ${SCOPE} scope.`, {
         headers: { 'www-authenticate': challenge({ error: 'insufficient_scope', scope: SCOPE }) },
       });
     }
-    if (!identity.account.apiAccess && !identity.user.isStaff) throw invalid('API access is no longer enabled for this account.');
+    if (!identity.account.apiAccess && !identity.user.isStaff)
+      throw await this.#failedAuthentication(invalid('API access is no longer enabled for this account.'), request.ip);
     if (identity.hub.suspended)
       throw new ApiError(403, 'hub_access_suspended', "This hub's access is suspended. Contact your account manager.");
     // The token is accepted: that is a use of its grant, whether or not the plan's limit lets it through.
@@ -179,6 +188,35 @@ export class BearerAuth {
     reply.headers(
       rateLimitHeaders([{ policy: { policy: 'per-user-client', limit: plan.limit, windowMs: PLAN_WINDOW_MS }, decision: decision! }]),
     );
+  }
+
+  /** The client address's window of failed authentications (FAILED_AUTH_LIMIT, as on the Hub API). */
+  #failedAuthWindow(address: string): RateWindow {
+    return { key: `main-auth-fail:${address}`, limit: FAILED_AUTH_LIMIT.limit, windowMs: FAILED_AUTH_LIMIT.windowMs };
+  }
+
+  /** The RateLimit headers of the address's failed-authentication window, without counting; none while the limiter is down. */
+  async #failedAuthHeaders(address: string): Promise<Record<string, string>> {
+    const decisions = await this.#deps.limiter
+      .peekAll([this.#failedAuthWindow(address)], this.#deps.clock.now().getTime())
+      .catch((error: unknown) => {
+        this.#deps.onLimiterError?.(error);
+        return undefined;
+      });
+    return decisions ? rateLimitHeaders([{ policy: FAILED_AUTH_LIMIT, decision: decisions[0]! }]) : {};
+  }
+
+  /**
+   * A token refused (401) counts against its address's failed-authentication window, whose
+   * RateLimit headers the 401 carries; past the window's limit the answer is 429 instead.
+   */
+  async #failedAuthentication(refusal: ApiError, address: string): Promise<ApiError> {
+    const charge = await this.#count([this.#failedAuthWindow(address)]);
+    const decision = charge.decisions[0]!;
+    const headers = rateLimitHeaders([{ policy: FAILED_AUTH_LIMIT, decision }]);
+    if (!charge.allowed)
+      return rateLimited('Too many failed authentications from this address; wait a minute before trying again.', decision, headers);
+    return new ApiError(refusal.status, refusal.code, refusal.message, { headers: { ...refusal.headers, ...headers } });
   }
 
   #planWindow(userId: string, clientId: string, plan: keyof typeof PLAN_LIMITS): RateWindow {

@@ -73,6 +73,14 @@ export const mediaUploadOpenApi: OpenApiOperation = {
   },
   responses: {
     '201': { description: 'The new asset.', content: { 'application/json': { schema: JSON.parse(JSON.stringify(MediaSchema)) } } },
+    '413': {
+      description: `payload_too_large: the file passed its kind's limit (${IMAGE_MAX_BYTES / MB} MB for an image, ${VIDEO_MAX_BYTES / MB} MB for a video).`,
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+    },
+    '415': {
+      description: 'unsupported_media_type: not multipart/form-data, or a file that is not a JPEG, PNG, WebP, GIF, MP4 or MOV.',
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+    },
   },
 };
 

@@ -87,8 +87,20 @@ export function mainOpenApi(config: Config, version: string, operations: readonl
     successHeaders: RATE_HEADERS,
     errorSchema: ErrorSchema,
   });
-  // POST /media is multipart, so it is declared by hand next to its route.
-  (document.paths['/media'] ??= {}).post = mediaUploadOpenApi;
+  // A POST with an Idempotency-Key may also be refused as a reuse with another request.
+  const createPost = document.paths['/posts']!.post!;
+  createPost.responses['422'] = {
+    description: 'idempotency_key_reused: this Idempotency-Key was already used with another request.',
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+  };
+  // POST /media is multipart, so it is declared by hand next to its route; it answers the errors
+  // any create does, and those of an upload.
+  const { '201': _post, ...createErrors } = createPost.responses;
+  const { '201': created, ...uploadErrors } = mediaUploadOpenApi.responses;
+  (document.paths['/media'] ??= {}).post = {
+    ...mediaUploadOpenApi,
+    responses: { '201': { ...created!, headers: RATE_HEADERS }, ...createErrors, ...uploadErrors },
+  };
   return document;
 }
 

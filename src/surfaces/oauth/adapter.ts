@@ -5,6 +5,7 @@ import type { Db } from '../../db/database.ts';
 import { revokeGrant } from '../../domain/oauth/grants.repository.ts';
 import { hashClientSecret, isHashedClientSecret } from '../../domain/oauth/secrets.ts';
 import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText, hasForbiddenCharacter } from '../../platform/text.ts';
+import { REFRESH_TOKEN_REUSE_LEEWAY_S } from '../../policy.ts';
 import { REVOCATION_CHANNEL, type RevocationFeed } from '../../db/revocation-feed.ts';
 
 // oidc-provider storage in PostgreSQL. For tokens, codes, sessions and interactions the id is the
@@ -92,17 +93,29 @@ export class PostgresAdapter implements Adapter {
     return this.#live('uid_hash', sha256(uid));
   }
 
-  /** The unexpired artifact of this model with that hash, its consumption time put back. */
+  /**
+   * The unexpired artifact of this model with that hash, its consumption time put back; except for
+   * a refresh token consumed within the reuse leeway, which reads as unused so that its rotation is
+   * repeated (see consume).
+   */
   async #live(column: 'id_hash' | 'uid_hash', hash: Buffer): Promise<AdapterPayload | undefined> {
     const row = await this.#db.kysely
       .selectFrom('oauth_artifacts')
-      .select(['payload', 'consumed_at'])
+      .select(['payload', 'consumed_at', this.#withinLeeway()])
       .where('model', '=', this.#model)
       .where(column, '=', hash)
       .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', new Date())]))
       .executeTakeFirst();
     if (!row) return undefined;
-    return { ...(row.payload as AdapterPayload), ...(row.consumed_at ? { consumed: Math.floor(row.consumed_at.getTime() / 1000) } : {}) };
+    const consumed = row.consumed_at && !row.within_leeway ? { consumed: Math.floor(row.consumed_at.getTime() / 1000) } : {};
+    return { ...(row.payload as AdapterPayload), ...consumed };
+  }
+
+  /** Whether the row was consumed less than the reuse leeway ago (by the database's clock, which every instance shares); only refresh tokens have one. */
+  #withinLeeway() {
+    return this.#model === 'RefreshToken'
+      ? sql<boolean>`coalesce(consumed_at > now() - make_interval(secs => ${REFRESH_TOKEN_REUSE_LEEWAY_S}), false)`.as('within_leeway')
+      : sql<boolean>`false`.as('within_leeway');
   }
 
   async findByUserCode(): Promise<AdapterPayload | undefined> {
@@ -112,7 +125,10 @@ export class PostgresAdapter implements Adapter {
   /**
    * Marks a code or refresh token used, atomically: of concurrent uses exactly one sets
    * `consumed_at`. The others find it already set, which is a reuse (OAuth 2.1 §4.3.1): the
-   * whole grant is revoked and the request fails with invalid_grant.
+   * whole grant is revoked and the request fails with invalid_grant. Except a refresh token
+   * consumed less than REFRESH_TOKEN_REUSE_LEEWAY_S ago: oidc-provider has already checked that
+   * the same client presents it, so it is a parallel worker of that client, and its rotation goes
+   * ahead. The new pair is named after the token rotated (provider.ts), so it is the same pair.
    */
   async consume(id: string): Promise<void> {
     const won = await this.#db.kysely
@@ -125,10 +141,11 @@ export class PostgresAdapter implements Adapter {
     if (won.numUpdatedRows > 0n) return;
     const row = await this.#db.kysely
       .selectFrom('oauth_artifacts')
-      .select('grant_id')
+      .select(['grant_id', this.#withinLeeway()])
       .where('model', '=', this.#model)
       .where('id_hash', '=', sha256(id))
       .executeTakeFirst();
+    if (row?.within_leeway) return;
     if (row?.grant_id) await revokeGrant(this.#db, row.grant_id, this.#revocations);
     throw new errors.InvalidGrant(`${this.#model === 'RefreshToken' ? 'refresh token' : 'authorization code'} already used`);
   }

@@ -34,6 +34,39 @@ export function pageHeaders(nonce: string): Record<string, string> {
   };
 }
 
+/**
+ * The policy set on every response of oidc-provider before it runs, for the one page it renders
+ * itself: form_post's (OAuth 2.0 Form Post Response Mode), which carries the authorization code.
+ * oidc-provider adds its inline script's hash to a script-src it finds already set
+ * (lib/helpers/script_src_sha.js), so that script and nothing else runs.
+ */
+export const PROVIDER_PAGE_POLICY = "default-src 'none'; script-src 'none'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'";
+
+/**
+ * The headers of a page oidc-provider rendered under PROVIDER_PAGE_POLICY (`policy`, with its
+ * script's hash added): those of our own pages, its script allowed by that hash alone, and its
+ * form allowed to post to the client's redirect URI (by scheme, as our consent page's redirects).
+ */
+export function providerPageHeaders(policy: string, redirectUri: string | undefined): Record<string, string> {
+  const scheme = redirectUri && URL.canParse(redirectUri) ? new URL(redirectUri).protocol : undefined;
+  const directives = policy
+    .split(';')
+    .map((directive) => directive.trim().split(/\s+/))
+    .map(([name, ...values]) => {
+      // 'none' beside a hash would be ignored anyway (CSP3 §2.3.1); say only what is allowed.
+      if (name === 'script-src' && values.length > 1) return [name, ...values.filter((v) => v !== "'none'")];
+      if (name === 'form-action' && scheme) return [name, scheme];
+      return [name!, ...values];
+    });
+  return {
+    'content-security-policy': directives.map((d) => d.join(' ')).join('; '),
+    'x-frame-options': 'DENY',
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer',
+    'cache-control': 'no-store',
+  };
+}
+
 /** A client as pages name it: `host` for a client metadata document, whose name anyone can choose. */
 export interface ClientLabel {
   name: string;

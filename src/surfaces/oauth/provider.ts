@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { createHmac } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../../config.ts';
@@ -33,7 +34,7 @@ import {
   metadataDocumentFetch,
   type ClientMetadataTrust,
 } from './client-metadata-document.ts';
-import { errorPage, pageHeaders } from './pages.ts';
+import { errorPage, pageHeaders, PROVIDER_PAGE_POLICY, providerPageHeaders } from './pages.ts';
 import type { RevocationFeed } from '../../db/revocation-feed.ts';
 import type { AuthorizationServerSecrets } from './server-secrets.ts';
 
@@ -232,6 +233,7 @@ export function createAuthorizationServer(
   const provider = new Provider(config.siteUrl, configuration);
   if (secure) provider.proxy = true;
   explainUrlClientIds(provider.Client, () => Provider.ctx);
+  nameRotatedTokens(provider, createHmac('sha256', secrets.cookieKeys[0]!).update('refresh rotation v1').digest());
 
   // Client secrets are stored hashed (see adapter.ts), so compare the hash of what was presented.
   // oidc-provider still does all of client authentication; only the comparison is ours. Each
@@ -290,6 +292,34 @@ export function createAuthorizationServer(
     }
   });
 
+  // A refresh token presented by a client other than its own is a stolen token: the grant it
+  // belongs to is revoked (oidc-provider only refuses it), as a reuse after the leeway is.
+  provider.use(async (ctx, next) => {
+    await next();
+    const presented =
+      ctx.oidc?.route === 'token' && ctx.oidc.params?.grant_type === 'refresh_token' ? ctx.oidc.params.refresh_token : undefined;
+    if (typeof presented !== 'string' || ctx.status !== 400 || (ctx.body as { error?: string } | undefined)?.error !== 'invalid_grant')
+      return;
+    const token = await provider.RefreshToken.find(presented, { ignoreExpiration: true });
+    if (!token || !ctx.oidc!.client || token.clientId === ctx.oidc!.client.clientId) return;
+    await (await provider.Grant.find(token.grantId!))?.destroy();
+    log.warn({ clientId: ctx.oidc!.client.clientId }, 'a refresh token was presented by another client: its grant is revoked');
+  });
+
+  // The one HTML oidc-provider renders itself, form_post's page (it carries the authorization
+  // code), gets our pages' security headers; see PROVIDER_PAGE_POLICY. Other answers keep none of it.
+  provider.use(async (ctx, next) => {
+    ctx.set('content-security-policy', PROVIDER_PAGE_POLICY);
+    await next();
+    const policy = ctx.response.get('content-security-policy');
+    if (!policy.includes("form-action 'none'")) return; // replaced: a page of ours (pageHeaders)
+    if (!ctx.response.is('html')) ctx.remove('content-security-policy');
+    else {
+      const redirectUri = ctx.oidc?.params?.redirect_uri;
+      ctx.set(providerPageHeaders(policy, typeof redirectUri === 'string' ? redirectUri : undefined));
+    }
+  });
+
   // Registrations per client address (RFC 7591 is open to anyone). The address is the socket's,
   // as Fastify's request.ip elsewhere: with provider.proxy set, ctx.ip would trust a client's
   // own X-Forwarded-For, and each made-up address would get a fresh window.
@@ -342,4 +372,27 @@ export function createAuthorizationServer(
     }
   });
   return provider;
+}
+
+/**
+ * Names the tokens a refresh issues after the refresh token it rotated: an HMAC of that token
+ * under the server's key, as long and as random to anyone without both as oidc-provider's own ids.
+ * A refresh repeated within REFRESH_TOKEN_REUSE_LEEWAY_S (adapter.ts, consume) thus issues the
+ * same refresh and access token again, not a second family. Other tokens keep random ids.
+ */
+function nameRotatedTokens(provider: Provider, key: Buffer): void {
+  const rotatedFrom = () =>
+    (Provider.ctx?.oidc?.entities as { RotatedRefreshToken?: { jti?: string } } | undefined)?.RotatedRefreshToken?.jti;
+  for (const [model, purpose] of [
+    [provider.RefreshToken, 'refresh token'],
+    [provider.AccessToken, 'access token'],
+  ] as const) {
+    const prototype = model.prototype as unknown as { generateTokenId(): string };
+    const randomId = prototype.generateTokenId;
+    prototype.generateTokenId = function (this: unknown) {
+      const id = randomId.call(this); // also settles the token's format
+      const rotated = rotatedFrom();
+      return rotated ? createHmac('sha256', key).update(`${purpose}:${rotated}`).digest('base64url') : id;
+    };
+  }
 }

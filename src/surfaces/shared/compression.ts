@@ -3,7 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import zlib from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { LruCache } from '../../platform/lru.ts';
-import { tagForCoding, type ContentCoding } from '../../platform/validators.ts';
+import type { ContentCoding } from '../../platform/validators.ts';
 import {
   BROTLI_LEVEL,
   COMPRESSED_CACHE_MAX_BYTES,
@@ -169,10 +169,10 @@ export class ResponseCompression {
     const coding = negotiateCoding(request.headers['accept-encoding']);
     if (!coding) return payload;
 
+    // The route tagged the representation for this coding already (platform/validators.ts representationTag).
     const etag = reply.getHeader('etag');
     const strongTag = typeof etag === 'string' && etag.startsWith('"') ? etag : undefined;
     reply.header('content-encoding', coding);
-    if (strongTag) reply.header('etag', tagForCoding(strongTag, coding));
     // A strong tag names the same bytes until it changes: large bodies are compressed once per tag.
     const cacheKey =
       strongTag && length !== undefined && length >= COMPRESSED_CACHE_MIN_BYTES && length <= COMPRESSED_COLLECT_MAX_BYTES

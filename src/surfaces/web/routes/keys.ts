@@ -17,7 +17,7 @@ import { DomainError } from '../../../platform/errors.ts';
 import { KEY_LIFETIME_DAYS } from '../../../policy.ts';
 import { appPage, FORM_EXPIRED, one, refuse, type Form, type Query, type Web } from '../context.ts';
 import type { HubCtx } from '../context.ts';
-import { apiTabView, revokeKeyView, rollKeyView, type ApiTabState, type KeyFormErrors } from '../views/keys.ts';
+import { apiTabView, revokedNotice, revokeKeyView, rollKeyView, type ApiTabState, type KeyFormErrors } from '../views/keys.ts';
 import { when } from '../views/format.ts';
 import { shell } from '../views/layout.ts';
 
@@ -82,7 +82,7 @@ export function keyRoutes(app: FastifyInstance, { deps, paths, sessions }: Web):
     return apiTab(reply, 200, ctx, {
       formToken,
       created,
-      notice: revoked ? 'The key was revoked. Requests with it are refused from now on.' : undefined,
+      notice: revoked ? revokedNotice(revoked, await listKeys(deps.db, ctx.hub.hubId)) : undefined,
     });
   });
 
@@ -198,9 +198,10 @@ export function keyRoutes(app: FastifyInstance, { deps, paths, sessions }: Web):
     async (request, reply) => {
       const ctx = await sessions.hubCtx(request, reply, request.params.hubId, true);
       if (!ctx) return reply;
-      const key = await findKey(ctx.hub.hubId, request.params.keyId);
+      const keys = await listKeys(deps.db, ctx.hub.hubId);
+      const key = keys.find((k) => k.id === request.params.keyId);
       if (!key) return noSuchKey(reply, ctx.hub.hubId);
-      const body = revokeKeyView({ apiTabUrl: apiTabUrl(ctx.hub.hubId), csrf: ctx.csrf, key });
+      const body = revokeKeyView({ apiTabUrl: apiTabUrl(ctx.hub.hubId), csrf: ctx.csrf, key, keys, now: deps.clock.now() });
       return appPage(reply, 200, (n) => shell(sessions.shellOf(ctx, 'manage'), 'Revoke key', body, n));
     },
   );
@@ -212,7 +213,7 @@ export function keyRoutes(app: FastifyInstance, { deps, paths, sessions }: Web):
       if (!ctx) return reply;
       if (!sessions.csrfOk(ctx, request.body ?? {})) return formExpired(reply, ctx.hub.hubId);
       try {
-        await revokeKey(deps.db, request.params.keyId, ctx.hub.hubId);
+        await revokeKey(deps.db, request.params.keyId, { hubId: ctx.hub.hubId, now: deps.clock.now() });
       } catch (error) {
         // Only the refusal is "no such key": a database error is the 503 page (the error handler).
         if (error instanceof DomainError && error.kind === 'not_found') return noSuchKey(reply, ctx.hub.hubId);

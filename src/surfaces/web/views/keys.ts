@@ -1,7 +1,7 @@
 // Manage Hub → API: the addresses, the hub's keys (state, expiry, requests and unchanged answers per day), the Create key
 // form, the new key shown once, and the confirmations before a roll and a revocation.
 import type { DailyKeyUsage, KeySummary } from '../../../domain/api-keys/api-key.service.ts';
-import { KEY_NAME_MAX_LENGTH, keyState } from '../../../domain/api-keys/api-key.ts';
+import { KEY_NAME_MAX_LENGTH, keyState, predecessorsStillWorking } from '../../../domain/api-keys/api-key.ts';
 import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_MS } from '../../../policy.ts';
 import { escapeHtml as h } from '../../shared/html.ts';
 import { count, counted, when } from './format.ts';
@@ -177,11 +177,31 @@ export function rollKeyView(o: { apiTabUrl: string; csrf: string; formToken: str
 <div class="actions"><a class="button" href="${h(u)}">Cancel</a><button class="primary" type="submit">Roll key</button></div></form></div>`;
 }
 
-export function revokeKeyView(o: { apiTabUrl: string; csrf: string; key: KeySummary }): string {
+export function revokeKeyView(o: { apiTabUrl: string; csrf: string; key: KeySummary; keys: KeySummary[]; now: Date }): string {
   const { key } = o;
   const u = o.apiTabUrl;
+  const older = predecessorsStillWorking(key.id, o.keys, o.now);
+  const successor = keyState(key, o.now) === 'rolled' ? o.keys.find((k) => k.id === key.replacedBy) : undefined;
+  const alsoEnds = older.length
+    ? `<p data-also-ends>The old secret${older.length > 1 ? 's' : ''} it replaced, ${older.map((k) => `<code class="token">${h(k.start)}…</code> (valid until ${h(when(k.expiresAt))})`).join(' and ')}, stop${older.length > 1 ? '' : 's'} working with it.</p>`
+    : '';
+  const staysValid = successor
+    ? `<p data-stays-valid>This is the old secret of a rolled key: only it stops working, now instead of ${h(when(key.expiresAt))}. The key that replaced it, <code class="token">${h(successor.start)}…</code>, keeps working; revoke that one to stop the tool altogether (it ends this one too).</p>`
+    : '';
   return `<div class="card"><h1>Revoke “${h(key.name)}”?</h1>
-<p>The key <code class="token">${h(key.start)}…</code> (${h(key.scope)}, ${counted(key.requestCount, 'request')}, last used ${h(when(key.lastUsedAt))}) will stop working immediately, everywhere. This cannot be undone: the tool that uses it will need a new key.</p>
+<p>The key <code class="token">${h(key.start)}…</code> (${h(key.scope)}, ${counted(key.requestCount, 'request')}, last used ${h(when(key.lastUsedAt))}) will stop working immediately, everywhere. This cannot be undone: the tool that uses it will need a new key.</p>${alsoEnds}${staysValid}
 <form method="post" action="${h(u)}/keys/${encodeURIComponent(key.id)}/revoke" data-once><input type="hidden" name="csrf" value="${h(o.csrf)}">
 <div class="actions"><a class="button" href="${h(u)}">Cancel</a><button class="danger" type="submit">Yes, revoke this key</button></div></form></div>`;
+}
+
+/** The API tab's notice after a revocation: what stopped working (the old secrets that ended with the key too). */
+export function revokedNotice(keyId: string, keys: readonly KeySummary[]): string {
+  const key = keys.find((k) => k.id === keyId);
+  const endedWith: KeySummary[] = [];
+  for (let current = keys.find((k) => k.replacedBy === keyId); current; current = keys.find((k) => k.replacedBy === current!.id)) {
+    if (key?.revokedAt && current.revokedAt === key.revokedAt) endedWith.push(current);
+  }
+  return endedWith.length
+    ? `The key was revoked, and with it the old secret${endedWith.length > 1 ? 's' : ''} it replaced (${endedWith.map((k) => `${k.start}…`).join(', ')}), which ${endedWith.length > 1 ? 'were' : 'was'} still in the grace period. Requests with any of them are refused from now on.`
+    : 'The key was revoked. Requests with it are refused from now on.';
 }
