@@ -304,6 +304,18 @@ const promises: { what: string; page: Page; covers: PolicyName[]; sentence: stri
     covers: ['STOP_GRACE_MS', 'STOP_STEPS_MS'],
     sentence: `A stop that hangs (a database that stopped answering) ends after ${s(policy.STOP_GRACE_MS + policy.STOP_STEPS_MS)} s regardless`,
   },
+  {
+    what: 'Redis outage',
+    page: 'docs/operations.md',
+    covers: ['REDIS_COMMAND_TIMEOUT_MS', 'REDIS_RETRY_MS'],
+    sentence: `not answering within ${policy.REDIS_COMMAND_TIMEOUT_MS} ms), no limit is lifted: each instance counts the windows on its own until Redis answers again (tried at most every ${s(policy.REDIS_RETRY_MS)} s)`,
+  },
+  {
+    what: 'Redis at start',
+    page: 'docs/operations.md',
+    covers: ['REDIS_START_WAIT_MS'],
+    sentence: `A server started while Redis is down waits ${s(policy.REDIS_START_WAIT_MS)} s for it`,
+  },
 ];
 
 /** Internal timings with no sentence in the docs: documented in src/policy.ts only. */
