@@ -7,7 +7,7 @@ import { redirectUriProblem } from '../../domain/oauth/clients.service.ts';
 import { clientSecretMatches } from '../../domain/oauth/secrets.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { RateLimiter, RateWindow } from '../../platform/rate-limit.ts';
-import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText } from '../../platform/text.ts';
+import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText, HIDDEN_FORMAT_MESSAGE, hasHiddenFormatCharacter } from '../../platform/text.ts';
 import {
   ACCESS_TOKEN_TTL_S,
   AUTHORIZATION_CODE_TTL_S,
@@ -132,6 +132,9 @@ export function createAuthorizationServer(
         if (document) checkDocument(metadata);
         const field = findForbiddenText(metadata);
         if (field) throw new errors.InvalidClientMetadata(`${field} ${FORBIDDEN_CHARACTER_MESSAGE}`);
+        // The consent page shows it: it must read as what it is.
+        if (typeof metadata.client_name === 'string' && hasHiddenFormatCharacter(metadata.client_name))
+          throw new errors.InvalidClientMetadata(`client_name ${HIDDEN_FORMAT_MESSAGE}`);
         for (const uri of Array.isArray(metadata.redirect_uris) ? metadata.redirect_uris : []) {
           const problem = typeof uri === 'string' ? redirectUriProblem(uri) : undefined;
           if (problem) throw new errors.InvalidClientMetadata(`redirect_uris: ${problem}`);
