@@ -493,3 +493,29 @@ test('a kept-alive connection after an upload refused as too large (413)', async
       ),
   });
 });
+
+// A client that stops sending its body once refused (curl does, on an early 413) and sends its next
+// request: the unread rest of the body can never arrive, so only closing the connection is right.
+test('a kept-alive connection after a 413 answered before the body ended, the body never finished', {
+  todo: 'issue 27 finding 8 (another branch): the server waits for the rest of the refused body',
+}, async () => {
+  const big = 2 * MIB;
+  for (const [name, path, type] of [
+    ['JSON', '/posts', 'application/json'],
+    ['upload', '/media', 'multipart/form-data; boundary=b'],
+  ] as const) {
+    const start = type.startsWith('multipart')
+      ? '--b\r\ncontent-disposition: form-data; name="file"; filename="big.png"\r\ncontent-type: image/png\r\n\r\n'
+      : '{"text":"';
+    await thenReuse({
+      name: `${name}: ${big * 10} bytes announced, the first ${big} sent (413)`,
+      bytes: () =>
+        request(
+          'POST',
+          path,
+          { authorization: `Bearer ${world.token}`, 'content-type': type, 'content-length': big * 10 },
+          Buffer.concat([Buffer.from(start), type.startsWith('multipart') ? png(8, 8) : Buffer.alloc(0), Buffer.alloc(big, 0x61)]),
+        ),
+    });
+  }
+});
