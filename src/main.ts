@@ -72,8 +72,9 @@ try {
 
   if (config.redisUrl) {
     const { RedisRateLimiter } = await import('./platform/redis-rate-limit.ts');
-    const redis = new RedisRateLimiter(config.redisUrl);
-    await redis.ready().catch((error) => log.warn({ err: error }, 'Redis not reachable yet; rate limits fail open until it is'));
+    const redis = new RedisRateLimiter(config.redisUrl, { log });
+    // Not reachable yet: said once, and the limits are counted per instance until it is.
+    await redis.ready();
     limiter = redis;
   }
 

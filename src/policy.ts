@@ -172,6 +172,15 @@ export const CONNECT_TIMEOUT_MS = 5 * SECOND;
 /** The Retry-After of a 503 while the database is unreachable. */
 export const DATABASE_RETRY_AFTER_S = 5;
 
+// --- Redis (REDIS_URL) ----------------------------------------------------------------------
+
+/** A rate-limit command unanswered this long means Redis is down: the limits are counted per instance. */
+export const REDIS_COMMAND_TIMEOUT_MS = SECOND / 2;
+/** While Redis is down, it is tried again at most this often. */
+export const REDIS_RETRY_MS = SECOND;
+/** A start waits this long for Redis before serving with per-instance limits. */
+export const REDIS_START_WAIT_MS = 5 * SECOND;
+
 // --- Process --------------------------------------------------------------------------------
 
 /** On SIGINT/SIGTERM: in-flight requests get this long to finish. */

@@ -1,5 +1,4 @@
 import { open } from 'node:fs/promises';
-import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.ts';
 import { isDatabaseUnavailable } from '../db/database.ts';
@@ -15,7 +14,7 @@ import {
 } from '../domain/api-keys/api-key.service.ts';
 import { KEY_SCOPES, keyState, type KeyScope } from '../domain/api-keys/api-key.ts';
 import { seedDemo } from '../domain/demo/demo.service.ts';
-import { IMPORT_TYPES, importNdjson } from '../domain/import/import.service.ts';
+import { byteLines, IMPORT_TYPES, importNdjson } from '../domain/import/import.service.ts';
 import { addUserToHub, createAccount, createHub, createUser, getHub, setHubSuspended } from '../domain/tenancy/tenancy.service.ts';
 import { PLANS, ROLES } from '../domain/tenancy/tenancy.ts';
 import { DomainError } from '../platform/errors.ts';
@@ -160,10 +159,11 @@ const COMMANDS: Command[] = [
         const handle = await open(file!).catch((error: NodeJS.ErrnoException) => {
           throw new DomainError('invalid', `cannot read ${file}: ${error.code === 'ENOENT' ? 'no such file' : error.message}`);
         });
-        input = handle.createReadStream({ encoding: 'utf8' });
+        // Bytes, not text: a line that is not UTF-8 is refused by number, never silently replaced.
+        input = handle.createReadStream();
       }
       return async ({ db }) => {
-        const result = await importNdjson(db, createInterface({ input, crlfDelay: Infinity }), {
+        const result = await importNdjson(db, byteLines(input as AsyncIterable<Uint8Array>), {
           spend: values.add === true ? 'add' : 'replace',
         });
         const parts = IMPORT_TYPES.filter((t) => result.imported[t] > 0).map((t) => `${result.imported[t]} ${t}`);

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { decide, type RateCharge, type RateDecision, type RateLimiter, type RateWindow } from './rate-limit.ts';
+import { REDIS_COMMAND_TIMEOUT_MS, REDIS_RETRY_MS, REDIS_START_WAIT_MS } from '../policy.ts';
+import { decide, MemoryRateLimiter, type RateCharge, type RateDecision, type RateLimiter, type RateWindow } from './rate-limit.ts';
 
 // The rate limiter for several instances: the sliding logs live in Redis. In a module of its
 // own so that ioredis is loaded only when REDIS_URL is set.
@@ -32,17 +33,75 @@ return out`;
 
 type HitCommand = (numberOfKeys: number, ...args: (string | number)[]) => Promise<(number | string)[]>;
 
+/** Where the limiter says that Redis went away and that it came back (pino's shape). */
+export interface OutageLog {
+  warn(details: object, message: string): void;
+  info(details: object, message: string): void;
+}
+
+export interface RedisRateLimiterOptions {
+  /** Prefix of every key (tests share one Redis). */
+  prefix?: string;
+  log: OutageLog;
+}
+
+/**
+ * Limits that protect accounts must never fail open, so while Redis cannot answer (refused,
+ * frozen, restarting) the windows are counted in this process, as without REDIS_URL: each
+ * instance then allows the limit on its own, until Redis answers again. The outage and its end
+ * are logged once each. Counts made during the outage are not carried over to Redis.
+ */
 export class RedisRateLimiter implements RateLimiter {
   readonly #redis: Redis;
   readonly #prefix: string;
+  readonly #log: OutageLog;
+  readonly #fallback = new MemoryRateLimiter();
+  /** Charges counted by the fallback, whose refunds go back to it. */
+  readonly #fallbackCharges = new WeakSet<RateCharge>();
+  /** Since when Redis has not answered, and when it was last tried (wall-clock ms). */
+  #outage: { since: number; triedAt: number } | undefined;
 
-  constructor(url: string, prefix = 'hubops:rl:') {
-    this.#redis = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
-    // Connection trouble is reported per call (and handled by the caller); don't crash on it.
+  constructor(url: string, options: RedisRateLimiterOptions) {
+    this.#redis = new Redis(url, {
+      maxRetriesPerRequest: 1,
+      enableOfflineQueue: false,
+      lazyConnect: false,
+      // A frozen server keeps its sockets open: without a timeout every request would wait on it.
+      commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+      connectTimeout: 2_000,
+    });
+    // Connection trouble shows up as failed commands, which #shared handles; don't crash on it.
     this.#redis.on('error', () => {});
     // No fixed key count: each call says how many windows it counts in.
     this.#redis.defineCommand('hubopsHitAll', { lua: HIT_SCRIPT });
-    this.#prefix = prefix;
+    this.#prefix = options.prefix ?? 'hubops:rl:';
+    this.#log = options.log;
+  }
+
+  /** Runs `command` on Redis, or `local` on the per-instance windows while Redis cannot answer. */
+  async #shared<T>(command: () => Promise<T>, local: (fallback: MemoryRateLimiter) => Promise<T>): Promise<T> {
+    const outage = this.#outage;
+    // Not connected: ioredis refuses at once (no offline queue). Connected but failing or
+    // frozen: one request tries again now and then, rather than each waiting for the timeout.
+    if (outage && (this.#redis.status !== 'ready' || Date.now() - outage.triedAt < REDIS_RETRY_MS)) return local(this.#fallback);
+    if (outage) outage.triedAt = Date.now();
+    try {
+      const result = await command();
+      if (this.#outage) {
+        this.#log.info({ outageMs: Date.now() - this.#outage.since }, 'Redis is back: rate limits are shared between instances again');
+        this.#outage = undefined;
+      }
+      return result;
+    } catch (error) {
+      this.#beginOutage(error);
+      return local(this.#fallback);
+    }
+  }
+
+  #beginOutage(error: unknown): void {
+    if (this.#outage) return;
+    this.#outage = { since: Date.now(), triedAt: Date.now() };
+    this.#log.warn({ err: error }, 'Redis unavailable: rate limits are counted per instance until it is back');
   }
 
   async hit(key: string, limit: number, windowMs: number, nowMs: number): Promise<RateDecision> {
@@ -50,6 +109,17 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   async hitAll(windows: RateWindow[], nowMs: number): Promise<RateCharge> {
+    return this.#shared(
+      () => this.#hitAll(windows, nowMs),
+      async (fallback) => {
+        const charge = await fallback.hitAll(windows, nowMs);
+        this.#fallbackCharges.add(charge);
+        return charge;
+      },
+    );
+  }
+
+  async #hitAll(windows: RateWindow[], nowMs: number): Promise<RateCharge> {
     const member = `${nowMs}:${randomBytes(6).toString('hex')}`;
     const keys = windows.map((w) => this.#prefix + w.key);
     const args = windows.flatMap((w) => [w.windowMs, w.limit]);
@@ -68,16 +138,33 @@ export class RedisRateLimiter implements RateLimiter {
 
   async refund(charge: RateCharge): Promise<void> {
     if (charge.counted.length === 0) return;
-    const pipeline = this.#redis.pipeline();
-    for (const { key, member } of charge.counted) pipeline.zrem(this.#prefix + key, member);
-    await pipeline.exec();
+    if (this.#fallbackCharges.has(charge)) return this.#fallback.refund(charge);
+    // A count Redis holds can only be given back there; if it is down, the count simply ages out.
+    await this.#shared(
+      async () => {
+        const pipeline = this.#redis.pipeline();
+        for (const { key, member } of charge.counted) pipeline.zrem(this.#prefix + key, member);
+        await pipeline.exec();
+      },
+      async () => {},
+    );
   }
 
   async count(key: string, windowMs: number, nowMs: number): Promise<number> {
-    return this.#redis.zcount(this.#prefix + key, `(${nowMs - windowMs}`, '+inf');
+    return this.#shared(
+      () => this.#redis.zcount(this.#prefix + key, `(${nowMs - windowMs}`, '+inf'),
+      (fallback) => fallback.count(key, windowMs, nowMs),
+    );
   }
 
   async peekAll(windows: RateWindow[], nowMs: number): Promise<RateDecision[]> {
+    return this.#shared(
+      () => this.#peekAll(windows, nowMs),
+      (fallback) => fallback.peekAll(windows, nowMs),
+    );
+  }
+
+  async #peekAll(windows: RateWindow[], nowMs: number): Promise<RateDecision[]> {
     const pipeline = this.#redis.pipeline();
     for (const w of windows) {
       const since = `(${nowMs - w.windowMs}`;
@@ -94,15 +181,29 @@ export class RedisRateLimiter implements RateLimiter {
     });
   }
 
-  async ready(): Promise<void> {
-    if (this.#redis.status === 'ready') return;
-    await new Promise<void>((resolve, reject) => {
-      this.#redis.once('ready', () => resolve());
-      this.#redis.once('end', () => reject(new Error('Redis connection ended')));
+  /**
+   * Waits for the connection, at most `timeoutMs`; without one by then the outage begins (and is
+   * logged), so a start with Redis down serves with per-instance limits instead of waiting.
+   */
+  async ready(timeoutMs = REDIS_START_WAIT_MS): Promise<boolean> {
+    if (this.#redis.status === 'ready') return true;
+    const connected = await new Promise<boolean>((resolve) => {
+      const onReady = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        this.#redis.off('ready', onReady);
+        resolve(false);
+      }, timeoutMs);
+      this.#redis.once('ready', onReady);
     });
+    if (!connected) this.#beginOutage(new Error(`no connection to Redis within ${timeoutMs} ms`));
+    return connected;
   }
 
   async close(): Promise<void> {
     this.#redis.disconnect();
+    await this.#fallback.close();
   }
 }

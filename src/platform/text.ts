@@ -35,3 +35,33 @@ export function findForbiddenText(value: unknown): string | undefined {
   }
   return undefined;
 }
+
+// The rule for names, labels and titles (what people pick things by, in the admin, a CSV, a
+// consent page): no invisible formatting characters, the Unicode format characters (general
+// category Cf): bidi embeddings, overrides, isolates and marks (U+202A–U+202E, U+2066–U+2069,
+// U+200E, U+200F, U+061C), zero-width spaces (U+200B, U+2060, U+FEFF), the soft hyphen, tag
+// characters… They make a name show as another ("Acme\u202Egnp.exe"), or hide text that an AI
+// assistant reading the name still sees. Kept: the joiners U+200C and U+200D, which scripts
+// (Persian, Indic) and emoji sequences need, and the tags of an emoji flag sequence
+// (🏴 + tags + U+E007F). Prose (post text) is not a name: it may carry them.
+const HIDDEN_FORMAT = /(?![\u200c\u200d])\p{Cf}/gu;
+const EMOJI_TAG_SEQUENCE = /\u{1F3F4}[\u{E0020}-\u{E007E}]+\u{E007F}/gu;
+
+/** `name` without them: for names hubops cleans rather than refuses (an uploaded file's name). */
+export function withoutHiddenFormatCharacters(name: string): string {
+  let kept = '';
+  let from = 0;
+  for (const flag of name.matchAll(EMOJI_TAG_SEQUENCE)) {
+    kept += name.slice(from, flag.index).replace(HIDDEN_FORMAT, '') + flag[0];
+    from = flag.index + flag[0].length;
+  }
+  return kept + name.slice(from).replace(HIDDEN_FORMAT, '');
+}
+
+/** True when `name` holds an invisible formatting character a name may not (see above). */
+export function hasHiddenFormatCharacter(name: string): boolean {
+  return withoutHiddenFormatCharacters(name) !== name;
+}
+
+/** The message every surface uses for such a name. */
+export const HIDDEN_FORMAT_MESSAGE = 'must not contain invisible formatting characters (bidi controls such as U+202E, zero-width spaces)';

@@ -688,6 +688,33 @@ describe('import', () => {
     );
   });
 
+  test('NUL, a lone surrogate, another control and bytes that are not UTF-8: refused by line and field, as over HTTP; nothing written', async () => {
+    const file = path.join(dir, 'text.ndjson');
+    await writeFile(
+      file,
+      Buffer.concat([
+        Buffer.from('{"type":"account","id":"acc_txt","name":"Fine"}\r\n'),
+        Buffer.from('{"type":"hub","id":"hub_txt","accountId":"acc_txt","name":"NUL\\u0000hub"}\n'),
+        Buffer.from('{"type":"workspace","id":"ws_txt","hubId":"hub_txt","name":"lone \\ud800 surrogate"}\n'),
+        Buffer.from('{"type":"workspace","id":"ws_txt2","hubId":"hub_txt","name":"ok","fields":{"x\\u0007":"bell"}}\n'),
+        Buffer.from('{"type":"workspace","id":"ws_txt3","hubId":"hub_txt","name":"Latin-1 '),
+        Buffer.from([0xe9]),
+        Buffer.from('"}\n'),
+        Buffer.from('{"type":"workspace","id":"ws_txt4","hubId":"hub_txt","name":"Café ok"}\n'),
+      ]),
+    );
+    const before = await snapshot(db);
+    const run = await hubops(['import', file, '--json']);
+    assert.equal(run.code, 1, run.stderr);
+    assert.deepEqual(run.stderr.trimEnd().split('\n'), [
+      'hubops: line 2: hub.name: must not contain control characters (such as NUL), lone surrogates or Unicode noncharacters',
+      'hubops: line 3: workspace.name: must not contain control characters (such as NUL), lone surrogates or Unicode noncharacters',
+      'hubops: line 4: workspace.fields.x\\u{0007}: must not contain control characters (such as NUL), lone surrogates or Unicode noncharacters',
+      'hubops: line 5: not valid UTF-8 text',
+    ]);
+    assert.deepEqual(await snapshot(db), before);
+  });
+
   test('stdin with -, and a missing file', async () => {
     const out = await json(['import', '-'], { stdin: '{"type":"account","name":"From stdin"}\n' });
     assert.equal(out.imported.account, 1);

@@ -334,6 +334,18 @@ const promises: { what: string; page: Page; covers: PolicyName[]; sentence: stri
     covers: ['CHATGPT_ADS_SPEND_UNIT'],
     sentence: `reads ChatGPT Ads spend as ${{ major: 'a decimal amount in the account currency', cents: 'an integer of cents', micros: 'an integer of micros' }[policy.CHATGPT_ADS_SPEND_UNIT]}`,
   },
+  {
+    what: 'Redis outage',
+    page: 'docs/operations.md',
+    covers: ['REDIS_COMMAND_TIMEOUT_MS', 'REDIS_RETRY_MS'],
+    sentence: `not answering within ${policy.REDIS_COMMAND_TIMEOUT_MS} ms), no limit is lifted: each instance counts the windows on its own until Redis answers again (tried at most every ${s(policy.REDIS_RETRY_MS)} s)`,
+  },
+  {
+    what: 'Redis at start',
+    page: 'docs/operations.md',
+    covers: ['REDIS_START_WAIT_MS'],
+    sentence: `A server started while Redis is down waits ${s(policy.REDIS_START_WAIT_MS)} s for it`,
+  },
 ];
 
 /** Internal timings with no sentence in the docs: documented in src/policy.ts only. */

@@ -1,12 +1,14 @@
 // Rate limits shared through Redis: two app instances over the same database and the same Redis
 // enforce one per-key window between them (120 per key in any rolling 60 s, plus 20
-// per operation). With Redis unreachable the limiter fails open: requests are still served.
+// per operation). With Redis unreachable requests are still served, and each instance counts the
+// windows on its own.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { createKey } from '../../src/domain/api-keys/api-key.service.ts';
 import { RedisRateLimiter } from '../../src/platform/redis-rate-limit.ts';
+import { captureLog } from '../support/log.ts';
 import { startApp, type TestApp, TEST_SECRETS_KEY } from '../support/app.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import * as fx from '../support/world.ts';
@@ -32,7 +34,11 @@ async function seed(db: TestDb, hubId: string): Promise<void> {
 /** Two instances (each with its own Redis connection) over one database. */
 async function twoInstances(): Promise<[TestApp, TestApp]> {
   const db = await createTestDb();
-  const limiters = [new RedisRateLimiter(REDIS_URL!, PREFIX), new RedisRateLimiter(REDIS_URL!, PREFIX)];
+  const { logger } = captureLog();
+  const limiters = [
+    new RedisRateLimiter(REDIS_URL!, { prefix: PREFIX, log: logger }),
+    new RedisRateLimiter(REDIS_URL!, { prefix: PREFIX, log: logger }),
+  ];
   await Promise.all(limiters.map((l) => l.ready()));
   const a = await startApp({ now: '2026-11-21T12:00:00.000Z', secretsKey: TEST_SECRETS_KEY, db, limiter: limiters[0] });
   const b = await startApp({ now: '2026-11-21T12:00:00.000Z', secretsKey: TEST_SECRETS_KEY, db, limiter: limiters[1] });
@@ -173,9 +179,10 @@ describe('refused requests through Redis', { skip: !REDIS_URL && 'needs REDIS_UR
 });
 
 describe('Redis unreachable', () => {
-  test('requests are still served (the limiter fails open) and do not wait on Redis', async () => {
-    const limiter = new RedisRateLimiter('redis://127.0.0.1:1', PREFIX);
-    const t = await startApp({ now: '2026-11-21T12:00:00.000Z', limiter });
+  test('requests are still served, without waiting on Redis, and the limits are counted per instance', async () => {
+    const { logger, lines } = captureLog();
+    const limiter = new RedisRateLimiter('redis://127.0.0.1:1', { prefix: PREFIX, log: logger });
+    const t = await startApp({ now: '2026-11-21T12:00:00.000Z', limiter, logger });
     cleanups.push(async () => {
       await t.close();
       await limiter.close();
@@ -188,10 +195,13 @@ describe('Redis unreachable', () => {
       const list = await t.hubGet('/playbook-opt-ins', key);
       assert.equal(list.status, 200, `#${i}: ${JSON.stringify(list.body)}`);
       assert.equal(list.body.data[0].id, 'oi_hub_u');
-      // 25 > 20: the per-operation limit cannot be enforced without Redis either.
-      assert.equal((await t.hubGet('/opt-in-summary', key)).status, 200, `summary #${i}`);
+      if (i <= 20) assert.equal(list.headers.ratelimit, `"per-key";r=${121 - 2 * i};t=60`, `#${i}: counted`);
+      // The 20/min limit of the summary holds on this instance.
+      assert.equal((await t.hubGet('/opt-in-summary', key)).status, i <= 20 ? 200 : 429, `summary #${i}`);
     }
     assert.ok(Date.now() - started < 10_000, `50 requests took ${Date.now() - started} ms`);
+    assert.equal(lines.filter((l) => /Redis unavailable/.test(l.msg)).length, 1, 'the outage is logged once');
+    assert.equal(lines.filter((l) => /rate limiter unavailable/.test(l.msg)).length, 0, 'and not per request');
 
     // Authentication still works without the limiter: a wrong key is refused, not waved through.
     const refused = await t.hubGet('/playbook-opt-ins', fx.mistyped(key));

@@ -5,6 +5,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Db, Statement } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import { DomainError } from '../../platform/errors.ts';
+import { HIDDEN_FORMAT_MESSAGE } from '../../platform/text.ts';
 import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_MS, KEY_USAGE_DAYS } from '../../policy.ts';
 import {
   daysEndingWith,
@@ -48,7 +49,9 @@ export interface NewKey {
 }
 
 function validateKeyName(name: string): string {
-  if (keyNameProblem(name)) throw new DomainError('invalid', 'key name must be 1 to 100 characters');
+  const problem = keyNameProblem(name);
+  if (problem === 'hidden_format') throw new DomainError('invalid', `key name ${HIDDEN_FORMAT_MESSAGE}`);
+  if (problem) throw new DomainError('invalid', 'key name must be 1 to 100 characters');
   return name.trim();
 }
 

@@ -1,6 +1,7 @@
 import { createHash, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { randomBase62 } from '../../platform/ids.ts';
+import { hasHiddenFormatCharacter } from '../../platform/text.ts';
 import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_MS } from '../../policy.ts';
 
 // Hub API key format: `hubops_` + 43 base62 characters (256 bits) + 6 base62 characters of
@@ -53,10 +54,11 @@ export const isKeyScope = (value: unknown): value is KeyScope => KEY_SCOPES.incl
 export const KEY_NAME_MAX_LENGTH = 100;
 
 /** What is wrong with a key name (surrounding spaces do not count), or undefined. */
-export function keyNameProblem(name: string): 'blank' | 'too_long' | undefined {
+export function keyNameProblem(name: string): 'blank' | 'too_long' | 'hidden_format' | undefined {
   const trimmed = name.trim();
   if (trimmed === '') return 'blank';
-  return trimmed.length > KEY_NAME_MAX_LENGTH ? 'too_long' : undefined;
+  if (trimmed.length > KEY_NAME_MAX_LENGTH) return 'too_long';
+  return hasHiddenFormatCharacter(trimmed) ? 'hidden_format' : undefined;
 }
 
 // Embed keys are Ed25519 key pairs: the customer signs embed tokens with the private key and

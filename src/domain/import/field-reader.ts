@@ -14,6 +14,10 @@ export function shown(value: unknown): string {
   return text.length > 40 ? `${text.slice(0, 37)}…` : text;
 }
 
+/** `text` with every control, format, surrogate or unassigned code point written as \u{…}. */
+const escapeInvisible = (text: string): string =>
+  text.replace(/\p{C}/gu, (c) => `\\u{${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}}`);
+
 export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -39,8 +43,9 @@ export class FieldReader {
     this.#issues = issues;
   }
 
+  /** Records an issue; the field is escaped (a key from the line may hold any character, and the CLI prints it to a terminal). */
   fail(field: string, message: string): void {
-    this.#issues.push({ line: this.line, field: `${this.type}.${field}`, message });
+    this.#issues.push({ line: this.line, field: `${this.type}.${escapeInvisible(field)}`, message });
     this.ok = false;
   }
 

@@ -7,6 +7,8 @@ import { DomainError } from '../../platform/errors.ts';
 import { checkExisting } from './existing.ts';
 import { writeRecords, type SpendMode } from './import.repository.ts';
 import { readNdjson, readObjects, type LineReader } from './line-reader.ts';
+
+export { byteLines } from './line-reader.ts';
 import { IMPORT_TYPES, type ImportCounts, type ImportIssue, type ImportRecord, type ImportResult } from './records.ts';
 import { checkReferences } from './references.ts';
 
@@ -70,7 +72,7 @@ export async function importObjects(trx: Kysely<Database>, objects: Iterable<unk
  */
 export async function importNdjson(
   db: Db,
-  input: string | Iterable<string> | AsyncIterable<string>,
+  input: string | Iterable<string> | AsyncIterable<string | Uint8Array>,
   options: { spend?: SpendMode } = {},
 ): Promise<ImportResult> {
   const lines = await readNdjson(input);

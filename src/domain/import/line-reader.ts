@@ -1,5 +1,6 @@
 // Reads NDJSON lines (or objects shaped like them) into records, with an issue per bad line or field.
 
+import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText } from '../../platform/text.ts';
 import { FieldReader, isObject, shown } from './field-reader.ts';
 import { READERS } from './readers/index.ts';
 import { IMPORT_TYPES, isKind, type Broken, type ImportIssue, type ImportRecord, type ImportType, type Kind } from './records.ts';
@@ -13,6 +14,18 @@ export class LineReader {
   readonly issues: ImportIssue[] = [];
   /** First line that defines each id, per kind: tells a forward reference from a missing one. */
   readonly firstDefined = new Map<Kind, Map<string, number>>();
+
+  /** One line of NDJSON as bytes: refused unless it is UTF-8 (decoding would replace what it cannot read). */
+  readBytes(bytes: Uint8Array, line: number): void {
+    let text: string;
+    try {
+      text = UTF8.decode(bytes);
+    } catch {
+      this.#lineFails({ line, message: 'not valid UTF-8 text' });
+      return;
+    }
+    this.readText(line === 1 ? text.replace(/^\uFEFF/, '') : text, line);
+  }
 
   /** One line of NDJSON text; a blank line is skipped. */
   readText(text: string, line: number): void {
@@ -46,6 +59,10 @@ export class LineReader {
     const reader = new FieldReader(line, type as ImportType, value, this.issues);
     const record: ImportRecord = READERS[type as ImportType](reader);
     reader.unknownFields();
+    // The rule every surface applies to inbound text (NUL, other controls, lone surrogates,
+    // noncharacters), by line and field, before PostgreSQL refuses or silently replaces them.
+    const forbidden = findForbiddenText(value);
+    if (forbidden !== undefined) reader.fail(forbidden, FORBIDDEN_CHARACTER_MESSAGE);
     const kind = isKind(record.type) ? record.type : undefined;
     const id = 'id' in record && record.id ? record.id : undefined;
     if (kind && id) {
@@ -69,16 +86,39 @@ export class LineReader {
   }
 }
 
-/** Reads NDJSON text (a whole string, or its lines from a stream). Blank lines count, so line numbers match an editor's. */
-export async function readNdjson(input: string | Iterable<string> | AsyncIterable<string>): Promise<LineReader> {
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Reads NDJSON: a whole string, its lines, or the lines of a file as bytes (`byteLines`), each
+ * then checked to be UTF-8. Blank lines count, so line numbers match an editor's.
+ */
+export async function readNdjson(input: string | Iterable<string> | AsyncIterable<string | Uint8Array>): Promise<LineReader> {
   const reader = new LineReader();
   let line = 0;
   for await (const text of typeof input === 'string' ? input.split('\n') : input) {
     line += 1;
-    reader.readText(line === 1 ? text.replace(/^\uFEFF/, '') : text, line);
+    if (typeof text !== 'string') reader.readBytes(text, line);
+    else reader.readText(line === 1 ? text.replace(/^\uFEFF/, '') : text, line);
   }
   return reader;
 }
+
+/** The lines of a byte stream (split at LF; a CR before it is dropped), undecoded: readNdjson decodes each. */
+export async function* byteLines(input: AsyncIterable<Uint8Array | string>): AsyncGenerator<Uint8Array> {
+  let pending = Buffer.alloc(0);
+  for await (const chunk of input) {
+    const data = Buffer.concat([pending, typeof chunk === 'string' ? Buffer.from(chunk) : chunk]);
+    let start = 0;
+    for (let end = data.indexOf(0x0a); end !== -1; end = data.indexOf(0x0a, start)) {
+      yield withoutCr(data.subarray(start, end));
+      start = end + 1;
+    }
+    pending = data.subarray(start);
+  }
+  if (pending.length > 0) yield withoutCr(pending);
+}
+
+const withoutCr = (line: Buffer): Buffer => (line.at(-1) === 0x0d ? line.subarray(0, -1) : line);
 
 /** Reads objects shaped like NDJSON lines: object i is line i + 1. */
 export function readObjects(objects: Iterable<unknown>): LineReader {

@@ -1,4 +1,5 @@
 import type { MediaContentType, MediaKind } from '../../db/schema.ts';
+import { withoutHiddenFormatCharacters } from '../../platform/text.ts';
 import { EXTENSION } from './media-info.ts';
 
 /** A media library asset as the main API presents it. */
@@ -34,15 +35,15 @@ const MEDIA_EXTENSIONS = new Set(
 
 /**
  * The display name of an upload: the last path segment of what the client sent, without control
- * characters, at most 255 characters, and with an extension that matches the content (a PNG sent
+ * characters or invisible formatting ones (platform/text.ts: `photo\u202Egnp.exe`), at most 255 characters, and with an extension that matches the content (a PNG sent
  * as `photo.mp4` is kept as `photo.png`).
  */
 export function cleanFilename(sent: string | undefined, contentType: MediaContentType): string {
-  const base = (sent ?? '')
+  const segment = (sent ?? '')
     .split(/[\\/]/)
     .pop()!
-    .replace(/[\u0000-\u001f\u007f]/g, '')
-    .trim();
+    .replace(/[\u0000-\u001f\u007f]/g, '');
+  const base = withoutHiddenFormatCharacters(segment).trim();
   const dot = base.lastIndexOf('.');
   const extension = dot > 0 ? base.slice(dot + 1).toLowerCase() : '';
   if (ALIASES[contentType].includes(extension)) return [...base].slice(0, MAX_FILENAME).join('');

@@ -10,27 +10,21 @@ export type SignInOutcome = { ok: true; user: { id: string; email: string } } | 
 /**
  * Checks email and password under the failed-attempt limits shared by every sign-in form (the
  * OAuth sign-in and the web admin count against the same windows). While either window is full
- * even the right password is refused, so guessing cannot continue on another page. Limits fail
- * open: when the limiter cannot answer (Redis down), the error goes to `onLimiterError` and the
- * sign-in proceeds unthrottled rather than failing.
+ * even the right password is refused, so guessing cannot continue on another page. These limits
+ * never fail open: without Redis the limiter counts per instance (RedisRateLimiter).
  */
 export async function signIn(
-  deps: { db: Db; limiter: RateLimiter; nowMs: number; onLimiterError?: (error: unknown) => void },
+  deps: { db: Db; limiter: RateLimiter; nowMs: number },
   attempt: { email: string; password: string; address: string },
 ): Promise<SignInOutcome> {
   const { limiter, nowMs } = deps;
-  const failOpen = <T>(pending: Promise<T>, fallback: T): Promise<T> =>
-    pending.catch((error: unknown) => {
-      deps.onLimiterError?.(error);
-      return fallback;
-    });
   // Normalised here, not by each form: one window per address however a caller spells it.
   const email = normaliseEmail(attempt.email);
   const emailKey = `signin-fail:${email}`;
   const addressKey = `signin-fail-ip:${attempt.address}`;
   const [emailFailures, addressFailures] = await Promise.all([
-    failOpen(limiter.count(emailKey, SIGN_IN_LIMITS.windowMs, nowMs), 0),
-    failOpen(limiter.count(addressKey, SIGN_IN_LIMITS.windowMs, nowMs), 0),
+    limiter.count(emailKey, SIGN_IN_LIMITS.windowMs, nowMs),
+    limiter.count(addressKey, SIGN_IN_LIMITS.windowMs, nowMs),
   ]);
   if (emailFailures >= SIGN_IN_LIMITS.perEmail || addressFailures >= SIGN_IN_LIMITS.perAddress) return { ok: false, reason: 'throttled' };
   // An email no account can have (NUL, lone surrogates…) is a mismatch like any other, never a query.
@@ -38,8 +32,8 @@ export async function signIn(
     email && attempt.password && !hasForbiddenCharacter(email) ? await checkCredentials(deps.db, email, attempt.password) : undefined;
   if (user) return { ok: true, user };
   await Promise.all([
-    failOpen(limiter.hit(emailKey, Number.MAX_SAFE_INTEGER, SIGN_IN_LIMITS.windowMs, nowMs), undefined),
-    failOpen(limiter.hit(addressKey, Number.MAX_SAFE_INTEGER, SIGN_IN_LIMITS.windowMs, nowMs), undefined),
+    limiter.hit(emailKey, Number.MAX_SAFE_INTEGER, SIGN_IN_LIMITS.windowMs, nowMs),
+    limiter.hit(addressKey, Number.MAX_SAFE_INTEGER, SIGN_IN_LIMITS.windowMs, nowMs),
   ]);
   return { ok: false, reason: 'mismatch' };
 }

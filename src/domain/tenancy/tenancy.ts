@@ -1,4 +1,5 @@
 import { DomainError } from '../../platform/errors.ts';
+import { HIDDEN_FORMAT_MESSAGE, hasHiddenFormatCharacter } from '../../platform/text.ts';
 
 // Accounts own hubs; users belong to an account and hold a role in a hub (a membership row).
 // The rules below are shared with the NDJSON import, so both refuse exactly the same input.
@@ -14,10 +15,14 @@ const PASSWORD_MIN_LENGTH = 8;
 const PASSWORD_MAX_LENGTH = 1024;
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
 
-/** Names are kept exactly as given (trailing spaces included) but must show something. */
+/**
+ * Names are kept exactly as given (trailing spaces included) but must show something, and show
+ * what they hold: no invisible formatting characters (platform/text.ts).
+ */
 export function nameProblem(name: string, max = 200): string | undefined {
   if (name.length < 1 || name.length > max) return `must be 1 to ${max} characters`;
   if (name.trim() === '') return 'must not be blank';
+  if (hasHiddenFormatCharacter(name)) return HIDDEN_FORMAT_MESSAGE;
   return undefined;
 }
 

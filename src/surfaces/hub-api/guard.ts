@@ -140,7 +140,8 @@ export class HubApiGuard {
     const hash = key !== undefined && isWellFormedKey(key) ? hashKey(key) : undefined;
     const seen = hash && this.#known.peek(hash.toString('latin1'));
     if (!seen) {
-      const failures = await this.#safe(() => this.#limiter.count(addressKey, FAILED_AUTH_LIMIT.windowMs, nowMs), 0);
+      // Key guessing is limited even without Redis (the limiter then counts per instance): never fails open.
+      const failures = await this.#limiter.count(addressKey, FAILED_AUTH_LIMIT.windowMs, nowMs);
       if (failures >= FAILED_AUTH_LIMIT.limit) {
         const decision = await this.#limit(addressKey, FAILED_AUTH_LIMIT, nowMs);
         throw rateLimited(
@@ -275,7 +276,8 @@ export class HubApiGuard {
   /** Counts one request against the caller's windows for these policies (all or none). */
   async #limitAll(caller: CallerKey, policies: RatePolicy[], nowMs: number): Promise<RateCharge> {
     const windows = this.#windows(caller, policies);
-    // A limiter outage (Redis down) must not take the API down with it: fail open, and say so.
+    // Usage limits alone may fail open: a limiter error (never an outage of Redis, counted per
+    // instance) must not take the API down with it.
     return this.#safe(() => this.#limiter.hitAll(windows, nowMs), allowedCharge(windows));
   }
 
@@ -288,14 +290,9 @@ export class HubApiGuard {
     }));
   }
 
+  /** Counts a failed authentication; never fails open (it protects keys from guessing). */
   async #limit(key: string, policy: RatePolicy, nowMs: number): Promise<RateDecision> {
-    // A limiter outage (Redis down) must not take the API down with it: fail open, and say so.
-    return this.#safe(() => this.#limiter.hit(key, policy.limit, policy.windowMs, nowMs), {
-      allowed: true,
-      limit: policy.limit,
-      remaining: policy.limit,
-      resetSeconds: policy.windowMs / 1000,
-    });
+    return this.#limiter.hit(key, policy.limit, policy.windowMs, nowMs);
   }
 
   async #safe<T>(fn: () => Promise<T>, fallback: T): Promise<T> {

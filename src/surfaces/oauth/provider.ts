@@ -8,7 +8,7 @@ import { redirectUriProblem } from '../../domain/oauth/clients.service.ts';
 import { clientSecretMatches } from '../../domain/oauth/secrets.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { RateLimiter, RateWindow } from '../../platform/rate-limit.ts';
-import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText } from '../../platform/text.ts';
+import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText, HIDDEN_FORMAT_MESSAGE, hasHiddenFormatCharacter } from '../../platform/text.ts';
 import {
   ACCESS_TOKEN_TTL_S,
   AUTHORIZATION_CODE_TTL_S,
@@ -89,12 +89,8 @@ export function createAuthorizationServer(
   const secure = config.baseUrl.startsWith('https:');
   const knownResources = new Set(resources(config));
 
-  /** Limits fail open: a limiter that cannot answer (Redis down) is logged and lets the request through. */
-  const chargeAll = (windows: RateWindow[]) =>
-    limiter.hitAll(windows, clock.now().getTime()).catch((error: unknown) => {
-      log.warn({ err: error }, 'rate limiter unavailable; request allowed');
-      return undefined;
-    });
+  /** These limits protect accounts and outbound fetches: never fail open (without Redis the limiter counts per instance). */
+  const chargeAll = (windows: RateWindow[]) => limiter.hitAll(windows, clock.now().getTime());
   const charge = (key: string, { limit, windowMs }: RatePolicy) => chargeAll([{ key, limit, windowMs }]);
 
   const configuration: Configuration = {
@@ -137,6 +133,9 @@ export function createAuthorizationServer(
         if (document) checkDocument(metadata);
         const field = findForbiddenText(metadata);
         if (field) throw new errors.InvalidClientMetadata(`${field} ${FORBIDDEN_CHARACTER_MESSAGE}`);
+        // The consent page shows it: it must read as what it is.
+        if (typeof metadata.client_name === 'string' && hasHiddenFormatCharacter(metadata.client_name))
+          throw new errors.InvalidClientMetadata(`client_name ${HIDDEN_FORMAT_MESSAGE}`);
         for (const uri of Array.isArray(metadata.redirect_uris) ? metadata.redirect_uris : []) {
           const problem = typeof uri === 'string' ? redirectUriProblem(uri) : undefined;
           if (problem) throw new errors.InvalidClientMetadata(`redirect_uris: ${problem}`);
@@ -178,7 +177,7 @@ export function createAuthorizationServer(
             { key: `oauth-client-metadata-host:${address}:${new URL(clientId).hostname}`, policy: CLIENT_METADATA_HOST_FETCH_LIMIT },
           ];
           const attempt = await chargeAll(windows.map(({ key, policy }) => ({ key, limit: policy.limit, windowMs: policy.windowMs })));
-          if (attempt && !attempt.allowed) {
+          if (!attempt.allowed) {
             const full = attempt.decisions.findIndex((decision) => !decision.allowed);
             const retryAfter = attempt.decisions[full]!.resetSeconds;
             ctx?.set('retry-after', String(retryAfter));
@@ -249,13 +248,13 @@ export function createAuthorizationServer(
       `oauth-client-auth-fail:${this.clientId}:${Provider.ctx?.req.socket.remoteAddress ?? ''}`,
       CLIENT_AUTH_FAILURE_LIMIT,
     );
-    if (attempt && !attempt.allowed) {
+    if (!attempt.allowed) {
       const retryAfter = attempt.decisions[0]!.resetSeconds;
       Provider.ctx?.set('retry-after', String(retryAfter));
       throw new TooManyRequests(`too many failed authentications for this client; retry in ${retryAfter} s`, retryAfter);
     }
     const matches = clientSecretMatches(this.clientSecret, actual);
-    if (matches && attempt) await limiter.refund(attempt).catch((error: unknown) => log.warn({ err: error }, 'rate limiter refund failed'));
+    if (matches) await limiter.refund(attempt);
     return matches;
   };
 
@@ -326,7 +325,7 @@ export function createAuthorizationServer(
   provider.use(async (ctx, next) => {
     if (ctx.method === 'POST' && ctx.path === routes.registration) {
       const attempt = await charge(`oauth-register:${ctx.req.socket.remoteAddress}`, REGISTRATION_LIMIT);
-      if (attempt && !attempt.allowed) {
+      if (!attempt.allowed) {
         const retryAfter = attempt.decisions[0]!.resetSeconds;
         ctx.status = 429;
         ctx.set('retry-after', String(retryAfter));

@@ -43,9 +43,8 @@ export async function submitSignInForm(
   else if (!/^[^\s@]+@[^\s@]+$/.test(email)) fieldErrors.email = 'Enter an email address like name@example.com.';
   if (!password) fieldErrors.password = 'Enter your password.';
   if (fieldErrors.email || fieldErrors.password) return again(400, { fieldErrors });
-  const onLimiterError = (error: unknown) => request.log.warn({ err: error }, 'rate limiter unavailable; sign-in allowed unthrottled');
   const outcome = await signIn(
-    { db: deps.db, limiter: deps.limiter, nowMs: deps.clock.now().getTime(), onLimiterError },
+    { db: deps.db, limiter: deps.limiter, nowMs: deps.clock.now().getTime() },
     { email, password, address: request.ip },
   );
   if (outcome.ok) return outcome;

@@ -29,6 +29,8 @@ function checkKeyForm(name: string, scope: string, expires: string): CheckedKeyF
   const nameProblem = keyNameProblem(name);
   if (nameProblem === 'blank') errors.name = 'Give the key a name, e.g. the tool that will use it.';
   if (nameProblem === 'too_long') errors.name = `The name must be at most ${KEY_NAME_MAX_LENGTH} characters.`;
+  if (nameProblem === 'hidden_format')
+    errors.name = 'The name must not contain invisible formatting characters (such as right-to-left overrides or zero-width spaces).';
   if (!isKeyScope(scope)) errors.scope = 'Choose read or embed.';
   const expiresInDays = expires === 'never' ? null : Number(expires);
   if (expiresInDays !== null && (!/^\d+$/.test(expires) || !isKeyLifetime(expiresInDays))) {
