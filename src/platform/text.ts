@@ -3,12 +3,12 @@
 // Tab, line feed and carriage return stay allowed (post text, descriptions).
 
 // C0 controls except \t \n \r, DEL, lone surrogates, and the Unicode noncharacters.
-const FORBIDDEN =
+export const FORBIDDEN_CHARACTERS =
   /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\ufdd0-\ufdef\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /** True when `text` holds a character no input of ours accepts (NUL, other controls, lone surrogates, noncharacters). */
 export function hasForbiddenCharacter(text: string): boolean {
-  return FORBIDDEN.test(text);
+  return FORBIDDEN_CHARACTERS.test(text);
 }
 
 /** The message every surface uses for such a field. */

@@ -329,6 +329,39 @@ test('rounding: micros summed per UTC day and ad set, rounded to cents once, hal
   );
 });
 
+test("a platform's names are stored without NUL or bidi overrides; an id with NUL fails the run as a bad answer and stores nothing", async () => {
+  await newHub('h_names');
+  const hostile = [
+    {
+      campaignId: 'c9',
+      campaignName: 'Spring\u0000 sale',
+      adSetId: 's9',
+      adSetName: 'Evil\u202Egnp.exe [ws:h_names_a]',
+    },
+  ];
+  fake.add({ externalId: 'act_901', name: 'Brew\u200Bline\u0000', rows: happened(hourlyRows('2026-11-18', '2026-11-20', hostile)) });
+  const id = await connect('h_names', 'act_901');
+  assert.equal((await listAdAccounts(deps, 'h_names'))[0]!.name, 'Brewline');
+  assert.equal((await syncNow(deps, 'h_names', id)).status, 'done');
+  const names = await t.db.kysely
+    .selectFrom('ad_spend_rows')
+    .select(['campaign_name', 'ad_set_name'])
+    .where('ad_account_id', '=', id)
+    .distinct()
+    .execute();
+  assert.deepEqual(names, [{ campaign_name: 'Spring sale', ad_set_name: 'Evilgnp.exe [ws:h_names_a]' }]);
+  assert.ok(
+    (await stored(id)).size > 0 && [...(await stored(id)).keys()].every((k) => k.endsWith('|h_names_a')),
+    'the token still attributes',
+  );
+
+  const before = await platformRows(id);
+  fake.accounts.get('act_901')!.rows.push({ ...hostile[0]!, adSetId: 's\u00009', date: '2026-11-20', hour: 1, spendMicros: 5_000_000n });
+  const outcome = await syncNow(deps, 'h_names', id);
+  assert.equal(outcome.status === 'retrying' && outcome.failureKind, 'bad_answer', JSON.stringify(outcome));
+  assert.equal(await platformRows(id), before, 'nothing stored');
+});
+
 test('connect: another currency is refused with a clear message; bad tokens and ids are refused; nothing is stored', async () => {
   await newHub('h_cur', ['a']);
   fake.add({ externalId: 'act_500', currency: 'EUR' });

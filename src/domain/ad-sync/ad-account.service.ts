@@ -27,7 +27,7 @@ import {
   type AccountRow,
 } from './ad-account.repository.ts';
 import { newClaimant } from './sync-loop.ts';
-import { runSync, type EngineDeps, type SyncOutcome } from './sync-engine.ts';
+import { runSync, shownName, type EngineDeps, type SyncOutcome } from './sync-engine.ts';
 
 export type { SyncOutcome } from './sync-engine.ts';
 
@@ -364,7 +364,7 @@ export async function connectAdAccounts(deps: AdSyncDeps, hubId: string, input: 
     described.map((a) => ({
       id: newId('aa'),
       externalId: a.externalId,
-      name: a.name.slice(0, 200) || a.externalId,
+      name: shownName(a.name) || a.externalId,
       currency: a.currency,
       timeZone: a.timeZone,
       accessVia: a.accessVia,

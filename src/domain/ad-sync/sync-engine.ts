@@ -16,6 +16,7 @@ import {
   type PlatformSpendRow,
 } from '../../integrations/ad-platform.ts';
 import type { Clock } from '../../platform/clock.ts';
+import { FORBIDDEN_CHARACTERS, hasForbiddenCharacter, withoutHiddenFormatCharacters } from '../../platform/text.ts';
 import { SealingError, type Sealer } from '../../platform/sealing.ts';
 import {
   SPEND_BACKFILL_DAYS,
@@ -99,6 +100,17 @@ function failureOf(error: unknown): { kind: PlatformFailureKind; message: string
   return { kind: 'platform_error', message: 'the sync stopped on an unexpected error; it will be retried', code: null };
 }
 
+/**
+ * A name from a platform as hubops shows and stores it: without what no input of ours accepts
+ * (NUL and other controls, lone surrogates) and without invisible formatting characters (bidi
+ * overrides: a name must not show as another; platform/text.ts), at most 200 characters. Cleaned,
+ * not refused: the platform named it, and the admin must still see which campaign it is.
+ */
+export function shownName(name: string): string {
+  return withoutHiddenFormatCharacters(name.replace(FORBIDDEN_GLOBAL, '')).trim().slice(0, 200);
+}
+const FORBIDDEN_GLOBAL = new RegExp(FORBIDDEN_CHARACTERS.source, 'g');
+
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
 /** A row the engine can count, or a bad_answer: a client must not hand over what it did not check. `checkedDate` passed before. */
@@ -110,8 +122,10 @@ function checkRow(row: PlatformSpendRow, checkedDate: string): void {
     row.spendMicros >= 0n &&
     typeof row.campaignId === 'string' &&
     row.campaignId !== '' &&
+    !hasForbiddenCharacter(row.campaignId) &&
     typeof row.adSetId === 'string' &&
     row.adSetId !== '' &&
+    !hasForbiddenCharacter(row.adSetId) &&
     typeof row.campaignName === 'string' &&
     typeof row.adSetName === 'string';
   if (!ok) throw new PlatformError('bad_answer', 'the platform returned a spend row that is not well formed');
@@ -187,7 +201,7 @@ async function readAndStore(
   }
   if (described.name !== account.name || described.timeZone !== account.time_zone || described.accessVia !== account.access_via) {
     await updateDescription(db.kysely, account.id, {
-      name: described.name.slice(0, 200) || account.name,
+      name: shownName(described.name) || account.name,
       timeZone: described.timeZone,
       accessVia: described.accessVia,
     });
@@ -306,7 +320,11 @@ async function readChunk(
         }
       }
       const rows = [...sums.values()];
-      for (const r of rows) r.spendCents = microsToCents(r.spendMicros);
+      for (const r of rows) {
+        r.spendCents = microsToCents(r.spendMicros);
+        r.campaignName = shownName(r.campaignName);
+        r.adSetName = shownName(r.adSetName);
+      }
       return rows;
     } catch (error) {
       if (!(error instanceof PlatformThrottled) || error.retryAfterMs > SPEND_THROTTLE_WAIT_MAX_MS || waits >= MAX_THROTTLE_WAITS)
