@@ -34,6 +34,7 @@ import { loadServerSecrets, resolveSecretsKeys } from './surfaces/oauth/server-s
 import { webErrorPages, webPlugin } from './surfaces/web/plugin.ts';
 import { checkInbound, RouteMethods } from './surfaces/rest.ts';
 import { compressResponses } from './surfaces/shared/compression.ts';
+import { closeAfterUnreadBody } from './surfaces/shared/connections.ts';
 import { InputValidator } from './surfaces/shared/inputs.ts';
 import { fromFrameworkError, refusalOf } from './surfaces/shared/errors.ts';
 import { oauthRoutes } from './surfaces/shared/oauth.ts';
@@ -166,6 +167,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
   // JSON and CSV answers go compressed when the client accepts it (br, gzip, zstd): one hook, every route.
   compressResponses(fastify);
+  closeAfterUnreadBody(fastify);
 
   // Every refusal (a surface's ApiError, the domain's DomainError) answers as refusalOf maps it.
   fastify.setErrorHandler((error: FastifyError | Error, request, reply) => {
