@@ -34,7 +34,7 @@ import { loadServerSecrets, resolveSecretsKeys } from './surfaces/oauth/server-s
 import { webErrorPages, webPlugin } from './surfaces/web/plugin.ts';
 import { checkInbound, RouteMethods } from './surfaces/rest.ts';
 import { compressResponses } from './surfaces/shared/compression.ts';
-import { closeAfterUnreadBody } from './surfaces/shared/connections.ts';
+import { CLIENT_WENT_AWAY, clientWentAway, closeAfterUnreadBody } from './surfaces/shared/connections.ts';
 import { InputValidator } from './surfaces/shared/inputs.ts';
 import { fromFrameworkError, refusalOf } from './surfaces/shared/errors.ts';
 import { oauthRoutes } from './surfaces/shared/oauth.ts';
@@ -171,6 +171,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   // Every refusal (a surface's ApiError, the domain's DomainError) answers as refusalOf maps it.
   fastify.setErrorHandler((error: FastifyError | Error, request, reply) => {
+    // A hang-up mid-request fails whatever was reading the body (often with ECONNRESET, which would
+    // pass for the database): it is the client's doing, and no answer can reach it.
+    if (clientWentAway(request)) {
+      request.log.info({ method: request.method, url: request.routeOptions.url }, CLIENT_WENT_AWAY);
+      reply.hijack();
+      return undefined;
+    }
     const refused = refusalOf(error);
     if (refused) return reply.code(refused.status).headers(refused.headers).send(refused.body());
     if (isDatabaseUnavailable(error)) {

@@ -7,6 +7,7 @@ import { uploadMedia } from '../../domain/media/media.service.ts';
 import type { MediaAsset } from '../../domain/media/media.ts';
 import type { OpenApiOperation } from '../openapi.ts';
 import { idempotencyKeyOf, REPLAYED_HEADER } from '../rest.ts';
+import { ClientWentAway, clientWentAway } from '../shared/connections.ts';
 import { ApiError, invalidRequest } from '../shared/errors.ts';
 import { MediaSchema } from './media.operations.ts';
 import type { MainContext } from './context.ts';
@@ -133,6 +134,8 @@ export async function registerMediaUpload(app: FastifyInstance, deps: MediaUploa
         throw new ApiError(413, 'payload_too_large', `file: ${message}`, { issues: [{ field: 'file', message }] });
       }
       if (!request.isMultipart()) throw unsupportedRequest();
+      // Gone while it was being authenticated: the parser would wait for ever for a body that ended.
+      if (clientWentAway(request)) throw new ClientWentAway();
 
       const query = request.query as Record<string, unknown>;
       let workspaceId = typeof query.workspaceId === 'string' ? query.workspaceId : undefined;

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 
 // What the app does with the connections themselves, on every surface.
 
@@ -28,4 +28,23 @@ export function closeAfterUnreadBody(fastify: FastifyInstance): void {
 function endConnection(request: IncomingMessage): void {
   const socket = request.socket;
   if (!socket.destroyed) socket.end(() => socket.destroy());
+}
+
+/** What the log says when a client hangs up before its request was read to the end. */
+export const CLIENT_WENT_AWAY = 'client closed the connection before the request was complete';
+
+/**
+ * The client closed its connection before its request was read to the end (a hang-up mid-upload):
+ * whatever failed after that (the body's parser, a write cut short) is its doing, not ours nor
+ * the database's, and no answer can reach it.
+ */
+export function clientWentAway(request: FastifyRequest): boolean {
+  return !request.raw.complete && request.raw.destroyed;
+}
+
+/** Thrown by a route that finds its client gone before it starts reading the body (see clientWentAway). */
+export class ClientWentAway extends Error {
+  constructor() {
+    super(CLIENT_WENT_AWAY);
+  }
 }
