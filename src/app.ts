@@ -34,7 +34,14 @@ import { loadServerSecrets, resolveSecretsKeys } from './surfaces/oauth/server-s
 import { webErrorPages, webPlugin } from './surfaces/web/plugin.ts';
 import { checkInbound, RouteMethods } from './surfaces/rest.ts';
 import { compressResponses } from './surfaces/shared/compression.ts';
-import { CLIENT_WENT_AWAY, clientWentAway, closeAfterUnreadBody } from './surfaces/shared/connections.ts';
+import {
+  closeAfterUnreadBody,
+  CONNECTION_LIMITS,
+  endedEarly,
+  limitSlowClients,
+  serverOptions,
+  type ConnectionLimits,
+} from './surfaces/shared/connections.ts';
 import { InputValidator } from './surfaces/shared/inputs.ts';
 import { fromFrameworkError, refusalOf } from './surfaces/shared/errors.ts';
 import { oauthRoutes } from './surfaces/shared/oauth.ts';
@@ -91,6 +98,8 @@ export interface AppDeps {
   adPlatformClients?: AdPlatformClients;
   /** A pino logger to share (main.ts), or false for none (tests); default: one from the config. */
   logger?: FastifyBaseLogger | false;
+  /** Tests only: shorter connection limits than src/policy.ts's (CONNECTION_LIMITS), to see them enforced. */
+  connectionLimits?: Partial<ConnectionLimits>;
   /** Tests only: trust a local HTTPS server for client metadata documents (no configuration sets it). */
   cimdTrust?: ClientMetadataTrust;
 }
@@ -109,7 +118,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const limiter = deps.limiter ?? new MemoryRateLimiter();
   // The web admin's and the embeds' refusals and misses are pages; every other path keeps JSON.
   const webErrors = webErrorPages(deps.config);
+  const connectionLimits = { ...CONNECTION_LIMITS, ...deps.connectionLimits };
   const fastify = Fastify({
+    // Slow and idle clients are not held: request head, body and keep-alive timeouts (limitSlowClients below).
+    ...serverOptions(connectionLimits),
     ...(deps.logger === false
       ? { logger: false }
       : {
@@ -168,13 +180,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // JSON and CSV answers go compressed when the client accepts it (br, gzip, zstd): one hook, every route.
   compressResponses(fastify);
   closeAfterUnreadBody(fastify);
+  limitSlowClients(fastify, connectionLimits);
 
   // Every refusal (a surface's ApiError, the domain's DomainError) answers as refusalOf maps it.
   fastify.setErrorHandler((error: FastifyError | Error, request, reply) => {
-    // A hang-up mid-request fails whatever was reading the body (often with ECONNRESET, which would
-    // pass for the database): it is the client's doing, and no answer can reach it.
-    if (clientWentAway(request)) {
-      request.log.info({ method: request.method, url: request.routeOptions.url }, CLIENT_WENT_AWAY);
+    // A hang-up (or a body past its deadline) mid-request fails whatever was reading the body,
+    // often with ECONNRESET, which would pass for the database: no answer can reach the client.
+    const ended = endedEarly(request);
+    if (ended) {
+      request.log.info({ method: request.method, url: request.routeOptions.url }, ended);
       reply.hijack();
       return undefined;
     }

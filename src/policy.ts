@@ -51,6 +51,23 @@ export const JSON_MAX_DEPTH = 32;
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 500;
 
+// --- Connections (every surface) -----------------------------------------------------------
+
+/** A connection must deliver a request's head (request line and headers) within this of its first byte; one that sends nothing is closed after it too. */
+export const HEADERS_TIMEOUT_MS = 10 * SECOND;
+/** A request's body must have arrived whole within this of its headers (an upload: UPLOAD_TIMEOUT_MS). */
+export const REQUEST_BODY_TIMEOUT_MS = 30 * SECOND;
+/** An upload's body (POST /media, once the caller is authenticated) must have arrived within this: a 200 MB video at about 1.9 Mbit/s. */
+export const UPLOAD_TIMEOUT_MS = 15 * MINUTE;
+/**
+ * A kept-alive connection waiting for its next request is closed after this: longer than the 60 s
+ * idle timeout of nginx's upstream keepalive and of cloud load balancers, so the proxy closes first
+ * and never sends a request on a connection we are closing.
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 72 * SECOND;
+/** Open connections per instance; one beyond them is closed as soon as it is accepted. */
+export const MAX_CONNECTIONS = 1_000;
+
 // --- Response compression (every surface's JSON and CSV) ----------------------------------
 
 /** Bodies shorter than this go uncompressed: the saving would not pay for the coding's header and CPU. */
