@@ -238,7 +238,16 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Cursors are signed with a key every instance derives alike from the shared server secrets;
   // this app's operations validate their input (cursors included) with it.
   const inputs = new InputValidator(new CursorKey(createHmac('sha256', secrets.cookieKeys[0]!).update('cursor v2').digest()));
-  const revocations = new RevocationFeed(deps.db);
+  const revocationLog = fastify.log.child({ component: 'revocation-listener' });
+  const revocations = new RevocationFeed(deps.db, {
+    onState: ({ listening, error, retryInMs }) =>
+      listening
+        ? revocationLog.info('revocation listener connected again; token verdicts are cached again')
+        : revocationLog.warn(
+            { err: error, retryInMs },
+            'revocation listener lost its connection; token verdicts are not cached until it is back',
+          ),
+  });
   await revocations
     .start()
     .catch((error) => fastify.log.warn({ err: error }, 'revocation listener not started; token verdicts are not cached until it is'));
@@ -342,8 +351,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     adSync,
     close: async () => {
       clearInterval(cleanup);
+      let usageWritten: Promise<void> | undefined;
       try {
         await fastify.close();
+        // Every request is counted now: the last usage write starts at once rather than behind the
+        // steps below, each of which may wait out its timeouts on a database that stopped answering.
+        usageWritten = usage.close();
+        usageWritten.catch(() => {}); // awaited in finally
         await publisher.stop();
         await spendSync.stop();
         await grantUse.close();
@@ -352,8 +366,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         // After fastify.close: no upload is in flight, so this process's staging can go.
         if (!deps.media) await media.close();
       } finally {
-        // Last, and whatever failed before: it may reject, reporting counts it could not write.
-        await usage.close();
+        // Whatever failed before: it may reject, reporting counts it could not write.
+        await (usageWritten ?? usage.close());
       }
     },
   };

@@ -175,6 +175,10 @@ export const STATEMENT_TIMEOUT_MS = 15 * SECOND;
 /** A connection on which a running statement has heard nothing for this long is dropped. */
 export const READ_TIMEOUT_MS = 20 * SECOND;
 export const CONNECT_TIMEOUT_MS = 5 * SECOND;
+/** The OAuth revocation listener asks its connection for an answer this often, and drops it when none comes within CONNECT_TIMEOUT_MS. */
+export const REVOCATION_HEARTBEAT_MS = 10 * SECOND;
+/** Reconnection waits of the revocation listener: the first, doubled each failure up to the last. */
+export const REVOCATION_RECONNECT_MS = Object.freeze({ first: SECOND, max: 30 * SECOND });
 /** The Retry-After of a 503 while the database is unreachable. */
 export const DATABASE_RETRY_AFTER_S = 5;
 
@@ -184,5 +188,11 @@ export const DATABASE_RETRY_AFTER_S = 5;
 export const STOP_GRACE_MS = 20 * SECOND;
 /** Then the final steps (usage flush, closing the database) get this long; the process exits regardless. */
 export const STOP_STEPS_MS = 15 * SECOND;
+/**
+ * The last usage write gives up after this, whatever it waits on (a database that stopped answering
+ * holds each attempt for its connect or read timeout): inside STOP_STEPS_MS, so what is lost is said
+ * before the process must exit.
+ */
+export const USAGE_STOP_DEADLINE_MS = 10 * SECOND;
 /** A repeat of the stop signal within this is taken as the same keypress (npm forwards it) and ignored. */
 export const DUPLICATE_SIGNAL_MS = 3 * SECOND;

@@ -335,6 +335,12 @@ const promises: { what: string; page: Page; covers: PolicyName[]; sentence: stri
     sentence: `open connections per instance | ${policy.MAX_CONNECTIONS.toLocaleString('en-US')} |`,
   },
   {
+    what: 'usage write at stop',
+    page: 'docs/operations.md',
+    covers: ['USAGE_STOP_DEADLINE_MS'],
+    sentence: `Its last usage write starts as soon as in-flight requests are done and gives up after ${s(policy.USAGE_STOP_DEADLINE_MS)} s`,
+  },
+  {
     what: 'stop deadline',
     page: 'docs/operations.md',
     covers: ['STOP_GRACE_MS', 'STOP_STEPS_MS'],
@@ -346,6 +352,8 @@ const promises: { what: string; page: Page; covers: PolicyName[]; sentence: stri
 // Compression levels are tuning, measured in bench/ (bench/compression-levels.ts), not a promise.
 const UNPROMISED: PolicyName[] = [
   'CONNECT_TIMEOUT_MS',
+  'REVOCATION_HEARTBEAT_MS',
+  'REVOCATION_RECONNECT_MS',
   'OAUTH_SESSION_TTL_S',
   'OAUTH_INTERACTION_TTL_S',
   'FORM_TOKEN_TTL_MS',
