@@ -36,6 +36,14 @@ import { loadServerSecrets, resolveSecretsKeys } from './surfaces/oauth/server-s
 import { webErrorPages, webPlugin } from './surfaces/web/plugin.ts';
 import { checkInbound, RouteMethods } from './surfaces/rest.ts';
 import { compressResponses } from './surfaces/shared/compression.ts';
+import {
+  closeAfterUnreadBody,
+  CONNECTION_LIMITS,
+  endedEarly,
+  limitSlowClients,
+  serverOptions,
+  type ConnectionLimits,
+} from './surfaces/shared/connections.ts';
 import { InputValidator } from './surfaces/shared/inputs.ts';
 import { fromFrameworkError, refusalOf } from './surfaces/shared/errors.ts';
 import { oauthRoutes } from './surfaces/shared/oauth.ts';
@@ -121,6 +129,8 @@ export interface AppDeps {
   adPlatformClients?: AdPlatformClients;
   /** A pino logger to share (main.ts), or false for none (tests); default: one from the config. */
   logger?: FastifyBaseLogger | false;
+  /** Tests only: shorter connection limits than src/policy.ts's (CONNECTION_LIMITS), to see them enforced. */
+  connectionLimits?: Partial<ConnectionLimits>;
   /** Tests only: trust a local HTTPS server for client metadata documents (no configuration sets it). */
   cimdTrust?: ClientMetadataTrust;
 }
@@ -139,7 +149,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const limiter = deps.limiter ?? new MemoryRateLimiter();
   // The web admin's and the embeds' refusals and misses are pages; every other path keeps JSON.
   const webErrors = webErrorPages(deps.config);
+  const connectionLimits = { ...CONNECTION_LIMITS, ...deps.connectionLimits };
   const fastify = Fastify({
+    // Slow and idle clients are not held: request head, body and keep-alive timeouts (limitSlowClients below).
+    ...serverOptions(connectionLimits),
     ...(deps.logger === false
       ? { logger: false }
       : {
@@ -197,9 +210,19 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
   // JSON and CSV answers go compressed when the client accepts it (br, gzip, zstd): one hook, every route.
   compressResponses(fastify);
+  closeAfterUnreadBody(fastify);
+  limitSlowClients(fastify, connectionLimits);
 
   // Every refusal (a surface's ApiError, the domain's DomainError) answers as refusalOf maps it.
   fastify.setErrorHandler((error: FastifyError | Error, request, reply) => {
+    // A hang-up (or a body past its deadline) mid-request fails whatever was reading the body,
+    // often with ECONNRESET, which would pass for the database: no answer can reach the client.
+    const ended = endedEarly(request);
+    if (ended) {
+      request.log.info({ method: request.method, url: request.routeOptions.url }, ended);
+      reply.hijack();
+      return undefined;
+    }
     const refused = refusalOf(error);
     if (refused) return reply.code(refused.status).headers(refused.headers).send(refused.body());
     if (isDatabaseUnavailable(error)) {
@@ -246,7 +269,16 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Cursors are signed with a key every instance derives alike from the shared server secrets;
   // this app's operations validate their input (cursors included) with it.
   const inputs = new InputValidator(new CursorKey(createHmac('sha256', secrets.cookieKeys[0]!).update('cursor v2').digest()));
-  const revocations = new RevocationFeed(deps.db);
+  const revocationLog = fastify.log.child({ component: 'revocation-listener' });
+  const revocations = new RevocationFeed(deps.db, {
+    onState: ({ listening, error, retryInMs }) =>
+      listening
+        ? revocationLog.info('revocation listener connected again; token verdicts are cached again')
+        : revocationLog.warn(
+            { err: error, retryInMs },
+            'revocation listener lost its connection; token verdicts are not cached until it is back',
+          ),
+  });
   await revocations
     .start()
     .catch((error) => fastify.log.warn({ err: error }, 'revocation listener not started; token verdicts are not cached until it is'));
@@ -353,8 +385,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     adSync,
     close: async () => {
       clearInterval(cleanup);
+      let usageWritten: Promise<void> | undefined;
       try {
         await fastify.close();
+        // Every request is counted now: the last usage write starts at once rather than behind the
+        // steps below, each of which may wait out its timeouts on a database that stopped answering.
+        usageWritten = usage.close();
+        usageWritten.catch(() => {}); // awaited in finally
         await publisher.stop();
         await spendSync.stop();
         await grantUse.close();
@@ -363,8 +400,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         // After fastify.close: no upload is in flight, so this process's staging can go.
         if (!deps.media) await media.close();
       } finally {
-        // Last, and whatever failed before: it may reject, reporting counts it could not write.
-        await usage.close();
+        // Whatever failed before: it may reject, reporting counts it could not write.
+        await (usageWritten ?? usage.close());
       }
     },
   };

@@ -166,7 +166,7 @@ function onStopRequest(reason: string, exitCode: number): void {
     log.warn({ signal: reason }, 'already stopping: signal ignored (send another to force the exit)');
     return;
   }
-  log.error({ signal: reason }, 'forced exit: in-flight requests are cut, unwritten key usage is lost');
+  log.error({ signal: reason }, `forced exit: in-flight requests are cut; key usage not written: ${server.usage.unwritten()} are lost`);
   process.exit(1);
 }
 
@@ -182,7 +182,7 @@ async function stop(reason: string, exitCode: number): Promise<void> {
   // Nor may a step that hangs (a database that stopped answering): past this, exit regardless —
   // after an uncaught error no signal may come to force it. The postmaster stops on exit.
   const lastResort = setTimeout(() => {
-    log.error('stop did not finish in time: exiting; unwritten key usage is lost');
+    log.error(`stop did not finish in time: exiting; key usage not written: ${server.usage.unwritten()} are lost`);
     process.exit(1);
   }, STOP_GRACE_MS + STOP_STEPS_MS);
   lastResort.unref();

@@ -51,6 +51,23 @@ export const JSON_MAX_DEPTH = 32;
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 500;
 
+// --- Connections (every surface) -----------------------------------------------------------
+
+/** A connection must deliver a request's head (request line and headers) within this of its first byte; one that sends nothing is closed after it too. */
+export const HEADERS_TIMEOUT_MS = 10 * SECOND;
+/** A request's body must have arrived whole within this of its headers (an upload: UPLOAD_TIMEOUT_MS). */
+export const REQUEST_BODY_TIMEOUT_MS = 30 * SECOND;
+/** An upload's body (POST /media, once the caller is authenticated) must have arrived within this: a 200 MB video at about 1.9 Mbit/s. */
+export const UPLOAD_TIMEOUT_MS = 15 * MINUTE;
+/**
+ * A kept-alive connection waiting for its next request is closed after this: longer than the 60 s
+ * idle timeout of nginx's upstream keepalive and of cloud load balancers, so the proxy closes first
+ * and never sends a request on a connection we are closing.
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 72 * SECOND;
+/** Open connections per instance; one beyond them is closed as soon as it is accepted. */
+export const MAX_CONNECTIONS = 1_000;
+
 // --- Response compression (every surface's JSON and CSV) ----------------------------------
 
 /** Bodies shorter than this go uncompressed: the saving would not pay for the coding's header and CPU. */
@@ -169,6 +186,10 @@ export const STATEMENT_TIMEOUT_MS = 15 * SECOND;
 /** A connection on which a running statement has heard nothing for this long is dropped. */
 export const READ_TIMEOUT_MS = 20 * SECOND;
 export const CONNECT_TIMEOUT_MS = 5 * SECOND;
+/** The OAuth revocation listener asks its connection for an answer this often, and drops it when none comes within CONNECT_TIMEOUT_MS. */
+export const REVOCATION_HEARTBEAT_MS = 10 * SECOND;
+/** Reconnection waits of the revocation listener: the first, doubled each failure up to the last. */
+export const REVOCATION_RECONNECT_MS = Object.freeze({ first: SECOND, max: 30 * SECOND });
 /** The Retry-After of a 503 while the database is unreachable. */
 export const DATABASE_RETRY_AFTER_S = 5;
 
@@ -187,6 +208,12 @@ export const REDIS_START_WAIT_MS = 5 * SECOND;
 export const STOP_GRACE_MS = 20 * SECOND;
 /** Then the final steps (usage flush, closing the database) get this long; the process exits regardless. */
 export const STOP_STEPS_MS = 15 * SECOND;
+/**
+ * The last usage write gives up after this, whatever it waits on (a database that stopped answering
+ * holds each attempt for its connect or read timeout): inside STOP_STEPS_MS, so what is lost is said
+ * before the process must exit.
+ */
+export const USAGE_STOP_DEADLINE_MS = 10 * SECOND;
 /** A repeat of the stop signal within this is taken as the same keypress (npm forwards it) and ignored. */
 export const DUPLICATE_SIGNAL_MS = 3 * SECOND;
 

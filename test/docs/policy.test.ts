@@ -323,6 +323,48 @@ const promises: { what: string; page: Page; covers: PolicyName[]; sentence: stri
     sentence: `\`stale\` (oldest sync older than ${hours(policy.SPEND_STALE_AFTER_MS)} h)`,
   },
   {
+    what: 'slow clients: head and silent connections',
+    page: 'docs/operations.md',
+    covers: ['HEADERS_TIMEOUT_MS'],
+    sentence: `a new connection sends nothing, or a request's head (request line and headers) is not in within ${s(policy.HEADERS_TIMEOUT_MS)} s of its first byte | ${s(policy.HEADERS_TIMEOUT_MS)} s |`,
+  },
+  {
+    what: 'slow clients: body',
+    page: 'docs/operations.md',
+    covers: ['REQUEST_BODY_TIMEOUT_MS'],
+    sentence: `a request's body has not arrived whole ${s(policy.REQUEST_BODY_TIMEOUT_MS)} s after its headers | ${s(policy.REQUEST_BODY_TIMEOUT_MS)} s |`,
+  },
+  {
+    what: 'slow clients: upload',
+    page: 'docs/operations.md',
+    covers: ['UPLOAD_TIMEOUT_MS', 'VIDEO_MAX_BYTES'],
+    sentence: `has not arrived whole ${minutes(policy.UPLOAD_TIMEOUT_MS)} minutes after its headers | ${minutes(policy.UPLOAD_TIMEOUT_MS)} minutes (a ${mb(policy.VIDEO_MAX_BYTES)} MB video at about ${(Math.round((policy.VIDEO_MAX_BYTES * 8) / (policy.UPLOAD_TIMEOUT_MS / 1000) / 1e5) / 10).toFixed(1)} Mbit/s)`,
+  },
+  {
+    what: 'slow clients: upload (main API)',
+    page: 'docs/main-api.md',
+    covers: ['UPLOAD_TIMEOUT_MS'],
+    sentence: `the whole body must arrive within ${minutes(policy.UPLOAD_TIMEOUT_MS)} minutes of the request's headers`,
+  },
+  {
+    what: 'slow clients: keep-alive',
+    page: 'docs/operations.md',
+    covers: ['KEEP_ALIVE_TIMEOUT_MS'],
+    sentence: `a kept-alive connection waits for its next request | ${s(policy.KEEP_ALIVE_TIMEOUT_MS)} s`,
+  },
+  {
+    what: 'connections per instance',
+    page: 'docs/operations.md',
+    covers: ['MAX_CONNECTIONS'],
+    sentence: `open connections per instance | ${policy.MAX_CONNECTIONS.toLocaleString('en-US')} |`,
+  },
+  {
+    what: 'usage write at stop',
+    page: 'docs/operations.md',
+    covers: ['USAGE_STOP_DEADLINE_MS'],
+    sentence: `Its last usage write starts as soon as in-flight requests are done and gives up after ${s(policy.USAGE_STOP_DEADLINE_MS)} s`,
+  },
+  {
     what: 'stop deadline',
     page: 'docs/operations.md',
     covers: ['STOP_GRACE_MS', 'STOP_STEPS_MS'],
@@ -352,6 +394,8 @@ const promises: { what: string; page: Page; covers: PolicyName[]; sentence: stri
 // Compression levels are tuning, measured in bench/ (bench/compression-levels.ts), not a promise.
 const UNPROMISED: PolicyName[] = [
   'CONNECT_TIMEOUT_MS',
+  'REVOCATION_HEARTBEAT_MS',
+  'REVOCATION_RECONNECT_MS',
   'OAUTH_SESSION_TTL_S',
   'OAUTH_INTERACTION_TTL_S',
   'FORM_TOKEN_TTL_MS',

@@ -16,6 +16,7 @@ import { callError, callOk, newClient, transport } from '../support/mcp-client.t
 import { movie, png } from '../support/media-files.ts';
 import { api, authorize, exchangeCode, REDIRECT, registerClient } from '../support/oauth-flow.ts';
 import { captureLog } from '../support/log.ts';
+import { RawConnection } from '../support/raw-http.ts';
 
 const USER = { email: 'pat@acme.test', password: 'pat password 12' };
 // What no response body may ever contain: PostgreSQL's words, addresses, the parser's words.
@@ -222,3 +223,66 @@ test("every answer POST /media gives is documented in the main API's OpenAPI, wi
   assert.ok(documented['429']!.headers?.['Retry-After']);
   assert.ok(document.paths['/posts']!.post!.responses['422'], 'POST /posts documents its Idempotency-Key reuse too');
 });
+
+test('a client hanging up mid-upload is logged as the client going away, not as the database; nothing is stored', async () => {
+  const before = await rows();
+  const port = Number(new URL(live.baseUrl).port);
+  const boundary = 'hang-up';
+  const head = [
+    'POST /media HTTP/1.1',
+    'Host: 127.0.0.1',
+    `Authorization: Bearer ${token}`,
+    `Content-Type: multipart/form-data; boundary=${boundary}`,
+    `Content-Length: ${10 * 1024 * 1024}`,
+    '',
+    '',
+  ].join('\r\n');
+  const part = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n`;
+  // Gone while its bytes are being staged, and gone right after its headers (while it is authenticated).
+  const hangUps: [string, (connection: RawConnection) => Promise<void>][] = [
+    [
+      'mid-file',
+      async (connection) => {
+        connection.write(head + part);
+        connection.write(Buffer.concat([png(4, 4), Buffer.alloc(256 * 1024)]));
+        for (const deadline = Date.now() + 10_000; (await stagedFiles()).length === 0; ) {
+          assert.ok(Date.now() < deadline, 'the upload reached staging');
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+      },
+    ],
+    ['after the headers', async (connection) => connection.write(head)],
+  ];
+  for (let round = 0; round < 3; round += 1) {
+    for (const [when, send] of hangUps) {
+      const logged = lines.length;
+      const connection = await RawConnection.open(port);
+      await send(connection);
+      connection.destroy();
+      await waitForLine(logged, (l) => l.msg === 'client closed the connection before the request was complete' && l.url === '/media');
+      const said = lines.slice(logged).map((l) => `${l.level} ${l.msg}`);
+      assert.ok(!said.some((s) => /database unavailable|request failed/.test(s)), `${when}: ${said.join('; ')}`);
+      assert.ok(!lines.slice(logged).some((l) => l.level >= 40), `${when}: nothing above info: ${said.join('; ')}`);
+    }
+  }
+  assert.equal(await rows(), before);
+  for (const deadline = Date.now() + 10_000; (await stagedFiles()).length > 0; ) {
+    assert.ok(Date.now() < deadline, 'the staged bytes are removed');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+});
+
+async function waitForLine(from: number, match: (line: Record<string, any>) => boolean): Promise<Record<string, any>> {
+  for (const deadline = Date.now() + 10_000; ; ) {
+    const found = lines.slice(from).find(match);
+    if (found) return found;
+    assert.ok(
+      Date.now() < deadline,
+      `no such line; logged: ${lines
+        .slice(from)
+        .map((l) => `${l.level} ${l.msg}`)
+        .join('; ')}`,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

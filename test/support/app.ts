@@ -45,6 +45,8 @@ export interface StartOptions {
   adPlatformClients?: AppDeps['adPlatformClients'];
   /** How often key usage is flushed to the database (default the app's). */
   usageFlushMs?: number;
+  /** Shorter connection limits than the policy's, to see them enforced (default: src/policy.ts). */
+  connectionLimits?: AppDeps['connectionLimits'];
   /** More environment for the app's configuration (e.g. META_GRAPH_URL, META_APP_ID of a Meta sandbox). */
   env?: Record<string, string>;
   /** Seeds the database before the app starts (e.g. `seedWebHub`). */
@@ -116,6 +118,7 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
     spendSync: options.spendSync ?? false,
     ...(options.adPlatformClients ? { adPlatformClients: options.adPlatformClients } : {}),
     ...(options.usageFlushMs === undefined ? {} : { usageFlushMs: options.usageFlushMs }),
+    ...(options.connectionLimits ? { connectionLimits: options.connectionLimits } : {}),
     ...(options.cimdTrust ? { cimdTrust: options.cimdTrust } : {}),
   });
   let as: oauth.AuthorizationServer | undefined;

@@ -78,6 +78,14 @@ export class TcpProxy {
     for (const socket of this.#sockets) socket.destroy();
   }
 
+  /**
+   * New connections pass again, while those held by the stall stay held: the dependency is back,
+   * but what was open during the outage is dead without a word (a blackhole: nothing closes it).
+   */
+  passNew(): void {
+    this.#stalled = false;
+  }
+
   #hold(socket: net.Socket): void {
     this.#sockets.add(socket);
     socket.on('close', () => this.#sockets.delete(socket));

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.ts';
+import { USAGE_STOP_DEADLINE_MS } from '../../policy.ts';
 import { addKeyUsage, type DayUsage } from './api-key.service.ts';
 import { utcDay } from './api-key.ts';
 
@@ -18,6 +19,8 @@ const CLOSE_RETRY_DELAYS_MS = [250, 1_000, 3_000];
  */
 export class UsageRecorder {
   #pending = new Map<string, Pending>();
+  /** The counts a write has taken and not yet written (back in #pending if it fails). */
+  #writing = new Map<string, Pending>();
   #timer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> = Promise.resolve();
   readonly #db: Db;
@@ -69,20 +72,25 @@ export class UsageRecorder {
    * a dropped connection) is retried for a few seconds, and counts that still cannot be written
    * reject the close with how many were lost, rather than vanishing in a "will retry" warning.
    */
-  async close(retryDelaysMs: readonly number[] = CLOSE_RETRY_DELAYS_MS): Promise<void> {
+  async close(retryDelaysMs: readonly number[] = CLOSE_RETRY_DELAYS_MS, deadlineMs = USAGE_STOP_DEADLINE_MS): Promise<void> {
     clearInterval(this.#timer);
+    const deadline = Date.now() + deadlineMs;
     for (let attempt = 0; ; attempt += 1) {
-      const error = await this.#write();
+      const error = await beforeDeadline(this.#write(), deadline);
       if (!error) return;
-      if (attempt === retryDelaysMs.length) {
-        const requests = [...this.#pending.values()].flatMap((u) => [...u.days.values()]).reduce((sum, day) => sum + day.requests, 0);
-        throw new Error(`key usage not written at shutdown: ${requests} request(s) on ${this.#pending.size} key(s) are lost`, {
-          cause: error,
-        });
+      if (attempt === retryDelaysMs.length || Date.now() + retryDelaysMs[attempt]! >= deadline) {
+        throw new Error(`key usage not written at shutdown: ${this.unwritten()} are lost`, { cause: error });
       }
       this.#onError(error);
       await new Promise((resolve) => setTimeout(resolve, retryDelaysMs[attempt]));
     }
+  }
+
+  /** What is counted and not yet written, in words: "5 request(s) on 1 key(s)". */
+  unwritten(): string {
+    const entries = [...this.#pending, ...this.#writing];
+    const requests = entries.flatMap(([, u]) => [...u.days.values()]).reduce((sum, day) => sum + day.requests, 0);
+    return `${requests} request(s) on ${new Set(entries.map(([keyId]) => keyId)).size} key(s)`;
   }
 
   /** One write of the pending counts (serialised); returns the error, the counts kept, if it failed. */
@@ -91,6 +99,7 @@ export class UsageRecorder {
       if (this.#pending.size === 0) return undefined;
       const batch = this.#pending;
       this.#pending = new Map();
+      this.#writing = batch;
       try {
         await addKeyUsage(
           this.#db,
@@ -100,9 +109,26 @@ export class UsageRecorder {
       } catch (error) {
         for (const [keyId, u] of batch) this.#add(keyId, u);
         return error;
+      } finally {
+        this.#writing = new Map();
       }
     });
     this.#flushing = attempt.then(() => {});
     return attempt;
+  }
+}
+
+/** The write's outcome (its error, or undefined), or an error once `deadline` passes first. */
+async function beforeDeadline(write: Promise<unknown>, deadline: number): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      write,
+      new Promise((resolve) => {
+        timer = setTimeout(() => resolve(new Error('the database did not answer before the shutdown deadline')), deadline - Date.now());
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
   }
 }

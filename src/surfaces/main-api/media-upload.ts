@@ -7,6 +7,7 @@ import { uploadMedia } from '../../domain/media/media.service.ts';
 import type { MediaAsset } from '../../domain/media/media.ts';
 import type { OpenApiOperation } from '../openapi.ts';
 import { idempotencyKeyOf, REPLAYED_HEADER } from '../rest.ts';
+import { allowUploadTime, ClientWentAway, clientWentAway } from '../shared/connections.ts';
 import { ApiError, invalidRequest } from '../shared/errors.ts';
 import { MediaSchema } from './media.operations.ts';
 import type { MainContext } from './context.ts';
@@ -134,6 +135,8 @@ export async function registerMediaUpload(app: FastifyInstance, deps: MediaUploa
 
     scope.post('/media', async (request, reply) => {
       const ctx = await deps.resolveContext(request, reply);
+      // Authenticated: its body may take the uploads' longer time (UPLOAD_TIMEOUT_MS), not a JSON body's.
+      allowUploadTime(request);
       // Refuse a declared oversize body before reading any of it.
       const length = Number(request.headers['content-length']);
       if (Number.isFinite(length) && length > VIDEO_MAX_BYTES + ENVELOPE_BYTES) {
@@ -141,6 +144,8 @@ export async function registerMediaUpload(app: FastifyInstance, deps: MediaUploa
         throw new ApiError(413, 'payload_too_large', `file: ${message}`, { issues: [{ field: 'file', message }] });
       }
       if (!request.isMultipart()) throw unsupportedRequest();
+      // Gone while it was being authenticated: the parser would wait for ever for a body that ended.
+      if (clientWentAway(request)) throw new ClientWentAway();
 
       const query = request.query as Record<string, unknown>;
       let workspaceId = typeof query.workspaceId === 'string' ? query.workspaceId : undefined;
