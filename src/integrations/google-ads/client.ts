@@ -78,11 +78,14 @@ const DEFAULT_TIMEOUT_MS = 120_000;
 const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
 /**
  * Spend windows: the first is a week; later ones are sized from the bytes per day seen so far to
- * fill about a quarter of the body cap, between one day and MAX_WINDOW_DAYS. Google refuses
+ * fill about WINDOW_TARGET_BYTES (at most a quarter of the body cap), between one day and
+ * MAX_WINDOW_DAYS. A window's body is held and parsed whole, so its size is what a read costs in
+ * memory (bench:sync's mixed row: 8 MiB windows, two accounts at once, passed 300 MB). Google refuses
  * date-segmented reads of some resources over 31 days (QueryError DATE_RANGE_TOO_WIDE, "a range
  * smaller than 31 days"), so no window is that long.
  */
 const FIRST_WINDOW_DAYS = 7;
+const WINDOW_TARGET_BYTES = 2 * 1024 * 1024;
 const MAX_WINDOW_DAYS = 30;
 /** An access token is renewed this long before Google says it expires (they live an hour). */
 const ACCESS_TOKEN_MARGIN_MS = 5 * 60_000;
@@ -160,6 +163,7 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
     });
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const windowTarget = Math.min(WINDOW_TARGET_BYTES, maxBodyBytes / 4);
   const fixedSecrets = [clientSecret, ...(developerToken ? [developerToken] : [])];
 
   /** Access tokens by a hash of the refresh token they came from: the refresh token itself is never a key. */
@@ -613,7 +617,7 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
         if (rows.length > 0) yield rows;
       }
       const perDay = bytesSeen / daysSeen;
-      windowDays = Math.max(1, Math.min(MAX_WINDOW_DAYS, Math.floor(maxBodyBytes / 4 / Math.max(perDay, 1))));
+      windowDays = Math.max(1, Math.min(MAX_WINDOW_DAYS, Math.floor(windowTarget / Math.max(perDay, 1))));
       since = addDays(until, 1);
     }
   }
