@@ -121,9 +121,9 @@ export const PLATFORM_NAMES: Record<AdPlatform, string> = { meta: 'Meta', google
 const CREDENTIAL: Record<AdPlatform, string> = { meta: 'token', google_ads: 'sign-in', chatgpt_ads: 'API key' };
 /** What a credential needs before the platform lets it read an account's spend. */
 const ACCESS_NEEDED: Record<AdPlatform, string> = {
-  meta: 'the token needs ads_read and access to the account',
-  google_ads: 'the Google user needs access to the account (directly or through a manager account)',
-  chatgpt_ads: "the API key must be the ad account's own key with read access to its insights",
+  meta: 'The token needs ads_read and access to the account',
+  google_ads: 'The Google user needs access to the account (directly or through a manager account)',
+  chatgpt_ads: "The API key must be the ad account's own key with read access to its insights",
 };
 
 /** An account id as the platform stores it: Google Ads shows customer ids as 123-456-7890 and takes them without dashes. */
@@ -175,7 +175,7 @@ function refusalOf(platform: AdPlatform, error: unknown, what: string): never {
       `${name} did not accept the ${CREDENTIAL[platform]} (${words}): use a valid, unexpired ${CREDENTIAL[platform]}`,
     );
   if (error.kind === 'missing_permission')
-    throw new DomainError('invalid', `${name} refused ${what} (${words}): ${ACCESS_NEEDED[platform]}`);
+    throw new DomainError('invalid', `${name} refused ${what} (${words}). ${ACCESS_NEEDED[platform]}.`);
   if (error.kind === 'invalid_request') throw new DomainError('invalid', `${name} refused ${what}: ${words}`);
   throw new DomainError('rejected', `${name} could not be asked for ${what} right now (${words}); try again in a few minutes`);
 }
@@ -560,7 +560,7 @@ function viewOf(row: AccountRow, now: Date): AdAccountView {
         : `Needs reconnect${words || `: ${platform} no longer accepts the token`}. Connect the account again.`;
   } else if (row.failure_kind === 'missing_permission') {
     status = 'missing_permission';
-    statusText = `Missing permission${words}. ${ACCESS_NEEDED[row.platform].replace(/^t/, 'T')}; then connect it again.`;
+    statusText = `Missing permission${words}. ${ACCESS_NEEDED[row.platform]}; then connect it again.`;
   } else if (row.sync_state === 'failed') {
     status = 'failed';
     statusText = `Sync failed${words}.${row.next_sync_at ? ` Next try ${time(row.next_sync_at)}.` : ' Fix the cause, then use Sync now.'}`;

@@ -196,6 +196,8 @@ export async function startDemoSandboxes(config: Config): Promise<DemoSandboxes 
               googleAccountsUrl: google.url,
               googleClientId: google.clientId,
               googleClientSecret: google.clientSecret,
+              // A real developer token is never sent to the sandbox.
+              googleDeveloperToken: undefined,
             }
           : {}),
         ...(chatgpt ? { openaiAdsUrl: chatgpt.url } : {}),
