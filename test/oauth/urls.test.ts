@@ -55,3 +55,33 @@ for (const basePath of ['', '/api']) {
     });
   });
 }
+
+// Issue 27 finding 1: the request's Host (and X-Forwarded-Host/-Proto) never decides a URL.
+describe('absolute URLs come from BASE_URL alone', () => {
+  const spoofed = { host: 'evil.example', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'http' };
+  const urlsIn = (body: Record<string, unknown>) =>
+    Object.entries(body).filter((entry): entry is [string, string] => typeof entry[1] === 'string' && /^https?:/.test(entry[1]));
+
+  test('discovery and registration ignore Host and X-Forwarded-Host/-Proto', async () => {
+    const live = await startApp({ baseUrl: 'https://hubs.example.com/hubops' });
+    apps.push(live);
+    const discovery = await live.app.fastify.inject({ url: '/.well-known/oauth-authorization-server', headers: spoofed });
+    assert.equal(discovery.statusCode, 200);
+    const urls = urlsIn(discovery.json());
+    assert.ok(urls.length >= 6, `the endpoints are there (${urls.map(([k]) => k)})`);
+    for (const [field, url] of urls) {
+      const expected = field === 'issuer' ? 'https://hubs.example.com' : 'https://hubs.example.com/hubops/';
+      assert.ok(url.startsWith(expected), `${field}: ${url}`);
+    }
+
+    const registered = await live.app.fastify.inject({
+      method: 'POST',
+      url: '/hubops/oauth/register',
+      headers: { ...spoofed, 'content-type': 'application/json' },
+      payload: { client_name: 'Spoof check', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' },
+    });
+    assert.equal(registered.statusCode, 201, registered.body);
+    const client = registered.json();
+    assert.equal(client.registration_client_uri, `https://hubs.example.com/hubops/oauth/register/${client.client_id}`);
+  });
+});

@@ -47,6 +47,24 @@ export function resources(config: Config): string[] {
   return [config.baseUrl, `${config.baseUrl}/mcp`];
 }
 
+/**
+ * oidc-provider builds every absolute URL it hands out (discovery's endpoints, registration's
+ * registration_client_uri, the resume URL after sign-in) from the request's Koa `protocol` and
+ * `host`: the Host header, or X-Forwarded-Host/-Proto with `proxy` on. A client-chosen Host would
+ * send other clients' authorizations elsewhere, and a proxy that does not pass the public host
+ * (nginx's default) would send them to an internal address. Every request is seen as addressed to
+ * BASE_URL's origin instead, so those URLs come from BASE_URL alone; Secure cookies then need no
+ * proxy header either. (Koa's request: https://github.com/koajs/koa/blob/master/docs/api/request.md)
+ */
+function seeRequestsAtBaseUrl(provider: Provider, baseUrl: string): void {
+  const { protocol, host } = new URL(baseUrl);
+  const scheme = protocol.slice(0, -1);
+  Object.defineProperties(provider.request, {
+    protocol: { get: () => scheme, configurable: true },
+    host: { get: () => host, configurable: true },
+  });
+}
+
 /** A 429 in the shape of an OAuth error; oidc-provider's error handlers render it as such. */
 export class TooManyRequests extends errors.OIDCProviderError {
   readonly retryAfter: number;
@@ -230,7 +248,7 @@ export function createAuthorizationServer(
   };
 
   const provider = new Provider(config.siteUrl, configuration);
-  if (secure) provider.proxy = true;
+  seeRequestsAtBaseUrl(provider, config.baseUrl);
   explainUrlClientIds(provider.Client, () => Provider.ctx);
 
   // Client secrets are stored hashed (see adapter.ts), so compare the hash of what was presented.
