@@ -1,5 +1,6 @@
 // The one place environment variables are read. Invalid values stop the process with one line
 // naming the variable.
+import { FORWARDED_HEADERS, parseTrustedProxies, type ForwardedHeader, type TrustedProxies } from './platform/client-address.ts';
 import { LOG_FORMATS, redactQuery, type LogFormat } from './platform/logger.ts';
 
 export interface Config {
@@ -33,6 +34,10 @@ export interface Config {
   metaSandbox: boolean;
   /** HUBOPS_SPEND_SYNC: whether this instance runs the background spend sync loop. */
   spendSync: boolean;
+  /** TRUST_PROXY: the reverse proxies whose forwarded client address is believed; undefined: none (the socket's address). */
+  trustProxy: TrustedProxies | undefined;
+  /** TRUST_PROXY_HEADER: where those proxies put it. */
+  trustProxyHeader: ForwardedHeader;
 }
 
 export class ConfigError extends Error {}
@@ -128,6 +133,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const spendSyncText = env.HUBOPS_SPEND_SYNC?.trim() || '1';
   if (spendSyncText !== '0' && spendSyncText !== '1')
     throw new ConfigError(`HUBOPS_SPEND_SYNC must be 0 or 1, got ${JSON.stringify(spendSyncText.slice(0, 40))}`);
+  const trustProxy = trustedProxies(env);
   return {
     port,
     host,
@@ -146,5 +152,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metaDialogUrl,
     metaSandbox: demoText === '1' && !metaAppId && !env.META_GRAPH_URL?.trim() && !env.META_DIALOG_URL?.trim(),
     spendSync: spendSyncText === '1',
+    trustProxy: trustProxy.proxies,
+    trustProxyHeader: trustProxy.header,
   };
+}
+
+function trustedProxies(env: NodeJS.ProcessEnv): { proxies: TrustedProxies | undefined; header: ForwardedHeader } {
+  let proxies: TrustedProxies | undefined;
+  try {
+    proxies = parseTrustedProxies(env.TRUST_PROXY ?? '');
+  } catch (error) {
+    throw new ConfigError(
+      `TRUST_PROXY must be off, a number of proxy hops, or a comma-separated list of the proxies' addresses or CIDR ranges (e.g. 127.0.0.1 or 10.0.0.0/8,loopback): ${(error as Error).message}`,
+    );
+  }
+  const headerText = env.TRUST_PROXY_HEADER?.trim().toLowerCase() || undefined;
+  if (headerText !== undefined && !(FORWARDED_HEADERS as readonly string[]).includes(headerText))
+    throw new ConfigError(`TRUST_PROXY_HEADER must be ${FORWARDED_HEADERS.join(' or ')}, got ${JSON.stringify(headerText.slice(0, 40))}`);
+  if (headerText !== undefined && !proxies)
+    throw new ConfigError('TRUST_PROXY_HEADER is set but TRUST_PROXY is not: no proxy is trusted, so no forwarded address is read');
+  return { proxies, header: (headerText as ForwardedHeader | undefined) ?? 'x-forwarded-for' };
 }

@@ -100,7 +100,7 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
     const clientName = async (request: FastifyRequest, clientId: string): Promise<ClientLabel | errors.OIDCProviderError> => {
       let client;
       try {
-        client = await lookupClient(deps.provider, clientId, request.ip);
+        client = await lookupClient(deps.provider, clientId, request.clientAddress);
       } catch (error) {
         if (error instanceof errors.OIDCProviderError && error.status < 500) return error;
         throw error;

@@ -46,7 +46,7 @@ export async function submitSignInForm(
   const onLimiterError = (error: unknown) => request.log.warn({ err: error }, 'rate limiter unavailable; sign-in allowed unthrottled');
   const outcome = await signIn(
     { db: deps.db, limiter: deps.limiter, nowMs: deps.clock.now().getTime(), onLimiterError },
-    { email, password, address: request.ip },
+    { email, password, address: request.clientAddress },
   );
   if (outcome.ok) return outcome;
   if (outcome.reason === 'throttled') return again(429, { error: 'Too many failed sign-in attempts. Wait 15 minutes and try again.' });
