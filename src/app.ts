@@ -201,11 +201,14 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     return reply.code(404).send({ error: 'not_found', message: `No endpoint ${request.method} ${path}.` });
   });
 
-  fastify.get('/healthz', async () => ({ status: 'ok' }));
-  fastify.get('/readyz', async (_request, reply) => {
-    if (await databaseAnswers(deps.db)) return { status: 'ready' };
-    return reply.code(503).send({ status: 'unavailable', error: 'service_unavailable', message: 'The database is not reachable.' });
-  });
+  // Probes at the origin's root, and under BASE_URL's path for a proxy that forwards only that path.
+  for (const root of new Set(['', new URL(deps.config.baseUrl).pathname.replace(/\/$/, '')])) {
+    fastify.get(`${root}/healthz`, async () => ({ status: 'ok' }));
+    fastify.get(`${root}/readyz`, async (_request, reply) => {
+      if (await databaseAnswers(deps.db)) return { status: 'ready' };
+      return reply.code(503).send({ status: 'unavailable', error: 'service_unavailable', message: 'The database is not reachable.' });
+    });
+  }
 
   const secretsKeys = await resolveSecretsKeys(deps.config);
   if (secretsKeys.fromFile && deps.config.databaseUrl) {

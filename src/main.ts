@@ -16,6 +16,7 @@ import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
 import { DUPLICATE_SIGNAL_MS, STOP_GRACE_MS, STOP_STEPS_MS } from './policy.ts';
 import { VERSION } from './platform/version.ts';
 import { HUB_API_PREFIX } from './surfaces/hub-api/plugin.ts';
+import { authorizationServerMetadataUrl } from './surfaces/shared/oauth.ts';
 
 let config: Config;
 try {
@@ -120,7 +121,7 @@ const urls: [string, string][] = [
   ['Main API', config.baseUrl],
   ['Main API OpenAPI', `${config.baseUrl}/openapi.json`],
   ['MCP (OAuth)', `${config.baseUrl}/mcp`],
-  ['OAuth metadata', `${config.siteUrl}/.well-known/oauth-authorization-server`],
+  ['OAuth metadata', authorizationServerMetadataUrl(config)],
   ...(metaSandbox
     ? [['Meta sandbox', `${metaSandbox.url}  (the demo's ad accounts sync from it; docs/ad-accounts.md)`] as [string, string]]
     : []),

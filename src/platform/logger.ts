@@ -106,7 +106,8 @@ export function createLogger(options: { level: string; format: LogFormat }, out:
   });
 }
 
-const HEALTH_CHECKS = new Set(['/healthz', '/readyz']);
+/** /healthz and /readyz, at the root or under BASE_URL's path. */
+const HEALTH_CHECK = /\/(?:healthz|readyz)$/;
 
 interface ServedRequest {
   method: string;
@@ -126,7 +127,7 @@ interface ServedRequest {
  */
 function logRequest(log: Pick<Logger, 'info' | 'error'>, request: ServedRequest, err?: Error | null): void {
   const path = request.url.split('?')[0]!.replace(/(.)\/+$/, '$1');
-  if (HEALTH_CHECKS.has(path) && request.statusCode < 500 && !err) return;
+  if (HEALTH_CHECK.test(path) && request.statusCode < 500 && !err) return;
   const fields = {
     method: request.method,
     url: redactQuery(request.url),

@@ -13,10 +13,14 @@ after(async () => {
   for (const live of apps) await live.close();
 });
 
-for (const basePath of ['', '/api']) {
-  describe(`BASE_URL ${basePath ? `with the path ${basePath}` : 'at the origin'}`, () => {
+for (const [basePath, pathIssuer] of [
+  ['', false],
+  ['/api', false],
+  ['/api', true],
+] as const) {
+  describe(`BASE_URL ${basePath ? `with the path ${basePath}` : 'at the origin'}${pathIssuer ? ', SITE_URL the same (an issuer with a path)' : ''}`, () => {
     test('the OpenAPI flow, discovery and the MCP metadata all lead to working endpoints', async () => {
-      const live = await startApp({ listen: true, basePath });
+      const live = await startApp({ listen: true, basePath, pathIssuer });
       apps.push(live);
       assert.equal(live.baseUrl.endsWith(basePath), true);
       await seedHubAdmin(live.db);
@@ -50,8 +54,14 @@ for (const basePath of ['', '/api']) {
       assert.equal(metadata.status, 200, metadataUrl);
       const body = (await metadata.json()) as { resource: string; authorization_servers: string[] };
       assert.equal(body.resource, `${live.baseUrl}/mcp`);
-      const discovery = await fetch(`${body.authorization_servers[0]}/.well-known/oauth-authorization-server`);
+      // RFC 8414 §3.1: the well-known segment between the issuer's host and its path.
+      const issuer = new URL(body.authorization_servers[0]!);
+      assert.equal(issuer.href.replace(/\/$/, ''), pathIssuer ? live.baseUrl : new URL(live.baseUrl).origin);
+      const discovery = await fetch(`${issuer.origin}/.well-known/oauth-authorization-server${issuer.pathname.replace(/\/$/, '')}`);
       assert.equal(discovery.status, 200);
+      assert.equal(((await discovery.json()) as { issuer: string }).issuer, body.authorization_servers[0]);
+      // Health probes answer under BASE_URL's path too (a proxy may forward only that path).
+      for (const probe of ['/healthz', '/readyz']) assert.equal((await fetch(`${live.baseUrl}${probe}`)).status, 200, probe);
     });
   });
 }

@@ -9,7 +9,7 @@ import type { Clock } from '../../platform/clock.ts';
 import { sameSecret } from '../../platform/constant-time.ts';
 import type { RateLimiter } from '../../platform/rate-limit.ts';
 import { sendPage } from '../shared/html.ts';
-import { oauthRoutes } from '../shared/oauth.ts';
+import { AUTHORIZATION_SERVER_METADATA, authorizationServerMetadataUrl, oauthRoutes } from '../shared/oauth.ts';
 import { submitSignInForm } from '../shared/sign-in-form.ts';
 import { lookupClient, TooManyRequests } from './provider.ts';
 import { consentPage, errorPage, pageHeaders, refusalPage, signInPage, type ClientLabel } from './pages.ts';
@@ -59,7 +59,7 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
     };
     // Each path takes exactly the methods oidc-provider serves on it (OPTIONS where it answers
     // CORS preflights); any other method is a 405 naming them, in OAuth's error shape.
-    const discoveryPath = `${new URL(deps.config.siteUrl).pathname.replace(/\/$/, '')}/.well-known/oauth-authorization-server`;
+    const discoveryPath = new URL(authorizationServerMetadataUrl(deps.config)).pathname;
     const endpoints: [string, HTTPMethods[]][] = [
       [routes.authorization, ['GET']],
       [`${routes.authorization}/:uid`, ['GET']], // where an interaction resumes after sign-in and consent
@@ -70,8 +70,14 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
       [routes.jwks, ['GET', 'OPTIONS']],
       [discoveryPath, ['GET', 'OPTIONS']],
     ];
+    // oidc-provider serves its metadata at the well-known path alone: an issuer's path after it
+    // (RFC 8414 §3.1) is ours to take off.
+    const discovery = async (request: FastifyRequest, reply: FastifyReply) => {
+      request.raw.url = `${AUTHORIZATION_SERVER_METADATA}${request.raw.url!.slice(discoveryPath.length)}`;
+      return delegate(request, reply);
+    };
     for (const [url, methods] of endpoints) {
-      scope.route({ method: methods, url, handler: delegate });
+      scope.route({ method: methods, url, handler: url === discoveryPath ? discovery : delegate });
       refuseOtherMethods(scope, url, methods);
     }
   });
