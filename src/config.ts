@@ -1,5 +1,6 @@
 // The one place environment variables are read. Invalid values stop the process with one line
 // naming the variable.
+import { isIP } from 'node:net';
 import { FORWARDED_HEADERS, parseTrustedProxies, type ForwardedHeader, type TrustedProxies } from './platform/client-address.ts';
 import { LOG_FORMATS, redactQuery, type LogFormat } from './platform/logger.ts';
 
@@ -74,18 +75,29 @@ export function redactUrl(value: string): string {
   return redactQuery(masked);
 }
 
+/**
+ * BASE_URL when none is given: http://localhost:PORT, or the loopback address HOST names when it
+ * binds one alone (HOST=127.0.0.1 serves nothing on ::1, which localhost may resolve to first).
+ */
+function defaultBaseUrl(host: string, port: number): string {
+  if (isIP(host) === 4 && host.startsWith('127.')) return `http://${host}:${port}`;
+  if (host === '::1') return `http://[::1]:${port}`;
+  return `http://localhost:${port}`;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const portText = env.PORT?.trim() || '3000';
   if (!/^\d{1,5}$/.test(portText) || Number(portText) > 65535) {
     throw new ConfigError(`PORT must be an integer from 0 to 65535, got ${JSON.stringify(portText)}`);
   }
   const port = Number(portText);
-  const baseUrl = url('BASE_URL', env.BASE_URL?.trim() || `http://localhost:${port}`, ['http:', 'https:']).replace(/\/+$/, '');
-  const siteUrl = url('SITE_URL', env.SITE_URL?.trim() || new URL(baseUrl).origin, ['http:', 'https:']).replace(/\/+$/, '');
   const databaseUrl = env.DATABASE_URL?.trim() ? url('DATABASE_URL', env.DATABASE_URL.trim(), ['postgres:', 'postgresql:']) : undefined;
   // The embedded database means the demo, whose admin password is in the README: loopback only
-  // unless HOST says otherwise.
-  const host = env.HOST?.trim() || (databaseUrl ? '0.0.0.0' : '127.0.0.1');
+  // unless HOST says otherwise. `localhost` (every loopback address it names, as Fastify binds it)
+  // rather than 127.0.0.1 alone, so the default BASE_URL's host is exactly what is bound.
+  const host = env.HOST?.trim() || (databaseUrl ? '0.0.0.0' : 'localhost');
+  const baseUrl = url('BASE_URL', env.BASE_URL?.trim() || defaultBaseUrl(host, port), ['http:', 'https:']).replace(/\/+$/, '');
+  const siteUrl = url('SITE_URL', env.SITE_URL?.trim() || new URL(baseUrl).origin, ['http:', 'https:']).replace(/\/+$/, '');
   const redisUrl = env.REDIS_URL?.trim() ? url('REDIS_URL', env.REDIS_URL.trim(), ['redis:', 'rediss:']) : undefined;
   const demoText = env.HUBOPS_DEMO?.trim() || (databaseUrl ? '0' : '1');
   if (demoText !== '0' && demoText !== '1') {

@@ -122,6 +122,14 @@ const urls: [string, string][] = [
   ['Main API OpenAPI', `${config.baseUrl}/openapi.json`],
   ['MCP (OAuth)', `${config.baseUrl}/mcp`],
   ['OAuth metadata', authorizationServerMetadataUrl(config)],
+  // What HOST bound, beside the BASE_URL every link uses (OAuth and MCP answer only at BASE_URL's name).
+  [
+    'Listening on',
+    server.fastify
+      .addresses()
+      .map((a) => (typeof a === 'string' ? a : a.family === 'IPv6' ? `[${a.address}]:${a.port}` : `${a.address}:${a.port}`))
+      .join(', '),
+  ],
   ...(metaSandbox
     ? [['Meta sandbox', `${metaSandbox.url}  (the demo's ad accounts sync from it; docs/ad-accounts.md)`] as [string, string]]
     : []),

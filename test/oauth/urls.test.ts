@@ -95,3 +95,45 @@ describe('absolute URLs come from BASE_URL alone', () => {
     assert.equal(client.registration_client_uri, `https://hubs.example.com/hubops/oauth/register/${client.client_id}`);
   });
 });
+
+// Issue 27 finding 4: a loopback server reached by another loopback name says which URL to use.
+describe('reached by another loopback name than BASE_URL’s', () => {
+  test('OAuth and the MCP server refuse with 421 naming BASE_URL; the Hub API and pages still answer', async () => {
+    const live = await startApp({ listen: true }); // BASE_URL http://127.0.0.1:<port>
+    apps.push(live);
+    const alias = live.baseUrl.replace('127.0.0.1', 'localhost');
+    const says = new RegExp(
+      `This server's address is ${live.baseUrl.replaceAll('.', '\\.')} \\(its BASE_URL\\), not ${alias.replaceAll('.', '\\.')}`,
+    );
+
+    const discovery = await fetch(`${alias}/.well-known/oauth-authorization-server`);
+    assert.equal(discovery.status, 421);
+    const refusal = (await discovery.json()) as { error: string; error_description: string };
+    assert.equal(refusal.error, 'misdirected_request');
+    assert.match(refusal.error_description, says);
+    assert.equal((await fetch(`${alias}/oauth/token`, { method: 'POST' })).status, 421);
+
+    const mcp = await fetch(`${alias}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: '{}',
+    });
+    assert.equal(mcp.status, 421);
+    assert.match(((await mcp.json()) as { message: string }).message, says);
+    assert.equal((await fetch(`${alias}/.well-known/oauth-protected-resource/mcp`)).status, 421);
+
+    // A page of another origin is refused as before, and told where the MCP server is.
+    const foreign = await fetch(`${live.baseUrl}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: 'http://localhost:6274' },
+      body: '{}',
+    });
+    assert.equal(foreign.status, 403);
+    assert.match(((await foreign.json()) as { message: string }).message, new RegExp(`at ${live.baseUrl.replaceAll('.', '\\.')}/mcp\\.$`));
+
+    // Nothing else is bound to a name: the Hub API, the front door and health answer by any name.
+    assert.equal((await fetch(`${alias}/v1/hub/opt-in-summary`)).status, 401);
+    assert.equal((await fetch(`${alias}/healthz`)).status, 200);
+    assert.equal((await fetch(`${live.baseUrl}/.well-known/oauth-authorization-server`)).status, 200, 'by its own name: served');
+  });
+});

@@ -104,3 +104,16 @@ describe('TRUST_PROXY and TRUST_PROXY_HEADER', () => {
       );
   });
 });
+
+describe('the loopback default: bound address and BASE_URL agree', () => {
+  test('the embedded demo binds localhost, the name BASE_URL uses; a loopback HOST of one address is BASE_URL’s host', () => {
+    assert.equal(loadConfig({}).host, 'localhost');
+    assert.equal(loadConfig({}).baseUrl, 'http://localhost:3000');
+    assert.equal(loadConfig({ DATABASE_URL: 'postgres://x@h/db' }).host, '0.0.0.0');
+    assert.equal(loadConfig({ DATABASE_URL: 'postgres://x@h/db' }).baseUrl, 'http://localhost:3000');
+    assert.equal(loadConfig({ HOST: '127.0.0.1', PORT: '4000' }).baseUrl, 'http://127.0.0.1:4000');
+    assert.equal(loadConfig({ HOST: '::1' }).baseUrl, 'http://[::1]:3000');
+    assert.equal(loadConfig({ HOST: '0.0.0.0' }).baseUrl, 'http://localhost:3000');
+    assert.equal(loadConfig({ HOST: '127.0.0.1', BASE_URL: 'https://hubs.example.com' }).baseUrl, 'https://hubs.example.com');
+  });
+});

@@ -10,6 +10,7 @@ import { sameSecret } from '../../platform/constant-time.ts';
 import type { RateLimiter } from '../../platform/rate-limit.ts';
 import { sendPage } from '../shared/html.ts';
 import { AUTHORIZATION_SERVER_METADATA, authorizationServerMetadataUrl, oauthRoutes } from '../shared/oauth.ts';
+import { loopbackAliasRefusal } from '../shared/loopback-alias.ts';
 import { submitSignInForm } from '../shared/sign-in-form.ts';
 import { lookupClient, TooManyRequests } from './provider.ts';
 import { consentPage, errorPage, pageHeaders, refusalPage, signInPage, type ClientLabel } from './pages.ts';
@@ -47,6 +48,14 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
   // Where the consent page says a grant can be revoked: the web admin's page under BASE_URL.
   const connectedAppsUrl = `${new URL(deps.config.baseUrl).pathname.replace(/\/$/, '')}/app/connected-apps`;
   const providerHandler = deps.provider.callback();
+
+  // Reached by another loopback name than BASE_URL's: discovery would name an issuer the client
+  // did not ask, so every OAuth request says which address to use instead.
+  app.addHook('onRequest', async (request, reply) => {
+    const refusal = loopbackAliasRefusal(deps.config.baseUrl, request.headers.host, 'the OAuth issuer and its endpoints');
+    if (refusal)
+      return reply.code(421).header('cache-control', 'no-store').send({ error: 'misdirected_request', error_description: refusal });
+  });
 
   // oidc-provider's own endpoints (and RFC 8414 discovery) are handed to it untouched: no body
   // parsing on our side, so it reads the raw request exactly as it expects.
