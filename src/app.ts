@@ -11,6 +11,7 @@ import { GrantUseRecorder } from './domain/oauth/grant-usage.ts';
 import { SandboxConnector } from './domain/posts/connector.ts';
 import { createPublisher } from './domain/posts/publisher.ts';
 import { systemClock, type Clock } from './platform/clock.ts';
+import { decorateClientAddress } from './platform/client-address.ts';
 import { CursorKey } from './platform/cursor.ts';
 import { chooseLogFormat, createLogger, RequestLogController } from './platform/logger.ts';
 import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
@@ -184,6 +185,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Bodies are JSON (or what a route parses itself): a text/plain body is refused with 415, not
   // read as a string the operation would silently ignore.
   fastify.removeContentTypeParser('text/plain');
+  // The client's address for per-address limits and logs (TRUST_PROXY).
+  const clientAddress = decorateClientAddress(fastify, deps.config);
   const routeMethods = new RouteMethods();
   fastify.addHook('onRoute', (route) => routeMethods.add(route.url, route.method));
   // OAuth endpoints hand the raw request to oidc-provider, which answers in OAuth's own shape.
@@ -252,11 +255,14 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     return reply.code(404).send({ error: 'not_found', message: `No endpoint ${request.method} ${path}.` });
   });
 
-  fastify.get('/healthz', async () => ({ status: 'ok' }));
-  fastify.get('/readyz', async (_request, reply) => {
-    if (await databaseAnswers(deps.db)) return { status: 'ready' };
-    return reply.code(503).send({ status: 'unavailable', error: 'service_unavailable', message: 'The database is not reachable.' });
-  });
+  // Probes at the origin's root, and under BASE_URL's path for a proxy that forwards only that path.
+  for (const root of new Set(['', new URL(deps.config.baseUrl).pathname.replace(/\/$/, '')])) {
+    fastify.get(`${root}/healthz`, async () => ({ status: 'ok' }));
+    fastify.get(`${root}/readyz`, async (_request, reply) => {
+      if (await databaseAnswers(deps.db)) return { status: 'ready' };
+      return reply.code(503).send({ status: 'unavailable', error: 'service_unavailable', message: 'The database is not reachable.' });
+    });
+  }
 
   const secretsKeys = await resolveSecretsKeys(deps.config);
   if (secretsKeys.fromFile && deps.config.databaseUrl) {
@@ -288,6 +294,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     clock,
     log: fastify.log,
     cimdTrust: deps.cimdTrust,
+    clientAddress,
   });
   await fastify.register(oauthPlugin, { config: deps.config, db: deps.db, provider, limiter, clock, csrfKey: secrets.cookieKeys[0]! });
   // Expired tokens, codes and sessions are deleted in the background (any instance may do it).

@@ -1,5 +1,7 @@
 // The one place environment variables are read. Invalid values stop the process with one line
 // naming the variable.
+import { isIP } from 'node:net';
+import { FORWARDED_HEADERS, parseTrustedProxies, type ForwardedHeader, type TrustedProxies } from './platform/client-address.ts';
 import { LOG_FORMATS, redactQuery, type LogFormat } from './platform/logger.ts';
 
 export interface Config {
@@ -53,6 +55,10 @@ export interface Config {
   openaiAdsSandbox: boolean;
   /** HUBOPS_SPEND_SYNC: whether this instance runs the background spend sync loop. */
   spendSync: boolean;
+  /** TRUST_PROXY: the reverse proxies whose forwarded client address is believed; undefined: none (the socket's address). */
+  trustProxy: TrustedProxies | undefined;
+  /** TRUST_PROXY_HEADER: where those proxies put it. */
+  trustProxyHeader: ForwardedHeader;
 }
 
 export class ConfigError extends Error {}
@@ -89,18 +95,29 @@ export function redactUrl(value: string): string {
   return redactQuery(masked);
 }
 
+/**
+ * BASE_URL when none is given: http://localhost:PORT, or the loopback address HOST names when it
+ * binds one alone (HOST=127.0.0.1 serves nothing on ::1, which localhost may resolve to first).
+ */
+function defaultBaseUrl(host: string, port: number): string {
+  if (isIP(host) === 4 && host.startsWith('127.')) return `http://${host}:${port}`;
+  if (host === '::1') return `http://[::1]:${port}`;
+  return `http://localhost:${port}`;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const portText = env.PORT?.trim() || '3000';
   if (!/^\d{1,5}$/.test(portText) || Number(portText) > 65535) {
     throw new ConfigError(`PORT must be an integer from 0 to 65535, got ${JSON.stringify(portText)}`);
   }
   const port = Number(portText);
-  const baseUrl = url('BASE_URL', env.BASE_URL?.trim() || `http://localhost:${port}`, ['http:', 'https:']).replace(/\/+$/, '');
-  const siteUrl = url('SITE_URL', env.SITE_URL?.trim() || new URL(baseUrl).origin, ['http:', 'https:']).replace(/\/+$/, '');
   const databaseUrl = env.DATABASE_URL?.trim() ? url('DATABASE_URL', env.DATABASE_URL.trim(), ['postgres:', 'postgresql:']) : undefined;
   // The embedded database means the demo, whose admin password is in the README: loopback only
-  // unless HOST says otherwise.
-  const host = env.HOST?.trim() || (databaseUrl ? '0.0.0.0' : '127.0.0.1');
+  // unless HOST says otherwise. `localhost` (every loopback address it names, as Fastify binds it)
+  // rather than 127.0.0.1 alone, so the default BASE_URL's host is exactly what is bound.
+  const host = env.HOST?.trim() || (databaseUrl ? '0.0.0.0' : 'localhost');
+  const baseUrl = url('BASE_URL', env.BASE_URL?.trim() || defaultBaseUrl(host, port), ['http:', 'https:']).replace(/\/+$/, '');
+  const siteUrl = url('SITE_URL', env.SITE_URL?.trim() || new URL(baseUrl).origin, ['http:', 'https:']).replace(/\/+$/, '');
   const redisUrl = env.REDIS_URL?.trim() ? url('REDIS_URL', env.REDIS_URL.trim(), ['redis:', 'rediss:']) : undefined;
   const demoText = env.HUBOPS_DEMO?.trim() || (databaseUrl ? '0' : '1');
   if (demoText !== '0' && demoText !== '1') {
@@ -167,6 +184,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const spendSyncText = env.HUBOPS_SPEND_SYNC?.trim() || '1';
   if (spendSyncText !== '0' && spendSyncText !== '1')
     throw new ConfigError(`HUBOPS_SPEND_SYNC must be 0 or 1, got ${JSON.stringify(spendSyncText.slice(0, 40))}`);
+  const trustProxy = trustedProxies(env);
   return {
     port,
     host,
@@ -194,5 +212,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     openaiAdsUrl: baseOf('OPENAI_ADS_URL', 'https://api.ads.openai.com'),
     openaiAdsSandbox: demoText === '1' && !env.OPENAI_ADS_URL?.trim(),
     spendSync: spendSyncText === '1',
+    trustProxy: trustProxy.proxies,
+    trustProxyHeader: trustProxy.header,
   };
+}
+
+function trustedProxies(env: NodeJS.ProcessEnv): { proxies: TrustedProxies | undefined; header: ForwardedHeader } {
+  let proxies: TrustedProxies | undefined;
+  try {
+    proxies = parseTrustedProxies(env.TRUST_PROXY ?? '');
+  } catch (error) {
+    throw new ConfigError(
+      `TRUST_PROXY must be off, a number of proxy hops, or a comma-separated list of the proxies' addresses or CIDR ranges (e.g. 127.0.0.1 or 10.0.0.0/8,loopback): ${(error as Error).message}`,
+    );
+  }
+  const headerText = env.TRUST_PROXY_HEADER?.trim().toLowerCase() || undefined;
+  if (headerText !== undefined && !(FORWARDED_HEADERS as readonly string[]).includes(headerText))
+    throw new ConfigError(`TRUST_PROXY_HEADER must be ${FORWARDED_HEADERS.join(' or ')}, got ${JSON.stringify(headerText.slice(0, 40))}`);
+  if (headerText !== undefined && !proxies)
+    throw new ConfigError('TRUST_PROXY_HEADER is set but TRUST_PROXY is not: no proxy is trusted, so no forwarded address is read');
+  return { proxies, header: (headerText as ForwardedHeader | undefined) ?? 'x-forwarded-for' };
 }

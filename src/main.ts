@@ -15,6 +15,7 @@ import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
 import { DUPLICATE_SIGNAL_MS, STOP_GRACE_MS, STOP_STEPS_MS } from './policy.ts';
 import { VERSION } from './platform/version.ts';
 import { HUB_API_PREFIX } from './surfaces/hub-api/plugin.ts';
+import { authorizationServerMetadataUrl } from './surfaces/shared/oauth.ts';
 
 let config: Config;
 try {
@@ -114,7 +115,15 @@ const urls: [string, string][] = [
   ['Main API', config.baseUrl],
   ['Main API OpenAPI', `${config.baseUrl}/openapi.json`],
   ['MCP (OAuth)', `${config.baseUrl}/mcp`],
-  ['OAuth metadata', `${config.siteUrl}/.well-known/oauth-authorization-server`],
+  ['OAuth metadata', authorizationServerMetadataUrl(config)],
+  // What HOST bound, beside the BASE_URL every link uses (OAuth and MCP answer only at BASE_URL's name).
+  [
+    'Listening on',
+    server.fastify
+      .addresses()
+      .map((a) => (typeof a === 'string' ? a : a.family === 'IPv6' ? `[${a.address}]:${a.port}` : `${a.address}:${a.port}`))
+      .join(', '),
+  ],
   ...(sandboxes?.banner ?? []),
 ];
 const width = Math.max(...urls.map(([label]) => label.length));

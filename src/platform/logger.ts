@@ -34,11 +34,12 @@ function loggerOptions(level: string): LoggerOptions {
     serializers: {
       // Fastify's lines about a failed response (LogController) carry the request: its URL with
       // credentials in the query string masked, never its headers.
-      req: (request: { method: string; url: string; ip?: string; id?: string }) => ({
+      req: (request: { method: string; url: string; clientAddress?: string; id?: string }) => ({
         id: request.id,
         method: request.method,
         url: redactQuery(request.url),
-        remoteAddress: request.ip,
+        // The client's address under TRUST_PROXY.
+        remoteAddress: request.clientAddress,
       }),
     },
   };
@@ -55,7 +56,7 @@ export function chooseLogFormat(setting: LogFormat | undefined, stdoutIsTerminal
 const LEVEL_NAMES: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
 // Shown by the line's layout (or not at all) rather than as key=value.
 const LAYOUT_FIELDS = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'reqId', 'err']);
-const REQUEST_FIELDS = new Set([...LAYOUT_FIELDS, 'method', 'url', 'statusCode', 'responseTime']);
+const REQUEST_FIELDS = new Set([...LAYOUT_FIELDS, 'method', 'url', 'statusCode', 'responseTime', 'remoteAddress']);
 // A cursor or other long query value says nothing to a reader: its start is enough to tell two apart.
 const LONG_QUERY_VALUE = /([?&][^=&#]+=)([^&#]{13})[^&#]{12,}/g;
 
@@ -65,7 +66,7 @@ function fieldText(value: unknown): string {
 }
 
 /**
- * One pino JSON line as a person reads it: `17:02:55 GET /v1/hub/… 200 3.1 ms req=…` for a
+ * One pino JSON line as a person reads it: `17:02:55 GET /v1/hub/… 200 3.1 ms from 127.0.0.1 req=…` for a
  * request, `17:02:55 WARN message key=value … err="…"` otherwise. It formats what pino has
  * already redacted, so the same secrets are hidden in both formats. `stacks`: show an error's
  * stack (LOG_LEVEL=debug), else its message only.
@@ -79,6 +80,7 @@ export function formatPretty(line: Record<string, unknown>, options: { stacks: b
     if (level !== 30) parts.push(LEVEL_NAMES[level] ?? String(level));
     parts.push(String(line.method), String(line.url ?? '').replace(LONG_QUERY_VALUE, '$1$2…'), String(line.statusCode));
     if (typeof line.responseTime === 'number') parts.push(`${line.responseTime.toFixed(1)} ms`);
+    if (typeof line.remoteAddress === 'string') parts.push(`from ${line.remoteAddress}`);
   } else {
     parts.push(LEVEL_NAMES[level] ?? String(level));
     if (typeof line.msg === 'string') parts.push(line.msg);
@@ -104,7 +106,8 @@ export function createLogger(options: { level: string; format: LogFormat }, out:
   });
 }
 
-const HEALTH_CHECKS = new Set(['/healthz', '/readyz']);
+/** /healthz and /readyz, at the root or under BASE_URL's path. */
+const HEALTH_CHECK = /\/(?:healthz|readyz)$/;
 
 interface ServedRequest {
   method: string;
@@ -112,6 +115,8 @@ interface ServedRequest {
   statusCode: number;
   /** Milliseconds from the request's arrival to the end of its response. */
   ms: number;
+  /** The client's address (TRUST_PROXY). */
+  client: string;
 }
 
 /**
@@ -122,12 +127,13 @@ interface ServedRequest {
  */
 function logRequest(log: Pick<Logger, 'info' | 'error'>, request: ServedRequest, err?: Error | null): void {
   const path = request.url.split('?')[0]!.replace(/(.)\/+$/, '$1');
-  if (HEALTH_CHECKS.has(path) && request.statusCode < 500 && !err) return;
+  if (HEALTH_CHECK.test(path) && request.statusCode < 500 && !err) return;
   const fields = {
     method: request.method,
     url: redactQuery(request.url),
     statusCode: request.statusCode,
     responseTime: Math.round(request.ms * 10) / 10,
+    remoteAddress: request.client,
   };
   if (err) log.error({ ...fields, err }, 'request');
   else if (request.statusCode >= 500) log.error(fields, 'request');
@@ -143,6 +149,10 @@ export class RequestLogController extends LogController {
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    logRequest(reply.log, { method: request.method, url: request.url, statusCode: reply.statusCode, ms: reply.elapsedTime }, error);
+    logRequest(
+      reply.log,
+      { method: request.method, url: request.url, statusCode: reply.statusCode, ms: reply.elapsedTime, client: request.clientAddress },
+      error,
+    );
   }
 }

@@ -184,7 +184,7 @@ describe('dynamic registration', () => {
     );
   });
 
-  test('behind https (provider.proxy), a made-up X-Forwarded-For does not give a fresh registration window', async () => {
+  test('with an https BASE_URL and no TRUST_PROXY, a made-up X-Forwarded-For does not give a fresh registration window', async () => {
     const config = loadConfig({
       DATABASE_URL: live.db.url,
       LOG_LEVEL: 'silent',

@@ -173,3 +173,37 @@ describe('configuration', () => {
     );
   });
 });
+
+describe('TRUST_PROXY and TRUST_PROXY_HEADER', () => {
+  test('off by default; hops or addresses; the header only beside a trusted proxy', () => {
+    assert.equal(loadConfig({}).trustProxy, undefined);
+    assert.equal(loadConfig({}).trustProxyHeader, 'x-forwarded-for');
+    assert.deepEqual(loadConfig({ TRUST_PROXY: '1' }).trustProxy, { hops: 1 });
+    assert.deepEqual(loadConfig({ TRUST_PROXY: '127.0.0.1,10.0.0.0/8' }).trustProxy, { addresses: ['127.0.0.1', '10.0.0.0/8'] });
+    assert.equal(loadConfig({ TRUST_PROXY: '1', TRUST_PROXY_HEADER: 'Forwarded' }).trustProxyHeader, 'forwarded');
+    for (const [env, message] of [
+      [{ TRUST_PROXY: 'yes' }, /^TRUST_PROXY must be off, a number of proxy hops, or .*"yes" is not an IP address/],
+      [{ TRUST_PROXY: '99' }, /^TRUST_PROXY must be .*from 1 to 10, got 99/],
+      [{ TRUST_PROXY: '1', TRUST_PROXY_HEADER: 'x-real-ip' }, /^TRUST_PROXY_HEADER must be x-forwarded-for or forwarded, got "x-real-ip"/],
+      [{ TRUST_PROXY_HEADER: 'forwarded' }, /^TRUST_PROXY_HEADER is set but TRUST_PROXY is not/],
+    ] as const)
+      assert.throws(
+        () => loadConfig(env),
+        (error: Error) => error instanceof ConfigError && message.test(error.message),
+        JSON.stringify(env),
+      );
+  });
+});
+
+describe('the loopback default: bound address and BASE_URL agree', () => {
+  test('the embedded demo binds localhost, the name BASE_URL uses; a loopback HOST of one address is BASE_URL’s host', () => {
+    assert.equal(loadConfig({}).host, 'localhost');
+    assert.equal(loadConfig({}).baseUrl, 'http://localhost:3000');
+    assert.equal(loadConfig({ DATABASE_URL: 'postgres://x@h/db' }).host, '0.0.0.0');
+    assert.equal(loadConfig({ DATABASE_URL: 'postgres://x@h/db' }).baseUrl, 'http://localhost:3000');
+    assert.equal(loadConfig({ HOST: '127.0.0.1', PORT: '4000' }).baseUrl, 'http://127.0.0.1:4000');
+    assert.equal(loadConfig({ HOST: '::1' }).baseUrl, 'http://[::1]:3000');
+    assert.equal(loadConfig({ HOST: '0.0.0.0' }).baseUrl, 'http://localhost:3000');
+    assert.equal(loadConfig({ HOST: '127.0.0.1', BASE_URL: 'https://hubs.example.com' }).baseUrl, 'https://hubs.example.com');
+  });
+});

@@ -198,6 +198,7 @@ describe('one line per request, in both formats', () => {
     for (const line of requests) {
       assert.equal(line.method, 'GET');
       assert.equal(typeof line.responseTime, 'number');
+      assert.equal(line.remoteAddress, '127.0.0.1', "the client's address (inject's)");
     }
     assert.ok(!lines.some((l) => String(l.url).includes('healthz') || String(l.url).includes('readyz')), 'health checks are not logged');
     assert.ok(!lines.some((l) => l.msg === 'incoming request' || l.msg === 'request completed'), "Fastify's own request lines are off");
@@ -228,7 +229,9 @@ describe('one line per request, in both formats', () => {
     assert.equal(lines.length, 3, text);
     assert.match(
       lines[0]!,
-      new RegExp(`^\\d\\d:\\d\\d:\\d\\d GET /embed/spend\\?token=\\[redacted\\] 401 \\d+\\.\\d ms req=${requestIds[0]}$`),
+      new RegExp(
+        `^\\d\\d:\\d\\d:\\d\\d GET /embed/spend\\?token=\\[redacted\\] 401 \\d+\\.\\d ms from 127\\.0\\.0\\.1 req=${requestIds[0]}$`,
+      ),
     );
     assert.match(lines[2]!, /GET \/oauth\/callback\?code=\[redacted\]&state=\[redacted\] 404 /);
     for (const secret of SECRETS) assert.ok(!text.includes(secret), secret);

@@ -25,6 +25,8 @@ export interface StartOptions {
   baseUrl?: string;
   /** With `listen`: served under this path of the origin (BASE_URL = origin + path), e.g. `/api`. */
   basePath?: string;
+  /** SITE_URL = BASE_URL: the OAuth issuer under BASE_URL's path too (default: BASE_URL's origin). */
+  pathIssuer?: boolean;
   /** The app's FixedClock starts here (default: the moment the app starts); `'system'`: the real clock, time moves. */
   now?: string | Date | 'system';
   /** Default: the app's own in-process limiter. `'unlimited'`: counts but never refuses (many requests, one caller). */
@@ -102,6 +104,7 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
     DATA_DIR: await mkdtemp(path.join(tmpdir(), 'hubops-test-data-')),
   };
   if (port) env.PORT = String(port);
+  if (options.pathIssuer) env.SITE_URL = baseUrl;
   if (options.secretsKey) env.HUBOPS_SECRETS_KEY = options.secretsKey;
   const config = loadConfig({ ...env, ...options.env });
   const fixed = options.now === 'system' ? undefined : new FixedClock(options.now ?? new Date());
@@ -126,10 +129,16 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
     await app.fastify.listen({ port, host: '127.0.0.1' });
     if (!options.baseUrl) {
       const issuer = new URL(config.siteUrl);
-      as = await oauth.processDiscoveryResponse(
-        issuer,
-        await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', [oauth.allowInsecureRequests]: true }),
-      );
+      try {
+        as = await oauth.processDiscoveryResponse(
+          issuer,
+          await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', [oauth.allowInsecureRequests]: true }),
+        );
+      } catch (error) {
+        // A listening app left open would keep the test process alive after the failure.
+        await app.close();
+        throw error;
+      }
     }
   }
   return {

@@ -39,3 +39,28 @@ test(`${SIGN_IN_LIMITS.perEmail} wrong passwords, then 429, even for the right o
   assert.match(await right.text(), /Too many failed sign-in attempts/);
   assert.equal(b.cookies.get('hubops_app'), undefined);
 });
+
+test(`behind a trusted proxy (TRUST_PROXY) the ${SIGN_IN_LIMITS.perAddress} failures per address are each client's, not the proxy's`, async () => {
+  const proxied = await startApp({ listen: true, seed: seedWebHub, env: { TRUST_PROXY: '127.0.0.1' } });
+  try {
+    // This test's requests come from 127.0.0.1, the trusted proxy, on behalf of the address it appends.
+    const client = async (address: string) => {
+      const b = new Browser();
+      const headers = { 'x-forwarded-for': address };
+      const csrf = hidden(await (await b.fetch(`${proxied.baseUrl}/app/sign-in`, { headers })).text(), 'csrf');
+      return (email: string, password: string) =>
+        b.fetch(`${proxied.baseUrl}/app/sign-in`, {
+          ...form({ csrf, next: '/app', email, password }),
+          headers: { ...form({}).headers, ...headers },
+        });
+    };
+    const guesser = await client('203.0.113.1');
+    for (let i = 0; i < SIGN_IN_LIMITS.perAddress; i++)
+      assert.equal((await guesser(`nobody${i}@example.com`, 'wrong password!')).status, 401);
+    assert.equal((await guesser(ADMIN.email, ADMIN.password)).status, 429, 'the guessing address is throttled');
+    const neighbour = await client('203.0.113.2');
+    assert.equal((await neighbour(ADMIN.email, ADMIN.password)).status, 303, 'another client of the same proxy signs in');
+  } finally {
+    await proxied.close();
+  }
+});

@@ -134,7 +134,7 @@ export class HubApiGuard {
     rideAlong: boolean,
   ): Promise<{ admission: Admission; check?: RideAlongCheck }> {
     const nowMs = this.#clock.now().getTime();
-    const addressKey = `auth-fail:${request.ip}`;
+    const addressKey = `auth-fail:${request.clientAddress}`;
     const key = bearerToken(request.headers.authorization);
     // The checksum first: a mistyped or invented key costs no database read.
     const hash = key !== undefined && isWellFormedKey(key) ? hashKey(key) : undefined;

@@ -103,7 +103,7 @@ export class BearerAuth {
     if (!match) {
       // No token is how a client discovers the authorization server: shown the window, not counted in it.
       throw new ApiError(401, 'invalid_token', 'Missing access token: send `Authorization: Bearer <ACCESS_TOKEN>`.', {
-        headers: { 'www-authenticate': challenge({}), ...(await this.#failedAuthHeaders(request.ip)) },
+        headers: { 'www-authenticate': challenge({}), ...(await this.#failedAuthHeaders(request.clientAddress)) },
       });
     }
     let verdict: TokenVerdict;
@@ -112,7 +112,7 @@ export class BearerAuth {
       if (!verdict.audiences.includes(options.audience))
         throw invalid(`The access token was issued for another resource, not ${options.audience}.`);
     } catch (error) {
-      throw error instanceof ApiError && error.status === 401 ? await this.#failedAuthentication(error, request.ip) : error;
+      throw error instanceof ApiError && error.status === 401 ? await this.#failedAuthentication(error, request.clientAddress) : error;
     }
     const { grantId, scopes, identity, clientId } = verdict;
     if (!scopes.has(SCOPE)) {
@@ -121,7 +121,7 @@ export class BearerAuth {
       });
     }
     if (!identity.account.apiAccess && !identity.user.isStaff)
-      throw await this.#failedAuthentication(invalid('API access is no longer enabled for this account.'), request.ip);
+      throw await this.#failedAuthentication(invalid('API access is no longer enabled for this account.'), request.clientAddress);
     if (identity.hub.suspended)
       throw new ApiError(403, 'hub_access_suspended', "This hub's access is suspended. Contact your account manager.");
     // The token is accepted: that is a use of its grant, whether or not the plan's limit lets it through.

@@ -9,7 +9,7 @@ import type { Operation } from '../operation.ts';
 import { idempotencyKeyOf, mountRest, serveDocument } from '../rest.ts';
 import type { InputValidator } from '../shared/inputs.ts';
 import { ACCESS_TOKEN_TTL_S, COMPRESSION_MIN_BYTES, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, PLAN_LIMITS, PLAN_WINDOW_MS } from '../../policy.ts';
-import { oauthUrl, SCOPE } from '../shared/oauth.ts';
+import { authorizationServerMetadataUrl, oauthUrl, SCOPE } from '../shared/oauth.ts';
 import type { BearerAuth } from './auth.ts';
 import type { MainContext } from './context.ts';
 import { mediaUploadOpenApi, registerMediaUpload } from './media-upload.ts';
@@ -56,7 +56,7 @@ export function mainOpenApi(config: Config, version: string, operations: readonl
     version,
     description: [
       "The main hubops API: the caller's hub and workspaces, posts, media, and organic, paid and review analytics.",
-      `Every request needs \`Authorization: Bearer <ACCESS_TOKEN>\` from the OAuth 2.1 authorization code flow with PKCE (S256) — discovery at ${config.siteUrl}/.well-known/oauth-authorization-server, scope \`${SCOPE}\`. Access tokens live ${ACCESS_TOKEN_HOURS} hour${ACCESS_TOKEN_HOURS === 1 ? '' : 's'}; refresh tokens rotate on every use.`,
+      `Every request needs \`Authorization: Bearer <ACCESS_TOKEN>\` from the OAuth 2.1 authorization code flow with PKCE (S256) — discovery at ${authorizationServerMetadataUrl(config)}, scope \`${SCOPE}\`. Access tokens live ${ACCESS_TOKEN_HOURS} hour${ACCESS_TOKEN_HOURS === 1 ? '' : 's'}; refresh tokens rotate on every use.`,
       `Records are identified by \`_id\`. Lists page with \`limit\` (1–${MAX_PAGE_SIZE}, default ${DEFAULT_PAGE_SIZE}) and an opaque \`cursor\`, returning \`{data, nextCursor}\`.`,
       `Limits: ${PLAN_LIMITS.standard} requests per ${PLAN_WINDOW} per user and client on the Standard plan, ${PLAN_LIMITS.partner} on Partner; a 429 carries Retry-After. Errors have the body {"error", "message"} (400 adds "issues").`,
       `Every GET answers with a strong ETag, a hash of its body: send it back in If-None-Match and an unchanged answer is 304 Not Modified, without a body, and not counted against the plan’s limit. Send Accept-Encoding (br, gzip, zstd) and bodies above about ${COMPRESSION_MIN_BYTES / 1024} KB come compressed, with \`Vary: Accept-Encoding\`.`,

@@ -13,6 +13,7 @@ import { mcpAppResources } from '../mcp-apps/resources.ts';
 import { acceptAnyJson, mcpHandler } from '../mcp.ts';
 import { ApiError } from '../shared/errors.ts';
 import { readGuideFiles } from '../shared/guide-files.ts';
+import { loopbackAliasRefusal } from '../shared/loopback-alias.ts';
 import type { InputValidator } from '../shared/inputs.ts';
 import { SCOPE } from '../shared/oauth.ts';
 import type { ReportCaches } from '../shared/report-caches.ts';
@@ -110,6 +111,17 @@ export async function mcpMainPlugin(app: FastifyInstance, deps: McpMainDeps): Pr
     app.log,
   );
 
+  // Reached by another loopback name than BASE_URL's: the resource, its metadata and its tokens'
+  // audience are BASE_URL's, so an SDK would fail on a resource mismatch; say which URL to use.
+  app.addHook('onRequest', async (request) => {
+    const refusal = loopbackAliasRefusal(
+      deps.config.baseUrl,
+      request.headers.host,
+      `this MCP server (${resource.resource}) and its tokens`,
+    );
+    if (refusal) throw new ApiError(421, 'misdirected_request', refusal);
+  });
+
   // RFC 9728 metadata at the path-aware URL of the resource only (clients find it through the
   // 401's resource_metadata). No root document: RFC 9728 §3.3 would make its resource the origin,
   // which is no protected resource here, and a client probing for another endpoint of this origin
@@ -127,7 +139,7 @@ export async function mcpMainPlugin(app: FastifyInstance, deps: McpMainDeps): Pr
       throw new ApiError(
         403,
         'origin_not_allowed',
-        `Requests from the web origin ${origin.slice(0, 200)} are not accepted; MCP clients call this server from their own process.`,
+        `Requests from the web origin ${origin.slice(0, 200)} are not accepted; MCP clients call this server from their own process, at ${resource.resource}.`,
       );
     }
   };

@@ -21,10 +21,11 @@ export const CLIENT_METADATA_TIMEOUT_MS = 3_000;
 /** Cache-Control max-age / Expires are honoured within these bounds (seconds). */
 export const CLIENT_METADATA_CACHE_S = Object.freeze({ min: 60, max: 86_400 });
 /**
- * Document fetches (cache misses), each an outbound request, per client address (the socket's:
- * the app trusts no proxy header) and per host of the client_id URL from that address. Hosts are
- * free to make up, so the address window bounds the total; it is generous because behind a
- * proxy every client shares one address, and one caller's made-up hosts should not block the rest.
+ * Document fetches (cache misses), each an outbound request, per client address (the socket's,
+ * or the forwarded one under TRUST_PROXY) and per host of the client_id URL from that address.
+ * Hosts are free to make up, so the address window bounds the total; it is generous because
+ * behind a proxy without TRUST_PROXY every client shares one address, and one caller's made-up
+ * hosts should not block the rest.
  */
 export const CLIENT_METADATA_FETCH_LIMIT: RatePolicy = Object.freeze({
   policy: 'client-metadata-fetches',

@@ -9,7 +9,8 @@ import type { Clock } from '../../platform/clock.ts';
 import { sameSecret } from '../../platform/constant-time.ts';
 import type { RateLimiter } from '../../platform/rate-limit.ts';
 import { sendPage } from '../shared/html.ts';
-import { oauthRoutes } from '../shared/oauth.ts';
+import { AUTHORIZATION_SERVER_METADATA, authorizationServerMetadataUrl, oauthRoutes } from '../shared/oauth.ts';
+import { loopbackAliasRefusal } from '../shared/loopback-alias.ts';
 import { submitSignInForm } from '../shared/sign-in-form.ts';
 import { lookupClient, TooManyRequests } from './provider.ts';
 import { consentPage, errorPage, pageHeaders, refusalPage, signInPage, type ClientLabel } from './pages.ts';
@@ -48,6 +49,14 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
   const connectedAppsUrl = `${new URL(deps.config.baseUrl).pathname.replace(/\/$/, '')}/app/connected-apps`;
   const providerHandler = deps.provider.callback();
 
+  // Reached by another loopback name than BASE_URL's: discovery would name an issuer the client
+  // did not ask, so every OAuth request says which address to use instead.
+  app.addHook('onRequest', async (request, reply) => {
+    const refusal = loopbackAliasRefusal(deps.config.baseUrl, request.headers.host, 'the OAuth issuer and its endpoints');
+    if (refusal)
+      return reply.code(421).header('cache-control', 'no-store').send({ error: 'misdirected_request', error_description: refusal });
+  });
+
   // oidc-provider's own endpoints (and RFC 8414 discovery) are handed to it untouched: no body
   // parsing on our side, so it reads the raw request exactly as it expects.
   await app.register(async (scope) => {
@@ -59,7 +68,7 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
     };
     // Each path takes exactly the methods oidc-provider serves on it (OPTIONS where it answers
     // CORS preflights); any other method is a 405 naming them, in OAuth's error shape.
-    const discoveryPath = `${new URL(deps.config.siteUrl).pathname.replace(/\/$/, '')}/.well-known/oauth-authorization-server`;
+    const discoveryPath = new URL(authorizationServerMetadataUrl(deps.config)).pathname;
     const endpoints: [string, HTTPMethods[]][] = [
       [routes.authorization, ['GET']],
       [`${routes.authorization}/:uid`, ['GET']], // where an interaction resumes after sign-in and consent
@@ -70,8 +79,14 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
       [routes.jwks, ['GET', 'OPTIONS']],
       [discoveryPath, ['GET', 'OPTIONS']],
     ];
+    // oidc-provider serves its metadata at the well-known path alone: an issuer's path after it
+    // (RFC 8414 §3.1) is ours to take off.
+    const discovery = async (request: FastifyRequest, reply: FastifyReply) => {
+      request.raw.url = `${AUTHORIZATION_SERVER_METADATA}${request.raw.url!.slice(discoveryPath.length)}`;
+      return delegate(request, reply);
+    };
     for (const [url, methods] of endpoints) {
-      scope.route({ method: methods, url, handler: delegate });
+      scope.route({ method: methods, url, handler: url === discoveryPath ? discovery : delegate });
       refuseOtherMethods(scope, url, methods);
     }
   });
@@ -100,7 +115,7 @@ export async function oauthPlugin(app: FastifyInstance, deps: OAuthDeps): Promis
     const clientName = async (request: FastifyRequest, clientId: string): Promise<ClientLabel | errors.OIDCProviderError> => {
       let client;
       try {
-        client = await lookupClient(deps.provider, clientId, request.ip);
+        client = await lookupClient(deps.provider, clientId, request.clientAddress);
       } catch (error) {
         if (error instanceof errors.OIDCProviderError && error.status < 500) return error;
         throw error;

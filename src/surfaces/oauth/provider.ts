@@ -6,6 +6,7 @@ import type { Config } from '../../config.ts';
 import { isDatabaseUnavailable, type Db } from '../../db/database.ts';
 import { redirectUriProblem } from '../../domain/oauth/clients.service.ts';
 import { clientSecretMatches } from '../../domain/oauth/secrets.ts';
+import type { ClientAddressOf } from '../../platform/client-address.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { RateLimiter, RateWindow } from '../../platform/rate-limit.ts';
 import { FORBIDDEN_CHARACTER_MESSAGE, findForbiddenText, HIDDEN_FORMAT_MESSAGE, hasHiddenFormatCharacter } from '../../platform/text.ts';
@@ -48,6 +49,24 @@ export function resources(config: Config): string[] {
   return [config.baseUrl, `${config.baseUrl}/mcp`];
 }
 
+/**
+ * oidc-provider builds every absolute URL it hands out (discovery's endpoints, registration's
+ * registration_client_uri, the resume URL after sign-in) from the request's Koa `protocol` and
+ * `host`: the Host header, or X-Forwarded-Host/-Proto with `proxy` on. A client-chosen Host would
+ * send other clients' authorizations elsewhere, and a proxy that does not pass the public host
+ * (nginx's default) would send them to an internal address. Every request is seen as addressed to
+ * BASE_URL's origin instead, so those URLs come from BASE_URL alone; Secure cookies then need no
+ * proxy header either. (Koa's request: https://github.com/koajs/koa/blob/master/docs/api/request.md)
+ */
+function seeRequestsAtBaseUrl(provider: Provider, baseUrl: string): void {
+  const { protocol, host } = new URL(baseUrl);
+  const scheme = protocol.slice(0, -1);
+  Object.defineProperties(provider.request, {
+    protocol: { get: () => scheme, configurable: true },
+    host: { get: () => host, configurable: true },
+  });
+}
+
 /** A 429 in the shape of an OAuth error; oidc-provider's error handlers render it as such. */
 export class TooManyRequests extends errors.OIDCProviderError {
   readonly retryAfter: number;
@@ -76,6 +95,8 @@ export interface AuthorizationServerOptions {
   log: FastifyBaseLogger;
   /** Test-only trust for client metadata documents (see ClientMetadataTrust); never from configuration. */
   cimdTrust?: ClientMetadataTrust;
+  /** The client's address of a request (TRUST_PROXY), for the limits kept per address. */
+  clientAddress: ClientAddressOf;
 }
 
 export function createAuthorizationServer(
@@ -84,7 +105,7 @@ export function createAuthorizationServer(
   secrets: AuthorizationServerSecrets,
   options: AuthorizationServerOptions,
 ): Provider {
-  const { revocations, limiter, clock, log, cimdTrust } = options;
+  const { revocations, limiter, clock, log, cimdTrust, clientAddress } = options;
   const routes = oauthRoutes(config);
   const secure = config.baseUrl.startsWith('https:');
   const knownResources = new Set(resources(config));
@@ -168,10 +189,10 @@ export function createAuthorizationServer(
         ack: 'draft-02',
         cacheDuration: { ...CLIENT_METADATA_CACHE_S },
         // Only cache misses fetch; each takes a unit of the address's window and of its window for
-        // the URL's host (see CLIENT_METADATA_FETCH_LIMIT). The address is the socket's, as below;
-        // outside oidc-provider's requests (sign-in and consent pages) the page's, via lookupClient.
+        // the URL's host (see CLIENT_METADATA_FETCH_LIMIT). The address is the client's (never
+        // Koa's ctx.ip); outside oidc-provider's requests (sign-in and consent pages) the page's, via lookupClient.
         allowFetch: async (ctx: KoaContextWithOIDC | undefined, clientId: string) => {
-          const address = ctx?.req.socket.remoteAddress ?? lookupAddress.getStore() ?? '';
+          const address = (ctx ? clientAddress(ctx.req) : lookupAddress.getStore()) ?? '';
           const windows = [
             { key: `oauth-client-metadata:${address}`, policy: CLIENT_METADATA_FETCH_LIMIT },
             { key: `oauth-client-metadata-host:${address}:${new URL(clientId).hostname}`, policy: CLIENT_METADATA_HOST_FETCH_LIMIT },
@@ -230,7 +251,7 @@ export function createAuthorizationServer(
   };
 
   const provider = new Provider(config.siteUrl, configuration);
-  if (secure) provider.proxy = true;
+  seeRequestsAtBaseUrl(provider, config.baseUrl);
   explainUrlClientIds(provider.Client, () => Provider.ctx);
   nameRotatedTokens(provider, createHmac('sha256', secrets.cookieKeys[0]!).update('refresh rotation v1').digest());
 
@@ -245,7 +266,7 @@ export function createAuthorizationServer(
     actual: string,
   ) {
     const attempt = await charge(
-      `oauth-client-auth-fail:${this.clientId}:${Provider.ctx?.req.socket.remoteAddress ?? ''}`,
+      `oauth-client-auth-fail:${this.clientId}:${Provider.ctx ? clientAddress(Provider.ctx.req) : ''}`,
       CLIENT_AUTH_FAILURE_LIMIT,
     );
     if (!attempt.allowed) {
@@ -319,12 +340,12 @@ export function createAuthorizationServer(
     }
   });
 
-  // Registrations per client address (RFC 7591 is open to anyone). The address is the socket's,
-  // as Fastify's request.ip elsewhere: with provider.proxy set, ctx.ip would trust a client's
-  // own X-Forwarded-For, and each made-up address would get a fresh window.
+  // Registrations per client address (RFC 7591 is open to anyone): the client's address under
+  // TRUST_PROXY, never Koa's ctx.ip, which would believe any X-Forwarded-For and give each made-up
+  // address a fresh window.
   provider.use(async (ctx, next) => {
     if (ctx.method === 'POST' && ctx.path === routes.registration) {
-      const attempt = await charge(`oauth-register:${ctx.req.socket.remoteAddress}`, REGISTRATION_LIMIT);
+      const attempt = await charge(`oauth-register:${clientAddress(ctx.req)}`, REGISTRATION_LIMIT);
       if (!attempt.allowed) {
         const retryAfter = attempt.decisions[0]!.resetSeconds;
         ctx.status = 429;

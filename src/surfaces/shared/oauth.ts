@@ -28,6 +28,17 @@ export function oauthUrl(config: Config, endpoint: keyof ReturnType<typeof oauth
 }
 
 /**
+ * Where the authorization server's RFC 8414 metadata is: the well-known segment between the
+ * issuer's (SITE_URL's) host and its path (§3.1), so an issuer under a path has it at
+ * /.well-known/oauth-authorization-server/{path}, never at {path}/.well-known/….
+ */
+export function authorizationServerMetadataUrl(config: Config): string {
+  const issuer = new URL(config.siteUrl);
+  return `${issuer.origin}${AUTHORIZATION_SERVER_METADATA}${issuer.pathname.replace(/\/$/, '')}`;
+}
+export const AUTHORIZATION_SERVER_METADATA = '/.well-known/oauth-authorization-server';
+
+/**
  * Word that tokens were revoked, for caches of token verdicts to empty themselves. While not
  * `reliable` (not listening), no verdict may be cached.
  */

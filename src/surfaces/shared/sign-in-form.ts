@@ -45,7 +45,7 @@ export async function submitSignInForm(
   if (fieldErrors.email || fieldErrors.password) return again(400, { fieldErrors });
   const outcome = await signIn(
     { db: deps.db, limiter: deps.limiter, nowMs: deps.clock.now().getTime() },
-    { email, password, address: request.ip },
+    { email, password, address: request.clientAddress },
   );
   if (outcome.ok) return outcome;
   if (outcome.reason === 'throttled') return again(429, { error: 'Too many failed sign-in attempts. Wait 15 minutes and try again.' });

@@ -297,7 +297,9 @@ export function adAccountRoutes(app: FastifyInstance, { deps, paths, sessions }:
       // A refused code (used twice, too old) is the request's fault; Google failing or holding back the refresh token is not.
       const status = failure instanceof DomainError && failure.kind === 'invalid' ? 400 : 502;
       const noRefreshToken = failure instanceof DomainError && failure.code === 'no_refresh_token';
-      return page(reply, status, found.ctx, found.adSync, { notice: noRefreshToken ? words : `Google did not give hubops a token. ${words}` });
+      return page(reply, status, found.ctx, found.adSync, {
+        notice: noRefreshToken ? words : `Google did not give hubops a token. ${words}`,
+      });
     }
     const pending = await holdPendingToken(deps.db, {
       sessionId: who.sessionId,
