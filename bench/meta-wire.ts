@@ -15,28 +15,22 @@ import { SPEND_BACKFILL_DAYS } from '../src/policy.ts';
 
 const ACCOUNTS = Number(process.env.ACCOUNTS ?? 2);
 const AD_SETS = Number(process.env.AD_SETS ?? 100);
-const ZONES = ['America/Los_Angeles', 'America/New_York', 'Europe/Berlin', 'Australia/Sydney'];
-// The accounts bench/sync.ts syncs.
-const accounts = Array.from({ length: ACCOUNTS }, (_, a) => ({
-  id: `act_${100_000 + a}`,
-  timezone_name: ZONES[a % ZONES.length]!,
-  adSets: Array.from({ length: AD_SETS }, (_, s) => ({
-    id: `${200_000 + a * 1_000 + s}`,
-    name: s % 10 === 9 ? `Ad set ${s}` : `Ad set ${s} [ws:ws_bench_${s % 50}]`,
-    campaignId: `${300_000 + a * 100 + Math.floor(s / 10)}`,
-    campaignName: `Campaign ${Math.floor(s / 10)}`,
-  })),
-}));
-
 const profile = process.env.SANDBOX_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.SANDBOX_PROF}`] : [];
 const sandbox = spawn(
   process.execPath,
-  [...profile, path.join(import.meta.dirname, 'meta-sandbox-process.ts'), JSON.stringify({ accounts })],
+  // The accounts bench/sync.ts syncs.
+  [
+    ...profile,
+    path.join(import.meta.dirname, 'sandbox-process.ts'),
+    JSON.stringify({ platform: 'meta', first: 0, count: ACCOUNTS, adSets: AD_SETS, workspaces: 50 }),
+  ],
   { stdio: ['ignore', 'pipe', 'inherit'] },
 );
 try {
   const [line] = (await once(createInterface({ input: sandbox.stdout! }), 'line')) as [string];
-  const { url, token } = JSON.parse(line) as { url: string; token: string };
+  const { url, credentials } = JSON.parse(line) as { url: string; credentials: { secret: string; externalIds: string[] }[] };
+  const token = credentials[0]!.secret;
+  const accounts = credentials[0]!.externalIds.map((id) => ({ id }));
   /** The sandbox's user and system CPU so far, in microseconds (/proc ticks are 10 ms). */
   const sandboxCpu = () => {
     const fields = readFileSync(`/proc/${sandbox.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
