@@ -133,7 +133,7 @@ describe('ad-accounts connect: Google Ads and ChatGPT Ads', () => {
     await fails(
       1,
       connect('google_ads', ['--account', '444-000-2222', '--token', '-']),
-      /^hubops: Google Ads refused ad account 4440002222 \(.*\): the Google user needs access to the account \(directly or through a manager account\)/,
+      /^hubops: Google Ads refused ad account 4440002222 \(.*\)\. The Google user needs access to the account \(directly or through a manager account\)/,
       narrow,
     );
     // A server without a Google OAuth client cannot use a refresh token (it is bound to the client).
