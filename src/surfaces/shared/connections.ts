@@ -17,19 +17,28 @@ export function closeAfterUnreadBody(fastify: FastifyInstance): void {
   // Fastify's replies (every route, the error handler, 404/405): said in the answer, `Connection:
   // close`, so the client does not reuse the socket; Node then ends it after the response.
   fastify.addHook('onSend', async (request, reply) => {
-    if (!request.raw.complete) reply.header('connection', 'close');
+    if (bodyUnread(request.raw)) reply.header('connection', 'close');
   });
   // Replies Fastify does not send (oidc-provider's, behind reply.hijack()): ended after the response.
   fastify.addHook('onRequest', async (request, reply) => {
+    if (!announcesBody(request.raw)) return;
     reply.raw.once('finish', () => {
-      if (!request.raw.complete) endConnection(request.raw);
+      if (bodyUnread(request.raw)) endConnection(request.raw);
     });
   });
 }
 
+/** A request that says a body follows (a length above zero, or chunks). */
+const announcesBody = (request: IncomingMessage): boolean =>
+  request.headers['transfer-encoding'] !== undefined ||
+  (request.headers['content-length'] !== undefined && request.headers['content-length'] !== '0');
+
+const bodyUnread = (request: IncomingMessage): boolean => announcesBody(request) && !request.complete;
+
 function endConnection(request: IncomingMessage): void {
   const socket = request.socket;
-  if (!socket.destroyed) socket.end(() => socket.destroy());
+  // An injected request (tests, light-my-request) has no real socket to end.
+  if (!socket.destroyed && typeof socket.end === 'function') socket.end(() => socket.destroy());
 }
 
 /** What the log says when a client hangs up before its request was read to the end. */
