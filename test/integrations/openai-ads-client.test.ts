@@ -470,6 +470,37 @@ test('throttles: longer than SPEND_THROTTLE_WAIT_MAX_MS (one or added up) → Pl
   assert.deepEqual(sleeps, [50_000, 50_000], `at most ${SPEND_THROTTLE_WAIT_MAX_MS} ms waited in one call`);
 });
 
+test('throttles: a 429 that asks for no wait (0, 1 ms, a past date) waits 1 s; 10 retries of one request, then PlatformThrottled', async () => {
+  const past = new Date(START - 60_000).toUTCString();
+  const asks: Record<string, string>[] = [
+    { 'retry-after': '0' },
+    { 'retry-after-ms': '0' },
+    { 'retry-after-ms': '1' },
+    { 'retry-after': past },
+  ];
+  for (const headers of asks) {
+    const what = JSON.stringify(headers);
+    sandbox.scenario.reset();
+    sandbox.requests.length = 0;
+    sleeps.length = 0;
+    nowMs = START;
+    sandbox.scenario.fail('adacct_3001', { status: 429, body: { message: 'Slow down', code: 'rate_limit_exceeded' }, headers }, 1000);
+    await assert.rejects(
+      describe(ny),
+      (e: unknown) => e instanceof PlatformThrottled && e.retryAfterMs === 1000 && e.platformMessage === 'Slow down',
+      what,
+    );
+    assert.equal(sandbox.requests.length, 11, `${what}: the first request and 10 retries, no more`);
+    assert.deepEqual(sleeps, Array(10).fill(1000), `${what}: each retry waited 1 s`);
+  }
+  // A throttle that passes within the retries is waited out as usual.
+  sandbox.scenario.reset();
+  sleeps.length = 0;
+  sandbox.scenario.fail('adacct_3001', { status: 429, body: { message: 'Slow down' }, headers: { 'retry-after': '0' } }, 3);
+  assert.deepEqual(await describe(ny), ny);
+  assert.deepEqual(sleeps, [1000, 1000, 1000]);
+});
+
 test('hostile answers: HTML, wrong types, missing fields, cut-off JSON, a redirect, a huge or slow body, a cursor loop, a bad spend or bucket → bad_answer, never a crash or a key in a message', async () => {
   const slowClient = createOpenAIAdsClient({
     baseUrl: sandbox.url,

@@ -77,6 +77,13 @@ const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
 const MAX_PAGES = 10_000;
 /** A 429 without a usable header is waited out this long. */
 const DEFAULT_THROTTLE_WAIT_MS = 60_000;
+/**
+ * The shortest wait after a 429, whatever its headers say: `retry-after: 0`, `retry-after-ms: 1` or
+ * a date in the past would otherwise resend at once (the Google Ads client waits at least 1 s too).
+ */
+const MIN_THROTTLE_WAIT_MS = 1000;
+/** 429s in a row for one request before it is handed to the engine as PlatformThrottled, to reschedule. */
+const MAX_THROTTLE_RETRIES = 10;
 /** No header makes us wait longer than a day (the engine reschedules anything past two minutes anyway). */
 const MAX_THROTTLE_WAIT_MS = 86_400_000;
 /** Our clock may run ahead of OpenAI's: a window ends this much before "now", then on the hour. */
@@ -252,7 +259,7 @@ export function createOpenAIAdsClient(options: OpenAIAdsClientOptions = {}): AdP
   /** A GET under the rate-limit rules; returns the answer's JSON object or throws PlatformError / PlatformThrottled. */
   async function call(session: Session, what: string, path: string, params: URLSearchParams): Promise<Json> {
     let throttleMessage: string | undefined;
-    for (;;) {
+    for (let throttled = 0; ; ) {
       if (session.pendingWaitMs > 0) {
         const ms = session.pendingWaitMs;
         if (session.waitedMs + ms > SPEND_THROTTLE_WAIT_MAX_MS) {
@@ -275,7 +282,18 @@ export function createOpenAIAdsClient(options: OpenAIAdsClientOptions = {}): AdP
       // 429 is a rate limit unless the quota is spent (OpenAI's `insufficient_quota`): that one does not
       // pass by waiting a minute, it is a state of the account's billing (see classify).
       if (answer.status === 429 && error.code !== 'insufficient_quota' && error.type !== 'insufficient_quota') {
-        session.pendingWaitMs = Math.min(retryAfterMs(answer.headers) ?? DEFAULT_THROTTLE_WAIT_MS, MAX_THROTTLE_WAIT_MS);
+        const waitMs = Math.min(
+          Math.max(retryAfterMs(answer.headers) ?? DEFAULT_THROTTLE_WAIT_MS, MIN_THROTTLE_WAIT_MS),
+          MAX_THROTTLE_WAIT_MS,
+        );
+        if (++throttled > MAX_THROTTLE_RETRIES) {
+          throw new PlatformThrottled(
+            waitMs,
+            `OpenAI Ads rate-limited ${what} ${throttled} times in a row: try again in ${Math.ceil(waitMs / 1000)} s`,
+            error.message,
+          );
+        }
+        session.pendingWaitMs = waitMs;
         throttleMessage = error.message;
         continue;
       }
