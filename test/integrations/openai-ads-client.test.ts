@@ -605,6 +605,77 @@ test('a server of our own: gzip is read, a zip bomb refused, a gateway HTML 502 
   }
 });
 
+test("a row naming a currency: the account's (any case, or null) is read; another one → bad_answer, nothing handed on", async () => {
+  let extra: Record<string, unknown> = {};
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://own');
+    res.writeHead(200, { 'content-type': 'application/json' });
+    if (url.pathname === '/v1/ad_account')
+      return res.end(JSON.stringify({ id: 'adacct_3001', name: 'Own', timezone: 'America/New_York', currency_code: 'USD' }));
+    const { start } = JSON.parse(url.searchParams.get('time_ranges[]')!) as { start: number };
+    const row = {
+      id: `start=${start}`,
+      start_time: start,
+      end_time: start + 3600,
+      campaign_id: 'cmpn_1',
+      campaign_name: 'Campaign',
+      ad_group_id: 'adgrp_1',
+      ad_group_name: 'Ad group',
+      spend: 12.5,
+      ...extra,
+    };
+    res.end(JSON.stringify({ object: 'list', data: [row], has_more: false }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const own = createOpenAIAdsClient({
+      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      sleep: fakeSleep,
+      now: clock,
+    });
+    const rowsWith = async (fields: Record<string, unknown>) => {
+      extra = fields;
+      const rows: PlatformSpendRow[] = [];
+      for await (const batch of own.readSpend({ secret: 'sk-ads-own-server-0123456789' }, ny, { since: '2026-11-20', until: '2026-11-20' }))
+        rows.push(...batch);
+      return rows;
+    };
+    for (const fields of [{}, { currency: 'USD' }, { currency_code: 'USD' }, { currency: 'usd', currency_code: null }]) {
+      const rows = await rowsWith(fields);
+      assert.deepEqual(
+        rows.map((r) => `${r.date} ${r.hour} ${r.spendMicros}`),
+        ['2026-11-20 0 12500000'],
+        JSON.stringify(fields),
+      );
+    }
+    for (const [fields, named] of [
+      [{ currency: 'EUR' }, '"currency" is EUR'],
+      [{ currency_code: 'eur' }, '"currency_code" is eur'],
+      [{ currency: 'USD', currency_code: 'GBP' }, '"currency_code" is GBP'],
+      [{ currency_code: 840 }, '"currency_code" is something else'],
+      [{ currency: '' }, '"currency" is something else'],
+    ] as const) {
+      let handedOn = 0;
+      const error = await failure(
+        (async () => {
+          extra = fields;
+          for await (const batch of own.readSpend({ secret: 'sk-ads-own-server-0123456789' }, ny, {
+            since: '2026-11-20',
+            until: '2026-11-20',
+          }))
+            handedOn += batch.length;
+        })(),
+      );
+      assert.equal(error.kind, 'bad_answer', JSON.stringify(fields));
+      assert.ok(error.message.includes(`${named}, not the account's USD`), error.message);
+      assert.equal(handedOn, 0);
+    }
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
 test("abort: a read stops with the caller's reason, also while it waits out a throttle", async () => {
   const controller = new AbortController();
   const reason = new Error('shutting down');

@@ -18,7 +18,8 @@
 //   1–2000, and cursor paging: `after` = the previous page's `last_id` while `has_more`. Rows carry
 //   `start_time` / `end_time` in Unix seconds; we place each bucket in the account's zone ourselves.
 // - Assumed: `spend` is in the unit CHATGPT_ADS_SPEND_UNIT names (./spend.ts: the examples show a
-//   decimal in the account currency); a window of at most 25 hours per hourly request (an
+//   decimal in the account currency), in the account's currency (a row naming another in
+//   `currency` or `currency_code`, neither documented on rows, is refused); a window of at most 25 hours per hourly request (an
 //   OpenAI-compatible API documents `hourly_range_too_wide` past that, and a local day is at most 25
 //   hours, so we ask one local day per request); errors in OpenAI's shape `{error: {message, type,
 //   param, code}}` with its HTTP statuses; rate-limit headers as on OpenAI's other APIs
@@ -40,7 +41,16 @@ import {
 } from '../ad-platform.ts';
 import { isTimeZoneName } from '../../platform/time.ts';
 import { spendDecimals, spendToMicros } from './spend.ts';
-import { API_PREFIX, INSIGHTS_FIELDS, INSIGHTS_MAX_LIMIT, parseGoDuration, RATE_HEADERS, UNIT_KEYS, type UnixRange } from './wire.ts';
+import {
+  API_PREFIX,
+  INSIGHTS_FIELDS,
+  INSIGHTS_MAX_LIMIT,
+  parseGoDuration,
+  RATE_HEADERS,
+  CURRENCY_KEYS,
+  UNIT_KEYS,
+  type UnixRange,
+} from './wire.ts';
 import { dateOf, dayNumber, HOUR_MS, localHour, startOfLocalDay } from './zone.ts';
 
 export interface OpenAIAdsClientOptions {
@@ -429,6 +439,7 @@ export function createOpenAIAdsClient(options: OpenAIAdsClientOptions = {}): AdP
             dayStart: start,
             dayEnd: startOfLocalDay(zone, day + 1),
             windowEnd: end,
+            currency: account.currency,
             decimals,
             buckets: new Map(),
           };
@@ -535,6 +546,8 @@ interface RowCheck {
   dayEnd: number;
   /** The end of the window asked for: the next midnight, or the last whole hour today. */
   windowEnd: number;
+  /** The account's currency (ISO 4217, upper case), which a row naming one must agree with. */
+  currency: string;
   decimals: number;
   buckets: Map<unknown, Bucket>;
 }
@@ -595,6 +608,21 @@ function spendRow(value: unknown, c: RowCheck): PlatformSpendRow {
       throw new PlatformError(
         'bad_answer',
         `OpenAI Ads' answer to ${c.what} has a row with "${key}": spend is read as ${CHATGPT_ADS_SPEND_UNIT} of the account currency, and the answer disagrees`,
+      );
+    }
+  }
+  // A row in another currency than the account's: the answer contradicts GET /ad_account, so no
+  // figure of it is stored (bad_answer, retried with backoff). Should the account's currency really
+  // have changed, the next run's describeAccount finds it and the engine refuses that as it does
+  // for every platform (invalid_request: reconnect). Null names no currency.
+  for (const key of CURRENCY_KEYS) {
+    const named = value[key];
+    if (named === undefined || named === null) continue;
+    if (typeof named !== 'string' || named.toUpperCase() !== c.currency) {
+      const shown = typeof named === 'string' && /^[A-Za-z]{3}$/.test(named) ? named : 'something else';
+      throw new PlatformError(
+        'bad_answer',
+        `OpenAI Ads' answer to ${c.what} has a row whose "${key}" is ${shown}, not the account's ${c.currency}`,
       );
     }
   }
