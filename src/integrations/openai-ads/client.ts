@@ -407,15 +407,12 @@ export function createOpenAIAdsClient(options: OpenAIAdsClientOptions = {}): AdP
     if (!(first <= last))
       throw new PlatformError('invalid_request', `The range ${range.since} to ${range.until} is not two dates in order`);
     if (!isTimeZoneName(account.timeZone)) throw new PlatformError('invalid_request', 'The ad account has no valid time zone');
-    // The insights endpoint reads whichever account the key belongs to: make sure it is this one.
-    const own = await keyAccount(s);
-    checkSameAccount(own, account.externalId);
-    if (own.currency !== account.currency) {
-      throw new PlatformError(
-        'invalid_request',
-        `OpenAI Ads reports ${account.externalId} in ${own.currency} now, not ${account.currency}: reconnect the account to change its currency`,
-      );
-    }
+    // Insights read whichever account the key belongs to, and GET /ad_account is not asked again
+    // here: the engine calls describeAccount with this same key at the start of every run (the key
+    // reads this account id, in the stored currency) and passes the key it opened then to every
+    // chunk, and a key is issued in one ad account's settings and reads that one (Authentication).
+    // Asking once per chunk would only repeat that check; a row naming another currency is still
+    // refused (spendRow).
     const zone = account.timeZone;
     const decimals = spendDecimals(account.currency);
     // Only whole hours that are over: the API refuses a window that ends in the future.
