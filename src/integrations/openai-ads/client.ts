@@ -69,10 +69,10 @@ export interface OpenAIAdsClientOptions {
 }
 
 /** The real host (Authentication › Base URL, without the /v1 every path names). */
-export const OPENAI_ADS_DEFAULT_URL = 'https://api.ads.openai.com';
+const OPENAI_ADS_DEFAULT_URL = 'https://api.ads.openai.com';
 
-/** What the web form says a key looks like. */
-export const OPENAI_ADS_KEY_RULE = '20 to 512 characters: letters, digits and - . _ ~ + / = (no spaces)';
+/** KEY below in words, for the error a key that cannot be one gets (the admin sees it when connecting fails). */
+const KEY_RULE = '20 to 512 characters: letters, digits and - . _ ~ + / = (no spaces)';
 /** RFC 6750's b64token, the text a bearer token may be: anything else cannot be the key. */
 const KEY = /^[A-Za-z0-9._~+/-]{20,512}={0,2}$/;
 
@@ -362,7 +362,7 @@ export function createOpenAIAdsClient(options: OpenAIAdsClientOptions = {}): AdP
 
   function keySession(credential: PlatformCredential, signal?: AbortSignal): Session {
     if (!isOpenAIAdsKey(credential.secret)) {
-      throw new PlatformError('invalid_request', `An OpenAI Ads API key is ${OPENAI_ADS_KEY_RULE}`);
+      throw new PlatformError('invalid_request', `An OpenAI Ads API key is ${KEY_RULE}`);
     }
     return { key: credential.secret, signal, waitedMs: 0, pendingWaitMs: 0, refusedParam: undefined };
   }
