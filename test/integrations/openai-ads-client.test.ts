@@ -234,7 +234,10 @@ test('spend over a week: one unix_range per local day on its midnights, hourly, 
     rows.length > 1000 && rows.every((r) => r.hour !== null && r.campaignName.startsWith('Campaign') && r.adSetName.startsWith('Ad group')),
   );
   assert.equal(new Set(rows.map((r) => `${r.date} ${r.hour} ${r.adSetId}`)).size, rows.length, 'nothing twice');
-  assert.equal(sandbox.requests[0]!.path, '/v1/ad_account', "the key's account is checked first");
+  assert.ok(
+    sandbox.requests.every((r) => r.path === '/v1/ad_account/insights'),
+    "only Insights: the engine's describeAccount checked the key's account at the start of the run",
+  );
   const calls = insightsCalls();
   assert.equal(batches, calls.length, 'each page is one batch');
   const windows = new Map<number, number>();
@@ -339,15 +342,10 @@ test('spend without hours: whole-day buckets come as days (hour null); a refused
   }
 });
 
-test('spend: another currency now, another account behind the key, or a range out of order is refused', async () => {
-  const currency = await failure(read({ ...ny, currency: 'EUR' }, '2026-11-20', '2026-11-20'));
-  assert.equal(currency.kind, 'invalid_request');
-  assert.match(currency.message, /in USD now, not EUR/);
-  const otherKey = await failure(read(ny, '2026-11-20', '2026-11-20', keys.adacct_berlin));
-  assert.equal(otherKey.kind, 'missing_permission');
+test('spend: a range out of order or not of real dates is refused before any request', async () => {
   assert.equal((await failure(read(ny, '2026-11-21', '2026-11-20'))).kind, 'invalid_request');
   assert.equal((await failure(read(ny, '2026-02-30', '2026-03-01'))).kind, 'invalid_request');
-  assert.equal(insightsCalls().length, 0);
+  assert.equal(sandbox.requests.length, 0);
 });
 
 test("errors: each status has its failure kind; the admin sees OpenAI's message, the code says status/code", async () => {
@@ -470,6 +468,37 @@ test('throttles: longer than SPEND_THROTTLE_WAIT_MAX_MS (one or added up) → Pl
   assert.deepEqual(sleeps, [50_000, 50_000], `at most ${SPEND_THROTTLE_WAIT_MAX_MS} ms waited in one call`);
 });
 
+test('throttles: a 429 that asks for no wait (0, 1 ms, a past date) waits 1 s; 10 retries of one request, then PlatformThrottled', async () => {
+  const past = new Date(START - 60_000).toUTCString();
+  const asks: Record<string, string>[] = [
+    { 'retry-after': '0' },
+    { 'retry-after-ms': '0' },
+    { 'retry-after-ms': '1' },
+    { 'retry-after': past },
+  ];
+  for (const headers of asks) {
+    const what = JSON.stringify(headers);
+    sandbox.scenario.reset();
+    sandbox.requests.length = 0;
+    sleeps.length = 0;
+    nowMs = START;
+    sandbox.scenario.fail('adacct_3001', { status: 429, body: { message: 'Slow down', code: 'rate_limit_exceeded' }, headers }, 1000);
+    await assert.rejects(
+      describe(ny),
+      (e: unknown) => e instanceof PlatformThrottled && e.retryAfterMs === 1000 && e.platformMessage === 'Slow down',
+      what,
+    );
+    assert.equal(sandbox.requests.length, 11, `${what}: the first request and 10 retries, no more`);
+    assert.deepEqual(sleeps, Array(10).fill(1000), `${what}: each retry waited 1 s`);
+  }
+  // A throttle that passes within the retries is waited out as usual.
+  sandbox.scenario.reset();
+  sleeps.length = 0;
+  sandbox.scenario.fail('adacct_3001', { status: 429, body: { message: 'Slow down' }, headers: { 'retry-after': '0' } }, 3);
+  assert.deepEqual(await describe(ny), ny);
+  assert.deepEqual(sleeps, [1000, 1000, 1000]);
+});
+
 test('hostile answers: HTML, wrong types, missing fields, cut-off JSON, a redirect, a huge or slow body, a cursor loop, a bad spend or bucket → bad_answer, never a crash or a key in a message', async () => {
   const slowClient = createOpenAIAdsClient({
     baseUrl: sandbox.url,
@@ -539,7 +568,10 @@ test('a server of our own: gzip is read, a zip bomb refused, a gateway HTML 502 
       return res.end('<html><body>502 Bad Gateway</body></html>');
     }
     res.writeHead(200, { 'content-type': 'application/json', 'x-ratelimit-remaining-requests': '0', 'x-ratelimit-reset-requests': '2.5s' });
-    res.end(accountJson);
+    // An empty day of two pages: the second is asked after the first said the budget is spent.
+    if (!req.url!.startsWith('/v1/ad_account/insights')) return res.end(accountJson);
+    const more = !req.url!.includes('after=');
+    res.end(JSON.stringify({ object: 'list', data: [], has_more: more, last_id: more ? 'page-1' : null }));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   try {
@@ -561,13 +593,83 @@ test('a server of our own: gzip is read, a zip bomb refused, a gateway HTML 502 
     answer = 'empty budget';
     sleeps.length = 0;
     await own.describeAccount({ secret: key }, { externalId: 'adacct_3001', accessVia: null });
-    await assert.rejects(drain(ny, '2026-11-20', '2026-11-20', own), PlatformError);
+    assert.deepEqual(sleeps, [], 'one call: nothing to wait for');
+    await drain(ny, '2026-11-20', '2026-11-20', own);
     assert.deepEqual(sleeps, [2500], 'the call after an answer with no budget left waits for the reset first');
     assert.ok(
       seen.every((s) => s.encoding.includes('gzip')),
       'compression is asked for',
     );
     assert.equal(seen[0]!.authorization, `Bearer ${key}`, 'the key travels as a bearer token');
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+test("a row naming a currency: the account's (any case, or null) is read; another one → bad_answer, nothing handed on", async () => {
+  let extra: Record<string, unknown> = {};
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://own');
+    res.writeHead(200, { 'content-type': 'application/json' });
+    const { start } = JSON.parse(url.searchParams.get('time_ranges[]')!) as { start: number };
+    const row = {
+      id: `start=${start}`,
+      start_time: start,
+      end_time: start + 3600,
+      campaign_id: 'cmpn_1',
+      campaign_name: 'Campaign',
+      ad_group_id: 'adgrp_1',
+      ad_group_name: 'Ad group',
+      spend: 12.5,
+      ...extra,
+    };
+    res.end(JSON.stringify({ object: 'list', data: [row], has_more: false }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const own = createOpenAIAdsClient({
+      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      sleep: fakeSleep,
+      now: clock,
+    });
+    const rowsWith = async (fields: Record<string, unknown>) => {
+      extra = fields;
+      const rows: PlatformSpendRow[] = [];
+      for await (const batch of own.readSpend({ secret: 'sk-ads-own-server-0123456789' }, ny, { since: '2026-11-20', until: '2026-11-20' }))
+        rows.push(...batch);
+      return rows;
+    };
+    for (const fields of [{}, { currency: 'USD' }, { currency_code: 'USD' }, { currency: 'usd', currency_code: null }]) {
+      const rows = await rowsWith(fields);
+      assert.deepEqual(
+        rows.map((r) => `${r.date} ${r.hour} ${r.spendMicros}`),
+        ['2026-11-20 0 12500000'],
+        JSON.stringify(fields),
+      );
+    }
+    for (const [fields, named] of [
+      [{ currency: 'EUR' }, '"currency" is EUR'],
+      [{ currency_code: 'eur' }, '"currency_code" is eur'],
+      [{ currency: 'USD', currency_code: 'GBP' }, '"currency_code" is GBP'],
+      [{ currency_code: 840 }, '"currency_code" is something else'],
+      [{ currency: '' }, '"currency" is something else'],
+    ] as const) {
+      let handedOn = 0;
+      const error = await failure(
+        (async () => {
+          extra = fields;
+          for await (const batch of own.readSpend({ secret: 'sk-ads-own-server-0123456789' }, ny, {
+            since: '2026-11-20',
+            until: '2026-11-20',
+          }))
+            handedOn += batch.length;
+        })(),
+      );
+      assert.equal(error.kind, 'bad_answer', JSON.stringify(fields));
+      assert.ok(error.message.includes(`${named}, not the account's USD`), error.message);
+      assert.equal(handedOn, 0);
+    }
   } finally {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));

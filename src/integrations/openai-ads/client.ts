@@ -18,7 +18,8 @@
 //   1–2000, and cursor paging: `after` = the previous page's `last_id` while `has_more`. Rows carry
 //   `start_time` / `end_time` in Unix seconds; we place each bucket in the account's zone ourselves.
 // - Assumed: `spend` is in the unit CHATGPT_ADS_SPEND_UNIT names (./spend.ts: the examples show a
-//   decimal in the account currency); a window of at most 25 hours per hourly request (an
+//   decimal in the account currency), in the account's currency (a row naming another in
+//   `currency` or `currency_code`, neither documented on rows, is refused); a window of at most 25 hours per hourly request (an
 //   OpenAI-compatible API documents `hourly_range_too_wide` past that, and a local day is at most 25
 //   hours, so we ask one local day per request); errors in OpenAI's shape `{error: {message, type,
 //   param, code}}` with its HTTP statuses; rate-limit headers as on OpenAI's other APIs
@@ -40,7 +41,16 @@ import {
 } from '../ad-platform.ts';
 import { isTimeZoneName } from '../../platform/time.ts';
 import { spendDecimals, spendToMicros } from './spend.ts';
-import { API_PREFIX, INSIGHTS_FIELDS, INSIGHTS_MAX_LIMIT, parseGoDuration, RATE_HEADERS, UNIT_KEYS, type UnixRange } from './wire.ts';
+import {
+  API_PREFIX,
+  INSIGHTS_FIELDS,
+  INSIGHTS_MAX_LIMIT,
+  parseGoDuration,
+  RATE_HEADERS,
+  CURRENCY_KEYS,
+  UNIT_KEYS,
+  type UnixRange,
+} from './wire.ts';
 import { dateOf, dayNumber, HOUR_MS, localHour, startOfLocalDay } from './zone.ts';
 
 export interface OpenAIAdsClientOptions {
@@ -59,10 +69,10 @@ export interface OpenAIAdsClientOptions {
 }
 
 /** The real host (Authentication › Base URL, without the /v1 every path names). */
-export const OPENAI_ADS_DEFAULT_URL = 'https://api.ads.openai.com';
+const OPENAI_ADS_DEFAULT_URL = 'https://api.ads.openai.com';
 
-/** What the web form says a key looks like. */
-export const OPENAI_ADS_KEY_RULE = '20 to 512 characters: letters, digits and - . _ ~ + / = (no spaces)';
+/** KEY below in words, for the error a key that cannot be one gets (the admin sees it when connecting fails). */
+const KEY_RULE = '20 to 512 characters: letters, digits and - . _ ~ + / = (no spaces)';
 /** RFC 6750's b64token, the text a bearer token may be: anything else cannot be the key. */
 const KEY = /^[A-Za-z0-9._~+/-]{20,512}={0,2}$/;
 
@@ -77,6 +87,13 @@ const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
 const MAX_PAGES = 10_000;
 /** A 429 without a usable header is waited out this long. */
 const DEFAULT_THROTTLE_WAIT_MS = 60_000;
+/**
+ * The shortest wait after a 429, whatever its headers say: `retry-after: 0`, `retry-after-ms: 1` or
+ * a date in the past would otherwise resend at once (the Google Ads client waits at least 1 s too).
+ */
+const MIN_THROTTLE_WAIT_MS = 1000;
+/** 429s in a row for one request before it is handed to the engine as PlatformThrottled, to reschedule. */
+const MAX_THROTTLE_RETRIES = 10;
 /** No header makes us wait longer than a day (the engine reschedules anything past two minutes anyway). */
 const MAX_THROTTLE_WAIT_MS = 86_400_000;
 /** Our clock may run ahead of OpenAI's: a window ends this much before "now", then on the hour. */
@@ -252,7 +269,7 @@ export function createOpenAIAdsClient(options: OpenAIAdsClientOptions = {}): AdP
   /** A GET under the rate-limit rules; returns the answer's JSON object or throws PlatformError / PlatformThrottled. */
   async function call(session: Session, what: string, path: string, params: URLSearchParams): Promise<Json> {
     let throttleMessage: string | undefined;
-    for (;;) {
+    for (let throttled = 0; ; ) {
       if (session.pendingWaitMs > 0) {
         const ms = session.pendingWaitMs;
         if (session.waitedMs + ms > SPEND_THROTTLE_WAIT_MAX_MS) {
@@ -275,7 +292,18 @@ export function createOpenAIAdsClient(options: OpenAIAdsClientOptions = {}): AdP
       // 429 is a rate limit unless the quota is spent (OpenAI's `insufficient_quota`): that one does not
       // pass by waiting a minute, it is a state of the account's billing (see classify).
       if (answer.status === 429 && error.code !== 'insufficient_quota' && error.type !== 'insufficient_quota') {
-        session.pendingWaitMs = Math.min(retryAfterMs(answer.headers) ?? DEFAULT_THROTTLE_WAIT_MS, MAX_THROTTLE_WAIT_MS);
+        const waitMs = Math.min(
+          Math.max(retryAfterMs(answer.headers) ?? DEFAULT_THROTTLE_WAIT_MS, MIN_THROTTLE_WAIT_MS),
+          MAX_THROTTLE_WAIT_MS,
+        );
+        if (++throttled > MAX_THROTTLE_RETRIES) {
+          throw new PlatformThrottled(
+            waitMs,
+            `OpenAI Ads rate-limited ${what} ${throttled} times in a row: try again in ${Math.ceil(waitMs / 1000)} s`,
+            error.message,
+          );
+        }
+        session.pendingWaitMs = waitMs;
         throttleMessage = error.message;
         continue;
       }
@@ -334,7 +362,7 @@ export function createOpenAIAdsClient(options: OpenAIAdsClientOptions = {}): AdP
 
   function keySession(credential: PlatformCredential, signal?: AbortSignal): Session {
     if (!isOpenAIAdsKey(credential.secret)) {
-      throw new PlatformError('invalid_request', `An OpenAI Ads API key is ${OPENAI_ADS_KEY_RULE}`);
+      throw new PlatformError('invalid_request', `An OpenAI Ads API key is ${KEY_RULE}`);
     }
     return { key: credential.secret, signal, waitedMs: 0, pendingWaitMs: 0, refusedParam: undefined };
   }
@@ -379,15 +407,12 @@ export function createOpenAIAdsClient(options: OpenAIAdsClientOptions = {}): AdP
     if (!(first <= last))
       throw new PlatformError('invalid_request', `The range ${range.since} to ${range.until} is not two dates in order`);
     if (!isTimeZoneName(account.timeZone)) throw new PlatformError('invalid_request', 'The ad account has no valid time zone');
-    // The insights endpoint reads whichever account the key belongs to: make sure it is this one.
-    const own = await keyAccount(s);
-    checkSameAccount(own, account.externalId);
-    if (own.currency !== account.currency) {
-      throw new PlatformError(
-        'invalid_request',
-        `OpenAI Ads reports ${account.externalId} in ${own.currency} now, not ${account.currency}: reconnect the account to change its currency`,
-      );
-    }
+    // Insights read whichever account the key belongs to, and GET /ad_account is not asked again
+    // here: the engine calls describeAccount with this same key at the start of every run (the key
+    // reads this account id, in the stored currency) and passes the key it opened then to every
+    // chunk, and a key is issued in one ad account's settings and reads that one (Authentication).
+    // Asking once per chunk would only repeat that check; a row naming another currency is still
+    // refused (spendRow).
     const zone = account.timeZone;
     const decimals = spendDecimals(account.currency);
     // Only whole hours that are over: the API refuses a window that ends in the future.
@@ -411,6 +436,7 @@ export function createOpenAIAdsClient(options: OpenAIAdsClientOptions = {}): AdP
             dayStart: start,
             dayEnd: startOfLocalDay(zone, day + 1),
             windowEnd: end,
+            currency: account.currency,
             decimals,
             buckets: new Map(),
           };
@@ -517,6 +543,8 @@ interface RowCheck {
   dayEnd: number;
   /** The end of the window asked for: the next midnight, or the last whole hour today. */
   windowEnd: number;
+  /** The account's currency (ISO 4217, upper case), which a row naming one must agree with. */
+  currency: string;
   decimals: number;
   buckets: Map<unknown, Bucket>;
 }
@@ -577,6 +605,21 @@ function spendRow(value: unknown, c: RowCheck): PlatformSpendRow {
       throw new PlatformError(
         'bad_answer',
         `OpenAI Ads' answer to ${c.what} has a row with "${key}": spend is read as ${CHATGPT_ADS_SPEND_UNIT} of the account currency, and the answer disagrees`,
+      );
+    }
+  }
+  // A row in another currency than the account's: the answer contradicts GET /ad_account, so no
+  // figure of it is stored (bad_answer, retried with backoff). Should the account's currency really
+  // have changed, the next run's describeAccount finds it and the engine refuses that as it does
+  // for every platform (invalid_request: reconnect). Null names no currency.
+  for (const key of CURRENCY_KEYS) {
+    const named = value[key];
+    if (named === undefined || named === null) continue;
+    if (typeof named !== 'string' || named.toUpperCase() !== c.currency) {
+      const shown = typeof named === 'string' && /^[A-Za-z]{3}$/.test(named) ? named : 'something else';
+      throw new PlatformError(
+        'bad_answer',
+        `OpenAI Ads' answer to ${c.what} has a row whose "${key}" is ${shown}, not the account's ${c.currency}`,
       );
     }
   }

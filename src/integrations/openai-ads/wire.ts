@@ -26,10 +26,16 @@ export const ROW_KEY: Record<string, string> = {
 export const INSIGHTS_MAX_LIMIT = 2000;
 
 /**
- * Keys a row never has when `spend` is in the unit we assume: the API naming another unit or a
- * currency of its own contradicts the assumption, and the client refuses the answer.
+ * Keys a row never has when `spend` is in the unit we assume: the API naming another unit
+ * contradicts the assumption, and the client refuses the answer.
  */
-export const UNIT_KEYS = ['spend_micros', 'spend_cents', 'spend_unit', 'currency', 'currency_code'] as const;
+export const UNIT_KEYS = ['spend_micros', 'spend_cents', 'spend_unit'] as const;
+
+/**
+ * Keys a row may name its currency by. Neither is documented on Insights rows; when one is there
+ * it must be the account's `currency_code` (any letter case: OpenAI's Costs API writes "usd").
+ */
+export const CURRENCY_KEYS = ['currency', 'currency_code'] as const;
 
 /** `time_ranges[]` of type `unix_range`: start and end in Unix seconds, on whole hours of the account's zone. */
 export interface UnixRange {

@@ -29,7 +29,7 @@ function formatter(zone: string): Intl.DateTimeFormat {
 }
 
 /** The wall clock of `ms` in `zone`, in whole seconds, as milliseconds read as if it were UTC. */
-export function wallClock(zone: string, ms: number): number {
+function wallClock(zone: string, ms: number): number {
   const p: Record<string, number> = {};
   for (const part of formatter(zone).formatToParts(ms)) if (part.type !== 'literal') p[part.type] = Number(part.value);
   return Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!, p.second!);
