@@ -280,7 +280,7 @@ describe('Connect Google Ads and ChatGPT Ads over HTTP', () => {
       assert.equal(tokenRequests('authorization_code'), exchanged + 1, 'the code was exchanged');
       assert.match(
         refused.text,
-        /<p class="notice" role="status">Google did not give hubops a token\. Google did not give hubops offline access this time \(its answer had no refresh token\), so nothing was changed: connected accounts keep their current access\./,
+        /<p class="notice" role="status">Google did not give hubops offline access this time \(its answer had no refresh token\), so nothing was changed: connected accounts keep their current access\./,
       );
       assert.match(refused.text, /https:\/\/myaccount\.google\.com\/connections/);
     } finally {
