@@ -121,7 +121,7 @@ export interface GoogleAdsSandbox {
 }
 
 /** The sandbox's customers when none are given: the demo's Google Ads side. */
-export const GOOGLE_ADS_SANDBOX_CUSTOMERS: SandboxCustomerInput[] = [
+const GOOGLE_ADS_SANDBOX_CUSTOMERS: SandboxCustomerInput[] = [
   { id: '1234567890', name: 'Brewline Search (sandbox)', currency: 'USD', timeZone: 'America/New_York' },
   { id: '2345678901', name: 'Brewline Europe (sandbox)', currency: 'EUR', timeZone: 'Europe/Berlin' },
   {

@@ -51,7 +51,7 @@ export interface GoogleStatusJson {
 }
 
 /** The columns we read of a customer (GAQL resource `customer`), in the order we select them. */
-export const CUSTOMER_FIELDS = [
+const CUSTOMER_FIELDS = [
   'customer.id',
   'customer.descriptive_name',
   'customer.currency_code',
@@ -61,7 +61,7 @@ export const CUSTOMER_FIELDS = [
 ] as const;
 
 /** The same of every account under a manager (GAQL resource `customer_client`). */
-export const CUSTOMER_CLIENT_FIELDS = [
+const CUSTOMER_CLIENT_FIELDS = [
   'customer_client.id',
   'customer_client.descriptive_name',
   'customer_client.currency_code',
@@ -72,7 +72,7 @@ export const CUSTOMER_CLIENT_FIELDS = [
 ] as const;
 
 /** Hourly spend per ad group (GAQL resource `ad_group`): the issue's query. */
-export const SPEND_FIELDS = [
+const SPEND_FIELDS = [
   'segments.date',
   'segments.hour',
   'campaign.id',
@@ -91,9 +91,6 @@ export const customerQuery = () => `SELECT ${CUSTOMER_FIELDS.join(', ')} FROM cu
 export const customerClientQuery = () => `SELECT ${CUSTOMER_CLIENT_FIELDS.join(', ')} FROM customer_client WHERE customer_client.level > 0`;
 export const spendQuery = (since: string, until: string) =>
   `SELECT ${SPEND_FIELDS.join(', ')} FROM ad_group WHERE segments.date BETWEEN '${since}' AND '${until}'`;
-
-/** CustomerStatusEnum values. Only ENABLED accounts serve ads. */
-export const CUSTOMER_STATUSES = ['UNSPECIFIED', 'UNKNOWN', 'ENABLED', 'CANCELED', 'SUSPENDED', 'CLOSED'] as const;
 
 /**
  * A google.protobuf.Duration in its JSON form ("30s", "1.5s", "0.250s": seconds with up to nine
