@@ -578,20 +578,10 @@ test('quota: a wait longer than SPEND_THROTTLE_WAIT_MAX_MS (one or added up) is 
   assert.deepEqual(sleeps, []);
 });
 
-test('hostile answers: HTML, wrong types, missing fields, cut-off JSON, a redirect, no stream, an error without status, a huge or slow body → bad_answer, never a crash or a secret in a message', async () => {
+test('hostile answers: wrong types, missing fields, cut-off JSON, a redirect, no stream, an error without status, a huge or slow body → bad_answer (a 502 HTML page: platform_error), never a crash or a secret in a message', async () => {
   const slowClient = clientFor({ timeoutMs: 300 });
   const errors: PlatformError[] = [];
-  for (const kind of [
-    'html',
-    'wrong_types',
-    'missing_fields',
-    'truncated',
-    'redirect',
-    'not_a_stream',
-    'bad_error',
-    'huge',
-    'slow',
-  ] as const) {
+  for (const kind of ['wrong_types', 'missing_fields', 'truncated', 'redirect', 'not_a_stream', 'bad_error', 'huge', 'slow'] as const) {
     for (const [key, call] of [
       ['1234567890', () => slowClient.describeAccount({ secret: refreshToken }, { externalId: '1234567890', accessVia: null })],
       // One day: a window over the cap that could be halved would be asked again (and then served).
@@ -603,6 +593,13 @@ test('hostile answers: HTML, wrong types, missing fields, cut-off JSON, a redire
       assert.equal(error.kind, 'bad_answer', `${kind} on ${key}: ${error.message}`);
       errors.push(error);
     }
+  }
+  // Google's front end's HTML error page (502): its status says the error is Google's, and temporary.
+  for (const key of ['1234567890', 'accessible']) {
+    sandbox.scenario.malformed(key, 'html');
+    const error = await failure(key === 'accessible' ? client.listAccounts({ secret: refreshToken }) : describe(key));
+    assert.equal(error.kind, 'platform_error', `html on ${key}: ${error.message}`);
+    errors.push(error);
   }
   // Google's words that quote a secret are cleaned before anyone sees them.
   sandbox.scenario.fail('1234567890', {
@@ -627,7 +624,7 @@ test('hostile answers: HTML, wrong types, missing fields, cut-off JSON, a redire
   assert.deepEqual(await describe('1234567890'), search);
 });
 
-test('a raw server: gzip is read, a zip bomb past the cap is refused, RetryInfo sets the wait, the token endpoint answering HTML is a bad answer', async () => {
+test('a raw server: gzip is read, a zip bomb past the cap is refused, RetryInfo sets the wait, the token endpoint answering a 503 HTML page is a platform error', async () => {
   const stream = (rows: unknown[]) => JSON.stringify([{ results: rows, fieldMask: 'customer.id', requestId: 'r1' }]);
   const customerRow = {
     customer: {
@@ -704,11 +701,167 @@ test('a raw server: gzip is read, a zip bomb past the cap is refused, RetryInfo 
     assert.deepEqual(sleeps, [45_000]);
     tokenHtml = true;
     const html = await failure(raw.describeAccount({ secret: 'another-refresh' }, { externalId: '1234567890', accessVia: null }));
-    assert.equal(html.kind, 'bad_answer');
-    assert.match(html.message, /token endpoint answered the access token refresh with text\/html/);
+    assert.equal(html.kind, 'platform_error');
+    assert.match(html.message, /token endpoint answered the access token refresh with HTTP 503 and no JSON/);
   } finally {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+type Scripted = { status: number; type: string; body: string; headers?: Record<string, string> };
+/** A loopback server that answers /token and the Ads API with the answers queued for them, then with a working one. */
+async function scriptedServer(): Promise<{ url: string; paths: string[]; token: Scripted[]; ads: Scripted[]; close(): Promise<void> }> {
+  const customerStream = JSON.stringify([
+    {
+      results: [
+        {
+          customer: {
+            id: '1234567890',
+            descriptiveName: 'Scripted',
+            currencyCode: 'USD',
+            timeZone: 'America/New_York',
+            manager: false,
+            status: 'ENABLED',
+          },
+        },
+      ],
+    },
+  ]);
+  const okToken: Scripted = {
+    status: 200,
+    type: 'application/json',
+    body: JSON.stringify({ access_token: 'ya29.scripted', expires_in: 3599 }),
+  };
+  const okAds: Scripted = { status: 200, type: 'application/json', body: customerStream };
+  const okAccessible: Scripted = {
+    status: 200,
+    type: 'application/json',
+    body: JSON.stringify({ resourceNames: ['customers/1234567890'] }),
+  };
+  const state = { token: [] as Scripted[], ads: [] as Scripted[] };
+  const paths: string[] = [];
+  const server = http.createServer((req, res) => {
+    paths.push(req.url!);
+    req.resume();
+    const next =
+      (req.url === '/token' ? state.token.shift() : state.ads.shift()) ??
+      (req.url === '/token' ? okToken : req.url!.endsWith(':listAccessibleCustomers') ? okAccessible : okAds);
+    res.writeHead(next.status, { 'content-type': next.type, ...(next.headers ?? {}) });
+    res.end(next.body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    paths,
+    get token() {
+      return state.token;
+    },
+    get ads() {
+      return state.ads;
+    },
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+const json = (status: number, body: unknown, headers?: Record<string, string>): Scripted => ({
+  status,
+  type: 'application/json; charset=utf-8',
+  body: JSON.stringify(body),
+  ...(headers ? { headers } : {}),
+});
+const html = (status: number, headers?: Record<string, string>): Scripted => ({
+  status,
+  type: 'text/html; charset=UTF-8',
+  body: `<!DOCTYPE html><title>Error ${status}</title><p>That’s an error.`,
+  ...(headers ? { headers } : {}),
+});
+
+test('the token endpoint: 429 and slow_down are a wait (Retry-After, else 30 s) or PlatformThrottled past the budget; 5xx a platform error; invalid_grant alone needs a reconnect', async () => {
+  const server = await scriptedServer();
+  try {
+    let n = 0;
+    // A new refresh token each time: no access token from memory hides the token request.
+    const describeWith = () =>
+      createGoogleAdsClient({
+        adsUrl: server.url,
+        oauthUrl: server.url,
+        clientId: 'c',
+        clientSecret: 's',
+        sleep: fakeSleep,
+      }).describeAccount({ secret: `refresh-${++n}` }, { externalId: '1234567890', accessVia: null });
+    sleeps.length = 0;
+    server.token.push(json(429, { error: 'rate_limit_exceeded', error_description: 'Rate limit exceeded.' }, { 'retry-after': '20' }));
+    assert.equal((await describeWith()).name, 'Scripted');
+    assert.deepEqual(sleeps, [20_000], 'waited as Retry-After asked, then asked again');
+
+    sleeps.length = 0;
+    server.token.push(html(429), json(400, { error: 'slow_down' }));
+    assert.equal((await describeWith()).name, 'Scripted');
+    assert.deepEqual(sleeps, [30_000, 30_000], 'without Retry-After: 30 s each');
+
+    sleeps.length = 0;
+    server.token.push(json(429, { error: 'rate_limit_exceeded', error_description: 'Rate limit exceeded.' }, { 'retry-after': '600' }));
+    await assert.rejects(
+      describeWith(),
+      (e: unknown) => e instanceof PlatformThrottled && e.retryAfterMs === 600_000 && e.platformMessage === 'Rate limit exceeded.',
+    );
+    assert.deepEqual(sleeps, [], 'a wait past SPEND_THROTTLE_WAIT_MAX_MS is left to the engine');
+
+    for (const [answer, kind] of [
+      [json(500, { error: 'server_error' }), 'platform_error'],
+      [json(503, { error: 'temporarily_unavailable' }), 'platform_error'],
+      [html(502), 'platform_error'],
+      [json(502, {}), 'platform_error'],
+      [html(404), 'invalid_request'],
+      [json(400, { error: 'invalid_grant', error_description: 'Token has been expired or revoked.' }), 'needs_reconnect'],
+      [json(401, { error: 'invalid_client', error_description: 'Unauthorized' }), 'invalid_request'],
+      [json(400, { error: 'unauthorized_client' }), 'invalid_request'],
+      [html(200), 'bad_answer'],
+    ] as const) {
+      server.token.push(answer);
+      const error = await failure(describeWith());
+      assert.equal(error.kind, kind, `${answer.status} ${answer.body.slice(0, 60)}: ${error.message}`);
+    }
+  } finally {
+    await server.close();
+  }
+});
+
+test('the Ads API without JSON (an HTML error page): the HTTP status decides; a 2xx that is not JSON is a bad answer', async () => {
+  const server = await scriptedServer();
+  try {
+    const raw = createGoogleAdsClient({ adsUrl: server.url, oauthUrl: server.url, clientId: 'c', clientSecret: 's', sleep: fakeSleep });
+    const describeIt = () => raw.describeAccount({ secret: 'refresh-html' }, { externalId: '1234567890', accessVia: null });
+    for (const [answer, kind] of [
+      [html(502), 'platform_error'],
+      [html(500), 'platform_error'],
+      [{ status: 503, type: 'application/json', body: '{"error": {"code": 5' }, 'platform_error'],
+      [html(404), 'invalid_request'],
+      [html(403), 'missing_permission'],
+      [html(400), 'bad_answer'],
+      [html(200), 'bad_answer'],
+      [{ status: 200, type: 'application/json', body: '[{"results": [' }, 'bad_answer'],
+    ] as const) {
+      server.ads.push(answer);
+      const error = await failure(describeIt());
+      assert.equal(error.kind, kind, `${answer.status} ${answer.type}: ${error.message}`);
+    }
+    // 401: one new access token, then the verdict stands.
+    server.ads.push(html(401), html(401));
+    const tokensBefore = server.paths.filter((p) => p === '/token').length;
+    assert.equal((await failure(describeIt())).kind, 'needs_reconnect');
+    assert.equal(server.paths.filter((p) => p === '/token').length, tokensBefore + 1);
+    // 429 without JSON: a quota wait like RESOURCE_EXHAUSTED, Retry-After when sent.
+    sleeps.length = 0;
+    server.ads.push(html(429, { 'retry-after': '7' }), html(429));
+    assert.equal((await describeIt()).name, 'Scripted');
+    assert.deepEqual(sleeps, [7000, 30_000]);
+  } finally {
+    await server.close();
   }
 });
 

@@ -138,6 +138,10 @@ interface Session {
 
 interface Answer {
   status: number;
+  /** Whether the answer says it is JSON (content-type application/json). */
+  json: boolean;
+  /** The Retry-After header, as sent. */
+  retryAfter: string | undefined;
   text: string;
   bytes: number;
 }
@@ -216,10 +220,9 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
               new PlatformError('bad_answer', `${who} answered ${what} with a redirect (HTTP ${status}); the API never redirects`),
             );
           const type = (response.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-          if (type !== 'application/json')
-            return settle(
-              new PlatformError('bad_answer', `${who} answered ${what} with ${type || 'no content type'} (HTTP ${status}), not JSON`),
-            );
+          // Another type (an HTML error page) is read too, under the same cap: its status still says what happened.
+          const json = type === 'application/json';
+          const retryAfter = typeof response.headers['retry-after'] === 'string' ? response.headers['retry-after'] : undefined;
           const tooLarge = () =>
             new AnswerTooLarge('bad_answer', `${possessive(who)} answer to ${what} is larger than ${maxBodyBytes} bytes`);
           if (Number(response.headers['content-length'] ?? 0) > maxBodyBytes) return settle(tooLarge());
@@ -240,6 +243,8 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
           stream.on('end', () =>
             settle(undefined, {
               status,
+              json,
+              retryAfter,
               bytes: total,
               text: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total)).toString('utf8'),
             }),
@@ -268,15 +273,46 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
     return answer;
   }
 
-  function parseJson(answer: Answer, who: string, what: string): unknown {
+  /** The answer's JSON, or undefined when it has none: a body of another type, or not valid JSON (see statusOnly). */
+  function parseJson(answer: Answer): unknown {
+    if (!answer.json) return undefined;
     try {
       return JSON.parse(answer.text);
     } catch {
-      throw new PlatformError(
-        'bad_answer',
-        `${possessive(who)} answer to ${what} is not valid JSON (HTTP ${answer.status}, ${answer.bytes} bytes)`,
-      );
+      return undefined;
     }
+  }
+
+  /**
+   * What an answer without a documented error means (an HTML error page from a proxy or a front
+   * end, a body that is not valid JSON, JSON without an error): its HTTP status still tells. A server error is temporary; 404 is a wrong base URL or a
+   * retired API version ("Sunset" versions answer 404), which no retry mends; 401 and 403 are
+   * their google.rpc equivalents (UNAUTHENTICATED, PERMISSION_DENIED); a 2xx that is not JSON is
+   * not what the documentation promises. 429 is handled by the callers (a wait).
+   */
+  function statusOnly(answer: Answer, who: string, what: string, unauthenticated: PlatformFailureKind): PlatformError {
+    const words = `${who} answered ${what} with HTTP ${answer.status} and ${answer.json ? 'no error in a form it documents' : 'no JSON'}`;
+    if (answer.status >= 500) return new PlatformError('platform_error', `${words}: a temporary error`);
+    if (answer.status === 404) return new PlatformError('invalid_request', `${words}: check the base URL and the API version`);
+    if (answer.status === 401) return new PlatformError(unauthenticated, `${words}: the credentials were refused`);
+    if (answer.status === 403) return new PlatformError('missing_permission', `${words}: access was refused`);
+    return new PlatformError('bad_answer', `${words} (${answer.bytes} bytes)`);
+  }
+
+  /** A Retry-After header (delta-seconds or an HTTP-date; RFC 9110 §10.2.3) in milliseconds; undefined when absent or unreadable. */
+  function retryAfterMs(header: string | undefined): number | undefined {
+    if (header === undefined) return undefined;
+    const text = header.trim();
+    if (/^\d{1,9}$/.test(text)) return Number(text) * 1000;
+    const at = Date.parse(text);
+    return Number.isNaN(at) || !/[a-z]/i.test(text) ? undefined : Math.max(0, at - now());
+  }
+
+  /** Waits `ms` within the session's budget (SPEND_THROTTLE_WAIT_MAX_MS in all), or throws PlatformThrottled for the caller to reschedule. */
+  async function waitOrThrottle(s: Session, ms: number, message: string, platformMessage: string | undefined): Promise<void> {
+    if (s.waitedMs + ms > SPEND_THROTTLE_WAIT_MAX_MS) throw new PlatformThrottled(ms, message, platformMessage);
+    s.waitedMs += ms;
+    await sleep(ms, s.signal);
   }
 
   // --- OAuth 2.0 (Using OAuth 2.0 for Web Server Applications)
@@ -290,22 +326,49 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
   ): Promise<{ accessToken: string; expiresAt: number; refreshToken: string | undefined }> {
     const who = "Google's token endpoint";
     const body = new URLSearchParams({ client_id: clientId, client_secret: clientSecret, ...params }).toString();
-    const answer = await send(
-      s,
-      who,
-      what,
-      'POST',
-      new URL(`${oauthBase}/token`),
-      { 'content-type': 'application/x-www-form-urlencoded' },
-      body,
-    );
-    const json = parseJson(answer, who, what);
-    if (!isObject(json)) throw new PlatformError('bad_answer', `${possessive(who)} answer to ${what} is not a JSON object`);
+    let answer: Answer;
+    let json: unknown;
+    for (;;) {
+      answer = await send(
+        s,
+        who,
+        what,
+        'POST',
+        new URL(`${oauthBase}/token`),
+        { 'content-type': 'application/x-www-form-urlencoded' },
+        body,
+      );
+      json = parseJson(answer);
+      const code = isObject(json) && typeof json.error === 'string' ? json.error.slice(0, 64) : undefined;
+      // Too many requests (HTTP 429, or the rate-limit words of RFC 8628 §3.5 and Google's own):
+      // a pause, not a broken login. Retry-After says how long when Google sends it.
+      if (answer.status === 429 || code === 'slow_down' || code === 'rate_limit_exceeded') {
+        const description =
+          isObject(json) && typeof json.error_description === 'string' ? json.error_description.slice(0, 2000) : undefined;
+        const ms = Math.min(retryAfterMs(answer.retryAfter) ?? SHORT_QUOTA_WAIT_MS, MAX_QUOTA_WAIT_MS);
+        await waitOrThrottle(
+          s,
+          ms,
+          `${who} asks to slow down for ${what}: try again in ${Math.ceil(ms / 1000)} s`,
+          description === undefined ? undefined : scrub(description, s),
+        );
+        continue;
+      }
+      break;
+    }
+    if (!isObject(json)) {
+      if (answer.json && answer.status >= 200 && answer.status < 300 && json !== undefined)
+        throw new PlatformError('bad_answer', `${possessive(who)} answer to ${what} is not a JSON object`);
+      // A 401 without an OAuth error is the client being refused, as invalid_client is (RFC 6749 §5.2).
+      throw statusOnly(answer, who, what, 'invalid_request');
+    }
     if (json.error !== undefined || answer.status < 200 || answer.status >= 300) {
       // RFC 6749 §5.2: { error, error_description }. Google's invalid_grant says why in its
       // description ("Token has been expired or revoked.", "Bad Request", "Malformed auth code.").
-      if (typeof json.error !== 'string' || json.error === '')
+      if (typeof json.error !== 'string' || json.error === '') {
+        if (answer.status >= 500) throw statusOnly(answer, who, what, 'invalid_request');
         throw new PlatformError('bad_answer', `${who} answered ${what} with HTTP ${answer.status} and no OAuth error`);
+      }
       const code = json.error.slice(0, 64);
       const description = typeof json.error_description === 'string' ? json.error_description.slice(0, 2000) : '';
       const details = { platformMessage: scrub(description || code, s), platformCode: scrub(code, s) };
@@ -317,6 +380,7 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
             : `Google refused ${what} (invalid_grant)`,
           details,
         );
+      // The operator's OAuth client itself is refused: nothing an account admin's retry mends.
       if (code === 'invalid_client' || code === 'unauthorized_client')
         throw new PlatformError(
           'invalid_request',
@@ -383,21 +447,32 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
       if (loginCustomerId !== null) headers['login-customer-id'] = loginCustomerId;
       if (body !== undefined) headers['content-type'] = 'application/json';
       const answer = await send(s, who, what, method, new URL(`${adsBase}/${version}/${path}`), headers, body);
-      const json = parseJson(answer, who, what);
+      const json = parseJson(answer);
+      if (json === undefined) {
+        // No JSON to read Google's error from: the HTTP status is all there is (429: a wait, as RESOURCE_EXHAUSTED).
+        if (answer.status === 429) {
+          const ms = Math.min(retryAfterMs(answer.retryAfter) ?? SHORT_QUOTA_WAIT_MS, MAX_QUOTA_WAIT_MS);
+          await waitOrThrottle(s, ms, `Google Ads asks to slow down for ${what}: try again in ${Math.ceil(ms / 1000)} s`, undefined);
+          continue;
+        }
+        const error = statusOnly(answer, who, what, 'needs_reconnect');
+        if (error.kind === 'needs_reconnect' && !fresh) {
+          fresh = true;
+          continue;
+        }
+        throw error;
+      }
       const status = errorIn(json);
       if (status !== undefined) {
         const failure = readFailure(status, answer.status, what, s);
         if (failure.waitMs !== undefined) {
           const ms = failure.waitMs;
-          if (s.waitedMs + ms > SPEND_THROTTLE_WAIT_MAX_MS) {
-            throw new PlatformThrottled(
-              ms,
-              `Google Ads quota is exhausted for ${what}: try again in ${Math.ceil(ms / 1000)} s`,
-              failure.error.platformMessage,
-            );
-          }
-          s.waitedMs += ms;
-          await sleep(ms, s.signal);
+          await waitOrThrottle(
+            s,
+            ms,
+            `Google Ads quota is exhausted for ${what}: try again in ${Math.ceil(ms / 1000)} s`,
+            failure.error.platformMessage,
+          );
           continue;
         }
         // An access token from memory that Google no longer takes (revoked early): one new one, then the verdict stands.
@@ -407,8 +482,7 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
         }
         throw failure.error;
       }
-      if (answer.status < 200 || answer.status >= 300)
-        throw new PlatformError('bad_answer', `${who} answered ${what} with HTTP ${answer.status} and no error body`);
+      if (answer.status < 200 || answer.status >= 300) throw statusOnly(answer, who, what, 'needs_reconnect');
       return { json, bytes: answer.bytes };
     }
   }
