@@ -318,6 +318,21 @@ test('describe: directly, through a manager found by itself or named in accessVi
   // A stored way in that no longer works (not a manager of the account): the right one is found again.
   assert.deepEqual(await describe('3456789012', '1234567890'), sydney);
 
+  // Found by itself: only managers are tried as login-customer-id, and the first that reaches the account ends the search.
+  sandbox.requests.length = 0;
+  const twoManagers = sandbox.issueRefreshToken({ customers: ['1234567890', '2345678901'], managers: [MANAGER, '8888888888'] });
+  assert.deepEqual(await describe('7777777777', null, twoManagers), london);
+  assert.deepEqual(
+    streamCalls().map((r) => [r.path.split('/')[3], r.loginCustomerId]),
+    [
+      ['1234567890', null],
+      ['2345678901', null],
+      [MANAGER, null],
+      ['7777777777', MANAGER],
+    ],
+    'each accessible customer read as itself until a manager reaches the account; the second manager is never asked',
+  );
+
   const manager = await failure(describe(MANAGER));
   assert.equal(manager.kind, 'invalid_request');
   assert.match(manager.message, /manager account/);

@@ -716,10 +716,13 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
       const accessible = await accessibleCustomers(s);
       if (accessible.includes(externalId)) return asAdAccount(await customer(s, externalId, null), null);
       // Through a manager the login reaches: the first that lets us read the account as its client.
-      for (const managerId of accessible) {
-        if (managerId === accessVia) continue;
+      // Only a manager can be a login-customer-id ("Call structure"), so each accessible customer is
+      // read as itself first (customer.manager) and an ordinary account is never tried as the way in.
+      for (const candidate of accessible) {
+        if (candidate === accessVia) continue;
         try {
-          return asAdAccount(await customer(s, externalId, managerId), managerId);
+          if (!(await customer(s, candidate, null)).manager) continue;
+          return asAdAccount(await customer(s, externalId, candidate), candidate);
         } catch (error) {
           if (!(error instanceof PlatformError) || error.kind !== 'missing_permission') throw error;
           refused ??= error;
