@@ -377,17 +377,131 @@ test('spend: SearchStream batches, each one batch, equal to the sandbox hour by 
     'a zero-cost row (impressions, no click) is a row of 0',
   );
   assert.ok(rows.every((r) => typeof r.spendMicros === 'bigint' && r.hour !== null && r.campaignName.startsWith('Campaign')));
-  const calls = streamCalls();
-  assert.ok(calls.every((r) => r.loginCustomerId === null && r.developerToken === null));
-  // The windows cover the range once: no day asked twice.
+  const calls = streamCalls().filter((r) => r.query?.includes('FROM ad_group'));
+  assert.ok(streamCalls().every((r) => r.loginCustomerId === null && r.developerToken === null));
+  // The windows cover the range once: no day asked twice; each window's campaign-level query asks the same days.
   const windows = calls.map((r) => /BETWEEN '([\d-]+)' AND '([\d-]+)'/.exec(r.query ?? '')!.slice(1));
+  assert.deepEqual(
+    streamCalls()
+      .filter((r) => r.query?.includes('FROM campaign '))
+      .map((r) => /BETWEEN '([\d-]+)' AND '([\d-]+)'/.exec(r.query ?? '')!.slice(1)),
+    windows,
+  );
   assert.equal(windows[0]![0], '2026-11-13');
   assert.equal(windows.at(-1)![1], '2026-11-26');
   for (let i = 1; i < windows.length; i++) assert.ok(windows[i]![0]! > windows[i - 1]![1]!);
   assert.equal(
     calls[0]!.query,
-    "SELECT segments.date, segments.hour, campaign.id, campaign.name, ad_group.id, ad_group.name, metrics.cost_micros FROM ad_group WHERE segments.date BETWEEN '2026-11-13' AND '2026-11-19'",
+    "SELECT segments.date, segments.hour, campaign.id, campaign.name, ad_group.id, ad_group.name, metrics.cost_micros FROM ad_group WHERE segments.date BETWEEN '2026-11-13' AND '2026-11-19' AND campaign.advertising_channel_type NOT IN ('PERFORMANCE_MAX', 'SMART')",
   );
+  assert.equal(
+    streamCalls()[1]!.query,
+    "SELECT segments.date, segments.hour, campaign.id, campaign.name, campaign.advertising_channel_type, metrics.cost_micros FROM campaign WHERE segments.date BETWEEN '2026-11-13' AND '2026-11-19' AND campaign.advertising_channel_type IN ('PERFORMANCE_MAX', 'SMART')",
+  );
+});
+
+test('spend of campaigns without ad groups: Performance Max and Smart read at campaign level, each campaign as its own ad set, nothing counted twice', async () => {
+  // Reached only by its own login (direct: false keeps it out of the default login's lists).
+  sandbox.addCustomer({
+    id: '6666666666',
+    name: 'Mixed',
+    currency: 'INR',
+    timeZone: 'Asia/Kolkata',
+    direct: false,
+    adGroups: [
+      { id: '66661', name: 'Near me [ws:ws_a]', campaignId: '666691', campaignName: 'Search' },
+      { id: '66662', name: 'Brand', campaignId: '666691', campaignName: 'Search' },
+    ],
+    campaigns: [
+      { id: '666692', name: 'PMax [ws:ws_b]', channelType: 'PERFORMANCE_MAX' },
+      { id: '666693', name: 'Smart [ws:ws_c]', channelType: 'SMART' },
+    ],
+  });
+  const mixed: PlatformAdAccount = { ...search, externalId: '6666666666', name: 'Mixed', currency: 'INR', timeZone: 'Asia/Kolkata' };
+  const secret = sandbox.issueRefreshToken({ customers: ['6666666666'] });
+  const { rows } = await read(mixed, '2026-11-10', '2026-11-16', { secret });
+  assert.deepEqual(asText(rows), truth(mixed, '2026-11-10', '2026-11-16'));
+  assert.deepEqual(
+    [...new Set(rows.map((r) => `${r.campaignId} ${r.campaignName} | ${r.adSetId} ${r.adSetName}`))].sort(),
+    [
+      '666691 Search | 66661 Near me [ws:ws_a]',
+      '666691 Search | 66662 Brand',
+      '666692 PMax [ws:ws_b] | campaign:666692 PMax [ws:ws_b]',
+      '666693 Smart [ws:ws_c] | campaign:666693 Smart [ws:ws_c]',
+    ],
+    "the Smart campaign's own ad group (6666930) is never read: its cost comes once, from the campaign",
+  );
+  assert.equal(new Set(rows.map(key)).size, rows.length, 'no row twice');
+  // Every hour's total is the sandbox's, independently of how rows are keyed.
+  const total = (list: { spendMicros: bigint }[]) => list.reduce((sum, r) => sum + r.spendMicros, 0n);
+  assert.equal(total(rows), total(sandbox.hourlySpend('6666666666', { since: '2026-11-10', until: '2026-11-16' })));
+  assert.ok(rows.some((r) => r.adSetId === 'campaign:666692' && r.spendMicros > 0n));
+
+  // A quota error inside the campaign-level stream: waited out and only that query asked again.
+  sleeps.length = 0;
+  sandbox.requests.length = 0;
+  sandbox.scenario.fail(
+    '6666666666',
+    { status: 'RESOURCE_EXHAUSTED', errorCode: { quotaError: 'RESOURCE_TEMPORARILY_EXHAUSTED' }, retryDelayMs: 20_000 },
+    { afterBatches: 1, resource: 'campaign' },
+  );
+  const again = await read(mixed, '2026-11-10', '2026-11-16', { secret });
+  assert.deepEqual(sleeps, [20_000]);
+  assert.deepEqual(asText(again.rows), truth(mixed, '2026-11-10', '2026-11-16'));
+  assert.equal(new Set(again.rows.map(key)).size, again.rows.length, 'no row twice');
+  assert.deepEqual(
+    streamCalls().map((r) => / FROM (\w+) /.exec(r.query!)![1]),
+    ['ad_group', 'campaign', 'campaign'],
+    'the ad_group answer was held, not asked again',
+  );
+});
+
+test('spend: a campaign-level answer that overlaps the ad-group answer, or holds another campaign type, fails the window before any row is handed on', async () => {
+  const server = await scriptedServer();
+  try {
+    const raw = createGoogleAdsClient({ adsUrl: server.url, oauthUrl: server.url, clientId: 'c', clientSecret: 's', sleep: fakeSleep });
+    const adGroupRow = {
+      segments: { date: '2026-11-20', hour: 5 },
+      campaign: { id: '11', name: 'Search' },
+      adGroup: { id: '111', name: 'Ad group' },
+      metrics: { costMicros: '1000000' },
+    };
+    const campaignRow = (id: string, type: string) => ({
+      segments: { date: '2026-11-20', hour: 5 },
+      campaign: { id, name: 'Campaign', advertisingChannelType: type },
+      metrics: { costMicros: '2000000' },
+    });
+    for (const [row, words] of [
+      [campaignRow('11', 'PERFORMANCE_MAX'), /campaign 11 both by ad group and at campaign level/],
+      [campaignRow('12', 'SEARCH'), /campaign\.advertising_channel_type/],
+    ] as const) {
+      server.ads.push(json(200, [{ results: [adGroupRow] }]), json(200, [{ results: [row] }]));
+      let handedOn = 0;
+      const error = await failure(
+        (async () => {
+          for await (const _ of raw.readSpend({ secret: 'refresh-overlap' }, search, { since: '2026-11-20', until: '2026-11-20' }))
+            handedOn++;
+        })(),
+      );
+      assert.equal(error.kind, 'bad_answer');
+      assert.match(error.message, words);
+      assert.equal(handedOn, 0);
+    }
+    // The same answers without the overlap are read: one ad group row, one campaign row.
+    server.ads.push(json(200, [{ results: [adGroupRow] }]), json(200, [{ results: [campaignRow('12', 'SMART')] }]));
+    const rows: PlatformSpendRow[] = [];
+    for await (const batch of raw.readSpend({ secret: 'refresh-overlap' }, search, { since: '2026-11-20', until: '2026-11-20' }))
+      rows.push(...batch);
+    assert.deepEqual(
+      rows.map((r) => [r.campaignId, r.adSetId, r.adSetName, r.spendMicros]),
+      [
+        ['11', '111', 'Ad group', 1_000_000n],
+        ['12', 'campaign:12', 'Campaign', 2_000_000n],
+      ],
+    );
+  } finally {
+    await server.close();
+  }
 });
 
 test('spend through a manager: login-customer-id on every read; a long range in windows of at most 30 days', async () => {
@@ -399,7 +513,7 @@ test('spend through a manager: login-customer-id on every read; a long range in 
     const [, since, until] = /BETWEEN '([\d-]+)' AND '([\d-]+)'/.exec(r.query!)!;
     assert.ok((Date.parse(until!) - Date.parse(since!)) / 86_400_000 + 1 <= 30, r.query!);
   }
-  assert.equal(calls.length, 5, 'a week, then 30 days at a time: the bodies are small');
+  assert.equal(calls.length, 10, 'a week, then 30 days at a time (the bodies are small), by ad group and by campaign');
 });
 
 test('spend: a window whose answer passes the body cap is asked again in halves, nothing handed on twice', async () => {
@@ -996,7 +1110,17 @@ test('the sandbox is strict about GAQL: an unknown field, resource or a spend qu
       .errors[0]!.errorCode;
   for (const [query, code] of [
     ['SELECT customer.id, customer.secret FROM customer', 'PROHIBITED_FIELD_IN_SELECT_CLAUSE'],
-    ['SELECT campaign.id FROM campaign', 'BAD_RESOURCE_TYPE_IN_FROM_CLAUSE'],
+    ['SELECT asset_group.id FROM asset_group', 'BAD_RESOURCE_TYPE_IN_FROM_CLAUSE'],
+    ['SELECT campaign.id, metrics.cost_micros FROM campaign WHERE segments.date DURING LAST_7_DAYS', 'UNEXPECTED_INPUT'],
+    [
+      "SELECT campaign.id FROM campaign WHERE segments.date BETWEEN '2026-11-20' AND '2026-11-20' AND campaign.advertising_channel_type IN ('PMAX')",
+      'BAD_ENUM_CONSTANT',
+    ],
+    [
+      "SELECT campaign.id FROM campaign WHERE segments.date BETWEEN '2026-11-20' AND '2026-11-20' AND campaign.name = 'x'",
+      'UNEXPECTED_INPUT',
+    ],
+    ['SELECT ad_group.id FROM campaign', 'PROHIBITED_FIELD_IN_SELECT_CLAUSE'],
     ['SELECT segments.date, metrics.cost_micros FROM ad_group', 'EXPECTED_FILTERS_ON_DATE_RANGE'],
     ["SELECT segments.date FROM ad_group WHERE segments.date BETWEEN '2026-11-20' AND '2026-11-19'", 'DATE_RANGE_TOO_NARROW'],
     ['customer.id FROM customer', 'EXPECTED_SELECT'],
@@ -1013,5 +1137,21 @@ test('the sandbox is strict about GAQL: an unknown field, resource or a spend qu
   const expected = new Map<string, bigint>();
   for (const r of sandbox.hourlySpend('1234567890', { since: '2026-11-20', until: '2026-11-20' }))
     expected.set(r.adSetId, (expected.get(r.adSetId) ?? 0n) + r.spendMicros);
-  assert.deepEqual(new Map(rows.map((r) => [r.adGroup.id, BigInt(r.metrics.costMicros)])), expected);
+  // Without a filter on the channel type an ad_group query has every ad group's rows; a Performance Max campaign has none.
+  assert.deepEqual(
+    new Map(rows.map((r) => [r.adGroup.id, BigInt(r.metrics.costMicros)])),
+    new Map([...expected].filter(([id]) => !id.startsWith('campaign:'))),
+  );
+  // And `campaign` sums every campaign's ad groups (here with no filter: Search campaigns too).
+  const byCampaign = await ask(
+    "SELECT campaign.id, metrics.cost_micros FROM campaign WHERE segments.date BETWEEN '2026-11-20' AND '2026-11-20'",
+  );
+  const campaignTotals = new Map<string, bigint>();
+  for (const r of sandbox.hourlySpend('1234567890', { since: '2026-11-20', until: '2026-11-20' }))
+    campaignTotals.set(r.campaignId, (campaignTotals.get(r.campaignId) ?? 0n) + r.spendMicros);
+  const campaignRows = (byCampaign.body as { results: { campaign: { id: string }; metrics: { costMicros: string } }[] }[]).flatMap(
+    (b) => b.results,
+  );
+  assert.equal(campaignRows.length, 3, 'two Search campaigns and one Performance Max');
+  assert.deepEqual(new Map(campaignRows.map((r) => [r.campaign.id, BigInt(r.metrics.costMicros)])), campaignTotals);
 });

@@ -1,18 +1,20 @@
 // The Google Ads API wire client (REST): the accounts a Google login can reach, directly or through
-// manager accounts, and hourly ad-group spend from GoogleAdsService.SearchStream; plus the OAuth 2.0
+// manager accounts, and hourly spend from GoogleAdsService.SearchStream (per ad group, and per
+// campaign for the campaign types without ad groups, ./wire.ts); plus the OAuth 2.0
 // web-server flow that gives us the refresh token we keep. It follows Google's documented wire
 // format, so the same code talks to googleads.googleapis.com / oauth2.googleapis.com and to the
 // loopback sandbox (./sandbox.ts). Every answer is checked before it is believed: a wrong type, a
-// missing field, HTML, a redirect, a body over the cap or past the deadline is a
-// PlatformError('bad_answer'), never a crash. The refresh token, access tokens, the client secret,
-// an OAuth code and the developer token are never written into an error message.
+// missing field, a redirect, a body over the cap or past the deadline is a
+// PlatformError('bad_answer'), never a crash (an error page without JSON is judged by its HTTP
+// status). The refresh token, access tokens, the client secret, an OAuth code and the developer
+// token are never written into an error message.
 //
-// A read holds one SearchStream answer at a time: REST delivers the whole stream as ONE JSON array
-// (one HTTP body), so a range is read in windows of days sized to keep each body well under the
-// cap (a window too large is halved and asked again, nothing of it having been handed on). The
-// body is checked whole before any of its rows are handed on, so an error element at the end of a
-// stream (quota, a transient failure) is seen first: a quota error is waited out and the same
-// window asked again, and no row ever reaches the caller twice.
+// A read holds one window's two SearchStream answers at a time: REST delivers the whole stream as
+// ONE JSON array (one HTTP body), so a range is read in windows of days sized to keep each body
+// well under the cap (a window too large is halved and asked again, nothing of it having been
+// handed on). Both bodies are checked whole before any of the window's rows are handed on, so an
+// error element at the end of a stream (quota, a transient failure) is seen first: a quota error
+// is waited out and the same query asked again, and no row ever reaches the caller twice.
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
@@ -31,7 +33,17 @@ import {
   type PlatformFailureKind,
   type PlatformSpendRow,
 } from '../ad-platform.ts';
-import { customerClientQuery, customerQuery, durationMs, RETRY_INFO_TYPE, spendQuery, type RpcStatus } from './wire.ts';
+import {
+  CAMPAIGN_LEVEL_CHANNEL_TYPES,
+  campaignAdSetId,
+  campaignSpendQuery,
+  customerClientQuery,
+  customerQuery,
+  durationMs,
+  RETRY_INFO_TYPE,
+  spendQuery,
+  type RpcStatus,
+} from './wire.ts';
 
 export interface GoogleAdsClientOptions {
   /** https://googleads.googleapis.com in production (GOOGLE_ADS_URL), the sandbox's url in tests and the demo. */
@@ -669,9 +681,16 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
     for (let since = range.since; since <= range.until; ) {
       const until = minDate(addDays(since, windowDays - 1), range.until);
       const what = `the spend of ${account.externalId} (${since} to ${until})`;
-      let answer: { batches: unknown[][]; bytes: number };
+      const campaignsWhat = `the campaign-level spend of ${account.externalId} (${since} to ${until})`;
+      // Both queries of a window are read whole before any of its rows goes out: a quota wait on the
+      // second asks only the second again (the first is held), a failure or a throttle past the
+      // budget ends the read with nothing of the window handed on, and the two answers are checked
+      // against each other first.
+      let adGroups: { batches: unknown[][]; bytes: number };
+      let campaigns: { batches: unknown[][]; bytes: number };
       try {
-        answer = await searchStream(s, what, account.externalId, spendQuery(since, until), account.accessVia);
+        adGroups = await searchStream(s, what, account.externalId, spendQuery(since, until), account.accessVia);
+        campaigns = await searchStream(s, campaignsWhat, account.externalId, campaignSpendQuery(since, until), account.accessVia);
       } catch (error) {
         // Nothing of this window was handed on: ask again for half as many days.
         if (error instanceof AnswerTooLarge && windowDays > 1) {
@@ -680,16 +699,29 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
         }
         throw error;
       }
-      bytesSeen += answer.bytes;
+      bytesSeen += adGroups.bytes + campaigns.bytes;
       daysSeen += dayCount({ since, until });
+      const campaignCheck: RowCheck = { account, since, until, what: campaignsWhat, checkedDate: NOT_CHECKED };
+      const campaignBatches = campaigns.batches.map((batch) => batch.map((row) => spendRow(row, 'campaign', campaignCheck)));
+      // The queries split campaigns by type, so a campaign in both answers would be counted twice.
+      const campaignLevel = new Set(campaignBatches.flatMap((batch) => batch.map((r) => r.campaignId)));
+      if (campaignLevel.size > 0)
+        for (const batch of adGroups.batches)
+          for (const row of batch)
+            if (isObject(row) && isObject(row.campaign) && campaignLevel.has(row.campaign.id as string))
+              throw new PlatformError(
+                'bad_answer',
+                `Google Ads answered ${what} with campaign ${row.campaign.id as string} both by ad group and at campaign level`,
+              );
       const check: RowCheck = { account, since, until, what, checkedDate: NOT_CHECKED };
-      const { batches } = answer;
+      const { batches } = adGroups;
       for (let i = 0; i < batches.length; i++) {
-        const rows = batches[i]!.map((row) => spendRow(row, check));
+        const rows = batches[i]!.map((row) => spendRow(row, 'ad_group', check));
         // Let the parsed batch go as soon as it is converted: the rest of the window is all that is held.
         batches[i] = [];
         if (rows.length > 0) yield rows;
       }
+      for (const rows of campaignBatches) if (rows.length > 0) yield rows;
       const perDay = bytesSeen / daysSeen;
       windowDays = Math.max(1, Math.min(MAX_WINDOW_DAYS, Math.floor(windowTarget / Math.max(perDay, 1))));
       since = addDays(until, 1);
@@ -890,10 +922,12 @@ interface RowCheck {
 }
 
 /**
- * One GoogleAdsRow of the spend query: `{ segments: { date, hour }, campaign: { id, name },
- * adGroup: { id, name }, metrics: { costMicros } }` (plus resourceName fields Google adds).
+ * One GoogleAdsRow of a spend query: `{ segments: { date, hour }, campaign: { id, name }, adGroup:
+ * { id, name }, metrics: { costMicros } }` from `ad_group` (plus resourceName fields Google adds);
+ * from `campaign`, no adGroup but `campaign.advertisingChannelType`, one of the campaign-level
+ * types, and the campaign stands in for its ad set.
  */
-function spendRow(value: unknown, c: RowCheck): PlatformSpendRow {
+function spendRow(value: unknown, level: 'ad_group' | 'campaign', c: RowCheck): PlatformSpendRow {
   const bad = (field: string) => new PlatformError('bad_answer', `Google Ads' answer to ${c.what} has a row with no valid ${field}`);
   if (!isObject(value)) throw bad('object');
   const { segments, campaign, adGroup, metrics } = value;
@@ -908,8 +942,20 @@ function spendRow(value: unknown, c: RowCheck): PlatformSpendRow {
   if (typeof hour !== 'number' || !Number.isInteger(hour) || hour < 0 || hour > 23) throw bad('segments.hour');
   if (!isObject(campaign) || !isNumericId(campaign.id)) throw bad('campaign.id');
   if (typeof campaign.name !== 'string') throw bad('campaign.name');
-  if (!isObject(adGroup) || !isNumericId(adGroup.id)) throw bad('ad_group.id');
-  if (typeof adGroup.name !== 'string') throw bad('ad_group.name');
+  let adSetId: string;
+  let adSetName: string;
+  if (level === 'ad_group') {
+    if (!isObject(adGroup) || !isNumericId(adGroup.id)) throw bad('ad_group.id');
+    if (typeof adGroup.name !== 'string') throw bad('ad_group.name');
+    adSetId = adGroup.id;
+    adSetName = adGroup.name;
+  } else {
+    // Enums are their names in proto3 JSON; another type here would be read by the ad_group query too.
+    if (typeof campaign.advertisingChannelType !== 'string' || !CAMPAIGN_LEVEL_CHANNEL_TYPES.includes(campaign.advertisingChannelType))
+      throw bad('campaign.advertising_channel_type');
+    adSetId = campaignAdSetId(campaign.id);
+    adSetName = campaign.name;
+  }
   // metrics.cost_micros is an `optional int64`, so a JSON string of digits; unset (no cost recorded)
   // it is left out, which is zero.
   let spendMicros = 0n;
@@ -921,13 +967,5 @@ function spendRow(value: unknown, c: RowCheck): PlatformSpendRow {
       spendMicros = BigInt(cost);
     }
   }
-  return {
-    date: date as string,
-    hour,
-    campaignId: campaign.id,
-    campaignName: campaign.name,
-    adSetId: adGroup.id,
-    adSetName: adGroup.name,
-    spendMicros,
-  };
+  return { date: date as string, hour, campaignId: campaign.id, campaignName: campaign.name, adSetId, adSetName, spendMicros };
 }
