@@ -318,6 +318,21 @@ test('describe: directly, through a manager found by itself or named in accessVi
   // A stored way in that no longer works (not a manager of the account): the right one is found again.
   assert.deepEqual(await describe('3456789012', '1234567890'), sydney);
 
+  // Found by itself: only managers are tried as login-customer-id, and the first that reaches the account ends the search.
+  sandbox.requests.length = 0;
+  const twoManagers = sandbox.issueRefreshToken({ customers: ['1234567890', '2345678901'], managers: [MANAGER, '8888888888'] });
+  assert.deepEqual(await describe('7777777777', null, twoManagers), london);
+  assert.deepEqual(
+    streamCalls().map((r) => [r.path.split('/')[3], r.loginCustomerId]),
+    [
+      ['1234567890', null],
+      ['2345678901', null],
+      [MANAGER, null],
+      ['7777777777', MANAGER],
+    ],
+    'each accessible customer read as itself until a manager reaches the account; the second manager is never asked',
+  );
+
   const manager = await failure(describe(MANAGER));
   assert.equal(manager.kind, 'invalid_request');
   assert.match(manager.message, /manager account/);
@@ -362,17 +377,131 @@ test('spend: SearchStream batches, each one batch, equal to the sandbox hour by 
     'a zero-cost row (impressions, no click) is a row of 0',
   );
   assert.ok(rows.every((r) => typeof r.spendMicros === 'bigint' && r.hour !== null && r.campaignName.startsWith('Campaign')));
-  const calls = streamCalls();
-  assert.ok(calls.every((r) => r.loginCustomerId === null && r.developerToken === null));
-  // The windows cover the range once: no day asked twice.
+  const calls = streamCalls().filter((r) => r.query?.includes('FROM ad_group'));
+  assert.ok(streamCalls().every((r) => r.loginCustomerId === null && r.developerToken === null));
+  // The windows cover the range once: no day asked twice; each window's campaign-level query asks the same days.
   const windows = calls.map((r) => /BETWEEN '([\d-]+)' AND '([\d-]+)'/.exec(r.query ?? '')!.slice(1));
+  assert.deepEqual(
+    streamCalls()
+      .filter((r) => r.query?.includes('FROM campaign '))
+      .map((r) => /BETWEEN '([\d-]+)' AND '([\d-]+)'/.exec(r.query ?? '')!.slice(1)),
+    windows,
+  );
   assert.equal(windows[0]![0], '2026-11-13');
   assert.equal(windows.at(-1)![1], '2026-11-26');
   for (let i = 1; i < windows.length; i++) assert.ok(windows[i]![0]! > windows[i - 1]![1]!);
   assert.equal(
     calls[0]!.query,
-    "SELECT segments.date, segments.hour, campaign.id, campaign.name, ad_group.id, ad_group.name, metrics.cost_micros FROM ad_group WHERE segments.date BETWEEN '2026-11-13' AND '2026-11-19'",
+    "SELECT segments.date, segments.hour, campaign.id, campaign.name, ad_group.id, ad_group.name, metrics.cost_micros FROM ad_group WHERE segments.date BETWEEN '2026-11-13' AND '2026-11-19' AND campaign.advertising_channel_type NOT IN ('PERFORMANCE_MAX', 'SMART')",
   );
+  assert.equal(
+    streamCalls()[1]!.query,
+    "SELECT segments.date, segments.hour, campaign.id, campaign.name, campaign.advertising_channel_type, metrics.cost_micros FROM campaign WHERE segments.date BETWEEN '2026-11-13' AND '2026-11-19' AND campaign.advertising_channel_type IN ('PERFORMANCE_MAX', 'SMART')",
+  );
+});
+
+test('spend of campaigns without ad groups: Performance Max and Smart read at campaign level, each campaign as its own ad set, nothing counted twice', async () => {
+  // Reached only by its own login (direct: false keeps it out of the default login's lists).
+  sandbox.addCustomer({
+    id: '6666666666',
+    name: 'Mixed',
+    currency: 'INR',
+    timeZone: 'Asia/Kolkata',
+    direct: false,
+    adGroups: [
+      { id: '66661', name: 'Near me [ws:ws_a]', campaignId: '666691', campaignName: 'Search' },
+      { id: '66662', name: 'Brand', campaignId: '666691', campaignName: 'Search' },
+    ],
+    campaigns: [
+      { id: '666692', name: 'PMax [ws:ws_b]', channelType: 'PERFORMANCE_MAX' },
+      { id: '666693', name: 'Smart [ws:ws_c]', channelType: 'SMART' },
+    ],
+  });
+  const mixed: PlatformAdAccount = { ...search, externalId: '6666666666', name: 'Mixed', currency: 'INR', timeZone: 'Asia/Kolkata' };
+  const secret = sandbox.issueRefreshToken({ customers: ['6666666666'] });
+  const { rows } = await read(mixed, '2026-11-10', '2026-11-16', { secret });
+  assert.deepEqual(asText(rows), truth(mixed, '2026-11-10', '2026-11-16'));
+  assert.deepEqual(
+    [...new Set(rows.map((r) => `${r.campaignId} ${r.campaignName} | ${r.adSetId} ${r.adSetName}`))].sort(),
+    [
+      '666691 Search | 66661 Near me [ws:ws_a]',
+      '666691 Search | 66662 Brand',
+      '666692 PMax [ws:ws_b] | campaign:666692 PMax [ws:ws_b]',
+      '666693 Smart [ws:ws_c] | campaign:666693 Smart [ws:ws_c]',
+    ],
+    "the Smart campaign's own ad group (6666930) is never read: its cost comes once, from the campaign",
+  );
+  assert.equal(new Set(rows.map(key)).size, rows.length, 'no row twice');
+  // Every hour's total is the sandbox's, independently of how rows are keyed.
+  const total = (list: { spendMicros: bigint }[]) => list.reduce((sum, r) => sum + r.spendMicros, 0n);
+  assert.equal(total(rows), total(sandbox.hourlySpend('6666666666', { since: '2026-11-10', until: '2026-11-16' })));
+  assert.ok(rows.some((r) => r.adSetId === 'campaign:666692' && r.spendMicros > 0n));
+
+  // A quota error inside the campaign-level stream: waited out and only that query asked again.
+  sleeps.length = 0;
+  sandbox.requests.length = 0;
+  sandbox.scenario.fail(
+    '6666666666',
+    { status: 'RESOURCE_EXHAUSTED', errorCode: { quotaError: 'RESOURCE_TEMPORARILY_EXHAUSTED' }, retryDelayMs: 20_000 },
+    { afterBatches: 1, resource: 'campaign' },
+  );
+  const again = await read(mixed, '2026-11-10', '2026-11-16', { secret });
+  assert.deepEqual(sleeps, [20_000]);
+  assert.deepEqual(asText(again.rows), truth(mixed, '2026-11-10', '2026-11-16'));
+  assert.equal(new Set(again.rows.map(key)).size, again.rows.length, 'no row twice');
+  assert.deepEqual(
+    streamCalls().map((r) => / FROM (\w+) /.exec(r.query!)![1]),
+    ['ad_group', 'campaign', 'campaign'],
+    'the ad_group answer was held, not asked again',
+  );
+});
+
+test('spend: a campaign-level answer that overlaps the ad-group answer, or holds another campaign type, fails the window before any row is handed on', async () => {
+  const server = await scriptedServer();
+  try {
+    const raw = createGoogleAdsClient({ adsUrl: server.url, oauthUrl: server.url, clientId: 'c', clientSecret: 's', sleep: fakeSleep });
+    const adGroupRow = {
+      segments: { date: '2026-11-20', hour: 5 },
+      campaign: { id: '11', name: 'Search' },
+      adGroup: { id: '111', name: 'Ad group' },
+      metrics: { costMicros: '1000000' },
+    };
+    const campaignRow = (id: string, type: string) => ({
+      segments: { date: '2026-11-20', hour: 5 },
+      campaign: { id, name: 'Campaign', advertisingChannelType: type },
+      metrics: { costMicros: '2000000' },
+    });
+    for (const [row, words] of [
+      [campaignRow('11', 'PERFORMANCE_MAX'), /campaign 11 both by ad group and at campaign level/],
+      [campaignRow('12', 'SEARCH'), /campaign\.advertising_channel_type/],
+    ] as const) {
+      server.ads.push(json(200, [{ results: [adGroupRow] }]), json(200, [{ results: [row] }]));
+      let handedOn = 0;
+      const error = await failure(
+        (async () => {
+          for await (const _ of raw.readSpend({ secret: 'refresh-overlap' }, search, { since: '2026-11-20', until: '2026-11-20' }))
+            handedOn++;
+        })(),
+      );
+      assert.equal(error.kind, 'bad_answer');
+      assert.match(error.message, words);
+      assert.equal(handedOn, 0);
+    }
+    // The same answers without the overlap are read: one ad group row, one campaign row.
+    server.ads.push(json(200, [{ results: [adGroupRow] }]), json(200, [{ results: [campaignRow('12', 'SMART')] }]));
+    const rows: PlatformSpendRow[] = [];
+    for await (const batch of raw.readSpend({ secret: 'refresh-overlap' }, search, { since: '2026-11-20', until: '2026-11-20' }))
+      rows.push(...batch);
+    assert.deepEqual(
+      rows.map((r) => [r.campaignId, r.adSetId, r.adSetName, r.spendMicros]),
+      [
+        ['11', '111', 'Ad group', 1_000_000n],
+        ['12', 'campaign:12', 'Campaign', 2_000_000n],
+      ],
+    );
+  } finally {
+    await server.close();
+  }
 });
 
 test('spend through a manager: login-customer-id on every read; a long range in windows of at most 30 days', async () => {
@@ -384,7 +513,7 @@ test('spend through a manager: login-customer-id on every read; a long range in 
     const [, since, until] = /BETWEEN '([\d-]+)' AND '([\d-]+)'/.exec(r.query!)!;
     assert.ok((Date.parse(until!) - Date.parse(since!)) / 86_400_000 + 1 <= 30, r.query!);
   }
-  assert.equal(calls.length, 5, 'a week, then 30 days at a time: the bodies are small');
+  assert.equal(calls.length, 10, 'a week, then 30 days at a time (the bodies are small), by ad group and by campaign');
 });
 
 test('spend: a window whose answer passes the body cap is asked again in halves, nothing handed on twice', async () => {
@@ -578,20 +707,10 @@ test('quota: a wait longer than SPEND_THROTTLE_WAIT_MAX_MS (one or added up) is 
   assert.deepEqual(sleeps, []);
 });
 
-test('hostile answers: HTML, wrong types, missing fields, cut-off JSON, a redirect, no stream, an error without status, a huge or slow body → bad_answer, never a crash or a secret in a message', async () => {
+test('hostile answers: wrong types, missing fields, cut-off JSON, a redirect, no stream, an error without status, a huge or slow body → bad_answer (a 502 HTML page: platform_error), never a crash or a secret in a message', async () => {
   const slowClient = clientFor({ timeoutMs: 300 });
   const errors: PlatformError[] = [];
-  for (const kind of [
-    'html',
-    'wrong_types',
-    'missing_fields',
-    'truncated',
-    'redirect',
-    'not_a_stream',
-    'bad_error',
-    'huge',
-    'slow',
-  ] as const) {
+  for (const kind of ['wrong_types', 'missing_fields', 'truncated', 'redirect', 'not_a_stream', 'bad_error', 'huge', 'slow'] as const) {
     for (const [key, call] of [
       ['1234567890', () => slowClient.describeAccount({ secret: refreshToken }, { externalId: '1234567890', accessVia: null })],
       // One day: a window over the cap that could be halved would be asked again (and then served).
@@ -603,6 +722,13 @@ test('hostile answers: HTML, wrong types, missing fields, cut-off JSON, a redire
       assert.equal(error.kind, 'bad_answer', `${kind} on ${key}: ${error.message}`);
       errors.push(error);
     }
+  }
+  // Google's front end's HTML error page (502): its status says the error is Google's, and temporary.
+  for (const key of ['1234567890', 'accessible']) {
+    sandbox.scenario.malformed(key, 'html');
+    const error = await failure(key === 'accessible' ? client.listAccounts({ secret: refreshToken }) : describe(key));
+    assert.equal(error.kind, 'platform_error', `html on ${key}: ${error.message}`);
+    errors.push(error);
   }
   // Google's words that quote a secret are cleaned before anyone sees them.
   sandbox.scenario.fail('1234567890', {
@@ -627,7 +753,7 @@ test('hostile answers: HTML, wrong types, missing fields, cut-off JSON, a redire
   assert.deepEqual(await describe('1234567890'), search);
 });
 
-test('a raw server: gzip is read, a zip bomb past the cap is refused, RetryInfo sets the wait, the token endpoint answering HTML is a bad answer', async () => {
+test('a raw server: gzip is read, a zip bomb past the cap is refused, RetryInfo sets the wait, the token endpoint answering a 503 HTML page is a platform error', async () => {
   const stream = (rows: unknown[]) => JSON.stringify([{ results: rows, fieldMask: 'customer.id', requestId: 'r1' }]);
   const customerRow = {
     customer: {
@@ -704,11 +830,167 @@ test('a raw server: gzip is read, a zip bomb past the cap is refused, RetryInfo 
     assert.deepEqual(sleeps, [45_000]);
     tokenHtml = true;
     const html = await failure(raw.describeAccount({ secret: 'another-refresh' }, { externalId: '1234567890', accessVia: null }));
-    assert.equal(html.kind, 'bad_answer');
-    assert.match(html.message, /token endpoint answered the access token refresh with text\/html/);
+    assert.equal(html.kind, 'platform_error');
+    assert.match(html.message, /token endpoint answered the access token refresh with HTTP 503 and no JSON/);
   } finally {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+type Scripted = { status: number; type: string; body: string; headers?: Record<string, string> };
+/** A loopback server that answers /token and the Ads API with the answers queued for them, then with a working one. */
+async function scriptedServer(): Promise<{ url: string; paths: string[]; token: Scripted[]; ads: Scripted[]; close(): Promise<void> }> {
+  const customerStream = JSON.stringify([
+    {
+      results: [
+        {
+          customer: {
+            id: '1234567890',
+            descriptiveName: 'Scripted',
+            currencyCode: 'USD',
+            timeZone: 'America/New_York',
+            manager: false,
+            status: 'ENABLED',
+          },
+        },
+      ],
+    },
+  ]);
+  const okToken: Scripted = {
+    status: 200,
+    type: 'application/json',
+    body: JSON.stringify({ access_token: 'ya29.scripted', expires_in: 3599 }),
+  };
+  const okAds: Scripted = { status: 200, type: 'application/json', body: customerStream };
+  const okAccessible: Scripted = {
+    status: 200,
+    type: 'application/json',
+    body: JSON.stringify({ resourceNames: ['customers/1234567890'] }),
+  };
+  const state = { token: [] as Scripted[], ads: [] as Scripted[] };
+  const paths: string[] = [];
+  const server = http.createServer((req, res) => {
+    paths.push(req.url!);
+    req.resume();
+    const next =
+      (req.url === '/token' ? state.token.shift() : state.ads.shift()) ??
+      (req.url === '/token' ? okToken : req.url!.endsWith(':listAccessibleCustomers') ? okAccessible : okAds);
+    res.writeHead(next.status, { 'content-type': next.type, ...(next.headers ?? {}) });
+    res.end(next.body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    paths,
+    get token() {
+      return state.token;
+    },
+    get ads() {
+      return state.ads;
+    },
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+const json = (status: number, body: unknown, headers?: Record<string, string>): Scripted => ({
+  status,
+  type: 'application/json; charset=utf-8',
+  body: JSON.stringify(body),
+  ...(headers ? { headers } : {}),
+});
+const html = (status: number, headers?: Record<string, string>): Scripted => ({
+  status,
+  type: 'text/html; charset=UTF-8',
+  body: `<!DOCTYPE html><title>Error ${status}</title><p>That’s an error.`,
+  ...(headers ? { headers } : {}),
+});
+
+test('the token endpoint: 429 and slow_down are a wait (Retry-After, else 30 s) or PlatformThrottled past the budget; 5xx a platform error; invalid_grant alone needs a reconnect', async () => {
+  const server = await scriptedServer();
+  try {
+    let n = 0;
+    // A new refresh token each time: no access token from memory hides the token request.
+    const describeWith = () =>
+      createGoogleAdsClient({
+        adsUrl: server.url,
+        oauthUrl: server.url,
+        clientId: 'c',
+        clientSecret: 's',
+        sleep: fakeSleep,
+      }).describeAccount({ secret: `refresh-${++n}` }, { externalId: '1234567890', accessVia: null });
+    sleeps.length = 0;
+    server.token.push(json(429, { error: 'rate_limit_exceeded', error_description: 'Rate limit exceeded.' }, { 'retry-after': '20' }));
+    assert.equal((await describeWith()).name, 'Scripted');
+    assert.deepEqual(sleeps, [20_000], 'waited as Retry-After asked, then asked again');
+
+    sleeps.length = 0;
+    server.token.push(html(429), json(400, { error: 'slow_down' }));
+    assert.equal((await describeWith()).name, 'Scripted');
+    assert.deepEqual(sleeps, [30_000, 30_000], 'without Retry-After: 30 s each');
+
+    sleeps.length = 0;
+    server.token.push(json(429, { error: 'rate_limit_exceeded', error_description: 'Rate limit exceeded.' }, { 'retry-after': '600' }));
+    await assert.rejects(
+      describeWith(),
+      (e: unknown) => e instanceof PlatformThrottled && e.retryAfterMs === 600_000 && e.platformMessage === 'Rate limit exceeded.',
+    );
+    assert.deepEqual(sleeps, [], 'a wait past SPEND_THROTTLE_WAIT_MAX_MS is left to the engine');
+
+    for (const [answer, kind] of [
+      [json(500, { error: 'server_error' }), 'platform_error'],
+      [json(503, { error: 'temporarily_unavailable' }), 'platform_error'],
+      [html(502), 'platform_error'],
+      [json(502, {}), 'platform_error'],
+      [html(404), 'invalid_request'],
+      [json(400, { error: 'invalid_grant', error_description: 'Token has been expired or revoked.' }), 'needs_reconnect'],
+      [json(401, { error: 'invalid_client', error_description: 'Unauthorized' }), 'invalid_request'],
+      [json(400, { error: 'unauthorized_client' }), 'invalid_request'],
+      [html(200), 'bad_answer'],
+    ] as const) {
+      server.token.push(answer);
+      const error = await failure(describeWith());
+      assert.equal(error.kind, kind, `${answer.status} ${answer.body.slice(0, 60)}: ${error.message}`);
+    }
+  } finally {
+    await server.close();
+  }
+});
+
+test('the Ads API without JSON (an HTML error page): the HTTP status decides; a 2xx that is not JSON is a bad answer', async () => {
+  const server = await scriptedServer();
+  try {
+    const raw = createGoogleAdsClient({ adsUrl: server.url, oauthUrl: server.url, clientId: 'c', clientSecret: 's', sleep: fakeSleep });
+    const describeIt = () => raw.describeAccount({ secret: 'refresh-html' }, { externalId: '1234567890', accessVia: null });
+    for (const [answer, kind] of [
+      [html(502), 'platform_error'],
+      [html(500), 'platform_error'],
+      [{ status: 503, type: 'application/json', body: '{"error": {"code": 5' }, 'platform_error'],
+      [html(404), 'invalid_request'],
+      [html(403), 'missing_permission'],
+      [html(400), 'bad_answer'],
+      [html(200), 'bad_answer'],
+      [{ status: 200, type: 'application/json', body: '[{"results": [' }, 'bad_answer'],
+    ] as const) {
+      server.ads.push(answer);
+      const error = await failure(describeIt());
+      assert.equal(error.kind, kind, `${answer.status} ${answer.type}: ${error.message}`);
+    }
+    // 401: one new access token, then the verdict stands.
+    server.ads.push(html(401), html(401));
+    const tokensBefore = server.paths.filter((p) => p === '/token').length;
+    assert.equal((await failure(describeIt())).kind, 'needs_reconnect');
+    assert.equal(server.paths.filter((p) => p === '/token').length, tokensBefore + 1);
+    // 429 without JSON: a quota wait like RESOURCE_EXHAUSTED, Retry-After when sent.
+    sleeps.length = 0;
+    server.ads.push(html(429, { 'retry-after': '7' }), html(429));
+    assert.equal((await describeIt()).name, 'Scripted');
+    assert.deepEqual(sleeps, [7000, 30_000]);
+  } finally {
+    await server.close();
   }
 });
 
@@ -828,7 +1110,17 @@ test('the sandbox is strict about GAQL: an unknown field, resource or a spend qu
       .errors[0]!.errorCode;
   for (const [query, code] of [
     ['SELECT customer.id, customer.secret FROM customer', 'PROHIBITED_FIELD_IN_SELECT_CLAUSE'],
-    ['SELECT campaign.id FROM campaign', 'BAD_RESOURCE_TYPE_IN_FROM_CLAUSE'],
+    ['SELECT asset_group.id FROM asset_group', 'BAD_RESOURCE_TYPE_IN_FROM_CLAUSE'],
+    ['SELECT campaign.id, metrics.cost_micros FROM campaign WHERE segments.date DURING LAST_7_DAYS', 'UNEXPECTED_INPUT'],
+    [
+      "SELECT campaign.id FROM campaign WHERE segments.date BETWEEN '2026-11-20' AND '2026-11-20' AND campaign.advertising_channel_type IN ('PMAX')",
+      'BAD_ENUM_CONSTANT',
+    ],
+    [
+      "SELECT campaign.id FROM campaign WHERE segments.date BETWEEN '2026-11-20' AND '2026-11-20' AND campaign.name = 'x'",
+      'UNEXPECTED_INPUT',
+    ],
+    ['SELECT ad_group.id FROM campaign', 'PROHIBITED_FIELD_IN_SELECT_CLAUSE'],
     ['SELECT segments.date, metrics.cost_micros FROM ad_group', 'EXPECTED_FILTERS_ON_DATE_RANGE'],
     ["SELECT segments.date FROM ad_group WHERE segments.date BETWEEN '2026-11-20' AND '2026-11-19'", 'DATE_RANGE_TOO_NARROW'],
     ['customer.id FROM customer', 'EXPECTED_SELECT'],
@@ -845,5 +1137,21 @@ test('the sandbox is strict about GAQL: an unknown field, resource or a spend qu
   const expected = new Map<string, bigint>();
   for (const r of sandbox.hourlySpend('1234567890', { since: '2026-11-20', until: '2026-11-20' }))
     expected.set(r.adSetId, (expected.get(r.adSetId) ?? 0n) + r.spendMicros);
-  assert.deepEqual(new Map(rows.map((r) => [r.adGroup.id, BigInt(r.metrics.costMicros)])), expected);
+  // Without a filter on the channel type an ad_group query has every ad group's rows; a Performance Max campaign has none.
+  assert.deepEqual(
+    new Map(rows.map((r) => [r.adGroup.id, BigInt(r.metrics.costMicros)])),
+    new Map([...expected].filter(([id]) => !id.startsWith('campaign:'))),
+  );
+  // And `campaign` sums every campaign's ad groups (here with no filter: Search campaigns too).
+  const byCampaign = await ask(
+    "SELECT campaign.id, metrics.cost_micros FROM campaign WHERE segments.date BETWEEN '2026-11-20' AND '2026-11-20'",
+  );
+  const campaignTotals = new Map<string, bigint>();
+  for (const r of sandbox.hourlySpend('1234567890', { since: '2026-11-20', until: '2026-11-20' }))
+    campaignTotals.set(r.campaignId, (campaignTotals.get(r.campaignId) ?? 0n) + r.spendMicros);
+  const campaignRows = (byCampaign.body as { results: { campaign: { id: string }; metrics: { costMicros: string } }[] }[]).flatMap(
+    (b) => b.results,
+  );
+  assert.equal(campaignRows.length, 3, 'two Search campaigns and one Performance Max');
+  assert.deepEqual(new Map(campaignRows.map((r) => [r.campaign.id, BigInt(r.metrics.costMicros)])), campaignTotals);
 });

@@ -1,18 +1,20 @@
 // The Google Ads API wire client (REST): the accounts a Google login can reach, directly or through
-// manager accounts, and hourly ad-group spend from GoogleAdsService.SearchStream; plus the OAuth 2.0
+// manager accounts, and hourly spend from GoogleAdsService.SearchStream (per ad group, and per
+// campaign for the campaign types without ad groups, ./wire.ts); plus the OAuth 2.0
 // web-server flow that gives us the refresh token we keep. It follows Google's documented wire
 // format, so the same code talks to googleads.googleapis.com / oauth2.googleapis.com and to the
 // loopback sandbox (./sandbox.ts). Every answer is checked before it is believed: a wrong type, a
-// missing field, HTML, a redirect, a body over the cap or past the deadline is a
-// PlatformError('bad_answer'), never a crash. The refresh token, access tokens, the client secret,
-// an OAuth code and the developer token are never written into an error message.
+// missing field, a redirect, a body over the cap or past the deadline is a
+// PlatformError('bad_answer'), never a crash (an error page without JSON is judged by its HTTP
+// status). The refresh token, access tokens, the client secret, an OAuth code and the developer
+// token are never written into an error message.
 //
-// A read holds one SearchStream answer at a time: REST delivers the whole stream as ONE JSON array
-// (one HTTP body), so a range is read in windows of days sized to keep each body well under the
-// cap (a window too large is halved and asked again, nothing of it having been handed on). The
-// body is checked whole before any of its rows are handed on, so an error element at the end of a
-// stream (quota, a transient failure) is seen first: a quota error is waited out and the same
-// window asked again, and no row ever reaches the caller twice.
+// A read holds one window's two SearchStream answers at a time: REST delivers the whole stream as
+// ONE JSON array (one HTTP body), so a range is read in windows of days sized to keep each body
+// well under the cap (a window too large is halved and asked again, nothing of it having been
+// handed on). Both bodies are checked whole before any of the window's rows are handed on, so an
+// error element at the end of a stream (quota, a transient failure) is seen first: a quota error
+// is waited out and the same query asked again, and no row ever reaches the caller twice.
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
@@ -31,7 +33,17 @@ import {
   type PlatformFailureKind,
   type PlatformSpendRow,
 } from '../ad-platform.ts';
-import { customerClientQuery, customerQuery, durationMs, RETRY_INFO_TYPE, spendQuery, type RpcStatus } from './wire.ts';
+import {
+  CAMPAIGN_LEVEL_CHANNEL_TYPES,
+  campaignAdSetId,
+  campaignSpendQuery,
+  customerClientQuery,
+  customerQuery,
+  durationMs,
+  RETRY_INFO_TYPE,
+  spendQuery,
+  type RpcStatus,
+} from './wire.ts';
 
 export interface GoogleAdsClientOptions {
   /** https://googleads.googleapis.com in production (GOOGLE_ADS_URL), the sandbox's url in tests and the demo. */
@@ -138,6 +150,10 @@ interface Session {
 
 interface Answer {
   status: number;
+  /** Whether the answer says it is JSON (content-type application/json). */
+  json: boolean;
+  /** The Retry-After header, as sent. */
+  retryAfter: string | undefined;
   text: string;
   bytes: number;
 }
@@ -216,10 +232,9 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
               new PlatformError('bad_answer', `${who} answered ${what} with a redirect (HTTP ${status}); the API never redirects`),
             );
           const type = (response.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-          if (type !== 'application/json')
-            return settle(
-              new PlatformError('bad_answer', `${who} answered ${what} with ${type || 'no content type'} (HTTP ${status}), not JSON`),
-            );
+          // Another type (an HTML error page) is read too, under the same cap: its status still says what happened.
+          const json = type === 'application/json';
+          const retryAfter = typeof response.headers['retry-after'] === 'string' ? response.headers['retry-after'] : undefined;
           const tooLarge = () =>
             new AnswerTooLarge('bad_answer', `${possessive(who)} answer to ${what} is larger than ${maxBodyBytes} bytes`);
           if (Number(response.headers['content-length'] ?? 0) > maxBodyBytes) return settle(tooLarge());
@@ -240,6 +255,8 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
           stream.on('end', () =>
             settle(undefined, {
               status,
+              json,
+              retryAfter,
               bytes: total,
               text: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total)).toString('utf8'),
             }),
@@ -268,15 +285,46 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
     return answer;
   }
 
-  function parseJson(answer: Answer, who: string, what: string): unknown {
+  /** The answer's JSON, or undefined when it has none: a body of another type, or not valid JSON (see statusOnly). */
+  function parseJson(answer: Answer): unknown {
+    if (!answer.json) return undefined;
     try {
       return JSON.parse(answer.text);
     } catch {
-      throw new PlatformError(
-        'bad_answer',
-        `${possessive(who)} answer to ${what} is not valid JSON (HTTP ${answer.status}, ${answer.bytes} bytes)`,
-      );
+      return undefined;
     }
+  }
+
+  /**
+   * What an answer without a documented error means (an HTML error page from a proxy or a front
+   * end, a body that is not valid JSON, JSON without an error): its HTTP status still tells. A server error is temporary; 404 is a wrong base URL or a
+   * retired API version ("Sunset" versions answer 404), which no retry mends; 401 and 403 are
+   * their google.rpc equivalents (UNAUTHENTICATED, PERMISSION_DENIED); a 2xx that is not JSON is
+   * not what the documentation promises. 429 is handled by the callers (a wait).
+   */
+  function statusOnly(answer: Answer, who: string, what: string, unauthenticated: PlatformFailureKind): PlatformError {
+    const words = `${who} answered ${what} with HTTP ${answer.status} and ${answer.json ? 'no error in a form it documents' : 'no JSON'}`;
+    if (answer.status >= 500) return new PlatformError('platform_error', `${words}: a temporary error`);
+    if (answer.status === 404) return new PlatformError('invalid_request', `${words}: check the base URL and the API version`);
+    if (answer.status === 401) return new PlatformError(unauthenticated, `${words}: the credentials were refused`);
+    if (answer.status === 403) return new PlatformError('missing_permission', `${words}: access was refused`);
+    return new PlatformError('bad_answer', `${words} (${answer.bytes} bytes)`);
+  }
+
+  /** A Retry-After header (delta-seconds or an HTTP-date; RFC 9110 §10.2.3) in milliseconds; undefined when absent or unreadable. */
+  function retryAfterMs(header: string | undefined): number | undefined {
+    if (header === undefined) return undefined;
+    const text = header.trim();
+    if (/^\d{1,9}$/.test(text)) return Number(text) * 1000;
+    const at = Date.parse(text);
+    return Number.isNaN(at) || !/[a-z]/i.test(text) ? undefined : Math.max(0, at - now());
+  }
+
+  /** Waits `ms` within the session's budget (SPEND_THROTTLE_WAIT_MAX_MS in all), or throws PlatformThrottled for the caller to reschedule. */
+  async function waitOrThrottle(s: Session, ms: number, message: string, platformMessage: string | undefined): Promise<void> {
+    if (s.waitedMs + ms > SPEND_THROTTLE_WAIT_MAX_MS) throw new PlatformThrottled(ms, message, platformMessage);
+    s.waitedMs += ms;
+    await sleep(ms, s.signal);
   }
 
   // --- OAuth 2.0 (Using OAuth 2.0 for Web Server Applications)
@@ -290,22 +338,49 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
   ): Promise<{ accessToken: string; expiresAt: number; refreshToken: string | undefined }> {
     const who = "Google's token endpoint";
     const body = new URLSearchParams({ client_id: clientId, client_secret: clientSecret, ...params }).toString();
-    const answer = await send(
-      s,
-      who,
-      what,
-      'POST',
-      new URL(`${oauthBase}/token`),
-      { 'content-type': 'application/x-www-form-urlencoded' },
-      body,
-    );
-    const json = parseJson(answer, who, what);
-    if (!isObject(json)) throw new PlatformError('bad_answer', `${possessive(who)} answer to ${what} is not a JSON object`);
+    let answer: Answer;
+    let json: unknown;
+    for (;;) {
+      answer = await send(
+        s,
+        who,
+        what,
+        'POST',
+        new URL(`${oauthBase}/token`),
+        { 'content-type': 'application/x-www-form-urlencoded' },
+        body,
+      );
+      json = parseJson(answer);
+      const code = isObject(json) && typeof json.error === 'string' ? json.error.slice(0, 64) : undefined;
+      // Too many requests (HTTP 429, or the rate-limit words of RFC 8628 §3.5 and Google's own):
+      // a pause, not a broken login. Retry-After says how long when Google sends it.
+      if (answer.status === 429 || code === 'slow_down' || code === 'rate_limit_exceeded') {
+        const description =
+          isObject(json) && typeof json.error_description === 'string' ? json.error_description.slice(0, 2000) : undefined;
+        const ms = Math.min(retryAfterMs(answer.retryAfter) ?? SHORT_QUOTA_WAIT_MS, MAX_QUOTA_WAIT_MS);
+        await waitOrThrottle(
+          s,
+          ms,
+          `${who} asks to slow down for ${what}: try again in ${Math.ceil(ms / 1000)} s`,
+          description === undefined ? undefined : scrub(description, s),
+        );
+        continue;
+      }
+      break;
+    }
+    if (!isObject(json)) {
+      if (answer.json && answer.status >= 200 && answer.status < 300 && json !== undefined)
+        throw new PlatformError('bad_answer', `${possessive(who)} answer to ${what} is not a JSON object`);
+      // A 401 without an OAuth error is the client being refused, as invalid_client is (RFC 6749 §5.2).
+      throw statusOnly(answer, who, what, 'invalid_request');
+    }
     if (json.error !== undefined || answer.status < 200 || answer.status >= 300) {
       // RFC 6749 §5.2: { error, error_description }. Google's invalid_grant says why in its
       // description ("Token has been expired or revoked.", "Bad Request", "Malformed auth code.").
-      if (typeof json.error !== 'string' || json.error === '')
+      if (typeof json.error !== 'string' || json.error === '') {
+        if (answer.status >= 500) throw statusOnly(answer, who, what, 'invalid_request');
         throw new PlatformError('bad_answer', `${who} answered ${what} with HTTP ${answer.status} and no OAuth error`);
+      }
       const code = json.error.slice(0, 64);
       const description = typeof json.error_description === 'string' ? json.error_description.slice(0, 2000) : '';
       const details = { platformMessage: scrub(description || code, s), platformCode: scrub(code, s) };
@@ -317,6 +392,7 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
             : `Google refused ${what} (invalid_grant)`,
           details,
         );
+      // The operator's OAuth client itself is refused: nothing an account admin's retry mends.
       if (code === 'invalid_client' || code === 'unauthorized_client')
         throw new PlatformError(
           'invalid_request',
@@ -383,21 +459,32 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
       if (loginCustomerId !== null) headers['login-customer-id'] = loginCustomerId;
       if (body !== undefined) headers['content-type'] = 'application/json';
       const answer = await send(s, who, what, method, new URL(`${adsBase}/${version}/${path}`), headers, body);
-      const json = parseJson(answer, who, what);
+      const json = parseJson(answer);
+      if (json === undefined) {
+        // No JSON to read Google's error from: the HTTP status is all there is (429: a wait, as RESOURCE_EXHAUSTED).
+        if (answer.status === 429) {
+          const ms = Math.min(retryAfterMs(answer.retryAfter) ?? SHORT_QUOTA_WAIT_MS, MAX_QUOTA_WAIT_MS);
+          await waitOrThrottle(s, ms, `Google Ads asks to slow down for ${what}: try again in ${Math.ceil(ms / 1000)} s`, undefined);
+          continue;
+        }
+        const error = statusOnly(answer, who, what, 'needs_reconnect');
+        if (error.kind === 'needs_reconnect' && !fresh) {
+          fresh = true;
+          continue;
+        }
+        throw error;
+      }
       const status = errorIn(json);
       if (status !== undefined) {
         const failure = readFailure(status, answer.status, what, s);
         if (failure.waitMs !== undefined) {
           const ms = failure.waitMs;
-          if (s.waitedMs + ms > SPEND_THROTTLE_WAIT_MAX_MS) {
-            throw new PlatformThrottled(
-              ms,
-              `Google Ads quota is exhausted for ${what}: try again in ${Math.ceil(ms / 1000)} s`,
-              failure.error.platformMessage,
-            );
-          }
-          s.waitedMs += ms;
-          await sleep(ms, s.signal);
+          await waitOrThrottle(
+            s,
+            ms,
+            `Google Ads quota is exhausted for ${what}: try again in ${Math.ceil(ms / 1000)} s`,
+            failure.error.platformMessage,
+          );
           continue;
         }
         // An access token from memory that Google no longer takes (revoked early): one new one, then the verdict stands.
@@ -407,8 +494,7 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
         }
         throw failure.error;
       }
-      if (answer.status < 200 || answer.status >= 300)
-        throw new PlatformError('bad_answer', `${who} answered ${what} with HTTP ${answer.status} and no error body`);
+      if (answer.status < 200 || answer.status >= 300) throw statusOnly(answer, who, what, 'needs_reconnect');
       return { json, bytes: answer.bytes };
     }
   }
@@ -595,9 +681,16 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
     for (let since = range.since; since <= range.until; ) {
       const until = minDate(addDays(since, windowDays - 1), range.until);
       const what = `the spend of ${account.externalId} (${since} to ${until})`;
-      let answer: { batches: unknown[][]; bytes: number };
+      const campaignsWhat = `the campaign-level spend of ${account.externalId} (${since} to ${until})`;
+      // Both queries of a window are read whole before any of its rows goes out: a quota wait on the
+      // second asks only the second again (the first is held), a failure or a throttle past the
+      // budget ends the read with nothing of the window handed on, and the two answers are checked
+      // against each other first.
+      let adGroups: { batches: unknown[][]; bytes: number };
+      let campaigns: { batches: unknown[][]; bytes: number };
       try {
-        answer = await searchStream(s, what, account.externalId, spendQuery(since, until), account.accessVia);
+        adGroups = await searchStream(s, what, account.externalId, spendQuery(since, until), account.accessVia);
+        campaigns = await searchStream(s, campaignsWhat, account.externalId, campaignSpendQuery(since, until), account.accessVia);
       } catch (error) {
         // Nothing of this window was handed on: ask again for half as many days.
         if (error instanceof AnswerTooLarge && windowDays > 1) {
@@ -606,16 +699,29 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
         }
         throw error;
       }
-      bytesSeen += answer.bytes;
+      bytesSeen += adGroups.bytes + campaigns.bytes;
       daysSeen += dayCount({ since, until });
+      const campaignCheck: RowCheck = { account, since, until, what: campaignsWhat, checkedDate: NOT_CHECKED };
+      const campaignBatches = campaigns.batches.map((batch) => batch.map((row) => spendRow(row, 'campaign', campaignCheck)));
+      // The queries split campaigns by type, so a campaign in both answers would be counted twice.
+      const campaignLevel = new Set(campaignBatches.flatMap((batch) => batch.map((r) => r.campaignId)));
+      if (campaignLevel.size > 0)
+        for (const batch of adGroups.batches)
+          for (const row of batch)
+            if (isObject(row) && isObject(row.campaign) && campaignLevel.has(row.campaign.id as string))
+              throw new PlatformError(
+                'bad_answer',
+                `Google Ads answered ${what} with campaign ${row.campaign.id as string} both by ad group and at campaign level`,
+              );
       const check: RowCheck = { account, since, until, what, checkedDate: NOT_CHECKED };
-      const { batches } = answer;
+      const { batches } = adGroups;
       for (let i = 0; i < batches.length; i++) {
-        const rows = batches[i]!.map((row) => spendRow(row, check));
+        const rows = batches[i]!.map((row) => spendRow(row, 'ad_group', check));
         // Let the parsed batch go as soon as it is converted: the rest of the window is all that is held.
         batches[i] = [];
         if (rows.length > 0) yield rows;
       }
+      for (const rows of campaignBatches) if (rows.length > 0) yield rows;
       const perDay = bytesSeen / daysSeen;
       windowDays = Math.max(1, Math.min(MAX_WINDOW_DAYS, Math.floor(windowTarget / Math.max(perDay, 1))));
       since = addDays(until, 1);
@@ -642,10 +748,13 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
       const accessible = await accessibleCustomers(s);
       if (accessible.includes(externalId)) return asAdAccount(await customer(s, externalId, null), null);
       // Through a manager the login reaches: the first that lets us read the account as its client.
-      for (const managerId of accessible) {
-        if (managerId === accessVia) continue;
+      // Only a manager can be a login-customer-id ("Call structure"), so each accessible customer is
+      // read as itself first (customer.manager) and an ordinary account is never tried as the way in.
+      for (const candidate of accessible) {
+        if (candidate === accessVia) continue;
         try {
-          return asAdAccount(await customer(s, externalId, managerId), managerId);
+          if (!(await customer(s, candidate, null)).manager) continue;
+          return asAdAccount(await customer(s, externalId, candidate), candidate);
         } catch (error) {
           if (!(error instanceof PlatformError) || error.kind !== 'missing_permission') throw error;
           refused ??= error;
@@ -813,10 +922,12 @@ interface RowCheck {
 }
 
 /**
- * One GoogleAdsRow of the spend query: `{ segments: { date, hour }, campaign: { id, name },
- * adGroup: { id, name }, metrics: { costMicros } }` (plus resourceName fields Google adds).
+ * One GoogleAdsRow of a spend query: `{ segments: { date, hour }, campaign: { id, name }, adGroup:
+ * { id, name }, metrics: { costMicros } }` from `ad_group` (plus resourceName fields Google adds);
+ * from `campaign`, no adGroup but `campaign.advertisingChannelType`, one of the campaign-level
+ * types, and the campaign stands in for its ad set.
  */
-function spendRow(value: unknown, c: RowCheck): PlatformSpendRow {
+function spendRow(value: unknown, level: 'ad_group' | 'campaign', c: RowCheck): PlatformSpendRow {
   const bad = (field: string) => new PlatformError('bad_answer', `Google Ads' answer to ${c.what} has a row with no valid ${field}`);
   if (!isObject(value)) throw bad('object');
   const { segments, campaign, adGroup, metrics } = value;
@@ -831,8 +942,20 @@ function spendRow(value: unknown, c: RowCheck): PlatformSpendRow {
   if (typeof hour !== 'number' || !Number.isInteger(hour) || hour < 0 || hour > 23) throw bad('segments.hour');
   if (!isObject(campaign) || !isNumericId(campaign.id)) throw bad('campaign.id');
   if (typeof campaign.name !== 'string') throw bad('campaign.name');
-  if (!isObject(adGroup) || !isNumericId(adGroup.id)) throw bad('ad_group.id');
-  if (typeof adGroup.name !== 'string') throw bad('ad_group.name');
+  let adSetId: string;
+  let adSetName: string;
+  if (level === 'ad_group') {
+    if (!isObject(adGroup) || !isNumericId(adGroup.id)) throw bad('ad_group.id');
+    if (typeof adGroup.name !== 'string') throw bad('ad_group.name');
+    adSetId = adGroup.id;
+    adSetName = adGroup.name;
+  } else {
+    // Enums are their names in proto3 JSON; another type here would be read by the ad_group query too.
+    if (typeof campaign.advertisingChannelType !== 'string' || !CAMPAIGN_LEVEL_CHANNEL_TYPES.includes(campaign.advertisingChannelType))
+      throw bad('campaign.advertising_channel_type');
+    adSetId = campaignAdSetId(campaign.id);
+    adSetName = campaign.name;
+  }
   // metrics.cost_micros is an `optional int64`, so a JSON string of digits; unset (no cost recorded)
   // it is left out, which is zero.
   let spendMicros = 0n;
@@ -844,13 +967,5 @@ function spendRow(value: unknown, c: RowCheck): PlatformSpendRow {
       spendMicros = BigInt(cost);
     }
   }
-  return {
-    date: date as string,
-    hour,
-    campaignId: campaign.id,
-    campaignName: campaign.name,
-    adSetId: adGroup.id,
-    adSetName: adGroup.name,
-    spendMicros,
-  };
+  return { date: date as string, hour, campaignId: campaign.id, campaignName: campaign.name, adSetId, adSetName, spendMicros };
 }

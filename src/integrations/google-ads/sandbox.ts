@@ -1,13 +1,15 @@
 // A sandbox Google Ads on loopback: the OAuth 2.0 consent page and token endpoint, and the Google
 // Ads API calls hubops makes (customers:listAccessibleCustomers, GoogleAdsService.SearchStream on
-// `customer`, `customer_client` and hourly `ad_group` spend), in Google's documented REST wire
+// `customer`, `customer_client`, and hourly spend from `ad_group` and `campaign`, filtered by
+// campaign.advertising_channel_type), in Google's documented REST wire
 // format (./wire.ts): a stream is ONE JSON array of batches of up to 10,000 rows, int64 values are
 // strings, errors are google.rpc.Status with a GoogleAdsFailure in their details, as a whole answer
 // or as an element at the end of a stream. Its GAQL parser is strict: a field, resource or clause
 // it does not know is refused with INVALID_ARGUMENT / queryError, as Google would.
 //
 // One manager account reaches a client account that the login cannot reach directly: reading it
-// needs login-customer-id = the manager, anything else is PERMISSION_DENIED. Spend is generated,
+// needs login-customer-id = the manager, anything else is PERMISSION_DENIED. Ordinary customers
+// have a Performance Max campaign (no ad groups) besides their Search ad groups. Spend is generated,
 // deterministic per seed, in each account's own local hours (a spring-forward day has 23), in
 // micros with sub-cent parts. A scenario control (in JS, and POST /__sandbox/scenario) throttles a
 // customer (also inside a stream after some batches), expires or revokes a refresh token, denies a
@@ -18,13 +20,30 @@ import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { GOOGLE_ADS_API_VERSION } from '../../policy.ts';
-import { googleAdsFailureType, RPC_HTTP_STATUS, type GoogleStatusJson, type RpcStatus } from './wire.ts';
+import {
+  CAMPAIGN_LEVEL_CHANNEL_TYPES,
+  campaignAdSetId,
+  googleAdsFailureType,
+  RPC_HTTP_STATUS,
+  type GoogleStatusJson,
+  type RpcStatus,
+} from './wire.ts';
 
 export interface SandboxAdGroup {
   id: string;
   name: string;
   campaignId: string;
   campaignName: string;
+}
+
+/**
+ * A campaign without ad groups of its own: Performance Max (asset groups, no ad group), or Smart
+ * (one automatic ad group, whose rows `ad_group` serves too unless the query leaves Smart out).
+ */
+export interface SandboxCampaign {
+  id: string;
+  name: string;
+  channelType: 'PERFORMANCE_MAX' | 'SMART';
 }
 
 export interface SandboxCustomer {
@@ -40,7 +59,9 @@ export interface SandboxCustomer {
   clients: string[];
   /** Whether a default login reaches it directly (listAccessibleCustomers); false: only through its manager. */
   direct: boolean;
+  /** Ad groups of Search campaigns (advertising_channel_type SEARCH). */
   adGroups: SandboxAdGroup[];
+  campaigns: SandboxCampaign[];
 }
 
 export type SandboxCustomerInput = Partial<SandboxCustomer> & { id: string /** Adds it to this manager's clients. */; managerId?: string };
@@ -49,7 +70,7 @@ export interface SandboxSpendRow {
   date: string;
   hour: number;
   campaignId: string;
-  /** The ad group's id (an ad set, in the sync engine's words). */
+  /** The ad group's id (an ad set, in the sync engine's words); a campaign read at campaign level: `campaign:<id>` (wire.ts). */
   adSetId: string;
   spendMicros: bigint;
 }
@@ -94,8 +115,11 @@ export interface GoogleAdsSandbox {
     expireAccessTokens(): void;
     /** Every call on the customer answers PERMISSION_DENIED (USER_PERMISSION_DENIED). */
     denyPermission(customerId: string): void;
-    /** The next `times` (default 1) calls on the customer ('accessible' for listAccessibleCustomers) answer this error, after `afterBatches` batches when set. */
-    fail(key: string, error: SandboxError, o?: { times?: number; afterBatches?: number }): void;
+    /**
+     * The next `times` (default 1) calls on the customer ('accessible' for listAccessibleCustomers) answer this error, after
+     * `afterBatches` batches when set; with `resource`, only SearchStream calls whose query is FROM that resource.
+     */
+    fail(key: string, error: SandboxError, o?: { times?: number; afterBatches?: number; resource?: string }): void;
     /** The next `times` (default 1) token requests answer this OAuth error. */
     failToken(error: string, description: string, times?: number): void;
     /** The next call on the customer ('accessible' for listAccessibleCustomers) gets a hostile answer. */
@@ -120,8 +144,8 @@ export interface GoogleAdsSandbox {
   }[];
 }
 
-/** The sandbox's customers when none are given: the demo's Google Ads side. */
-export const GOOGLE_ADS_SANDBOX_CUSTOMERS: SandboxCustomerInput[] = [
+/** The sandbox's customers when none are given; each ordinary one also has a Performance Max campaign (the default). */
+const GOOGLE_ADS_SANDBOX_CUSTOMERS: SandboxCustomerInput[] = [
   { id: '1234567890', name: 'Brewline Search (sandbox)', currency: 'USD', timeZone: 'America/New_York' },
   { id: '2345678901', name: 'Brewline Europe (sandbox)', currency: 'EUR', timeZone: 'Europe/Berlin' },
   {
@@ -180,12 +204,41 @@ const RESOURCE_FIELDS: Record<string, Set<string>> = {
     'campaign.resource_name',
     'campaign.id',
     'campaign.name',
+    'campaign.advertising_channel_type',
     'ad_group.resource_name',
     'ad_group.id',
     'ad_group.name',
     'metrics.cost_micros',
   ]),
+  campaign: new Set([
+    'segments.date',
+    'segments.hour',
+    'campaign.resource_name',
+    'campaign.id',
+    'campaign.name',
+    'campaign.advertising_channel_type',
+    'metrics.cost_micros',
+  ]),
 };
+/** AdvertisingChannelTypeEnum (v26). */
+const CHANNEL_TYPES = new Set([
+  'UNSPECIFIED',
+  'UNKNOWN',
+  'SEARCH',
+  'DISPLAY',
+  'SHOPPING',
+  'HOTEL',
+  'VIDEO',
+  'MULTI_CHANNEL',
+  'LOCAL',
+  'SMART',
+  'PERFORMANCE_MAX',
+  'LOCAL_SERVICES',
+  'TRAVEL',
+  'DEMAND_GEN',
+]);
+/** The sandbox's metric resources: served with one segments.date BETWEEN and at most one filter on the channel type. */
+const METRIC_RESOURCES = new Set(['ad_group', 'campaign']);
 
 /** The top-level message Google gives each status (the GoogleAdsFailure inside says more). */
 const STATUS_MESSAGES: Partial<Record<RpcStatus, string>> = {
@@ -282,8 +335,17 @@ function hoursOf(zone: string, day: number): number[] {
 
 // --- State
 
+/** What spends, hour by hour: an ad group of a Search campaign, a Performance Max campaign (no ad group), a Smart campaign's one ad group. */
+interface SpendUnit {
+  campaignId: string;
+  campaignName: string;
+  channelType: string;
+  adGroup: { id: string; name: string } | null;
+}
+
 interface Customer extends SandboxCustomer {
-  /** Per ad group: its hash key and base cents per hour. */
+  units: SpendUnit[];
+  /** Per unit: its hash key and base cents per hour. */
   keys: number[];
   bases: number[];
   window?: { minute: number; value: { first: number; today: number; hour: number; minute: number } };
@@ -311,7 +373,8 @@ class SandboxFailure extends Error {
 interface Query {
   resource: string;
   fields: string[];
-  conditions: { field: string; op: string; value: string | number | boolean | [string, string] }[];
+  /** BETWEEN's value is its two ends; IN and NOT IN's the list. */
+  conditions: { field: string; op: string; value: string | number | boolean | string[] }[];
   limit: number | undefined;
 }
 
@@ -347,7 +410,7 @@ export async function startGoogleAdsSandbox(
   let consentedBefore = false;
   let omitRefreshToken = false;
   const throttles = new Map<string, { until: number; afterBatches: number }>();
-  const failures = new Map<string, { error: SandboxError; times: number; afterBatches: number }[]>();
+  const failures = new Map<string, { error: SandboxError; times: number; afterBatches: number; resource: string | undefined }[]>();
   const tokenFailures: { error: string; description: string; times: number }[] = [];
   const denied = new Set<string>();
   const malformed = new Map<string, SandboxMalformed[]>();
@@ -367,7 +430,29 @@ export async function startGoogleAdsSandbox(
             campaignId: `${c.id.slice(0, 6)}9${i < 2 ? 1 : 2}`,
             campaignName: `Campaign ${i < 2 ? 'A' : 'B'}`,
           })));
-    const keys = adGroups.map((g) => mix(seed ^ hashText(`${c.id}/${g.id}`)));
+    const campaigns =
+      c.campaigns ??
+      (c.manager || c.adGroups !== undefined
+        ? []
+        : [{ id: `${c.id.slice(0, 6)}93`, name: 'Performance Max', channelType: 'PERFORMANCE_MAX' as const }]);
+    const units: SpendUnit[] = [
+      ...adGroups.map((g) => ({
+        campaignId: g.campaignId,
+        campaignName: g.campaignName,
+        channelType: 'SEARCH',
+        adGroup: { id: g.id, name: g.name },
+      })),
+      ...campaigns.map((k) => ({
+        campaignId: k.id,
+        campaignName: k.name,
+        channelType: k.channelType,
+        adGroup: k.channelType === 'SMART' ? { id: `${k.id}0`, name: 'Smart campaign ad group' } : null,
+      })),
+    ];
+    // Ad groups keep the keys they always had: the same seed serves the same figures as before.
+    const keys = units.map((u) =>
+      mix(seed ^ hashText(u.channelType === 'SEARCH' ? `${c.id}/${u.adGroup!.id}` : `${c.id}/campaign/${u.campaignId}`)),
+    );
     customers.set(c.id, {
       id: c.id,
       name: c.name ?? `Sandbox customer ${c.id}`,
@@ -378,6 +463,8 @@ export async function startGoogleAdsSandbox(
       clients: [...(c.clients ?? [])],
       direct: c.direct ?? true,
       adGroups,
+      campaigns: campaigns.map((k) => ({ ...k })),
+      units,
       keys,
       bases: keys.map((k) => 50 + (k % 1950)),
     });
@@ -409,7 +496,7 @@ export async function startGoogleAdsSandbox(
 
   // --- Spend
 
-  /** Micros an ad group spent in a local hour; undefined for about one hour in twelve (no impression: Google has no row). */
+  /** Micros a unit spent in a local hour; undefined for about one hour in twelve (no impression: Google has no row). */
   function micros(customer: Customer, adGroup: number, day: number, hour: number): number | undefined {
     const r = mix(customer.keys[adGroup]! ^ mix(day * 24 + hour));
     if (r % 12 === 0) return undefined;
@@ -435,12 +522,12 @@ export async function startGoogleAdsSandbox(
     fromDay: number,
     toDay: number,
     start: number,
-    emit: (position: number, day: number, adGroup: number, hour: number, micros: number) => boolean,
+    emit: (position: number, day: number, unit: number, hour: number, micros: number) => boolean,
   ): void {
     const w = window(customer);
     const first = Math.max(fromDay, w.first);
     const last = Math.min(toDay, w.today);
-    const n = customer.adGroups.length;
+    const n = customer.units.length;
     if (n === 0) return;
     for (let day = first + Math.max(0, Math.floor(start / (24 * n)) - (first - fromDay)); day <= last; day++) {
       const factor = restatements.get(`${customer.id}|${dateOf(day)}`);
@@ -467,13 +554,30 @@ export async function startGoogleAdsSandbox(
     const customer = customers.get(customerId);
     if (!customer) throw new Error(`no sandbox customer ${customerId}`);
     const rows: SandboxSpendRow[] = [];
+    // Campaign-level types: one row per campaign and hour, whatever ad group a Smart campaign has.
+    const campaignLevel = new Map<string, SandboxSpendRow>();
     const from = range ? dayNumber(range.since) : window(customer).first;
     eachRow(customer, from, range ? dayNumber(range.until) : 1e9, 0, (_, day, g, hour, m) => {
-      const adGroup = customer.adGroups[g]!;
-      rows.push({ date: dateOf(day), hour, campaignId: adGroup.campaignId, adSetId: adGroup.id, spendMicros: BigInt(m) });
+      const unit = customer.units[g]!;
+      const date = dateOf(day);
+      if (!CAMPAIGN_LEVEL_CHANNEL_TYPES.includes(unit.channelType)) {
+        rows.push({ date, hour, campaignId: unit.campaignId, adSetId: unit.adGroup!.id, spendMicros: BigInt(m) });
+        return true;
+      }
+      const key = `${date}|${hour}|${unit.campaignId}`;
+      const row = campaignLevel.get(key);
+      if (row) row.spendMicros += BigInt(m);
+      else
+        campaignLevel.set(key, {
+          date,
+          hour,
+          campaignId: unit.campaignId,
+          adSetId: campaignAdSetId(unit.campaignId),
+          spendMicros: BigInt(m),
+        });
       return true;
     });
-    return rows;
+    return [...rows, ...campaignLevel.values()];
   }
 
   // --- HTTP
@@ -677,7 +781,11 @@ export async function startGoogleAdsSandbox(
         if (/\sBETWEEN\s/i.test(part) && i + 1 < parts.length) part = `${part} AND ${parts[++i]!.trim()}`;
         const between = /^([a-z_.]+)\s+BETWEEN\s+'([^']*)'\s+AND\s+'([^']*)'$/i.exec(part);
         const compare = /^([a-z_.]+)\s*(=|!=|<=|>=|<|>)\s*('([^']*)'|-?\d+|TRUE|FALSE)$/i.exec(part);
-        const field = (between ?? compare)?.[1];
+        // IN / NOT IN a StringList or a LiteralList (GAQL grammar).
+        const list = /^([a-z_.]+)\s+(IN|NOT\s+IN)\s*\(\s*((?:'[^']*'|[A-Za-z0-9_]+)(?:\s*,\s*(?:'[^']*'|[A-Za-z0-9_]+))*)\s*\)$/i.exec(
+          part,
+        );
+        const field = (between ?? compare ?? list)?.[1];
         if (!field)
           throw queryError(
             'UNEXPECTED_INPUT',
@@ -686,6 +794,9 @@ export async function startGoogleAdsSandbox(
         if (!allowed.has(field)) throw queryError('BAD_FIELD_NAME', `Error in WHERE clause: invalid field name '${field.slice(0, 60)}'.`);
         if (between) {
           conditions.push({ field, op: 'BETWEEN', value: [between[2]!, between[3]!] });
+        } else if (list) {
+          const values = list[3]!.split(',').map((v) => v.trim().replace(/^'(.*)'$/, '$1'));
+          conditions.push({ field, op: list[2]!.toUpperCase().replace(/\s+/, ' '), value: values });
         } else {
           const raw = compare![3]!;
           const value = compare![4] !== undefined ? compare![4] : /^(TRUE|FALSE)$/i.test(raw) ? raw.toUpperCase() === 'TRUE' : Number(raw);
@@ -694,19 +805,30 @@ export async function startGoogleAdsSandbox(
       }
     }
     const query: Query = { resource, fields, conditions, limit: m[4] === undefined ? undefined : Number(m[4]) };
-    if (resource === 'ad_group') {
+    if (METRIC_RESOURCES.has(resource)) {
       const dates = conditions.filter((c) => c.field === 'segments.date');
       const range = dates[0]?.value;
       if (dates.length !== 1 || dates[0]!.op !== 'BETWEEN' || !Array.isArray(range))
         throw queryError(
           'EXPECTED_FILTERS_ON_DATE_RANGE',
-          'Error in WHERE clause: the sandbox serves ad_group metrics with one segments.date BETWEEN filter only.',
+          `Error in WHERE clause: the sandbox serves ${resource} metrics with one segments.date BETWEEN filter only.`,
         );
       if (!isDate(range[0]) || !isDate(range[1]))
         throw queryError('INVALID_VALUE_WITH_BETWEEN_OPERATOR', 'Error in WHERE clause: invalid date.');
       if (range[0] > range[1]) throw queryError('DATE_RANGE_TOO_NARROW', 'Error in WHERE clause: the date range is empty.');
-      if (conditions.length > 1)
-        throw queryError('UNEXPECTED_INPUT', 'Error in WHERE clause: the sandbox filters ad_group by segments.date only.');
+      const types = conditions.filter((c) => c.field === 'campaign.advertising_channel_type');
+      if (conditions.length !== 1 + types.length || types.length > 1 || (types[0] && !['=', '!=', 'IN', 'NOT IN'].includes(types[0].op)))
+        throw queryError(
+          'UNEXPECTED_INPUT',
+          `Error in WHERE clause: the sandbox filters ${resource} by segments.date and at most one condition on campaign.advertising_channel_type.`,
+        );
+      const named = types[0] ? (Array.isArray(types[0].value) ? types[0].value : [String(types[0].value)]) : [];
+      const unknown = named.find((t) => !CHANNEL_TYPES.has(t));
+      if (unknown !== undefined)
+        throw queryError(
+          'BAD_ENUM_CONSTANT',
+          `Error in WHERE clause: invalid enum value '${unknown.slice(0, 40)}' for campaign.advertising_channel_type.`,
+        );
     }
     return query;
   }
@@ -830,34 +952,51 @@ export async function startGoogleAdsSandbox(
       else if (batches === 0) res.end(`[{"fieldMask":"${mask}","requestId":"${id}"}]`);
       else res.end(']');
     };
-    if (q.resource !== 'ad_group') {
+    if (!METRIC_RESOURCES.has(q.resource)) {
       await writeAll(accountRows(customer, q));
       return finish();
     }
-    const [since, until] = q.conditions[0]!.value as [string, string];
+    const [since, until] = q.conditions.find((c) => c.field === 'segments.date')!.value as [string, string];
     const fromDay = dayNumber(since);
     const toDay = dayNumber(until);
     const want = new Set(q.fields);
     const hourly = want.has('segments.hour');
     const daily = want.has('segments.date');
-    const prefixes = customer.adGroups.map((g) => {
+    const byAdGroup = q.resource === 'ad_group';
+    const typeFilter = q.conditions.find((c) => c.field === 'campaign.advertising_channel_type');
+    const typeOk = (type: string) => {
+      if (!typeFilter) return true;
+      const listed = Array.isArray(typeFilter.value) ? typeFilter.value.includes(type) : typeFilter.value === type;
+      return typeFilter.op === '=' || typeFilter.op === 'IN' ? listed : !listed;
+    };
+    // What the query serves: `ad_group` the units with an ad group (Performance Max has none), `campaign`
+    // every unit summed into its campaign (the campaign's first unit stands for it).
+    const served = customer.units.map((u) => typeOk(u.channelType) && (!byAdGroup || u.adGroup !== null));
+    const leader = customer.units.map((u, g) => (byAdGroup ? g : customer.units.findIndex((v) => v.campaignId === u.campaignId)));
+    const prefixes = customer.units.map((u) => {
       const parts: string[] = [];
-      if (want.has('campaign.id') || want.has('campaign.name') || want.has('campaign.resource_name')) {
-        const campaign = [`"resourceName":"customers/${customer.id}/campaigns/${g.campaignId}"`];
-        if (want.has('campaign.id')) campaign.push(`"id":"${g.campaignId}"`);
-        if (want.has('campaign.name')) campaign.push(`"name":${JSON.stringify(g.campaignName)}`);
+      if (
+        ['campaign.id', 'campaign.name', 'campaign.resource_name', 'campaign.advertising_channel_type'].some((f) => want.has(f)) ||
+        !byAdGroup
+      ) {
+        const campaign = [`"resourceName":"customers/${customer.id}/campaigns/${u.campaignId}"`];
+        if (want.has('campaign.id')) campaign.push(`"id":"${u.campaignId}"`);
+        if (want.has('campaign.name')) campaign.push(`"name":${JSON.stringify(u.campaignName)}`);
+        if (want.has('campaign.advertising_channel_type')) campaign.push(`"advertisingChannelType":"${u.channelType}"`);
         parts.push(`"campaign":{${campaign.join(',')}}`);
       }
-      const adGroup = [`"resourceName":"customers/${customer.id}/adGroups/${g.id}"`];
-      if (want.has('ad_group.id')) adGroup.push(`"id":"${g.id}"`);
-      if (want.has('ad_group.name')) adGroup.push(`"name":${JSON.stringify(g.name)}`);
-      parts.push(`"adGroup":{${adGroup.join(',')}}`);
+      if (byAdGroup && u.adGroup) {
+        const adGroup = [`"resourceName":"customers/${customer.id}/adGroups/${u.adGroup.id}"`];
+        if (want.has('ad_group.id')) adGroup.push(`"id":"${u.adGroup.id}"`);
+        if (want.has('ad_group.name')) adGroup.push(`"name":${JSON.stringify(u.adGroup.name)}`);
+        parts.push(`"adGroup":{${adGroup.join(',')}}`);
+      }
       return `{${parts.join(',')}`;
     });
     const withCost = want.has('metrics.cost_micros');
     const row = (g: number, m: number, segments: string) =>
       `${prefixes[g]}${withCost ? `,"metrics":{"costMicros":"${m}"}` : ''}${segments ? `,"segments":{${segments}}` : ''}}`;
-    if (hourly && daily) {
+    if (hourly && daily && byAdGroup) {
       // The fast path: rows straight from the generator, one batch at a time.
       let endings: string[] = [];
       let endingsDay = Number.NaN;
@@ -870,6 +1009,7 @@ export async function startGoogleAdsSandbox(
             next = position;
             return false;
           }
+          if (!served[g]) return true;
           if (day !== endingsDay) {
             endingsDay = day;
             const date = dateOf(day);
@@ -884,9 +1024,11 @@ export async function startGoogleAdsSandbox(
       }
       return finish();
     }
-    // Coarser segments: Google sums the hours into the segments selected.
+    // Coarser segments or whole campaigns: Google sums the rows into the segments and resource selected.
     const sums = new Map<string, { g: number; m: number; segments: string }>();
-    eachRow(customer, fromDay, toDay, 0, (_, day, g, hour, m) => {
+    eachRow(customer, fromDay, toDay, 0, (_, day, unit, hour, m) => {
+      if (!served[unit]) return true;
+      const g = leader[unit]!;
       const segments = [daily ? `"date":"${dateOf(day)}"` : '', hourly ? `"hour":${hour}` : ''].filter(Boolean).join(',');
       const key = `${g}|${segments}`;
       const sum = sums.get(key);
@@ -923,7 +1065,7 @@ export async function startGoogleAdsSandbox(
       return true;
     }
     const queue = failures.get(key);
-    if (queue?.length) {
+    if (queue?.length && (queue[0]!.resource === undefined || queue[0]!.resource === search?.query.resource)) {
       const next = queue[0]!;
       if (--next.times <= 0) queue.shift();
       if (search && next.afterBatches > 0) await stream(res, search.customer, search.query, next.afterBatches, next.error);
@@ -1166,7 +1308,10 @@ export async function startGoogleAdsSandbox(
     fail: (key, error, opts = {}) => {
       if (!(error.status in RPC_HTTP_STATUS))
         throw new Error(`a failure needs a status: one of ${Object.keys(RPC_HTTP_STATUS).join(', ')}`);
-      failures.set(key, [...(failures.get(key) ?? []), { error, times: opts.times ?? 1, afterBatches: opts.afterBatches ?? 0 }]);
+      failures.set(key, [
+        ...(failures.get(key) ?? []),
+        { error, times: opts.times ?? 1, afterBatches: opts.afterBatches ?? 0, resource: opts.resource },
+      ]);
     },
     failToken: (error, description, times = 1) => void tokenFailures.push({ error, description, times }),
     malformed: (key, kind) => {
@@ -1231,7 +1376,11 @@ export async function startGoogleAdsSandbox(
         case 'fail': {
           const error = command.error as SandboxError;
           if (typeof error !== 'object' || error === null) throw new Error('fail takes an error: {"status": "INTERNAL", "message": "…"}');
-          scenario.fail(text('key'), error, { times: count('times') ?? 1, afterBatches: count('afterBatches') ?? 0 });
+          scenario.fail(text('key'), error, {
+            times: count('times') ?? 1,
+            afterBatches: count('afterBatches') ?? 0,
+            ...(text('resource') ? { resource: text('resource') } : {}),
+          });
           break;
         }
         case 'failToken':
@@ -1300,7 +1449,7 @@ export async function startGoogleAdsSandbox(
         server.closeAllConnections();
       }),
     customers: () =>
-      [...customers.values()].map(({ id, name, currency, timeZone, manager, status, clients, direct, adGroups }) => ({
+      [...customers.values()].map(({ id, name, currency, timeZone, manager, status, clients, direct, adGroups, campaigns }) => ({
         id,
         name,
         currency,
@@ -1310,6 +1459,7 @@ export async function startGoogleAdsSandbox(
         clients: [...clients],
         direct,
         adGroups: adGroups.map((g) => ({ ...g })),
+        campaigns: campaigns.map((k) => ({ ...k })),
       })),
     hourlySpend,
     addCustomer,

@@ -51,7 +51,7 @@ export interface GoogleStatusJson {
 }
 
 /** The columns we read of a customer (GAQL resource `customer`), in the order we select them. */
-export const CUSTOMER_FIELDS = [
+const CUSTOMER_FIELDS = [
   'customer.id',
   'customer.descriptive_name',
   'customer.currency_code',
@@ -61,7 +61,7 @@ export const CUSTOMER_FIELDS = [
 ] as const;
 
 /** The same of every account under a manager (GAQL resource `customer_client`). */
-export const CUSTOMER_CLIENT_FIELDS = [
+const CUSTOMER_CLIENT_FIELDS = [
   'customer_client.id',
   'customer_client.descriptive_name',
   'customer_client.currency_code',
@@ -72,7 +72,7 @@ export const CUSTOMER_CLIENT_FIELDS = [
 ] as const;
 
 /** Hourly spend per ad group (GAQL resource `ad_group`): the issue's query. */
-export const SPEND_FIELDS = [
+const SPEND_FIELDS = [
   'segments.date',
   'segments.hour',
   'campaign.id',
@@ -82,6 +82,34 @@ export const SPEND_FIELDS = [
   'metrics.cost_micros',
 ] as const;
 
+/**
+ * Campaign types whose cost an `ad_group` query does not hold, read from `campaign` instead.
+ * Performance Max has no ad groups: "querying resources such as ad_group or ad_group_ad won't
+ * return any data for your Performance Max campaigns" (Performance Max › Reporting). A Smart
+ * campaign has one automatic ad group, and "Smart campaign metrics are available from the
+ * campaign resource" (Smart campaigns › Reporting). Each type is read by exactly one of the two
+ * queries: the ad_group query leaves these out (NOT IN), the campaign query takes only these (IN),
+ * so no cost is counted twice whatever Google's ad_group rows hold for them.
+ */
+export const CAMPAIGN_LEVEL_CHANNEL_TYPES: readonly string[] = ['PERFORMANCE_MAX', 'SMART'];
+const channelTypes = `(${CAMPAIGN_LEVEL_CHANNEL_TYPES.map((t) => `'${t}'`).join(', ')})`;
+
+/** Hourly spend per campaign (GAQL resource `campaign`), for the campaign types above. */
+const CAMPAIGN_SPEND_FIELDS = [
+  'segments.date',
+  'segments.hour',
+  'campaign.id',
+  'campaign.name',
+  'campaign.advertising_channel_type',
+  'metrics.cost_micros',
+] as const;
+
+/**
+ * The ad set a campaign-level row is kept under: the campaign stands in for its own ad set, so its
+ * name (and a [ws:…] token in it) attributes the spend. Not digits, so never an ad group's id.
+ */
+export const campaignAdSetId = (campaignId: string) => `campaign:${campaignId}`;
+
 export const customerQuery = () => `SELECT ${CUSTOMER_FIELDS.join(', ')} FROM customer`;
 /**
  * Every account below a manager, at every depth: "All direct and indirect client customers are
@@ -90,10 +118,9 @@ export const customerQuery = () => `SELECT ${CUSTOMER_FIELDS.join(', ')} FROM cu
  */
 export const customerClientQuery = () => `SELECT ${CUSTOMER_CLIENT_FIELDS.join(', ')} FROM customer_client WHERE customer_client.level > 0`;
 export const spendQuery = (since: string, until: string) =>
-  `SELECT ${SPEND_FIELDS.join(', ')} FROM ad_group WHERE segments.date BETWEEN '${since}' AND '${until}'`;
-
-/** CustomerStatusEnum values. Only ENABLED accounts serve ads. */
-export const CUSTOMER_STATUSES = ['UNSPECIFIED', 'UNKNOWN', 'ENABLED', 'CANCELED', 'SUSPENDED', 'CLOSED'] as const;
+  `SELECT ${SPEND_FIELDS.join(', ')} FROM ad_group WHERE segments.date BETWEEN '${since}' AND '${until}' AND campaign.advertising_channel_type NOT IN ${channelTypes}`;
+export const campaignSpendQuery = (since: string, until: string) =>
+  `SELECT ${CAMPAIGN_SPEND_FIELDS.join(', ')} FROM campaign WHERE segments.date BETWEEN '${since}' AND '${until}' AND campaign.advertising_channel_type IN ${channelTypes}`;
 
 /**
  * A google.protobuf.Duration in its JSON form ("30s", "1.5s", "0.250s": seconds with up to nine
