@@ -82,7 +82,11 @@ test("first start: every platform's accounts connected and synced; spend on the 
       .map((r) => r.workspace_id ?? 'unattributed')
       .sort();
   assert.deepEqual(where('meta'), [...[1, 2, 3, 4, 5, 6, 13, 14, 15, 16].map(ws), 'unattributed'].sort());
-  assert.deepEqual(where('google_ads'), [...[17, 18, 19, 20, 21].map(ws), 'unattributed'].sort());
+  assert.deepEqual(
+    where('google_ads'),
+    [...[17, 18, 19, 20, 21, 22].map(ws), 'unattributed'].sort(),
+    'ws 22: the Performance Max campaign',
+  );
   assert.deepEqual(where('chatgpt_ads'), [...[6, 7, 8].map(ws), 'unattributed'].sort());
 });
 

@@ -78,6 +78,8 @@ export const DEMO_GOOGLE_CUSTOMERS: SandboxCustomerInput[] = [
       })),
       { id: '7000101099', name: 'Brand terms', campaignId: '700010192', campaignName: 'Search: brand' },
     ],
+    // No ad groups: its cost is read per campaign, attributed by the token in its name.
+    campaigns: [{ id: '700010193', name: 'Performance Max: holiday gifts [ws:ws_demo_brewline_22]', channelType: 'PERFORMANCE_MAX' }],
   },
 ];
 
