@@ -41,6 +41,7 @@ export function connect(
     // A connection lost while checked out fails its queries with the error; the client's own
     // 'error' event must not also reach the process (the pool listens only while it is idle).
     client.on('error', () => {});
+    dropWhenEnded(client);
     // …and a server that stops answering must not hang requests for ever (enforced here).
     if (readTimeoutMs > 0) dropWhenSilent(client, readTimeoutMs);
   });
@@ -73,6 +74,20 @@ function dropWhenSilent(client: pg.PoolClient, ms: number): void {
   socket.on('timeout', () => {
     const awaitingAnswer = internals._activeQuery != null || (internals._sentQueryQueue?.length ?? 0) > 0;
     if (awaitingAnswer) socket.destroy(new Error(`Query read timeout: the database sent nothing for ${ms} ms`));
+  });
+}
+
+/**
+ * A FATAL error from the server (the session was terminated: pg_terminate_backend, a shutdown)
+ * arrives before the socket closes. The query fails with it and the connection would go back to
+ * the pool still marked usable, so the next request, arriving before the close, would get a dead
+ * connection and fail as "database unavailable" too. Marked unusable at once (synchronously,
+ * before the query's rejection is handled), the pool drops it when it is released.
+ */
+function dropWhenEnded(client: pg.PoolClient): void {
+  const internals = client as unknown as { connection: NodeJS.EventEmitter; _queryable: boolean };
+  internals.connection.on('errorMessage', (message: { severity?: string }) => {
+    if (message.severity === 'FATAL' || message.severity === 'PANIC') internals._queryable = false;
   });
 }
 
