@@ -12,6 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { META_GRAPH_API_VERSION } from '../../policy.ts';
 import { formatSpend } from './spend.ts';
 import { HOURLY_BREAKDOWN, hourLabel, type AsyncStatus, type GraphErrorBody } from './wire.ts';
+import { ALL_HOURS, dateOf, dayNumber, hashText, hoursOf, isDate, localParts, mix } from '../sandbox-kit.ts';
 
 interface SandboxAdSet {
   id: string;
@@ -98,7 +99,6 @@ const MAX_PAGE_SIZE = 5000;
 const REPORT_POLLS = 2;
 const LONG_LIVED_S = 5_183_944;
 const SHORT_LIVED_S = 7200;
-const DAY_MS = 86_400_000;
 const MAX_REQUESTS_KEPT = 100_000;
 const INSIGHTS_FIELDS = new Set([
   'account_id',
@@ -116,79 +116,9 @@ const ACCOUNT_FIELDS = new Set(['id', 'account_id', 'name', 'currency', 'timezon
 /** Share of an ad set's spend by account-local hour of day, in percent: quiet nights, busy evenings. */
 const HOUR_WEIGHT = [30, 20, 15, 12, 12, 20, 40, 70, 90, 100, 105, 110, 115, 110, 105, 105, 110, 120, 135, 150, 145, 120, 80, 50];
 
-/** A 32-bit integer hash (lowbias32): cheap, well mixed, deterministic. */
-function mix(x: number): number {
-  x = Math.imul(x ^ (x >>> 16), 0x7feb352d);
-  x = Math.imul(x ^ (x >>> 15), 0x846ca68b);
-  return (x ^ (x >>> 16)) >>> 0;
-}
-
-function hashText(text: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
-  return h >>> 0;
-}
-
 /** Cents as Meta's decimal string ("12.3", "12"), remembered: a row costs an array lookup, not BigInt arithmetic. */
 const centsTexts: string[] = [];
 const centsText = (c: number) => (c < 1_000_000 ? (centsTexts[c] ??= formatSpend(BigInt(c) * 10_000n)) : formatSpend(BigInt(c) * 10_000n));
-
-const dayNumber = (date: string) => Date.parse(`${date}T00:00:00Z`) / DAY_MS;
-const dateOf = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10);
-const isDate = (text: unknown): text is string =>
-  typeof text === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(text) && dateOf(dayNumber(text)) === text;
-
-// --- Time zones: the account-local "now", and which local hours a date has (23 on a spring-forward day).
-
-const formatters = new Map<string, Intl.DateTimeFormat>();
-function localParts(zone: string, ms: number): { day: number; hour: number; minute: number } {
-  let format = formatters.get(zone);
-  if (!format) {
-    format = new Intl.DateTimeFormat('en-US', {
-      timeZone: zone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-    });
-    formatters.set(zone, format);
-  }
-  const p: Record<string, number> = {};
-  for (const part of format.formatToParts(ms)) if (part.type !== 'literal') p[part.type] = Number(part.value);
-  return { day: Date.UTC(p.year!, p.month! - 1, p.day!) / DAY_MS, hour: p.hour!, minute: p.minute! };
-}
-
-const offsetMs = (zone: string, ms: number) => {
-  const local = localParts(zone, ms);
-  return local.day * DAY_MS + local.hour * 3_600_000 + local.minute * 60_000 - Math.floor(ms / 60_000) * 60_000;
-};
-
-const ALL_HOURS = Array.from({ length: 24 }, (_, h) => h);
-const hoursCache = new Map<string, number[]>();
-/** The local hours that exist on a local day: all 24, except the hour skipped when clocks spring forward. */
-function hoursOf(zone: string, day: number): number[] {
-  const key = `${zone}|${day}`;
-  let hours = hoursCache.get(key);
-  if (!hours) {
-    const midnight = day * DAY_MS;
-    if (offsetMs(zone, midnight - offsetMs(zone, midnight)) === offsetMs(zone, midnight + DAY_MS - offsetMs(zone, midnight + DAY_MS))) {
-      hours = ALL_HOURS;
-    } else {
-      hours = ALL_HOURS.filter((h) => {
-        const wall = midnight + h * 3_600_000;
-        return [offsetMs(zone, wall - 14 * 3_600_000), offsetMs(zone, wall + 14 * 3_600_000)].some((offset) => {
-          const local = localParts(zone, wall - offset);
-          return local.day === day && local.hour === h;
-        });
-      });
-    }
-    if (hoursCache.size > 100_000) hoursCache.clear();
-    hoursCache.set(key, hours);
-  }
-  return hours;
-}
 
 // --- State
 

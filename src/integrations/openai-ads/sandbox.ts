@@ -16,6 +16,7 @@ import { isTimeZoneName } from '../../platform/time.ts';
 import { centsToSpendJson } from './spend.ts';
 import { API_PREFIX, goDuration, INSIGHTS_MAX_LIMIT, RATE_HEADERS, ROW_KEY, type OpenAIErrorBody } from './wire.ts';
 import { DAY_MS, dateOf, dayNumber, HOUR_MS, localHour, startOfLocalDay } from './zone.ts';
+import { hashText, mix } from '../sandbox-kit.ts';
 
 export interface OpenAIAdsSandboxAdGroup {
   id: string;
@@ -133,19 +134,6 @@ const MAX_HOURLY_WINDOW_MS = 25 * HOUR_MS;
 /** Share of an ad group's spend by account-local hour of day, in percent: quiet nights, busy evenings. */
 const HOUR_WEIGHT = [30, 20, 15, 12, 12, 20, 40, 70, 90, 100, 105, 110, 115, 110, 105, 105, 110, 120, 135, 150, 145, 120, 80, 50];
 const ID = /^[A-Za-z0-9_-]{1,64}$/;
-
-/** A 32-bit integer hash (lowbias32): cheap, well mixed, deterministic. */
-function mix(x: number): number {
-  x = Math.imul(x ^ (x >>> 16), 0x7feb352d);
-  x = Math.imul(x ^ (x >>> 15), 0x846ca68b);
-  return (x ^ (x >>> 16)) >>> 0;
-}
-
-function hashText(text: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
-  return h >>> 0;
-}
 
 /** One hourly bucket of a local day. */
 interface HourBucket {
