@@ -33,6 +33,7 @@ import {
   type AdSyncFactory,
   type CliIo,
   type Command,
+  type Output,
   type Values,
 } from './command.ts';
 
@@ -109,7 +110,7 @@ const outcomeJson = (a: AdAccountView, o: SyncOutcome) => ({
 export function adAccountCommands(serverDeps: AdSyncFactory): Command[] {
   /** The command's work with the ad-sync dependencies of the configuration it runs under. */
   const withDeps =
-    (io: CliIo, work: (deps: AdSyncDeps) => ReturnType<Awaited<ReturnType<Command['prepare']>>>) =>
+    (io: CliIo, work: (deps: AdSyncDeps) => Promise<Output>) =>
     async ({ db }: { db: Db }) =>
       work(await (io.adSync ?? serverDeps)(loadConfig(io.env), db));
   return [

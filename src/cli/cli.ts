@@ -23,6 +23,7 @@ import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_MS } from '../policy.ts';
 import { createClient } from '../domain/oauth/clients.service.ts';
 import { adSyncDepsFor } from '../app.ts';
 import { adAccountCommands } from './ad-accounts.ts';
+import { backupCommands } from './backup.ts';
 import {
   choice,
   plural,
@@ -489,6 +490,7 @@ const COMMANDS: Command[] = [
     },
   },
   ...adAccountCommands(serverAdSync),
+  ...backupCommands,
 ];
 
 const usageOf = (command: Command) => `usage: hubops ${command.name}${command.args ? ` ${command.args}` : ''} [--json]`;
@@ -601,6 +603,11 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
     const work = await command.prepare(values, positionals, io);
 
     const config = loadConfig(io.env);
+    if ('standalone' in work) {
+      const output = await work.standalone(config);
+      io.stdout(values.json ? `${JSON.stringify(output.json)}\n` : `${output.human}\n`);
+      return 0;
+    }
     const database = await openDatabase(config, {
       // The embedded server's chatter never reaches stdout; on stderr only when debugging.
       log: debug ? (line) => io.stderr(`${line}\n`) : () => {},

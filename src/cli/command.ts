@@ -42,8 +42,15 @@ export interface Command {
   optionHelp?: Record<string, string>;
   positionals: string[];
   /** Validates the arguments (throwing UsageError) and returns the work to do with the database. */
-  prepare(values: Values, positionals: string[], io: CliIo): Promise<(database: OpenedDatabase) => Promise<Output>>;
+  prepare(values: Values, positionals: string[], io: CliIo): Promise<Work>;
 }
+
+/**
+ * A command's work: with the configured database, opened and migrated; or `standalone`, given only
+ * the configuration, for a command that must open the database itself (restore makes a new one,
+ * backup copies it without migrating it).
+ */
+export type Work = ((database: OpenedDatabase) => Promise<Output>) | { standalone: (config: Config) => Promise<Output> };
 
 export function required(values: Values, name: string): string {
   const value = values[name];

@@ -13,7 +13,7 @@ import { openParts, sealParts, secretsKey, type SecretsKey } from '../../platfor
 
 export { secretsKey, type SecretsKey };
 
-const SECRETS_KEY_FILE = 'secrets.key';
+export const SECRETS_KEY_FILE = 'secrets.key';
 
 /**
  * The keys from the configuration, or the key file under DATA_DIR (created with mode 0600 on the
