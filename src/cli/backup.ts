@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream, existsSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
+import { StringDecoder } from 'node:string_decoder';
 import { finished } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
 import type { Config } from '../config.ts';
@@ -123,12 +123,37 @@ async function writeBackup(file: string, config: Config, pool: import('pg').Pool
   }
 }
 
+/** The file's lines as text: gunzip errors (a cut file) and read errors end the iteration with that error. */
+async function* textLines(file: string): AsyncGenerator<string> {
+  const gunzip = createGunzip();
+  createReadStream(file)
+    .on('error', (error) => gunzip.destroy(error))
+    .pipe(gunzip);
+  const decoder = new StringDecoder('utf8');
+  let pending = '';
+  try {
+    for await (const chunk of gunzip) {
+      pending += decoder.write(chunk as Buffer);
+      let newline = pending.indexOf('\n');
+      while (newline !== -1) {
+        yield pending.slice(0, newline);
+        pending = pending.slice(newline + 1);
+        newline = pending.indexOf('\n');
+      }
+    }
+  } catch (error) {
+    if (error instanceof DomainError) throw error;
+    throw refuse(`${file} is not a hubops backup, or is damaged: ${(error as Error).message}`);
+  }
+  pending += decoder.end();
+  if (pending) yield pending;
+}
+
 /** The backup's lines in order, each parsed; the trailer's checksum is checked against what came before. */
 async function* readLines(file: string): AsyncGenerator<Line> {
   const hash = createHash('sha256');
-  const input = createReadStream(file).pipe(createGunzip());
   let ended = false;
-  for await (const text of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) {
+  for await (const text of textLines(file)) {
     if (ended) throw refuse(`${file} has data after its end`);
     let line: Line;
     try {
@@ -145,20 +170,23 @@ async function* readLines(file: string): AsyncGenerator<Line> {
   if (!ended) throw refuse(`${file} is incomplete: it has no end (was the backup interrupted?)`);
 }
 
-/** Reads the manifest (the first line) alone, to refuse a backup before anything is changed. */
-async function readManifest(file: string): Promise<Manifest> {
+/**
+ * Reads the whole file once before anything is changed: its manifest, and that it is complete and
+ * its checksum matches (a damaged backup is refused before a DATA_DIR is made).
+ */
+async function verify(file: string): Promise<Manifest> {
   if (!existsSync(file)) throw refuse(`no such file: ${file}`);
-  try {
-    for await (const line of readLines(file)) {
-      if (!('manifest' in line) || line.manifest.format !== FORMAT) break;
+  let manifest: Manifest | undefined;
+  for await (const line of readLines(file)) {
+    if (manifest === undefined) {
+      if (!('manifest' in line) || line.manifest.format !== FORMAT) throw refuse(`${file} is not a hubops backup`);
       if (line.manifest.formatVersion !== FORMAT_VERSION)
         throw refuse(`${file} is a backup of format ${line.manifest.formatVersion}; this hubops reads format ${FORMAT_VERSION}`);
-      return line.manifest;
+      manifest = line.manifest;
     }
-  } catch (error) {
-    if (error instanceof DomainError) throw error;
   }
-  throw refuse(`${file} is not a hubops backup`);
+  if (!manifest) throw refuse(`${file} is not a hubops backup`);
+  return manifest;
 }
 
 /** A DATA_DIR that holds nothing but what a failed restore could leave is empty. */
@@ -167,7 +195,7 @@ async function isEmptyDir(dir: string): Promise<boolean> {
 }
 
 async function restoreBackup(file: string, config: Config, force: boolean): Promise<Output> {
-  const manifest = await readManifest(file);
+  const manifest = await verify(file);
   const known = new Set(await migrationNames());
   const unknown = manifest.migrations.filter((m) => !known.has(m));
   if (unknown.length)

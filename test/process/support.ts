@@ -57,9 +57,9 @@ export function killStarted(): void {
   for (const child of spawned) if (child.exitCode === null && child.signalCode === null) killGroup(child, 'SIGKILL');
 }
 
-/** Starts `command` detached (leader of its own process group) and waits for the banner. */
-export async function startServer(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<Running> {
-  const port = await freePort();
+/** Starts `command` detached (leader of its own process group) and waits for the banner; on `port` if given (a restart at the same address). */
+export async function startServer(command: string, args: string[], env: NodeJS.ProcessEnv, port?: number): Promise<Running> {
+  port ??= await freePort();
   const child = spawn(command, args, { cwd: ROOT, env: { ...env, PORT: String(port) }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   spawned.add(child);
   let output = '';
