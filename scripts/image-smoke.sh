@@ -19,6 +19,7 @@ elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 missing=()
 command -v buildah >/dev/null || missing+=(buildah)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
+command -v docker-compose >/dev/null || missing+=(docker-compose)
 if ((${#missing[@]})); then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"; fi
 
 cleanup() {
@@ -34,6 +35,12 @@ fail() {
   [[ -f $WORK/server.log ]] && { echo "--- server output" >&2; tail -n 40 "$WORK/server.log" >&2; }
   exit 1
 }
+
+# compose.yaml against Compose's schema (no engine here to start it), with and without the profile.
+HUBOPS_SECRETS_KEY=smoke docker-compose -f compose.yaml config -q || fail "compose.yaml is not valid"
+HUBOPS_SECRETS_KEY=smoke docker-compose -f compose.yaml --profile scale-out config --services | grep -qx hubops-2 ||
+  fail "compose.yaml has no hubops-2 in the scale-out profile"
+echo "image smoke: compose.yaml is valid (docker-compose $(docker-compose version --short))"
 
 t0=$(seconds)
 bash scripts/image-base.sh

@@ -297,6 +297,7 @@ export const backupCommands: Command[] = [
       'write the database, the secrets key file and uploaded media to one file, consistent while the server runs (docs/operations.md, Backups)',
     json: '`{"file","hubopsVersion","migrations","rows":{table:count},"media","secretsKey":bool,"bytes"}`',
     options: { force: { type: 'boolean' } },
+    optionHelp: { force: 'replace FILE if it exists' },
     positionals: ['FILE'],
     prepare: async (values, [file]) => {
       const target = path.resolve(file!);
@@ -320,6 +321,10 @@ export const backupCommands: Command[] = [
       'restore a backup into a new DATA_DIR (or an empty DATABASE_URL database), then apply the migrations newer than it; --force replaces what is there',
     json: '`{"file","hubopsVersion","createdAt","rows":{table:count},"media","secretsKey":bool,"applied":[names]}`',
     options: { force: { type: 'boolean' } },
+    optionHelp: {
+      force:
+        "replace what DATA_DIR holds (the embedded database, the secrets key file, media), or the DATABASE_URL database's hubops tables",
+    },
     positionals: ['FILE'],
     prepare: async (values, [file]) => {
       const source = path.resolve(file!);
