@@ -14,7 +14,7 @@ import { finished } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
 import type { Config } from '../config.ts';
 import { dumpDatabase, hasData, loadDatabase, type DumpItem } from '../db/backup.ts';
-import { connect } from '../db/database.ts';
+import { connect, type Db } from '../db/database.ts';
 import { startEmbedded } from '../db/embedded.ts';
 import { migrate, migrationNames } from '../db/migrate.ts';
 import { DomainError } from '../platform/errors.ts';
@@ -60,7 +60,7 @@ async function mediaKeys(root: string): Promise<string[]> {
 }
 
 /** Writes the backup to FILE.partial, renamed to FILE when complete (mode 0600: it holds the key). */
-async function writeBackup(file: string, config: Config, pool: import('pg').Pool): Promise<Output> {
+async function writeBackup(file: string, config: Config, pool: Db['pool']): Promise<Output> {
   const partial = `${file}.partial`;
   const gzip = createGzip();
   const out = createWriteStream(partial, { mode: 0o600 });
@@ -334,7 +334,7 @@ export const backupCommands: Command[] = [
 ];
 
 /** The database to back up, without migrating it: a backup must not change what it copies. */
-async function openForBackup(config: Config): Promise<{ pool: import('pg').Pool; close(): Promise<void> }> {
+async function openForBackup(config: Config): Promise<{ pool: Db['pool']; close(): Promise<void> }> {
   if (config.databaseUrl) {
     const db = connect(config.databaseUrl, { max: 1, applicationName: 'hubops-backup' });
     return { pool: db.pool, close: () => db.close() };

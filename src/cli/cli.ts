@@ -92,6 +92,7 @@ export const OPTION_HELP: Record<string, string> = {
   'ad-set': "the platform's ad set id",
   none: 'no default workspace: spend that no mapping or [ws:…] token claims stays unattributed',
   currency: 'the ISO 4217 code of three letters, e.g. EUR',
+  force: 'replace what is already there',
 };
 
 /** An option's explanation for one command. */
