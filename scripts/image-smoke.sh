@@ -63,25 +63,31 @@ ctr=$(buildah "${STORE[@]}" from --pull-never --name "hubops-smoke-$$" "$IMAGE")
 port=$(node_modules/.bin/node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')
 run() { buildah "${STORE[@]}" run --isolation chroot --env "PORT=$port" "$ctr" -- "$@"; }
 
+descendants() { local p; for p in $(pgrep -P "$1"); do echo "$p"; descendants "$p"; done; }
+find_server() {
+  server=""
+  for _ in $(seq 1 200); do
+    for p in $(descendants "$runner"); do
+      if [[ $(cat "/proc/$p/comm" 2>/dev/null) == node ]] && tr '\0' ' ' <"/proc/$p/cmdline" | grep -q 'src/main\.ts'; then server=$p && break; fi
+    done
+    [[ -n $server ]] && break
+    sleep 0.1
+  done
+  [[ -n $server ]] || fail "no server process started"
+}
+
 t3=$(seconds)
 run "${cmd[@]}" >"$WORK/server.log" 2>&1 &
 runner=$!
 # The server: the node process below the runner that runs src/main.ts (chroot isolation: the
 # machine's pid namespace, so it is signalled by its pid here, as a runtime signals PID 1).
-descendants() { local p; for p in $(pgrep -P "$1"); do echo "$p"; descendants "$p"; done; }
-for _ in $(seq 1 200); do
-  for p in $(descendants "$runner"); do
-    if [[ $(cat "/proc/$p/comm" 2>/dev/null) == node ]] && tr '\0' ' ' <"/proc/$p/cmdline" | grep -q 'src/main\.ts'; then server=$p && break; fi
-  done
-  [[ -n $server ]] && break
-  sleep 0.1
-done
-[[ -n $server ]] || fail "no server process started"
+find_server
 [[ $(ps -o user= -p "$server" | tr -d ' ') != root ]] || fail "the server runs as root"
 ready=""
 for _ in $(seq 1 240); do
   kill -0 "$runner" 2>/dev/null || fail "the server exited before it was ready"
-  if curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null; then ready=1 && break; fi
+  # Ready, and done starting (the banner): src/main.ts handles SIGTERM from then on.
+  if curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null && grep -q 'hubops is running' "$WORK/server.log"; then ready=1 && break; fi
   sleep 0.5
 done
 [[ -n $ready ]] || fail "/readyz did not answer 200 within 120 s"
@@ -108,4 +114,34 @@ t6=$(seconds)
 grep -q '"msg":"stopped"' "$WORK/server.log" || fail "no \"stopped\" log line after SIGTERM"
 grep -q '"exitCode":0' "$WORK/server.log" || fail "the stop was not clean"
 echo "image smoke: SIGTERM stopped the server in $(elapsed "$t5" "$t6") s, exit status 0"
+
+# As compose.yaml runs it: the machine's PostgreSQL (a new database) and Redis, a secrets key in
+# the environment, the demo seeded into it.
+db=hubops_image_smoke_$$
+psql -q -h 127.0.0.1 -U postgres -d postgres -c "CREATE DATABASE $db" || fail "cannot create the database $db"
+dropdb() { psql -q -h 127.0.0.1 -U postgres -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" || true; }
+trap 'dropdb; cleanup' EXIT
+secrets_key=$(openssl rand -base64 32 | tr '+/' '-_' | tr -d '=')
+server=""
+buildah "${STORE[@]}" run --isolation chroot --env "PORT=$port" --env "DATABASE_URL=postgres://postgres@127.0.0.1:5432/$db" \
+  --env REDIS_URL=redis://127.0.0.1:6379 --env "HUBOPS_SECRETS_KEY=$secrets_key" --env HUBOPS_DEMO=1 --env HUBOPS_SPEND_SYNC=0 \
+  "$ctr" -- "${cmd[@]}" >"$WORK/server.log" 2>&1 &
+runner=$!
+t7=$(seconds)
+find_server
+ready=""
+for _ in $(seq 1 240); do
+  kill -0 "$runner" 2>/dev/null || fail "the server (external PostgreSQL) exited before it was ready"
+  # Ready, and done starting (the banner): src/main.ts handles SIGTERM from then on.
+  if curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null && grep -q 'hubops is running' "$WORK/server.log"; then ready=1 && break; fi
+  sleep 0.5
+done
+[[ -n $ready ]] || fail "/readyz (external PostgreSQL) did not answer 200 within 120 s"
+t8=$(seconds)
+kill -TERM "$server"
+code=0
+wait "$runner" || code=$?
+[[ $code == 0 ]] || fail "after SIGTERM the server (external PostgreSQL) exited with status $code"
+echo "image smoke: with DATABASE_URL, REDIS_URL and HUBOPS_SECRETS_KEY: ready after $(elapsed "$t7" "$t8") s, stopped with exit status 0"
+t6=$(seconds)
 echo "image smoke: passed in $(elapsed "$t0" "$t6") s"
