@@ -228,7 +228,6 @@ async function restoreBackup(file: string, config: Config, force: boolean): Prom
       throw refuse('the database at DATABASE_URL already holds hubops data: restore into an empty database, or give --force to replace it');
     await migrate(db.pool, { only: new Set(manifest.migrations) });
     let secretsKey: string | undefined;
-    const media: { key: string; data: Buffer }[] = [];
     let mediaCount = 0;
     const items = async function* (): AsyncGenerator<DumpItem> {
       for await (const line of readLines(file)) {
@@ -239,7 +238,10 @@ async function restoreBackup(file: string, config: Config, force: boolean): Prom
           // Checked against the media store's key shape: a backup cannot write outside media/.
           if (!/^[A-Za-z0-9_-]+(\/[A-Za-z0-9_-]+)*\/[A-Za-z0-9_-]+\.[a-z0-9]+$/.test(line.media))
             throw refuse(`${file} names a media file outside the media store: ${JSON.stringify(line.media)}`);
-          media.push({ key: line.media, data: Buffer.from(line.data, 'base64') });
+          // Written as it comes (the whole file was verified first): the media need not fit in memory.
+          const target = path.join(dataDir, MEDIA_DIR, ...line.media.split('/'));
+          await mkdir(path.dirname(target), { recursive: true });
+          await writeFile(target, Buffer.from(line.data, 'base64'), { mode: 0o600 });
           mediaCount += 1;
         } else if ('end' in line) {
           // Read through to the end (the checksum) before the rows commit.
@@ -248,11 +250,6 @@ async function restoreBackup(file: string, config: Config, force: boolean): Prom
     };
     const rows = await loadDatabase(db.pool, items());
     if (secretsKey !== undefined) await writeFile(keyFile, `${secretsKey}\n`, { mode: 0o600 });
-    for (const { key, data } of media) {
-      const target = path.join(dataDir, MEDIA_DIR, ...key.split('/'));
-      await mkdir(path.dirname(target), { recursive: true });
-      await writeFile(target, data, { mode: 0o600 });
-    }
     // Then the migrations this hubops has beyond the backup's, as a start would apply them.
     const applied = await migrate(db.pool);
     const total = Object.values(rows).reduce((a, b) => a + b, 0);
@@ -280,7 +277,7 @@ async function restoreBackup(file: string, config: Config, force: boolean): Prom
     await database?.stop();
     if (embedded && createdDir) await rm(dataDir, { recursive: true, force: true });
     else if (embedded)
-      for (const name of ['postgres', 'postgres.password', 'postgres.owner'])
+      for (const name of ['postgres', 'postgres.password', 'postgres.owner', SECRETS_KEY_FILE, MEDIA_DIR])
         await rm(path.join(dataDir, name), { recursive: true, force: true });
     throw error;
   } finally {

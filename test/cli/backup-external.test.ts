@@ -2,7 +2,8 @@
 // round trip of the embedded database and a running server is test/process/backup-restore.test.ts).
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -58,11 +59,17 @@ test('a DATABASE_URL database backed up and restored into an empty one has every
   const key = randomBytes(32).toString('base64url');
   const env = { DATABASE_URL: source.url, DATA_DIR: work, HUBOPS_SECRETS_KEY: key, LOG_LEVEL: 'silent' };
   assert.equal((await cli(['demo', 'seed'], env)).code, 0);
+  // An uploaded file under DATA_DIR/media (the disk media store's layout), and an upload in progress.
+  await mkdir(path.join(work, 'media', 'hub_demo_brewline'), { recursive: true });
+  await writeFile(path.join(work, 'media', 'hub_demo_brewline', 'logo.png'), Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2]));
+  await mkdir(path.join(work, 'media', '.staging', 'x'), { recursive: true });
+  await writeFile(path.join(work, 'media', '.staging', 'x', 'part.part'), 'half');
   const file = path.join(work, 'db.backup');
   const backup = await cli(['backup', file, '--json'], env);
   assert.equal(backup.code, 0, backup.stderr);
   const backedUp = JSON.parse(backup.stdout) as { rows: Record<string, number>; secretsKey: boolean };
   assert.equal(backedUp.secretsKey, false, 'HUBOPS_SECRETS_KEY is not copied into the backup');
+  assert.equal((JSON.parse(backup.stdout) as { media: number }).media, 1, 'the media file, not the staging');
   assert.deepEqual(await counts(source.url), backedUp.rows);
   assert.equal((await cli(['backup', file], env)).code, 1, 'an existing file is kept without --force');
 
@@ -78,6 +85,11 @@ test('a DATABASE_URL database backed up and restored into an empty one has every
   const restored = await cli(['restore', file, '--json'], target);
   assert.equal(restored.code, 0, restored.stderr);
   assert.deepEqual(await counts(url.toString()), backedUp.rows);
+  assert.deepEqual(
+    await readFile(path.join(work, 'restored', 'media', 'hub_demo_brewline', 'logo.png')),
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2]),
+  );
+  assert.equal(existsSync(path.join(work, 'restored', 'media', '.staging')), false);
 
   const again = await cli(['restore', file], target);
   assert.equal(again.code, 1);
