@@ -31,17 +31,6 @@ try {
 
 const log = createLogger({ level: config.logLevel, format: chooseLogFormat(config.logFormat, process.stdout.isTTY === true) });
 
-// Before the database opens: its pool's statements are traced only if tracing is on when it is made.
-const tracing = config.otelTracesUrl
-  ? await startTracing({
-      url: config.otelTracesUrl,
-      serviceName: config.otelServiceName,
-      sampleRatio: config.otelSampleRatio,
-      version: VERSION,
-    })
-  : undefined;
-if (config.otelTracesUrl) log.info({ endpoint: redactUrl(config.otelTracesUrl), serviceName: config.otelServiceName }, 'tracing on');
-
 /** A start that cannot go on: one line on stderr (the stack only with LOG_LEVEL=debug), exit 1. */
 function startFailed(what: string, error: unknown): never {
   if (config.logLevel === 'debug' || config.logLevel === 'trace') console.error(error);
@@ -50,6 +39,17 @@ function startFailed(what: string, error: unknown): never {
   console.error(`hubops: ${reason}`);
   process.exit(1);
 }
+
+// Before the database opens: its pool's statements are traced only if tracing is on when it is made.
+const tracing = config.otelTracesUrl
+  ? await startTracing({
+      url: config.otelTracesUrl,
+      serviceName: config.otelServiceName,
+      sampleRatio: config.otelSampleRatio,
+      version: VERSION,
+    }).catch((error: unknown) => startFailed('cannot start tracing', error))
+  : undefined;
+if (config.otelTracesUrl) log.info({ endpoint: redactUrl(config.otelTracesUrl), serviceName: config.otelServiceName }, 'tracing on');
 
 // Exclusive: the server outlives the postmaster only if it started it itself.
 const database = await openDatabase(config, {
