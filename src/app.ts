@@ -194,7 +194,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Metrics and traces hook in before any route is added (each route gets its own counter).
   decorateHubKeyId(fastify);
   fastify.decorateRequest('traceIds', null);
-  const metrics = deps.config.metricsToken !== undefined || deps.config.metricsPort !== undefined ? new Metrics(VERSION) : undefined;
+  const metrics =
+    deps.config.metricsToken !== undefined || deps.config.metricsPort !== undefined ? await Metrics.create(VERSION) : undefined;
   if (metrics) countRequests(fastify, metrics);
   traceRequests(fastify);
   // Bodies are JSON (or what a route parses itself): a text/plain body is refused with 415, not

@@ -1,4 +1,4 @@
-import client from 'prom-client';
+import type * as PromClient from 'prom-client';
 import { METRICS_HUB_KEY_SERIES, METRICS_LATENCY_BUCKETS_S } from '../policy.ts';
 
 // Prometheus metrics. The per-request counts are plain numbers in objects made once per route,
@@ -178,11 +178,20 @@ export interface GaugeSpec {
 export class Metrics {
   readonly http = new HttpMetrics();
   readonly hubKeys = new HubKeyMetrics();
-  readonly #registry = new client.Registry();
-  readonly #gauges = new Map<string, client.Gauge>();
-  readonly #sources: { gauges: ScrapeGauges; up: client.Gauge; name: string; names: string[] }[] = [];
+  readonly #client: typeof PromClient;
+  readonly #registry: PromClient.Registry;
+  readonly #gauges = new Map<string, PromClient.Gauge>();
+  readonly #sources: { gauges: ScrapeGauges; up: PromClient.Gauge; name: string; names: string[] }[] = [];
 
-  constructor(version: string) {
+  /** prom-client is loaded only when metrics are on (a start without them does not pay for it). */
+  static async create(version: string): Promise<Metrics> {
+    const module = await import('prom-client');
+    return new Metrics((module.default ?? module) as typeof PromClient, version);
+  }
+
+  private constructor(client: typeof PromClient, version: string) {
+    this.#client = client;
+    this.#registry = new client.Registry();
     client.collectDefaultMetrics({ register: this.#registry });
     new client.Gauge({
       name: 'hubops_build_info',
@@ -199,11 +208,11 @@ export class Metrics {
     for (const spec of specs) {
       this.#gauges.set(
         spec.name,
-        new client.Gauge({ name: spec.name, help: spec.help, labelNames: spec.labelNames ?? [], registers: [this.#registry] }),
+        new this.#client.Gauge({ name: spec.name, help: spec.help, labelNames: spec.labelNames ?? [], registers: [this.#registry] }),
       );
     }
-    let up = this.#registry.getSingleMetric('hubops_scrape_source_up') as client.Gauge | undefined;
-    up ??= new client.Gauge({
+    let up = this.#registry.getSingleMetric('hubops_scrape_source_up') as PromClient.Gauge | undefined;
+    up ??= new this.#client.Gauge({
       name: 'hubops_scrape_source_up',
       help: '1 when the gauges of this source could be read at the last scrape, 0 when not (they are then absent).',
       labelNames: ['source'],
