@@ -10,6 +10,11 @@ import { openDiskMediaStore, type MediaStore } from './domain/media/media-store.
 import { GrantUseRecorder } from './domain/oauth/grant-usage.ts';
 import { SandboxConnector } from './domain/posts/connector.ts';
 import { createPublisher } from './domain/posts/publisher.ts';
+import { publisherBacklog } from './domain/posts/post.service.ts';
+import { syncBacklog } from './domain/ad-sync/ad-account.service.ts';
+import { Metrics } from './platform/metrics.ts';
+import { countRequests, decorateHubKeyId, listenForMetrics, serveMetrics, type MetricsListener } from './surfaces/shared/metrics.ts';
+import { traceRequests } from './surfaces/shared/tracing.ts';
 import { systemClock, type Clock } from './platform/clock.ts';
 import { decorateClientAddress } from './platform/client-address.ts';
 import { CursorKey } from './platform/cursor.ts';
@@ -20,7 +25,7 @@ import { VERSION } from './platform/version.ts';
 import { createGoogleAdsClient, type GoogleOAuth } from './integrations/google-ads/client.ts';
 import { createMetaClient, type MetaOAuth } from './integrations/meta/client.ts';
 import { createOpenAIAdsClient } from './integrations/openai-ads/client.ts';
-import { DATABASE_RETRY_AFTER_S, JSON_BODY_MAX_BYTES, USAGE_FLUSH_MS } from './policy.ts';
+import { DATABASE_RETRY_AFTER_S, JSON_BODY_MAX_BYTES, METRICS_QUERY_TIMEOUT_MS, USAGE_FLUSH_MS } from './policy.ts';
 import { HubApiGuard } from './surfaces/hub-api/guard.ts';
 import { HUB_API_PREFIX, hubApiPlugin } from './surfaces/hub-api/plugin.ts';
 import { BearerAuth } from './surfaces/main-api/auth.ts';
@@ -138,6 +143,10 @@ export interface AppDeps {
 
 export interface App {
   fastify: FastifyInstance;
+  /** The Prometheus metrics, when METRICS_TOKEN or METRICS_PORT turns them on. */
+  metrics: Metrics | undefined;
+  /** Opens the METRICS_PORT listener (a test: on `port`, 0 for any free one); undefined without METRICS_PORT. */
+  listenMetrics(port?: number): Promise<MetricsListener | undefined>;
   usage: UsageRecorder;
   /** The spend sync's dependencies, built once: what the web admin, the CLI and tests call the ad-sync service with. */
   adSync: AdSyncDeps;
@@ -182,6 +191,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         .send({ error: 'internal_error', message: 'Something went wrong on our side.', requestId: request.id });
     },
   });
+  // Metrics and traces hook in before any route is added (each route gets its own counter).
+  decorateHubKeyId(fastify);
+  fastify.decorateRequest('traceIds', null);
+  const metrics =
+    deps.config.metricsToken !== undefined || deps.config.metricsPort !== undefined ? await Metrics.create(VERSION) : undefined;
+  if (metrics) countRequests(fastify, metrics);
+  traceRequests(fastify);
   // Bodies are JSON (or what a route parses itself): a text/plain body is refused with 415, not
   // read as a string the operation would silently ignore.
   fastify.removeContentTypeParser('text/plain');
@@ -383,6 +399,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     ...(platforms.googleOAuth ? { googleOAuth: platforms.googleOAuth } : {}),
   });
 
+  if (metrics) {
+    serveMetrics(fastify, deps.config, metrics);
+    watchBackground(metrics, deps.db, clock);
+  }
+  let metricsListener: MetricsListener | undefined;
+
   await fastify.ready();
   if (deps.publisher !== false) publisher.start();
   if (deps.spendSync ?? deps.config.spendSync) spendSync.start();
@@ -390,8 +412,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     fastify,
     usage,
     adSync,
+    metrics,
+    listenMetrics: async (port) => {
+      if (!metrics) return undefined;
+      metricsListener = await listenForMetrics(deps.config, metrics, port ?? deps.config.metricsPort);
+      return metricsListener;
+    },
     close: async () => {
       clearInterval(cleanup);
+      await metricsListener?.close();
       let usageWritten: Promise<void> | undefined;
       try {
         await fastify.close();
@@ -412,4 +441,90 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       }
     },
   };
+}
+
+/** A read that gives up after METRICS_QUERY_TIMEOUT_MS: a scrape answers in time, without the figures it could not read. */
+function timely<T>(read: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('metrics read timed out')), METRICS_QUERY_TIMEOUT_MS);
+  });
+  return Promise.race([read, late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * The gauges read at each scrape: the database pool (this instance's), and the background jobs'
+ * backlogs (the whole database's: every instance reports the same figures, so aggregate them
+ * with max, not sum). Two cheap queries per scrape, none per request.
+ */
+function watchBackground(metrics: Metrics, db: Db, clock: Clock): void {
+  metrics.addSource(
+    'db_pool',
+    [
+      { name: 'hubops_db_pool_connections', help: "This instance's database connections, in use or idle.", labelNames: ['state'] },
+      { name: 'hubops_db_pool_waiting', help: 'Queries waiting for a connection of this instance’s pool.' },
+      { name: 'hubops_db_pool_max_connections', help: "The size of this instance's pool." },
+    ],
+    {
+      collect(set) {
+        const { totalCount, idleCount, waitingCount } = db.pool;
+        set('hubops_db_pool_connections', totalCount - idleCount, { state: 'in_use' });
+        set('hubops_db_pool_connections', idleCount, { state: 'idle' });
+        set('hubops_db_pool_waiting', waitingCount);
+        set('hubops_db_pool_max_connections', (db.pool as unknown as { options: { max: number } }).options.max);
+      },
+    },
+  );
+  metrics.addSource(
+    'publisher',
+    [
+      { name: 'hubops_publisher_due_posts', help: 'Scheduled posts due and not yet claimed by a publisher.' },
+      { name: 'hubops_publisher_publishing_posts', help: 'Posts being published (claimed).' },
+      { name: 'hubops_publisher_lag_seconds', help: 'How long the longest-waiting due post has waited (0: none waits).' },
+    ],
+    {
+      async collect(set) {
+        const now = clock.now();
+        const backlog = await timely(publisherBacklog(db, clock));
+        set('hubops_publisher_due_posts', backlog.due);
+        set('hubops_publisher_publishing_posts', backlog.publishing);
+        set('hubops_publisher_lag_seconds', backlog.oldestDue ? Math.max(0, (now.getTime() - backlog.oldestDue.getTime()) / 1000) : 0);
+      },
+    },
+  );
+  metrics.addSource(
+    'ad_sync',
+    [
+      { name: 'hubops_ad_sync_accounts', help: 'Connected ad accounts, by platform.', labelNames: ['platform'] },
+      {
+        name: 'hubops_ad_sync_due_accounts',
+        help: 'Ad accounts due for a sync and waiting for one, by platform.',
+        labelNames: ['platform'],
+      },
+      {
+        name: 'hubops_ad_sync_lag_seconds',
+        help: 'How long the longest-waiting due ad account has waited for its sync, by platform (0: none waits).',
+        labelNames: ['platform'],
+      },
+      { name: 'hubops_ad_sync_failing_accounts', help: 'Ad accounts whose last sync failed, by platform.', labelNames: ['platform'] },
+      {
+        name: 'hubops_ad_sync_complete_through_age_days',
+        help: 'Days from today (UTC) back to the oldest last complete day among the connected accounts, by platform (1: every account is complete through yesterday).',
+        labelNames: ['platform'],
+      },
+    ],
+    {
+      async collect(set) {
+        for (const row of await timely(syncBacklog(db, clock))) {
+          const platform = { platform: row.platform };
+          set('hubops_ad_sync_accounts', row.accounts, platform);
+          set('hubops_ad_sync_due_accounts', row.due, platform);
+          set('hubops_ad_sync_lag_seconds', row.lag_seconds, platform);
+          set('hubops_ad_sync_failing_accounts', row.failing, platform);
+          if (row.complete_through_age_days !== null)
+            set('hubops_ad_sync_complete_through_age_days', row.complete_through_age_days, platform);
+        }
+      },
+    },
+  );
 }

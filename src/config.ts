@@ -3,6 +3,7 @@
 import { isIP } from 'node:net';
 import { FORWARDED_HEADERS, parseTrustedProxies, type ForwardedHeader, type TrustedProxies } from './platform/client-address.ts';
 import { LOG_FORMATS, redactQuery, type LogFormat } from './platform/logger.ts';
+import { METRICS_TOKEN_MIN_CHARS } from './policy.ts';
 
 export interface Config {
   port: number;
@@ -59,6 +60,22 @@ export interface Config {
   trustProxy: TrustedProxies | undefined;
   /** TRUST_PROXY_HEADER: where those proxies put it. */
   trustProxyHeader: ForwardedHeader;
+  /** METRICS_TOKEN: the bearer token a scrape of /metrics must send; undefined: none (METRICS_PORT alone). */
+  metricsToken: string | undefined;
+  /** METRICS_PORT: /metrics on a listener of its own at METRICS_HOST, not on PORT; undefined: on PORT, and only with METRICS_TOKEN. */
+  metricsPort: number | undefined;
+  /** METRICS_HOST: where the METRICS_PORT listener binds (loopback unless told). */
+  metricsHost: string;
+  /**
+   * Where spans go (OTLP over HTTP, JSON): OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or
+   * OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces; undefined: tracing off (also with OTEL_SDK_DISABLED=true
+   * or OTEL_TRACES_EXPORTER=none).
+   */
+  otelTracesUrl: string | undefined;
+  /** OTEL_SERVICE_NAME: the spans' service.name. */
+  otelServiceName: string;
+  /** OTEL_TRACES_SAMPLER_ARG: the share of new traces kept, 0 to 1 (a request with a sampled parent is always kept). */
+  otelSampleRatio: number;
 }
 
 export class ConfigError extends Error {}
@@ -185,6 +202,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (spendSyncText !== '0' && spendSyncText !== '1')
     throw new ConfigError(`HUBOPS_SPEND_SYNC must be 0 or 1, got ${JSON.stringify(spendSyncText.slice(0, 40))}`);
   const trustProxy = trustedProxies(env);
+  const metrics = metricsSettings(env, port);
+  const tracing = tracingSettings(env);
   return {
     port,
     host,
@@ -214,7 +233,54 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     spendSync: spendSyncText === '1',
     trustProxy: trustProxy.proxies,
     trustProxyHeader: trustProxy.header,
+    ...metrics,
+    ...tracing,
   };
+}
+
+function metricsSettings(env: NodeJS.ProcessEnv, port: number): Pick<Config, 'metricsToken' | 'metricsPort' | 'metricsHost'> {
+  const metricsToken = env.METRICS_TOKEN?.trim() || undefined;
+  // Never echo the token.
+  if (metricsToken !== undefined && !new RegExp(`^[\\x21-\\x7e]{${METRICS_TOKEN_MIN_CHARS},512}$`).test(metricsToken))
+    throw new ConfigError(
+      `METRICS_TOKEN must be ${METRICS_TOKEN_MIN_CHARS} to 512 characters without spaces, e.g. from: openssl rand -hex 24`,
+    );
+  const portText = env.METRICS_PORT?.trim() || undefined;
+  if (portText !== undefined && (!/^\d{1,5}$/.test(portText) || Number(portText) < 1 || Number(portText) > 65535))
+    throw new ConfigError(`METRICS_PORT must be an integer from 1 to 65535, got ${JSON.stringify(portText.slice(0, 40))}`);
+  const metricsPort = portText === undefined ? undefined : Number(portText);
+  if (metricsPort !== undefined && metricsPort === port)
+    throw new ConfigError(`METRICS_PORT must differ from PORT (${port}): /metrics gets a listener of its own`);
+  const metricsHost = env.METRICS_HOST?.trim() || '127.0.0.1';
+  if (env.METRICS_HOST?.trim() && metricsPort === undefined)
+    throw new ConfigError('METRICS_HOST is set but METRICS_PORT is not: it says where the METRICS_PORT listener binds');
+  return { metricsToken, metricsPort, metricsHost };
+}
+
+function tracingSettings(env: NodeJS.ProcessEnv): Pick<Config, 'otelTracesUrl' | 'otelServiceName' | 'otelSampleRatio'> {
+  const disabled = env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true' || env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() === 'none';
+  const exporter = env.OTEL_TRACES_EXPORTER?.trim().toLowerCase();
+  if (exporter && exporter !== 'otlp' && exporter !== 'none')
+    throw new ConfigError(`OTEL_TRACES_EXPORTER must be otlp or none, got ${JSON.stringify(exporter.slice(0, 40))}`);
+  const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() || env.OTEL_EXPORTER_OTLP_PROTOCOL?.trim();
+  if (protocol && protocol !== 'http/json')
+    throw new ConfigError(
+      `hubops sends traces as OTLP http/json: OTEL_EXPORTER_OTLP_PROTOCOL must be http/json or unset, got ${JSON.stringify(protocol.slice(0, 40))}`,
+    );
+  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  const otelTracesUrl = disabled
+    ? undefined
+    : traces
+      ? url('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', traces, ['http:', 'https:'])
+      : base
+        ? `${url('OTEL_EXPORTER_OTLP_ENDPOINT', base, ['http:', 'https:']).replace(/\/+$/, '')}/v1/traces`
+        : undefined;
+  const ratioText = env.OTEL_TRACES_SAMPLER_ARG?.trim() || '1';
+  const ratio = Number(ratioText);
+  if (!/^\d*\.?\d+$/.test(ratioText) || !(ratio >= 0 && ratio <= 1))
+    throw new ConfigError(`OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1, got ${JSON.stringify(ratioText.slice(0, 40))}`);
+  return { otelTracesUrl, otelServiceName: env.OTEL_SERVICE_NAME?.trim() || 'hubops', otelSampleRatio: ratio };
 }
 
 function trustedProxies(env: NodeJS.ProcessEnv): { proxies: TrustedProxies | undefined; header: ForwardedHeader } {

@@ -13,6 +13,7 @@ import { DomainError } from './platform/errors.ts';
 import { chooseLogFormat, createLogger } from './platform/logger.ts';
 import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
 import { DUPLICATE_SIGNAL_MS, STOP_GRACE_MS, STOP_STEPS_MS } from './policy.ts';
+import { startTracing } from './platform/tracing.ts';
 import { VERSION } from './platform/version.ts';
 import { HUB_API_PREFIX } from './surfaces/hub-api/plugin.ts';
 import { authorizationServerMetadataUrl } from './surfaces/shared/oauth.ts';
@@ -38,6 +39,17 @@ function startFailed(what: string, error: unknown): never {
   console.error(`hubops: ${reason}`);
   process.exit(1);
 }
+
+// Before the database opens: its pool's statements are traced only if tracing is on when it is made.
+const tracing = config.otelTracesUrl
+  ? await startTracing({
+      url: config.otelTracesUrl,
+      serviceName: config.otelServiceName,
+      sampleRatio: config.otelSampleRatio,
+      version: VERSION,
+    }).catch((error: unknown) => startFailed('cannot start tracing', error))
+  : undefined;
+if (config.otelTracesUrl) log.info({ endpoint: redactUrl(config.otelTracesUrl), serviceName: config.otelServiceName }, 'tracing on');
 
 // Exclusive: the server outlives the postmaster only if it started it itself.
 const database = await openDatabase(config, {
@@ -81,6 +93,8 @@ try {
 
   app = await buildApp({ config, db: database.db, limiter, logger: log });
   await app.fastify.listen({ port: config.port, host: config.host });
+  const metricsListener = await app.listenMetrics();
+  if (metricsListener) log.info({ host: config.metricsHost, port: metricsListener.port }, 'metrics listener ready at /metrics');
   const adSync = app.adSync;
   for (const connection of sandboxes?.connections() ?? []) {
     // A demo that cannot reach a sandbox still serves everything else: said, not fatal.
@@ -202,6 +216,8 @@ async function stop(reason: string, exitCode: number): Promise<void> {
     ['ad platform sandboxes', async () => sandboxes?.close()],
     ['rate limiter', () => limiter.close()],
     ['database', () => database.close()],
+    // Last: the spans of everything above are sent before the exit.
+    ['tracing', async () => tracing?.shutdown()],
   ] as const) {
     try {
       await close();

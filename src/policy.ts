@@ -228,3 +228,17 @@ export const DUPLICATE_SIGNAL_MS = 3 * SECOND;
  * a bad answer rather than being stored wrong.
  */
 export const CHATGPT_ADS_SPEND_UNIT: 'major' | 'cents' | 'micros' = 'major';
+
+// --- Metrics and traces (/metrics, OpenTelemetry) ---------------------------------------------
+
+/**
+ * Hub API keys with series of their own in hubops_hub_api_requests_total, per process: the first
+ * ones admitted; later keys are counted under key_id="other" (5 series a key).
+ */
+export const METRICS_HUB_KEY_SERIES = 100;
+/** The buckets of hubops_http_request_duration_seconds, in seconds (a request over the last lands in +Inf). */
+export const METRICS_LATENCY_BUCKETS_S = Object.freeze([0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const);
+/** What the scrape-time reads of the database (the background jobs' backlogs) may take before they are left out. */
+export const METRICS_QUERY_TIMEOUT_MS = 2 * SECOND;
+/** The shortest METRICS_TOKEN accepted. */
+export const METRICS_TOKEN_MIN_CHARS = 16;

@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import { Kysely, PostgresDialect, type CompiledQuery } from 'kysely';
 import pg from 'pg';
 import { CONNECT_TIMEOUT_MS, READ_TIMEOUT_MS, STATEMENT_TIMEOUT_MS } from '../policy.ts';
+import { endSpan, startQuerySpan, tracing } from '../platform/tracing.ts';
 import type { Database } from './schema.ts';
 
 // DATE columns stay 'YYYY-MM-DD' text: spend is counted in UTC days and a JS Date would shift them.
@@ -37,6 +38,9 @@ export function connect(
   // discards it and the next query reconnects.
   pool.on('error', () => {});
   const readTimeoutMs = options.readTimeoutMs ?? READ_TIMEOUT_MS;
+  // Tracing on when the pool is made: every statement a span (tracing off: no wrapper at all).
+  const traced = tracing() !== undefined;
+  if (traced) queryInCallersContext(pool);
   pool.on('connect', (client) => {
     // A connection lost while checked out fails its queries with the error; the client's own
     // 'error' event must not also reach the process (the pool listens only while it is idle).
@@ -44,7 +48,9 @@ export function connect(
     dropWhenEnded(client);
     // …and a server that stops answering must not hang requests for ever (enforced here).
     if (readTimeoutMs > 0) dropWhenSilent(client, readTimeoutMs);
+    if (traced) traceClient(client);
   });
+
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     kysely,
@@ -56,6 +62,61 @@ export function connect(
       // or its idle clients keep the process alive until pg's idle timeout.
       if (!pool.ended) await pool.end();
     },
+  };
+}
+
+/**
+ * Each statement of this connection as a span (startQuerySpan: a child of the active span, the
+ * SQL text without its values). The promise and callback forms of query() both end it; a
+ * submittable (a cursor) is passed through untraced.
+ */
+function traceClient(client: pg.PoolClient): void {
+  const query = client.query;
+  const server = { host: (client as unknown as { host?: string }).host, port: (client as unknown as { port?: number }).port };
+  (client as unknown as { query: (...args: unknown[]) => unknown }).query = function tracedQuery(this: unknown, ...args: unknown[]) {
+    const config = args[0] as string | { text?: string; submit?: unknown } | undefined;
+    const text = typeof config === 'string' ? config : typeof config?.submit === 'function' ? undefined : config?.text;
+    const span = text === undefined ? undefined : startQuerySpan(text, server);
+    if (!span) return (query as (...a: unknown[]) => unknown).apply(this, args);
+    const last = args.length - 1;
+    if (typeof args[last] === 'function') {
+      const callback = args[last] as (error: unknown, result: unknown) => void;
+      args[last] = (error: unknown, result: unknown) => {
+        endSpan(span, error ?? undefined);
+        callback(error, result);
+      };
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    }
+    const result = (query as (...a: unknown[]) => unknown).apply(this, args) as Promise<unknown>;
+    result.then(
+      () => endSpan(span),
+      (error: unknown) => endSpan(span, error),
+    );
+    return result;
+  };
+}
+
+/**
+ * pool.query as a checkout, query and release in the caller's async context: pg-pool runs the
+ * query from a callback that may be called in another request's context (the one that released a
+ * connection), which would hang its span under the wrong parent. A connection that failed a
+ * statement is not reused, as pg-pool's own query does.
+ */
+function queryInCallersContext(pool: pg.Pool): void {
+  const original = pool.query;
+  (pool as unknown as { query: (...args: unknown[]) => unknown }).query = function query(this: pg.Pool, ...args: unknown[]) {
+    if (typeof args[args.length - 1] === 'function') return (original as (...a: unknown[]) => unknown).apply(this, args);
+    return (async () => {
+      const client = await pool.connect();
+      try {
+        const result = await (client as unknown as { query: (...a: unknown[]) => Promise<pg.QueryResult> }).query(...args);
+        client.release();
+        return result;
+      } catch (error) {
+        client.release(error as Error);
+        throw error;
+      }
+    })();
   };
 }
 

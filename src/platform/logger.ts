@@ -1,6 +1,13 @@
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 import pino, { type Logger, type LoggerOptions } from 'pino';
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The request's trace and span ids while tracing is on (surfaces/shared/tracing.ts), for its log line; else null. */
+    traceIds: { trace_id: string; span_id: string } | null;
+  }
+}
+
 // Secrets never reach a log line: credentials in headers and any field that carries one.
 const REDACTED_PATHS = [
   'req.headers.authorization',
@@ -56,7 +63,7 @@ export function chooseLogFormat(setting: LogFormat | undefined, stdoutIsTerminal
 const LEVEL_NAMES: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
 // Shown by the line's layout (or not at all) rather than as key=value.
 const LAYOUT_FIELDS = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'reqId', 'err']);
-const REQUEST_FIELDS = new Set([...LAYOUT_FIELDS, 'method', 'url', 'statusCode', 'responseTime', 'remoteAddress']);
+const REQUEST_FIELDS = new Set([...LAYOUT_FIELDS, 'method', 'url', 'statusCode', 'responseTime', 'remoteAddress', 'trace_id', 'span_id']);
 // A cursor or other long query value says nothing to a reader: its start is enough to tell two apart.
 const LONG_QUERY_VALUE = /([?&][^=&#]+=)([^&#]{13})[^&#]{12,}/g;
 
@@ -88,6 +95,7 @@ export function formatPretty(line: Record<string, unknown>, options: { stacks: b
   const layout = isRequest ? REQUEST_FIELDS : LAYOUT_FIELDS;
   for (const [key, value] of Object.entries(line)) if (!layout.has(key) && value !== undefined) parts.push(`${key}=${fieldText(value)}`);
   if (typeof line.reqId === 'string') parts.push(`req=${line.reqId}`);
+  if (isRequest && typeof line.trace_id === 'string') parts.push(`trace=${line.trace_id}`);
   const err = line.err as { message?: unknown; stack?: unknown } | undefined;
   let text = parts.join(' ');
   if (err && typeof err === 'object') {
@@ -117,6 +125,8 @@ interface ServedRequest {
   ms: number;
   /** The client's address (TRUST_PROXY). */
   client: string;
+  /** With tracing on: the ids of the request's span. */
+  traceIds?: { trace_id: string; span_id: string } | null;
 }
 
 /**
@@ -134,6 +144,7 @@ function logRequest(log: Pick<Logger, 'info' | 'error'>, request: ServedRequest,
     statusCode: request.statusCode,
     responseTime: Math.round(request.ms * 10) / 10,
     remoteAddress: request.client,
+    ...request.traceIds,
   };
   if (err) log.error({ ...fields, err }, 'request');
   else if (request.statusCode >= 500) log.error(fields, 'request');
@@ -151,7 +162,14 @@ export class RequestLogController extends LogController {
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     logRequest(
       reply.log,
-      { method: request.method, url: request.url, statusCode: reply.statusCode, ms: reply.elapsedTime, client: request.clientAddress },
+      {
+        method: request.method,
+        url: request.url,
+        statusCode: reply.statusCode,
+        ms: reply.elapsedTime,
+        client: request.clientAddress,
+        traceIds: request.traceIds,
+      },
       error,
     );
   }

@@ -388,6 +388,30 @@ const promises: { what: string; page: Page; covers: PolicyName[]; sentence: stri
     covers: ['REDIS_START_WAIT_MS'],
     sentence: `A server started while Redis is down waits ${s(policy.REDIS_START_WAIT_MS)} s for it`,
   },
+  {
+    what: 'metrics: Hub API keys with series of their own',
+    page: 'docs/operations.md',
+    covers: ['METRICS_HUB_KEY_SERIES'],
+    sentence: `The first ${policy.METRICS_HUB_KEY_SERIES} keys an instance admits get series of their own`,
+  },
+  {
+    what: 'metrics: latency buckets',
+    page: 'docs/operations.md',
+    covers: ['METRICS_LATENCY_BUCKETS_S'],
+    sentence: `histogram's buckets are ${policy.METRICS_LATENCY_BUCKETS_S.slice(0, -1).join(', ')} and ${policy.METRICS_LATENCY_BUCKETS_S.at(-1)} seconds`,
+  },
+  {
+    what: 'metrics: scrape-time reads',
+    page: 'docs/operations.md',
+    covers: ['METRICS_QUERY_TIMEOUT_MS'],
+    sentence: `its reads took over ${s(policy.METRICS_QUERY_TIMEOUT_MS)} s`,
+  },
+  {
+    what: 'metrics: token length',
+    page: 'docs/operations.md',
+    covers: ['METRICS_TOKEN_MIN_CHARS'],
+    sentence: `(${policy.METRICS_TOKEN_MIN_CHARS} to 512 characters without spaces`,
+  },
 ];
 
 /** Internal timings with no sentence in the docs: documented in src/policy.ts only. */

@@ -206,4 +206,62 @@ describe('the loopback default: bound address and BASE_URL agree', () => {
     assert.equal(loadConfig({ HOST: '0.0.0.0' }).baseUrl, 'http://localhost:3000');
     assert.equal(loadConfig({ HOST: '127.0.0.1', BASE_URL: 'https://hubs.example.com' }).baseUrl, 'https://hubs.example.com');
   });
+
+  test('metrics: off by default; METRICS_TOKEN never echoed; METRICS_PORT apart from PORT; METRICS_HOST only with it', () => {
+    const none = loadConfig({});
+    assert.equal(none.metricsToken, undefined);
+    assert.equal(none.metricsPort, undefined);
+    assert.equal(loadConfig({ METRICS_PORT: '9464' }).metricsHost, '127.0.0.1', 'loopback unless told');
+    assert.equal(loadConfig({ METRICS_TOKEN: 'a-long-enough-token-123' }).metricsToken, 'a-long-enough-token-123');
+    for (const [env, name, secret] of [
+      [{ METRICS_TOKEN: 'short-SECRET' }, 'METRICS_TOKEN', 'short-SECRET'],
+      [{ METRICS_TOKEN: 'has a space SECRETSECRET' }, 'METRICS_TOKEN', 'SECRETSECRET'],
+      [{ METRICS_PORT: '3000' }, 'METRICS_PORT', undefined],
+      [{ METRICS_PORT: '0' }, 'METRICS_PORT', undefined],
+      [{ METRICS_PORT: 'x' }, 'METRICS_PORT', undefined],
+      [{ METRICS_HOST: '0.0.0.0' }, 'METRICS_HOST', undefined],
+    ] as const) {
+      assert.throws(
+        () => loadConfig(env),
+        (error: Error) =>
+          error instanceof ConfigError && error.message.startsWith(name) && (secret === undefined || !error.message.includes(secret)),
+        JSON.stringify(env),
+      );
+    }
+  });
+
+  test('tracing: off unless an OTLP endpoint is set; the standard variables', () => {
+    assert.equal(loadConfig({}).otelTracesUrl, undefined);
+    assert.equal(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }).otelTracesUrl, 'http://collector:4318/v1/traces');
+    assert.equal(
+      loadConfig({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example/otlp',
+      }).otelTracesUrl,
+      'https://traces.example/otlp',
+    );
+    assert.equal(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' }).otelTracesUrl, undefined);
+    assert.equal(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_TRACES_EXPORTER: 'none' }).otelTracesUrl, undefined);
+    const on = loadConfig({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318',
+      OTEL_SERVICE_NAME: 'hubops-eu',
+      OTEL_TRACES_SAMPLER_ARG: '0.25',
+    });
+    assert.equal(on.otelServiceName, 'hubops-eu');
+    assert.equal(on.otelSampleRatio, 0.25);
+    assert.equal(loadConfig({}).otelServiceName, 'hubops');
+    for (const [env, name] of [
+      [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'grpc://c:4317' }, 'OTEL_EXPORTER_OTLP_ENDPOINT'],
+      [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'nope' }, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'],
+      [{ OTEL_TRACES_SAMPLER_ARG: '1.5' }, 'OTEL_TRACES_SAMPLER_ARG'],
+      [{ OTEL_TRACES_EXPORTER: 'zipkin' }, 'OTEL_TRACES_EXPORTER'],
+      [{ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, 'hubops sends traces as OTLP http/json'],
+    ] as const) {
+      assert.throws(
+        () => loadConfig(env),
+        (error: Error) => error instanceof ConfigError && error.message.startsWith(name),
+        JSON.stringify(env),
+      );
+    }
+  });
 });

@@ -402,3 +402,33 @@ export async function endRun(db: Db, accountId: string, owner: string, end: RunE
   await sql`UPDATE ad_accounts SET ${set}, lease_until = NULL, lease_owner = NULL
              WHERE id = ${accountId} AND lease_owner = ${owner}`.execute(db.kysely);
 }
+
+export interface SyncBacklogRow {
+  platform: string;
+  /** Connected accounts. */
+  accounts: number;
+  /** Due (their time came or a sync was asked for), not throttled and not being synced. */
+  due: number;
+  /** Seconds since the longest-waiting due account fell due (0: none waits). */
+  lag_seconds: number;
+  /** Accounts whose last sync failed. */
+  failing: number;
+  /** Days between today (UTC) and the oldest account's last complete day; null: none has one yet. */
+  complete_through_age_days: number | null;
+}
+
+/** The spend sync's backlog per platform, for /metrics: one pass over the connected accounts. */
+export async function syncBacklog(db: Db, now: Date): Promise<SyncBacklogRow[]> {
+  const due = sql`(lease_until IS NULL OR lease_until <= ${now})
+                  AND (sync_requested_at IS NOT NULL OR (next_sync_at <= ${now} AND (throttled_until IS NULL OR throttled_until <= ${now})))`;
+  const result = await sql<SyncBacklogRow>`
+    SELECT platform, count(*)::int AS accounts,
+           count(*) FILTER (WHERE ${due})::int AS due,
+           coalesce(extract(epoch FROM ${now}::timestamptz - min(least(next_sync_at, sync_requested_at)) FILTER (WHERE ${due})), 0)::float8 AS lag_seconds,
+           count(*) FILTER (WHERE failure_kind IS NOT NULL)::int AS failing,
+           ((${now}::timestamptz AT TIME ZONE 'UTC')::date - min(complete_through))::int AS complete_through_age_days
+      FROM ad_accounts
+     WHERE connection_id IS NOT NULL
+     GROUP BY platform`.execute(db.kysely);
+  return result.rows;
+}

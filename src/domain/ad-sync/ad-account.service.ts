@@ -3,9 +3,11 @@
 // workspace, and fix unattributed spend by mapping a campaign or ad set to a workspace. The
 // caller (a surface) has already checked that the person is the hub's admin.
 import { setTimeout as delay } from 'node:timers/promises';
+import type { Db } from '../../db/database.ts';
 import type { AdPlatform, PlatformFailureKind } from '../../db/schema.ts';
 import { PlatformError, PlatformThrottled, type PlatformAdAccount } from '../../integrations/ad-platform.ts';
 import type { MetaOAuth } from '../../integrations/meta/client.ts';
+import type { Clock } from '../../platform/clock.ts';
 import { DomainError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { isTimeZoneName } from '../../platform/time.ts';
@@ -22,9 +24,11 @@ import {
   unattributed,
   updateDefaultWorkspace,
   updateReportingCurrency,
+  syncBacklog as readSyncBacklog,
   upsertMapping,
   workspaceExists,
   type AccountRow,
+  type SyncBacklogRow,
 } from './ad-account.repository.ts';
 import { newClaimant } from './sync-loop.ts';
 import { runSync, shownName, type EngineDeps, type SyncOutcome } from './sync-engine.ts';
@@ -605,4 +609,18 @@ function viewOf(row: AccountRow, now: Date): AdAccountView {
     tokenExpiresSoon,
     defaultWorkspaceId: row.default_workspace_id,
   };
+}
+
+/** The spend sync's backlog (for /metrics), one row per platform, zeros for a platform with no connected account. */
+export async function syncBacklog(db: Db, clock: Clock): Promise<(SyncBacklogRow & { platform: AdPlatform })[]> {
+  const rows = new Map((await readSyncBacklog(db, clock.now())).map((r) => [r.platform, r]));
+  return AD_PLATFORMS.map(
+    (platform) =>
+      ({
+        ...(rows.get(platform) ?? { accounts: 0, due: 0, lag_seconds: 0, failing: 0, complete_through_age_days: null }),
+        platform,
+      }) as SyncBacklogRow & {
+        platform: AdPlatform;
+      },
+  );
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { inSpan } from '../../platform/tracing.ts';
 import { SPEND_SYNC_LEASE_MS } from '../../policy.ts';
 import { claimDue } from './ad-account.repository.ts';
 import { runSync, type EngineDeps, type SyncOutcome } from './sync-engine.ts';
@@ -41,7 +42,10 @@ export function createSpendSyncLoop(options: SpendSyncLoopOptions): SpendSyncLoo
     const ids = await claimDue(deps.db, owner, now, new Date(now.getTime() + deps.leaseMs), options.batchSize);
     const signal = abort.signal;
     // Settled, not raced: a round (and so stop()) ends only when every claimed sync has.
-    const outcomes = await Promise.allSettled(ids.map((id) => runSync(deps, id, owner, signal)));
+    // Each account's sync a trace of its own (with tracing on): its queries and platform calls under it.
+    const outcomes = await Promise.allSettled(
+      ids.map((id) => inSpan('spend-sync account', { 'hubops.ad_account.id': id }, () => runSync(deps, id, owner, signal))),
+    );
     const failed = outcomes.find((o) => o.status === 'rejected');
     if (failed) throw failed.reason;
     return outcomes.map((o) => (o as PromiseFulfilledResult<SyncOutcome>).value);

@@ -14,6 +14,7 @@ import { findWorkspaceMedia } from '../media/media.repository.ts';
 import { narrowScope, scopeOf, targetWorkspace } from '../scope.ts';
 import { postProblems, type NEW_POST_STATUSES, type Post } from './post.ts';
 import { findPost, findPostPage, insertPost } from './post.repository.ts';
+import { publisherBacklog as readPublisherBacklog, type PublisherBacklog } from './publisher.repository.ts';
 
 /** The kind of this list's cursors (the surface's cursor parameter is declared with it). */
 export const POST_CURSOR = 'posts';
@@ -113,4 +114,9 @@ export async function listPosts(db: Db, caller: Caller, input: ListPostsInput): 
     await findPostPage(db, { scope, status: input.status, from, before, after: input.cursor.after, limit }),
     limit,
   );
+}
+
+/** The publisher's queue now (for /metrics): posts due and waiting, the oldest one's due time, posts publishing. */
+export async function publisherBacklog(db: Db, clock: Clock): Promise<PublisherBacklog> {
+  return readPublisherBacklog(db, clock.now());
 }

@@ -127,3 +127,22 @@ export async function recordOutcome(db: Db, postId: string, claim: Claim, now: D
      WHERE p.id = ${postId} AND o.pending = 0
        AND p.status = 'publishing' AND p.claimed_by = ${claim.claimant} AND p.claimed_at = ${claim.claimedAt}`.execute(db.kysely);
 }
+
+export interface PublisherBacklog {
+  /** Scheduled posts due and not yet claimed. */
+  due: number;
+  /** The earliest due time among them, or null. */
+  oldestDue: Date | null;
+  /** Posts being published now (claimed, lease running or expired). */
+  publishing: number;
+}
+
+/** The publisher's queue, for /metrics: three index-only reads of the partial indexes on due and publishing posts. */
+export async function publisherBacklog(db: Db, now: Date): Promise<PublisherBacklog> {
+  const result = await sql<{ due: number; oldest_due: Date | null; publishing: number }>`
+    SELECT (SELECT count(*) FROM posts WHERE status = 'scheduled' AND scheduled_at <= ${now})::int AS due,
+           (SELECT min(scheduled_at) FROM posts WHERE status = 'scheduled' AND scheduled_at <= ${now}) AS oldest_due,
+           (SELECT count(*) FROM posts WHERE status = 'publishing')::int AS publishing`.execute(db.kysely);
+  const row = result.rows[0]!;
+  return { due: row.due, oldestDue: row.oldest_due, publishing: row.publishing };
+}

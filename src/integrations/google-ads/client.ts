@@ -23,6 +23,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import zlib from 'node:zlib';
 import { GOOGLE_ADS_API_VERSION, SPEND_THROTTLE_WAIT_MAX_MS } from '../../policy.ts';
 import { isTimeZoneName } from '../../platform/time.ts';
+import { traceOutbound } from '../../platform/tracing.ts';
 import {
   PlatformError,
   PlatformThrottled,
@@ -212,65 +213,71 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
     const signal = s.signal ? AbortSignal.any([s.signal, timeout]) : timeout;
     // node:http rather than fetch, as in the Meta client: plain Buffer chunks, and no redirect is followed.
     let answered = false;
-    const answer = await new Promise<Answer>((resolve, reject) => {
-      let settled = false;
-      const settle = (error: unknown, value?: Answer) => {
-        if (settled) return;
-        settled = true;
-        if (error === undefined) return resolve(value!);
-        request.destroy();
-        reject(error);
-      };
-      const request = (url.protocol === 'https:' ? https : http).request(
-        url,
-        { method, headers, signal, agent: url.protocol === 'https:' ? httpsAgent : httpAgent },
-        (response) => {
-          answered = true;
-          const status = response.statusCode ?? 0;
-          if (status >= 300 && status < 400)
-            return settle(
-              new PlatformError('bad_answer', `${who} answered ${what} with a redirect (HTTP ${status}); the API never redirects`),
-            );
-          const type = (response.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-          // Another type (an HTML error page) is read too, under the same cap: its status still says what happened.
-          const json = type === 'application/json';
-          const retryAfter = typeof response.headers['retry-after'] === 'string' ? response.headers['retry-after'] : undefined;
-          const tooLarge = () =>
-            new AnswerTooLarge('bad_answer', `${possessive(who)} answer to ${what} is larger than ${maxBodyBytes} bytes`);
-          if (Number(response.headers['content-length'] ?? 0) > maxBodyBytes) return settle(tooLarge());
-          const encoding = (response.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
-          const decode = DECODERS.get(encoding);
-          if (decode === undefined)
-            return settle(new PlatformError('bad_answer', `${who} answered ${what} in an unknown content encoding`));
-          // The cap counts the bytes we hold, after decompression (a small zip bomb is refused too).
-          const stream: Readable = decode ? response.pipe(decode()) : response;
-          const chunks: Buffer[] = [];
-          let total = 0;
-          const cutOff = () => settle(signal.aborted ? signal.reason : new Error('cut off'));
-          stream.on('data', (chunk: Buffer) => {
-            total += chunk.length;
-            if (total > maxBodyBytes) return settle(tooLarge());
-            chunks.push(chunk);
-          });
-          stream.on('end', () =>
-            settle(undefined, {
-              status,
-              json,
-              retryAfter,
-              bytes: total,
-              text: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total)).toString('utf8'),
-            }),
+    const answer = await traceOutbound(
+      'google_ads',
+      method,
+      url,
+      () =>
+        new Promise<Answer>((resolve, reject) => {
+          let settled = false;
+          const settle = (error: unknown, value?: Answer) => {
+            if (settled) return;
+            settled = true;
+            if (error === undefined) return resolve(value!);
+            request.destroy();
+            reject(error);
+          };
+          const request = (url.protocol === 'https:' ? https : http).request(
+            url,
+            { method, headers, signal, agent: url.protocol === 'https:' ? httpsAgent : httpAgent },
+            (response) => {
+              answered = true;
+              const status = response.statusCode ?? 0;
+              if (status >= 300 && status < 400)
+                return settle(
+                  new PlatformError('bad_answer', `${who} answered ${what} with a redirect (HTTP ${status}); the API never redirects`),
+                );
+              const type = (response.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+              // Another type (an HTML error page) is read too, under the same cap: its status still says what happened.
+              const json = type === 'application/json';
+              const retryAfter = typeof response.headers['retry-after'] === 'string' ? response.headers['retry-after'] : undefined;
+              const tooLarge = () =>
+                new AnswerTooLarge('bad_answer', `${possessive(who)} answer to ${what} is larger than ${maxBodyBytes} bytes`);
+              if (Number(response.headers['content-length'] ?? 0) > maxBodyBytes) return settle(tooLarge());
+              const encoding = (response.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+              const decode = DECODERS.get(encoding);
+              if (decode === undefined)
+                return settle(new PlatformError('bad_answer', `${who} answered ${what} in an unknown content encoding`));
+              // The cap counts the bytes we hold, after decompression (a small zip bomb is refused too).
+              const stream: Readable = decode ? response.pipe(decode()) : response;
+              const chunks: Buffer[] = [];
+              let total = 0;
+              const cutOff = () => settle(signal.aborted ? signal.reason : new Error('cut off'));
+              stream.on('data', (chunk: Buffer) => {
+                total += chunk.length;
+                if (total > maxBodyBytes) return settle(tooLarge());
+                chunks.push(chunk);
+              });
+              stream.on('end', () =>
+                settle(undefined, {
+                  status,
+                  json,
+                  retryAfter,
+                  bytes: total,
+                  text: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total)).toString('utf8'),
+                }),
+              );
+              stream.on('error', cutOff);
+              response.on('error', cutOff);
+              response.on('close', () => {
+                if (!response.complete) cutOff();
+              });
+            },
           );
-          stream.on('error', cutOff);
-          response.on('error', cutOff);
-          response.on('close', () => {
-            if (!response.complete) cutOff();
-          });
-        },
-      );
-      request.on('error', (error) => settle(error));
-      request.end(body);
-    }).catch((error: unknown) => {
+          request.on('error', (error) => settle(error));
+          request.end(body);
+        }),
+    ).catch((error: unknown) => {
       if (error instanceof PlatformError) throw error;
       if (s.signal?.aborted) throw s.signal.reason;
       if (!answered) {

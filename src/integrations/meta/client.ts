@@ -21,6 +21,7 @@ import {
   type PlatformSpendRow,
 } from '../ad-platform.ts';
 import { isTimeZoneName } from '../../platform/time.ts';
+import { traceOutbound } from '../../platform/tracing.ts';
 import { parseSpendMicros } from './spend.ts';
 import { HOURLY_BREAKDOWN, parseHourLabel, type AsyncStatus, type GraphErrorBody } from './wire.ts';
 
@@ -207,63 +208,70 @@ export function createMetaClient(options: MetaClientOptions): AdPlatformClient &
     // machinery per chunk, which was most of the client's time per row in bench:sync. Redirects are
     // not followed by node:http at all.
     let answered = false;
-    const answer = await new Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }>((resolve, reject) => {
-      let settled = false;
-      const settle = (error: unknown, value?: { status: number; headers: http.IncomingHttpHeaders; text: string }) => {
-        if (settled) return;
-        settled = true;
-        if (error === undefined) return resolve(value!);
-        request.destroy();
-        reject(error);
-      };
-      const request = (url.protocol === 'https:' ? https : http).request(
-        url,
-        { method, headers, signal, agent: url.protocol === 'https:' ? httpsAgent : httpAgent },
-        (response) => {
-          answered = true;
-          const status = response.statusCode ?? 0;
-          if (status >= 300 && status < 400)
-            return settle(
-              new PlatformError('bad_answer', `Meta answered ${what} with a redirect (HTTP ${status}); the Graph API never redirects`),
-            );
-          // Graph answers application/json; older versions said text/javascript for the same JSON.
-          const type = (response.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-          if (type !== 'application/json' && type !== 'text/javascript')
-            return settle(
-              new PlatformError('bad_answer', `Meta answered ${what} with ${type || 'no content type'} (HTTP ${status}), not JSON`),
-            );
-          const tooLarge = () => new PlatformError('bad_answer', `Meta's answer to ${what} is larger than ${maxBodyBytes} bytes`);
-          if (Number(response.headers['content-length'] ?? 0) > maxBodyBytes) return settle(tooLarge());
-          const encoding = (response.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
-          const decode = DECODERS.get(encoding);
-          if (decode === undefined) return settle(new PlatformError('bad_answer', `Meta answered ${what} in an unknown content encoding`));
-          // The cap counts the bytes we hold, after decompression (a small zip bomb is refused too).
-          const stream: Readable = decode ? response.pipe(decode()) : response;
-          const chunks: Buffer[] = [];
-          let total = 0;
-          const cutOff = () => settle(signal.aborted ? signal.reason : new Error('cut off'));
-          stream.on('data', (chunk: Buffer) => {
-            total += chunk.length;
-            if (total > maxBodyBytes) return settle(tooLarge());
-            chunks.push(chunk);
-          });
-          stream.on('end', () =>
-            settle(undefined, {
-              status,
-              headers: response.headers,
-              text: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total)).toString('utf8'),
-            }),
+    const answer = await traceOutbound(
+      'meta',
+      method,
+      url,
+      () =>
+        new Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }>((resolve, reject) => {
+          let settled = false;
+          const settle = (error: unknown, value?: { status: number; headers: http.IncomingHttpHeaders; text: string }) => {
+            if (settled) return;
+            settled = true;
+            if (error === undefined) return resolve(value!);
+            request.destroy();
+            reject(error);
+          };
+          const request = (url.protocol === 'https:' ? https : http).request(
+            url,
+            { method, headers, signal, agent: url.protocol === 'https:' ? httpsAgent : httpAgent },
+            (response) => {
+              answered = true;
+              const status = response.statusCode ?? 0;
+              if (status >= 300 && status < 400)
+                return settle(
+                  new PlatformError('bad_answer', `Meta answered ${what} with a redirect (HTTP ${status}); the Graph API never redirects`),
+                );
+              // Graph answers application/json; older versions said text/javascript for the same JSON.
+              const type = (response.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+              if (type !== 'application/json' && type !== 'text/javascript')
+                return settle(
+                  new PlatformError('bad_answer', `Meta answered ${what} with ${type || 'no content type'} (HTTP ${status}), not JSON`),
+                );
+              const tooLarge = () => new PlatformError('bad_answer', `Meta's answer to ${what} is larger than ${maxBodyBytes} bytes`);
+              if (Number(response.headers['content-length'] ?? 0) > maxBodyBytes) return settle(tooLarge());
+              const encoding = (response.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+              const decode = DECODERS.get(encoding);
+              if (decode === undefined)
+                return settle(new PlatformError('bad_answer', `Meta answered ${what} in an unknown content encoding`));
+              // The cap counts the bytes we hold, after decompression (a small zip bomb is refused too).
+              const stream: Readable = decode ? response.pipe(decode()) : response;
+              const chunks: Buffer[] = [];
+              let total = 0;
+              const cutOff = () => settle(signal.aborted ? signal.reason : new Error('cut off'));
+              stream.on('data', (chunk: Buffer) => {
+                total += chunk.length;
+                if (total > maxBodyBytes) return settle(tooLarge());
+                chunks.push(chunk);
+              });
+              stream.on('end', () =>
+                settle(undefined, {
+                  status,
+                  headers: response.headers,
+                  text: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total)).toString('utf8'),
+                }),
+              );
+              stream.on('error', cutOff);
+              response.on('error', cutOff);
+              response.on('close', () => {
+                if (!response.complete) cutOff();
+              });
+            },
           );
-          stream.on('error', cutOff);
-          response.on('error', cutOff);
-          response.on('close', () => {
-            if (!response.complete) cutOff();
-          });
-        },
-      );
-      request.on('error', (error) => settle(error));
-      request.end(body);
-    }).catch((error: unknown) => {
+          request.on('error', (error) => settle(error));
+          request.end(body);
+        }),
+    ).catch((error: unknown) => {
       if (error instanceof PlatformError) throw error;
       if (session.signal?.aborted) throw session.signal.reason;
       if (!answered) {

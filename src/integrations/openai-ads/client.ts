@@ -40,6 +40,7 @@ import {
   type PlatformSpendRow,
 } from '../ad-platform.ts';
 import { isTimeZoneName } from '../../platform/time.ts';
+import { traceOutbound } from '../../platform/tracing.ts';
 import { spendDecimals, spendToMicros } from './spend.ts';
 import {
   API_PREFIX,
@@ -173,69 +174,78 @@ export function createOpenAIAdsClient(options: OpenAIAdsClientOptions = {}): AdP
     // node:http rather than fetch, as in the Meta client: pages are read as plain Buffer chunks, and
     // redirects are never followed.
     let answered = false;
-    const answer = await new Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }>((resolve, reject) => {
-      let settled = false;
-      const settle = (error: unknown, value?: { status: number; headers: http.IncomingHttpHeaders; text: string }) => {
-        if (settled) return;
-        settled = true;
-        if (error === undefined) return resolve(value!);
-        request.destroy();
-        reject(error);
-      };
-      const request = (url.protocol === 'https:' ? https : http).request(
-        url,
-        { method: 'GET', headers, signal, agent: url.protocol === 'https:' ? httpsAgent : httpAgent },
-        (response) => {
-          answered = true;
-          const status = response.statusCode ?? 0;
-          if (status >= 300 && status < 400)
-            return settle(
-              new PlatformError('bad_answer', `OpenAI Ads answered ${what} with a redirect (HTTP ${status}); the API never redirects`),
-            );
-          const type = (response.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-          if (type !== 'application/json') {
-            // A gateway's HTML error page in front of the API is its failure, not a wrong answer.
-            if (status >= 500)
-              return settle(
-                new PlatformError('platform_error', `OpenAI Ads failed on ${what} (HTTP ${status})`, { platformCode: String(status) }),
+    const answer = await traceOutbound(
+      'chatgpt_ads',
+      'GET',
+      url,
+      () =>
+        new Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }>((resolve, reject) => {
+          let settled = false;
+          const settle = (error: unknown, value?: { status: number; headers: http.IncomingHttpHeaders; text: string }) => {
+            if (settled) return;
+            settled = true;
+            if (error === undefined) return resolve(value!);
+            request.destroy();
+            reject(error);
+          };
+          const request = (url.protocol === 'https:' ? https : http).request(
+            url,
+            { method: 'GET', headers, signal, agent: url.protocol === 'https:' ? httpsAgent : httpAgent },
+            (response) => {
+              answered = true;
+              const status = response.statusCode ?? 0;
+              if (status >= 300 && status < 400)
+                return settle(
+                  new PlatformError('bad_answer', `OpenAI Ads answered ${what} with a redirect (HTTP ${status}); the API never redirects`),
+                );
+              const type = (response.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+              if (type !== 'application/json') {
+                // A gateway's HTML error page in front of the API is its failure, not a wrong answer.
+                if (status >= 500)
+                  return settle(
+                    new PlatformError('platform_error', `OpenAI Ads failed on ${what} (HTTP ${status})`, { platformCode: String(status) }),
+                  );
+                return settle(
+                  new PlatformError(
+                    'bad_answer',
+                    `OpenAI Ads answered ${what} with ${type || 'no content type'} (HTTP ${status}), not JSON`,
+                  ),
+                );
+              }
+              const tooLarge = () => new PlatformError('bad_answer', `OpenAI Ads' answer to ${what} is larger than ${maxBodyBytes} bytes`);
+              if (Number(response.headers['content-length'] ?? 0) > maxBodyBytes) return settle(tooLarge());
+              const encoding = (response.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+              const decode = DECODERS.get(encoding);
+              if (decode === undefined)
+                return settle(new PlatformError('bad_answer', `OpenAI Ads answered ${what} in an unknown content encoding`));
+              // The cap counts the bytes we hold, after decompression (a small zip bomb is refused too).
+              const stream: Readable = decode ? response.pipe(decode()) : response;
+              const chunks: Buffer[] = [];
+              let total = 0;
+              const cutOff = () => settle(signal.aborted ? signal.reason : new Error('cut off'));
+              stream.on('data', (chunk: Buffer) => {
+                total += chunk.length;
+                if (total > maxBodyBytes) return settle(tooLarge());
+                chunks.push(chunk);
+              });
+              stream.on('end', () =>
+                settle(undefined, {
+                  status,
+                  headers: response.headers,
+                  text: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total)).toString('utf8'),
+                }),
               );
-            return settle(
-              new PlatformError('bad_answer', `OpenAI Ads answered ${what} with ${type || 'no content type'} (HTTP ${status}), not JSON`),
-            );
-          }
-          const tooLarge = () => new PlatformError('bad_answer', `OpenAI Ads' answer to ${what} is larger than ${maxBodyBytes} bytes`);
-          if (Number(response.headers['content-length'] ?? 0) > maxBodyBytes) return settle(tooLarge());
-          const encoding = (response.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
-          const decode = DECODERS.get(encoding);
-          if (decode === undefined)
-            return settle(new PlatformError('bad_answer', `OpenAI Ads answered ${what} in an unknown content encoding`));
-          // The cap counts the bytes we hold, after decompression (a small zip bomb is refused too).
-          const stream: Readable = decode ? response.pipe(decode()) : response;
-          const chunks: Buffer[] = [];
-          let total = 0;
-          const cutOff = () => settle(signal.aborted ? signal.reason : new Error('cut off'));
-          stream.on('data', (chunk: Buffer) => {
-            total += chunk.length;
-            if (total > maxBodyBytes) return settle(tooLarge());
-            chunks.push(chunk);
-          });
-          stream.on('end', () =>
-            settle(undefined, {
-              status,
-              headers: response.headers,
-              text: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total)).toString('utf8'),
-            }),
+              stream.on('error', cutOff);
+              response.on('error', cutOff);
+              response.on('close', () => {
+                if (!response.complete) cutOff();
+              });
+            },
           );
-          stream.on('error', cutOff);
-          response.on('error', cutOff);
-          response.on('close', () => {
-            if (!response.complete) cutOff();
-          });
-        },
-      );
-      request.on('error', (error) => settle(error));
-      request.end();
-    }).catch((error: unknown) => {
+          request.on('error', (error) => settle(error));
+          request.end();
+        }),
+    ).catch((error: unknown) => {
       if (error instanceof PlatformError) throw error;
       if (session.signal?.aborted) throw session.signal.reason;
       if (!answered) {

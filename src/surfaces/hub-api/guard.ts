@@ -139,6 +139,8 @@ export class HubApiGuard {
     // The checksum first: a mistyped or invented key costs no database read.
     const hash = key !== undefined && isWellFormedKey(key) ? hashKey(key) : undefined;
     const seen = hash && this.#known.peek(hash.toString('latin1'));
+    // Its requests are counted by key id in /metrics (never the key), whatever the answer.
+    if (seen) request.hubKeyId = seen.keyId;
     if (!seen) {
       // Key guessing is limited even without Redis (the limiter then counts per instance): never fails open.
       const failures = await this.#limiter.count(addressKey, FAILED_AUTH_LIMIT.windowMs, nowMs);
@@ -168,6 +170,7 @@ export class HubApiGuard {
       return { admission: { caller: known, db: { ...this.#db, check }, charge, admittedAt }, check };
     }
     const caller = await this.#admit(key, hash, await findKeyByHash(this.#db, hash), addressKey, nowMs);
+    request.hubKeyId = caller.keyId;
     const charge = charging ? await this.#charge(caller, reply, nowMs, options.extra) : await this.#chargeConditional(caller, nowMs);
     if (!charge.allowed) throw refusedBy(charge);
     return { admission: { caller, db: this.#db, charge, admittedAt } };
