@@ -61,7 +61,10 @@ export async function startServer(options: { databaseUrl: string; entry?: string
   // REDIS_URL is not passed on: the figures are for the in-process rate limiter, whatever the
   // caller's environment holds.
   const { REDIS_URL: _ignored, ...inherited } = process.env;
-  const child = spawn(NODE, [...START_FLAGS, entry], {
+  // BENCH_SERVER_FLAGS adds Node flags to every server the bench starts, e.g.
+  // `--cpu-prof --cpu-prof-dir=/tmp/prof` (a profile per process, written when it stops).
+  const extraFlags = (process.env.BENCH_SERVER_FLAGS ?? '').split(/\s+/).filter(Boolean);
+  const child = spawn(NODE, [...START_FLAGS, ...extraFlags, entry], {
     cwd: ROOT,
     env: {
       ...inherited,
