@@ -2,7 +2,9 @@
 // npm run bench` writes one per server process): the functions with the most self time, and the
 // time by where the code lives (the app's src/, pg, Fastify, Node's internals, GC, idle).
 //
-//   node bench/profile-summary.ts DIR/CPU.….cpuprofile [--top 25]
+//   node bench/profile-summary.ts DIR/CPU.….cpuprofile [--top 25] [--last S]
+//
+// `--last S`: only the profile's last S seconds (leaves out the start-up and warm-up before a load).
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
@@ -19,14 +21,21 @@ interface Profile {
   timeDeltas: number[];
 }
 
-const { values: args, positionals } = parseArgs({ options: { top: { type: 'string', default: '25' } }, allowPositionals: true });
+const { values: args, positionals } = parseArgs({
+  options: { top: { type: 'string', default: '25' }, last: { type: 'string' } },
+  allowPositionals: true,
+});
 const file = positionals[0];
 if (!file) throw new Error('usage: node bench/profile-summary.ts FILE.cpuprofile [--top N]');
 const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
 
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const selfUs = new Map<number, number>();
+const fromUs = args.last === undefined ? -Infinity : profile.endTime - Number(args.last) * 1e6;
+let at = profile.startTime;
 for (let i = 0; i < profile.samples.length; i++) {
+  at += profile.timeDeltas[i] ?? 0;
+  if (at < fromUs) continue;
   const id = profile.samples[i]!;
   selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i + 1] ?? 0));
 }

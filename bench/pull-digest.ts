@@ -1,7 +1,7 @@
 // `npm run bench:digest`: the byte-identity check of the Hub API's opt-in pages. Starts a server
 // (this checkout's src/main.ts, or another checkout's with --app-root) on the bench data set
-// (bench/dataset.ts, reused or built), pulls every opt-in with limit=500 and some filtered pages
-// with one key, and prints a SHA-256 of each series' ETags and body bytes. Two checkouts that
+// (bench/dataset.ts, reused or built), pulls every opt-in with limit=500 and some filtered pages,
+// keys rotated, and prints a SHA-256 of each series' ETags and body bytes. Two checkouts that
 // answer the same bytes print the same digests: run it on the code before a change to the page
 // path and after it (the data set must be the same build: same day, same size).
 //
@@ -32,19 +32,20 @@ const say = (line: string) => process.stderr.write(`${line}\n`);
 
 const serverUrl = process.env.DATABASE_URL?.trim() || 'postgres://postgres@127.0.0.1:5432/postgres';
 const dataset = await ensureDataset(serverUrl, { ...DEFAULT_SPEC, optIns: Number(args['opt-ins']) }, { fresh: false, log: say });
-let key: string;
+// Enough keys for the per-key limit (120 a minute): ETags do not depend on the key.
+const keys: string[] = [];
 {
   const db = connect(dataset.url, { max: 2, applicationName: 'hubops-bench-keys' });
   try {
-    await db.pool.query(`DELETE FROM api_keys WHERE hub_id = $1 AND name = 'bench digest'`, [BIG_HUB]);
-    key = (await createKey(db, { hubId: BIG_HUB, name: 'bench digest' })).key;
+    await db.pool.query(`DELETE FROM api_keys WHERE hub_id = $1 AND name LIKE 'bench digest%'`, [BIG_HUB]);
+    for (let i = 0; i < 100; i++) keys.push((await createKey(db, { hubId: BIG_HUB, name: `bench digest ${i}` })).key);
   } finally {
     await db.close();
   }
 }
 
 const server = await startServer({ databaseUrl: dataset.url, entry });
-const client = new HubClient(server.baseUrl, new KeyRing([key]));
+const client = new HubClient(server.baseUrl, new KeyRing(keys));
 try {
   const since = new Date(dataset.anchor.getTime() - 365 * 86_400_000).toISOString();
   const out: string[] = [`app: ${appRoot}`, `data set: ${dataset.anchor.toISOString()}`];
