@@ -62,7 +62,11 @@ try {
   const started = performance.now();
   let requests = 0;
   if (args.load === 'pull') {
-    requests = (await fullPull(client, 500)).pages;
+    const pull = await fullPull(client, 500);
+    requests = pull.pages;
+    say(
+      `pull: page p50 ${pull.pageLatency.p50.toFixed(2)} ms, p99 ${pull.pageLatency.p99.toFixed(2)} ms; server peak RSS ${(await server.memory()).peakMB.toFixed(0)} MB`,
+    );
   } else if (args.load === '304') {
     const path = `${HUB}/opt-in-summary`;
     const etag = (await client.getOk(path)).headers.etag!;
