@@ -77,6 +77,14 @@ const repollCount = positive('repolls', args.repolls);
 const REPOLL_BLOCKS = Math.min(10, repollCount);
 
 const PULL_LIMIT = 500;
+/** Server CPU an authenticated 304 may cost (issue 26). */
+const NOT_MODIFIED_SERVER_MS = 0.25;
+/**
+ * The app without limits on one key, against the real server with 2,000 keys: the same work but
+ * for the limiter, so it must not be slower; 5 % below is within what two best-of-N runs of the
+ * same server differ by on this machine.
+ */
+const UNLIMITED_FLOOR = 0.95;
 const SPEND_PATH = `${HUB}/spend-by-workspace?period=last_30_days`;
 /** The codings compressed responses are measured in; zstd only where the server offers it. */
 const CODINGS = ['gzip', 'br', 'zstd'] as const;
@@ -170,15 +178,20 @@ say(`pulled ${int(pull.result.rows)} rows in ${pull.result.seconds.toFixed(1)} s
 
 // ── Conditional re-polls: an unchanged resource, 304 against 200 ─────────────────────────────
 const repollTargets = [
-  { label: `opt-ins page (limit=${PULL_LIMIT}, fixed since)`, path: `${HUB}/playbook-opt-ins?limit=${PULL_LIMIT}&since=${since}` },
-  { label: 'opt-in summary', path: `${HUB}/opt-in-summary` },
-  { label: 'spend, last_30_days', path: SPEND_PATH },
+  {
+    label: `opt-ins page (limit=${PULL_LIMIT}, fixed since)`,
+    path: `${HUB}/playbook-opt-ins?limit=${PULL_LIMIT}&since=${since}`,
+    ratioTarget: true,
+  },
+  { label: 'opt-in summary', path: `${HUB}/opt-in-summary`, ratioTarget: false },
+  { label: 'spend, last_30_days', path: SPEND_PATH, ratioTarget: false },
 ];
-const repolls: { label: string; result: RepollResult }[] = [];
+const repolls: { label: string; result: RepollResult; ratioTarget: boolean }[] = [];
 for (const target of repollTargets) {
   say(`conditional re-polls, ${target.label}: ${repollCount} × 304 and ${repollCount} × 200 in ${REPOLL_BLOCKS} blocks each …`);
   repolls.push({
     label: target.label,
+    ratioTarget: target.ratioTarget,
     result: await conditionalRepolls({
       client: clientA,
       path: target.path,
@@ -278,6 +291,7 @@ const apiRotating = best(runs.api);
 const apiUnlimited = best(runs.unlimited);
 const bare = best(runs.bare);
 const memoryEnd = await serverA.memory();
+const memoryUnlimited = await serverU.memory();
 clientA.close();
 await serverA.stop();
 await serverU.stop();
@@ -371,7 +385,7 @@ const statusCheck = (label: string, s: { requests: number; unexpected: Record<st
     pass: wrong === 0,
   };
 };
-const repollLines = ({ label, result: r }: { label: string; result: RepollResult }): Line[] => {
+const repollLines = ({ label, result: r, ratioTarget }: { label: string; result: RepollResult; ratioTarget: boolean }): Line[] => {
   const [c304, c200] = [r.notModified.cpu, r.full.cpu];
   const ratio = c304 && c200 ? c304.msPerRequest.server / c200.msPerRequest.server : undefined;
   return [
@@ -379,9 +393,29 @@ const repollLines = ({ label, result: r }: { label: string; result: RepollResult
     { name: `  200 p50 / p99`, value: `${ms(r.full.latency.p50)} / ${ms(r.full.latency.p99)}`, target: '' },
     ...cpuLine('304', c304).map((l) => ({ ...l, name: `  ${l.name}` })),
     ...cpuLine('200', c200).map((l) => ({ ...l, name: `  ${l.name}` })),
+    // A 304 is what every poller pays most of the time: an authenticated one costs at most
+    // NOT_MODIFIED_SERVER_MS of server CPU. The page's 304 is also held to a quarter of its 200
+    // (the summary's and the spend report's 200s are cached, so theirs cost little more than a 304).
+    ...(c304
+      ? [
+          {
+            name: '  304 server CPU per request',
+            value: `${f2(c304.msPerRequest.server)} ms`,
+            target: `≤ ${f2(NOT_MODIFIED_SERVER_MS)} ms`,
+            pass: c304.msPerRequest.server <= NOT_MODIFIED_SERVER_MS,
+          },
+        ]
+      : []),
     ...(ratio === undefined
       ? []
-      : [{ name: '  304 server CPU / 200 server CPU', value: `${(ratio * 100).toFixed(0)} %`, target: '≤ 25 %', pass: ratio <= 0.25 }]),
+      : [
+          {
+            name: '  304 server CPU / 200 server CPU',
+            value: `${(ratio * 100).toFixed(0)} %`,
+            target: ratioTarget ? '≤ 25 %' : '',
+            pass: ratioTarget ? ratio <= 0.25 : undefined,
+          },
+        ]),
     statusCheck('304', r.notModified, 304),
     statusCheck('200', r.full, 200),
   ];
@@ -427,9 +461,15 @@ const lines: Line[] = [
   { name: '  of which waiting for responses', value: `${p.waitingSeconds.toFixed(1)} s`, target: '' },
   { name: 'rows/s', value: int(rowsPerSec), target: '≥ 50,000', pass: rowsPerSec >= 50_000 },
   { name: `page latency p50 (${int(p.pages)} pages)`, value: ms(p.pageLatency.p50), target: '' },
-  { name: 'page latency p99', value: ms(p.pageLatency.p99), target: '' },
+  {
+    name: 'page latency p99 (and over p50)',
+    value: `${ms(p.pageLatency.p99)} (${(p.pageLatency.p99 / p.pageLatency.p50).toFixed(1)}×)`,
+    target: '≤ 3× p50',
+    pass: p.pageLatency.p99 <= 3 * p.pageLatency.p50,
+  },
   pullOrder('distinct ids', p),
   { name: 'bytes on the wire (identity)', value: size(p.wireBytes), target: '' },
+  { name: 'answers digest (every page: ETag and body)', value: p.digest.slice(0, 16), target: '' },
   {
     name: 'server peak RSS (VmHWM) after the pull',
     value: `${memoryAfterPull.peakMB.toFixed(0)} MB`,
@@ -437,6 +477,16 @@ const lines: Line[] = [
     pass: memoryAfterPull.peakMB < 300,
   },
   ...cpuLine('pull, per page', pull.cpu),
+  ...(pull.cpu
+    ? [
+        {
+          name: 'server CPU per page / PostgreSQL CPU per page',
+          value: `${(pull.cpu.msPerRequest.server / pull.cpu.msPerRequest.postgres).toFixed(2)}×`,
+          target: '≤ 1.00×',
+          pass: pull.cpu.msPerRequest.server <= pull.cpu.msPerRequest.postgres,
+        },
+      ]
+    : []),
   { section: '2. /spend-by-workspace?period=last_30_days' },
   { name: `first request, fresh process (worst of ${coldMs.length})`, value: ms(worstCold), target: '< 300 ms', pass: worstCold < 300 },
   { name: '  each sample', value: `${coldMs.map((x) => x.toFixed(0)).join(', ')} ms`, target: '' },
@@ -447,13 +497,30 @@ const lines: Line[] = [
   throughputLine(apiRotating, runs.api),
   throughputLine(apiUnlimited, runs.unlimited),
   throughputLine(bare, runs.bare),
-  { name: 'API (real server) / bare', value: `${(ratio * 100).toFixed(0)} %`, target: '≥ 70 %', pass: ratio >= 0.7 },
+  { name: 'API (real server) / bare', value: `${(ratio * 100).toFixed(0)} %`, target: '≥ 85 %', pass: ratio >= 0.85 },
   { name: 'API (rate limiter off) / bare', value: `${((apiUnlimited.reqPerSec / bare.reqPerSec) * 100).toFixed(0)} %`, target: '' },
+  {
+    name: 'API (rate limiter off, 1 key) / API (real server)',
+    value: `${((apiUnlimited.reqPerSec / apiRotating.reqPerSec) * 100).toFixed(0)} %`,
+    target: `≥ ${UNLIMITED_FLOOR * 100} %`,
+    pass: apiUnlimited.reqPerSec >= UNLIMITED_FLOOR * apiRotating.reqPerSec,
+  },
   { name: 'latency p50 / p99: real API', value: `${ms(apiRotating.latencyP50)} / ${ms(apiRotating.latencyP99)}`, target: '' },
   { name: 'latency p50 / p99: bare pg', value: `${ms(bare.latencyP50)} / ${ms(bare.latencyP99)}`, target: '' },
   ...cpuLine('real API', apiRotating.cpu),
   ...cpuLine('bare pg', bare.cpu),
-  { name: 'server peak RSS (VmHWM) at the end', value: `${memoryEnd.peakMB.toFixed(0)} MB`, target: '' },
+  {
+    name: 'server peak RSS (VmHWM) at the end',
+    value: `${memoryEnd.peakMB.toFixed(0)} MB`,
+    target: '< 300 MB',
+    pass: memoryEnd.peakMB < 300,
+  },
+  {
+    name: '  of the server without limits',
+    value: `${memoryUnlimited.peakMB.toFixed(0)} MB`,
+    target: '< 300 MB',
+    pass: memoryUnlimited.peakMB < 300,
+  },
   // Not for the summary or the first spend report: their parallel query workers would count as noise.
   ...(cpu ? [{ section: '5. Noise: CPU other processes used meanwhile (2 cores in all)' }] : []),
   ...noise('during the pull', pull.cpu),

@@ -1,5 +1,6 @@
 // The measurements. Each takes a running server (or the database) and returns plain figures;
 // run.ts decides the order and prints them.
+import { createHash } from 'node:crypto';
 import autocannon from 'autocannon';
 import { connect } from '../src/db/database.ts';
 import { HubCatalogCache } from '../src/domain/opt-ins/hub-catalog.ts';
@@ -38,6 +39,12 @@ export interface PullResult {
   identityBytes: number;
   /** Pages by the content coding the server sent them in. */
   codings: Record<string, number>;
+  /**
+   * SHA-256 (hex) of every page's ETag and identity body bytes, in order: the same data set and
+   * code that answers the same bytes give the same digest (a change to the page path must not
+   * move it; bench/pull-digest.ts takes it of another checkout).
+   */
+  digest: string;
 }
 
 /**
@@ -56,6 +63,7 @@ export async function fullPull(client: HubClient, limit: number, acceptEncoding?
   let ordered = true;
   let previous = { updatedAt: '', id: '' };
   let cursor: string | null = null;
+  const digest = createHash('sha256');
   const started = performance.now();
   do {
     const path: string = `${HUB}/playbook-opt-ins?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
@@ -64,6 +72,10 @@ export async function fullPull(client: HubClient, limit: number, acceptEncoding?
     wireBytes += response.wireBytes;
     identityBytes += response.identityBytes;
     codings[response.coding] = (codings[response.coding] ?? 0) + 1;
+    digest
+      .update(`${response.headers.etag ?? '(no etag)'}\n`)
+      .update(response.body)
+      .update('\n');
     const page = JSON.parse(response.body) as { data: { id: string; updatedAt: string }[]; nextCursor: string | null };
     for (const row of page.data) {
       // Timestamps are fixed-width ISO strings and ids ASCII, so string order is the promised order.
@@ -85,6 +97,7 @@ export async function fullPull(client: HubClient, limit: number, acceptEncoding?
     wireBytes,
     identityBytes,
     codings,
+    digest: digest.digest('hex'),
   };
 }
 

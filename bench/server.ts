@@ -2,7 +2,7 @@
 // waits until it answers, reads its memory from /proc, and stops it. Every child is registered so
 // that the benchmark kills it however it ends (normal exit, error, Ctrl-C).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { createWriteStream, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { freePort } from '../src/platform/net.ts';
@@ -61,7 +61,10 @@ export async function startServer(options: { databaseUrl: string; entry?: string
   // REDIS_URL is not passed on: the figures are for the in-process rate limiter, whatever the
   // caller's environment holds.
   const { REDIS_URL: _ignored, ...inherited } = process.env;
-  const child = spawn(NODE, [...START_FLAGS, entry], {
+  // BENCH_SERVER_FLAGS adds Node flags to every server the bench starts, e.g.
+  // `--cpu-prof --cpu-prof-dir=/tmp/prof` (a profile per process, written when it stops).
+  const extraFlags = (process.env.BENCH_SERVER_FLAGS ?? '').split(/\s+/).filter(Boolean);
+  const child = spawn(NODE, [...START_FLAGS, ...extraFlags, entry], {
     cwd: ROOT,
     env: {
       ...inherited,
@@ -82,6 +85,12 @@ export async function startServer(options: { databaseUrl: string; entry?: string
   };
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
+  // BENCH_SERVER_LOG: a file each server's output is appended to as well (e.g. with --trace-gc).
+  if (process.env.BENCH_SERVER_LOG) {
+    const log = createWriteStream(process.env.BENCH_SERVER_LOG, { flags: 'a' });
+    child.stdout!.pipe(log);
+    child.stderr!.pipe(log);
+  }
   let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   const exit = new Promise<void>((resolve) =>
     child.on('exit', (code, signal) => {

@@ -138,11 +138,15 @@ export async function findOptInPageState(db: Db, q_: OptInPageQuery): Promise<Op
   return { catalogVersion: row!.catalog_version, keysDigest: row!.digest, hasNext: row!.n > q_.limit };
 }
 
-/** The digest findOptInPageState takes in PostgreSQL, of rows read here (see OptInPageState). */
+/**
+ * The digest findOptInPageState takes in PostgreSQL, of rows read here (see OptInPageState). One
+ * hash update of the keys' text joined: an update per key (500 calls into the crypto binding a
+ * page) cost more than the hashing itself.
+ */
 function keysDigestOf(keys: readonly Position[]): string {
-  const hash = createHash('sha256');
-  for (const key of keys) hash.update(`${key.at}${Buffer.byteLength(key.id)}:${key.id}`);
-  return hash.digest('hex');
+  const text = new Array<string>(keys.length);
+  for (let i = 0; i < keys.length; i++) text[i] = `${keys[i]!.at}${Buffer.byteLength(keys[i]!.id)}:${keys[i]!.id}`;
+  return createHash('sha256').update(text.join('')).digest('hex');
 }
 
 /** Rows per piece of a page's JSON: pieces stay small enough (~50 kB) to die young. */

@@ -77,8 +77,24 @@ export function isCompressible(contentType: unknown): boolean {
   return type === 'application/json' || type === 'text/csv' || /^application\/[^/]+\+json$/.test(type);
 }
 
+// Routes set a handful of Vary values (`Authorization` on every Hub API read): each one's answer,
+// kept, so the hook on every response does not split and rebuild the same header text again.
+const VARY_MEMO = new Map<string, string>();
+const VARY_MEMO_MAX = 64;
+
 /** `Vary` with `Accept-Encoding` added, keeping what is there, once (names compare case-insensitively). */
 export function varyWithAcceptEncoding(vary: unknown): string {
+  if (typeof vary !== 'string' && vary !== undefined) return withAcceptEncoding(vary);
+  const text = vary ?? '';
+  let answer = VARY_MEMO.get(text);
+  if (answer === undefined) {
+    answer = withAcceptEncoding(text);
+    if (VARY_MEMO.size < VARY_MEMO_MAX) VARY_MEMO.set(text, answer);
+  }
+  return answer;
+}
+
+function withAcceptEncoding(vary: unknown): string {
   const names = (Array.isArray(vary) ? vary.join(',') : typeof vary === 'string' ? vary : '')
     .split(',')
     .map((n) => n.trim())
