@@ -46,12 +46,16 @@ export function slug(heading: string): string {
 export function servedMarkdown(markdown: string, baseUrl: string): string {
   const lines: string[] = [];
   let fence: string | undefined;
+  let inNote = false;
   for (const line of markdown.split('\n')) {
     const opens = /^\s*(`{3,}|~{3,})/.exec(line)?.[1];
     if (opens && (fence === undefined || opens.startsWith(fence))) fence = fence === undefined ? opens : undefined;
     else if (fence === undefined && /^\s*<!--.*-->\s*$/.test(line)) continue;
-    if (fence === undefined && line.startsWith(BASE_NOTE_START)) {
-      lines.push(`> The examples show this server's address, \`${baseUrl}\`: they run as shown.`);
+    // The note and its continuation lines become one line with the address.
+    if (inNote && line.startsWith('>')) continue;
+    inNote = fence === undefined && line.startsWith(BASE_NOTE_START);
+    if (inNote) {
+      lines.push(`> The examples show this server's address, <${baseUrl}>.`);
       continue;
     }
     lines.push(line);
@@ -136,6 +140,14 @@ rules.heading_close = (tokens, i) => {
   // The heading_open two tokens back holds the id.
   const id = (tokens[i - 2]?.meta as { id?: string } | undefined)?.id ?? '';
   return `<a class="anchor" href="#${h(id)}" aria-label="Link to this section">#</a></${token.tag}>\n`;
+};
+
+// An address of this server in code (`$BASE/app` once served) is also a link to it.
+rules.code_inline = (tokens, i, _opts, env) => {
+  const content = tokens[i]!.content;
+  const code = `<code>${h(content)}</code>`;
+  const { baseUrl } = (env as unknown as DocEnv).options;
+  return /^\S+$/.test(content) && (content === baseUrl || content.startsWith(`${baseUrl}/`)) ? `<a href="${h(content)}">${code}</a>` : code;
 };
 
 // Wide tables scroll inside their own box, never the page.

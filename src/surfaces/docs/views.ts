@@ -41,23 +41,27 @@ nav.side h2,details.menu summary{font-size:.75rem;text-transform:uppercase;lette
 nav.side ul,details.menu ul{list-style:none;margin:0 0 18px;padding:0}nav.side li a,details.menu li a{display:block;padding:4px 8px;border-radius:6px;text-decoration:none;color:var(--text)}
 nav.side li a.on{background:var(--card);font-weight:600;border:1px solid var(--line)}nav.side ul.sections{margin:2px 0 6px 10px;border-left:2px solid var(--line)}nav.side ul.sections a{color:var(--muted);padding:2px 8px}
 details.menu{display:none}
-article{min-width:0;background:var(--card);border:1px solid var(--line);border-radius:14px;padding:8px 40px 32px}
-article h1{font-size:2rem;line-height:1.25;margin:24px 0 12px}article h2{font-size:1.45rem;margin:36px 0 10px;padding-bottom:4px;border-bottom:1px solid var(--line)}article h3{font-size:1.15rem;margin:28px 0 8px}article h4{margin:22px 0 6px}
-article :is(h1,h2,h3,h4,h5,h6){position:relative}a.anchor{margin-left:.4em;font-weight:400;color:var(--muted);text-decoration:none;opacity:.35}:is(h1,h2,h3,h4,h5,h6):hover>a.anchor,a.anchor:focus{opacity:1}
-code{font-family:var(--mono);font-size:.88em;background:var(--code);padding:.1em .35em;border-radius:5px}
-pre{background:var(--code);border:1px solid var(--line);border-radius:10px;padding:12px 14px;overflow-x:auto;line-height:1.45;font-size:.88rem}pre code{background:none;padding:0;font-size:inherit;white-space:pre}
-.table-scroll{overflow-x:auto;margin:0 0 16px;border:1px solid var(--line);border-radius:10px}
-table{border-collapse:collapse;min-width:100%;font-size:.92rem}th,td{padding:7px 10px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}th{background:var(--code)}tr:last-child td{border-bottom:0}td code{white-space:nowrap}
-img{max-width:100%;height:auto;border:1px solid var(--line);border-radius:8px}td img{width:100%;max-width:none;min-width:140px}a.image{display:inline-block}
-blockquote{margin:0 0 16px;padding:8px 16px;border-left:4px solid var(--accent);background:var(--code);border-radius:0 8px 8px 0}blockquote p{margin:4px 0}
-hr{border:0;border-top:1px solid var(--line);margin:28px 0}.repo-file{font-style:italic}
 .muted{color:var(--muted)}
 @media (max-width:900px){
 header.top{padding:8px 14px}.layout{display:block;padding:12px}nav.side{display:none}
 details.menu{display:block;background:var(--card);border:1px solid var(--line);border-radius:12px;padding:0 12px;margin:0 0 12px}
 details.menu summary{cursor:pointer;font-size:.9rem;padding:12px 0;margin:0;min-height:44px}details.menu li a{padding:10px 8px;min-height:44px}
-article{padding:4px 16px 20px;border-radius:12px}article h1{font-size:1.6rem}article h2{font-size:1.25rem}
 }
+`;
+
+/** The rendered markdown's look, inside its <article> only (the API reference has its own). */
+const MARKDOWN_STYLE = `
+article{min-width:0;background:var(--card);border:1px solid var(--line);border-radius:14px;padding:8px 40px 32px}
+article h1{font-size:2rem;line-height:1.25;margin:24px 0 12px}article h2{font-size:1.45rem;margin:36px 0 10px;padding-bottom:4px;border-bottom:1px solid var(--line)}article h3{font-size:1.15rem;margin:28px 0 8px}article h4{margin:22px 0 6px}
+article :is(h1,h2,h3,h4,h5,h6){position:relative}a.anchor{margin-left:.4em;font-weight:400;color:var(--muted);text-decoration:none;opacity:.35}:is(h1,h2,h3,h4,h5,h6):hover>a.anchor,a.anchor:focus{opacity:1}
+article code{font-family:var(--mono);font-size:.88em;background:var(--code);padding:.1em .35em;border-radius:5px}
+article pre{background:var(--code);border:1px solid var(--line);border-radius:10px;padding:12px 14px;overflow-x:auto;line-height:1.45;font-size:.88rem}article pre code{background:none;padding:0;font-size:inherit;white-space:pre}
+article .table-scroll{overflow-x:auto;margin:0 0 16px;border:1px solid var(--line);border-radius:10px}
+article table{border-collapse:collapse;min-width:100%;font-size:.92rem}article :is(th,td){padding:7px 10px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}article th{background:var(--code)}article tr:last-child td{border-bottom:0}article td code{white-space:nowrap}
+article img{max-width:100%;height:auto;border:1px solid var(--line);border-radius:8px}article td img{width:100%;max-width:none;min-width:140px}a.image{display:inline-block}
+article blockquote{margin:0 0 16px;padding:8px 16px;border-left:4px solid var(--accent);background:var(--code);border-radius:0 8px 8px 0}article blockquote p{margin:4px 0}
+article hr{border:0;border-top:1px solid var(--line);margin:28px 0}.repo-file{font-style:italic}
+@media (max-width:900px){article{padding:4px 16px 20px;border-radius:12px}article h1{font-size:1.6rem}article h2{font-size:1.25rem}}
 `;
 
 /** The page list: every markdown page, then the API references. */
@@ -104,7 +108,7 @@ export function docPage(
   return document_(
     site,
     page.title,
-    `<style nonce="${h(nonce)}">${STYLE}</style>`,
+    `<style nonce="${h(nonce)}">${STYLE}${MARKDOWN_STYLE}</style>`,
     `${header(site, `${site.base}/docs`)}<div class="layout"><nav class="side" aria-label="Documentation">${navLists(site, page.href, page.sections)}</nav>
 <main><details class="menu"><summary>All pages</summary>${navLists(site, page.href, [])}</details>
 <article>${page.html}<hr><p class="muted"><small>${h(page.file)} in the repository · <a href="${h(raw)}">markdown</a></small></p></article></main></div>`,
@@ -117,8 +121,8 @@ export function apiReferencePage(site: Site, api: ApiReference, assets: string, 
     site,
     `${api.title} reference`,
     `<link rel="stylesheet" href="${h(assets)}/swagger-ui.css"><style nonce="${h(nonce)}">${STYLE}
-.api-intro{max-width:1240px;margin:16px auto 0;padding:0 24px}.api-intro p{margin:4px 0}#api{max-width:1240px;margin:0 auto;padding:0 8px}
-#api .swagger-ui .info{margin:20px 0}#api .swagger-ui pre{border:0}#api .swagger-ui code{background:none;padding:0}
+.api-intro{max-width:1240px;margin:16px auto 0;padding:0 24px;font-size:.92rem}.api-intro p{margin:4px 0}#api{max-width:1240px;margin:0 auto;padding:0 8px}
+#api .swagger-ui .info{margin:20px 0}
 #api .swagger-ui .opblock .opblock-summary-path{word-break:break-all}#api .swagger-ui table{min-width:0}
 @media (prefers-color-scheme:dark){#api{background:#fff;color:#1c1f24;border-radius:12px}}
 @media (max-width:900px){.api-intro{padding:0 12px}#api{padding:0}}
@@ -131,15 +135,28 @@ export function apiReferencePage(site: Site, api: ApiReference, assets: string, 
 /**
  * Our script starting Swagger UI (no inline script: CSP script-src 'self'). No validator badge
  * (it would send the document to an outside service), no URL bar, no stored authorization, and
- * the request hook refuses any address but our own origin, beside CSP connect-src 'self'.
+ * the request hook refuses any address but our own origin, beside CSP connect-src 'self'. The
+ * conditional headers' examples (If-Match, If-None-Match, …) are left out of "Try it out", which
+ * would otherwise send them filled in, and a first try would answer 412 or 304.
  */
 export const API_REFERENCE_JS = `'use strict';
-window.addEventListener('DOMContentLoaded', () => {
+const CONDITIONAL = /^if-/i;
+window.addEventListener('DOMContentLoaded', async () => {
   const node = document.getElementById('api');
   if (!node || typeof SwaggerUIBundle !== 'function') return;
   const tryIt = node.dataset.tryIt === 'yes';
+  const response = await fetch(node.dataset.spec, { headers: { accept: 'application/json' } });
+  const spec = await response.json();
+  for (const item of Object.values(spec.paths || {}))
+    for (const operation of Object.values(item))
+      for (const parameter of (operation && operation.parameters) || [])
+        if (parameter.in === 'header' && CONDITIONAL.test(parameter.name)) {
+          delete parameter.example;
+          delete parameter.examples;
+          if (parameter.schema) { delete parameter.schema.example; delete parameter.schema.examples; delete parameter.schema.default; }
+        }
   SwaggerUIBundle({
-    url: node.dataset.spec,
+    spec,
     domNode: node,
     deepLinking: true,
     presets: [SwaggerUIBundle.presets.apis],
