@@ -68,6 +68,8 @@ describe('the docs in a browser', { skip: chromiumMissing }, () => {
       fullPage: true,
       clip: { x: 0, y: 0, width, height: Math.min(height, 3000) },
     });
+    // And what the reader sees first, at full size.
+    await page.screenshot({ path: path.join(SHOTS, `${name}-${width}-top.png`) });
   };
 
   for (const { width, height, phone } of WIDTHS) {

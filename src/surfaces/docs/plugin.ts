@@ -91,9 +91,10 @@ export async function docsPlugin(app: FastifyInstance, { config, apis }: DocsDep
 
   // Where the HTML of each repository file lives: the README is the index.
   const htmlHref = (file: string) => (file === 'README.md' ? `${base}/docs` : `${base}/${file}`);
+  // A title is markdown: its code spans' backticks are not part of the name.
   const pages: NavPage[] = guide.map((g) => ({
     href: htmlHref(g.file),
-    title: g.file === 'README.md' ? 'Overview' : g.title,
+    title: g.file === 'README.md' ? 'Overview' : g.title.replaceAll('`', ''),
     file: g.file,
   }));
   const site: Site = { base, pages, apis: apis.map((a) => ({ ...a, openapi: `${base}${a.openapi}` })) };
@@ -108,7 +109,7 @@ export async function docsPlugin(app: FastifyInstance, { config, apis }: DocsDep
     guide.map((g) => {
       const { html, sections } = renderDoc(g.text, { file: g.file, baseUrl: config.baseUrl, locate });
       const title = pages.find((p) => p.file === g.file)!;
-      return [g.file, { href: title.href, title: g.title, file: g.file, html, sections, text: g.text }];
+      return [g.file, { href: title.href, title: title.title, file: g.file, html, sections, text: g.text }];
     }),
   );
   const byPath = new Map([...rendered.values()].map((r) => [`${base}/${r.file}`, r]));

@@ -61,7 +61,8 @@ article table{border-collapse:collapse;min-width:100%;font-size:.92rem}article :
 article img{max-width:100%;height:auto;border:1px solid var(--line);border-radius:8px}article td img{width:100%;max-width:none;min-width:140px}a.image{display:inline-block}
 article blockquote{margin:0 0 16px;padding:8px 16px;border-left:4px solid var(--accent);background:var(--code);border-radius:0 8px 8px 0}article blockquote p{margin:4px 0}
 article hr{border:0;border-top:1px solid var(--line);margin:28px 0}.repo-file{font-style:italic}
-@media (max-width:900px){article{padding:4px 16px 20px;border-radius:12px}article h1{font-size:1.6rem}article h2{font-size:1.25rem}}
+@media (max-width:900px){article{padding:4px 16px 20px;border-radius:12px}article h1{font-size:1.6rem}article h2{font-size:1.25rem}
+article table{width:max-content}article :is(th,td){max-width:17rem}article td img{min-width:160px}}
 `;
 
 /** The page list: every markdown page, then the API references. */
@@ -123,7 +124,7 @@ export function apiReferencePage(site: Site, api: ApiReference, assets: string, 
     `<link rel="stylesheet" href="${h(assets)}/swagger-ui.css"><style nonce="${h(nonce)}">${STYLE}
 .api-intro{max-width:1240px;margin:16px auto 0;padding:0 24px;font-size:.92rem}.api-intro p{margin:4px 0}#api{max-width:1240px;margin:0 auto;padding:0 8px}
 #api .swagger-ui .info{margin:20px 0}
-#api .swagger-ui .opblock .opblock-summary-path{word-break:break-all}#api .swagger-ui table{min-width:0}
+#api .swagger-ui .opblock .opblock-summary-path{word-break:break-all}#api[data-try-it=no] :is(.auth-wrapper,.authorization__btn){display:none}#api .swagger-ui table{min-width:0}
 @media (prefers-color-scheme:dark){#api{background:#fff;color:#1c1f24;border-radius:12px}}
 @media (max-width:900px){.api-intro{padding:0 12px}#api{padding:0}}
 </style><script src="${h(assets)}/swagger-ui-bundle.js" defer></script><script src="${h(site.base)}/docs/assets/api-reference.js" defer></script>`,
