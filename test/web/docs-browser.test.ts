@@ -13,7 +13,7 @@ import type { Browser, Page } from 'playwright-core';
 import { createKey } from '../../src/domain/api-keys/api-key.service.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { CHROMIUM, CHROMIUM_ARGS, chromiumMissing } from '../support/chromium.ts';
-import { overflows } from '../support/page-checks.ts';
+import { overflows, smallTargets } from '../support/page-checks.ts';
 import { HUB, seedWebHub } from '../support/world.ts';
 
 process.env.PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD = '1';
@@ -87,6 +87,7 @@ describe('the docs in a browser', { skip: chromiumMissing }, () => {
         );
         assert.ok(!code.some((c) => /\$BASE\b|\$\{BASE\}/.test(c)), 'no $BASE left in the examples');
         assert.deepEqual(await overflows(page, width), []);
+        if (phone) assert.deepEqual(await smallTargets(page), []);
         await shot(page, 'docs-index', width);
 
         // A relative link of the README (docs/hub-api.md) lands on the rendered page.
@@ -119,6 +120,7 @@ describe('the docs in a browser', { skip: chromiumMissing }, () => {
         const broken: string[] = await page.evaluate('[...document.images].filter((i) => i.naturalWidth === 0).map((i) => i.src)');
         assert.deepEqual(broken, []);
         assert.deepEqual(await overflows(page, width), []);
+        if (phone) assert.deepEqual(await smallTargets(page), []);
         await shot(page, 'docs-web-admin', width);
 
         // Long code and wide tables scroll inside their own box, never the page.

@@ -5,7 +5,10 @@
 // /docs does not serve is named, not linked. `$BASE` in the examples becomes this server's address.
 import path from 'node:path';
 import MarkdownIt from 'markdown-it';
+import { servedMarkdown } from '../shared/guide-files.ts';
 import { escapeHtml as h } from '../shared/html.ts';
+
+export { BASE_NOTE_START, servedMarkdown } from '../shared/guide-files.ts';
 
 /** Where a repository file is served, e.g. `docs/cli.md` → `/docs/cli.md`; undefined: not served. */
 export type Locate = (repositoryPath: string) => string | undefined;
@@ -24,46 +27,12 @@ export interface Rendered {
   sections: { id: string; text: string }[];
 }
 
-/**
- * The note each page with `$BASE` examples carries near its top; served, it says the address
- * itself. Its first words are what the docs test looks for.
- */
-export const BASE_NOTE_START = '> The examples use `$BASE`';
-
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens (test/docs/links.test.ts). */
 export function slug(heading: string): string {
   return heading
     .toLowerCase()
     .replace(/[^\p{L}\p{N}\s_-]/gu, '')
     .replace(/\s/g, '-');
-}
-
-/**
- * The markdown as served: the `$BASE` note says the address, `$BASE` (and `${BASE}`, and the
- * `BASE=http://localhost:3000` a page exports) become BASE_URL, whole-line HTML comments (the
- * docs test's annotations) go. `$BASE_URL` and the like are other variables and stay.
- */
-export function servedMarkdown(markdown: string, baseUrl: string): string {
-  const lines: string[] = [];
-  let fence: string | undefined;
-  let inNote = false;
-  for (const line of markdown.split('\n')) {
-    const opens = /^\s*(`{3,}|~{3,})/.exec(line)?.[1];
-    if (opens && (fence === undefined || opens.startsWith(fence))) fence = fence === undefined ? opens : undefined;
-    else if (fence === undefined && /^\s*<!--.*-->\s*$/.test(line)) continue;
-    // The note and its continuation lines become one line with the address.
-    if (inNote && line.startsWith('>')) continue;
-    inNote = fence === undefined && line.startsWith(BASE_NOTE_START);
-    if (inNote) {
-      lines.push(`> The examples show this server's address, <${baseUrl}>.`);
-      continue;
-    }
-    lines.push(line);
-  }
-  return lines
-    .join('\n')
-    .replace(/\bBASE=http:\/\/localhost:3000(?![\w/])/g, `BASE=${baseUrl}`)
-    .replace(/\$\{BASE\}|\$BASE(?![\w])/g, baseUrl);
 }
 
 const markdown = new MarkdownIt({ html: false, linkify: false, typographer: false });

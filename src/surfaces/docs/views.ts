@@ -34,7 +34,7 @@ const STYLE = `
 *{box-sizing:border-box}html{scroll-padding-top:12px}body{margin:0;background:var(--bg);color:var(--text);font:16px/1.6 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;overflow-wrap:break-word}
 a{color:var(--accent)}
 header.top{display:flex;align-items:center;gap:8px 18px;flex-wrap:wrap;padding:10px 24px;background:var(--card);border-bottom:1px solid var(--line)}
-header.top a{text-decoration:none;font-weight:600;color:var(--muted)}header.top a.brand{color:var(--accent);font-weight:700}header.top a.on{color:var(--text)}
+header.top a{text-decoration:none;font-weight:600;color:var(--muted)}header.top a.brand{color:var(--accent);font-weight:700}header.top a.on{color:var(--text)}header.top .more{white-space:pre}
 .layout{display:grid;grid-template-columns:250px minmax(0,1fr);gap:32px;max-width:1240px;margin:0 auto;padding:24px}
 nav.side{position:sticky;top:16px;align-self:start;max-height:calc(100vh - 32px);overflow:auto;font-size:.92rem}
 nav.side h2,details.menu summary{font-size:.75rem;text-transform:uppercase;letter-spacing:.06em;color:var(--muted);margin:0 0 6px}
@@ -43,7 +43,7 @@ nav.side li a.on{background:var(--card);font-weight:600;border:1px solid var(--l
 details.menu{display:none}
 .muted{color:var(--muted)}
 @media (max-width:900px){
-header.top{padding:8px 14px}.layout{display:block;padding:12px}nav.side{display:none}
+header.top{padding:0 14px;gap:0 14px}header.top .more{display:none}header.top a{display:inline-flex;align-items:center;min-height:44px}.layout{display:block;padding:12px}nav.side{display:none}
 details.menu{display:block;background:var(--card);border:1px solid var(--line);border-radius:12px;padding:0 12px;margin:0 0 12px}
 details.menu summary{cursor:pointer;font-size:.9rem;padding:12px 0;margin:0;min-height:44px}details.menu li a{padding:10px 8px;min-height:44px}
 }
@@ -88,9 +88,11 @@ function navLists(site: Site, current: string, sections: { id: string; text: str
 
 /** The top bar: the guide, each API reference (the one shown marked), the web admin. */
 function header(site: Site, current: string | undefined): string {
-  const link = (href: string, text: string) => `<a href="${h(href)}"${href === current ? ' class="on"' : ''}>${h(text)}</a>`;
+  // The API links' " reference" is dropped on a phone, so the bar stays one line.
+  const link = (href: string, text: string, more = '') =>
+    `<a href="${h(href)}"${href === current ? ' class="on"' : ''}>${h(text)}${more ? `<span class="more">${h(more)}</span>` : ''}</a>`;
   return `<header class="top"><a class="brand" href="${h(site.base)}/">hubops</a>${link(`${site.base}/docs`, 'Docs')}${site.apis
-    .map((a) => link(`${site.base}/docs/api/${a.name}`, `${a.title} reference`))
+    .map((a) => link(`${site.base}/docs/api/${a.name}`, a.title, ' reference'))
     .join('')}${link(`${site.base}/app`, 'Web admin')}</header>`;
 }
 
