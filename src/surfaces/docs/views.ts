@@ -43,7 +43,7 @@ nav.side li a.on{background:var(--card);font-weight:600;border:1px solid var(--l
 details.menu{display:none}
 .muted{color:var(--muted)}
 @media (max-width:900px){
-header.top{padding:0 14px;gap:0 14px}header.top .more{display:none}header.top a{display:inline-flex;align-items:center;min-height:44px}.layout{display:block;padding:12px}nav.side{display:none}
+header.top{padding:0 10px;gap:0 9px;font-size:.88rem;letter-spacing:-.1px}header.top .more{display:none}header.top a{display:inline-flex;align-items:center;min-height:44px}.layout{display:block;padding:12px}nav.side{display:none}
 details.menu{display:block;background:var(--card);border:1px solid var(--line);border-radius:12px;padding:0 12px;margin:0 0 12px}
 details.menu summary{cursor:pointer;font-size:.9rem;padding:12px 0;margin:0;min-height:44px}details.menu li a{padding:10px 8px;min-height:44px}
 }
@@ -62,7 +62,7 @@ article img{max-width:100%;height:auto;border:1px solid var(--line);border-radiu
 article blockquote{margin:0 0 16px;padding:8px 16px;border-left:4px solid var(--accent);background:var(--code);border-radius:0 8px 8px 0}article blockquote p{margin:4px 0}
 article hr{border:0;border-top:1px solid var(--line);margin:28px 0}.repo-file{font-style:italic}
 @media (max-width:900px){article{padding:4px 16px 20px;border-radius:12px}article h1{font-size:1.6rem}article h2{font-size:1.25rem}
-article table{width:max-content}article :is(th,td){max-width:17rem}article td img{min-width:160px}}
+article table{width:max-content}article :is(th,td){max-width:17rem}article td img{min-width:150px}article table:has(img) :is(th,td):first-child{max-width:6.5rem}}
 `;
 
 /** The page list: every markdown page, then the API references. */
