@@ -40,6 +40,7 @@ import { createReportCaches } from './surfaces/shared/report-caches.ts';
 import { RevocationFeed } from './db/revocation-feed.ts';
 import { loadServerSecrets, resolveSecretsKeys } from './surfaces/oauth/server-secrets.ts';
 import { webErrorPages, webPlugin } from './surfaces/web/plugin.ts';
+import { docsPlugin } from './surfaces/docs/plugin.ts';
 import { checkInbound, RouteMethods } from './surfaces/rest.ts';
 import { compressResponses } from './surfaces/shared/compression.ts';
 import {
@@ -397,6 +398,27 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     adSync,
     ...(platforms.metaOAuth ? { metaOAuth: platforms.metaOAuth } : {}),
     ...(platforms.googleOAuth ? { googleOAuth: platforms.googleOAuth } : {}),
+  });
+
+  // The docs ({base_url}/docs): the guide rendered, and a reference page per OpenAPI document.
+  await fastify.register(docsPlugin, {
+    config: deps.config,
+    apis: [
+      {
+        name: 'hub',
+        title: 'Hub API',
+        openapi: `${HUB_API_PREFIX}/openapi.json`,
+        tryIt: true,
+        note: 'Try a request: Authorize with a Hub API key (hubops_…), then Try it out. Requests go to this server only; the key is kept in this page, never stored.',
+      },
+      {
+        name: 'main',
+        title: 'Main API',
+        openapi: '/openapi.json',
+        tryIt: false,
+        note: 'The main API takes an OAuth access token, which a client gets through the flow in the main API guide; this page describes its operations.',
+      },
+    ],
   });
 
   if (metrics) {

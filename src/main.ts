@@ -31,11 +31,20 @@ try {
 
 const log = createLogger({ level: config.logLevel, format: chooseLogFormat(config.logFormat, process.stdout.isTTY === true) });
 
+/** PORT is taken: said in the words of the setting that fixes it. */
+class PortInUse extends Error {
+  constructor(port: number) {
+    super(`port ${port} is in use by another program; set PORT to use another, e.g. PORT=${port === 3001 ? 3002 : 3001} npm start`);
+  }
+}
+
 /** A start that cannot go on: one line on stderr (the stack only with LOG_LEVEL=debug), exit 1. */
 function startFailed(what: string, error: unknown): never {
   if (config.logLevel === 'debug' || config.logLevel === 'trace') console.error(error);
   const reason =
-    error instanceof EmbeddedDatabaseError ? error.message : `${what}: ${String((error as Error)?.message ?? error).split('\n')[0]}`;
+    error instanceof EmbeddedDatabaseError || error instanceof PortInUse
+      ? error.message
+      : `${what}: ${String((error as Error)?.message ?? error).split('\n')[0]}`;
   console.error(`hubops: ${reason}`);
   process.exit(1);
 }
@@ -92,7 +101,11 @@ try {
   }
 
   app = await buildApp({ config, db: database.db, limiter, logger: log });
-  await app.fastify.listen({ port: config.port, host: config.host });
+  await app.fastify.listen({ port: config.port, host: config.host }).catch((error: unknown) => {
+    // The usual first-start stumble: another server (often an earlier hubops) holds the port.
+    if ((error as NodeJS.ErrnoException)?.code !== 'EADDRINUSE') throw error;
+    throw new PortInUse(config.port);
+  });
   const metricsListener = await app.listenMetrics();
   if (metricsListener) log.info({ host: config.metricsHost, port: metricsListener.port }, 'metrics listener ready at /metrics');
   const adSync = app.adSync;

@@ -121,7 +121,8 @@ before(async () => {
     .split(':')
     .filter((p) => !p.includes('node_modules'))
     .join(':');
-  shellEnv = { ...demo.env, PATH, LOG_LEVEL: 'warn' };
+  // BASE: what the note atop each page asks a user to export first, the server's address.
+  shellEnv = { ...demo.env, PATH, LOG_LEVEL: 'warn', BASE: `http://localhost:${demo.server.port}` };
   for (const name of Object.keys(shellEnv))
     if (name === 'PORT' || name.startsWith('HUBOPS_TEST_') || name.startsWith('npm_')) delete shellEnv[name];
 });
@@ -211,7 +212,10 @@ test('every shell example in the docs runs as written against a fresh demo serve
           continue;
         }
         if (example.response) {
-          const shown = { ...example.response, text: example.response.text.replaceAll(DOCS_ORIGIN, `localhost:${demo!.server.port}`) };
+          const shown = {
+            ...example.response,
+            text: example.response.text.replaceAll(DOCS_ORIGIN, `localhost:${demo!.server.port}`).replaceAll('$BASE', shellEnv.BASE!),
+          };
           const mismatch = responseMismatch(shown, result.stdout);
           if (mismatch) failures.push(`${where} (response at line ${example.response.line}): ${mismatch}`);
         }

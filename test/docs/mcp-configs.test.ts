@@ -26,7 +26,8 @@ import { completeAuthorization } from '../support/oauth-flow.ts';
 import { ROOT } from '../process/support.ts';
 
 const PAGE = 'docs/mcp.md';
-const DOCS_BASE = 'http://localhost:3000';
+/** The server's address in the docs' examples (the note atop docs/mcp.md). */
+const DOCS_BASE = '$BASE';
 const DEMO_ADMIN = { email: 'admin@demo.hubops.dev', password: 'hubops-demo' };
 const HUB_TOOLS = ['get_opt_in_summary', 'get_spend_by_workspace', 'list_playbook_opt_ins'];
 /** Where an SDK client "registered" by the test is sent back to: the code is read from the redirect. */

@@ -327,13 +327,17 @@ describe('authentication and access', () => {
     for (const headers of [
       { origin: 'https://evil.example' },
       { 'sec-fetch-mode': 'cors', 'sec-fetch-site': 'cross-site' },
-      { 'sec-fetch-mode': 'cors', 'sec-fetch-site': 'same-origin' },
+      { 'sec-fetch-mode': 'cors', 'sec-fetch-site': 'same-site' },
+      { origin: 'http://hubops.test', 'sec-fetch-mode': 'cors', 'sec-fetch-site': 'same-origin' },
     ] as Record<string, string>[]) {
       const r = await t.hubGet('/playbook-opt-ins', key, headers);
       assert.equal(r.status, 403);
       assert.equal(r.body.error, 'browser_request_rejected');
       assert.equal(r.headers['access-control-allow-origin'], undefined);
     }
+    // A page of this server (the API reference's Try it out): a same-origin GET carries no Origin.
+    const ownPage = await t.hubGet('/playbook-opt-ins', key, { 'sec-fetch-mode': 'cors', 'sec-fetch-site': 'same-origin' });
+    assert.equal(ownPage.status, 200, 'a same-origin fetch from our own docs page');
     const nodeFetch = await t.hubGet('/playbook-opt-ins', key, { 'sec-fetch-mode': 'cors' });
     assert.equal(nodeFetch.status, 200, "Node's fetch sends Sec-Fetch-Mode: cors without Sec-Fetch-Site: a server, not a browser");
     const preflight = await t.app.fastify.inject({

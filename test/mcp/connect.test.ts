@@ -297,7 +297,10 @@ describe('an MCP client that knows only the URL', () => {
     assert.ok(guide.hits.every((h: any) => h.source === 'guide'));
     const desktop = guide.hits.find((h: any) => h.id.startsWith('mcp/'));
     assert.ok(desktop, JSON.stringify(guide.hits.map((h: any) => h.id)));
-    assert.match((await call('read_doc', { id: desktop.id })).text, /mcp-remote/);
+    const desktopDoc = (await call('read_doc', { id: desktop.id })).text;
+    assert.match(desktopDoc, /mcp-remote/);
+    // The configuration as /docs shows it: this server's address, not the docs' `$BASE`.
+    assert.ok(desktopDoc.includes(`"${live.baseUrl}/mcp"`) && !desktopDoc.includes('$BASE'), desktopDoc);
     assert.match(await callError(client, 'read_doc', { id: 'readme/nope' }), /^not_found: .*search_docs/);
 
     // Organic

@@ -33,6 +33,20 @@ function assertPageHeaders(r: HttpResponse, what: string): void {
   assert.match(r.text, /<link rel="icon" type="image\/svg\+xml" href="data:image\/svg\+xml,/, `${what}: the icon`);
 }
 
+/** A rendered docs page: its stylesheet under the header's nonce, nothing to run, no framing. */
+function assertDocHeaders(r: HttpResponse, what: string): void {
+  assert.equal(r.status, 200, what);
+  assert.equal(r.headers['content-type'], 'text/html; charset=utf-8', what);
+  const csp = String(r.headers['content-security-policy']);
+  const nonce = /style-src 'nonce-([\w-]+)'/.exec(csp)?.[1];
+  assert.ok(nonce && r.text.includes(`<style nonce="${nonce}">`), `${what}: the stylesheet carries the header's nonce`);
+  assert.match(csp, /^default-src 'none';/, what);
+  assert.ok(!csp.includes('script-src'), `${what}: no script allowed`);
+  assert.match(csp, /frame-ancestors 'none'/, what);
+  assert.equal(r.headers['x-frame-options'], 'DENY', what);
+  assert.equal(r.headers['x-content-type-options'], 'nosniff', what);
+}
+
 /** A JSON 404 exactly as the APIs answer it. */
 function assertJson404(r: HttpResponse, method: string, urlPath: string): void {
   assert.equal(r.status, 404, `${method} ${urlPath}`);
@@ -167,7 +181,7 @@ describe('front door', () => {
     assert.equal(post.json.error, 'method_not_allowed');
   });
 
-  test('/docs: an index of the README and every docs/*.md, each served read-only as markdown', async () => {
+  test('/docs: the README and every docs/*.md rendered for browsers, as markdown for everything else', async () => {
     const files = [
       'README.md',
       ...(await readdir(path.join(ROOT, 'docs')))
@@ -182,18 +196,52 @@ describe('front door', () => {
       index.json.pages.map((p: any) => p.url),
       files.map((f) => `${t.baseUrl}/${f}`),
     );
+    // For a browser: the README rendered, every page listed (the README as the index itself).
     const html = await get('/docs', { accept: CHROME_ACCEPT });
-    assertPageHeaders(html, 'docs index');
-    for (const f of files) assert.ok(html.text.includes(`href="/${f}"`), f);
+    assertDocHeaders(html, 'docs index');
+    assert.match(html.text, /<h1 id="hubops">hubops<a class="anchor" href="#hubops"/);
+    for (const f of files.slice(1)) assert.ok(html.text.includes(`href="/${f}"`), f);
     for (const f of files) {
       const r = await get(`/${f}`);
       assert.equal(r.status, 200, f);
       assert.equal(r.headers['content-type'], 'text/markdown; charset=utf-8', f);
       assert.equal(r.headers['x-content-type-options'], 'nosniff', f);
       assert.equal(r.headers['x-frame-options'], 'DENY', f);
+      assert.match(String(r.headers.vary), /Accept/, f);
       assert.match(String(r.headers['content-security-policy']), /default-src 'none'.*sandbox/, f);
       assert.equal(r.text, await readFile(path.join(ROOT, f), 'utf8'), f);
+      // The same URL in a browser is the page rendered; ?format=md is the markdown there too.
+      const page = await get(`/${f}`, { accept: CHROME_ACCEPT });
+      assertDocHeaders(page, f);
+      assert.match(page.text, /<article>/, f);
+      assert.ok(!/\$BASE\b/.test(page.text), `${f}: $BASE is filled in`);
+      const raw = await get(`/${f}?format=md`, { accept: CHROME_ACCEPT });
+      assert.equal(raw.headers['content-type'], 'text/markdown; charset=utf-8', f);
+      assert.equal(raw.text, r.text, f);
     }
+    // Screenshots, with their type; an API reference per OpenAPI document.
+    const image = await get('/docs/screenshots/home-390.png');
+    assert.equal(image.status, 200);
+    assert.equal(image.headers['content-type'], 'image/png');
+    for (const name of ['hub', 'main']) {
+      const r = await get(`/docs/api/${name}`, { accept: CHROME_ACCEPT });
+      assert.equal(r.status, 200, name);
+      assert.match(String(r.headers['content-security-policy']), /script-src 'self';.*connect-src 'self'/, name);
+      const scripts = [...r.text.matchAll(/<script src="([^"]+)"/g)].map((m) => m[1]!);
+      assert.equal(scripts.length, 2, name);
+      for (const src of scripts) {
+        const js = await get(src);
+        assert.equal(js.status, 200, src);
+        assert.match(String(js.headers['content-type']), /^text\/javascript/, src);
+      }
+      assert.ok(!/<script>/.test(r.text), `${name}: no inline script`);
+    }
+    const bundle = [
+      ...(await get('/docs/api/hub', { accept: CHROME_ACCEPT })).text.matchAll(/<script src="([^"]+swagger-ui-bundle\.js)"/g),
+    ][0]![1]!;
+    const cached = await get(bundle);
+    assert.equal(cached.headers['cache-control'], 'public, max-age=31536000, immutable');
+    assert.equal((await get(bundle, { 'if-none-match': String(cached.headers.etag) })).status, 304);
   });
 
   test('/docs refuses everything that is not on its list: traversal, other files, encodings', async () => {

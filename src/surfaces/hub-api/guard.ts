@@ -63,11 +63,13 @@ export class HubApiGuard {
    * marks them with `Origin`, a CORS preflight, or Fetch Metadata. Node's fetch (undici) also
    * sends `Sec-Fetch-Mode: cors` but never `Sec-Fetch-Site`, so that header alone does not count:
    * server-side Node clients, the MCP SDK among them, must get through (see docs/hub-api.md).
+   * A same-origin fetch (no Origin on a GET, `Sec-Fetch-Site: same-origin`) comes from a page of
+   * this server, the API reference's "Try it out" (/docs/api/hub): the key goes nowhere else.
    */
   refuseBrowsers(request: FastifyRequest): void {
     const { origin } = request.headers;
     const fetchSite = request.headers['sec-fetch-site'];
-    const fromBrowserFetch = request.headers['sec-fetch-mode'] === 'cors' && fetchSite !== undefined;
+    const fromBrowserFetch = request.headers['sec-fetch-mode'] === 'cors' && fetchSite !== undefined && fetchSite !== 'same-origin';
     if (request.method === 'OPTIONS' || origin !== undefined || fromBrowserFetch) {
       throw new ApiError(
         403,

@@ -12,7 +12,7 @@ import { mainOpenApi } from '../main-api/plugin.ts';
 import { mcpAppResources } from '../mcp-apps/resources.ts';
 import { acceptAnyJson, mcpHandler } from '../mcp.ts';
 import { ApiError } from '../shared/errors.ts';
-import { readGuideFiles } from '../shared/guide-files.ts';
+import { readGuideFiles, servedMarkdown } from '../shared/guide-files.ts';
 import { loopbackAliasRefusal } from '../shared/loopback-alias.ts';
 import type { InputValidator } from '../shared/inputs.ts';
 import { SCOPE } from '../shared/oauth.ts';
@@ -72,7 +72,8 @@ export function protectedResourceMetadata(config: Config): Record<string, unknow
 async function buildDocIndex(config: Config, version: string): Promise<DocIndex> {
   const guide = await readGuideFiles();
   return new DocIndex([
-    ...guide.flatMap((file) => guideEntries(file.page, file.text)),
+    // As /docs shows them: the examples with this server's address for `$BASE`.
+    ...guide.flatMap((file) => guideEntries(file.page, servedMarkdown(file.text, config.baseUrl))),
     ...openApiEntries(mainOpenApi(config, version, mainOperations), 'openapi-main'),
     ...openApiEntries(hubOpenApi(config, version), 'openapi-hub'),
   ]);

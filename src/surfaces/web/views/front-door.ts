@@ -1,14 +1,7 @@
-// The front door at {base_url}/ and the docs index at {base_url}/docs: what this server is and
-// where each way in lives, as a page for people and as JSON for programs (the same links).
+// The front door at {base_url}/: what this server is and where each way in lives, as a page for
+// people and as JSON for programs (the same links).
 import { escapeHtml as h } from '../../shared/html.ts';
 import { publicPage } from './layout.ts';
-
-export interface DocPage {
-  /** Its URL path under the origin, e.g. "/docs/cli.md". */
-  path: string;
-  /** Its first "# " heading, or the file name. */
-  title: string;
-}
 
 export interface FrontDoor {
   name: 'hubops';
@@ -63,16 +56,6 @@ export function frontDoorPage(door: FrontDoor, nonce: string): string {
 <ul class="links"><li><a href="${h(door.webAdmin)}">Web admin<small>Sign in to manage your hub: reports, spend, API keys, connected apps.</small></a></li>
 <li><a href="${h(door.docs)}">Documentation<small>Quick start, the APIs, MCP for AI assistants, operations.</small></a></li></ul></div>
 ${apis}<p class="muted"><small>Programs asking for JSON (<code>Accept: application/json</code>) get these links as JSON from this same URL.</small></p>`,
-    nonce,
-  );
-}
-
-export function docsIndexPage(pages: DocPage[], nonce: string): string {
-  return publicPage(
-    'Documentation',
-    `<div class="card"><h1>Documentation</h1>
-<p class="muted">Markdown, as in the repository.</p>
-<ul class="links">${pages.map((p) => `<li><a href="${h(p.path)}">${h(p.title)}<small class="token">${h(p.path)}</small></a></li>`).join('')}</ul></div>`,
     nonce,
   );
 }

@@ -89,18 +89,6 @@ export function appHeaders(nonce: string): Record<string, string> {
   };
 }
 
-/** Headers of the markdown docs under /docs: the pages' protections, nothing to run or style. */
-export function docHeaders(): Record<string, string> {
-  return {
-    'content-type': 'text/markdown; charset=utf-8',
-    'content-security-policy': "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; sandbox",
-    'x-frame-options': 'DENY',
-    'x-content-type-options': 'nosniff',
-    'referrer-policy': 'same-origin',
-    'cache-control': 'no-store',
-  };
-}
-
 /** Headers of /embed views: frameable by any site, no script at all. */
 export function embedHeaders(nonce: string): Record<string, string> {
   return {
