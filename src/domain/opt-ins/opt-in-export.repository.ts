@@ -59,15 +59,36 @@ export async function readOptInExportState(db: Db, f: OptInExportFilters): Promi
   return { catalogVersion: row!.catalog_version ?? '', fieldKeys: row!.field_keys, rows: Number(row!.n), keysSum: row!.keys_sum };
 }
 
+/** The hub's workspaces (visible fields only) and playbooks, as an export's rows embed them: read once per export, O(workspaces) not O(rows). */
+export interface ExportCatalog {
+  workspaces: Map<string, OptInRow['workspace']>;
+  playbooks: Map<string, OptInRow['playbook']>;
+}
+
+export async function readExportCatalog(db: Db, hubId: string): Promise<ExportCatalog> {
+  const query = sql<{
+    kind: 'w' | 'p';
+    id: string;
+    name: string;
+    fields: OptInRow['workspace']['fields'] | null;
+    solutions: OptInRow['playbook']['solutions'] | null;
+  }>`
+    SELECT 'w' AS kind, w.id, w.name, ${visibleFields(hubId)} AS fields, NULL::text[] AS solutions FROM workspaces w WHERE w.hub_id = ${hubId}
+    UNION ALL
+    SELECT 'p', p.id, p.name, NULL, p.solutions FROM playbooks p WHERE p.hub_id = ${hubId}`.compile(db.kysely);
+  const catalog: ExportCatalog = { workspaces: new Map(), playbooks: new Map() };
+  for (const r of await queryPrepared(db, query)) {
+    if (r.kind === 'w') catalog.workspaces.set(r.id, { id: r.id, name: r.name, fields: r.fields ?? {} });
+    else catalog.playbooks.set(r.id, { id: r.id, name: r.name, solutions: r.solutions ?? [] });
+  }
+  return catalog;
+}
+
 /** A page row as the driver hands it over: jsonb parsed, timestamps as text. */
 interface ExportSqlRow {
   id: string;
   playbook_id: string;
-  playbook_name: string;
-  solutions: OptInRow['playbook']['solutions'];
   workspace_id: string;
-  workspace_name: string;
-  fields: OptInRow['workspace']['fields'];
   status: OptInRow['status'];
   opted_in_at: string;
   cursor_updated_at: string;
@@ -78,22 +99,25 @@ interface ExportSqlRow {
   responses: OptInRow['responses'];
 }
 
-/** One keyset page of the export in (updated_at, id) order, each row as the Hub API shows it, and where the next starts. */
+/**
+ * One keyset page of the export in (updated_at, id) order — one range of the (hub, …, updated_at,
+ * id) index, opt-ins alone — each row as the Hub API shows it with its workspace and playbook from
+ * `catalog`, and where the next page starts. Undefined when a row refers to a workspace or
+ * playbook the catalog lacks (created since it was read): read the catalog again.
+ */
 export async function readOptInExportPage(
   db: Db,
   f: OptInExportFilters,
+  catalog: ExportCatalog,
   from: Position | undefined,
   limit: number,
-): Promise<{ rows: OptInRow[]; next: Position | null }> {
+): Promise<{ rows: OptInRow[]; next: Position | null } | undefined> {
   const query = sql<ExportSqlRow>`
-    SELECT o.id, o.playbook_id, p.name AS playbook_name, p.solutions, o.workspace_id, w.name AS workspace_name,
-           ${visibleFields(f.hubId)} AS fields, o.status,
+    SELECT o.id, o.playbook_id, o.workspace_id, o.status,
            to_char(o.opted_in_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS opted_in_at,
            to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_updated_at,
            o.budget_cents, o.budget_type, o.variant, o.responses
       FROM opt_ins o
-      JOIN playbooks p ON p.id = o.playbook_id
-      JOIN workspaces w ON w.id = o.workspace_id
      WHERE ${where(f)}
        ${from ? sql`AND ${after(sql`o.updated_at`, sql`o.id`, from)}` : sql``}
      ORDER BY o.updated_at, o.id
@@ -103,10 +127,13 @@ export async function readOptInExportPage(
   const rows: OptInRow[] = new Array(count);
   for (let i = 0; i < count; i++) {
     const r = raw[i]!;
+    const playbook = catalog.playbooks.get(r.playbook_id);
+    const workspace = catalog.workspaces.get(r.workspace_id);
+    if (!playbook || !workspace) return undefined;
     rows[i] = {
       id: r.id,
-      playbook: { id: r.playbook_id, name: r.playbook_name, solutions: r.solutions },
-      workspace: { id: r.workspace_id, name: r.workspace_name, fields: r.fields },
+      playbook,
+      workspace,
       status: r.status,
       optedInAt: r.opted_in_at,
       // Shown at millisecond precision, as the Hub API does; the cursor keeps all.

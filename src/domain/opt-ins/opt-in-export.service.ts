@@ -2,7 +2,13 @@ import type { Db } from '../../db/database.ts';
 import { entityTag, type Validator } from '../../platform/validators.ts';
 import type { Position } from '../keyset.ts';
 import type { OptInRow } from './opt-in.ts';
-import { readOptInExportPage, readOptInExportState, type OptInExportFilters, type OptInExportState } from './opt-in-export.repository.ts';
+import {
+  readExportCatalog,
+  readOptInExportPage,
+  readOptInExportState,
+  type OptInExportFilters,
+  type OptInExportState,
+} from './opt-in-export.repository.ts';
 
 export type { OptInExportFilters, OptInExportState } from './opt-in-export.repository.ts';
 
@@ -48,12 +54,21 @@ export function optInExportValidator(filters: OptInExportFilters, state: OptInEx
  * Every opt-in of the filters, oldest change first, one keyset page at a time: the consumer asks
  * for the next page only when it is ready for it, so memory holds one page. Each page is read as
  * it comes (no snapshot across pages, which would hold a connection for as long as a slow client
- * reads): a row that changes meanwhile may come again at its new place, nothing is skipped.
+ * reads): a row that changes meanwhile may come again at its new place, nothing is skipped. The
+ * hub's workspaces and playbooks are read once (and again if a row names one created since).
  */
 export async function* optInExportPages(db: Db, filters: OptInExportFilters, pageSize = EXPORT_PAGE_SIZE): AsyncGenerator<OptInRow[]> {
+  let catalog = await readExportCatalog(db, filters.hubId);
   let from: Position | undefined;
   for (;;) {
-    const page = await readOptInExportPage(db, filters, from, pageSize);
+    let page = await readOptInExportPage(db, filters, catalog, from, pageSize);
+    if (!page) {
+      // A workspace or playbook created since the catalog was read: read both again.
+      catalog = await readExportCatalog(db, filters.hubId);
+      page = await readOptInExportPage(db, filters, catalog, from, pageSize);
+      // Cannot happen twice: foreign keys tie every opt-in to a workspace and a playbook of its hub.
+      if (!page) throw new Error(`opt-in export of hub ${filters.hubId} refers to a workspace or playbook outside its catalog`);
+    }
     if (page.rows.length > 0) yield page.rows;
     if (!page.next) return;
     from = page.next;
