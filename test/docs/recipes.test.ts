@@ -251,7 +251,12 @@ test('Airtable: the automation script upserts every opt-in through the cursor, 5
     Map,
     encodeURIComponent,
     console: { log: (line: string) => logs.push(line) },
-    base: { getTable: (name: string) => (assert.equal(name, 'Opt-ins'), table) },
+    base: {
+      getTable: (name: string) => {
+        assert.equal(name, 'Opt-ins');
+        return table;
+      },
+    },
   });
   const run = () => vm.runInContext(`(async () => {\n${filled(code)}\n})()`, context) as Promise<void>;
   await run();
