@@ -6,7 +6,14 @@ import pg from 'pg';
 import { connect, type Db } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
 
-export const BENCH_DATABASE = 'hubops_bench';
+/**
+ * The database the data set lives in; HUBOPS_BENCH_DATABASE names another, e.g. a copy made for
+ * one checkout while another checkout's server holds `hubops_bench` (its secrets are sealed under
+ * that checkout's key).
+ */
+export const BENCH_DATABASE = /^[a-z_][a-z0-9_]*$/.test(process.env.HUBOPS_BENCH_DATABASE ?? '')
+  ? process.env.HUBOPS_BENCH_DATABASE!
+  : 'hubops_bench';
 export const BIG_HUB = 'hub_bench_big';
 export const SMALL_HUB = 'hub_bench_small';
 

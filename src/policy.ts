@@ -25,6 +25,12 @@ export const HUB_KEY_LIMIT = window('per-key', 120, MINUTE);
 export const HUB_SUMMARY_LIMIT = window('opt-in-summary', 20, MINUTE);
 export const HUB_SPEND_LIMIT = window('spend-by-workspace', 20, MINUTE);
 /**
+ * On top of the per-key window, for /playbook-opt-ins.csv: a whole-hub export is one request
+ * whatever its rows (a spreadsheet refreshing every 15 minutes uses 1 of these and 1 of 120),
+ * and this bounds how many whole-hub reads a key starts per minute.
+ */
+export const HUB_EXPORT_LIMIT = window('csv-export', 10, MINUTE);
+/**
  * Conditional requests per key, answered 304 or not: a 304 is not counted against the per-key
  * window, but each is still a database read (the validator), so a key gets a ceiling — one that
  * lets a poller revalidate a full pull of a million opt-ins (2,000 pages of 500) within a minute.

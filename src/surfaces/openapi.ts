@@ -224,7 +224,7 @@ export function buildOpenApi(operations: readonly OperationInfo[], options: Open
         [method === 'POST' ? '201' : '200']: {
           description: op.title,
           ...(Object.keys(successHeaders).length > 0 ? { headers: successHeaders } : {}),
-          content: { 'application/json': { schema: plain(op.output) } },
+          content: { [op.mediaType ?? 'application/json']: { schema: plain(op.output) } },
         },
         ...(read ? { '304': notModifiedResponse(op, sendsLastModified, options.successHeaders) } : {}),
         ...errorResponses,

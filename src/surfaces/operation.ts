@@ -38,6 +38,8 @@ export interface OperationInfo {
   readonly conditional?: boolean;
   /** The read's validator carries a change time: its answers carry Last-Modified, and If-Modified-Since applies. */
   readonly lastModified?: boolean;
+  /** The REST answer's media type where it is not JSON (a CSV export, served by its own route); OpenAPI documents it. */
+  readonly mediaType?: string;
 }
 
 /**

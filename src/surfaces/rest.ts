@@ -60,7 +60,7 @@ export interface RestSurface<Ctx> {
  * (RFC 9111 §3.5), a rule undici's cache interceptor applies to private caches too
  * (undici lib/handler/cache-handler.js, canCacheResponse).
  */
-const REVALIDATE = { 'cache-control': 'private, no-cache, must-revalidate', vary: 'Authorization' };
+export const REVALIDATE = { 'cache-control': 'private, no-cache, must-revalidate', vary: 'Authorization' };
 
 /** What an operation's route answers, and the context it ran in. */
 type Answer<Ctx> = { kind: 'result'; ctx: Ctx; value: unknown } | { kind: 'not-modified'; ctx: Ctx; validator: Validator };

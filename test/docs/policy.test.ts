@@ -28,6 +28,7 @@ const PAGES = [
   'docs/operations.md',
   'docs/architecture.md',
   'docs/ad-accounts.md',
+  'docs/spreadsheets.md',
 ] as const;
 type Page = (typeof PAGES)[number];
 const text = Object.fromEntries(
@@ -105,6 +106,12 @@ const promises: { what: string; page: Page; covers: PolicyName[]; sentence: stri
     page: 'docs/hub-api.md',
     covers: ['HUB_SUMMARY_LIMIT', 'HUB_SPEND_LIMIT'],
     sentence: `in addition ${policy.HUB_SUMMARY_LIMIT.limit} per key per rolling ${s(policy.HUB_SUMMARY_LIMIT.windowMs)} s on each of \`/opt-in-summary\` and \`/spend-by-workspace\``,
+  },
+  {
+    what: 'Hub API CSV export limit',
+    page: 'docs/spreadsheets.md',
+    covers: ['HUB_EXPORT_LIMIT'],
+    sentence: `${policy.HUB_EXPORT_LIMIT.limit} per key per rolling ${s(policy.HUB_EXPORT_LIMIT.windowMs)} s on \`/playbook-opt-ins.csv\` (policy \`"${policy.HUB_EXPORT_LIMIT.policy}"\``,
   },
   {
     what: 'RateLimit-Policy example',

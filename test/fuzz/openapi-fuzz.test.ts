@@ -6,6 +6,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule, { type FormatsPlugin } from 'ajv-formats';
 import fc from 'fast-check';
 import { startApp } from '../support/app.ts';
+import { parseCsv } from '../support/csv-parse.ts';
 import { seedEdgeWorld, type EdgeWorld } from '../support/edge-world.ts';
 
 // The standing fuzz suite: requests generated from both OpenAPI documents and from the
@@ -335,7 +336,15 @@ async function fuzzRest(surface: 'main' | 'hub', documentPath: string): Promise<
         // A `.` or `..` path parameter is resolved away by the client's URL parser (WHATWG URL, as
         // every HTTP client does), so the request reached another route: only "no 5xx" applies.
       } else {
-        const documented = operation.responses?.[String(response.status)]?.content?.['application/json']?.schema;
+        const content = operation.responses?.[String(response.status)]?.content;
+        if (content?.['text/csv']) {
+          // A CSV export: its 200 is RFC 4180 text whose records all have the header's width.
+          assert.equal(typeof response.body, 'string', `${what}: a CSV body`);
+          const [header, ...records] = parseCsv(response.body as string);
+          assert.ok(header && records.every((r) => r.length === header.length), `${what}: a ragged CSV`);
+          return;
+        }
+        const documented = content?.['application/json']?.schema;
         assert.ok(documented, `${what}: status ${response.status} is not documented`);
         const validate = validatorFor(documented);
         assert.ok(

@@ -466,12 +466,18 @@ describe('rate limits', () => {
 });
 
 describe('operations endpoints', () => {
-  test('OpenAPI 3.1 document describes the three operations with the validating schemas', async () => {
+  test('OpenAPI 3.1 document describes the three operations and their two CSV exports with the validating schemas', async () => {
     const r = await t.hubGet('/openapi.json', undefined);
     assert.equal(r.status, 200);
     assert.equal(r.body.openapi, '3.1.0');
     assert.equal(r.body.servers[0].url, 'http://hubops.test/v1/hub');
-    assert.deepEqual(Object.keys(r.body.paths).sort(), ['/opt-in-summary', '/playbook-opt-ins', '/spend-by-workspace']);
+    assert.deepEqual(Object.keys(r.body.paths).sort(), [
+      '/opt-in-summary',
+      '/playbook-opt-ins',
+      '/playbook-opt-ins.csv',
+      '/spend-by-workspace',
+      '/spend-by-workspace.csv',
+    ]);
     const list = r.body.paths['/playbook-opt-ins'].get;
     const query = list.parameters.filter((p: { in: string }) => p.in === 'query');
     assert.deepEqual(

@@ -37,6 +37,8 @@ async function hubRows(web: TestApp, key: string, query = ''): Promise<any[]> {
 }
 
 /** The expected CSV record for a Hub API row, flattened as the README documents. */
+const oneLine = (text: string) => text.replace(/\r\n|[\r\n]/g, ' ');
+
 function expectedRecord(row: any, fieldKeys: string[]): string[] {
   return [
     row.id,
@@ -50,9 +52,14 @@ function expectedRecord(row: any, fieldKeys: string[]): string[] {
     row.optedInAt,
     row.updatedAt,
     row.budgetCents === null ? '' : String(row.budgetCents),
+    row.budgetCents === null ? '' : (row.budgetCents / 100).toFixed(2),
     row.budgetType ?? '',
-    JSON.stringify(row.variant),
-    JSON.stringify(row.responses),
+    // docs/spreadsheets.md: one `key: value` line per entry, line breaks inside one as spaces.
+    Object.keys(row.variant)
+      .sort()
+      .map((k) => `${oneLine(k)}: ${oneLine(row.variant[k])}`)
+      .join('\n'),
+    row.responses.map((r: { question: string; answer: string }) => `${oneLine(r.question)}: ${oneLine(r.answer)}`).join('\n'),
   ].map(neutral);
 }
 
@@ -227,6 +234,7 @@ describe('web admin in Chromium', { skip: chromiumMissing }, () => {
       'opted_in_at',
       'updated_at',
       'budget_cents',
+      'budget_amount',
       'budget_type',
       'variant',
       'responses',

@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { csvField, csvLine, neutraliseFormula, optInCsvHeader, optInCsvValues } from '../../src/surfaces/web/csv.ts';
+import {
+  CsvNumber,
+  csvField,
+  csvLine,
+  decimalAmount,
+  neutraliseFormula,
+  optInCsvHeader,
+  optInCsvValues,
+} from '../../src/surfaces/shared/csv.ts';
 import { parseCsv } from '../support/csv-parse.ts';
 
 test('fields with commas, quotes and line breaks are quoted; formulas get an apostrophe', () => {
@@ -58,6 +66,7 @@ test('an opt-in row flattens into the documented columns', () => {
     'opted_in_at',
     'updated_at',
     'budget_cents',
+    'budget_amount',
     'budget_type',
     'variant',
     'responses',
@@ -85,16 +94,64 @@ test('an opt-in row flattens into the documented columns', () => {
     'ws_1',
     '=cmd',
     'North',
-    '7',
+    7,
     'questions_only',
     '2026-11-01T00:00:00.000Z',
     '2026-11-02T00:00:00.000Z',
-    '',
-    '',
-    '{"audience":"Families"}',
-    '[{"question":"Why?","answer":"Because,\\nreasons"}]',
+    null,
+    null,
+    null,
+    'audience: Families',
+    'Why?: Because, reasons',
   ]);
   const [parsed] = parseCsv(csvLine(values));
   assert.equal(parsed![5], "'=cmd");
   assert.equal(parsed![2], 'Spring, "big" ');
+  assert.equal(parsed![7], '7');
+  assert.equal(parsed![11], '');
+});
+
+test('money: cents as a decimal amount, exact, never neutralised', () => {
+  assert.equal(decimalAmount(0).text, '0.00');
+  assert.equal(decimalAmount(5).text, '0.05');
+  assert.equal(decimalAmount(50000).text, '500.00');
+  assert.equal(decimalAmount(123456789012345).text, '1234567890123.45');
+  assert.equal(decimalAmount(-1505).text, '-15.05');
+  // A negative amount we formatted is a number, not a formula: no apostrophe.
+  assert.equal(csvLine([decimalAmount(-1505), -3, '-3']), "-15.05,-3,'-3\r\n");
+  assert.ok(decimalAmount(1) instanceof CsvNumber);
+  fc.assert(
+    fc.property(fc.integer({ min: -Number.MAX_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER }), (cents) => {
+      const text = decimalAmount(cents).text;
+      assert.match(text, /^-?\d+\.\d{2}$/);
+      assert.equal(BigInt(text.replace('.', '')), BigInt(cents));
+    }),
+  );
+});
+
+test('variant and responses flatten to one `key: value` line per entry', () => {
+  const [values] = [
+    optInCsvValues(
+      {
+        id: 'oi_2',
+        playbook: { id: 'pb', name: 'P', solutions: ['meta'] },
+        workspace: { id: 'ws', name: 'W', fields: {} },
+        status: 'active',
+        optedInAt: '2026-11-01T00:00:00.000Z',
+        updatedAt: '2026-11-01T00:00:00.000Z',
+        budgetCents: 1999,
+        budgetType: 'daily',
+        variant: { copy: 'B', audience: 'Line\nbreak' },
+        responses: [
+          { question: 'Hours?', answer: '9-5' },
+          { question: '=Q', answer: '@A' },
+        ],
+      },
+      [],
+    ),
+  ];
+  assert.deepEqual(values.slice(-5), [1999, decimalAmount(1999), 'daily', 'audience: Line break\ncopy: B', 'Hours?: 9-5\n=Q: @A']);
+  const [parsed] = parseCsv(csvLine(values));
+  assert.equal(parsed!.at(-4), '19.99');
+  assert.equal(parsed!.at(-1), 'Hours?: 9-5\n=Q: @A');
 });

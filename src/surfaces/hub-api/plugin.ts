@@ -8,7 +8,8 @@ import { verbOf } from '../operation.ts';
 import { mountRest, serveDocument } from '../rest.ts';
 import { ApiError } from '../shared/errors.ts';
 import type { InputValidator } from '../shared/inputs.ts';
-import { COMPRESSION_MIN_BYTES, HUB_CONDITIONAL_LIMIT, HUB_KEY_LIMIT, HUB_SUMMARY_LIMIT } from '../../policy.ts';
+import { COMPRESSION_MIN_BYTES, HUB_CONDITIONAL_LIMIT, HUB_EXPORT_LIMIT, HUB_KEY_LIMIT, HUB_SUMMARY_LIMIT } from '../../policy.ts';
+import { hubCsvExports, mountHubCsv } from './csv.ts';
 import type { Admission, HubApiGuard } from './guard.ts';
 import { hubOperations, type HubContext } from './operations.ts';
 
@@ -47,14 +48,15 @@ const RATE_HEADERS = {
 };
 
 export function hubOpenApi(config: Config, version: string): OpenApiDocument {
-  return buildOpenApi(hubOperations, {
+  // The CSV exports are read operations of their own route (csv.ts), documented beside the JSON reads; not MCP tools.
+  return buildOpenApi([...hubOperations, ...hubCsvExports], {
     title: 'hubops Hub API',
     version,
     description: [
       "Read-only access to one hub's playbook opt-ins and paid ad spend, for dashboards, spreadsheets, automation tools, AI app builders and AI assistants.",
       'Authenticate every request with `Authorization: Bearer <HUB_API_KEY>` (a read key created by a hub admin under profile menu → Manage Hub → API). A key reads only its own hub.',
       "Call it from server-side code only: requests from browsers (an Origin header, a CORS preflight, or Sec-Fetch-Mode: cors with a Sec-Fetch-Site header) are refused with 403 browser_request_rejected, except same-origin ones from this server's own API reference page (/docs/api/hub).",
-      `Limits: ${HUB_KEY_LIMIT.limit} requests per key in any rolling ${HUB_KEY_LIMIT.windowMs / 1000} s, and in addition ${HUB_SUMMARY_LIMIT.limit} per key per ${HUB_SUMMARY_LIMIT.windowMs / 1000} s on each of /opt-in-summary and /spend-by-workspace. Every response carries RateLimit and RateLimit-Policy headers; a 429 carries Retry-After (seconds). A request answered 304 Not Modified is not counted against the limits (it still needs a valid key); conditional requests have a ceiling of their own, ${HUB_CONDITIONAL_LIMIT.limit} per key per ${HUB_CONDITIONAL_LIMIT.windowMs / 1000} s.`,
+      `Limits: ${HUB_KEY_LIMIT.limit} requests per key in any rolling ${HUB_KEY_LIMIT.windowMs / 1000} s, and in addition ${HUB_SUMMARY_LIMIT.limit} per key per ${HUB_SUMMARY_LIMIT.windowMs / 1000} s on each of /opt-in-summary and /spend-by-workspace (and its .csv), and ${HUB_EXPORT_LIMIT.limit} per key per ${HUB_EXPORT_LIMIT.windowMs / 1000} s on /playbook-opt-ins.csv, which counts as one request whatever its rows. Every response carries RateLimit and RateLimit-Policy headers; a 429 carries Retry-After (seconds). A request answered 304 Not Modified is not counted against the limits (it still needs a valid key); conditional requests have a ceiling of their own, ${HUB_CONDITIONAL_LIMIT.limit} per key per ${HUB_CONDITIONAL_LIMIT.windowMs / 1000} s.`,
       `Polling: every GET answers with a strong ETag (and /opt-in-summary with Last-Modified) derived from what the database already knows about the hub. Send it back in If-None-Match (or If-Modified-Since) and an unchanged answer is 304 Not Modified, without a body; a malformed value is ignored. \`Cache-Control: private, no-cache, must-revalidate\` lets your own HTTP cache revalidate by itself. A tag names the representation your Accept-Encoding selects (a \`-br\`/\`-gzip\`/\`-zstd\` suffix when it asks for one): send it back with the same Accept-Encoding. If-Match is honoured too: 412 when it names no current tag. Send Accept-Encoding (br, gzip, zstd) and bodies above about ${COMPRESSION_MIN_BYTES / 1024} KB come compressed, with \`Vary: Accept-Encoding\`.`,
       `Errors have the body {"error": CODE, "message": TEXT} and, on 400, "issues": [{"field", "message"}]. Unknown query parameters are ignored. The same operations are MCP tools at ${config.baseUrl}${HUB_API_PREFIX}/mcp.`,
     ].join('\n\n'),
@@ -95,7 +97,7 @@ function hubIndex(config: Config, version: string) {
       header: 'Authorization: Bearer <HUB_API_KEY>',
       keys: `A hub admin creates a read key in the web admin (${config.baseUrl}/app): profile menu → Manage Hub → API. Call the API from server-side code only: browsers are refused.`,
     },
-    endpoints: hubOperations.flatMap((op) =>
+    endpoints: [...hubOperations, ...hubCsvExports].flatMap((op) =>
       op.rest
         ? [
             {
@@ -159,6 +161,9 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
     notModified: (ctx, reply, op, charged) => guard.notModified(admissions.get(ctx)!, reply, op.extraLimit, charged),
   });
 
+  // The CSV exports: authenticated, limited and validated as the JSON reads are (csv.ts).
+  mountHubCsv(app, { guard, inputs: deps.inputs, contextFor, now: () => deps.context.clock.now() });
+
   const serveMcp = mcpHandler<HubContext>(
     {
       name: 'hubops-hub-api',
@@ -200,7 +205,7 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
     guard.refuseBrowsers(request);
   });
 
-  for (const path of new Set(hubOperations.flatMap((op) => (op.rest ? [op.rest.path] : [])))) {
+  for (const path of new Set([...hubOperations, ...hubCsvExports].flatMap((op) => (op.rest ? [op.rest.path] : [])))) {
     app.route({
       method: ['POST', 'PUT', 'PATCH', 'DELETE'],
       url: path,

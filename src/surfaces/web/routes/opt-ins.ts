@@ -2,24 +2,17 @@
 // matching opt-in as a streamed CSV (in the Hub API's keyset order, whatever the page's sort).
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import {
-  OPT_IN_REPORT_SORTS,
-  OPT_IN_STATUSES,
-  type OptInReportSort,
-  type OptInRow,
-  type PageCursor,
-} from '../../../domain/opt-ins/opt-in.ts';
-import { countOptInReport, findOptInPage, findOptInReportPage, type OptInReportFilters } from '../../../domain/opt-ins/opt-in.service.ts';
+import { OPT_IN_REPORT_SORTS, OPT_IN_STATUSES, type OptInReportSort } from '../../../domain/opt-ins/opt-in.ts';
+import { optInExportPages } from '../../../domain/opt-ins/opt-in-export.service.ts';
+import { countOptInReport, findOptInReportPage, type OptInReportFilters } from '../../../domain/opt-ins/opt-in.service.ts';
 import { hubPlaybooks, hubWorkspaces, visibleFieldKeys } from '../../../domain/tenancy/tenancy.service.ts';
 import { DATE_RANGE_MESSAGE, parseDate } from '../../../platform/time.ts';
 import { appPage, one, refuse, type Query, type Web } from '../context.ts';
-import { csvLine, optInCsvHeader, optInCsvValues } from '../csv.ts';
+import { CSV_CONTENT_TYPE, csvLine, optInCsvHeader, optInCsvValues } from '../../shared/csv.ts';
 import { shell } from '../views/layout.ts';
 import { optInReportView, type ReportOrder } from '../views/opt-ins.ts';
 
 const REPORT_PAGE_SIZE = 50;
-/** Rows per keyset page of the CSV stream: big enough to amortise the query, small in memory. */
-const CSV_PAGE_SIZE = 2000;
 /** Above this many workspaces the filter is a text field for the id, not a list. */
 const WORKSPACE_SELECT_MAX = 500;
 const DAY_MS = 86_400_000;
@@ -145,22 +138,19 @@ export function optInRoutes(app: FastifyInstance, { deps, paths, sessions }: Web
       });
     const fieldKeys = await visibleFieldKeys(deps.db, hubId);
     // Keyset pages, written as they arrive: Readable.from waits for the socket to drain before
-    // asking for the next page, so memory holds one page whatever the size of the hub.
+    // asking for the next page, so memory holds one page whatever the size of the hub. The same
+    // export, columns and cells as the Hub API's /playbook-opt-ins.csv (shared/csv.ts).
     async function* lines(): AsyncGenerator<string> {
       yield csvLine(optInCsvHeader(fieldKeys));
-      let after: PageCursor | undefined;
-      for (;;) {
-        const page = await findOptInPage(deps.db, deps.caches.catalogs, { hubId, ...f.query, after, limit: CSV_PAGE_SIZE });
+      for await (const rows of optInExportPages(deps.db, { hubId, ...f.query })) {
         let chunk = '';
-        for (const row of JSON.parse(page.json.join('')) as OptInRow[]) chunk += csvLine(optInCsvValues(row, fieldKeys));
-        if (chunk) yield chunk;
-        if (!page.next) return;
-        after = page.next;
+        for (const row of rows) chunk += csvLine(optInCsvValues(row, fieldKeys));
+        yield chunk;
       }
     }
     const stamp = deps.clock.now().toISOString().slice(0, 10);
     reply.headers({
-      'content-type': 'text/csv; charset=utf-8; header=present',
+      'content-type': CSV_CONTENT_TYPE,
       'content-disposition': `attachment; filename="opt-ins-${hubId.replace(/[^A-Za-z0-9_-]/g, '_')}-${stamp}.csv"`,
       'cache-control': 'no-store',
       'x-content-type-options': 'nosniff',
