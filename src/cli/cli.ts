@@ -19,7 +19,7 @@ import { addUserToHub, createAccount, createHub, createUser, getHub, setHubSuspe
 import { PLANS, ROLES } from '../domain/tenancy/tenancy.ts';
 import { DomainError } from '../platform/errors.ts';
 import { VERSION } from '../platform/version.ts';
-import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_MS } from '../policy.ts';
+import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_DEFAULT_MS, KEY_ROLL_GRACE_MS } from '../policy.ts';
 import { createClient } from '../domain/oauth/clients.service.ts';
 import { adSyncDepsFor } from '../app.ts';
 import { adAccountCommands } from './ad-accounts.ts';
@@ -82,7 +82,7 @@ export const OPTION_HELP: Record<string, string> = {
   staff: "mark the user as hubops staff (may use the main API whatever their account's plan)",
   scope: 'read (default: the Hub API) or embed (signs embed tokens)',
   'expires-in-days': 'the key stops working this many days after creation (default: never)',
-  'grace-hours': 'how long the old secret keeps working after a roll: 0 (stops at once), 1 (default) or 24',
+  'grace-hours': `how long the old secret keeps working after a roll, in hours: ${KEY_ROLL_GRACE_MS.map((ms) => `${ms / 3_600_000}${ms === 0 ? ' (stops at once)' : ''}${ms === KEY_ROLL_GRACE_DEFAULT_MS ? ' (default, as in the web admin)' : ''}`).join(', ')}`,
   'public-key': 'for --scope embed: your own Ed25519 public key (PEM or base64url); hubops keeps only it',
   'redirect-uri': 'an allowed redirect URI (repeat for several)',
   public: 'a public client (PKCE, no secret), e.g. a desktop or mobile app',
@@ -434,7 +434,7 @@ const COMMANDS: Command[] = [
         values,
         'grace-hours',
         KEY_ROLL_GRACE_MS.map((ms) => String(ms / 3_600_000)),
-        '1',
+        String(KEY_ROLL_GRACE_DEFAULT_MS / 3_600_000),
       );
       return async ({ db }) => {
         const key = await rollKey(db, { keyId: keyId!, graceMs: Number(graceHours) * 3_600_000, now: new Date() });
