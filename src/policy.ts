@@ -44,6 +44,8 @@ export const USAGE_FLUSH_MS = 10 * SECOND;
 export const KEY_LIFETIME_DAYS = Object.freeze([30, 90, 365] as const);
 /** How long a rolled key's old secret keeps working, as the admin chooses: at once, an hour or a day. */
 export const KEY_ROLL_GRACE_MS = Object.freeze([0, HOUR, DAY] as const);
+/** The grace period a roll gets unless the admin chooses another, in the web admin and the CLI alike: a day to switch the tool over. */
+export const KEY_ROLL_GRACE_DEFAULT_MS: (typeof KEY_ROLL_GRACE_MS)[number] = DAY;
 /** Days of per-key request counts kept and charted: today (UTC) and the days before it. */
 export const KEY_USAGE_DAYS = 30;
 

@@ -14,16 +14,17 @@ import {
 } from '../domain/api-keys/api-key.service.ts';
 import { KEY_SCOPES, keyState, type KeyScope } from '../domain/api-keys/api-key.ts';
 import { seedDemo } from '../domain/demo/demo.service.ts';
-import { byteLines, IMPORT_TYPES, importNdjson } from '../domain/import/import.service.ts';
+import { byteLines, IMPORT_TYPES, importNdjson, type ImportCounts, type ImportResult } from '../domain/import/import.service.ts';
 import { addUserToHub, createAccount, createHub, createUser, getHub, setHubSuspended } from '../domain/tenancy/tenancy.service.ts';
 import { PLANS, ROLES } from '../domain/tenancy/tenancy.ts';
 import { DomainError } from '../platform/errors.ts';
 import { VERSION } from '../platform/version.ts';
-import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_MS } from '../policy.ts';
+import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_DEFAULT_MS, KEY_ROLL_GRACE_MS } from '../policy.ts';
 import { createClient } from '../domain/oauth/clients.service.ts';
 import { adSyncDepsFor } from '../app.ts';
 import { adAccountCommands } from './ad-accounts.ts';
 import { backupCommands } from './backup.ts';
+import { accountsList, hubsList, usersList, usersResetPassword, workspacesCreate, workspacesList } from './directory.ts';
 import {
   choice,
   plural,
@@ -65,6 +66,8 @@ function keyStateText(k: KeySummary, now: Date): string {
 
 /** What each option means, for `hubops COMMAND --help` and docs/cli.md: one meaning in every command, unless a command's optionHelp says otherwise. */
 export const OPTION_HELP: Record<string, string> = {
+  'dry-run':
+    'check the file and work out what it would change, write nothing: per kind of line how many would be inserted, updated or left unchanged',
   add: "add the file's spend to the spend stored for the same ad account, workspace and date, instead of replacing it",
   name: 'the name to show (1–200 characters, kept exactly as given)',
   plan: 'the plan: standard (default) or partner',
@@ -80,7 +83,7 @@ export const OPTION_HELP: Record<string, string> = {
   staff: "mark the user as hubops staff (may use the main API whatever their account's plan)",
   scope: 'read (default: the Hub API) or embed (signs embed tokens)',
   'expires-in-days': 'the key stops working this many days after creation (default: never)',
-  'grace-hours': 'how long the old secret keeps working after a roll: 0 (stops at once), 1 (default) or 24',
+  'grace-hours': `how long the old secret keeps working after a roll, in hours: ${KEY_ROLL_GRACE_MS.map((ms) => `${ms / 3_600_000}${ms === 0 ? ' (stops at once)' : ''}${ms === KEY_ROLL_GRACE_DEFAULT_MS ? ' (default, as in the web admin)' : ''}`).join(', ')}`,
   'public-key': 'for --scope embed: your own Ed25519 public key (PEM or base64url); hubops keeps only it',
   'redirect-uri': 'an allowed redirect URI (repeat for several)',
   public: 'a public client (PKCE, no secret), e.g. a desktop or mobile app',
@@ -93,6 +96,8 @@ export const OPTION_HELP: Record<string, string> = {
   none: 'no default workspace: spend that no mapping or [ws:…] token claims stays unattributed',
   currency: 'the ISO 4217 code of three letters, e.g. EUR',
   force: 'replace what is already there',
+  id: 'its id, e.g. your own store number (letters, digits, _ and -, up to 64; default: a new ws_… id)',
+  timezone: 'its IANA time zone, e.g. America/Denver (default UTC)',
 };
 
 /** An option's explanation for one command. */
@@ -148,11 +153,11 @@ const COMMANDS: Command[] = [
   },
   {
     name: 'import',
-    args: 'FILE [--add]',
+    args: 'FILE [--add] [--dry-run]',
     summary:
-      'load an NDJSON file (- reads stdin), all-or-nothing; the same file again changes nothing (--add: its spend adds to stored spend)',
-    json: '`{"imported":{type:count}}`, every type listed; the format and what a re-run does: [import-format.md](import-format.md)',
-    options: { add: { type: 'boolean' } },
+      'load an NDJSON file (- reads stdin), all-or-nothing; the same file again changes nothing (--add: its spend adds to stored spend; --dry-run: say what it would change, write nothing)',
+    json: '`{"imported":{type:count}}`, every type listed; the format and what a re-run does: [import-format.md](import-format.md). With `--dry-run` `{"dryRun":true,"lines":{type:count},"written":{type:count},"unchanged":{type:count},"spend":{"new","changed","unchanged"}}`: per type the lines that would be written (inserted; figures such as metrics, review days and CPM: inserted or replaced) or are stored so already; `spend` per ad account, workspace and date',
+    options: { add: { type: 'boolean' }, 'dry-run': { type: 'boolean' } },
     positionals: ['FILE'],
     prepare: async (values, [file], io) => {
       // Open before the database starts, so a mistyped path fails at once.
@@ -165,9 +170,12 @@ const COMMANDS: Command[] = [
         input = handle.createReadStream();
       }
       return async ({ db }) => {
+        const dryRun = values['dry-run'] === true;
         const result = await importNdjson(db, byteLines(input as AsyncIterable<Uint8Array>), {
           spend: values.add === true ? 'add' : 'replace',
+          dryRun,
         });
+        if (dryRun) return dryRunOutput(result, values.add === true);
         const parts = IMPORT_TYPES.filter((t) => result.imported[t] > 0).map((t) => `${result.imported[t]} ${t}`);
         const { spend } = result;
         // What a re-run did is said, not left for the user to find in a report.
@@ -207,6 +215,7 @@ const COMMANDS: Command[] = [
       };
     },
   },
+  accountsList,
   {
     name: 'hubs create',
     args: '--account A --name N',
@@ -222,6 +231,7 @@ const COMMANDS: Command[] = [
       };
     },
   },
+  hubsList,
   ...(['suspend', 'resume'] as const).map(
     (action): Command => ({
       name: `hubs ${action}`,
@@ -243,6 +253,8 @@ const COMMANDS: Command[] = [
         },
     }),
   ),
+  workspacesList,
+  workspacesCreate,
   {
     name: 'users create',
     args: '--email E --password P --firstname F --lastname L --hub H --role hub_admin|member [--workspace W] [--staff]',
@@ -314,6 +326,8 @@ const COMMANDS: Command[] = [
       };
     },
   },
+  usersList,
+  usersResetPassword,
   {
     name: 'keys create',
     json: '`{"id","key","name","scope","hubId","expiresAt"}`: the only time the key is shown (for `embed`: the Ed25519 private key, `hubops_esk_…`); with `--public-key` `{"id","name","scope","hubId","start","expiresAt"}`',
@@ -422,7 +436,7 @@ const COMMANDS: Command[] = [
         values,
         'grace-hours',
         KEY_ROLL_GRACE_MS.map((ms) => String(ms / 3_600_000)),
-        '1',
+        String(KEY_ROLL_GRACE_DEFAULT_MS / 3_600_000),
       );
       return async ({ db }) => {
         const key = await rollKey(db, { keyId: keyId!, graceMs: Number(graceHours) * 3_600_000, now: new Date() });
@@ -493,6 +507,29 @@ const COMMANDS: Command[] = [
   ...adAccountCommands(serverAdSync),
   ...backupCommands,
 ];
+
+/** `import --dry-run`: what a real run would write, per type, and nothing written. */
+function dryRunOutput(result: ImportResult, add: boolean): { json: unknown; human: string } {
+  const written = Object.fromEntries(IMPORT_TYPES.map((t) => [t, result.imported[t] - result.unchanged[t]])) as ImportCounts;
+  const rows = IMPORT_TYPES.filter((t) => t !== 'spend' && result.imported[t] > 0).map((t) => [
+    t,
+    String(result.imported[t]),
+    String(written[t]),
+    String(result.unchanged[t]),
+  ]);
+  const { spend } = result;
+  const lines = ['Dry run: nothing was written. A real run would:'];
+  if (rows.length) lines.push(table(['TYPE', 'LINES', 'WRITE', 'UNCHANGED'], rows).replace(/^/gm, '  '));
+  if (result.imported.spend > 0)
+    lines.push(
+      `  spend (${result.imported.spend} lines), per ad account, workspace and date: ${spend.new} new, ${spend.changed} ${add ? 'added to' : 'replaced'}, ${spend.unchanged} unchanged`,
+    );
+  if (rows.length === 0 && result.imported.spend === 0) lines.push('  nothing: the file has no lines.');
+  return {
+    json: { dryRun: true, lines: result.imported, written, unchanged: result.unchanged, spend },
+    human: lines.join('\n'),
+  };
+}
 
 const usageOf = (command: Command) => `usage: hubops ${command.name}${command.args ? ` ${command.args}` : ''} [--json]`;
 

@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { runCli } from '../../src/cli/cli.ts';
 import { UsageRecorder } from '../../src/domain/api-keys/usage-recorder.ts';
+import { KEY_ROLL_GRACE_DEFAULT_MS } from '../../src/policy.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 import { snapshot } from '../support/snapshot.ts';
 
@@ -537,8 +538,9 @@ describe('accounts, hubs, users', () => {
       assert.equal(rolled.name, 'to roll');
       assert.match(rolled.key, /^hubops_/);
       assert.notEqual(rolled.key, old.key);
-      // Default grace 1 h; the new key keeps the old one's 30-day lifetime, counted from the roll.
-      assert.ok(Math.abs(Date.parse(rolled.replaces.expiresAt) - rolledAt - 3_600_000) < 60_000, rolled.replaces.expiresAt);
+      // The default grace, the web admin's too (one policy value); the new key keeps the old one's 30-day lifetime, counted from the roll.
+      assert.equal(KEY_ROLL_GRACE_DEFAULT_MS, 24 * 3_600_000);
+      assert.ok(Math.abs(Date.parse(rolled.replaces.expiresAt) - rolledAt - KEY_ROLL_GRACE_DEFAULT_MS) < 60_000, rolled.replaces.expiresAt);
       assert.ok(Math.abs(Date.parse(rolled.expiresAt) - rolledAt - 30 * 86_400_000) < 60_000, rolled.expiresAt);
       const listed = await json(['keys', 'list', '--hub', hubId]);
       assert.equal(listed.find((k: { id: string }) => k.id === old.id).state, 'rolled');

@@ -100,6 +100,8 @@ const PLACEHOLDERS: Placeholder[] = [
       const result = await completeAuthorization({ baseUrl: base } as TestApp, printed, {
         ...DEMO_ADMIN,
         redirectUri: CALLBACK,
+        // The demo admin administers both hubs: the consent page asks which; its first, Brewline.
+        hub: 'hub_demo_brewline',
         workspace: '',
       });
       assert.ok(

@@ -153,6 +153,8 @@ async function signedIn(url: URL): Promise<Client> {
   const result = await completeAuthorization({ baseUrl: base } as TestApp, authorizeUrl, {
     ...DEMO_ADMIN,
     redirectUri: REDIRECT,
+    // The demo admin administers both demo hubs: the consent page asks which.
+    hub: 'hub_demo_brewline',
     workspace: '',
   });
   const code = result.callback?.searchParams.get('code');

@@ -246,6 +246,12 @@ const promises: { what: string; page: Page; covers: PolicyName[]; sentence: stri
     sentence: `the grace period you choose, ${policy.KEY_ROLL_GRACE_MS.slice(0, -1).map(hours).join(', ')} or ${hours(policy.KEY_ROLL_GRACE_MS.at(-1)!)} hours`,
   },
   {
+    what: 'key roll grace default (web admin and CLI alike)',
+    page: 'docs/web-admin.md',
+    covers: ['KEY_ROLL_GRACE_DEFAULT_MS'],
+    sentence: `${hours(policy.KEY_ROLL_GRACE_DEFAULT_MS)} hours unless you choose another, as with \`hubops keys roll\``,
+  },
+  {
     what: 'key usage chart',
     page: 'docs/web-admin.md',
     covers: ['KEY_USAGE_DAYS'],

@@ -41,11 +41,14 @@ test('ids, credentials and first-start detection', async () => {
     .innerJoin('memberships as m', 'm.user_id', 'u.id')
     .select(['u.email', 'u.password_hash', 'm.hub_id', 'm.role', 'm.workspace_id'])
     .orderBy('u.email')
+    .orderBy('m.hub_id')
     .execute();
   assert.deepEqual(
     users.map((u) => [u.email, u.hub_id, u.role, u.workspace_id]),
     [
+      // The admin administers the second hub too: its freshness banners (docs/web-admin.md) are in reach.
       ['admin@demo.hubops.dev', seed.hubIds[0], 'hub_admin', null],
+      ['admin@demo.hubops.dev', seed.hubIds[1], 'hub_admin', null],
       ['member@demo.hubops.dev', seed.hubIds[0], 'member', 'ws_demo_brewline_01'],
     ],
   );

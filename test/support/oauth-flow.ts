@@ -167,7 +167,10 @@ export async function completeAuthorization(
       body.set('password', o.password);
     } else {
       body.set('decision', html.includes('value="allow"') ? (o.decision ?? 'allow') : 'deny');
+      // As a browser does, a hub select left alone submits its first option.
+      const firstHub = /<select id="hub" name="hub"><option value="([^"]*)"/.exec(html)?.[1];
       if (o.hub) body.set('hub', o.hub);
+      else if (firstHub !== undefined) body.set('hub', firstHub.replaceAll('&amp;', '&'));
       if (o.workspace !== undefined) body.set('workspace', o.workspace);
     }
     const posted = await browser.fetch(new URL(form.action, live.baseUrl).toString(), {

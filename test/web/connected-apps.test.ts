@@ -29,7 +29,7 @@ import { ADMIN, HUB, MEMBER, seedWebHub } from '../support/world.ts';
 
 process.env.PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD = '1';
 if (chromiumMissing) console.log(`# SKIP connected apps browser tests: ${chromiumMissing}`);
-const SHOTS = path.join(tmpdir(), `hubops-connected-apps-${process.pid}`);
+const SHOTS = process.env.HUBOPS_SHOTS ?? path.join(tmpdir(), `hubops-connected-apps-${process.pid}`);
 
 /** The admin and a member of another hub, whose grants Acme's admin must never reach. */
 const OTHER_ADMIN = { email: 'otto@other.test', password: 'other admin password 1' };
@@ -255,14 +255,28 @@ describe('Connected apps', { skip: chromiumMissing }, () => {
       const overflow = (await page.evaluate('document.documentElement.scrollWidth - window.innerWidth')) as number;
       assert.ok(overflow <= 0, `at ${width} px the page is ${overflow} px wider than the screen`);
       if (width === 390) {
-        const box = await bot.locator('button', { hasText: 'Revoke' }).boundingBox();
+        const box = await bot.locator('a', { hasText: 'Revoke' }).boundingBox();
         assert.ok(box && box.height >= 44 && box.width >= 44, `on a phone Revoke is ${box?.width}×${box?.height}, not a 44 px target`);
       }
       await page.screenshot({ path: path.join(SHOTS, `connected-apps-${width}.png`), fullPage: true });
     }
     await page.setViewportSize({ width: 1280, height: 900 });
 
-    await bot.locator('button', { hasText: 'Revoke' }).click();
+    // Revoke asks first, on a page of its own; Cancel goes back and revokes nothing.
+    await bot.locator('a', { hasText: 'Revoke' }).click();
+    await page.waitForURL(/\/app\/connected-apps\/[^/]+\/revoke$/);
+    assert.match(await page.locator('h1').innerText(), /^Revoke “Reporting Bot”\?$/);
+    assert.match(await page.locator('[data-confirm-revoke]').innerText(), /It acts for you in .*This cannot be undone/s);
+    for (const width of [390, 1280]) {
+      await page.setViewportSize({ width, height: 900 });
+      assert.ok(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth'), `the confirmation fits ${width} px`);
+      await page.screenshot({ path: path.join(SHOTS, `connected-apps-confirm-${width}.png`), fullPage: true });
+    }
+    await page.locator('a', { hasText: 'Cancel' }).click();
+    await page.waitForURL(/\/app\/connected-apps$/);
+    assert.equal((await api(a, '/whoami', rest.access_token)).status, 200, 'Cancel revoked nothing');
+    await bot.locator('a', { hasText: 'Revoke' }).click();
+    await page.locator('button', { hasText: 'Yes, revoke its access' }).click();
     await page.waitForURL(/\/app\/connected-apps\?revoked=1$/);
     assert.match(await page.locator('[role=status]').innerText(), /Access revoked/);
     assert.equal(await row('Reporting Bot').count(), 0, 'gone from the list');
@@ -277,7 +291,8 @@ describe('Connected apps', { skip: chromiumMissing }, () => {
     await assert.rejects(refresh(a, reporting, rest.refresh_token!), (error: { error?: string }) => error.error === 'invalid_grant');
     assert.equal(await mcpStatus(b, mcp.access_token), 200, 'the other grant still works');
 
-    await row('Desk Assistant').locator('button', { hasText: 'Revoke' }).click();
+    await row('Desk Assistant').locator('a', { hasText: 'Revoke' }).click();
+    await page.locator('button', { hasText: 'Yes, revoke its access' }).click();
     await page.waitForURL(/revoked=1$/);
     assert.equal(await mcpStatus(a, mcp.access_token), 401);
     await eventually(async () => (await mcpStatus(b, mcp.access_token)) === 401, 'instance B refuses the revoked MCP token');
@@ -294,7 +309,12 @@ describe('Connected apps', { skip: chromiumMissing }, () => {
     assert.deepEqual(await shown.allInnerTexts(), [name]);
     assert.equal(await page.locator('main img, main script').count(), 0);
     assert.notEqual(await page.title(), 'owned');
-    assert.equal(await page.locator('#my-apps button[aria-label]').getAttribute('aria-label'), `Revoke ${name}`);
+    assert.equal(await page.locator('#my-apps a[aria-label]').getAttribute('aria-label'), `Revoke ${name}`);
+    // Its confirmation page too: the name as text.
+    await page.locator('#my-apps a[aria-label]').click();
+    assert.equal(await page.locator('h1').innerText(), `Revoke “${name}”?`);
+    assert.equal(await page.locator('main img, main script').count(), 0);
+    assert.notEqual(await page.title(), 'owned');
   });
 
   test("a member never sees nor revokes another user's grant: 404, and the grant keeps working", async () => {
@@ -308,6 +328,9 @@ describe('Connected apps', { skip: chromiumMissing }, () => {
     const member = await signedIn(a, MEMBER);
     const memberPage = await (await member.fetch(`${a.baseUrl}/app/connected-apps`)).text();
     assert.ok(!memberPage.includes(adminRef) && !memberPage.includes('Admin Dashboard'), "not on the member's page");
+    const peek = await member.fetch(`${a.baseUrl}/app/connected-apps/${adminRef}/revoke`);
+    assert.equal(peek.status, 404, "another user's confirmation page is not found either");
+    assert.ok(!(await peek.text()).includes('Admin Dashboard'));
     const refused = await member.fetch(`${a.baseUrl}/app/connected-apps/${adminRef}/revoke`, form({ csrf: hidden(memberPage, 'csrf') }));
     assert.equal(refused.status, 404);
     assert.match(await refused.text(), /No such connected app/);
@@ -363,7 +386,10 @@ describe('Connected apps', { skip: chromiumMissing }, () => {
       assert.match(await memberRow.innerText(), new RegExp(`Max Member[\\s\\S]*${MEMBER.email.replace('.', '\\.')}`));
       assert.ok(await adminPage.evaluate('document.documentElement.scrollWidth <= window.innerWidth'), "the admin's page fits the phone");
       await adminPage.screenshot({ path: path.join(SHOTS, 'connected-apps-admin-390.png'), fullPage: true });
-      await memberRow.locator('button', { hasText: 'Revoke' }).click();
+      await memberRow.locator('a', { hasText: 'Revoke' }).click();
+      assert.match(await adminPage.locator('[data-confirm-revoke]').innerText(), /It acts for Max Member in /);
+      await adminPage.screenshot({ path: path.join(SHOTS, 'connected-apps-admin-confirm-390.png'), fullPage: true });
+      await adminPage.locator('button', { hasText: 'Yes, revoke its access' }).click();
       await adminPage.waitForURL(/revoked=1$/);
       assert.equal(await adminPage.locator(`tr[data-grant="${memberRef}"]`).count(), 0);
     } finally {

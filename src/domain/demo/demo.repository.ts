@@ -18,3 +18,14 @@ export async function accountExists(trx: Transaction<Database>, accountId: strin
 export async function anyAccount(db: Db): Promise<boolean> {
   return (await db.kysely.selectFrom('accounts').select('id').limit(1).executeTakeFirst()) !== undefined;
 }
+
+/** Gives a user a role in another hub (the NDJSON format's user line names one hub). */
+export async function insertMembership(
+  trx: Transaction<Database>,
+  membership: { userId: string; hubId: string; role: 'hub_admin' | 'member'; workspaceId: string | null },
+): Promise<void> {
+  await trx
+    .insertInto('memberships')
+    .values({ user_id: membership.userId, hub_id: membership.hubId, role: membership.role, workspace_id: membership.workspaceId })
+    .execute();
+}

@@ -3,7 +3,7 @@
 import type { Db } from '../../db/database.ts';
 import { systemClock, type Clock } from '../../platform/clock.ts';
 import { importObjects } from '../import/import.service.ts';
-import { accountExists, anyAccount, lockDemoSeed } from './demo.repository.ts';
+import { accountExists, anyAccount, insertMembership, lockDemoSeed } from './demo.repository.ts';
 import { BREWLINE_IMPORTED_META, dataSet, DEMO_ACCOUNT_ID, SEED, type DataSetOptions, type DemoSeed } from './seed.ts';
 
 export { DEMO_HUB_ID, type DemoSeed } from './seed.ts';
@@ -18,6 +18,9 @@ export async function seedDemo(db: Db, clock: Clock = systemClock, options: Data
     await lockDemoSeed(trx);
     if (await accountExists(trx, DEMO_ACCOUNT_ID)) return { created: false, ...SEED };
     await importObjects(trx, dataSet(clock.now().getTime(), options));
+    // The demo hub admin administers both hubs, so the web admin's hub switcher and Pulse
+    // Fitness's freshness banners (an account mid-sync, one whose sync failed) are one click away.
+    await insertMembership(trx, { userId: SEED.userIds[0]!, hubId: SEED.hubIds[1]!, role: 'hub_admin', workspaceId: null });
     const adAccountIds = options.brewlineMetaSynced ? SEED.adAccountIds.filter((id) => id !== BREWLINE_IMPORTED_META) : SEED.adAccountIds;
     return { created: true, ...SEED, adAccountIds };
   });

@@ -63,22 +63,38 @@ export async function importObjects(trx: Kysely<Database>, objects: Iterable<unk
   return checkAndWrite(trx, readObjects(objects), 'replace');
 }
 
+/** Ends a dry run's transaction (rolled back), carrying what the import would have done. */
+class RolledBack extends Error {
+  readonly result: ImportResult;
+  constructor(result: ImportResult) {
+    super('dry run: rolled back');
+    this.result = result;
+  }
+}
+
 /**
  * Imports NDJSON text (a whole string, or its lines from a stream) all-or-nothing in one
  * transaction. Blank lines are skipped but counted, so line numbers match an editor's.
  * Throws ImportError listing the first issues by line; then nothing was written. Spend replaces
  * the stored spend of its keys unless `spend: 'add'` (see docs/import-format.md, "Re-running an
- * import").
+ * import"). With `dryRun`, the same checks and writes run and are rolled back: nothing is
+ * written, and the result says what a real run would do.
  */
 export async function importNdjson(
   db: Db,
   input: string | Iterable<string> | AsyncIterable<string | Uint8Array>,
-  options: { spend?: SpendMode } = {},
+  options: { spend?: SpendMode; dryRun?: boolean } = {},
 ): Promise<ImportResult> {
   const lines = await readNdjson(input);
   try {
-    return await db.kysely.transaction().execute((trx) => checkAndWrite(trx, lines, options.spend ?? 'replace'));
+    return await db.kysely.transaction().execute(async (trx) => {
+      const result = await checkAndWrite(trx, lines, options.spend ?? 'replace');
+      // A dry run does all the work, then rolls it back: what it reports is what a real run would do.
+      if (options.dryRun) throw new RolledBack(result);
+      return result;
+    });
   } catch (error) {
+    if (error instanceof RolledBack) return error.result;
     const e = error as { code?: string; constraint?: string };
     // Another writer created the same ids (or removed a referenced row) while this import ran.
     if (e.code === '23505' || e.code === '23503') {

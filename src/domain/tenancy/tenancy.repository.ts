@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import { newId } from '../../platform/ids.ts';
@@ -146,4 +146,144 @@ export async function insertMembership(trx: Transaction<Database>, membership: M
     .insertInto('memberships')
     .values({ user_id: membership.userId, hub_id: membership.hubId, role: membership.role, workspace_id: membership.workspaceId })
     .execute();
+}
+
+// The operator's listings (hubops accounts|hubs|users|workspaces list), ordered by id.
+
+export interface AccountListing extends Account {
+  hubs: number;
+  createdAt: Date;
+}
+
+export async function listAccounts(db: Db): Promise<AccountListing[]> {
+  const rows = await db.kysely
+    .selectFrom('accounts as a')
+    .select((eb) => [
+      'a.id',
+      'a.name',
+      'a.plan',
+      'a.api_access',
+      'a.created_at',
+      eb.selectFrom('hubs').select(eb.fn.countAll<string>().as('n')).whereRef('hubs.account_id', '=', 'a.id').as('hubs'),
+    ])
+    .orderBy(sql`a.id COLLATE "C"`)
+    .execute();
+  return rows.map((r) => ({
+    id: r.id,
+    name: r.name,
+    plan: r.plan,
+    apiAccess: r.api_access,
+    hubs: Number(r.hubs ?? 0),
+    createdAt: r.created_at,
+  }));
+}
+
+export interface HubListing extends Hub {
+  workspaces: number;
+  createdAt: Date;
+}
+
+export async function listHubs(db: Db, accountId: string | undefined): Promise<HubListing[]> {
+  let query = db.kysely
+    .selectFrom('hubs as h')
+    .select((eb) => [
+      'h.id',
+      'h.account_id',
+      'h.name',
+      'h.suspended',
+      'h.created_at',
+      eb.selectFrom('workspaces').select(eb.fn.countAll<string>().as('n')).whereRef('workspaces.hub_id', '=', 'h.id').as('workspaces'),
+    ]);
+  if (accountId !== undefined) query = query.where('h.account_id', '=', accountId);
+  const rows = await query.orderBy(sql`h.id COLLATE "C"`).execute();
+  return rows.map((r) => ({
+    id: r.id,
+    accountId: r.account_id,
+    name: r.name,
+    suspended: r.suspended,
+    workspaces: Number(r.workspaces ?? 0),
+    createdAt: r.created_at,
+  }));
+}
+
+export interface UserListing {
+  id: string;
+  accountId: string;
+  email: string;
+  firstname: string;
+  lastname: string;
+  staff: boolean;
+  createdAt: Date;
+  memberships: { hubId: string; role: Role; workspaceId: string | null }[];
+}
+
+/** Users with their memberships; with `hubId`, only the users with a role in that hub. */
+export async function listUsers(db: Db, filter: { hubId?: string | undefined; accountId?: string | undefined }): Promise<UserListing[]> {
+  let query = db.kysely
+    .selectFrom('users as u')
+    .select(['u.id', 'u.account_id', 'u.email', 'u.firstname', 'u.lastname', 'u.is_staff', 'u.created_at']);
+  if (filter.accountId !== undefined) query = query.where('u.account_id', '=', filter.accountId);
+  if (filter.hubId !== undefined)
+    query = query.where(({ exists, selectFrom }) =>
+      exists(selectFrom('memberships as m').select('m.user_id').whereRef('m.user_id', '=', 'u.id').where('m.hub_id', '=', filter.hubId!)),
+    );
+  const users = await query.orderBy(sql`u.id COLLATE "C"`).execute();
+  if (users.length === 0) return [];
+  const memberships = await db.kysely
+    .selectFrom('memberships')
+    .select(['user_id', 'hub_id', 'role', 'workspace_id'])
+    .where(
+      'user_id',
+      'in',
+      users.map((u) => u.id),
+    )
+    .orderBy(sql`hub_id COLLATE "C"`)
+    .execute();
+  return users.map((u) => ({
+    id: u.id,
+    accountId: u.account_id,
+    email: u.email,
+    firstname: u.firstname,
+    lastname: u.lastname,
+    staff: u.is_staff,
+    createdAt: u.created_at,
+    memberships: memberships.filter((m) => m.user_id === u.id).map((m) => ({ hubId: m.hub_id, role: m.role, workspaceId: m.workspace_id })),
+  }));
+}
+
+/** Sets a user's password hash and ends their web sessions; undefined for an unknown email. */
+export async function replacePasswordHash(
+  db: Db,
+  email: string,
+  passwordHash: string,
+): Promise<{ id: string; sessionsEnded: number } | undefined> {
+  return db.kysely.transaction().execute(async (trx) => {
+    const user = await trx
+      .updateTable('users')
+      .set({ password_hash: passwordHash })
+      .where('email', '=', email)
+      .returning('id')
+      .executeTakeFirst();
+    if (!user) return undefined;
+    const ended = await sql`DELETE FROM web_sessions WHERE user_id = ${user.id}`.execute(trx);
+    return { id: user.id, sessionsEnded: Number(ended.numAffectedRows ?? 0) };
+  });
+}
+
+export interface NewWorkspace {
+  id: string;
+  hubId: string;
+  name: string;
+  timezone: string;
+}
+
+export async function insertWorkspace(trx: Transaction<Database>, workspace: NewWorkspace): Promise<void> {
+  await trx
+    .insertInto('workspaces')
+    .values({ id: workspace.id, hub_id: workspace.hubId, name: workspace.name, timezone: workspace.timezone })
+    .execute();
+}
+
+export async function workspaceExists(trx: Transaction<Database>, id: string): Promise<boolean> {
+  return (await trx.selectFrom('workspaces').select('id').where('id', '=', id).executeTakeFirst()) !== undefined;
 }

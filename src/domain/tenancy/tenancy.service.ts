@@ -6,8 +6,10 @@ import type { Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import { DomainError } from '../../platform/errors.ts';
-import { newId } from '../../platform/ids.ts';
+import { ID_PATTERN, newId } from '../../platform/ids.ts';
 import { hashPassword } from '../../platform/password.ts';
+import { isTimeZoneName } from '../../platform/time.ts';
+import { randomBytes } from 'node:crypto';
 import {
   hubName as findHubName,
   hubPlaybooks as findHubPlaybooks,
@@ -29,13 +31,22 @@ import {
   lockWorkspace,
   membershipRole,
   updateHubSuspended,
+  listAccounts as findAccounts,
+  listHubs as findAllHubs,
+  listUsers as findUsers,
+  replacePasswordHash,
+  insertWorkspace,
+  workspaceExists,
+  type AccountListing,
+  type HubListing,
+  type UserListing,
   type Account,
   type Hub,
   type Membership,
   type User,
 } from './tenancy.repository.ts';
 
-export type { Account, Hub, Membership, User } from './tenancy.repository.ts';
+export type { Account, AccountListing, Hub, HubListing, Membership, User, UserListing } from './tenancy.repository.ts';
 
 function checkRole(role: Role): void {
   if (!ROLES.includes(role)) throw new DomainError('invalid', `role must be one of ${ROLES.join(', ')}`);
@@ -187,4 +198,69 @@ export async function hubPlaybooks(db: Db, hubId: string): Promise<{ id: string;
 /** Up to `limit` workspaces of the hub by name, for a filter's choices. */
 export async function hubWorkspaces(db: Db, hubId: string, limit?: number): Promise<{ id: string; name: string }[]> {
   return findHubWorkspaces(db, hubId, limit);
+}
+
+/** Every account, with its number of hubs (the operator's `hubops accounts list`). */
+export async function listAccounts(db: Db): Promise<AccountListing[]> {
+  return findAccounts(db);
+}
+
+/** Every hub, or an account's, with its number of workspaces; refuses an unknown account. */
+export async function listHubs(db: Db, accountId?: string): Promise<HubListing[]> {
+  const hubs = await findAllHubs(db, accountId);
+  if (accountId !== undefined && hubs.length === 0 && !(await db.kysely.transaction().execute((trx) => lockAccount(trx, accountId))))
+    throw new DomainError('not_found', `account ${accountId} does not exist`);
+  return hubs;
+}
+
+/** Every user with their roles, or those with a role in one hub; refuses an unknown hub. */
+export async function listUsers(db: Db, filter: { hubId?: string | undefined } = {}): Promise<UserListing[]> {
+  if (filter.hubId !== undefined) await getHub(db, filter.hubId);
+  return findUsers(db, filter);
+}
+
+/** A password hubops makes up: 16 characters of base64url (96 bits), no characters that need quoting in a shell. */
+export function generatePassword(): string {
+  return randomBytes(12).toString('base64url');
+}
+
+/**
+ * Gives a user a new password and signs them out of the web admin everywhere (their sessions
+ * end; OAuth grants they gave stay, revoked in Connected apps if need be).
+ */
+export async function resetPassword(
+  db: Db,
+  input: { email: string; password: string },
+): Promise<{ id: string; email: string; sessionsEnded: number }> {
+  const email = normaliseEmail(input.email);
+  check('password', passwordProblem(input.password));
+  const passwordHash = await hashPassword(input.password);
+  const user = await replacePasswordHash(db, email, passwordHash);
+  if (!user) throw new DomainError('not_found', `no user has the email ${email}`);
+  return { id: user.id, email, sessionsEnded: user.sessionsEnded };
+}
+
+/** Creates a workspace (a location) in a hub: its own id if given (as the NDJSON import takes it), else a new one. */
+export async function createWorkspace(
+  db: Db,
+  input: { hubId: string; name: string; id?: string | undefined; timezone?: string | undefined },
+): Promise<{ id: string; hubId: string; name: string; timezone: string }> {
+  check('workspace name', nameProblem(input.name));
+  if (input.id !== undefined && !ID_PATTERN.test(input.id))
+    throw new DomainError('invalid', `workspace id must be 1-64 letters, digits, _ or -, got ${JSON.stringify(input.id)}`);
+  const timezone = input.timezone ?? 'UTC';
+  if (!isTimeZoneName(timezone))
+    throw new DomainError('invalid', `timezone must be an IANA time zone like America/Denver, got ${JSON.stringify(timezone)}`);
+  const workspace = { id: input.id ?? newId('ws'), hubId: input.hubId, name: input.name, timezone };
+  try {
+    return await db.kysely.transaction().execute(async (trx) => {
+      await existingHub(trx, input.hubId);
+      if (await workspaceExists(trx, workspace.id)) throw new DomainError('conflict', `workspace ${workspace.id} already exists`);
+      await insertWorkspace(trx, workspace);
+      return workspace;
+    });
+  } catch (error) {
+    if (isUniqueViolation(error, 'workspaces_pkey')) throw new DomainError('conflict', `workspace ${workspace.id} already exists`);
+    throw error;
+  }
 }

@@ -18,3 +18,15 @@ export async function findWorkspaces(
 export async function findHubs(db: Db, accountId: string, page: { afterId?: string; limit: number }): Promise<HubRecord[]> {
   return readHubs(db, accountId, page);
 }
+
+/** Every workspace of a hub, by id (the operator's `hubops workspaces list`), read a thousand at a time. */
+export async function allWorkspaces(db: Db, hubId: string): Promise<WorkspaceRecord[]> {
+  const all: WorkspaceRecord[] = [];
+  const limit = 1000;
+  for (let afterId: string | undefined; ; ) {
+    const page = await readWorkspaces(db, { hubId, workspaceId: null }, { limit, ...(afterId === undefined ? {} : { afterId }) });
+    all.push(...page.slice(0, limit));
+    if (page.length <= limit) return all;
+    afterId = page[limit - 1]!._id;
+  }
+}

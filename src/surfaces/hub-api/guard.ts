@@ -8,6 +8,7 @@ import { LruCache } from '../../platform/lru.ts';
 import { allowedCharge, type RateCharge, type RateDecision, type RateLimiter, type RateWindow } from '../../platform/rate-limit.ts';
 import { FAILED_AUTH_LIMIT, HUB_CONDITIONAL_LIMIT, HUB_KEY_LIMIT, type RatePolicy } from '../../policy.ts';
 import { ApiError } from '../shared/errors.ts';
+import { hubApiReceivedMessage } from '../shared/received-credential.ts';
 import { rateLimitHeaders, rateLimited, toolCallWindows } from '../shared/rate-limit.ts';
 
 // Who may call the Hub API, and how often.
@@ -155,7 +156,10 @@ export class HubApiGuard {
         );
       }
     }
-    if (key === undefined || hash === undefined) throw await this.#refusal(key, undefined, addressKey, nowMs);
+    if (key === undefined || hash === undefined) {
+      // No well-formed key: the refusal says what arrived instead (Basic, X-API-Key, an OAuth token…).
+      throw await this.#refusal(key, undefined, addressKey, nowMs, hubApiReceivedMessage(request.headers));
+    }
     const known = rideAlong ? seen : undefined;
     const charging = options.charge ?? true;
     const admittedAt = new Date(nowMs);
@@ -239,14 +243,21 @@ export class HubApiGuard {
     return charge;
   }
 
-  async #refusal(key: string | undefined, verdict: KeyVerdict | undefined, addressKey: string, nowMs: number): Promise<ApiError> {
+  async #refusal(
+    key: string | undefined,
+    verdict: KeyVerdict | undefined,
+    addressKey: string,
+    nowMs: number,
+    received?: string,
+  ): Promise<ApiError> {
     const decision = await this.#limit(addressKey, FAILED_AUTH_LIMIT, nowMs);
     // A plain Bearer challenge (RFC 6750), deliberately without resource_metadata: this endpoint
     // takes fixed keys, and an MCP client that saw OAuth metadata would start a sign-in dance.
     const headers = { ...rateLimitHeaders([{ policy: FAILED_AUTH_LIMIT, decision }]), 'www-authenticate': 'Bearer realm="hubops-hub-api"' };
     const expiredAt = verdict && !verdict.revoked && isExpired(verdict, nowMs) ? verdict.expiresAt!.toISOString() : undefined;
     const message =
-      key === undefined
+      received ??
+      (key === undefined
         ? 'Missing API key: send `Authorization: Bearer <HUB_API_KEY>`.'
         : expiredAt && verdict!.replacedBy
           ? `This API key was rolled and its grace period ended at ${expiredAt}: use the key that replaced it (${verdict!.replacedBy}).`
@@ -254,7 +265,7 @@ export class HubApiGuard {
             ? `This API key expired at ${expiredAt}. Create a new key in the web admin (Manage Hub → API).`
             : verdict?.scope === 'embed' && !verdict.revoked
               ? 'This is an embed key: it only signs embedded views. Create a read key for the Hub API.'
-              : 'The API key is not valid: it is mistyped, revoked or unknown.';
+              : 'The API key is not valid: it is mistyped, revoked or unknown.');
     return new ApiError(401, 'invalid_api_key', message, { headers });
   }
 

@@ -11,6 +11,7 @@ import { allowedCharge, type RateCharge, type RateDecision, type RateLimiter, ty
 import { FAILED_AUTH_LIMIT, PLAN_LIMITS, PLAN_WINDOW_MS, TOKEN_CHECK_CACHE_MS, type RatePolicy } from '../../policy.ts';
 import { ApiError } from '../shared/errors.ts';
 import { SCOPE, type RevocationSignal } from '../shared/oauth.ts';
+import { oauthSurfaceReceivedMessage } from '../shared/received-credential.ts';
 import { rateLimitHeaders, rateLimited, toolCallWindows } from '../shared/rate-limit.ts';
 
 export interface BearerAuthDeps {
@@ -101,13 +102,18 @@ export class BearerAuth {
 
     const match = request.headers.authorization?.match(/^Bearer[ ]+([A-Za-z0-9._~+/-]+=*)\s*$/i);
     if (!match) {
-      // No token is how a client discovers the authorization server: shown the window, not counted in it.
-      throw new ApiError(401, 'invalid_token', 'Missing access token: send `Authorization: Bearer <ACCESS_TOKEN>`.', {
+      // No token is how a client discovers the authorization server: shown the window, not counted
+      // in it; the message says what came instead (Basic, X-API-Key), if anything did.
+      const message = oauthSurfaceReceivedMessage(request.headers) ?? 'Missing access token: send `Authorization: Bearer <ACCESS_TOKEN>`.';
+      throw new ApiError(401, 'invalid_token', message, {
         headers: { 'www-authenticate': challenge({}), ...(await this.#failedAuthHeaders(request.clientAddress)) },
       });
     }
     let verdict: TokenVerdict;
     try {
+      // A Hub API key (hubops_…) is never an access token: said so, without a lookup.
+      const received = match[1]!.startsWith('hubops_') ? oauthSurfaceReceivedMessage(request.headers) : undefined;
+      if (received) throw invalid(received);
       verdict = await this.#verdict(match[1]!, invalid);
       if (!verdict.audiences.includes(options.audience))
         throw invalid(`The access token was issued for another resource, not ${options.audience}.`);

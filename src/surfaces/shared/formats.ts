@@ -15,6 +15,8 @@ export interface CheckedFormat {
   readonly check: (text: string) => boolean;
   /** The refusal of a value that fails the check: "`field` must …". */
   readonly message: string;
+  /** A better refusal for this particular value, when one can say what went wrong (a + read as a space). */
+  readonly explain?: (text: string) => string | undefined;
   /** What published schemas say instead: a superset of the values `check` accepts. */
   readonly published: { readonly pattern: string } | { readonly format: 'date' };
 }

@@ -131,17 +131,20 @@ export class InputValidator {
       if (issues.has(field)) continue;
       const top = field.split('.')[0]!;
       const fieldSchema = (schema.properties as Record<string, Record<string, unknown>>)[top];
-      const message = error.keyword === 'required' ? 'is required' : this.#expectation(fieldSchema, error.message ?? 'is invalid');
+      const message =
+        error.keyword === 'required' ? 'is required' : this.#expectation(fieldSchema, error.message ?? 'is invalid', value[top]);
       issues.set(field, { field, message });
     }
     throw invalidRequest([...issues.values()]);
   }
 
   /** A sentence about what the field accepts, from its schema. */
-  #expectation(schema: Record<string, unknown> | undefined, fallback: string): string {
+  #expectation(schema: Record<string, unknown> | undefined, fallback: string, given: unknown): string {
     if (!schema) return fallback;
-    const checked = checkedFormatOf(schema) ?? cursorFormatOf(schema);
-    if (checked) return checked.message;
+    const format = checkedFormatOf(schema);
+    if (format) return (typeof given === 'string' ? format.explain?.(given) : undefined) ?? format.message;
+    const cursor = cursorFormatOf(schema);
+    if (cursor) return cursor.message;
     if (Array.isArray(schema.enum)) return `must be one of: ${schema.enum.join(', ')}`;
     if (schema.type === 'integer') {
       const range = schema.minimum !== undefined && schema.maximum !== undefined ? ` from ${schema.minimum} to ${schema.maximum}` : '';

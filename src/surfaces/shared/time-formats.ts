@@ -12,10 +12,22 @@ const RANGE = 'between 1970-01-01 and 9999-12-31';
 const DATE = '[0-9]{4}-[0-9]{2}-[0-9]{2}';
 const TIME = 'T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\\.[0-9]{1,9})?)?(Z|[+-][0-9]{2}:?[0-9]{2})';
 
+// A timestamp whose offset's + became a space: in a query string `+` means a space, so an
+// unencoded `2026-01-01T00:00:00+00:00` arrives as `2026-01-01T00:00:00 00:00`.
+const PLUS_AS_SPACE = new RegExp(`^${DATE}T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\\.[0-9]{1,9})?)? [0-9]{2}:?[0-9]{2}$`);
+
+/** The refusal of a timestamp whose + arrived as a space, saying so. */
+function plusAsSpace(text: string): string | undefined {
+  if (!PLUS_AS_SPACE.test(text)) return undefined;
+  const meant = text.replace(' ', '+');
+  return `the + of the offset arrived as a space (in a query string + means a space): encode it as %2B (${meant.replace('+', '%2B')}) or use Z, like 2026-11-02T09:00:00Z`;
+}
+
 /** An ISO 8601 timestamp with Z or an offset. */
 export const INSTANT: CheckedFormat = {
   name: 'instant',
   check: (text) => parseTimestamp(text) !== undefined,
+  explain: plusAsSpace,
   message: `must be an ISO 8601 timestamp with Z or an offset, like 2026-11-02T09:00:00Z, ${RANGE}`,
   published: { pattern: `^${DATE}${TIME}$` },
 };
@@ -24,6 +36,7 @@ export const INSTANT: CheckedFormat = {
 export const TIMESTAMP_OR_DATE: CheckedFormat = {
   name: 'timestamp-or-date',
   check: (text) => (parseTimestamp(text) ?? parseDate(text)) !== undefined,
+  explain: plusAsSpace,
   message: `must be an ISO 8601 timestamp with Z or an offset (2026-11-02T09:00:00Z) or a date (2026-11-02), ${RANGE}`,
   published: { pattern: `^${DATE}(${TIME})?$` },
 };

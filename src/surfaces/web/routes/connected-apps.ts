@@ -5,7 +5,7 @@ import { connectedApps, revokeConnectedApp, type GrantViewer } from '../../../do
 import { DomainError } from '../../../platform/errors.ts';
 import { appPage, FORM_EXPIRED, one, refuse, type Form, type Query, type Web } from '../context.ts';
 import type { HubCtx } from '../context.ts';
-import { connectedAppsView } from '../views/connected-apps.ts';
+import { connectedAppsView, revokeConnectedAppView } from '../views/connected-apps.ts';
 import { shell } from '../views/layout.ts';
 
 const viewerOf = (ctx: HubCtx): GrantViewer => ({
@@ -31,6 +31,19 @@ export function connectedAppRoutes(app: FastifyInstance, { deps, paths, sessions
     });
     // Like Manage Hub, a page of the profile menu: no tab of the main navigation is lit.
     return appPage(reply, 200, (n) => shell(sessions.shellOf(ctx, 'manage'), 'Connected apps', body, n));
+  });
+
+  // Revoke asks first, on a page of its own (as a key's revocation does): a mistaken tap on a phone
+  // must not cut off an assistant someone relies on.
+  app.get<{ Params: { ref: string } }>(`${pageUrl}/:ref/revoke`, async (request, reply) => {
+    const ctx = await sessions.userCtx(request, reply);
+    if (!ctx) return reply;
+    const apps = await connectedApps(deps.db, viewerOf(ctx));
+    const own = apps.own.find((a) => a.ref === request.params.ref);
+    const found = own ?? apps.others.find((a) => a.ref === request.params.ref);
+    if (!found) return refuse(reply, 404, 'No such connected app', 'There is no such connected app among those you manage.', back);
+    const body = revokeConnectedAppView({ pageUrl, csrf: ctx.csrf, app: found, own: own !== undefined });
+    return appPage(reply, 200, (n) => shell(sessions.shellOf(ctx, 'manage'), 'Revoke connected app', body, n));
   });
 
   app.post<{ Params: { ref: string }; Body: Form }>(`${pageUrl}/:ref/revoke`, async (request, reply) => {

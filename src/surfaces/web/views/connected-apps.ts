@@ -1,5 +1,6 @@
 // Connected apps: the OAuth grants a user has given (and a hub admin's view of those in their
-// hubs), each with a single-submit Revoke form. Client names are chosen by whoever registered the
+// hubs), each with a Revoke link to a confirmation page (as for keys: a real step, no script needed)
+// whose single-submit form revokes. Client names are chosen by whoever registered the
 // client, so they are escaped like every other value.
 import { CONNECTED_APPS_SHOWN, type ConnectedApp, type ConnectedApps } from '../../../domain/oauth/grants.service.ts';
 import { escapeHtml as h } from '../../shared/html.ts';
@@ -30,8 +31,7 @@ ${cell('Acts in', `${h(app.hub.name)}<br><small>${app.workspace ? `workspace ${h
 ${cell('Access', scope)}
 ${cell('Authorised', `<time datetime="${h(app.authorisedAt)}" data-authorised>${h(when(app.authorisedAt))}</time>`)}
 ${cell('Last used', lastUsed, ' data-last-used')}
-<td class="actions-cell"><form method="post" action="${h(o.pageUrl)}/${h(app.ref)}/revoke" data-once><input type="hidden" name="csrf" value="${h(o.csrf)}">
-<button class="danger" type="submit" aria-label="Revoke ${h(app.client.name)}">Revoke</button></form></td></tr>`;
+<td class="actions-cell"><a class="button danger" href="${h(o.pageUrl)}/${h(app.ref)}/revoke" aria-label="Revoke ${h(app.client.name)}">Revoke</a></td></tr>`;
 }
 
 function table(apps: ConnectedApp[], o: ViewInput, withUser: boolean): string {
@@ -59,4 +59,15 @@ ${others.length ? table(others, o, true) : '<p class="muted" data-empty>No one e
 <section class="card" id="my-apps"><h2>Your connected apps</h2>${mine}</section>${theirs}
 ${truncated ? `<p class="muted"><small>Each list shows the ${CONNECTED_APPS_SHOWN} most recently authorised apps.</small></p>` : ''}
 <p class="muted"><small>“Last used” is when the app last called hubops with a token; it is recorded at most once a minute, so it can be up to about a minute and a half behind.</small></p>`;
+}
+
+/** The confirmation before a revocation: what stops working, for whom; Cancel, or revoke. */
+export function revokeConnectedAppView(o: { pageUrl: string; csrf: string; app: ConnectedApp; own: boolean }): string {
+  const { app } = o;
+  const whose = o.own ? 'you' : h(app.user.name || app.user.email);
+  const where = `${h(app.hub.name)}${app.workspace ? `, workspace ${h(app.workspace.name)}` : ', whole hub'}`;
+  return `<div class="card" data-confirm-revoke><h1>Revoke “${h(app.client.name)}”?</h1>
+<p>It acts for ${whose} in ${where}. Its access and refresh tokens stop working at once, on the REST API and the MCP server, on every server. This cannot be undone: to use hubops again, the app has to ask ${o.own ? 'you' : 'them'} again.</p>
+<form method="post" action="${h(o.pageUrl)}/${h(app.ref)}/revoke" data-once><input type="hidden" name="csrf" value="${h(o.csrf)}">
+<div class="actions"><a class="button" href="${h(o.pageUrl)}">Cancel</a><button class="danger" type="submit">Yes, revoke its access</button></div></form></div>`;
 }

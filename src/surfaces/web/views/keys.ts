@@ -2,7 +2,7 @@
 // form, the new key shown once, and the confirmations before a roll and a revocation.
 import type { DailyKeyUsage, KeySummary } from '../../../domain/api-keys/api-key.service.ts';
 import { KEY_NAME_MAX_LENGTH, keyState, predecessorsStillWorking } from '../../../domain/api-keys/api-key.ts';
-import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_MS } from '../../../policy.ts';
+import { KEY_LIFETIME_DAYS, KEY_ROLL_GRACE_DEFAULT_MS, KEY_ROLL_GRACE_MS } from '../../../policy.ts';
 import { escapeHtml as h } from '../../shared/html.ts';
 import { count, counted, when } from './format.ts';
 import { manageTabs } from './layout.ts';
@@ -136,7 +136,24 @@ export function apiTabView(
   const scope = state.scope === 'embed' ? 'embed' : 'read';
   const expires = state.expires ?? 'never';
   const lifetimes = [['never', 'Never'], ...KEY_LIFETIME_DAYS.map((d) => [String(d), `In ${d} days`])];
-  return `<h1>Manage Hub · API</h1>${manageTabs(u, 'api')}${state.notice ? `<p class="notice" role="status">${h(state.notice)}</p>` : ''}${revealOf(state, keys)}
+  // A form sent back with an error (or expired) comes first, under the notice: at 390 px it sat
+  // thousands of pixels below the top of the page, where nobody saw why nothing happened.
+  const retry = state.errors !== undefined || state.name !== undefined;
+  const firstInvalid = e.name ? 'name' : e.scope ? 'scope' : e.expires ? 'expires' : undefined;
+  const focus = (field: string) => (firstInvalid === field ? ' autofocus' : '');
+  const createCard = `<div class="card" id="create-key"><h2>Create key</h2>
+<form method="post" action="${h(u)}/settings/api/keys" data-once novalidate>
+<input type="hidden" name="csrf" value="${h(o.csrf)}"><input type="hidden" name="form_token" value="${h(state.formToken)}">
+<label for="key-name">Name</label><input id="key-name" name="name" maxlength="${KEY_NAME_MAX_LENGTH}" placeholder="e.g. Looker dashboard" value="${h(state.name ?? '')}"${e.name ? ' class="invalid" aria-describedby="name-error"' : ''}${focus('name')}>
+${e.name ? `<p class="field-error" id="name-error">${h(e.name)}</p>` : ''}
+<label>Scope</label><div class="radio" role="radiogroup">
+<label><input type="radio" name="scope" value="read"${scope === 'read' ? ' checked' : ''}${focus('scope')}> read — calls the Hub API</label>
+<label><input type="radio" name="scope" value="embed"${scope === 'embed' ? ' checked' : ''}> embed — only signs embedded views</label></div>
+${e.scope ? `<p class="field-error" id="scope-error">${h(e.scope)}</p>` : ''}
+<label for="key-expires">Expires</label><select id="key-expires" name="expires_in_days"${e.expires ? ' class="invalid" aria-describedby="expires-error"' : ''}${focus('expires')}>${lifetimes.map(([value, text]) => `<option value="${value}"${value === expires ? ' selected' : ''}>${text}</option>`).join('')}</select>
+${e.expires ? `<p class="field-error" id="expires-error">${h(e.expires)}</p>` : ''}
+<div class="actions"><button class="primary" type="submit">Create key</button></div></form></div>`;
+  return `<h1>Manage Hub · API</h1>${manageTabs(u, 'api')}${state.notice ? `<p class="notice" role="status">${h(state.notice)}</p>` : ''}${revealOf(state, keys)}${retry ? createCard : ''}
 <div class="card"><h2>Addresses</h2><div class="urls">${urls.map(([label, id, value]) => `<span class="muted">${h(label!)}</span><code id="${id}">${h(value!)}</code><button type="button" data-copy-target="${id}">Copy</button>`).join('')}</div>
 <p class="muted"><small>Every Hub API request sends <code>Authorization: Bearer &lt;key&gt;</code> from server-side code. AI assistants that cannot send a fixed header connect to <code>${h(o.baseUrl)}/mcp</code> with their own sign-in instead.</small></p></div>
 <div class="card"><h2>Keys</h2>
@@ -145,18 +162,7 @@ export function apiTabView(
 ${keys.length ? `<table class="stack keys"><thead><tr><th>Name</th><th>Scope</th><th>Key starts</th><th>Created</th><th>Requests (last 30 days)</th><th>Last used</th><th>State</th><th><span class="muted">Actions</span></th></tr></thead><tbody>${rows}</tbody></table>` : '<p class="muted">No keys yet.</p>'}
 <p class="muted"><small>Request counts, daily requests (UTC days) and last-use times are updated about every ten seconds.
 <strong>Unchanged (304)</strong>: requests from a tool that already had the latest data, answered “304 Not Modified” without sending it again. They are free: they do not count against the rate limit. In the chart they are the lighter top of each day’s bar.</small></p></div>
-<div class="card" id="create-key"><h2>Create key</h2>
-<form method="post" action="${h(u)}/settings/api/keys" data-once novalidate>
-<input type="hidden" name="csrf" value="${h(o.csrf)}"><input type="hidden" name="form_token" value="${h(state.formToken)}">
-<label for="key-name">Name</label><input id="key-name" name="name" maxlength="${KEY_NAME_MAX_LENGTH}" placeholder="e.g. Looker dashboard" value="${h(state.name ?? '')}"${e.name ? ' class="invalid" aria-describedby="name-error"' : ''}>
-${e.name ? `<p class="field-error" id="name-error">${h(e.name)}</p>` : ''}
-<label>Scope</label><div class="radio" role="radiogroup">
-<label><input type="radio" name="scope" value="read"${scope === 'read' ? ' checked' : ''}> read — calls the Hub API</label>
-<label><input type="radio" name="scope" value="embed"${scope === 'embed' ? ' checked' : ''}> embed — only signs embedded views</label></div>
-${e.scope ? `<p class="field-error" id="scope-error">${h(e.scope)}</p>` : ''}
-<label for="key-expires">Expires</label><select id="key-expires" name="expires_in_days"${e.expires ? ' class="invalid" aria-describedby="expires-error"' : ''}>${lifetimes.map(([value, text]) => `<option value="${value}"${value === expires ? ' selected' : ''}>${text}</option>`).join('')}</select>
-${e.expires ? `<p class="field-error" id="expires-error">${h(e.expires)}</p>` : ''}
-<div class="actions"><button class="primary" type="submit">Create key</button></div></form></div>`;
+${retry ? '' : createCard}`;
 }
 
 const graceText = (ms: number) => (ms === 0 ? 'Stop at once' : `For ${ms / 3_600_000} hour${ms === 3_600_000 ? '' : 's'}`);
@@ -164,7 +170,6 @@ const graceText = (ms: number) => (ms === 0 ? 'Stop at once' : `For ${ms / 3_600
 export function rollKeyView(o: { apiTabUrl: string; csrf: string; formToken: string; key: KeySummary; notice?: string }): string {
   const { key } = o;
   const u = o.apiTabUrl;
-  const longest = KEY_ROLL_GRACE_MS.at(-1)!;
   return `<div class="card"><h1>Roll “${h(key.name)}”?</h1>${o.notice ? `<p class="notice" role="status">${h(o.notice)}</p>` : ''}
 <p>A new ${h(key.scope)} key with the same name replaces <code class="token">${h(key.start)}…</code>; ${
     key.expiresAt
@@ -173,7 +178,7 @@ export function rollKeyView(o: { apiTabUrl: string; csrf: string; formToken: str
   }. It is shown once, on the next page. The old secret keeps working for the grace period you choose, so the tool can switch without an outage; then it stops working.</p>
 <form method="post" action="${h(u)}/keys/${encodeURIComponent(key.id)}/roll" data-once>
 <input type="hidden" name="csrf" value="${h(o.csrf)}"><input type="hidden" name="form_token" value="${h(o.formToken)}">
-<label for="grace">Old secret keeps working</label><select id="grace" name="grace_hours">${KEY_ROLL_GRACE_MS.map((ms) => `<option value="${ms / 3_600_000}"${ms === longest ? ' selected' : ''}>${graceText(ms)}</option>`).join('')}</select>
+<label for="grace">Old secret keeps working</label><select id="grace" name="grace_hours">${KEY_ROLL_GRACE_MS.map((ms) => `<option value="${ms / 3_600_000}"${ms === KEY_ROLL_GRACE_DEFAULT_MS ? ' selected' : ''}>${graceText(ms)}</option>`).join('')}</select>
 <div class="actions"><a class="button" href="${h(u)}">Cancel</a><button class="primary" type="submit">Roll key</button></div></form></div>`;
 }
 

@@ -26,7 +26,7 @@ const STYLE = `
 *{box-sizing:border-box}body{margin:0;background:var(--bg);color:var(--text);font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;overflow-wrap:break-word}
 a{color:var(--accent)}header.top{position:relative;display:flex;align-items:center;gap:8px 16px;flex-wrap:wrap;padding:10px 24px;background:var(--card);border-bottom:1px solid var(--line)}
 .brand{font-weight:700;letter-spacing:.2px;color:var(--accent);margin:0;text-decoration:none}nav.main{display:flex;flex-wrap:wrap;gap:4px 14px;flex:1}nav.main a{display:inline-flex;align-items:center;text-decoration:none;color:var(--muted);font-weight:600}nav.main a.on{color:var(--text)}
-form.switch{display:flex;gap:6px;align-items:center;min-width:0}form.switch label{margin:0}form.switch select{width:auto;max-width:100%;min-width:0;padding:6px 8px}
+form.switch{display:flex;gap:6px;align-items:center;min-width:0}.hub-name{min-width:0;overflow-wrap:anywhere}form.switch label{margin:0}form.switch select{width:auto;max-width:100%;min-width:0;padding:6px 8px}
 details.profile{position:relative;margin-left:auto}details.profile summary{cursor:pointer;list-style:none;padding:6px 10px;border:1px solid var(--line);border-radius:8px;font-weight:600;white-space:nowrap}details.profile summary::-webkit-details-marker{display:none}
 details.profile .menu{position:absolute;right:0;top:110%;min-width:220px;max-width:calc(100vw - 24px);background:var(--card);border:1px solid var(--line);border-radius:10px;padding:8px;box-shadow:0 8px 30px rgba(0,0,0,.12);z-index:5}
 details.profile .menu a,details.profile .menu button{display:block;width:100%;text-align:left;padding:8px 10px;border:0;background:none;color:var(--text);font:inherit;border-radius:6px;text-decoration:none;cursor:pointer}
@@ -37,7 +37,7 @@ h1{font-size:1.4rem;margin:0 0 12px}h2{font-size:1.1rem;margin:0 0 12px}p{margin
 label{display:block;font-weight:600;margin:12px 0 6px}input,select{width:100%;padding:9px 11px;border:1px solid var(--line);border-radius:8px;background:var(--bg);color:var(--text);font:inherit}
 input:focus,select:focus{outline:2px solid var(--accent);outline-offset:1px}
 button,.button{display:inline-block;padding:9px 14px;border-radius:8px;border:1px solid var(--line);font:inherit;font-weight:600;cursor:pointer;background:transparent;color:var(--text);text-decoration:none}
-button.primary,.button.primary{background:var(--accent);border-color:var(--accent);color:var(--accent-text)}button.danger{background:var(--danger);border-color:var(--danger);color:#fff}button:disabled{opacity:.6;cursor:wait}
+button.primary,.button.primary{background:var(--accent);border-color:var(--accent);color:var(--accent-text)}button.danger,.button.danger{background:var(--danger);border-color:var(--danger);color:#fff}button:disabled{opacity:.6;cursor:wait}
 .error{color:var(--danger);background:color-mix(in srgb,var(--danger) 10%,transparent);border-radius:8px;padding:10px 12px;margin:0 0 16px}
 .field-error{color:var(--danger);font-size:.9rem;margin:6px 0 0}.invalid{border-color:var(--danger)}
 .notice{background:color-mix(in srgb,var(--accent) 10%,transparent);border-radius:8px;padding:10px 12px;margin:0 0 16px}
@@ -60,7 +60,7 @@ form.assign label{margin:0 0 4px;font-size:.85rem}form.assign select,form.assign
 .links{list-style:none;padding:0;margin:0 0 12px;display:grid;gap:8px}.links a{display:block;padding:10px 12px;border:1px solid var(--line);border-radius:10px;text-decoration:none;color:var(--text);font-weight:600}.links a small{display:block;font-weight:400}
 @media (max-width:640px){
 header.top{padding:6px 12px}details.profile{position:static}details.profile .menu{left:12px;right:12px;top:100%;min-width:0;max-width:none}
-nav.main{order:3;flex:1 0 100%}form.switch{order:4;flex:1 0 100%}form.switch select{flex:1;width:100%}
+nav.main{order:3;flex:1 0 100%}form.switch,.hub-name{order:4;flex:1 0 100%}form.switch label{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}form.switch select{flex:1;width:100%}
 main{margin:16px auto;padding:0 12px}main.narrow{margin-top:24px}.card{padding:16px;border-radius:12px}
 button,.button,input,select,details.profile summary,a.brand,nav.main a,details.profile .menu a,details.profile .menu button,.pager a{min-height:44px}
 button,.button,details.profile summary,a.brand{display:inline-flex;align-items:center;justify-content:center}details.profile .menu a,details.profile .menu button{display:flex;align-items:center;justify-content:flex-start}
@@ -93,7 +93,7 @@ export function appHeaders(nonce: string): Record<string, string> {
 export function embedHeaders(nonce: string): Record<string, string> {
   return {
     'content-type': 'text/html; charset=utf-8',
-    'content-security-policy': `default-src 'none'; style-src 'nonce-${nonce}'; form-action 'none'; frame-ancestors *; base-uri 'none'`,
+    'content-security-policy': `default-src 'none'; style-src 'nonce-${nonce}'; img-src data:; form-action 'none'; frame-ancestors *; base-uri 'none'`,
     'x-content-type-options': 'nosniff',
     'referrer-policy': 'no-referrer',
     'cache-control': 'no-store',
@@ -136,10 +136,18 @@ export function shell(s: Shell, title: string, content: string, nonce: string): 
         ]
       : []),
   ].join('');
-  const switcher = `<form class="switch" method="get" action="${h(app)}/switch" data-autosubmit>
+  // One hub: nothing to switch to, so its name alone, as text (no form, no select). On a phone the
+  // switcher's "Hub" label is for screen readers only: shown, it cut the hub's name off in the select.
+  const switcher =
+    s.user.memberships.length <= 1
+      ? `<span class="hub-name" data-hub>${h(s.hub.hubName)} <small>${h(roleText(s.hub))}</small></span>`
+      : `<form class="switch" method="get" action="${h(app)}/switch" data-autosubmit>
 <label for="hub-switch">Hub</label><select id="hub-switch" name="hub">${s.user.memberships
-    .map((m) => `<option value="${h(m.hubId)}"${m.hubId === s.hub.hubId ? ' selected' : ''}>${h(m.hubName)} — ${h(roleText(m))}</option>`)
-    .join('')}</select>
+          .map(
+            (m) =>
+              `<option value="${h(m.hubId)}"${m.hubId === s.hub.hubId ? ' selected' : ''}>${h(m.hubName)} — ${h(roleText(m))}</option>`,
+          )
+          .join('')}</select>
 <button type="submit">Switch</button></form>`;
   const profile = `<details class="profile"><summary aria-label="Profile menu">${h(s.user.firstname || s.user.email)} ▾</summary><div class="menu" role="menu">
 <small>${h(s.user.email)}</small>
