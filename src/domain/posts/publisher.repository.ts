@@ -65,10 +65,10 @@ export async function loadPending(db: Db, ids: string[]): Promise<PendingPost[]>
   }>`
     SELECT p.id, p.hub_id, p.workspace_id, p.text,
            coalesce((SELECT json_agg(json_build_object('id', m.id, 'kind', m.kind, 'contentType', m.content_type,
-                                     'width', m.width, 'height', m.height, 'storageKey', m.storage_key) ORDER BY pm.position)
+                                     'width', m.width, 'height', m.height, 'storageKey', m.storage_key, 'url', null) ORDER BY pm.position)
                        FROM post_media pm JOIN media_assets m ON m.id = pm.media_id WHERE pm.post_id = p.id), '[]') AS media,
            coalesce((SELECT json_agg(json_build_object('id', c.id, 'platform', c.platform, 'name', c.name,
-                                     'handle', c.handle, 'connected', c.connected) ORDER BY d.position)
+                                     'handle', c.handle, 'connected', c.connected, 'externalId', c.external_id, 'secret', null) ORDER BY d.position)
                        FROM post_deliveries d JOIN social_channels c ON c.id = d.channel_id
                       WHERE d.post_id = p.id AND d.status = 'pending'), '[]') AS pending
       FROM posts p

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import type { Db } from '../../db/database.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { PUBLISH_LEASE_MS } from '../../policy.ts';
-import { deliveryKey, type Connector, type OutgoingChannel, type OutgoingPost } from './connector.ts';
+import type { Connector, OutgoingChannel, OutgoingPost } from './connector.ts';
 import {
   claimDue,
   loadPending,
@@ -75,8 +75,15 @@ export function createPublisher(options: PublisherOptions): Publisher {
     if (!channel.connected)
       return { channelId: channel.id, error: 'the channel is disconnected; reconnect it and schedule the post again' };
     try {
-      const target = { id: channel.id, platform: channel.platform, name: channel.name, handle: channel.handle };
-      const { externalId } = await withTimeout(connector.publish(post, target, deliveryKey(post.id, channel.id)), publishTimeoutMs);
+      const target = {
+        id: channel.id,
+        platform: channel.platform,
+        name: channel.name,
+        handle: channel.handle,
+        externalId: null,
+        secret: null,
+      };
+      const { externalId } = await withTimeout(connector.publish(post, target), publishTimeoutMs);
       return { channelId: channel.id, externalId };
     } catch (error) {
       return { channelId: channel.id, error: reasonOf(error) };

@@ -19,7 +19,10 @@ const platformLimits = SOCIAL_PLATFORMS.map((p) => `${p} ${TEXT_LIMITS[p].toLoca
 const DeliverySchema = Type.Object({
   channelId: Type.String(),
   platform: Type.Enum([...SOCIAL_PLATFORMS]),
-  status: Type.Enum(['pending', 'published', 'failed'], { description: 'pending until the publisher has sent the post to this channel.' }),
+  status: Type.Enum(['pending', 'publishing', 'published', 'failed', 'unconfirmed'], {
+    description:
+      'pending (queued) until the publisher sends the post to this channel; publishing while the request is on its way; unconfirmed when it may have reached the network but no answer came (looked up, never sent again blindly).',
+  }),
   externalId: Nullable(Type.String(), 'The platform’s id of the publication (sandbox_… in the sandbox).'),
   error: Nullable(Type.String(), 'Why this channel failed.'),
   deliveredAt: Nullable(Type.String({ format: 'date-time' }), 'When the channel was published to (or failed).'),
