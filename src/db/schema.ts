@@ -309,6 +309,8 @@ export interface PostsTable {
   attempts: Generated<number>;
   claimed_at: Timestamp | null;
   claimed_by: string | null;
+  /** Migration 023: when a publishing post no publisher holds wants the publisher back (a throttle, a lookup). */
+  retry_at: NullableTimestamp;
   created_by: string | null;
   created_at: DefaultTimestamp;
   updated_at: DefaultTimestamp;
@@ -340,6 +342,8 @@ export interface PostDeliveriesTable {
   platform_code: Nullable<string>;
   /** The publication's public address, when the platform gives one. */
   url: Nullable<string>;
+  /** Migration 023: lookups of this unconfirmed delivery that could not tell (backoff, then give up). */
+  checks: Generated<number>;
 }
 
 export interface SandboxPublicationsTable {
@@ -351,10 +355,6 @@ export interface SandboxPublicationsTable {
   text: string;
   media_count: number;
   published_at: Timestamp;
-  /** The key the publisher sent; a repeat publishes nothing and returns this row's id. */
-  idempotency_key: string | null;
-  /** Calls made under the key (1 + replays). */
-  requests: Generated<number>;
 }
 
 export interface OrganicMetricsTable {

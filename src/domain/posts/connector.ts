@@ -80,9 +80,6 @@ export interface Connector {
   find(post: OutgoingPost, channel: OutgoingChannel, since: Date): Promise<Publication | null>;
 }
 
-/** The key of a post's delivery to one channel, the same on every attempt. */
-export const deliveryKey = (postId: string, channelId: string): string => `${postId}:${channelId}`;
-
 /**
  * The default connector, for channels not connected to a network: publishes nowhere, records each
  * publication in sandbox_publications and answers with a `sandbox_…` id. Like the networks, it
@@ -122,7 +119,6 @@ export class SandboxConnector implements Connector {
         text: post.text,
         media_count: post.media.length,
         published_at: this.#clock.now(),
-        idempotency_key: deliveryKey(post.id, channel.id),
       })
       .returning('id')
       .executeTakeFirstOrThrow();
@@ -141,5 +137,43 @@ export class SandboxConnector implements Connector {
       .limit(1)
       .executeTakeFirst();
     return row ? { externalId: row.id } : null;
+  }
+}
+
+/** What the registry needs to know of a channel to choose its connector. */
+export interface ChannelRoute {
+  platform: SocialPlatform;
+  /** The channel's connection to a network (channel_connections), or null: a sandbox channel. */
+  connectionId: string | null;
+}
+
+/**
+ * Which connector publishes to a channel: a channel connected to a network (it has a
+ * connection_id) goes through that platform's connector ('facebook' and 'instagram': Meta's Pages
+ * connector; 'google_business': the Business Profile connector); every other channel (made through
+ * the API, imported, the demo's) through the sandbox connector. A connected channel whose platform
+ * has no connector on this server gets undefined, and its delivery fails saying so.
+ */
+export class ChannelConnectors {
+  readonly sandbox: Connector;
+  readonly #platforms: Partial<Record<SocialPlatform, Connector>>;
+
+  constructor(sandbox: Connector, platforms: Partial<Record<SocialPlatform, Connector>> = {}) {
+    this.sandbox = sandbox;
+    this.#platforms = { ...platforms };
+  }
+
+  /** One connector for every channel, connected or not (tests, the bench). */
+  static only(connector: Connector): ChannelConnectors {
+    const all = new ChannelConnectors(connector);
+    all.#every = connector;
+    return all;
+  }
+
+  #every: Connector | undefined;
+
+  for(channel: ChannelRoute): Connector | undefined {
+    if (this.#every) return this.#every;
+    return channel.connectionId === null ? this.sandbox : this.#platforms[channel.platform];
   }
 }
