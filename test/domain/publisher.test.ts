@@ -236,15 +236,13 @@ test('two publisher loops on two pools publish 300 due posts to every channel ex
 
 test('a refusal fails its delivery with the kind, the network’s words and code, and shows on the channel; a success clears it', async () => {
   const clock = new FixedClock(NOW);
-  const connector = new ScriptedConnector()
-    .onPublish('ch_1_facebook', { externalId: 'fb_1', url: 'https://facebook.test/fb_1' })
-    .onPublish(
-      'ch_1_linkedin',
-      new PlatformError('missing_permission', 'LinkedIn refused the post', {
-        platformMessage: 'Not enough permissions',
-        platformCode: '403',
-      }),
-    );
+  const connector = new ScriptedConnector().onPublish('ch_1_facebook', { externalId: 'fb_1', url: 'https://facebook.test/fb_1' }).onPublish(
+    'ch_1_linkedin',
+    new PlatformError('missing_permission', 'LinkedIn refused the post', {
+      platformMessage: 'Not enough permissions',
+      platformCode: '403',
+    }),
+  );
   await schedule(['post_fail'], { workspace: 1 });
   await db.kysely.updateTable('social_channels').set({ connected: false }).where('id', '=', 'ch_1_google_business').execute();
   try {
