@@ -78,10 +78,12 @@ export async function claimDue(db: Db, claim: Claim, limit: number): Promise<str
   return result.rows.map((r) => r.id);
 }
 
-/** A delivery still to make or to confirm, with what choosing its connector and secret needs. */
+/** A delivery of a claimed post, with what choosing its connector and secret needs. */
 export interface OpenDelivery {
   channelId: string;
-  status: 'pending' | 'unconfirmed';
+  status: DeliveryStatus;
+  /** Why it failed (our words), for the post's error. */
+  error: string | null;
   attemptStartedAt: Date | null;
   checks: number;
   platform: SocialPlatform;
@@ -100,11 +102,11 @@ export interface OpenDelivery {
 
 export interface ClaimedPost {
   post: OutgoingPost;
-  /** Deliveries pending or unconfirmed, in the post's order. */
-  open: OpenDelivery[];
+  /** Every delivery of the post, in its order (the publisher works the pending and unconfirmed ones). */
+  deliveries: OpenDelivery[];
 }
 
-/** The claimed posts with their media (urls still null: the publisher signs them) and open deliveries. */
+/** The claimed posts with their media (urls still null: the publisher signs them) and deliveries. */
 export async function loadWork(db: Db, ids: string[]): Promise<ClaimedPost[]> {
   if (ids.length === 0) return [];
   const posts = await sql<{ id: string; hub_id: string; workspace_id: string; text: string; media: OutgoingPost['media'] }>`
@@ -117,7 +119,8 @@ export async function loadWork(db: Db, ids: string[]): Promise<ClaimedPost[]> {
   const deliveries = await sql<{
     post_id: string;
     channel_id: string;
-    status: 'pending' | 'unconfirmed';
+    status: DeliveryStatus;
+    error: string | null;
     attempt_started_at: Date | null;
     checks: number;
     platform: SocialPlatform;
@@ -131,7 +134,7 @@ export async function loadWork(db: Db, ids: string[]): Promise<ClaimedPost[]> {
     connection_token_sealed: Buffer | null;
     token_expires_at: Date | null;
   }>`
-    SELECT d.post_id, d.channel_id, d.status, d.attempt_started_at, d.checks,
+    SELECT d.post_id, d.channel_id, d.status, d.error, d.attempt_started_at, d.checks,
            c.platform, c.name, c.handle, c.connected, c.external_id, c.connection_id,
            cc.id IS NOT NULL AS connection_found, c.token_sealed AS channel_token_sealed,
            cc.token_sealed AS connection_token_sealed,
@@ -139,7 +142,7 @@ export async function loadWork(db: Db, ids: string[]): Promise<ClaimedPost[]> {
       FROM post_deliveries d
       JOIN social_channels c ON c.id = d.channel_id
       LEFT JOIN channel_connections cc ON cc.hub_id = c.hub_id AND cc.id = c.connection_id
-     WHERE d.post_id = ANY(${ids}::text[]) AND d.status IN ('pending', 'unconfirmed')
+     WHERE d.post_id = ANY(${ids}::text[])
      ORDER BY d.post_id, d.position`.execute(db.kysely);
   const open = new Map<string, OpenDelivery[]>();
   for (const d of deliveries.rows) {
@@ -147,6 +150,7 @@ export async function loadWork(db: Db, ids: string[]): Promise<ClaimedPost[]> {
     list.push({
       channelId: d.channel_id,
       status: d.status,
+      error: d.error,
       attemptStartedAt: d.attempt_started_at,
       checks: d.checks,
       platform: d.platform,
@@ -170,7 +174,7 @@ export async function loadWork(db: Db, ids: string[]): Promise<ClaimedPost[]> {
       text: r.text,
       media: r.media.map((m) => ({ ...m, kind: m.kind as MediaKind, contentType: m.contentType as MediaContentType })),
     },
-    open: open.get(r.id) ?? [],
+    deliveries: open.get(r.id) ?? [],
   }));
 }
 

@@ -128,6 +128,9 @@ export function postOutcome(statuses: readonly DeliveryStatus[]): 'publishing' |
   return statuses.includes('failed') ? 'failed' : 'published';
 }
 
+/** A delivery as a round works it: its status becomes undefined when a write did not apply (read it again). */
+type Step = Omit<OpenDelivery, 'status'> & { status: DeliveryStatus | undefined };
+
 /** A channel the publisher can send to, or why it cannot. */
 type Target = { connector: Connector; channel: OutgoingChannel } | { failure: DeliveryFailure };
 
@@ -147,7 +150,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
   const needsReconnect = (error: string): Target => ({ failure: { kind: 'needs_reconnect', error } });
 
   /** The channel's connector and unsealed secret, or why it cannot be sent to (never the secret in any text). */
-  function targetOf(d: OpenDelivery): Target {
+  function targetOf(d: Omit<OpenDelivery, 'status'>): Target {
     const connector = connectors.for({ platform: d.platform, connectionId: d.connectionId });
     if (!connector)
       return {
@@ -175,40 +178,52 @@ export function createPublisher(options: PublisherOptions): Publisher {
     };
   }
 
-  /** Sends one delivery (pending, or unconfirmed after a lookup found nothing); when to come back, if ever. */
-  async function send(post: OutgoingPost, d: OpenDelivery, target: Target, claim: Claim): Promise<Date | null> {
-    const at: DeliveryAt = { postId: post.id, channelId: d.channelId, status: d.status, attemptStartedAt: d.attemptStartedAt };
+  /**
+   * Sends one delivery (pending, or unconfirmed after a lookup found nothing) and records what
+   * became of it in `d` (status and error; status undefined: not recorded, read it again); when to
+   * come back, if ever.
+   */
+  async function send(post: OutgoingPost, d: Step, target: Target, claim: Claim): Promise<Date | null> {
+    const at: DeliveryAt = { postId: post.id, channelId: d.channelId, status: d.status!, attemptStartedAt: d.attemptStartedAt };
+    const became = (applied: boolean, status: DeliveryStatus, error: string | null = null) => {
+      d.status = applied ? status : undefined;
+      d.error = error;
+    };
     if ('failure' in target) {
-      await recordFailed(db, at, target.failure, clock.now());
+      became(await recordFailed(db, at, target.failure, clock.now()), 'failed', target.failure.error);
       return null;
     }
     const attempt = clock.now();
-    if (!(await markPublishing(db, at, claim, attempt))) return null; // the claim was lost: another publisher has the post
+    if (!(await markPublishing(db, at, claim, attempt))) {
+      became(false, 'pending'); // the claim was lost: another publisher has the post
+      return null;
+    }
     const sending: DeliveryAt = { ...at, status: 'publishing', attemptStartedAt: attempt };
     const call = target.connector.publish(post, target.channel);
     try {
       const publication = await withTimeout(call, timeoutMs);
-      await recordPublished(db, sending, publication, clock.now());
+      became(await recordPublished(db, sending, publication, clock.now()), 'published');
       return null;
     } catch (error) {
       if (error instanceof PlatformThrottled) {
         // Nothing was published: throttling waits, it is not a failure.
-        await backToPending(db, sending, error.platformMessage ?? error.message);
+        became(await backToPending(db, sending, error.platformMessage ?? error.message), 'pending');
         return later(Math.max(error.retryAfterMs, 1_000));
       }
       if (error instanceof PlatformError) {
-        await recordFailed(
-          db,
-          sending,
-          { kind: error.kind, error: clip(error.message), platformMessage: error.platformMessage, platformCode: error.platformCode },
-          clock.now(),
-        );
+        const failure = {
+          kind: error.kind,
+          error: clip(error.message),
+          platformMessage: error.platformMessage,
+          platformCode: error.platformCode,
+        };
+        became(await recordFailed(db, sending, failure, clock.now()), 'failed', failure.error);
         return null;
       }
       // DeliveryUnconfirmed, our timeout, or anything the connector did not classify: the request
       // may have been made, so it is looked up once the network's lists have settled.
       if (!(error instanceof DeliveryUnconfirmed) && !(error instanceof CallTimeout)) options.onError?.(error);
-      await recordUnconfirmed(db, sending, DELIVERY_FAILURE_KINDS.noAnswer);
+      became(await recordUnconfirmed(db, sending, DELIVERY_FAILURE_KINDS.noAnswer), 'unconfirmed');
       // An answer that comes after the timeout is the truth: it confirms the delivery (if it is
       // still this attempt's), sparing the lookup.
       if (error instanceof CallTimeout)
@@ -221,7 +236,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
   }
 
   /** Looks an unconfirmed delivery up; found: published; none: sent again; cannot tell: later, or given up. */
-  async function reconcile(post: OutgoingPost, d: OpenDelivery, claim: Claim): Promise<Date | null> {
+  async function reconcile(post: OutgoingPost, d: Step, claim: Claim): Promise<Date | null> {
     const started = d.attemptStartedAt!;
     const settled = new Date(started.getTime() + settleMs);
     if (clock.now().getTime() < settled.getTime()) return settled;
@@ -234,44 +249,50 @@ export function createPublisher(options: PublisherOptions): Publisher {
     } catch (error) {
       const words = error instanceof PlatformError || error instanceof PlatformThrottled ? (error.platformMessage ?? error.message) : null;
       const checks = await recordCheckFailed(db, at, words === null ? null : clip(words));
-      if (checks === 0) return null;
+      if (checks === 0) {
+        d.status = undefined;
+        return null;
+      }
       if (checks >= maxChecks) {
-        await recordFailed(
-          db,
-          at,
-          {
-            kind: DELIVERY_FAILURE_KINDS.notConfirmed,
-            error: `could not confirm whether the ${d.platform} channel received the post (${checks} lookups failed); check the channel before posting it again`,
-            platformMessage: words ?? undefined,
-            platformCode: error instanceof PlatformError ? error.platformCode : undefined,
-          },
-          clock.now(),
-        );
+        const failure = {
+          kind: DELIVERY_FAILURE_KINDS.notConfirmed,
+          error: `could not confirm whether the ${d.platform} channel received the post (${checks} lookups failed); check the channel before posting it again`,
+          platformMessage: words ?? undefined,
+          platformCode: error instanceof PlatformError ? error.platformCode : undefined,
+        };
+        d.status = (await recordFailed(db, at, failure, clock.now())) ? 'failed' : undefined;
+        d.error = failure.error;
         return null;
       }
       const wait = error instanceof PlatformThrottled ? Math.max(error.retryAfterMs, backoff[checks - 1]!) : backoff[checks - 1]!;
       return later(wait);
     }
     if (found) {
-      await recordPublished(db, at, found, clock.now());
+      d.status = (await recordPublished(db, at, found, clock.now())) ? 'published' : undefined;
       return null;
     }
     // The network has no such publication after the settle delay: the attempt never landed.
     return send(post, d, target, claim);
   }
 
-  async function work(post: OutgoingPost, open: OpenDelivery[], claim: Claim): Promise<void> {
+  async function work(post: OutgoingPost, deliveries: OpenDelivery[], claim: Claim): Promise<void> {
     if (options.mediaUrls) {
       const now = clock.now();
       for (const m of post.media) if (m.storageKey !== null) m.url = options.mediaUrls.url(m.id, now);
     }
     let retryAt: Date | null = null;
     // One channel after another: a network sees a post's deliveries in the order chosen.
-    for (const d of open) {
+    const steps: Step[] = deliveries;
+    for (const d of steps) {
+      if (d.status !== 'pending' && d.status !== 'unconfirmed') continue;
       const next = d.status === 'unconfirmed' ? await reconcile(post, d, claim) : await send(post, d, targetOf(d), claim);
       if (next && (retryAt === null || next < retryAt)) retryAt = next;
     }
-    const states = await deliveryStates(db, post.id);
+    // The outcome from what this round recorded; read again only if a write found the delivery
+    // in another state than expected.
+    const states = steps.every((d) => d.status !== undefined)
+      ? steps.map((d) => ({ status: d.status!, platform: d.platform, name: d.name, error: d.error }))
+      : await deliveryStates(db, post.id);
     const status = postOutcome(states.map((s) => s.status));
     const errors = states
       .filter((s) => s.status === 'failed')
@@ -289,7 +310,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
     const claimed = [...reclaimed, ...waited, ...due];
     const posts = await loadWork(db, claimed);
     // Settled, not raced: a round (and so stop()) ends only when every post's work has.
-    const outcomes = await Promise.allSettled(posts.map(({ post, open }) => work(post, open, claim)));
+    const outcomes = await Promise.allSettled(posts.map(({ post, deliveries }) => work(post, deliveries, claim)));
     const failed = outcomes.find((o) => o.status === 'rejected');
     if (failed) throw failed.reason;
     return claimed.length;
