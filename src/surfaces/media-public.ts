@@ -6,6 +6,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Db } from '../db/database.ts';
 import type { MediaStore } from '../domain/media/media-store.ts';
+import { openSignedMedia } from '../domain/media/media.service.ts';
 import { MEDIA_PUBLIC_PATH, type MediaUrlSigner } from '../domain/media/media-url.ts';
 import type { Clock } from '../platform/clock.ts';
 
@@ -24,21 +25,17 @@ const notFound = (reply: FastifyReply) =>
 
 export async function mediaPublicRoutes(app: FastifyInstance, options: MediaPublicOptions): Promise<void> {
   app.get(`${options.prefix}${MEDIA_PUBLIC_PATH}/:mediaId`, async (request, reply) => {
-    const { mediaId } = request.params as { mediaId?: unknown };
     const query = request.query as Record<string, unknown>;
-    if (!options.signer.verify(mediaId, query.exp, query.sig, options.clock.now())) return notFound(reply);
-    const row = await options.db.kysely
-      .selectFrom('media_assets')
-      .select(['content_type', 'storage_key'])
-      .where('id', '=', mediaId as string)
-      .executeTakeFirst();
-    if (!row?.storage_key) return notFound(reply);
-    const object = await options.media.read(row.storage_key);
+    const object = await openSignedMedia(options, options.signer, {
+      mediaId: (request.params as { mediaId?: unknown }).mediaId,
+      exp: query.exp,
+      sig: query.sig,
+    });
     if (!object) return notFound(reply);
     return reply
       .code(200)
       .headers({
-        'content-type': row.content_type,
+        'content-type': object.contentType,
         'content-length': String(object.size),
         // The URL expires; a network's fetch may be retried from a private cache for a short while.
         'cache-control': 'private, max-age=300',
