@@ -8,7 +8,8 @@ import { createSpendSyncLoop } from './domain/ad-sync/sync-loop.ts';
 import { UsageRecorder } from './domain/api-keys/usage-recorder.ts';
 import { openDiskMediaStore, type MediaStore } from './domain/media/media-store.ts';
 import { GrantUseRecorder } from './domain/oauth/grant-usage.ts';
-import { SandboxConnector } from './domain/posts/connector.ts';
+import { MediaUrlSigner, mediaUrlKey } from './domain/media/media-url.ts';
+import { ChannelConnectors, SandboxConnector, type Connector } from './domain/posts/connector.ts';
 import { createPublisher } from './domain/posts/publisher.ts';
 import { publisherBacklog } from './domain/posts/post.service.ts';
 import { syncBacklog } from './domain/ad-sync/ad-account.service.ts';
@@ -25,7 +26,9 @@ import { VERSION } from './platform/version.ts';
 import { createGoogleAdsClient, type GoogleOAuth } from './integrations/google-ads/client.ts';
 import { createMetaClient, type MetaOAuth } from './integrations/meta/client.ts';
 import { createOpenAIAdsClient } from './integrations/openai-ads/client.ts';
-import { DATABASE_RETRY_AFTER_S, JSON_BODY_MAX_BYTES, METRICS_QUERY_TIMEOUT_MS, USAGE_FLUSH_MS } from './policy.ts';
+import type { SocialPlatform } from './db/schema.ts';
+import { DATABASE_RETRY_AFTER_S, JSON_BODY_MAX_BYTES, MEDIA_URL_TTL_MS, METRICS_QUERY_TIMEOUT_MS, USAGE_FLUSH_MS } from './policy.ts';
+import { mediaPublicRoutes } from './surfaces/media-public.ts';
 import { HubApiGuard } from './surfaces/hub-api/guard.ts';
 import { HUB_API_PREFIX, hubApiPlugin } from './surfaces/hub-api/plugin.ts';
 import { BearerAuth } from './surfaces/main-api/auth.ts';
@@ -119,6 +122,14 @@ export async function adSyncDepsFor(
   };
 }
 
+/**
+ * The organic networks' connectors from the configuration, by platform, for channels connected to
+ * a network. None yet: the Meta Pages and Business Profile connectors plug in here.
+ */
+export function channelConnectorsFor(_config: Config, _clock: Clock = systemClock): Partial<Record<SocialPlatform, Connector>> {
+  return {};
+}
+
 export interface AppDeps {
   config: Config;
   db: Db;
@@ -130,6 +141,12 @@ export interface AppDeps {
   media?: MediaStore;
   /** Run the background post publisher (default true; tests that drive it themselves turn it off). */
   publisher?: boolean;
+  /**
+   * The networks' connectors for channels connected to them, by platform ('facebook' and
+   * 'instagram': Meta's Pages connector; 'google_business': the Business Profile connector);
+   * default: channelConnectorsFor(config). Channels without a connection use the sandbox connector.
+   */
+  channelConnectors?: Partial<Record<SocialPlatform, Connector>>;
   /** Run the background spend sync loop (default: the configuration's HUBOPS_SPEND_SYNC). */
   spendSync?: boolean;
   /** The ad platforms' clients (tests: a fake); default: from the configuration (META_GRAPH_URL). */
@@ -337,11 +354,26 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     batchSize: SPEND_SYNC_BATCH,
     onError: (error) => adSyncLog.warn({ err: error }, 'spend sync round failed; will retry'),
   });
-  // Scheduled posts publish from every instance; claims (FOR UPDATE SKIP LOCKED) keep it exactly once.
+  // Media the networks fetch by URL (Instagram, Meta): signed, expiring, under BASE_URL, no session.
+  const mediaUrls = new MediaUrlSigner(mediaUrlKey(secrets.cookieKeys[0]!), deps.config.baseUrl, MEDIA_URL_TTL_MS);
+  await mediaPublicRoutes(fastify, {
+    prefix: new URL(deps.config.baseUrl).pathname.replace(/\/$/, ''),
+    db: deps.db,
+    media,
+    signer: mediaUrls,
+    clock,
+  });
+  // Scheduled posts publish from every instance; claims (FOR UPDATE SKIP LOCKED) keep it exactly
+  // once. Connected channels go through their network's connector, with tokens sealed as ad-sync's.
   const publisher = createPublisher({
     db: deps.db,
     clock,
-    connector: new SandboxConnector(deps.db, clock),
+    connectors: new ChannelConnectors(
+      new SandboxConnector(deps.db, clock),
+      deps.channelConnectors ?? channelConnectorsFor(deps.config, clock),
+    ),
+    sealer: adSync.sealer,
+    mediaUrls,
     intervalMs: PUBLISH_INTERVAL_MS,
     batchSize: 50,
     onError: (error) => fastify.log.warn({ err: error }, 'publisher round failed; will retry'),

@@ -150,6 +150,24 @@ export const URL_FETCH_TIMEOUT_MS = MINUTE;
 export const URL_FETCH_MAX_REDIRECTS = 3;
 /** A publisher claims due posts for this long; a claim older than this is taken over by another. */
 export const PUBLISH_LEASE_MS = 5 * MINUTE;
+/** The longest wait for one network call (publish or lookup); past it a publish is `unconfirmed` (it may have been made). */
+export const PUBLISH_TIMEOUT_MS = MINUTE;
+/** Claims of a post that ended with its publisher gone (lease run out) before the post is given up. */
+export const PUBLISH_MAX_CLAIMS = 5;
+/**
+ * An unconfirmed delivery is looked up no sooner than this after its attempt began, so that a
+ * publication the network made shows in its lists (Page feed, IG media, local posts) before a
+ * "none found" lets the post be sent again.
+ */
+export const RECONCILE_SETTLE_MS = 2 * MINUTE;
+/** The lookup searches from this long before the attempt began: the network's clock and ours may differ. */
+export const RECONCILE_SKEW_MS = 5 * MINUTE;
+/** Waits after lookups that could not tell (the network failed or did not answer), one per failed lookup. */
+export const RECONCILE_BACKOFF_MS = Object.freeze([MINUTE, 5 * MINUTE, 15 * MINUTE, HOUR, 3 * HOUR, 6 * HOUR] as const);
+/** After this many lookups that could not tell, the delivery fails as "could not confirm; check the channel" (never sent blindly). */
+export const RECONCILE_MAX_CHECKS = RECONCILE_BACKOFF_MS.length;
+/** How long a signed public media URL (what Instagram and Meta fetch media from) stays valid. */
+export const MEDIA_URL_TTL_MS = DAY;
 
 // --- OAuth authorization server -------------------------------------------------------------
 

@@ -9,6 +9,9 @@ type Int8 = ColumnType<string, string | number | bigint, string | number | bigin
 type DefaultTimestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type DefaultInt8 = ColumnType<string, string | number | bigint | undefined, string | number | bigint>;
 type DefaultJson<T> = ColumnType<T, string | undefined, string>;
+// Nullable columns added later: optional on insert.
+type Nullable<T> = ColumnType<T | null, T | null | undefined, T | null>;
+type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 
 export interface AccountsTable {
   id: string;
@@ -237,7 +240,8 @@ export interface OptInStatusCountsTable {
 
 export type SocialPlatform = 'instagram' | 'facebook' | 'linkedin' | 'x' | 'tiktok' | 'google_business';
 export type PostStatus = 'draft' | 'scheduled' | 'publishing' | 'published' | 'failed';
-export type DeliveryStatus = 'pending' | 'published' | 'failed';
+/** queued (`pending`) → `publishing` → `published` | `failed` | `unconfirmed` (sent, no answer: reconciled by lookup). */
+export type DeliveryStatus = 'pending' | 'publishing' | 'published' | 'failed' | 'unconfirmed';
 export type MediaKind = 'image' | 'video';
 export type MediaContentType = 'image/jpeg' | 'image/png' | 'image/webp' | 'image/gif' | 'video/mp4' | 'video/quicktime';
 export type AdPlatform = 'meta' | 'google_ads' | 'chatgpt_ads';
@@ -250,6 +254,29 @@ export interface SocialChannelsTable {
   name: string;
   handle: string | null;
   connected: Generated<boolean>;
+  created_at: DefaultTimestamp;
+  /** Migration 020: the channel's way into its network (null: the sandbox connector). */
+  connection_id: Nullable<string>;
+  external_id: Nullable<string>;
+  /** A token of the channel's own (a Page token), sealed with the channel id as additional data. */
+  token_sealed: Nullable<Buffer>;
+  token_expires_at: NullableTimestamp;
+  last_published_at: NullableTimestamp;
+  failure_kind: Nullable<string>;
+  failure_message: Nullable<string>;
+  failure_code: Nullable<string>;
+  failing_since: NullableTimestamp;
+}
+
+/** A connection to an organic network (migration 020): Meta's user token, Google's refresh token. */
+export interface ChannelConnectionsTable {
+  id: string;
+  hub_id: string;
+  platform: 'meta' | 'google_business';
+  label: string;
+  /** AES-256-GCM under the server's secrets key, the connection id as additional data. */
+  token_sealed: Buffer;
+  token_expires_at: Timestamp | null;
   created_at: DefaultTimestamp;
 }
 
@@ -282,6 +309,8 @@ export interface PostsTable {
   attempts: Generated<number>;
   claimed_at: Timestamp | null;
   claimed_by: string | null;
+  /** Migration 023: when a publishing post no publisher holds wants the publisher back (a throttle, a lookup). */
+  retry_at: NullableTimestamp;
   created_by: string | null;
   created_at: DefaultTimestamp;
   updated_at: DefaultTimestamp;
@@ -306,6 +335,15 @@ export interface PostDeliveriesTable {
   external_id: string | null;
   error: string | null;
   delivered_at: Timestamp | null;
+  /** When the current send began: the lower bound of an unconfirmed delivery's lookup. */
+  attempt_started_at: NullableTimestamp;
+  failure_kind: Nullable<string>;
+  platform_message: Nullable<string>;
+  platform_code: Nullable<string>;
+  /** The publication's public address, when the platform gives one. */
+  url: Nullable<string>;
+  /** Migration 023: lookups of this unconfirmed delivery that could not tell (backoff, then give up). */
+  checks: Generated<number>;
 }
 
 export interface SandboxPublicationsTable {
@@ -317,10 +355,6 @@ export interface SandboxPublicationsTable {
   text: string;
   media_count: number;
   published_at: Timestamp;
-  /** The key the publisher sent; a repeat publishes nothing and returns this row's id. */
-  idempotency_key: string | null;
-  /** Calls made under the key (1 + replays). */
-  requests: Generated<number>;
 }
 
 export interface OrganicMetricsTable {
@@ -405,6 +439,7 @@ export interface Database {
   opt_in_day_counts: OptInDayCountsTable;
   opt_in_status_counts: OptInStatusCountsTable;
   social_channels: SocialChannelsTable;
+  channel_connections: ChannelConnectionsTable;
   media_assets: MediaAssetsTable;
   posts: PostsTable;
   post_media: PostMediaTable;

@@ -29,6 +29,7 @@ const PAGES = [
   'docs/architecture.md',
   'docs/ad-accounts.md',
   'docs/spreadsheets.md',
+  'docs/channels.md',
 ] as const;
 type Page = (typeof PAGES)[number];
 const text = Object.fromEntries(
@@ -286,6 +287,50 @@ const promises: { what: string; page: Page; covers: PolicyName[]; sentence: stri
     page: 'docs/main-api.md',
     covers: ['PUBLISH_LEASE_MS'],
     sentence: `under a ${minutes(policy.PUBLISH_LEASE_MS)}-minute lease`,
+  },
+  {
+    what: 'publisher lease (channels)',
+    page: 'docs/channels.md',
+    covers: ['PUBLISH_LEASE_MS'],
+    sentence: `posts whose publisher's ${minutes(policy.PUBLISH_LEASE_MS)}-minute lease ran out`,
+  },
+  {
+    what: 'publish timeout',
+    page: 'docs/channels.md',
+    covers: ['PUBLISH_TIMEOUT_MS'],
+    sentence: `\`unconfirmed\` when no answer came within ${s(policy.PUBLISH_TIMEOUT_MS)} s`,
+  },
+  {
+    what: 'publisher give-up',
+    page: 'docs/channels.md',
+    covers: ['PUBLISH_MAX_CLAIMS'],
+    sentence: `A post whose publishers died while publishing it ${policy.PUBLISH_MAX_CLAIMS} times in a row is given up`,
+  },
+  {
+    what: 'reconciliation settle delay and skew',
+    page: 'docs/channels.md',
+    covers: ['RECONCILE_SETTLE_MS', 'RECONCILE_SKEW_MS'],
+    sentence: `from ${minutes(policy.RECONCILE_SKEW_MS)} minutes before the attempt began (the network's clock and ours may differ). - The lookup waits until ${minutes(policy.RECONCILE_SETTLE_MS)} minutes after the attempt began`,
+  },
+  {
+    what: 'reconciliation backoff and give-up',
+    page: 'docs/channels.md',
+    covers: ['RECONCILE_BACKOFF_MS', 'RECONCILE_MAX_CHECKS'],
+    sentence: `looked up again after ${policy.RECONCILE_BACKOFF_MS.slice(0, policy.RECONCILE_MAX_CHECKS - 1)
+      .map(minutes)
+      .join(', ')} minutes; after ${policy.RECONCILE_MAX_CHECKS} lookups that could not tell it fails as \`not_confirmed\``,
+  },
+  {
+    what: 'signed media URL lifetime',
+    page: 'docs/channels.md',
+    covers: ['MEDIA_URL_TTL_MS'],
+    sentence: `It is valid for ${hours(policy.MEDIA_URL_TTL_MS)} hours from when the post is sent`,
+  },
+  {
+    what: 'channel token expiry warning',
+    page: 'docs/channels.md',
+    covers: ['AD_TOKEN_EXPIRY_WARNING_MS'],
+    sentence: `**token's expiry date**, flagged ${policy.AD_TOKEN_EXPIRY_WARNING_MS / 86_400_000} days before it`,
   },
   {
     what: 'duplicate signal',

@@ -1,24 +1,43 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
+import fc from 'fast-check';
 import { sql } from 'kysely';
 import { connect, type Db } from '../../src/db/database.ts';
-import type { SocialPlatform } from '../../src/db/schema.ts';
-import { SandboxConnector, deliveryKey, type Connector } from '../../src/domain/posts/connector.ts';
+import type { DeliveryStatus, SocialPlatform } from '../../src/db/schema.ts';
+import { MediaUrlSigner } from '../../src/domain/media/media-url.ts';
+import {
+  ChannelConnectors,
+  DeliveryUnconfirmed,
+  SandboxConnector,
+  type Connector,
+  type OutgoingChannel,
+  type OutgoingPost,
+  type Publication,
+} from '../../src/domain/posts/connector.ts';
 import { postRows } from '../../src/domain/posts/post.repository.ts';
-import { claimDue, reclaimExpired, recordDelivery, recordOutcome } from '../../src/domain/posts/publisher.repository.ts';
-import { createPublisher } from '../../src/domain/posts/publisher.ts';
+import { claimDue, markPublishing, reclaimExpired } from '../../src/domain/posts/publisher.repository.ts';
+import { createPublisher, postOutcome, type PublisherOptions } from '../../src/domain/posts/publisher.ts';
+import { PlatformError, PlatformThrottled } from '../../src/integrations/ad-platform.ts';
 import { FixedClock } from '../../src/platform/clock.ts';
+import { Sealer, secretsKey } from '../../src/platform/sealing.ts';
 import { publishingHub } from '../support/content-world.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
 
-// The publisher against a real PostgreSQL: exactly-once publication with two loops on separate
-// connection pools (as two instances), failures recorded with their reason, and posts whose
-// publisher died picked up again after their lease.
+// The publisher against a real PostgreSQL, each delivery state reached through a scripted
+// connector (the Connector interface, answering as told): published; failed with the network's
+// kind, words and code; throttled (pending again, nothing published); unconfirmed (thrown, or a
+// call that hangs past the timeout), then reconciled by find — found, none (sent again only then),
+// or cannot tell (backoff, then "could not confirm", never a blind resend). Plus two loops on two
+// pools publishing exactly once, crash leftovers, lost leases, the connector registry with sealed
+// tokens, and the post outcome rule.
 
 const NOW = '2026-11-21T12:00:00.000Z';
 const MINUTE = 60_000;
+const SETTLE = 2 * MINUTE;
+const SKEW = 5 * MINUTE;
+const BACKOFF = [MINUTE, 5 * MINUTE, 15 * MINUTE];
 let db: TestDb;
-const clock = new FixedClock(NOW);
 const PLATFORMS: SocialPlatform[] = ['facebook', 'linkedin', 'google_business'];
 
 before(async () => {
@@ -61,26 +80,104 @@ async function schedule(ids: string[], options: { workspace?: number; at?: strin
 const post = (id: string) => db.kysely.selectFrom('posts').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 const deliveries = (id: string) =>
   db.kysely.selectFrom('post_deliveries').selectAll().where('post_id', '=', id).orderBy('position').execute();
+const channelRow = (id: string) => db.kysely.selectFrom('social_channels').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 const sandboxCalls = (id: string) => db.kysely.selectFrom('sandbox_publications').selectAll().where('post_id', '=', id).execute();
 
+type Step = Publication | Error | 'hang' | null;
+
+/**
+ * A connector that answers as scripted, per channel (or per `post/channel`, looked up first):
+ * each publish (and find) takes the next step of its script — a publication, an error to throw, 'hang' (never answers), or (find
+ * only) null for "none". It records every call, with the channel (secret included) and `since`.
+ */
+class ScriptedConnector implements Connector {
+  publishes: { postId: string; channel: OutgoingChannel; media: OutgoingPost['media'] }[] = [];
+  finds: { postId: string; channelId: string; since: Date }[] = [];
+  readonly #publish = new Map<string, Step[]>();
+  readonly #find = new Map<string, Step[]>();
+
+  onPublish(channelId: string, ...steps: Step[]): this {
+    this.#publish.set(channelId, [...(this.#publish.get(channelId) ?? []), ...steps]);
+    return this;
+  }
+  onFind(channelId: string, ...steps: Step[]): this {
+    this.#find.set(channelId, [...(this.#find.get(channelId) ?? []), ...steps]);
+    return this;
+  }
+
+  static next(scripts: Map<string, Step[]>, p: OutgoingPost, channelId: string): Step | undefined {
+    return (scripts.get(`${p.id}/${channelId}`) ?? scripts.get(channelId))?.shift();
+  }
+
+  static async answer(step: Step | undefined): Promise<Publication | null> {
+    if (step === undefined) throw new Error('the script has no step left for this call');
+    if (step === 'hang') return new Promise(() => {});
+    if (step instanceof Error) throw step;
+    return step;
+  }
+
+  async publish(p: OutgoingPost, channel: OutgoingChannel): Promise<Publication> {
+    this.publishes.push({ postId: p.id, channel, media: p.media });
+    const answer = await ScriptedConnector.answer(ScriptedConnector.next(this.#publish, p, channel.id));
+    if (answer === null) throw new Error('publish cannot answer none');
+    return answer;
+  }
+
+  async find(p: OutgoingPost, channel: OutgoingChannel, since: Date): Promise<Publication | null> {
+    this.finds.push({ postId: p.id, channelId: channel.id, since });
+    return ScriptedConnector.answer(ScriptedConnector.next(this.#find, p, channel.id));
+  }
+}
+
+function publisherWith(clock: FixedClock, connectors: Connector | ChannelConnectors, extra: Partial<PublisherOptions> = {}) {
+  return createPublisher({
+    db,
+    clock,
+    connectors,
+    intervalMs: 10,
+    batchSize: 10,
+    publishTimeoutMs: 100,
+    settleMs: SETTLE,
+    skewMs: SKEW,
+    checkBackoffMs: BACKOFF,
+    ...extra,
+  });
+}
+
+test('the post outcome rule: publishing while any delivery is open, then failed if any failed, else published', () => {
+  const states: DeliveryStatus[] = ['pending', 'publishing', 'published', 'failed', 'unconfirmed'];
+  fc.assert(
+    fc.property(fc.array(fc.constantFrom(...states), { maxLength: 12 }), (statuses) => {
+      const outcome = postOutcome(statuses);
+      const open = statuses.filter((s) => s === 'pending' || s === 'publishing' || s === 'unconfirmed').length;
+      if (open > 0) return outcome === 'publishing';
+      if (statuses.includes('failed')) return outcome === 'failed';
+      return outcome === 'published' && statuses.every((s) => s === 'published');
+    }),
+  );
+  assert.equal(postOutcome(['published', 'unconfirmed', 'failed']), 'publishing', 'an unconfirmed delivery keeps the post publishing');
+});
+
 test('two publisher loops on two pools publish 300 due posts to every channel exactly once', async () => {
+  const clock = new FixedClock(NOW);
   const ids = Array.from({ length: 300 }, (_, i) => `post_x_${String(i).padStart(3, '0')}`);
   await schedule(ids);
-  await schedule(['post_x_future'], { at: new Date(Date.parse(NOW) + MINUTE).toISOString() });
+  await schedule(['post_x_future'], { at: new Date(Date.parse(NOW) + 24 * 60 * MINUTE).toISOString() });
   const pools: Db[] = [connect(db.url, { max: 4 }), connect(db.url, { max: 4 })];
   // A little latency per call, so the two loops really interleave.
   const jittery = (inner: Connector): Connector => ({
-    publish: async (p, c, key) => {
+    publish: async (p, c) => {
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 2));
-      return inner.publish(p, c, key);
+      return inner.publish(p, c);
     },
+    find: (p, c, since) => inner.find(p, c, since),
   });
   const errors: unknown[] = [];
   const publishers = pools.map((pool) =>
     createPublisher({
       db: pool,
       clock,
-      connector: jittery(new SandboxConnector(pool, clock)),
+      connectors: jittery(new SandboxConnector(pool, clock)),
       intervalMs: 5,
       batchSize: 7,
       onError: (e) => errors.push(e),
@@ -92,7 +189,9 @@ test('two publisher loops on two pools publish 300 due posts to every channel ex
     for (;;) {
       const { rows } = await sql<{
         n: number;
-      }>`SELECT count(*)::int AS n FROM posts WHERE status IN ('scheduled', 'publishing') AND id <> 'post_x_future'`.execute(db.kysely);
+      }>`SELECT count(*)::int AS n FROM posts WHERE status IN ('scheduled', 'publishing') AND id LIKE 'post_x_%' AND id <> 'post_x_future'`.execute(
+        db.kysely,
+      );
       if (rows[0]!.n === 0) break;
       assert.ok(Date.now() < deadline, 'published within a minute');
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -115,16 +214,14 @@ test('two publisher loops on two pools publish 300 due posts to every channel ex
     ],
     'all due posts published, the future one waits',
   );
-  const calls = await sql<{ n: number; distinct_pairs: number; most: number }>`
-    SELECT count(*)::int AS n, count(DISTINCT (post_id, channel_id))::int AS distinct_pairs,
-           max(c)::int AS most FROM (SELECT post_id, channel_id, count(*) OVER (PARTITION BY post_id, channel_id) AS c FROM sandbox_publications WHERE post_id LIKE 'post_x_%') s`.execute(
-    db.kysely,
-  );
-  assert.deepEqual(calls.rows[0], { n: 900, distinct_pairs: 900, most: 1 }, 'every channel of every post was sent to exactly once');
+  const calls = await sql<{ n: number; distinct_pairs: number }>`
+    SELECT count(*)::int AS n, count(DISTINCT (post_id, channel_id))::int AS distinct_pairs
+      FROM sandbox_publications WHERE post_id LIKE 'post_x_%'`.execute(db.kysely);
+  assert.deepEqual(calls.rows[0], { n: 900, distinct_pairs: 900 }, 'every channel of every post was published exactly once');
   const mismatched = await sql<{ n: number }>`
     SELECT count(*)::int AS n FROM post_deliveries d
      WHERE d.post_id LIKE 'post_x_%' AND d.post_id <> 'post_x_future'
-       AND NOT (d.status = 'published' AND d.delivered_at = ${NOW}::timestamptz
+       AND NOT (d.status = 'published' AND d.delivered_at = ${NOW}::timestamptz AND d.attempt_started_at = ${NOW}::timestamptz
                 AND d.external_id = (SELECT s.id FROM sandbox_publications s WHERE s.post_id = d.post_id AND s.channel_id = d.channel_id))`.execute(
     db.kysely,
   );
@@ -134,116 +231,384 @@ test('two publisher loops on two pools publish 300 due posts to every channel ex
     [published.published_at?.toISOString(), published.error, published.claimed_at, published.claimed_by, published.attempts],
     [NOW, null, null, null, 1],
   );
+  assert.equal((await channelRow('ch_1_facebook')).last_published_at?.toISOString(), NOW, 'the channel shows its last publish');
 });
 
-test('a failing channel fails the post with the reason; the others are published', async () => {
-  const sandbox = new SandboxConnector(db, clock);
-  sandbox.failChannel('ch_1_linkedin', 'LinkedIn says: token revoked');
+test('a refusal fails its delivery with the kind, the network’s words and code, and shows on the channel; a success clears it', async () => {
+  const clock = new FixedClock(NOW);
+  const connector = new ScriptedConnector().onPublish('ch_1_facebook', { externalId: 'fb_1', url: 'https://facebook.test/fb_1' }).onPublish(
+    'ch_1_linkedin',
+    new PlatformError('missing_permission', 'LinkedIn refused the post', {
+      platformMessage: 'Not enough permissions',
+      platformCode: '403',
+    }),
+  );
   await schedule(['post_fail'], { workspace: 1 });
   await db.kysely.updateTable('social_channels').set({ connected: false }).where('id', '=', 'ch_1_google_business').execute();
   try {
-    const publisher = createPublisher({ db, clock, connector: sandbox, intervalMs: 10, batchSize: 10 });
-    assert.equal(await publisher.runOnce(), 1);
+    assert.equal(await publisherWith(clock, connector).runOnce(), 1);
   } finally {
     await db.kysely.updateTable('social_channels').set({ connected: true }).where('id', '=', 'ch_1_google_business').execute();
   }
   const failed = await post('post_fail');
-  assert.equal(failed.status, 'failed');
-  assert.equal(failed.published_at, null);
+  assert.deepEqual([failed.status, failed.published_at, failed.claimed_by, failed.retry_at], ['failed', null, null, null]);
   assert.equal(
     failed.error,
-    'linkedin channel linkedin ch_1_linkedin: LinkedIn says: token revoked; google_business channel google_business ch_1_google_business: the channel is disconnected; reconnect it and schedule the post again',
+    'linkedin channel linkedin ch_1_linkedin: LinkedIn refused the post; google_business channel google_business ch_1_google_business: the channel is disconnected; reconnect it and schedule the post again',
   );
   assert.deepEqual(
-    (await deliveries('post_fail')).map((d) => [d.channel_id, d.status, d.external_id?.startsWith('sandbox_') ?? null, d.error]),
+    (await deliveries('post_fail')).map((d) => [
+      d.channel_id,
+      d.status,
+      d.external_id,
+      d.url,
+      d.failure_kind,
+      d.platform_message,
+      d.platform_code,
+    ]),
     [
-      ['ch_1_facebook', 'published', true, null],
-      ['ch_1_linkedin', 'failed', null, 'LinkedIn says: token revoked'],
-      ['ch_1_google_business', 'failed', null, 'the channel is disconnected; reconnect it and schedule the post again'],
+      ['ch_1_facebook', 'published', 'fb_1', 'https://facebook.test/fb_1', null, null, null],
+      ['ch_1_linkedin', 'failed', null, null, 'missing_permission', 'Not enough permissions', '403'],
+      ['ch_1_google_business', 'failed', null, null, 'needs_reconnect', null, null],
     ],
   );
   assert.deepEqual(
-    (await sandboxCalls('post_fail')).map((c) => c.channel_id),
-    ['ch_1_facebook'],
+    connector.publishes.map((c) => c.channel.id),
+    ['ch_1_facebook', 'ch_1_linkedin'],
+    'nothing is sent to a disconnected channel',
   );
-});
-
-test('a platform that does not answer fails its delivery after the timeout', async () => {
-  await schedule(['post_hang'], { workspace: 2, channels: ['ch_2_facebook'] });
-  const hanging: Connector = { publish: () => new Promise(() => {}) };
-  await createPublisher({ db, clock, connector: hanging, intervalMs: 10, batchSize: 10, publishTimeoutMs: 50 }).runOnce();
+  const linkedin = await channelRow('ch_1_linkedin');
   assert.deepEqual(
-    [(await post('post_hang')).status, (await deliveries('post_hang'))[0]!.error],
-    ['failed', 'the platform did not answer within 0.05 s'],
+    [linkedin.failure_kind, linkedin.failure_message, linkedin.failure_code, linkedin.failing_since?.toISOString()],
+    ['missing_permission', 'Not enough permissions', '403', NOW],
+  );
+
+  // The next success on that channel clears its failure and sets its last publish.
+  clock.advance(MINUTE);
+  await schedule(['post_heal'], { workspace: 1, channels: ['ch_1_linkedin'], at: NOW });
+  await publisherWith(clock, new ScriptedConnector().onPublish('ch_1_linkedin', { externalId: 'li_1' })).runOnce();
+  const healed = await channelRow('ch_1_linkedin');
+  assert.deepEqual(
+    [healed.failure_kind, healed.failure_message, healed.failing_since, healed.last_published_at?.toISOString()],
+    [null, null, null, clock.now().toISOString()],
   );
 });
 
-test('a post whose publisher died is retried after its lease, sending only what is still pending', async () => {
-  await schedule(['post_orphan', 'post_leased', 'post_hopeless'], { workspace: 3 });
+test('a throttled delivery published nothing: pending again, the post waits out retry-after, then publishes', async () => {
+  const clock = new FixedClock(NOW);
+  const connector = new ScriptedConnector()
+    .onPublish('ch_2_facebook', new PlatformThrottled(90_000, 'throttled', 'Application request limit reached'), { externalId: 'fb_t' })
+    .onPublish('ch_2_linkedin', { externalId: 'li_t' });
+  await schedule(['post_throttle'], { workspace: 2, channels: ['ch_2_facebook', 'ch_2_linkedin'] });
+  const publisher = publisherWith(clock, connector);
+  await publisher.runOnce();
+  let p = await post('post_throttle');
+  assert.deepEqual(
+    [p.status, p.retry_at?.toISOString(), p.claimed_by],
+    ['publishing', new Date(Date.parse(NOW) + 90_000).toISOString(), null],
+  );
+  assert.deepEqual(
+    (await deliveries('post_throttle')).map((d) => [d.status, d.attempt_started_at, d.failure_kind, d.platform_message]),
+    [
+      ['pending', null, 'throttled', 'Application request limit reached'],
+      ['published', new Date(NOW), null, null],
+    ],
+  );
+  clock.advance(60_000);
+  assert.equal(await publisher.runOnce(), 0, 'not before retry-after');
+  clock.advance(31_000);
+  assert.equal(await publisher.runOnce(), 1);
+  p = await post('post_throttle');
+  assert.deepEqual([p.status, p.attempts], ['published', 1], 'a wait is not a crash: it does not count as an attempt');
+  assert.deepEqual(
+    connector.publishes.map((c) => c.channel.id),
+    ['ch_2_facebook', 'ch_2_linkedin', 'ch_2_facebook'],
+  );
+});
+
+test('DeliveryUnconfirmed: unconfirmed, looked up only after the settle delay; found: published with that id, never sent again', async () => {
+  const clock = new FixedClock(NOW);
+  const connector = new ScriptedConnector()
+    .onPublish('ch_3_facebook', new DeliveryUnconfirmed('the connection broke after the request was written'))
+    .onFind('ch_3_facebook', { externalId: 'fb_found', url: 'https://facebook.test/fb_found' });
+  await schedule(['post_unconf'], { workspace: 3, channels: ['ch_3_facebook'] });
+  const publisher = publisherWith(clock, connector);
+  await publisher.runOnce();
+  let p = await post('post_unconf');
+  assert.deepEqual([p.status, p.retry_at?.toISOString()], ['publishing', new Date(Date.parse(NOW) + SETTLE).toISOString()]);
+  let [d] = await deliveries('post_unconf');
+  assert.deepEqual([d!.status, d!.failure_kind, d!.attempt_started_at?.toISOString()], ['unconfirmed', 'no_answer', NOW]);
+
+  clock.advance(SETTLE - 1);
+  assert.equal(await publisher.runOnce(), 0, 'the lists have not settled yet');
+  clock.advance(1);
+  assert.equal(await publisher.runOnce(), 1);
+  assert.deepEqual(connector.finds, [{ postId: 'post_unconf', channelId: 'ch_3_facebook', since: new Date(Date.parse(NOW) - SKEW) }]);
+  assert.equal(connector.publishes.length, 1, 'never sent again');
+  p = await post('post_unconf');
+  [d] = await deliveries('post_unconf');
+  assert.deepEqual([p.status, d!.status, d!.external_id, d!.url], ['published', 'published', 'fb_found', 'https://facebook.test/fb_found']);
+});
+
+test('a call that hangs past the timeout is unconfirmed; find says none after the settle delay: sent again, once', async () => {
+  const clock = new FixedClock(NOW);
+  const connector = new ScriptedConnector().onPublish('ch_3_linkedin', 'hang', { externalId: 'li_second' }).onFind('ch_3_linkedin', null);
+  await schedule(['post_hang'], { workspace: 3, channels: ['ch_3_linkedin'] });
+  const publisher = publisherWith(clock, connector);
+  await publisher.runOnce();
+  assert.deepEqual(
+    (await deliveries('post_hang')).map((d) => [d.status, d.failure_kind]),
+    [['unconfirmed', 'no_answer']],
+  );
+  clock.advance(SETTLE);
+  await publisher.runOnce();
+  assert.deepEqual([connector.finds.length, connector.publishes.length], [1, 2]);
+  const [d] = await deliveries('post_hang');
+  assert.deepEqual(
+    [d!.status, d!.external_id, d!.attempt_started_at?.toISOString()],
+    ['published', 'li_second', clock.now().toISOString()],
+    'the second attempt is a new attempt',
+  );
+  assert.equal((await post('post_hang')).status, 'published');
+});
+
+test('a lookup that cannot tell backs off and finally fails as not confirmed, never sending again', async () => {
+  const clock = new FixedClock(NOW);
+  const down = () => new PlatformError('platform_error', 'Graph API failed', { platformMessage: 'An unexpected error has occurred.' });
+  const connector = new ScriptedConnector()
+    .onPublish('ch_1_google_business', new DeliveryUnconfirmed('socket hang up'))
+    .onFind('ch_1_google_business', down(), 'hang', down());
+  await schedule(['post_unknown'], { workspace: 1, channels: ['ch_1_google_business'] });
+  const publisher = publisherWith(clock, connector);
+  await publisher.runOnce();
+  clock.advance(SETTLE);
+  const waits: [string, number, string | null][] = [];
+  for (let i = 0; i < BACKOFF.length; i++) {
+    assert.equal(await publisher.runOnce(), 1);
+    const p = await post('post_unknown');
+    const [d] = await deliveries('post_unknown');
+    waits.push([d!.status, d!.checks, p.retry_at ? String((p.retry_at.getTime() - clock.now().getTime()) / MINUTE) : null]);
+    if (p.retry_at) clock.set(p.retry_at);
+  }
+  assert.deepEqual(waits, [
+    ['unconfirmed', 1, '1'],
+    ['unconfirmed', 2, '5'],
+    ['failed', 3, null],
+  ]);
+  assert.equal(connector.publishes.length, 1, 'never sent blindly');
+  const [d] = await deliveries('post_unknown');
+  assert.equal(d!.failure_kind, 'not_confirmed');
+  assert.match(
+    d!.error!,
+    /could not confirm whether the google_business channel received the post \(3 lookups failed\); check the channel/,
+  );
+  assert.equal(d!.platform_message, 'An unexpected error has occurred.');
+  const p = await post('post_unknown');
+  assert.equal(p.status, 'failed');
+  assert.equal((await channelRow('ch_1_google_business')).failure_kind, 'not_confirmed', 'the admin sees it on the channel');
+});
+
+test('after a crash: a delivery left publishing is unconfirmed and looked up; only pending ones are sent; a live lease is respected', async () => {
+  const clock = new FixedClock(NOW);
+  await schedule(['post_orphan', 'post_leased', 'post_hopeless'], { workspace: 2 });
   const claimedAt = new Date(Date.parse(NOW) - 10 * MINUTE);
-  await db.kysely
-    .updateTable('posts')
-    .set({ status: 'publishing', claimed_at: claimedAt, claimed_by: 'dead-instance', attempts: 1 })
-    .where('id', '=', 'post_orphan')
-    .execute();
-  // It had reached its first channel before dying.
-  await db.kysely
-    .updateTable('post_deliveries')
-    .set({ status: 'published', external_id: 'ext_before_crash', delivered_at: claimedAt })
-    .where('post_id', '=', 'post_orphan')
-    .where('channel_id', '=', 'ch_3_facebook')
-    .execute();
+  const crashed = async (id: string, attempts: number) => {
+    await db.kysely
+      .updateTable('posts')
+      .set({ status: 'publishing', claimed_at: claimedAt, claimed_by: 'dead-instance', attempts })
+      .where('id', '=', id)
+      .execute();
+    // It had published its first channel and was sending the second when it died.
+    await db.kysely
+      .updateTable('post_deliveries')
+      .set({ status: 'published', external_id: `ext_${id}`, delivered_at: claimedAt, attempt_started_at: claimedAt })
+      .where('post_id', '=', id)
+      .where('channel_id', '=', 'ch_2_facebook')
+      .execute();
+    await db.kysely
+      .updateTable('post_deliveries')
+      .set({ status: 'publishing', attempt_started_at: claimedAt })
+      .where('post_id', '=', id)
+      .where('channel_id', '=', 'ch_2_linkedin')
+      .execute();
+  };
+  await crashed('post_orphan', 1);
+  await crashed('post_hopeless', 5);
   await db.kysely
     .updateTable('posts')
     .set({ status: 'publishing', claimed_at: new Date(Date.parse(NOW) - MINUTE), claimed_by: 'live-instance', attempts: 1 })
     .where('id', '=', 'post_leased')
     .execute();
-  await db.kysely
-    .updateTable('posts')
-    .set({ status: 'publishing', claimed_at: claimedAt, claimed_by: 'dead-instance', attempts: 5 })
-    .where('id', '=', 'post_hopeless')
-    .execute();
 
-  const publisher = createPublisher({
-    db,
-    clock,
-    connector: new SandboxConnector(db, clock),
-    intervalMs: 10,
-    batchSize: 10,
-    leaseMs: 5 * MINUTE,
-    maxAttempts: 5,
-  });
-  assert.equal(await publisher.runOnce(), 1, 'only the orphan is claimed');
+  const connector = new ScriptedConnector()
+    .onFind('post_orphan/ch_2_linkedin', { externalId: 'li_made_before_crash' })
+    .onFind('post_hopeless/ch_2_linkedin', null)
+    .onPublish('post_hopeless/ch_2_linkedin', { externalId: 'li_after_none_found' })
+    .onPublish('post_orphan/ch_2_google_business', { externalId: 'gbp_after' });
+  const publisher = publisherWith(clock, connector, { leaseMs: 5 * MINUTE, maxAttempts: 5 });
+  assert.equal(await publisher.runOnce(), 2, 'the orphan is claimed; the hopeless one is released to the reconciler and claimed');
 
   const orphan = await post('post_orphan');
   assert.deepEqual([orphan.status, orphan.attempts], ['published', 2]);
-  assert.deepEqual((await sandboxCalls('post_orphan')).map((c) => c.channel_id).sort(), ['ch_3_google_business', 'ch_3_linkedin']);
-  assert.equal((await deliveries('post_orphan'))[0]!.external_id, 'ext_before_crash');
-  assert.equal((await post('post_leased')).status, 'publishing', 'a live lease is respected');
+  assert.deepEqual(
+    (await deliveries('post_orphan')).map((d) => [d.channel_id, d.status, d.external_id]),
+    [
+      ['ch_2_facebook', 'published', 'ext_post_orphan'],
+      ['ch_2_linkedin', 'published', 'li_made_before_crash'],
+      ['ch_2_google_business', 'published', 'gbp_after'],
+    ],
+  );
+  assert.deepEqual(
+    connector.publishes.map((c) => `${c.postId} ${c.channel.id}`).sort(),
+    ['post_hopeless ch_2_linkedin', 'post_orphan ch_2_google_business'],
+    'what the dead publisher may have sent was looked up first: sent again only where none was found',
+  );
+  const leased = await post('post_leased');
+  assert.deepEqual([leased.status, leased.claimed_by], ['publishing', 'live-instance'], 'a live lease is respected');
+  // Claimed its 5th time and dead again: its unsent channel fails, its unconfirmed one is reconciled.
   const hopeless = await post('post_hopeless');
-  assert.deepEqual([hopeless.status, hopeless.error], ['failed', 'gave up after 5 attempts: the publisher stopped while publishing']);
-  assert.ok((await deliveries('post_hopeless')).every((d) => d.status === 'failed' && d.error === 'not sent: the post was given up'));
+  assert.equal(hopeless.status, 'failed');
+  assert.deepEqual(
+    (await deliveries('post_hopeless')).map((d) => [d.channel_id, d.status, d.external_id, d.failure_kind]),
+    [
+      ['ch_2_facebook', 'published', 'ext_post_hopeless', null],
+      ['ch_2_linkedin', 'published', 'li_after_none_found', null],
+      ['ch_2_google_business', 'failed', null, 'publisher_stopped'],
+    ],
+  );
 });
 
-test('a publisher that lost its lease records its deliveries but not the outcome; the first result wins', async () => {
+test('a publisher that lost its lease sends nothing and records no outcome', async () => {
   await schedule(['post_slow'], { workspace: 1, channels: ['ch_1_facebook'] });
   const slow = { claimant: 'slow', claimedAt: new Date(NOW) };
   assert.deepEqual(await claimDue(db, slow, 10), ['post_slow']);
   const fast = { claimant: 'fast', claimedAt: new Date(Date.parse(NOW) + 6 * MINUTE) };
   assert.ok((await reclaimExpired(db, fast, new Date(Date.parse(NOW) + MINUTE), 5, 10)).includes('post_slow'));
+  const at = { postId: 'post_slow', channelId: 'ch_1_facebook', status: 'pending' as const, attemptStartedAt: null };
+  assert.equal(await markPublishing(db, at, slow, new Date(NOW)), false, 'the slow publisher may not send');
+  assert.equal(await markPublishing(db, at, fast, fast.claimedAt), true);
+  assert.equal(await markPublishing(db, at, fast, fast.claimedAt), false, 'marked once');
+});
 
-  await recordDelivery(db, 'post_slow', { channelId: 'ch_1_facebook', externalId: 'ext_slow' }, new Date(NOW));
-  await recordOutcome(db, 'post_slow', slow, new Date(NOW));
-  assert.equal((await post('post_slow')).status, 'publishing', 'the slow publisher no longer holds the post');
-  await recordDelivery(db, 'post_slow', { channelId: 'ch_1_facebook', externalId: 'ext_fast' }, fast.claimedAt);
-  await recordOutcome(db, 'post_slow', fast, fast.claimedAt);
-  assert.equal((await post('post_slow')).status, 'published');
-  assert.equal((await deliveries('post_slow'))[0]!.external_id, 'ext_slow', 'one delivery, recorded once');
+test('the registry: connected channels go through their platform’s connector with the unsealed token; others through the sandbox', async () => {
+  const clock = new FixedClock(NOW);
+  const sealer = new Sealer([secretsKey(randomBytes(32))]);
+  await db.kysely
+    .insertInto('channel_connections')
+    .values([
+      { id: 'conn_meta', hub_id: 'hub_a', platform: 'meta', label: 'Meta', token_sealed: sealer.seal('user-token', 'conn_meta') },
+      {
+        id: 'conn_gbp',
+        hub_id: 'hub_a',
+        platform: 'google_business',
+        label: 'Google',
+        token_sealed: sealer.seal('refresh-token', 'conn_gbp'),
+      },
+      {
+        id: 'conn_old',
+        hub_id: 'hub_a',
+        platform: 'google_business',
+        label: 'Old',
+        token_sealed: sealer.seal('old', 'conn_old'),
+        token_expires_at: new Date(Date.parse(NOW) - MINUTE),
+      },
+    ])
+    .execute();
+  const connectAs = (id: string, connectionId: string, externalId: string, token?: Buffer) =>
+    db.kysely
+      .updateTable('social_channels')
+      .set({ connection_id: connectionId, external_id: externalId, token_sealed: token ?? null })
+      .where('id', '=', id)
+      .execute();
+  // Workspace 3: a Page with its own token, a location with the connection's, one with the wrong seal.
+  await db.kysely
+    .insertInto('social_channels')
+    .values([
+      { id: 'ch_3_ig', hub_id: 'hub_a', workspace_id: 'ws_3', platform: 'instagram', name: 'IG', handle: null },
+      { id: 'ch_3_gbp_old', hub_id: 'hub_a', workspace_id: 'ws_3', platform: 'google_business', name: 'Old GBP', handle: null },
+    ])
+    .execute();
+  await connectAs('ch_3_facebook', 'conn_meta', '1234', sealer.seal('page-token', 'ch_3_facebook'));
+  await connectAs('ch_3_ig', 'conn_meta', '1784', sealer.seal('ig-page-token', 'conn_meta')); // sealed for the wrong row
+  await connectAs('ch_3_google_business', 'conn_gbp', 'accounts/1/locations/2');
+  await connectAs('ch_3_gbp_old', 'conn_old', 'accounts/1/locations/3');
+  try {
+    const meta = new ScriptedConnector().onPublish('ch_3_facebook', { externalId: '1234_5678' });
+    const google = new ScriptedConnector().onPublish('ch_3_google_business', { externalId: 'accounts/1/locations/2/localPosts/9' });
+    const sandbox = new SandboxConnector(db, clock);
+    const connectors = new ChannelConnectors(sandbox, { facebook: meta, instagram: meta, google_business: google });
+    await db.kysely
+      .insertInto('media_assets')
+      .values({
+        id: 'med_reg',
+        hub_id: 'hub_a',
+        workspace_id: 'ws_3',
+        kind: 'image',
+        content_type: 'image/png',
+        filename: 'secret-name.png',
+        byte_size: 10,
+        width: 1,
+        height: 1,
+        sha256: Buffer.alloc(32),
+        storage_key: 'hub_a/ws_3/med_reg.png',
+      })
+      .execute();
+    const rows = postRows({
+      id: 'post_reg',
+      hubId: 'hub_a',
+      workspaceId: 'ws_3',
+      text: 'hello',
+      status: 'scheduled',
+      scheduledAt: NOW,
+      createdBy: null,
+      channelIds: ['ch_3_facebook', 'ch_3_ig', 'ch_3_google_business', 'ch_3_gbp_old', 'ch_3_linkedin'],
+      mediaIds: ['med_reg'],
+    });
+    await db.kysely.insertInto('posts').values(rows.post).execute();
+    await db.kysely.insertInto('post_deliveries').values(rows.deliveries).execute();
+    await db.kysely.insertInto('post_media').values(rows.media).execute();
+    const signer = new MediaUrlSigner(randomBytes(32), 'https://hubops.test/api', 86_400_000);
+    await publisherWith(clock, connectors, { sealer, mediaUrls: signer }).runOnce();
+
+    assert.deepEqual(
+      meta.publishes.map((c) => [c.channel.id, c.channel.externalId, c.channel.secret]),
+      [['ch_3_facebook', '1234', 'page-token']],
+    );
+    assert.deepEqual(
+      google.publishes.map((c) => [c.channel.id, c.channel.externalId, c.channel.secret]),
+      [['ch_3_google_business', 'accounts/1/locations/2', 'refresh-token']],
+    );
+    const url = new URL(meta.publishes[0]!.media[0]!.url!);
+    assert.equal(`${url.origin}${url.pathname}`, 'https://hubops.test/api/media-public/med_reg');
+    assert.ok(signer.verify('med_reg', url.searchParams.get('exp'), url.searchParams.get('sig'), clock.now()));
+    assert.doesNotMatch(url.href, /secret-name|hub_a|ws_3/, 'the URL reveals nothing but the media id');
+    assert.deepEqual(
+      (await deliveries('post_reg')).map((d) => [d.channel_id, d.status, d.failure_kind]),
+      [
+        ['ch_3_facebook', 'published', null],
+        ['ch_3_ig', 'failed', 'needs_reconnect'],
+        ['ch_3_google_business', 'published', null],
+        ['ch_3_gbp_old', 'failed', 'needs_reconnect'],
+        ['ch_3_linkedin', 'published', null],
+      ],
+    );
+    assert.equal((await sandboxCalls('post_reg')).length, 1, 'the unconnected channel went to the sandbox');
+    const errors = (await deliveries('post_reg')).map((d) => d.error ?? '').join(' ');
+    assert.match(errors, /token expired on 2026-11-21/);
+    assert.doesNotMatch(errors, /token"|page-token|refresh-token|ig-page-token/, 'no secret in any error');
+  } finally {
+    await db.kysely
+      .updateTable('social_channels')
+      .set({ connection_id: null, external_id: null, token_sealed: null })
+      .where('id', 'in', ['ch_3_facebook', 'ch_3_google_business'])
+      .execute();
+  }
 });
 
 test('start and stop: the loop publishes what becomes due, and stop waits for its round', async () => {
+  const clock = new FixedClock(NOW);
   await schedule(['post_loop'], { workspace: 2, channels: ['ch_2_linkedin'] });
-  const publisher = createPublisher({ db, clock, connector: new SandboxConnector(db, clock), intervalMs: 5, batchSize: 10 });
+  const publisher = publisherWith(clock, new SandboxConnector(db, clock), { intervalMs: 5 });
   publisher.start();
   publisher.start();
   for (let i = 0; i < 200 && (await post('post_loop')).status !== 'published'; i++) await new Promise((resolve) => setTimeout(resolve, 10));
@@ -252,44 +617,37 @@ test('start and stop: the loop publishes what becomes due, and stop waits for it
   assert.equal((await sandboxCalls('post_loop')).length, 1);
 });
 
-test('each delivery is recorded before the next channel is sent, under a key the connector honours', async () => {
-  await schedule(['post_steps'], { workspace: 3 });
+test('each delivery is marked publishing (committed) before its network is called, and recorded before the next channel', async () => {
+  const clock = new FixedClock(NOW);
+  await schedule(['post_steps'], { workspace: 1 });
   const sandbox = new SandboxConnector(db, clock);
-  const seen: { key: string; recordedBefore: string[] }[] = [];
+  const seen: string[][] = [];
   const watching: Connector = {
-    publish: async (p, c, key) => {
-      const recordedBefore = (await deliveries(p.id)).filter((d) => d.status !== 'pending').map((d) => d.channel_id);
-      seen.push({ key, recordedBefore });
-      return sandbox.publish(p, c, key);
+    publish: async (p, c) => {
+      seen.push((await deliveries(p.id)).map((d) => `${d.channel_id.replace('ch_1_', '')}:${d.status}`));
+      return sandbox.publish(p, c);
     },
+    find: (p, c, since) => sandbox.find(p, c, since),
   };
-  await createPublisher({ db, clock, connector: watching, intervalMs: 10, batchSize: 10 }).runOnce();
+  await publisherWith(clock, watching).runOnce();
   assert.deepEqual(seen, [
-    { key: deliveryKey('post_steps', 'ch_3_facebook'), recordedBefore: [] },
-    { key: deliveryKey('post_steps', 'ch_3_linkedin'), recordedBefore: ['ch_3_facebook'] },
-    { key: deliveryKey('post_steps', 'ch_3_google_business'), recordedBefore: ['ch_3_facebook', 'ch_3_linkedin'] },
+    ['facebook:publishing', 'linkedin:pending', 'google_business:pending'],
+    ['facebook:published', 'linkedin:publishing', 'google_business:pending'],
+    ['facebook:published', 'linkedin:published', 'google_business:publishing'],
   ]);
   assert.equal((await post('post_steps')).status, 'published');
 });
 
-test('the sandbox connector honours idempotency keys: a repeat publishes nothing and answers with the first id', async () => {
+test('the sandbox connector takes no key: a repeated call publishes again, and find sees publications since a time', async () => {
+  const clock = new FixedClock(NOW);
   const sandbox = new SandboxConnector(db, clock);
-  const outgoing = { id: 'post_key', hubId: 'hub_a', workspaceId: 'ws_1', text: 'hello', media: [] };
-  const target = { id: 'ch_1_facebook', platform: 'facebook' as const, name: 'facebook ch_1_facebook', handle: null };
-  sandbox.failChannel(target.id, 'Facebook is down');
-  await assert.rejects(sandbox.publish(outgoing, target, 'key-1'), /Facebook is down/);
-  sandbox.restoreChannel(target.id);
-  // A failed call stored nothing under the key, so the next one publishes; then all answer alike.
-  const answers = await Promise.all([1, 2, 3].map(() => sandbox.publish(outgoing, target, 'key-1')));
-  assert.equal(new Set(answers.map((a) => a.externalId)).size, 1);
-  const other = await sandbox.publish(outgoing, target, 'key-2');
-  assert.notEqual(other.externalId, answers[0]!.externalId);
-  const rows = await sandboxCalls('post_key');
-  assert.deepEqual(
-    rows.map((r) => [r.id, r.idempotency_key, r.requests]).sort(),
-    [
-      [answers[0]!.externalId, 'key-1', 3],
-      [other.externalId, 'key-2', 1],
-    ].sort(),
-  );
+  const outgoing = { id: 'post_twice', hubId: 'hub_a', workspaceId: 'ws_1', text: 'hello', media: [] };
+  const target = { id: 'ch_1_facebook', platform: 'facebook' as const, name: 'fb', handle: null, externalId: null, secret: null };
+  assert.equal(await sandbox.find(outgoing, target, new Date(NOW)), null);
+  const first = await sandbox.publish(outgoing, target);
+  const second = await sandbox.publish(outgoing, target);
+  assert.notEqual(first.externalId, second.externalId);
+  assert.equal((await sandboxCalls('post_twice')).length, 2, 'a double publication shows');
+  assert.deepEqual(await sandbox.find(outgoing, target, new Date(Date.parse(NOW) - MINUTE)), { externalId: first.externalId });
+  assert.equal(await sandbox.find(outgoing, target, new Date(Date.parse(NOW) + 1)), null);
 });

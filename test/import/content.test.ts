@@ -148,6 +148,10 @@ test('a valid file: every content type, seen through the API as imported', async
       externalId: 'ig_123',
       error: null,
       deliveredAt: '2026-11-10T09:00:05.000Z',
+      failureKind: null,
+      platformMessage: null,
+      url: null,
+      attemptedAt: null,
     },
   ]);
   assert.deepEqual(

@@ -195,7 +195,18 @@ describe('scheduling', () => {
     assert.equal(now.scheduledAt, NOW);
     assert.equal(now.status, 'scheduled');
     assert.deepEqual(now.deliveries, [
-      { channelId: chan('facebook'), platform: 'facebook', status: 'pending', externalId: null, error: null, deliveredAt: null },
+      {
+        channelId: chan('facebook'),
+        platform: 'facebook',
+        status: 'pending',
+        externalId: null,
+        error: null,
+        deliveredAt: null,
+        failureKind: null,
+        platformMessage: null,
+        url: null,
+        attemptedAt: null,
+      },
     ]);
     assert.ok((await refused(call('create_post', member(), scheduled({ publishNow: true })))).publishNow, 'not with scheduledAt');
     assert.ok((await refused(call('create_post', member(), { text: 'x', status: 'draft', publishNow: true }))).publishNow);

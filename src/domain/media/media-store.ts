@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, rename, rm, rmdir, stat, type FileHandle } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import { ownProcessMark, processRunning } from '../../platform/process.ts';
 import type { ByteSource } from './media-info.ts';
 
@@ -14,6 +15,8 @@ export interface MediaStore {
   stage(): Promise<StagedMedia>;
   /** Removes a committed object (used when its database row could not be written). */
   remove(key: string): Promise<void>;
+  /** A committed object's bytes as a stream with their length, or undefined when there is none. */
+  read(key: string): Promise<{ size: number; stream: Readable } | undefined>;
   /** Stops the store's housekeeping and drops this process's staging (call after the last upload). */
   close(): Promise<void>;
 }
@@ -81,6 +84,18 @@ export async function openDiskMediaStore(root: string, options: DiskMediaStoreOp
     },
     async remove(key) {
       await rm(path.join(root, checkKey(key)), { force: true });
+    },
+    async read(key) {
+      let handle: FileHandle;
+      try {
+        handle = await open(path.join(root, checkKey(key)), 'r');
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+        throw error;
+      }
+      // Length from the open file, so the stream and Content-Length describe the same bytes.
+      const { size } = await handle.stat();
+      return { size, stream: handle.createReadStream() };
     },
     async close() {
       closed = true;

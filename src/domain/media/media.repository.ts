@@ -123,3 +123,12 @@ export async function findWorkspaceMedia(trx: Kysely<Database>, hubId: string, w
      WHERE m.hub_id = ${hubId} AND m.workspace_id = ${workspaceId} AND m.id = ANY(${ids}::text[])`.execute(trx);
   return result.rows.map(toMediaAsset);
 }
+
+/**
+ * Where a media asset's bytes are and their type, by id alone: only for the signed public URL,
+ * whose signature (checked before this is called) is the authority, not a caller's scope.
+ */
+export async function findStoredMedia(db: Db, id: string): Promise<{ contentType: string; storageKey: string | null } | undefined> {
+  const row = await db.kysely.selectFrom('media_assets').select(['content_type', 'storage_key']).where('id', '=', id).executeTakeFirst();
+  return row && { contentType: row.content_type, storageKey: row.storage_key };
+}

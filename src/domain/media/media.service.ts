@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import type { Db } from '../../db/database.ts';
 import type { MediaKind } from '../../db/schema.ts';
 import type { Clock } from '../../platform/clock.ts';
@@ -13,7 +14,8 @@ import { toPage, type ListCursor, type Page, type Position } from '../keyset.ts'
 import { narrowScope, scopeOf, targetWorkspace } from '../scope.ts';
 import { EXTENSION, MediaRejected, SNIFF_BYTES, inspectMedia, kindOf, maxBytes, sniffContentType } from './media-info.ts';
 import { cleanFilename, type MediaAsset } from './media.ts';
-import { findMedia, findMediaPage, insertMedia } from './media.repository.ts';
+import { findMedia, findMediaPage, findStoredMedia, insertMedia } from './media.repository.ts';
+import type { MediaUrlSigner } from './media-url.ts';
 import type { MediaStore, StagedMedia } from './media-store.ts';
 
 /** The kind of this list's cursors (the surface's cursor parameter is declared with it). */
@@ -162,4 +164,21 @@ export async function getMedia(db: Db, caller: Caller, id: string): Promise<Medi
   const media = await findMedia(db, scopeOf(caller), id);
   if (!media) throw notFound(`No media asset ${id}.`);
   return media;
+}
+
+/**
+ * The bytes behind a signed public media URL (what Instagram and Meta fetch), or undefined for
+ * anything invalid, altered, expired, unknown or without stored bytes — one answer for all, so
+ * nothing tells whether a media id exists.
+ */
+export async function openSignedMedia(
+  deps: { db: Db; media: MediaStore; clock: Clock },
+  signer: MediaUrlSigner,
+  url: { mediaId: unknown; exp: unknown; sig: unknown },
+): Promise<{ contentType: string; size: number; stream: Readable } | undefined> {
+  if (!signer.verify(url.mediaId, url.exp, url.sig, deps.clock.now())) return undefined;
+  const stored = await findStoredMedia(deps.db, url.mediaId as string);
+  if (!stored?.storageKey) return undefined;
+  const object = await deps.media.read(stored.storageKey);
+  return object && { contentType: stored.contentType, ...object };
 }

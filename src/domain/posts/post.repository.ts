@@ -14,7 +14,9 @@ const POST_COLUMNS = sql`
   p.created_by, p.created_at, p.updated_at,
   coalesce((SELECT json_agg(json_build_object(
              'channelId', d.channel_id, 'platform', c.platform, 'status', d.status,
-             'externalId', d.external_id, 'error', d.error, 'deliveredAt', ${iso('d.delivered_at')}) ORDER BY d.position)
+             'externalId', d.external_id, 'error', d.error, 'deliveredAt', ${iso('d.delivered_at')},
+             'failureKind', d.failure_kind, 'platformMessage', d.platform_message, 'url', d.url,
+             'attemptedAt', ${iso('d.attempt_started_at')}) ORDER BY d.position)
               FROM post_deliveries d JOIN social_channels c ON c.id = d.channel_id
              WHERE d.post_id = p.id), '[]') AS deliveries,
   coalesce((SELECT array_agg(pm.media_id ORDER BY pm.position) FROM post_media pm WHERE pm.post_id = p.id), '{}') AS media_ids`;

@@ -33,6 +33,14 @@ export interface Delivery {
   externalId: string | null;
   error: string | null;
   deliveredAt: string | null;
+  /** Why it failed (a kind a person can act on), or why it waits (throttled, no_answer, publisher_stopped). */
+  failureKind: string | null;
+  /** The network's own words about the failure or the wait. */
+  platformMessage: string | null;
+  /** The publication's public address, when the network gives one. */
+  url: string | null;
+  /** When the current (or last) attempt to send began. */
+  attemptedAt: string | null;
 }
 
 /** A post as the main API presents it. */

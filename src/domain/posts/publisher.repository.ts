@@ -1,36 +1,68 @@
 import { sql } from 'kysely';
 import type { Db } from '../../db/database.ts';
-import type { OutgoingChannel, OutgoingPost } from './connector.ts';
+import type { DeliveryStatus, MediaContentType, MediaKind, SocialPlatform } from '../../db/schema.ts';
+import type { OutgoingPost, Publication } from './connector.ts';
 
 // The publisher's SQL. Claims take rows with FOR UPDATE SKIP LOCKED, so any number of publishers
 // (loops, instances) share the queue without waiting on or double-claiming each other's posts.
+// Every write of a delivery names the state it leaves and the attempt it belongs to, so a
+// publisher that lost its claim (stalled past its lease) cannot overwrite what another recorded.
 
 export interface Claim {
   claimant: string;
   claimedAt: Date;
 }
 
+const DELIVERY_KEY = (postId: string, channelId: string) => sql`post_id = ${postId} AND channel_id = ${channelId}`;
+
 /**
- * Posts whose lease ran out while publishing (their publisher died or stalled) and that may be
- * tried again, claimed afresh; those that used up their attempts are marked failed instead.
+ * Posts whose lease ran out while publishing (their publisher died or stalled), claimed afresh.
+ * Their deliveries still `publishing` become `unconfirmed`: the dead publisher may have sent them,
+ * so they are looked up, never sent again blindly. A post claimed `maxClaims` times already is
+ * given up instead: its pending deliveries fail, its unconfirmed ones wait for the reconciler.
  */
-export async function reclaimExpired(db: Db, claim: Claim, leaseCutoff: Date, maxAttempts: number, limit: number): Promise<string[]> {
+export async function reclaimExpired(db: Db, claim: Claim, leaseCutoff: Date, maxClaims: number, limit: number): Promise<string[]> {
   await sql`
     WITH exhausted AS (
-      UPDATE posts SET status = 'failed', claimed_at = NULL, claimed_by = NULL,
-             error = 'gave up after ' || attempts || ' attempts: the publisher stopped while publishing'
+      UPDATE posts SET claimed_at = NULL, claimed_by = NULL, retry_at = ${claim.claimedAt}
        WHERE id IN (SELECT id FROM posts
-                     WHERE status = 'publishing' AND claimed_at <= ${leaseCutoff} AND attempts >= ${maxAttempts}
+                     WHERE status = 'publishing' AND claimed_at <= ${leaseCutoff} AND attempts >= ${maxClaims}
+                     ORDER BY claimed_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+      RETURNING id, attempts
+    ), lost AS (
+      UPDATE post_deliveries SET status = 'unconfirmed', failure_kind = 'publisher_stopped'
+       WHERE post_id IN (SELECT id FROM exhausted) AND status = 'publishing'
+    )
+    UPDATE post_deliveries d
+       SET status = 'failed', failure_kind = 'publisher_stopped', delivered_at = ${claim.claimedAt},
+           error = 'not sent: the publisher stopped ' || e.attempts || ' times while publishing this post; schedule it again'
+      FROM exhausted e
+     WHERE d.post_id = e.id AND d.status = 'pending'`.execute(db.kysely);
+  const result = await sql<{ id: string }>`
+    WITH claimed AS (
+      UPDATE posts SET claimed_at = ${claim.claimedAt}, claimed_by = ${claim.claimant}, attempts = attempts + 1, retry_at = NULL
+       WHERE id IN (SELECT id FROM posts
+                     WHERE status = 'publishing' AND claimed_at <= ${leaseCutoff}
                      ORDER BY claimed_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
       RETURNING id
+    ), lost AS (
+      UPDATE post_deliveries SET status = 'unconfirmed', failure_kind = 'publisher_stopped'
+       WHERE post_id IN (SELECT id FROM claimed) AND status = 'publishing'
     )
-    UPDATE post_deliveries SET status = 'failed', error = 'not sent: the post was given up', delivered_at = ${claim.claimedAt}
-     WHERE post_id IN (SELECT id FROM exhausted) AND status = 'pending'`.execute(db.kysely);
+    SELECT id FROM claimed`.execute(db.kysely);
+  return result.rows.map((r) => r.id);
+}
+
+/**
+ * Publishing posts no publisher holds whose wait is over (a throttled channel, an unconfirmed
+ * delivery due for its lookup), claimed. A wait is not a crash: it does not count as an attempt.
+ */
+export async function claimRetries(db: Db, claim: Claim, limit: number): Promise<string[]> {
   const result = await sql<{ id: string }>`
-    UPDATE posts SET claimed_at = ${claim.claimedAt}, claimed_by = ${claim.claimant}, attempts = attempts + 1
+    UPDATE posts SET claimed_at = ${claim.claimedAt}, claimed_by = ${claim.claimant}, retry_at = NULL
      WHERE id IN (SELECT id FROM posts
-                   WHERE status = 'publishing' AND claimed_at <= ${leaseCutoff}
-                   ORDER BY claimed_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+                   WHERE status = 'publishing' AND claimed_at IS NULL AND retry_at <= ${claim.claimedAt}
+                   ORDER BY retry_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
     RETURNING id`.execute(db.kysely);
   return result.rows.map((r) => r.id);
 }
@@ -38,7 +70,7 @@ export async function reclaimExpired(db: Db, claim: Claim, leaseCutoff: Date, ma
 /** Scheduled posts that are due, earliest first, now publishing under this claim. */
 export async function claimDue(db: Db, claim: Claim, limit: number): Promise<string[]> {
   const result = await sql<{ id: string }>`
-    UPDATE posts SET status = 'publishing', claimed_at = ${claim.claimedAt}, claimed_by = ${claim.claimant}, attempts = attempts + 1
+    UPDATE posts SET status = 'publishing', claimed_at = ${claim.claimedAt}, claimed_by = ${claim.claimant}, attempts = attempts + 1, retry_at = NULL
      WHERE id IN (SELECT id FROM posts
                    WHERE status = 'scheduled' AND scheduled_at <= ${claim.claimedAt}
                    ORDER BY scheduled_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
@@ -46,86 +78,254 @@ export async function claimDue(db: Db, claim: Claim, limit: number): Promise<str
   return result.rows.map((r) => r.id);
 }
 
-export interface PendingPost {
-  post: OutgoingPost;
-  /** Channels not delivered yet, in the post's order. */
-  pending: (OutgoingChannel & { connected: boolean })[];
+/** A delivery of a claimed post, with what choosing its connector and secret needs. */
+export interface OpenDelivery {
+  channelId: string;
+  status: DeliveryStatus;
+  /** Why it failed (our words), for the post's error. */
+  error: string | null;
+  attemptStartedAt: Date | null;
+  checks: number;
+  platform: SocialPlatform;
+  name: string;
+  handle: string | null;
+  connected: boolean;
+  externalId: string | null;
+  connectionId: string | null;
+  /** Whether the channel's connection row exists (false also for a sandbox channel). */
+  connectionFound: boolean;
+  /** The channel's own sealed token (AAD: the channel id), else the connection's (AAD: the connection id). */
+  channelTokenSealed: Buffer | null;
+  connectionTokenSealed: Buffer | null;
+  tokenExpiresAt: Date | null;
 }
 
-/** The claimed posts with their media and the deliveries still to make. */
-export async function loadPending(db: Db, ids: string[]): Promise<PendingPost[]> {
+export interface ClaimedPost {
+  post: OutgoingPost;
+  /** Every delivery of the post, in its order (the publisher works the pending and unconfirmed ones). */
+  deliveries: OpenDelivery[];
+}
+
+/** The claimed posts with their media (urls still null: the publisher signs them) and deliveries. */
+export async function loadWork(db: Db, ids: string[]): Promise<ClaimedPost[]> {
   if (ids.length === 0) return [];
-  const result = await sql<{
-    id: string;
-    hub_id: string;
-    workspace_id: string;
-    text: string;
-    media: OutgoingPost['media'];
-    pending: PendingPost['pending'];
-  }>`
+  const posts = await sql<{ id: string; hub_id: string; workspace_id: string; text: string; media: OutgoingPost['media'] }>`
     SELECT p.id, p.hub_id, p.workspace_id, p.text,
            coalesce((SELECT json_agg(json_build_object('id', m.id, 'kind', m.kind, 'contentType', m.content_type,
-                                     'width', m.width, 'height', m.height, 'storageKey', m.storage_key) ORDER BY pm.position)
-                       FROM post_media pm JOIN media_assets m ON m.id = pm.media_id WHERE pm.post_id = p.id), '[]') AS media,
-           coalesce((SELECT json_agg(json_build_object('id', c.id, 'platform', c.platform, 'name', c.name,
-                                     'handle', c.handle, 'connected', c.connected) ORDER BY d.position)
-                       FROM post_deliveries d JOIN social_channels c ON c.id = d.channel_id
-                      WHERE d.post_id = p.id AND d.status = 'pending'), '[]') AS pending
+                                     'width', m.width, 'height', m.height, 'storageKey', m.storage_key, 'url', null) ORDER BY pm.position)
+                       FROM post_media pm JOIN media_assets m ON m.id = pm.media_id WHERE pm.post_id = p.id), '[]') AS media
       FROM posts p
      WHERE p.id = ANY(${ids}::text[])`.execute(db.kysely);
-  return result.rows.map((r) => ({
-    post: { id: r.id, hubId: r.hub_id, workspaceId: r.workspace_id, text: r.text, media: r.media },
-    pending: r.pending,
+  const deliveries = await sql<{
+    post_id: string;
+    channel_id: string;
+    status: DeliveryStatus;
+    error: string | null;
+    attempt_started_at: Date | null;
+    checks: number;
+    platform: SocialPlatform;
+    name: string;
+    handle: string | null;
+    connected: boolean;
+    external_id: string | null;
+    connection_id: string | null;
+    connection_found: boolean;
+    channel_token_sealed: Buffer | null;
+    connection_token_sealed: Buffer | null;
+    token_expires_at: Date | null;
+  }>`
+    SELECT d.post_id, d.channel_id, d.status, d.error, d.attempt_started_at, d.checks,
+           c.platform, c.name, c.handle, c.connected, c.external_id, c.connection_id,
+           cc.id IS NOT NULL AS connection_found, c.token_sealed AS channel_token_sealed,
+           cc.token_sealed AS connection_token_sealed,
+           CASE WHEN c.token_sealed IS NOT NULL THEN c.token_expires_at ELSE cc.token_expires_at END AS token_expires_at
+      FROM post_deliveries d
+      JOIN social_channels c ON c.id = d.channel_id
+      LEFT JOIN channel_connections cc ON cc.hub_id = c.hub_id AND cc.id = c.connection_id
+     WHERE d.post_id = ANY(${ids}::text[])
+     ORDER BY d.post_id, d.position`.execute(db.kysely);
+  const open = new Map<string, OpenDelivery[]>();
+  for (const d of deliveries.rows) {
+    const list = open.get(d.post_id) ?? [];
+    list.push({
+      channelId: d.channel_id,
+      status: d.status,
+      error: d.error,
+      attemptStartedAt: d.attempt_started_at,
+      checks: d.checks,
+      platform: d.platform,
+      name: d.name,
+      handle: d.handle,
+      connected: d.connected,
+      externalId: d.external_id,
+      connectionId: d.connection_id,
+      connectionFound: d.connection_found,
+      channelTokenSealed: d.channel_token_sealed,
+      connectionTokenSealed: d.connection_token_sealed,
+      tokenExpiresAt: d.token_expires_at,
+    });
+    open.set(d.post_id, list);
+  }
+  return posts.rows.map((r) => ({
+    post: {
+      id: r.id,
+      hubId: r.hub_id,
+      workspaceId: r.workspace_id,
+      text: r.text,
+      media: r.media.map((m) => ({ ...m, kind: m.kind as MediaKind, contentType: m.contentType as MediaContentType })),
+    },
+    deliveries: open.get(r.id) ?? [],
   }));
 }
 
-export type DeliveryResult = { channelId: string; externalId: string } | { channelId: string; error: string };
+/** Which state (and attempt) a write expects the delivery in; it changes nothing otherwise. */
+export interface DeliveryAt {
+  postId: string;
+  channelId: string;
+  status: DeliveryStatus;
+  /** The attempt the delivery is in (null for a pending one). */
+  attemptStartedAt: Date | null;
+}
+
+const expected = (at: DeliveryAt) =>
+  sql`${DELIVERY_KEY(at.postId, at.channelId)} AND status = ${at.status} AND attempt_started_at IS NOT DISTINCT FROM ${at.attemptStartedAt}::timestamptz`;
 
 /**
- * Records one channel's delivery as soon as it is known, before the next channel is sent, so a
- * publisher that dies mid-post re-sends only what was not yet recorded (and that under the same
- * idempotency key). Written only while still pending: the first result recorded wins.
+ * Marks the delivery `publishing` from `attempt` on, in its own committed statement, before the
+ * network is called: a publisher that dies from here on leaves it `publishing`, which the next
+ * claimant reads as "may have been sent". Only while `claim` still holds the post (a publisher
+ * whose lease was taken over sends nothing). Whether it was marked.
  */
-export async function recordDelivery(db: Db, postId: string, result: DeliveryResult, now: Date): Promise<void> {
-  const published = 'externalId' in result;
-  await db.kysely
-    .updateTable('post_deliveries')
-    .set({
-      status: published ? 'published' : 'failed',
-      external_id: published ? result.externalId : null,
-      error: published ? null : result.error,
-      delivered_at: now,
-    })
-    .where('post_id', '=', postId)
-    .where('channel_id', '=', result.channelId)
-    .where('status', '=', 'pending')
+export async function markPublishing(db: Db, at: DeliveryAt, claim: Claim, attempt: Date): Promise<boolean> {
+  const result = await sql`
+    UPDATE post_deliveries SET status = 'publishing', attempt_started_at = ${attempt}, checks = 0, failure_kind = NULL, platform_message = NULL
+     WHERE ${expected(at)}
+       AND EXISTS (SELECT 1 FROM posts p WHERE p.id = ${at.postId} AND p.status = 'publishing'
+                      AND p.claimed_by = ${claim.claimant} AND p.claimed_at = ${claim.claimedAt})`.execute(db.kysely);
+  return Number(result.numAffectedRows ?? 0) === 1;
+}
+
+/**
+ * The network has the publication: the delivery is published (from `publishing`, or from
+ * `unconfirmed` when a lookup found it or a late answer arrived), and the channel's last publish
+ * is now, its failure cleared. The channel row is written at most once a second, as many posts
+ * publish to one channel at once.
+ */
+export async function recordPublished(db: Db, at: DeliveryAt, publication: Publication, now: Date): Promise<boolean> {
+  const result = await sql<{ channel_id: string }>`
+    WITH done AS (
+      UPDATE post_deliveries
+         SET status = 'published', external_id = ${publication.externalId}, url = ${publication.url ?? null},
+             delivered_at = ${now}, error = NULL, failure_kind = NULL, platform_message = NULL, platform_code = NULL
+       WHERE ${DELIVERY_KEY(at.postId, at.channelId)} AND status IN ('publishing', 'unconfirmed')
+         AND attempt_started_at IS NOT DISTINCT FROM ${at.attemptStartedAt}::timestamptz
+      RETURNING channel_id
+    ), channel AS (
+      UPDATE social_channels
+         SET last_published_at = greatest(last_published_at, ${now}::timestamptz),
+             failure_kind = NULL, failure_message = NULL, failure_code = NULL, failing_since = NULL
+       WHERE id IN (SELECT channel_id FROM done)
+         AND (last_published_at IS NULL OR last_published_at < ${now}::timestamptz - interval '1 second' OR failing_since IS NOT NULL)
+    )
+    SELECT channel_id FROM done`.execute(db.kysely);
+  return result.rows.length === 1;
+}
+
+/** Why a delivery failed: ours (`error`), the kind a person can act on, the network's own words and code. */
+export interface DeliveryFailure {
+  kind: string;
+  error: string;
+  platformMessage?: string | undefined;
+  platformCode?: string | undefined;
+}
+
+/** The delivery failed (nothing was published); the channel shows the failure to the admin. */
+export async function recordFailed(db: Db, at: DeliveryAt, failure: DeliveryFailure, now: Date): Promise<boolean> {
+  const result = await sql<{ channel_id: string }>`
+    WITH done AS (
+      UPDATE post_deliveries
+         SET status = 'failed', error = ${failure.error}, failure_kind = ${failure.kind},
+             platform_message = ${failure.platformMessage ?? null}, platform_code = ${failure.platformCode ?? null}, delivered_at = ${now}
+       WHERE ${expected(at)}
+      RETURNING channel_id
+    ), channel AS (
+      UPDATE social_channels
+         SET failure_kind = ${failure.kind}, failure_message = ${failure.platformMessage ?? failure.error},
+             failure_code = ${failure.platformCode ?? null}, failing_since = coalesce(failing_since, ${now}::timestamptz)
+       WHERE id IN (SELECT channel_id FROM done)
+    )
+    SELECT channel_id FROM done`.execute(db.kysely);
+  return result.rows.length === 1;
+}
+
+/**
+ * The send may have reached the network but no answer did: `unconfirmed`, for the reconciler.
+ * `kind` says why (`no_answer`: the call timed out or the connection broke after sending).
+ */
+export async function recordUnconfirmed(db: Db, at: DeliveryAt, kind: string): Promise<boolean> {
+  const result = await sql`UPDATE post_deliveries SET status = 'unconfirmed', failure_kind = ${kind}, platform_message = NULL
+     WHERE ${expected(at)}`.execute(db.kysely);
+  return Number(result.numAffectedRows ?? 0) === 1;
+}
+
+/** The network asked us to wait and published nothing: the delivery is pending again. */
+export async function backToPending(db: Db, at: DeliveryAt, platformMessage: string | null): Promise<boolean> {
+  const result =
+    await sql`UPDATE post_deliveries SET status = 'pending', attempt_started_at = NULL, failure_kind = 'throttled', platform_message = ${platformMessage}
+     WHERE ${expected(at)}`.execute(db.kysely);
+  return Number(result.numAffectedRows ?? 0) === 1;
+}
+
+/** A lookup of an unconfirmed delivery could not tell: counted, with the network's words if any; the new count (0: not recorded). */
+export async function recordCheckFailed(db: Db, at: DeliveryAt, platformMessage: string | null): Promise<number> {
+  const result = await sql<{ checks: number }>`
+    UPDATE post_deliveries SET checks = checks + 1, platform_message = ${platformMessage}
+     WHERE ${expected(at)} RETURNING checks`.execute(db.kysely);
+  return result.rows[0]?.checks ?? 0;
+}
+
+/** The deliveries of a post as its outcome needs them, in order. */
+export async function deliveryStates(
+  db: Db,
+  postId: string,
+): Promise<{ status: DeliveryStatus; platform: SocialPlatform; name: string; error: string | null }[]> {
+  return db.kysely
+    .selectFrom('post_deliveries as d')
+    .innerJoin('social_channels as c', 'c.id', 'd.channel_id')
+    .select(['d.status', 'c.platform', 'c.name', 'd.error'])
+    .where('d.post_id', '=', postId)
+    .orderBy('d.position')
     .execute();
 }
 
 /**
- * Records a post's outcome from its recorded deliveries: failed (with every failed channel's
- * reason) or published, but only while this claim still holds it — a publisher whose lease was
- * taken over changes nothing. A post with a delivery still pending is left as it is.
+ * Writes a post's outcome and lets the claim go, but only while this claim still holds it (a
+ * publisher whose lease was taken over changes nothing). A post still `publishing` (a delivery
+ * waits for a throttle or a lookup) waits until `retryAt`, held by no one.
  */
-export async function recordOutcome(db: Db, postId: string, claim: Claim, now: Date): Promise<void> {
-  await sql`
-    WITH outcome AS (
-      SELECT count(*) FILTER (WHERE d.status = 'pending') AS pending,
-             count(*) FILTER (WHERE d.status = 'failed') AS failed,
-             string_agg(c.platform || ' channel ' || c.name || ': ' || d.error, '; ' ORDER BY d.position)
-               FILTER (WHERE d.status = 'failed') AS errors
-        FROM post_deliveries d
-        JOIN social_channels c ON c.id = d.channel_id
-       WHERE d.post_id = ${postId}
-    )
-    UPDATE posts p
-       SET status = CASE WHEN o.failed > 0 THEN 'failed' ELSE 'published' END,
-           published_at = CASE WHEN o.failed > 0 THEN NULL ELSE ${now}::timestamptz END,
-           error = o.errors,
-           claimed_at = NULL, claimed_by = NULL
-      FROM outcome o
-     WHERE p.id = ${postId} AND o.pending = 0
-       AND p.status = 'publishing' AND p.claimed_by = ${claim.claimant} AND p.claimed_at = ${claim.claimedAt}`.execute(db.kysely);
+export async function recordOutcome(
+  db: Db,
+  postId: string,
+  claim: Claim,
+  outcome: { status: 'publishing' | 'published' | 'failed'; error: string | null; retryAt: Date | null },
+  now: Date,
+): Promise<boolean> {
+  const result = await db.kysely
+    .updateTable('posts')
+    .set({
+      status: outcome.status,
+      published_at: outcome.status === 'published' ? now : null,
+      error: outcome.error,
+      retry_at: outcome.status === 'publishing' ? (outcome.retryAt ?? now) : null,
+      claimed_at: null,
+      claimed_by: null,
+    })
+    .where('id', '=', postId)
+    .where('status', '=', 'publishing')
+    .where('claimed_by', '=', claim.claimant)
+    .where('claimed_at', '=', claim.claimedAt)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
 }
 
 export interface PublisherBacklog {

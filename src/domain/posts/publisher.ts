@@ -1,41 +1,93 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Db } from '../../db/database.ts';
+import type { DeliveryStatus } from '../../db/schema.ts';
+import { PlatformError, PlatformThrottled } from '../../integrations/ad-platform.ts';
 import type { Clock } from '../../platform/clock.ts';
-import { PUBLISH_LEASE_MS } from '../../policy.ts';
-import { deliveryKey, type Connector, type OutgoingChannel, type OutgoingPost } from './connector.ts';
+import type { Sealer } from '../../platform/sealing.ts';
 import {
+  PUBLISH_LEASE_MS,
+  PUBLISH_MAX_CLAIMS,
+  PUBLISH_TIMEOUT_MS,
+  RECONCILE_BACKOFF_MS,
+  RECONCILE_MAX_CHECKS,
+  RECONCILE_SETTLE_MS,
+  RECONCILE_SKEW_MS,
+} from '../../policy.ts';
+import type { MediaUrlSigner } from '../media/media-url.ts';
+import { ChannelConnectors, DeliveryUnconfirmed, type Connector, type OutgoingChannel, type OutgoingPost } from './connector.ts';
+import {
+  backToPending,
   claimDue,
-  loadPending,
+  claimRetries,
+  deliveryStates,
+  loadWork,
+  markPublishing,
   reclaimExpired,
-  recordDelivery,
+  recordCheckFailed,
+  recordFailed,
   recordOutcome,
+  recordPublished,
+  recordUnconfirmed,
   type Claim,
-  type DeliveryResult,
+  type DeliveryAt,
+  type DeliveryFailure,
+  type OpenDelivery,
 } from './publisher.repository.ts';
 
-// The background publisher. Each round claims a small batch of due posts
-// (FOR UPDATE SKIP LOCKED: any number of loops and instances share the queue), marks them
-// publishing under a lease, sends each to each of its pending channels through the connector,
-// recording each delivery before the next is sent, then the post's outcome. A post whose
-// publisher died mid-way is claimed again once its lease runs out; only its still-pending
-// channels are sent, each under the idempotency key of its first attempt, so a delivery the
-// platform made but the dead publisher had not recorded yet is answered, not made again.
+// The background publisher: exactly once without idempotency keys (no network documents one).
+// Each round claims a small batch of posts (FOR UPDATE SKIP LOCKED under a lease: any number of
+// loops and instances share the queue) — due scheduled posts, posts whose publisher died (lease
+// run out), posts whose wait is over — and works each post's open deliveries in order:
+//
+//   pending ──mark publishing (committed)──► publish ──► published | failed
+//                                                   └─► unconfirmed (no answer: timeout, lost
+//                                                       connection, or the publisher died)
+//   unconfirmed ──(settle delay)──► find ──► found: published
+//                                        └─► none: send again (as pending, above)
+//                                        └─► cannot tell: wait (backoff), at last failed
+//                                            "could not confirm; check the channel"
+//
+// A delivery is marked `publishing` in its own committed statement before the network is called,
+// so whatever happens after (a crash, a timeout) it is never taken for unsent: the next claimant
+// finds it `publishing`, makes it `unconfirmed`, and looks it up. A throttled delivery published
+// nothing: it is pending again and the post waits out the network's retry-after.
+
+/** Failure kinds the publisher adds to the networks' (src/integrations/ad-platform.ts). */
+export const DELIVERY_FAILURE_KINDS = {
+  /** Lookups of an unconfirmed delivery could not tell, RECONCILE_MAX_CHECKS times: a person checks the channel. */
+  notConfirmed: 'not_confirmed',
+  /** The post's publishers kept stopping (PUBLISH_MAX_CLAIMS claims ran out): its unsent deliveries fail. */
+  publisherStopped: 'publisher_stopped',
+  /** Why an unconfirmed delivery is unconfirmed: the call timed out or broke after it may have been sent. */
+  noAnswer: 'no_answer',
+} as const;
 
 export interface PublisherOptions {
   db: Db;
   clock: Clock;
-  connector: Connector;
+  /** Which connector publishes to each channel; a bare Connector publishes to every channel (tests, the bench). */
+  connectors: ChannelConnectors | Connector;
+  /** Opens channels' sealed tokens; without it, a connected channel's delivery fails (sandbox channels need none). */
+  sealer?: Sealer;
+  /** Signs the public URLs of media the networks fetch; without it media urls stay null. */
+  mediaUrls?: MediaUrlSigner;
   /** Pause between rounds when there was nothing (or not a full batch) to do. */
   intervalMs: number;
   /** Posts claimed per round. */
   batchSize: number;
   /** How long a claim holds before another publisher may take the post over. Default PUBLISH_LEASE_MS. */
   leaseMs?: number;
-  /** Longest wait for one connector call; keep well below the lease. Default 60 s. */
+  /** Longest wait for one network call; keep well below the lease. Default PUBLISH_TIMEOUT_MS. */
   publishTimeoutMs?: number;
-  /** Claims of one post before it is given up as failed. Default 5. */
+  /** Claims of one post ended by their publisher's death before its unsent deliveries fail. Default PUBLISH_MAX_CLAIMS. */
   maxAttempts?: number;
+  /** Wait after an unconfirmed attempt began before looking it up. Default RECONCILE_SETTLE_MS. */
+  settleMs?: number;
+  /** Lookups search from this long before the attempt began. Default RECONCILE_SKEW_MS. */
+  skewMs?: number;
+  /** Waits after lookups that could not tell; their count is the give-up. Default RECONCILE_BACKOFF_MS. */
+  checkBackoffMs?: readonly number[];
   /** A round that failed (e.g. the database is down); the loop carries on. */
   onError?: (error: unknown) => void;
 }
@@ -45,58 +97,220 @@ export interface Publisher {
   start(): void;
   /** Stops the loop and waits for the round in flight to finish. */
   stop(): Promise<void>;
-  /** One round: claims and publishes up to a batch; resolves with the number of posts claimed. */
+  /** One round: claims and works up to a batch; resolves with the number of posts claimed. */
   runOnce(): Promise<number>;
 }
 
 const MAX_ERROR_LENGTH = 1_000;
 
-function reasonOf(error: unknown): string {
-  const text = (error instanceof Error ? error.message : String(error)).trim() || 'the platform refused the post';
-  return text.length > MAX_ERROR_LENGTH ? `${text.slice(0, MAX_ERROR_LENGTH - 1)}…` : text;
+function clip(text: string): string {
+  const t = text.trim();
+  return t.length > MAX_ERROR_LENGTH ? `${t.slice(0, MAX_ERROR_LENGTH - 1)}…` : t;
 }
+
+class CallTimeout extends Error {}
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the platform did not answer within ${ms / 1000} s`)), ms);
+    timer = setTimeout(() => reject(new CallTimeout(`the network did not answer within ${ms / 1000} s`)), ms);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-export function createPublisher(options: PublisherOptions): Publisher {
-  const { db, clock, connector, intervalMs, batchSize } = options;
-  const leaseMs = options.leaseMs ?? PUBLISH_LEASE_MS;
-  const publishTimeoutMs = options.publishTimeoutMs ?? 60_000;
-  const maxAttempts = options.maxAttempts ?? 5;
-  const claimant = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+/**
+ * A post's status from its deliveries' (the rule the API documents): `publishing` while any
+ * delivery is pending, publishing or unconfirmed (an unconfirmed one may yet turn out published);
+ * then `failed` if any failed; else `published` (every channel has it).
+ */
+export function postOutcome(statuses: readonly DeliveryStatus[]): 'publishing' | 'published' | 'failed' {
+  if (statuses.some((s) => s === 'pending' || s === 'publishing' || s === 'unconfirmed')) return 'publishing';
+  return statuses.includes('failed') ? 'failed' : 'published';
+}
 
-  async function deliver(post: OutgoingPost, channel: OutgoingChannel & { connected: boolean }): Promise<DeliveryResult> {
-    if (!channel.connected)
-      return { channelId: channel.id, error: 'the channel is disconnected; reconnect it and schedule the post again' };
-    try {
-      const target = { id: channel.id, platform: channel.platform, name: channel.name, handle: channel.handle };
-      const { externalId } = await withTimeout(connector.publish(post, target, deliveryKey(post.id, channel.id)), publishTimeoutMs);
-      return { channelId: channel.id, externalId };
-    } catch (error) {
-      return { channelId: channel.id, error: reasonOf(error) };
+/** A delivery as a round works it: its status becomes undefined when a write did not apply (read it again). */
+type Step = Omit<OpenDelivery, 'status'> & { status: DeliveryStatus | undefined };
+
+/** A channel the publisher can send to, or why it cannot. */
+type Target = { connector: Connector; channel: OutgoingChannel } | { failure: DeliveryFailure };
+
+export function createPublisher(options: PublisherOptions): Publisher {
+  const { db, clock, intervalMs, batchSize } = options;
+  const connectors = options.connectors instanceof ChannelConnectors ? options.connectors : ChannelConnectors.only(options.connectors);
+  const leaseMs = options.leaseMs ?? PUBLISH_LEASE_MS;
+  const timeoutMs = options.publishTimeoutMs ?? PUBLISH_TIMEOUT_MS;
+  const maxAttempts = options.maxAttempts ?? PUBLISH_MAX_CLAIMS;
+  const settleMs = options.settleMs ?? RECONCILE_SETTLE_MS;
+  const skewMs = options.skewMs ?? RECONCILE_SKEW_MS;
+  const backoff = options.checkBackoffMs ?? RECONCILE_BACKOFF_MS;
+  const maxChecks = options.checkBackoffMs ? backoff.length : RECONCILE_MAX_CHECKS;
+  const claimant = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  const later = (ms: number) => new Date(clock.now().getTime() + ms);
+
+  const needsReconnect = (error: string): Target => ({ failure: { kind: 'needs_reconnect', error } });
+
+  /** The channel's connector and unsealed secret, or why it cannot be sent to (never the secret in any text). */
+  function targetOf(d: Omit<OpenDelivery, 'status'>): Target {
+    const connector = connectors.for({ platform: d.platform, connectionId: d.connectionId });
+    if (!connector)
+      return {
+        failure: { kind: 'invalid_request', error: `this server has no ${d.platform} connector; the channel cannot be published to` },
+      };
+    if (!d.connected) return needsReconnect('the channel is disconnected; reconnect it and schedule the post again');
+    let secret: string | null = null;
+    if (d.connectionId !== null) {
+      if (!d.connectionFound) return needsReconnect("the channel's connection is gone; connect the channel again");
+      if (d.tokenExpiresAt && d.tokenExpiresAt.getTime() <= clock.now().getTime())
+        return needsReconnect(`the channel's token expired on ${d.tokenExpiresAt.toISOString().slice(0, 10)}; reconnect it`);
+      const sealed = d.channelTokenSealed ?? d.connectionTokenSealed;
+      if (!sealed) return needsReconnect('the channel has no stored token; reconnect it');
+      if (!options.sealer) return needsReconnect('this server cannot open stored tokens (no secrets key given to the publisher)');
+      try {
+        // A Page token is sealed with the channel id; the connection's token with the connection id.
+        secret = options.sealer.open(sealed, d.channelTokenSealed ? d.channelId : d.connectionId);
+      } catch {
+        return needsReconnect("the channel's stored token does not open with this server's secrets key; reconnect it");
+      }
     }
+    return {
+      connector,
+      channel: { id: d.channelId, platform: d.platform, name: d.name, handle: d.handle, externalId: d.externalId, secret },
+    };
+  }
+
+  /**
+   * Sends one delivery (pending, or unconfirmed after a lookup found nothing) and records what
+   * became of it in `d` (status and error; status undefined: not recorded, read it again); when to
+   * come back, if ever.
+   */
+  async function send(post: OutgoingPost, d: Step, target: Target, claim: Claim): Promise<Date | null> {
+    const at: DeliveryAt = { postId: post.id, channelId: d.channelId, status: d.status!, attemptStartedAt: d.attemptStartedAt };
+    const became = (applied: boolean, status: DeliveryStatus, error: string | null = null) => {
+      d.status = applied ? status : undefined;
+      d.error = error;
+    };
+    if ('failure' in target) {
+      became(await recordFailed(db, at, target.failure, clock.now()), 'failed', target.failure.error);
+      return null;
+    }
+    const attempt = clock.now();
+    if (!(await markPublishing(db, at, claim, attempt))) {
+      became(false, 'pending'); // the claim was lost: another publisher has the post
+      return null;
+    }
+    const sending: DeliveryAt = { ...at, status: 'publishing', attemptStartedAt: attempt };
+    const call = target.connector.publish(post, target.channel);
+    try {
+      const publication = await withTimeout(call, timeoutMs);
+      became(await recordPublished(db, sending, publication, clock.now()), 'published');
+      return null;
+    } catch (error) {
+      if (error instanceof PlatformThrottled) {
+        // Nothing was published: throttling waits, it is not a failure.
+        became(await backToPending(db, sending, error.platformMessage ?? error.message), 'pending');
+        return later(Math.max(error.retryAfterMs, 1_000));
+      }
+      if (error instanceof PlatformError) {
+        const failure = {
+          kind: error.kind,
+          error: clip(error.message),
+          platformMessage: error.platformMessage,
+          platformCode: error.platformCode,
+        };
+        became(await recordFailed(db, sending, failure, clock.now()), 'failed', failure.error);
+        return null;
+      }
+      // DeliveryUnconfirmed, our timeout, or anything the connector did not classify: the request
+      // may have been made, so it is looked up once the network's lists have settled.
+      if (!(error instanceof DeliveryUnconfirmed) && !(error instanceof CallTimeout)) options.onError?.(error);
+      became(await recordUnconfirmed(db, sending, DELIVERY_FAILURE_KINDS.noAnswer), 'unconfirmed');
+      // An answer that comes after the timeout is the truth: it confirms the delivery (if it is
+      // still this attempt's), sparing the lookup.
+      if (error instanceof CallTimeout)
+        call.then(
+          (publication) => recordPublished(db, { ...sending, status: 'unconfirmed' }, publication, clock.now()).catch(() => {}),
+          () => {},
+        );
+      return new Date(attempt.getTime() + settleMs);
+    }
+  }
+
+  /** Looks an unconfirmed delivery up; found: published; none: sent again; cannot tell: later, or given up. */
+  async function reconcile(post: OutgoingPost, d: Step, claim: Claim): Promise<Date | null> {
+    const started = d.attemptStartedAt!;
+    const settled = new Date(started.getTime() + settleMs);
+    if (clock.now().getTime() < settled.getTime()) return settled;
+    const at: DeliveryAt = { postId: post.id, channelId: d.channelId, status: 'unconfirmed', attemptStartedAt: started };
+    const target = targetOf(d);
+    let found: Awaited<ReturnType<Connector['find']>>;
+    try {
+      if ('failure' in target) throw new PlatformError('needs_reconnect', target.failure.error);
+      found = await withTimeout(target.connector.find(post, target.channel, new Date(started.getTime() - skewMs)), timeoutMs);
+    } catch (error) {
+      const words = error instanceof PlatformError || error instanceof PlatformThrottled ? (error.platformMessage ?? error.message) : null;
+      const checks = await recordCheckFailed(db, at, words === null ? null : clip(words));
+      if (checks === 0) {
+        d.status = undefined;
+        return null;
+      }
+      if (checks >= maxChecks) {
+        const failure = {
+          kind: DELIVERY_FAILURE_KINDS.notConfirmed,
+          error: `could not confirm whether the ${d.platform} channel received the post (${checks} lookups failed); check the channel before posting it again`,
+          platformMessage: words ?? undefined,
+          platformCode: error instanceof PlatformError ? error.platformCode : undefined,
+        };
+        d.status = (await recordFailed(db, at, failure, clock.now())) ? 'failed' : undefined;
+        d.error = failure.error;
+        return null;
+      }
+      const wait = error instanceof PlatformThrottled ? Math.max(error.retryAfterMs, backoff[checks - 1]!) : backoff[checks - 1]!;
+      return later(wait);
+    }
+    if (found) {
+      d.status = (await recordPublished(db, at, found, clock.now())) ? 'published' : undefined;
+      return null;
+    }
+    // The network has no such publication after the settle delay: the attempt never landed.
+    return send(post, d, target, claim);
+  }
+
+  async function work(post: OutgoingPost, deliveries: OpenDelivery[], claim: Claim): Promise<void> {
+    if (options.mediaUrls) {
+      const now = clock.now();
+      for (const m of post.media) if (m.storageKey !== null) m.url = options.mediaUrls.url(m.id, now);
+    }
+    let retryAt: Date | null = null;
+    // One channel after another: a network sees a post's deliveries in the order chosen.
+    const steps: Step[] = deliveries;
+    for (const d of steps) {
+      if (d.status !== 'pending' && d.status !== 'unconfirmed') continue;
+      const next = d.status === 'unconfirmed' ? await reconcile(post, d, claim) : await send(post, d, targetOf(d), claim);
+      if (next && (retryAt === null || next < retryAt)) retryAt = next;
+    }
+    // The outcome from what this round recorded; read again only if a write found the delivery
+    // in another state than expected.
+    const states = steps.every((d) => d.status !== undefined)
+      ? steps.map((d) => ({ status: d.status!, platform: d.platform, name: d.name, error: d.error }))
+      : await deliveryStates(db, post.id);
+    const status = postOutcome(states.map((s) => s.status));
+    const errors = states
+      .filter((s) => s.status === 'failed')
+      .map((s) => `${s.platform} channel ${s.name}: ${s.error}`)
+      .join('; ');
+    await recordOutcome(db, post.id, claim, { status, error: errors || null, retryAt }, clock.now());
   }
 
   async function runOnce(): Promise<number> {
     const claim: Claim = { claimant, claimedAt: clock.now() };
     const reclaimed = await reclaimExpired(db, claim, new Date(claim.claimedAt.getTime() - leaseMs), maxAttempts, batchSize);
-    const due = reclaimed.length < batchSize ? await claimDue(db, claim, batchSize - reclaimed.length) : [];
-    const claimed = [...reclaimed, ...due];
-    const posts = await loadPending(db, claimed);
+    const waited = reclaimed.length < batchSize ? await claimRetries(db, claim, batchSize - reclaimed.length) : [];
+    const taken = reclaimed.length + waited.length;
+    const due = taken < batchSize ? await claimDue(db, claim, batchSize - taken) : [];
+    const claimed = [...reclaimed, ...waited, ...due];
+    const posts = await loadWork(db, claimed);
     // Settled, not raced: a round (and so stop()) ends only when every post's work has.
-    const outcomes = await Promise.allSettled(
-      posts.map(async ({ post, pending }) => {
-        // One channel after another: a platform sees a post's deliveries in the order chosen.
-        for (const channel of pending) await recordDelivery(db, post.id, await deliver(post, channel), clock.now());
-        await recordOutcome(db, post.id, claim, clock.now());
-      }),
-    );
+    const outcomes = await Promise.allSettled(posts.map(({ post, deliveries }) => work(post, deliveries, claim)));
     const failed = outcomes.find((o) => o.status === 'rejected');
     if (failed) throw failed.reason;
     return claimed.length;

@@ -19,10 +19,20 @@ const platformLimits = SOCIAL_PLATFORMS.map((p) => `${p} ${TEXT_LIMITS[p].toLoca
 const DeliverySchema = Type.Object({
   channelId: Type.String(),
   platform: Type.Enum([...SOCIAL_PLATFORMS]),
-  status: Type.Enum(['pending', 'published', 'failed'], { description: 'pending until the publisher has sent the post to this channel.' }),
+  status: Type.Enum(['pending', 'publishing', 'published', 'failed', 'unconfirmed'], {
+    description:
+      'pending (queued) until the publisher sends the post to this channel (also while a throttled network makes it wait); publishing while the request is on its way; published; failed (see failureKind, error, platformMessage); unconfirmed when it may have reached the network but no answer came: the publisher looks the publication up and never sends it again blindly.',
+  }),
   externalId: Nullable(Type.String(), 'The platform’s id of the publication (sandbox_… in the sandbox).'),
-  error: Nullable(Type.String(), 'Why this channel failed.'),
+  error: Nullable(Type.String(), 'Why this channel failed, in our words.'),
   deliveredAt: Nullable(Type.String({ format: 'date-time' }), 'When the channel was published to (or failed).'),
+  failureKind: Nullable(
+    Type.String(),
+    'Why it failed: needs_reconnect, missing_permission, invalid_request, platform_error, bad_answer, unreachable, not_confirmed (the publication could not be looked up: check the channel), publisher_stopped; or why it waits: throttled (pending), no_answer or publisher_stopped (unconfirmed).',
+  ),
+  platformMessage: Nullable(Type.String(), 'The network’s own words about the failure or the wait.'),
+  url: Nullable(Type.String(), 'The publication’s public address, when the network gives one.'),
+  attemptedAt: Nullable(Type.String({ format: 'date-time' }), 'When the current (or last) attempt to send began.'),
 });
 
 const PostSchema = Type.Object({
@@ -33,7 +43,7 @@ const PostSchema = Type.Object({
   mediaIds: Type.Array(Type.String(), { description: 'Attached media assets, in order.' }),
   status: Type.Enum([...POST_STATUSES], {
     description:
-      'draft: not scheduled; scheduled: waits for scheduledAt; publishing: being sent now; published: every channel has it; failed: at least one channel failed (see error and deliveries).',
+      'draft: not scheduled; scheduled: waits for scheduledAt; publishing: being sent, or a delivery is still pending (throttled) or unconfirmed (being looked up); published: every channel has it; failed: at least one channel failed and none is still open (see error and deliveries).',
   }),
   scheduledAt: Nullable(Type.String({ format: 'date-time' }), 'When the post is (or was) due; null for an undated draft.'),
   publishedAt: Nullable(Type.String({ format: 'date-time' }), 'When publishing finished; set only on published posts.'),

@@ -11,6 +11,7 @@ import { fromFrameworkError, refusalOf } from '../shared/errors.ts';
 import { APP_JS } from './assets.ts';
 import { embedPage, embedRefusal, refuse, webPaths, type Link, type Web, type WebDeps } from './context.ts';
 import { adAccountRoutes } from './routes/ad-accounts.ts';
+import { channelRoutes, type ChannelConnectSource } from './routes/channels.ts';
 import { connectedAppRoutes } from './routes/connected-apps.ts';
 import { embedRoutes } from './routes/embed.ts';
 import { frontDoorRoutes } from './routes/front-door.ts';
@@ -126,5 +127,8 @@ export async function webPlugin(app: FastifyInstance, deps: WebDeps): Promise<vo
   optInRoutes(app, web);
   spendRoutes(app, web);
   connectedAppRoutes(app, web);
+  // Manage Hub → Channels; each network's connection flow appends its Connect action here.
+  const channelConnectSources: ChannelConnectSource[] = [];
+  channelRoutes(app, web, channelConnectSources);
   embedRoutes(app, web);
 }
