@@ -17,6 +17,10 @@ export const PLATFORM_FAILURE_KINDS = [
   'bad_answer',
   /** The platform could not be reached (DNS, connection refused, timeout before any answer). */
   'unreachable',
+  /** Organic posts: the network refuses this content (a rule checked before sending, or its own refusal). */
+  'rejected',
+  /** Organic posts: the network's publishing quota is used up (Instagram's rolling 24 h limit); try later. */
+  'limit_reached',
 ] as const;
 export type PlatformFailureKind = (typeof PLATFORM_FAILURE_KINDS)[number];
 
