@@ -58,6 +58,20 @@ export class PlatformThrottled extends Error {
   }
 }
 
+/**
+ * Organic publishing: the request may have reached the network but no answer did (a timeout after
+ * the request was written, a connection cut mid-answer, an answer that cannot be read). Nothing may
+ * be sent again blindly: the delivery is reconciled by looking the publication up. The same name
+ * and meaning as src/domain/posts/connector.ts's DeliveryUnconfirmed (which should re-export this
+ * one: integrations cannot import the domain); connectors take the class to throw by injection.
+ */
+export class DeliveryUnconfirmed extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DeliveryUnconfirmed';
+  }
+}
+
 /** An ad account as the platform describes it. */
 export interface PlatformAdAccount {
   /** The platform's id, as the platform writes it (Meta: `act_123`; Google Ads: `1234567890`). */

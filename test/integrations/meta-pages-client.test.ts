@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, beforeEach, test } from 'node:test';
-import { DeliveryUnconfirmed, type OutgoingChannel, type OutgoingPost } from '../../src/domain/posts/connector.ts';
-import { PlatformError, PlatformThrottled } from '../../src/integrations/ad-platform.ts';
+import { DeliveryUnconfirmed as PublisherUnconfirmed, type OutgoingChannel, type OutgoingPost } from '../../src/domain/posts/connector.ts';
+import { DeliveryUnconfirmed, PlatformError, PlatformThrottled } from '../../src/integrations/ad-platform.ts';
 import { createMetaPagesClient, type MetaPagesClient } from '../../src/integrations/meta-pages/client.ts';
 import { createMetaPagesConnector } from '../../src/integrations/meta-pages/connector.ts';
 import { startMetaPagesSandbox } from '../../src/integrations/meta-pages/sandbox.ts';
@@ -205,6 +205,15 @@ test('a publishing call written but unanswered (hang, cut off, HTML after publis
   sandbox.organic.scenario.malformed(IG, 'truncated');
   // The quota read is the first call on IG: a truncated answer there is an ordinary bad answer (nothing sent).
   await expectKind(client.publishInstagram(pageToken, IG, { caption: 'cut', media: [img(1)] }), 'bad_answer');
+  // The publisher's own class, injected (integrations cannot import the domain).
+  const injected = createMetaPagesClient({
+    graphUrl: sandbox.url,
+    sleep: fakeSleep,
+    timeoutMs: 1_500,
+    unconfirmed: (m) => new PublisherUnconfirmed(m),
+  });
+  sandbox.organic.scenario.hang(PAGE, { publish: true });
+  await assert.rejects(injected.publishPage(pageToken, PAGE, { text: 'injected', media: [] }), PublisherUnconfirmed);
   for (const kind of ['truncated', 'wrong_types', 'slow'] as const) {
     sandbox.organic.scenario.malformed(PAGE, kind);
     await assert.rejects(client.publishPage(pageToken, PAGE, { text: `made, ${kind}`, media: [] }), DeliveryUnconfirmed, kind);

@@ -10,9 +10,8 @@
 // photos / videos, Instagram media_publish) that was written but got no usable answer throws
 // DeliveryUnconfirmed, never a retryable error; the publisher reconciles it with find(). A failure
 // before the connection opened (DNS, refused) is PlatformError('unreachable'): nothing was sent.
-import { DeliveryUnconfirmed, type Publication } from '../../domain/posts/connector.ts';
 import { META_GRAPH_API_VERSION } from '../../policy.ts';
-import { PlatformError } from '../ad-platform.ts';
+import { DeliveryUnconfirmed, PlatformError } from '../ad-platform.ts';
 import { createGraphTransport, isObject, type GraphSession, type Json } from '../meta/graph.ts';
 
 export interface MetaPagesClientOptions {
@@ -27,6 +26,17 @@ export interface MetaPagesClientOptions {
   containerPoll?: { firstMs: number; maxDelayMs: number; totalMs: number };
   /** Throttle time one call may wait out before PlatformThrottled (default 2 min). */
   throttleWaitMaxMs?: number;
+  /**
+   * The error for a publication written but unanswered: the publisher's DeliveryUnconfirmed
+   * (src/domain/posts/connector.ts), which integrations cannot import; default ad-platform.ts's.
+   */
+  unconfirmed?: (message: string) => Error;
+}
+
+/** A publication as the network knows it (the Connector's Publication). */
+export interface Publication {
+  externalId: string;
+  url?: string;
 }
 
 /** A Facebook Page the user manages, with its Page token and the Instagram account linked to it. */
@@ -130,7 +140,9 @@ export function createMetaPagesClient(options: MetaPagesClientOptions): MetaPage
   /** A publishing request: written but unanswered, it may have published. */
   const publishing = {
     unanswered: (message: string) =>
-      new DeliveryUnconfirmed(`${message}: the post may have been published; it is looked up before anything is sent again`),
+      (options.unconfirmed ?? ((m: string) => new DeliveryUnconfirmed(m)))(
+        `${message}: the post may have been published; it is looked up before anything is sent again`,
+      ),
   };
   const idOf = (answer: Json, key: string, what: string, pattern: RegExp = NUMERIC_ID): string => {
     const id = answer[key];

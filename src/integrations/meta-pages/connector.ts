@@ -2,9 +2,35 @@
 // (channel.externalId = the Page id) or an Instagram professional account (the IG user id), each
 // with its Page token (channel.secret). Publishing and the reconciliation lookup go through the
 // wire client; `insights` reads a publication's figures for the organic insights sync.
-import type { Connector, OutgoingChannel, OutgoingPost, Publication } from '../../domain/posts/connector.ts';
 import { PlatformError } from '../ad-platform.ts';
-import { createMetaPagesClient, type MetaInsights, type MetaMedia, type MetaPagesClient, type MetaPagesClientOptions } from './client.ts';
+import {
+  createMetaPagesClient,
+  type MetaInsights,
+  type MetaMedia,
+  type MetaPagesClient,
+  type MetaPagesClientOptions,
+  type Publication,
+} from './client.ts';
+
+// The shapes of src/domain/posts/connector.ts's OutgoingPost / OutgoingChannel that this connector
+// reads, written here because integrations cannot import the domain; the domain's types fit them.
+export interface OutgoingPost {
+  text: string;
+  media: { kind: 'image' | 'video'; url: string | null }[];
+}
+export interface OutgoingChannel {
+  id: string;
+  platform: string;
+  externalId: string | null;
+  /** The unsealed Page token. Never logged. */
+  secret: string | null;
+}
+
+/** src/domain/posts/connector.ts's Connector, structurally. */
+export interface Connector {
+  publish(post: OutgoingPost, channel: OutgoingChannel): Promise<Publication>;
+  find(post: OutgoingPost, channel: OutgoingChannel, since: Date): Promise<Publication | null>;
+}
 
 export interface MetaPagesConnector extends Connector {
   /** The publication's lifetime figures (Page post insights or Instagram media insights). */
