@@ -22,6 +22,7 @@ import { CursorKey } from './platform/cursor.ts';
 import { chooseLogFormat, createLogger, RequestLogController } from './platform/logger.ts';
 import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
 import { Sealer, type SecretsKey } from './platform/sealing.ts';
+import { createMetaPagesClient } from './integrations/meta-pages/client.ts';
 import { VERSION } from './platform/version.ts';
 import { createGoogleAdsClient, type GoogleOAuth } from './integrations/google-ads/client.ts';
 import { createMetaClient, type MetaOAuth } from './integrations/meta/client.ts';
@@ -429,6 +430,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     revocations,
     adSync,
     ...(platforms.metaOAuth ? { metaOAuth: platforms.metaOAuth } : {}),
+    // Connect Facebook Pages / Instagram (issue 23): the Pages client on the same Graph URL.
+    metaPages: createMetaPagesClient({ graphUrl: deps.config.metaGraphUrl }),
     ...(platforms.googleOAuth ? { googleOAuth: platforms.googleOAuth } : {}),
   });
 

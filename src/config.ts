@@ -56,6 +56,8 @@ export interface Config {
   openaiAdsSandbox: boolean;
   /** HUBOPS_SPEND_SYNC: whether this instance runs the background spend sync loop. */
   spendSync: boolean;
+  /** HUBOPS_ORGANIC_INSIGHTS_SYNC: whether this instance runs the organic insights sync loop (Facebook / Instagram post insights). */
+  organicInsightsSync: boolean;
   /** TRUST_PROXY: the reverse proxies whose forwarded client address is believed; undefined: none (the socket's address). */
   trustProxy: TrustedProxies | undefined;
   /** TRUST_PROXY_HEADER: where those proxies put it. */
@@ -201,6 +203,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const spendSyncText = env.HUBOPS_SPEND_SYNC?.trim() || '1';
   if (spendSyncText !== '0' && spendSyncText !== '1')
     throw new ConfigError(`HUBOPS_SPEND_SYNC must be 0 or 1, got ${JSON.stringify(spendSyncText.slice(0, 40))}`);
+  const insightsSyncText = env.HUBOPS_ORGANIC_INSIGHTS_SYNC?.trim() || '1';
+  if (insightsSyncText !== '0' && insightsSyncText !== '1')
+    throw new ConfigError(`HUBOPS_ORGANIC_INSIGHTS_SYNC must be 0 or 1, got ${JSON.stringify(insightsSyncText.slice(0, 40))}`);
   const trustProxy = trustedProxies(env);
   const metrics = metricsSettings(env, port);
   const tracing = tracingSettings(env);
@@ -231,6 +236,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     openaiAdsUrl: baseOf('OPENAI_ADS_URL', 'https://api.ads.openai.com'),
     openaiAdsSandbox: demoText === '1' && !env.OPENAI_ADS_URL?.trim(),
     spendSync: spendSyncText === '1',
+    organicInsightsSync: insightsSyncText === '1',
     trustProxy: trustProxy.proxies,
     trustProxyHeader: trustProxy.header,
     ...metrics,

@@ -371,6 +371,36 @@ export interface OrganicMetricsTable {
   saves: Int8;
 }
 
+/** Migration 021: a publication's synced lifetime figures and its refresh schedule. */
+export interface OrganicPostInsightsTable {
+  hub_id: string;
+  workspace_id: string;
+  post_id: string;
+  channel_id: string;
+  platform: 'facebook' | 'instagram';
+  external_id: string;
+  published_at: Timestamp;
+  date: string;
+  has_figures: Generated<boolean>;
+  impressions: DefaultInt8;
+  reach: DefaultInt8;
+  likes: DefaultInt8;
+  comments: DefaultInt8;
+  shares: DefaultInt8;
+  saves: DefaultInt8;
+  clicks: DefaultInt8;
+  engagements: DefaultInt8;
+  fetches: Generated<number>;
+  fetched_at: NullableTimestamp;
+  next_fetch_at: NullableTimestamp;
+  lease_owner: Nullable<string>;
+  lease_until: NullableTimestamp;
+  failure_kind: Nullable<string>;
+  failure_message: Nullable<string>;
+  failure_code: Nullable<string>;
+  failed_at: NullableTimestamp;
+}
+
 export interface HubCpmTable {
   hub_id: string;
   platform: SocialPlatform;
@@ -446,6 +476,7 @@ export interface Database {
   post_deliveries: PostDeliveriesTable;
   sandbox_publications: SandboxPublicationsTable;
   organic_metrics: OrganicMetricsTable;
+  organic_post_insights: OrganicPostInsightsTable;
   hub_cpm: HubCpmTable;
   paid_metrics: PaidMetricsTable;
   review_days: ReviewDaysTable;

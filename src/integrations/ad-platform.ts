@@ -17,6 +17,10 @@ export const PLATFORM_FAILURE_KINDS = [
   'bad_answer',
   /** The platform could not be reached (DNS, connection refused, timeout before any answer). */
   'unreachable',
+  /** Organic posts: the network refuses this content (a rule checked before sending, or its own refusal). */
+  'rejected',
+  /** Organic posts: the network's publishing quota is used up (Instagram's rolling 24 h limit); try later. */
+  'limit_reached',
 ] as const;
 export type PlatformFailureKind = (typeof PLATFORM_FAILURE_KINDS)[number];
 
@@ -51,6 +55,20 @@ export class PlatformThrottled extends Error {
     this.name = 'PlatformThrottled';
     this.retryAfterMs = retryAfterMs;
     this.platformMessage = platformMessage;
+  }
+}
+
+/**
+ * Organic publishing: the request may have reached the network but no answer did (a timeout after
+ * the request was written, a connection cut mid-answer, an answer that cannot be read). Nothing may
+ * be sent again blindly: the delivery is reconciled by looking the publication up. The same name
+ * and meaning as src/domain/posts/connector.ts's DeliveryUnconfirmed, which re-exports this one
+ * (integrations cannot import the domain).
+ */
+export class DeliveryUnconfirmed extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DeliveryUnconfirmed';
   }
 }
 

@@ -87,9 +87,18 @@ const sleepFor = (ms: number, signal?: AbortSignal) =>
 class LeaseLost extends Error {}
 
 /** What went wrong, in the platform's words where it gave some; never a token. */
-function failureOf(error: unknown): { kind: PlatformFailureKind; message: string; code: string | null } {
+function failureOf(error: unknown): {
+  kind: Exclude<PlatformFailureKind, 'rejected' | 'limit_reached'>;
+  message: string;
+  code: string | null;
+} {
+  // 'rejected' and 'limit_reached' are organic publishing's; an ad client never throws them.
   if (error instanceof PlatformError)
-    return { kind: error.kind, message: (error.platformMessage ?? error.message).slice(0, 1_000), code: error.platformCode ?? null };
+    return {
+      kind: error.kind === 'rejected' || error.kind === 'limit_reached' ? 'invalid_request' : error.kind,
+      message: (error.platformMessage ?? error.message).slice(0, 1_000),
+      code: error.platformCode ?? null,
+    };
   // The token was sealed under a secrets key this server does not have: connecting again mends it.
   if (error instanceof SealingError)
     return {

@@ -25,9 +25,23 @@ export async function sumOrganic(
            sum(m.posts) AS posts, sum(m.impressions) AS impressions, sum(m.reach) AS reach, sum(m.likes) AS likes,
            sum(m.comments) AS comments, sum(m.shares) AS shares, sum(m.saves) AS saves
       FROM workspaces w
-      LEFT JOIN organic_metrics m
+      LEFT JOIN (
+             -- Imported rows, and the synced insights of connected channels (migration 021) summed
+             -- per workspace, UTC day of publication and platform where no row was imported for
+             -- that day: an imported row is the operator's figure for its day and is never added to.
+             SELECT hub_id, workspace_id, date, platform, posts, impressions, reach, likes, comments, shares, saves
+               FROM organic_metrics
+              WHERE date BETWEEN ${range.startDate}::date AND ${range.endDate}::date
+             UNION ALL
+             SELECT s.hub_id, s.workspace_id, s.date, s.platform, count(*)::int, sum(s.impressions), sum(s.reach), sum(s.likes),
+                    sum(s.comments), sum(s.shares), sum(s.saves)
+               FROM organic_post_insights s
+              WHERE s.has_figures AND s.date BETWEEN ${range.startDate}::date AND ${range.endDate}::date
+                AND NOT EXISTS (SELECT 1 FROM organic_metrics o
+                                 WHERE o.hub_id = s.hub_id AND o.workspace_id = s.workspace_id AND o.date = s.date AND o.platform = s.platform)
+              GROUP BY s.hub_id, s.workspace_id, s.date, s.platform
+           ) m
         ON m.hub_id = w.hub_id AND m.workspace_id = w.id
-       AND m.date BETWEEN ${range.startDate}::date AND ${range.endDate}::date
        ${platform !== undefined ? sql`AND m.platform = ${platform}` : sql``}
      WHERE ${workspacesInScope(scope, 'w')}
      GROUP BY w.id, w.name, m.platform

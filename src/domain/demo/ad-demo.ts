@@ -7,7 +7,8 @@
 import type { Config } from '../../config.ts';
 import type { AdPlatform } from '../../db/schema.ts';
 import { startGoogleAdsSandbox, type SandboxCustomerInput } from '../../integrations/google-ads/sandbox.ts';
-import { startMetaSandbox, type SandboxSeed } from '../../integrations/meta/sandbox.ts';
+import { startMetaPagesSandbox } from '../../integrations/meta-pages/sandbox.ts';
+import type { SandboxSeed } from '../../integrations/meta/sandbox.ts';
 import { startOpenAIAdsSandbox, type OpenAIAdsSandboxAccount } from '../../integrations/openai-ads/sandbox.ts';
 import { connectAdAccounts, listAdAccounts, type AdSyncDeps, type ConnectionKind } from '../ad-sync/ad-account.service.ts';
 import { DEMO_HUB_ID } from './seed.ts';
@@ -175,7 +176,8 @@ export interface DemoSandboxes {
 export async function startDemoSandboxes(config: Config): Promise<DemoSandboxes | undefined> {
   const started: { close(): Promise<void> }[] = [];
   try {
-    const meta = config.metaSandbox ? await startMetaSandbox({ host: '127.0.0.1', seed: DEMO_META_SEED }) : undefined;
+    // One Meta for the demo: ad accounts and the Pages / Instagram publishing routes on one server.
+    const meta = config.metaSandbox ? await startMetaPagesSandbox({ host: '127.0.0.1', seed: DEMO_META_SEED }) : undefined;
     if (meta) started.push(meta);
     const google = config.googleAdsSandbox
       ? await startGoogleAdsSandbox({ host: '127.0.0.1', customers: DEMO_GOOGLE_CUSTOMERS, historyDays: 100 })

@@ -49,14 +49,10 @@ export interface Publication {
 /**
  * The request may have reached the network, but no answer did (a timeout after the request was
  * written, a connection reset mid-answer, a process that died after sending). The delivery
- * becomes `unconfirmed`: never sent again blindly, reconciled with `find`.
+ * becomes `unconfirmed`: never sent again blindly, reconciled with `find`. Declared with the
+ * platform errors, where the connectors (which cannot import the domain) throw it.
  */
-export class DeliveryUnconfirmed extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'DeliveryUnconfirmed';
-  }
-}
+export { DeliveryUnconfirmed } from '../../integrations/ad-platform.ts';
 
 /**
  * Sends a post to one social channel. None of the networks documents an idempotency key for

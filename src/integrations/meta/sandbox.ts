@@ -55,6 +55,27 @@ const MALFORMED = ['html', 'wrong_types', 'missing_fields', 'truncated', 'redire
 type SandboxMalformed = (typeof MALFORMED)[number];
 type ErrorFields = Partial<GraphErrorBody> & { code: number };
 
+/**
+ * More Graph routes served by the same sandbox (the Pages and Instagram publishing sandbox,
+ * ../meta-pages/sandbox.ts): one Meta, one OAuth dialog and one set of user tokens for both.
+ */
+export interface MetaSandboxPlugin {
+  /** Answers a route this sandbox does not serve; false when it is not the plugin's either. Throws GraphFailure to answer an error. */
+  handle(c: {
+    method: string;
+    route: string;
+    params: URLSearchParams;
+    token: string;
+    res: http.ServerResponse;
+    baseUrl: string;
+    /** Throws the sandbox's Graph error for a user token that is unknown, expired or without permission. */
+    checkUserToken(token: string): void;
+  }): Promise<boolean> | boolean;
+  /** A scenario command this sandbox does not know: the JSON answer, or undefined when it is not the plugin's either. */
+  scenario?(command: Record<string, unknown>): unknown;
+  reset?(): void;
+}
+
 export interface MetaSandbox {
   /** Serves the Graph API (/v26.0/…) and the OAuth dialog (/v26.0/dialog/oauth). */
   url: string;
@@ -152,7 +173,8 @@ interface InsightsQuery {
   fields: string[];
 }
 
-class GraphFailure extends Error {
+/** A Graph error answer: thrown by a route (or a plugin's), sent as `{ "error": body }` with `status`. */
+export class GraphFailure extends Error {
   readonly status: number;
   readonly body: ErrorFields;
   constructor(status: number, body: ErrorFields) {
@@ -166,7 +188,7 @@ const fail = (code: number, message: string, extra: Partial<GraphErrorBody> = {}
   new GraphFailure(status, { code, message, type: 'OAuthException', ...extra });
 
 export async function startMetaSandbox(
-  o: { port?: number; host?: '127.0.0.1'; now?: () => Date; pageSize?: number; seed?: SandboxSeed } = {},
+  o: { port?: number; host?: '127.0.0.1'; now?: () => Date; pageSize?: number; seed?: SandboxSeed; plugins?: MetaSandboxPlugin[] } = {},
 ): Promise<MetaSandbox> {
   const now = () => (o.now ? o.now().getTime() : Date.now());
   const seed = o.seed?.seed ?? 1;
@@ -656,6 +678,10 @@ export async function startMetaSandbox(
       return send(res, 200, `{"data":[${page.map((a) => accountJson(a, fields)).join(',')}]${paging}}`);
     }
 
+    for (const plugin of o.plugins ?? []) {
+      const checkUserToken = (t: string) => checkToken(t);
+      if (await plugin.handle({ method, route, params, token, res, baseUrl: sandbox.url, checkUserToken })) return;
+    }
     const match = /^(act_\d{1,20}|\d{1,32})(?:\/(insights))?$/.exec(route);
     if (!match) throw fail(2500, `Unknown path components: /${route.slice(0, 100)}`);
     const [, node, edge] = match;
@@ -812,6 +838,7 @@ export async function startMetaSandbox(
     reset: () => {
       for (const map of [throttles, failures, malformed, reportOutcomes, restatements, withheld]) map.clear();
       for (const info of tokens.values()) info.expired = info.revoked = false;
+      for (const plugin of o.plugins ?? []) plugin.reset?.();
     },
   };
 
@@ -866,7 +893,11 @@ export async function startMetaSandbox(
           break;
         case 'issueToken':
           return send(res, 200, JSON.stringify({ token: sandbox.issueToken(command as { accounts?: string[] }) }));
-        default:
+        default: {
+          for (const plugin of o.plugins ?? []) {
+            const answer = plugin.scenario?.(command);
+            if (answer !== undefined) return send(res, 200, JSON.stringify(answer));
+          }
           return send(
             res,
             400,
@@ -875,6 +906,7 @@ export async function startMetaSandbox(
                 'unknown action; one of throttle, expireToken, revokePermission, restate, fail, malformed, failReport, withholdHours, reset, addAccount, issueToken',
             }),
           );
+        }
       }
     } catch (error) {
       return send(res, 400, JSON.stringify({ error: (error as Error).message }));

@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import type { AdSyncDeps } from '../../domain/ad-sync/ad-account.service.ts';
+import type { ListedPage } from '../../domain/organic/meta-connect.service.ts';
 import type { RevocationFeed } from '../../db/revocation-feed.ts';
 import { PERIODS } from '../../domain/periods.ts';
 import { spendByWorkspace } from '../../domain/spend/spend.service.ts';
@@ -32,6 +33,8 @@ export interface WebDeps {
   metaOAuth?: MetaOAuth;
   /** Google's OAuth steps (the Google Ads client, built only with GOOGLE_OAUTH_CLIENT_ID/SECRET): "Connect Google Ads". */
   googleOAuth?: GoogleOAuth;
+  /** The user's Facebook Pages (the Meta Pages client): "Connect Facebook Pages / Instagram" shows only with it and metaOAuth. */
+  metaPages?: { listPages(userToken: string): Promise<ListedPage[]> };
 }
 
 export interface WebPaths {

@@ -12,6 +12,7 @@ import { APP_JS } from './assets.ts';
 import { embedPage, embedRefusal, refuse, webPaths, type Link, type Web, type WebDeps } from './context.ts';
 import { adAccountRoutes } from './routes/ad-accounts.ts';
 import { channelRoutes, type ChannelConnectSource } from './routes/channels.ts';
+import { channelsMetaRoutes } from './routes/channels-meta.ts';
 import { connectedAppRoutes } from './routes/connected-apps.ts';
 import { embedRoutes } from './routes/embed.ts';
 import { frontDoorRoutes } from './routes/front-door.ts';
@@ -124,6 +125,7 @@ export async function webPlugin(app: FastifyInstance, deps: WebDeps): Promise<vo
   homeRoutes(app, web);
   keyRoutes(app, web);
   adAccountRoutes(app, web);
+  channelsMetaRoutes(app, web);
   optInRoutes(app, web);
   spendRoutes(app, web);
   connectedAppRoutes(app, web);

@@ -151,7 +151,7 @@ export function shell(s: Shell, title: string, content: string, nonce: string): 
 <button type="submit">Switch</button></form>`;
   const profile = `<details class="profile"><summary aria-label="Profile menu">${h(s.user.firstname || s.user.email)} ▾</summary><div class="menu" role="menu">
 <small>${h(s.user.email)}</small>
-${admin ? `<a role="menuitem" href="${h(hubUrl)}/settings/api">Manage Hub</a><a role="menuitem" href="${h(hubUrl)}/settings/ad-accounts">Ad accounts</a>` : ''}
+${admin ? `<a role="menuitem" href="${h(hubUrl)}/settings/api">Manage Hub</a><a role="menuitem" href="${h(hubUrl)}/settings/ad-accounts">Ad accounts</a><a role="menuitem" href="${h(hubUrl)}/settings/channels/meta">Facebook &amp; Instagram</a>` : ''}
 <a role="menuitem" href="${h(app)}/connected-apps">Connected apps</a>
 <form method="post" action="${h(app)}/sign-out"><input type="hidden" name="csrf" value="${h(s.csrf)}"><button role="menuitem" type="submit">Sign out</button></form>
 </div></details>`;

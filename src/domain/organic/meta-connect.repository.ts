@@ -1,0 +1,156 @@
+import type { Db } from '../../db/database.ts';
+
+// Meta channel connections' SQL: the connection (the sealed user token), and the Facebook Page /
+// Instagram channels mapped to workspaces, each with its sealed Page token.
+
+export async function insertConnection(
+  db: Db,
+  row: { id: string; hubId: string; label: string; tokenSealed: Buffer; tokenExpiresAt: Date | null },
+): Promise<void> {
+  await db.kysely
+    .insertInto('channel_connections')
+    .values({
+      id: row.id,
+      hub_id: row.hubId,
+      platform: 'meta',
+      label: row.label,
+      token_sealed: row.tokenSealed,
+      token_expires_at: row.tokenExpiresAt,
+    })
+    .execute();
+}
+
+export async function findConnection(db: Db, hubId: string, connectionId: string) {
+  return db.kysely
+    .selectFrom('channel_connections')
+    .select(['id', 'token_sealed', 'token_expires_at', 'label'])
+    .where('hub_id', '=', hubId)
+    .where('id', '=', connectionId)
+    .where('platform', '=', 'meta')
+    .executeTakeFirst();
+}
+
+export interface MetaChannelRow {
+  id: string;
+  workspaceId: string;
+  workspaceName: string;
+  platform: 'facebook' | 'instagram';
+  externalId: string;
+  name: string;
+  connectionId: string | null;
+  failureKind: string | null;
+  failureMessage: string | null;
+  lastPublishedAt: Date | null;
+}
+
+export async function findMetaChannels(db: Db, hubId: string): Promise<MetaChannelRow[]> {
+  const rows = await db.kysely
+    .selectFrom('social_channels as c')
+    .innerJoin('workspaces as w', (j) => j.onRef('w.hub_id', '=', 'c.hub_id').onRef('w.id', '=', 'c.workspace_id'))
+    .select([
+      'c.id',
+      'c.workspace_id',
+      'w.name as workspace_name',
+      'c.platform',
+      'c.external_id',
+      'c.name',
+      'c.connection_id',
+      'c.failure_kind',
+      'c.failure_message',
+      'c.last_published_at',
+    ])
+    .where('c.hub_id', '=', hubId)
+    .where('c.platform', 'in', ['facebook', 'instagram'])
+    .where('c.external_id', 'is not', null)
+    .orderBy('c.platform')
+    .orderBy('c.name')
+    .execute();
+  return rows.map((r) => ({
+    id: r.id,
+    workspaceId: r.workspace_id,
+    workspaceName: r.workspace_name,
+    platform: r.platform as 'facebook' | 'instagram',
+    externalId: r.external_id!,
+    name: r.name,
+    connectionId: r.connection_id,
+    failureKind: r.failure_kind,
+    failureMessage: r.failure_message,
+    lastPublishedAt: r.last_published_at,
+  }));
+}
+
+export async function workspaceExists(db: Db, hubId: string, workspaceId: string): Promise<boolean> {
+  return (
+    (await db.kysely.selectFrom('workspaces').select('id').where('hub_id', '=', hubId).where('id', '=', workspaceId).executeTakeFirst()) !==
+    undefined
+  );
+}
+
+/**
+ * Maps one Page or Instagram account: a channel already made for it (same hub, platform and
+ * network id) takes the new connection and token and keeps its workspace (its deliveries name it);
+ * otherwise a channel is made in the chosen workspace. One transaction for all the choices.
+ */
+export async function upsertMetaChannels(
+  db: Db,
+  hubId: string,
+  connectionId: string,
+  channels: {
+    newId: string;
+    workspaceId: string;
+    platform: 'facebook' | 'instagram';
+    externalId: string;
+    name: string;
+    handle: string | null;
+    seal(channelId: string): Buffer;
+  }[],
+): Promise<{ id: string; created: boolean }[]> {
+  return db.kysely.transaction().execute(async (trx) => {
+    const out: { id: string; created: boolean }[] = [];
+    for (const c of channels) {
+      const existing = await trx
+        .selectFrom('social_channels')
+        .select('id')
+        .where('hub_id', '=', hubId)
+        .where('platform', '=', c.platform)
+        .where('external_id', '=', c.externalId)
+        .forUpdate()
+        .executeTakeFirst();
+      if (existing) {
+        await trx
+          .updateTable('social_channels')
+          .set({
+            connection_id: connectionId,
+            token_sealed: c.seal(existing.id),
+            connected: true,
+            name: c.name,
+            failure_kind: null,
+            failure_message: null,
+            failure_code: null,
+            failing_since: null,
+          })
+          .where('id', '=', existing.id)
+          .execute();
+        out.push({ id: existing.id, created: false });
+      } else {
+        await trx
+          .insertInto('social_channels')
+          .values({
+            id: c.newId,
+            hub_id: hubId,
+            workspace_id: c.workspaceId,
+            platform: c.platform,
+            name: c.name,
+            handle: c.handle,
+            connected: true,
+            connection_id: connectionId,
+            external_id: c.externalId,
+            token_sealed: c.seal(c.newId),
+          })
+          .execute();
+        out.push({ id: c.newId, created: true });
+      }
+    }
+    return out;
+  });
+}

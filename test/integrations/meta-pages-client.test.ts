@@ -1,0 +1,297 @@
+// Contract tests of the Meta Pages / Instagram publishing client and connector against the loopback
+// sandbox (no network): Pages with their tokens and paging, Page feed / photo / multi-photo posts,
+// Instagram single, carousel and reel containers with IN_PROGRESS / ERROR / EXPIRED, the publishing
+// limit, the reconciliation lookup, insights, throttles waited out, expired tokens, content refused
+// before sending, hostile answers, and unconfirmed publications (written, no answer) vs unreachable.
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, beforeEach, test } from 'node:test';
+import { DeliveryUnconfirmed as PublisherUnconfirmed, type OutgoingChannel, type OutgoingPost } from '../../src/domain/posts/connector.ts';
+import { DeliveryUnconfirmed, PlatformError, PlatformThrottled } from '../../src/integrations/ad-platform.ts';
+import { createMetaPagesClient, type MetaPagesClient } from '../../src/integrations/meta-pages/client.ts';
+import { createMetaPagesConnector } from '../../src/integrations/meta-pages/connector.ts';
+import { startMetaPagesSandbox } from '../../src/integrations/meta-pages/sandbox.ts';
+
+const PAGE = '1000000001';
+const IG = '17841400000000001';
+let nowMs = Date.parse('2026-11-27T15:00:00Z');
+const sleeps: number[] = [];
+const fakeSleep = async (ms: number) => {
+  sleeps.push(ms);
+  nowMs += ms;
+};
+let sandbox: Awaited<ReturnType<typeof startMetaPagesSandbox>>;
+let client: MetaPagesClient;
+let pageToken: string;
+const img = (n: number) => ({ kind: 'image' as const, url: `https://hub.example/media/${n}.jpg?sig=x` });
+
+const expectKind = async (work: Promise<unknown>, kind: string) => {
+  await assert.rejects(work, (error: unknown) => {
+    assert.ok(error instanceof PlatformError, `a PlatformError, got ${String(error)}`);
+    assert.equal(error.kind, kind, error.message);
+    return true;
+  });
+};
+
+before(async () => {
+  sandbox = await startMetaPagesSandbox({ now: () => new Date(nowMs) });
+  sandbox.organic.addPage({ id: '1000000003', name: 'Third', instagram: { id: '17841400000000003', username: 'third' } });
+  client = createMetaPagesClient({ graphUrl: sandbox.url, sleep: fakeSleep, timeoutMs: 1_500 });
+  pageToken = sandbox.organic.pageToken(PAGE);
+});
+after(() => sandbox.close());
+beforeEach(() => {
+  sandbox.scenario.reset();
+  sleeps.length = 0;
+});
+
+test('listPages: every Page with its Page token and linked Instagram account, across pages of the answer', async () => {
+  const userToken = sandbox.issueToken();
+  const small = await startMetaPagesSandbox({ pageSize: 1 });
+  try {
+    const c = createMetaPagesClient({ graphUrl: small.url });
+    const pages = await c.listPages(small.issueToken());
+    assert.deepEqual(
+      pages.map((p) => [p.id, p.instagram?.id ?? null]),
+      [
+        ['1000000001', IG],
+        ['1000000002', null],
+      ],
+    );
+    assert.equal(pages[0]!.accessToken, small.organic.pageToken('1000000001'));
+    assert.ok(small.requests.filter((r) => r.path.endsWith('/me/accounts')).length >= 2, 'paged');
+  } finally {
+    await small.close();
+  }
+  const pages = await client.listPages(userToken);
+  assert.equal(pages.length, 3);
+  sandbox.scenario.expireToken(userToken);
+  await expectKind(client.listPages(userToken), 'needs_reconnect');
+});
+
+test('Page: a text post, a photo post and a multi-photo post are each one publication, found again by their text', async () => {
+  const before = sandbox.organic.publications(PAGE).length;
+  const since = new Date(nowMs);
+  const text = await client.publishPage(pageToken, PAGE, { text: 'Open late tonight', media: [] });
+  assert.match(text.externalId, /^1000000001_\d+$/);
+  assert.match(text.url ?? '', /^https:\/\/www\.facebook\.com\//);
+  const photo = await client.publishPage(pageToken, PAGE, { text: 'New pastry', media: [img(1)] });
+  const multi = await client.publishPage(pageToken, PAGE, { text: 'Three views', media: [img(1), img(2), img(3)] });
+  const made = sandbox.organic.publications(PAGE).slice(before);
+  assert.deepEqual(
+    made.map((p) => [p.id, p.text, p.media.length]),
+    [
+      [text.externalId, 'Open late tonight', 0],
+      [photo.externalId, 'New pastry', 1],
+      [multi.externalId, 'Three views', 3],
+    ],
+  );
+  assert.equal((await client.findPagePost(pageToken, PAGE, 'New pastry', since))?.externalId, photo.externalId);
+  assert.equal(await client.findPagePost(pageToken, PAGE, 'New pastry!', since), null, 'exact text only');
+  assert.equal(await client.findPagePost(pageToken, PAGE, 'New pastry', new Date(nowMs + 3_600_000)), null, 'made before since');
+});
+
+test('Instagram: an image, a carousel and a reel (polled through IN_PROGRESS) are published once each and found by caption', async () => {
+  const since = new Date(nowMs);
+  const single = await client.publishInstagram(pageToken, IG, { caption: 'Morning light', media: [img(1)] });
+  const carousel = await client.publishInstagram(pageToken, IG, { caption: 'Menu', media: [img(1), img(2)] });
+  sleeps.length = 0;
+  const reel = await client.publishInstagram(pageToken, IG, {
+    caption: 'Behind the counter',
+    media: [{ kind: 'video', url: 'https://hub.example/media/v.mp4' }],
+  });
+  assert.ok(sleeps.length >= 2, 'the reel container was polled while IN_PROGRESS');
+  const made = sandbox.organic.publications(IG);
+  assert.deepEqual(
+    made.map((m) => [m.id, m.text, m.media.length]),
+    [
+      [single.externalId, 'Morning light', 1],
+      [carousel.externalId, 'Menu', 2],
+      [reel.externalId, 'Behind the counter', 1],
+    ],
+  );
+  assert.match(single.url ?? '', /^https:\/\/www\.instagram\.com\/p\//);
+  assert.equal((await client.findInstagramMedia(pageToken, IG, 'Menu', since))?.externalId, carousel.externalId);
+  assert.equal(await client.findInstagramMedia(pageToken, IG, 'menu', since), null);
+});
+
+test('Instagram containers: ERROR is rejected with the platform words, EXPIRED a platform error, endless IN_PROGRESS gives up on schedule; nothing published', async () => {
+  const count = () => sandbox.organic.counts()[IG];
+  const before = count();
+  sandbox.organic.scenario.containers(IG, ['ERROR']);
+  await assert.rejects(client.publishInstagram(pageToken, IG, { caption: 'x', media: [img(1)] }), (e: unknown) => {
+    assert.ok(e instanceof PlatformError && e.kind === 'rejected');
+    assert.match(e.platformMessage ?? '', /2207026/);
+    return true;
+  });
+  sandbox.organic.scenario.containers(IG, ['EXPIRED']);
+  await expectKind(client.publishInstagram(pageToken, IG, { caption: 'x', media: [img(1)] }), 'platform_error');
+  sandbox.organic.scenario.containers(IG, ['IN_PROGRESS']);
+  sleeps.length = 0;
+  const bounded = createMetaPagesClient({
+    graphUrl: sandbox.url,
+    sleep: fakeSleep,
+    containerPoll: { firstMs: 1_000, maxDelayMs: 4_000, totalMs: 20_000 },
+  });
+  await expectKind(bounded.publishInstagram(pageToken, IG, { caption: 'x', media: [img(1)] }), 'platform_error');
+  assert.deepEqual(sleeps, [1_000, 2_000, 4_000, 4_000, 4_000, 4_000, 4_000]);
+  assert.equal(count(), before);
+});
+
+test('Instagram publishing limit: read before publishing; at the quota the post is refused as limit_reached without a container', async () => {
+  sandbox.organic.scenario.quota(IG, 50);
+  const containersBefore = sandbox.requests.filter((r) => r.method === 'POST' && r.path.endsWith(`/${IG}/media`)).length;
+  await expectKind(client.publishInstagram(pageToken, IG, { caption: 'x', media: [img(1)] }), 'limit_reached');
+  assert.equal(sandbox.requests.filter((r) => r.method === 'POST' && r.path.endsWith(`/${IG}/media`)).length, containersBefore);
+  // A quota the answer states (here 60) is the one believed.
+  sandbox.organic.scenario.quota(IG, 50, 60);
+  await client.publishInstagram(pageToken, IG, { caption: 'under a larger quota', media: [img(1)] });
+});
+
+test('Instagram rules checked before sending: text only, too long, too many hashtags, too many items', async () => {
+  const sent = sandbox.requests.length;
+  await expectKind(client.publishInstagram(pageToken, IG, { caption: 'Just words', media: [] }), 'rejected');
+  await expectKind(client.publishInstagram(pageToken, IG, { caption: 'x'.repeat(2201), media: [img(1)] }), 'rejected');
+  const tags = Array.from({ length: 31 }, (_, i) => `#t${i}`).join(' ');
+  await expectKind(client.publishInstagram(pageToken, IG, { caption: tags, media: [img(1)] }), 'rejected');
+  await expectKind(
+    client.publishInstagram(pageToken, IG, { caption: 'x', media: Array.from({ length: 11 }, (_, i) => img(i)) }),
+    'rejected',
+  );
+  assert.equal(sandbox.requests.length, sent, 'nothing was sent');
+  // 2,200 characters and 30 hashtags are allowed.
+  await client.publishInstagram(pageToken, IG, { caption: `${Array.from({ length: 30 }, (_, i) => `#t${i}`).join(' ')}`, media: [img(1)] });
+});
+
+test('errors: an expired Page token is needs_reconnect, a refused post rejected-as-invalid with error_user_msg, a missing permission missing_permission', async () => {
+  const other = sandbox.organic.pageToken('1000000003');
+  sandbox.organic.scenario.expireToken(other);
+  await expectKind(client.publishPage(other, '1000000003', { text: 'x', media: [] }), 'needs_reconnect');
+  sandbox.organic.scenario.rejectNext(PAGE, 'Your post looks like spam.');
+  await assert.rejects(client.publishPage(pageToken, PAGE, { text: 'buy now', media: [] }), (e: unknown) => {
+    assert.ok(e instanceof PlatformError);
+    assert.equal(e.kind, 'invalid_request');
+    assert.equal(e.platformMessage, 'Your post looks like spam.');
+    assert.equal(e.platformCode, '100/1363047');
+    return true;
+  });
+  // A Page token used on another Page's object.
+  await expectKind(client.publishPage(pageToken, '1000000003', { text: 'x', media: [] }), 'missing_permission');
+  sandbox.organic.scenario.fail(PAGE, { code: 10, message: '(#10) Requires pages_manage_posts permission' });
+  await expectKind(client.publishPage(pageToken, PAGE, { text: 'x', media: [] }), 'missing_permission');
+});
+
+test('throttling: code 32 with X-Business-Use-Case-Usage is waited out (its estimated time), past the budget PlatformThrottled; nothing published twice', async () => {
+  const before = sandbox.organic.counts()[PAGE]!;
+  sandbox.organic.scenario.throttle(PAGE, 60_000);
+  const p = await client.publishPage(pageToken, PAGE, { text: 'after the wait', media: [] });
+  assert.deepEqual(sleeps, [60_000]);
+  assert.ok(p.externalId);
+  assert.equal(sandbox.organic.counts()[PAGE], before + 1);
+  sandbox.organic.scenario.throttle(PAGE, 30 * 60_000);
+  await assert.rejects(client.publishPage(pageToken, PAGE, { text: 'too long a wait', media: [] }), PlatformThrottled);
+  assert.equal(sandbox.organic.counts()[PAGE], before + 1);
+});
+
+test('a publishing call written but unanswered (hang, cut off, HTML after publishing) is DeliveryUnconfirmed, and find resolves it', async () => {
+  const since = new Date(nowMs);
+  sandbox.organic.scenario.hang(PAGE, { publish: true });
+  await assert.rejects(client.publishPage(pageToken, PAGE, { text: 'hung but made', media: [] }), DeliveryUnconfirmed);
+  assert.ok(await client.findPagePost(pageToken, PAGE, 'hung but made', since));
+  sandbox.organic.scenario.hang(PAGE, { publish: false });
+  await assert.rejects(client.publishPage(pageToken, PAGE, { text: 'hung, not made', media: [] }), DeliveryUnconfirmed);
+  assert.equal(await client.findPagePost(pageToken, PAGE, 'hung, not made', since), null);
+  sandbox.organic.scenario.malformed(IG, 'truncated');
+  // The quota read is the first call on IG: a truncated answer there is an ordinary bad answer (nothing sent).
+  await expectKind(client.publishInstagram(pageToken, IG, { caption: 'cut', media: [img(1)] }), 'bad_answer');
+  // The publisher's own class, injected (integrations cannot import the domain).
+  const injected = createMetaPagesClient({
+    graphUrl: sandbox.url,
+    sleep: fakeSleep,
+    timeoutMs: 1_500,
+    unconfirmed: (m) => new PublisherUnconfirmed(m),
+  });
+  sandbox.organic.scenario.hang(PAGE, { publish: true });
+  await assert.rejects(injected.publishPage(pageToken, PAGE, { text: 'injected', media: [] }), PublisherUnconfirmed);
+  for (const kind of ['truncated', 'wrong_types', 'slow'] as const) {
+    sandbox.organic.scenario.malformed(PAGE, kind);
+    await assert.rejects(client.publishPage(pageToken, PAGE, { text: `made, ${kind}`, media: [] }), DeliveryUnconfirmed, kind);
+    assert.ok(await client.findPagePost(pageToken, PAGE, `made, ${kind}`, since), kind);
+  }
+});
+
+test('unreachable before sending: a refused connection is PlatformError unreachable, not unconfirmed', async () => {
+  const server = http.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  const dead = createMetaPagesClient({ graphUrl: `http://127.0.0.1:${port}`, sleep: fakeSleep, timeoutMs: 1_000 });
+  await expectKind(dead.publishPage(pageToken, PAGE, { text: 'x', media: [] }), 'unreachable');
+});
+
+test('hostile answers on reads are failure kinds, never crashes: HTML, wrong types, redirect, huge, slow', async () => {
+  const small = createMetaPagesClient({ graphUrl: sandbox.url, sleep: fakeSleep, timeoutMs: 1_000, maxBodyBytes: 256 * 1024 });
+  for (const kind of ['html', 'wrong_types', 'redirect', 'huge', 'slow', 'truncated'] as const) {
+    sandbox.organic.scenario.malformed(PAGE, kind);
+    await expectKind(small.findPagePost(pageToken, PAGE, 'x', new Date(nowMs)), 'bad_answer');
+  }
+});
+
+test('insights: Page post (post_media_view, post_total_media_view_unique, post_clicks, reactions, comments, shares) and Instagram media (views, reach, likes, saved, total_interactions)', async () => {
+  const post = await client.publishPage(pageToken, PAGE, { text: 'counted', media: [] });
+  const media = await client.publishInstagram(pageToken, IG, { caption: 'counted', media: [img(1)] });
+  nowMs += 3 * 86_400_000;
+  const fb = await client.pagePostInsights(pageToken, post.externalId);
+  assert.ok(fb.impressions! > 0 && fb.reach! > 0 && fb.reach! <= fb.impressions!);
+  assert.ok(fb.clicks !== null && fb.likes !== null && fb.comments !== null && fb.shares !== null);
+  assert.equal(fb.saves, null);
+  const ig = await client.instagramMediaInsights(pageToken, media.externalId);
+  assert.ok(ig.impressions! > 0 && ig.reach! > 0);
+  assert.equal(ig.engagements, ig.likes! + ig.comments! + ig.shares! + ig.saves!);
+  nowMs += 4 * 86_400_000;
+  assert.ok((await client.pagePostInsights(pageToken, post.externalId)).impressions! >= fb.impressions!);
+  sandbox.organic.scenario.malformed(IG, 'wrong_types');
+  await expectKind(client.instagramMediaInsights(pageToken, media.externalId), 'bad_answer');
+});
+
+test('the connector: Facebook and Instagram channels by platform, the Page token as secret; IG text-only refused before sending', async () => {
+  const connector = createMetaPagesConnector({ graphUrl: sandbox.url, sleep: fakeSleep });
+  const post: OutgoingPost = { id: 'post_1', hubId: 'hub_1', workspaceId: 'ws_1', text: 'From the connector', media: [] };
+  const channel = (platform: 'facebook' | 'instagram', externalId: string, secret: string | null): OutgoingChannel => ({
+    id: `ch_${platform}`,
+    platform,
+    name: platform,
+    handle: null,
+    externalId,
+    secret,
+  });
+  const since = new Date(nowMs);
+  const fb = await connector.publish(post, channel('facebook', PAGE, pageToken));
+  assert.equal((await connector.find(post, channel('facebook', PAGE, pageToken), since))?.externalId, fb.externalId);
+  await expectKind(connector.publish(post, channel('instagram', IG, pageToken)), 'rejected');
+  await expectKind(connector.publish(post, channel('facebook', PAGE, null)), 'needs_reconnect');
+  const withMedia: OutgoingPost = {
+    ...post,
+    media: [{ id: 'm1', kind: 'image', contentType: 'image/jpeg', width: 10, height: 10, storageKey: 'k', url: 'https://hub.example/m/1' }],
+  };
+  const ig = await connector.publish(withMedia, channel('instagram', IG, pageToken));
+  assert.equal((await connector.find(withMedia, channel('instagram', IG, pageToken), since))?.externalId, ig.externalId);
+  const figures = await connector.insights(channel('instagram', IG, pageToken), ig.externalId);
+  assert.ok(figures.reach !== null);
+});
+
+test('scenario control over HTTP drives the Pages side too', async () => {
+  const post = (body: unknown) =>
+    fetch(`${sandbox.url}/__sandbox/scenario`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  assert.equal((await post({ action: 'pages.rejectNext', channelId: PAGE, message: 'No.' })).status, 200);
+  await expectKind(client.publishPage(pageToken, PAGE, { text: 'x', media: [] }), 'invalid_request');
+  const counts = (await (await post({ action: 'pages.counts' })).json()) as Record<string, number>;
+  assert.equal(counts[PAGE], sandbox.organic.counts()[PAGE]);
+  assert.equal((await post({ action: 'pages.containers', channelId: PAGE, outcomes: ['ERROR'] })).status, 400, 'a Page has no containers');
+  assert.equal((await post({ action: 'nonsense' })).status, 400);
+});
