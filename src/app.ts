@@ -18,6 +18,9 @@ import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
 import { Sealer, type SecretsKey } from './platform/sealing.ts';
 import { VERSION } from './platform/version.ts';
 import { createGoogleAdsClient, type GoogleOAuth } from './integrations/google-ads/client.ts';
+import { createGoogleBusinessClient, type GoogleBusinessClient } from './integrations/google-business/client.ts';
+import type { GoogleBusinessSetup } from './domain/channels/google-business.service.ts';
+import { createReviewSyncLoop } from './domain/reviews/review-sync.ts';
 import { createMetaClient, type MetaOAuth } from './integrations/meta/client.ts';
 import { createOpenAIAdsClient } from './integrations/openai-ads/client.ts';
 import { DATABASE_RETRY_AFTER_S, JSON_BODY_MAX_BYTES, USAGE_FLUSH_MS } from './policy.ts';
@@ -126,6 +129,10 @@ export interface AppDeps {
   publisher?: boolean;
   /** Run the background spend sync loop (default: the configuration's HUBOPS_SPEND_SYNC). */
   spendSync?: boolean;
+  /** The Business Profile client (tests: one on a sandbox); default: from the configuration, when Google OAuth is set up. */
+  googleBusinessClient?: GoogleBusinessClient;
+  /** Run the background review sync loop (default: HUBOPS_SPEND_SYNC, which turns every platform sync on or off). */
+  reviewSync?: boolean;
   /** The ad platforms' clients (tests: a fake); default: from the configuration (META_GRAPH_URL). */
   adPlatformClients?: AdPlatformClients;
   /** A pino logger to share (main.ts), or false for none (tests); default: one from the config. */
@@ -141,8 +148,35 @@ export interface App {
   usage: UsageRecorder;
   /** The spend sync's dependencies, built once: what the web admin, the CLI and tests call the ad-sync service with. */
   adSync: AdSyncDeps;
+  /** Business Profile's services, when Google OAuth is set up: connecting locations, the review sync. */
+  googleBusiness?: GoogleBusinessSetup;
   /** Stops accepting, finishes in-flight requests, flushes usage. */
   close(): Promise<void>;
+}
+
+/** The Business Profile client the configuration asks for (the demo's sandbox, or Google), or none without Google OAuth. */
+function googleBusinessSetup(
+  config: Config,
+  clock: Clock,
+  injected: GoogleBusinessClient | undefined,
+): { client: GoogleBusinessClient; accountsUrl: string; clientId: string } | undefined {
+  const oauth =
+    config.googleBusinessOAuth ??
+    (config.googleClientId && config.googleClientSecret
+      ? { url: config.googleOAuthUrl, clientId: config.googleClientId, clientSecret: config.googleClientSecret }
+      : undefined);
+  if (!oauth) return undefined;
+  const accountsUrl = config.googleBusinessOAuth ? config.googleBusinessOAuth.url : config.googleAccountsUrl;
+  const client =
+    injected ??
+    createGoogleBusinessClient({
+      ...(config.googleBusinessUrl ? { businessUrl: config.googleBusinessUrl } : {}),
+      oauthUrl: oauth.url,
+      clientId: oauth.clientId,
+      clientSecret: oauth.clientSecret,
+      now: () => clock.now(),
+    });
+  return { client, accountsUrl, clientId: oauth.clientId };
 }
 
 export async function buildApp(deps: AppDeps): Promise<App> {
@@ -320,6 +354,21 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     batchSize: SPEND_SYNC_BATCH,
     onError: (error) => adSyncLog.warn({ err: error }, 'spend sync round failed; will retry'),
   });
+  // Business Profile: connecting locations, and their reviews syncing on every instance (claims on
+  // the review_syncs rows keep one read per location at a time).
+  const business = googleBusinessSetup(deps.config, clock, deps.googleBusinessClient);
+  const reviewLog = fastify.log.child({ component: 'review-sync' });
+  const googleBusiness: GoogleBusinessSetup | undefined = business && {
+    deps: { db: deps.db, clock, sealer: adSync.sealer, client: business.client },
+    accountsUrl: business.accountsUrl,
+    clientId: business.clientId,
+    reviewSync: createReviewSyncLoop({
+      deps: { db: deps.db, clock, client: business.client, sealer: adSync.sealer, log: reviewLog },
+      intervalMs: SPEND_SYNC_POLL_MS,
+      batchSize: SPEND_SYNC_BATCH,
+      onError: (error) => reviewLog.warn({ err: error }, 'review sync round failed; will retry'),
+    }),
+  };
   // Scheduled posts publish from every instance; claims (FOR UPDATE SKIP LOCKED) keep it exactly once.
   const publisher = createPublisher({
     db: deps.db,
@@ -381,15 +430,18 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     adSync,
     ...(platforms.metaOAuth ? { metaOAuth: platforms.metaOAuth } : {}),
     ...(platforms.googleOAuth ? { googleOAuth: platforms.googleOAuth } : {}),
+    ...(googleBusiness ? { googleBusiness } : {}),
   });
 
   await fastify.ready();
   if (deps.publisher !== false) publisher.start();
   if (deps.spendSync ?? deps.config.spendSync) spendSync.start();
+  if (deps.reviewSync ?? deps.config.spendSync) googleBusiness?.reviewSync.start();
   return {
     fastify,
     usage,
     adSync,
+    ...(googleBusiness ? { googleBusiness } : {}),
     close: async () => {
       clearInterval(cleanup);
       let usageWritten: Promise<void> | undefined;
@@ -401,6 +453,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         usageWritten.catch(() => {}); // awaited in finally
         await publisher.stop();
         await spendSync.stop();
+        await googleBusiness?.reviewSync.stop();
         await grantUse.close();
         await revocations.close();
         if (!deps.limiter) await limiter.close();

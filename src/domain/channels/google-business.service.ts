@@ -6,7 +6,9 @@ import { DomainError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Sealer } from '../../platform/sealing.ts';
 import { shownName } from '../ad-sync/sync-engine.ts';
-import { saveConnection } from './channel-connection.repository.ts';
+import type { ReviewSyncLoop } from '../reviews/review-sync.ts';
+import { locationSyncStates } from '../reviews/review-sync.repository.ts';
+import { networkChannels, saveConnection } from './channel-connection.repository.ts';
 
 // Connecting a hub's Business Profile locations: the admin signs in with Google (business.manage,
 // offline), picks which location is which workspace's channel, and the refresh token is sealed
@@ -18,6 +20,14 @@ export interface GoogleBusinessDeps {
   clock: Clock;
   sealer: Sealer;
   client: GoogleBusinessClient;
+}
+
+/** Business Profile as this server reaches it: the services' dependencies and where its consent screen is. */
+export interface GoogleBusinessSetup {
+  deps: GoogleBusinessDeps;
+  accountsUrl: string;
+  clientId: string;
+  reviewSync: ReviewSyncLoop;
 }
 
 const NAME = 'Google Business Profile';
@@ -134,4 +144,38 @@ export async function connectBusinessLocations(
     deps.clock.now(),
   );
   return { connectionId, channelIds };
+}
+
+export interface BusinessChannelStatus {
+  id: string;
+  name: string;
+  externalId: string | null;
+  workspaceName: string;
+  connected: boolean;
+  lastPublishedAt: Date | null;
+  failureKind: string | null;
+  failureMessage: string | null;
+  reviews: number;
+  reviewsSyncedAt: Date | null;
+}
+
+/** The hub's connected locations with what the admin acts on: the channel's failure first, else its review sync's. */
+export async function businessChannels(db: Db, hubId: string): Promise<BusinessChannelStatus[]> {
+  const [channels, syncs] = await Promise.all([networkChannels(db, hubId, ['google_business']), locationSyncStates(db, hubId)]);
+  const syncOf = new Map(syncs.map((s) => [s.channelId, s]));
+  return channels.map((c) => {
+    const sync = syncOf.get(c.id);
+    return {
+      id: c.id,
+      name: c.name,
+      externalId: c.externalId,
+      workspaceName: c.workspaceName,
+      connected: c.connected,
+      lastPublishedAt: c.lastPublishedAt,
+      failureKind: c.failureKind ?? sync?.failureKind ?? null,
+      failureMessage: c.failureKind ? c.failureMessage : (sync?.failureMessage ?? null),
+      reviews: sync?.reviews ?? 0,
+      reviewsSyncedAt: sync?.lastSyncedAt ?? null,
+    };
+  });
 }

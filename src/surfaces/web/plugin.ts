@@ -11,6 +11,7 @@ import { fromFrameworkError, refusalOf } from '../shared/errors.ts';
 import { APP_JS } from './assets.ts';
 import { embedPage, embedRefusal, refuse, webPaths, type Link, type Web, type WebDeps } from './context.ts';
 import { adAccountRoutes } from './routes/ad-accounts.ts';
+import { googleBusinessRoutes } from './routes/channels-google.ts';
 import { connectedAppRoutes } from './routes/connected-apps.ts';
 import { embedRoutes } from './routes/embed.ts';
 import { frontDoorRoutes } from './routes/front-door.ts';
@@ -123,6 +124,7 @@ export async function webPlugin(app: FastifyInstance, deps: WebDeps): Promise<vo
   homeRoutes(app, web);
   keyRoutes(app, web);
   adAccountRoutes(app, web);
+  googleBusinessRoutes(app, web);
   optInRoutes(app, web);
   spendRoutes(app, web);
   connectedAppRoutes(app, web);

@@ -53,7 +53,8 @@ const refusalText = (error: unknown): string | undefined =>
     ? error.message
     : undefined;
 
-type OAuthPlatform = 'meta' | 'google';
+/** Whose OAuth callback a state is for: a state signed for one is refused at the others. */
+export type OAuthPlatform = 'meta' | 'google' | 'google_business';
 const stateMac = (sessionId: string, platform: OAuthPlatform, payload: string) =>
   createHmac('sha256', sessionId).update(`hubops-ad-oauth:${platform}:${payload}`).digest('base64url');
 
@@ -61,7 +62,7 @@ const stateMac = (sessionId: string, platform: OAuthPlatform, payload: string) =
  * The OAuth `state`: the hub, when, a nonce, and a MAC under the session id and the platform (so
  * only this session's callback of that platform accepts it).
  */
-function signState(sessionId: string, platform: OAuthPlatform, hubId: string, now: Date): string {
+export function signState(sessionId: string, platform: OAuthPlatform, hubId: string, now: Date): string {
   const payload = Buffer.from(JSON.stringify({ h: hubId, t: now.getTime(), n: randomBytes(12).toString('base64url') })).toString(
     'base64url',
   );
@@ -69,7 +70,7 @@ function signState(sessionId: string, platform: OAuthPlatform, hubId: string, no
 }
 
 /** The hub of a state this session signed for the platform within FORM_TOKEN_TTL_MS, or undefined. */
-function verifyState(sessionId: string, platform: OAuthPlatform, state: string, now: Date): string | undefined {
+export function verifyState(sessionId: string, platform: OAuthPlatform, state: string, now: Date): string | undefined {
   const [payload, mac, extra] = state.split('.');
   if (!payload || !mac || extra !== undefined) return undefined;
   if (!sameSecret(stateMac(sessionId, platform, payload), mac)) return undefined;

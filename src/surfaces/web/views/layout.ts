@@ -169,10 +169,11 @@ ${admin ? `<a role="menuitem" href="${h(hubUrl)}/settings/api">Manage Hub</a><a 
 }
 
 /** The tabs of Manage Hub, on each of its pages. */
-export function manageTabs(hubUrl: string, active: 'api' | 'ad-accounts'): string {
-  const tab = (id: 'api' | 'ad-accounts', text: string) =>
+type ManageTab = 'api' | 'ad-accounts' | 'channels/google';
+export function manageTabs(hubUrl: string, active: ManageTab): string {
+  const tab = (id: ManageTab, text: string) =>
     `<a href="${h(hubUrl)}/settings/${id}"${id === active ? ' class="on" aria-current="page"' : ''}>${text}</a>`;
-  return `<nav class="tabs" aria-label="Manage Hub">${tab('api', 'API')}${tab('ad-accounts', 'Ad accounts')}</nav>`;
+  return `<nav class="tabs" aria-label="Manage Hub">${tab('api', 'API')}${tab('ad-accounts', 'Ad accounts')}${tab('channels/google', 'Business Profile')}</nav>`;
 }
 
 export function signInPage(
