@@ -40,8 +40,8 @@ export function businessProfileView(o: {
       const failure = l.failureKind
         ? `<p class="error"><strong>${h(FAILURE_WORDS[l.failureKind] ?? 'The last attempt failed; it is retried by itself.')}</strong>${l.failureMessage ? ` Google said: “${h(l.failureMessage)}”` : ''}</p>`
         : '';
-      return `<li class="card"><h2>${h(l.name)}</h2><p class="muted"><code class="token">${h(l.externalId ?? '')}</code> · for <strong>${h(l.workspaceName)}</strong></p>
-<p>${l.reviewsSyncedAt ? `${h(String(l.reviews))} reviews, synced ${agoTag(l.reviewsSyncedAt, o.now)}` : 'Reviews not synced yet: the first sync starts within 15 seconds.'} · ${l.lastPublishedAt ? `last post ${agoTag(l.lastPublishedAt, o.now)}` : 'no post published yet'}</p>${failure}</li>`;
+      return `<section class="card"><h2>${h(l.name)}</h2><p class="muted"><code class="token">${h(l.externalId ?? '')}</code> · for <strong>${h(l.workspaceName)}</strong></p>
+<p>${l.reviewsSyncedAt ? `${h(String(l.reviews))} reviews, synced ${agoTag(l.reviewsSyncedAt, o.now)}` : 'Reviews not synced yet: the first sync starts within 15 seconds.'} · ${l.lastPublishedAt ? `last post ${agoTag(l.lastPublishedAt, o.now)}` : 'no post published yet'}</p>${failure}</section>`;
     })
     .join('');
   return `${manageTabs(u, 'channels/google')}
@@ -53,7 +53,7 @@ ${
     ? `<p><a class="button primary" href="${h(u)}/settings/channels/google/connect">Connect Google Business Profile</a></p>`
     : '<p class="muted">Not set up on this server: the operator sets GOOGLE_OAUTH_CLIENT_ID and GOOGLE_OAUTH_CLIENT_SECRET (docs/channels.md).</p>'
 }</div>
-${o.lines.length ? `<ul class="cards">${rows}</ul>` : '<p class="muted">No location is connected yet.</p>'}`;
+${o.lines.length ? rows : '<p class="muted">No location is connected yet.</p>'}`;
 }
 
 export function chooseLocationsView(o: {
