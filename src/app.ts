@@ -25,6 +25,12 @@ import { Sealer, type SecretsKey } from './platform/sealing.ts';
 import { createMetaPagesClient } from './integrations/meta-pages/client.ts';
 import { VERSION } from './platform/version.ts';
 import { createGoogleAdsClient, type GoogleOAuth } from './integrations/google-ads/client.ts';
+import { createGoogleBusinessClient, type GoogleBusinessClient } from './integrations/google-business/client.ts';
+import { createGoogleBusinessConnector } from './integrations/google-business/connector.ts';
+import { createMetaPagesConnector, type MetaPagesConnector } from './integrations/meta-pages/connector.ts';
+import { createInsightsSyncLoop } from './domain/organic/insights-sync.ts';
+import type { GoogleBusinessSetup } from './domain/channels/google-business.service.ts';
+import { createReviewSyncLoop } from './domain/reviews/review-sync.ts';
 import { createMetaClient, type MetaOAuth } from './integrations/meta/client.ts';
 import { createOpenAIAdsClient } from './integrations/openai-ads/client.ts';
 import type { SocialPlatform } from './db/schema.ts';
@@ -124,11 +130,15 @@ export async function adSyncDepsFor(
 }
 
 /**
- * The organic networks' connectors from the configuration, by platform, for channels connected to
- * a network. None yet: the Meta Pages and Business Profile connectors plug in here.
+ * The organic networks' connectors, by platform, for channels connected to a network: Meta's Pages
+ * connector for Facebook and Instagram (META_GRAPH_URL), and Business Profile's when Google OAuth
+ * is set up.
  */
-export function channelConnectorsFor(_config: Config, _clock: Clock = systemClock): Partial<Record<SocialPlatform, Connector>> {
-  return {};
+function channelConnectorsFor(
+  metaPages: MetaPagesConnector,
+  business: GoogleBusinessClient | undefined,
+): Partial<Record<SocialPlatform, Connector>> {
+  return { facebook: metaPages, instagram: metaPages, ...(business ? { google_business: createGoogleBusinessConnector(business) } : {}) };
 }
 
 export interface AppDeps {
@@ -150,6 +160,12 @@ export interface AppDeps {
   channelConnectors?: Partial<Record<SocialPlatform, Connector>>;
   /** Run the background spend sync loop (default: the configuration's HUBOPS_SPEND_SYNC). */
   spendSync?: boolean;
+  /** The Business Profile client (tests: one on a sandbox); default: from the configuration, when Google OAuth is set up. */
+  googleBusinessClient?: GoogleBusinessClient;
+  /** Run the background review sync loop (default: HUBOPS_SPEND_SYNC, which turns every platform sync on or off). */
+  reviewSync?: boolean;
+  /** Run the background organic insights sync loop (default: HUBOPS_ORGANIC_INSIGHTS_SYNC). */
+  insightsSync?: boolean;
   /** The ad platforms' clients (tests: a fake); default: from the configuration (META_GRAPH_URL). */
   adPlatformClients?: AdPlatformClients;
   /** A pino logger to share (main.ts), or false for none (tests); default: one from the config. */
@@ -169,8 +185,35 @@ export interface App {
   usage: UsageRecorder;
   /** The spend sync's dependencies, built once: what the web admin, the CLI and tests call the ad-sync service with. */
   adSync: AdSyncDeps;
+  /** Business Profile's services, when Google OAuth is set up: connecting locations, the review sync. */
+  googleBusiness?: GoogleBusinessSetup;
   /** Stops accepting, finishes in-flight requests, flushes usage. */
   close(): Promise<void>;
+}
+
+/** The Business Profile client the configuration asks for (the demo's sandbox, or Google), or none without Google OAuth. */
+function googleBusinessSetup(
+  config: Config,
+  clock: Clock,
+  injected: GoogleBusinessClient | undefined,
+): { client: GoogleBusinessClient; accountsUrl: string; clientId: string } | undefined {
+  const oauth =
+    config.googleBusinessOAuth ??
+    (config.googleClientId && config.googleClientSecret
+      ? { url: config.googleOAuthUrl, clientId: config.googleClientId, clientSecret: config.googleClientSecret }
+      : undefined);
+  if (!oauth) return undefined;
+  const accountsUrl = config.googleBusinessOAuth ? config.googleBusinessOAuth.url : config.googleAccountsUrl;
+  const client =
+    injected ??
+    createGoogleBusinessClient({
+      ...(config.googleBusinessUrl ? { businessUrl: config.googleBusinessUrl } : {}),
+      oauthUrl: oauth.url,
+      clientId: oauth.clientId,
+      clientSecret: oauth.clientSecret,
+      now: () => clock.now(),
+    });
+  return { client, accountsUrl, clientId: oauth.clientId };
 }
 
 export async function buildApp(deps: AppDeps): Promise<App> {
@@ -364,6 +407,32 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     signer: mediaUrls,
     clock,
   });
+  // Business Profile: connecting locations, and their reviews syncing on every instance (claims on
+  // the review_syncs rows keep one read per location at a time).
+  const business = googleBusinessSetup(deps.config, clock, deps.googleBusinessClient);
+  const reviewLog = fastify.log.child({ component: 'review-sync' });
+  const googleBusiness: GoogleBusinessSetup | undefined = business && {
+    deps: { db: deps.db, clock, sealer: adSync.sealer, client: business.client },
+    accountsUrl: business.accountsUrl,
+    clientId: business.clientId,
+    reviewSync: createReviewSyncLoop({
+      deps: { db: deps.db, clock, client: business.client, sealer: adSync.sealer, log: reviewLog },
+      intervalMs: SPEND_SYNC_POLL_MS,
+      batchSize: SPEND_SYNC_BATCH,
+      onError: (error) => reviewLog.warn({ err: error }, 'review sync round failed; will retry'),
+    }),
+  };
+  // Facebook Pages and Instagram: publishing, and the published posts' insights read back on a
+  // decaying schedule (claims on the insight rows keep one read per post at a time).
+  const metaPagesClient = createMetaPagesClient({ graphUrl: deps.config.metaGraphUrl });
+  const metaPages = createMetaPagesConnector({ client: metaPagesClient });
+  const insightsLog = fastify.log.child({ component: 'insights-sync' });
+  const insightsSync = createInsightsSyncLoop({
+    deps: { db: deps.db, clock, sealer: adSync.sealer, sources: { facebook: metaPages, instagram: metaPages }, log: insightsLog },
+    intervalMs: SPEND_SYNC_POLL_MS,
+    batchSize: SPEND_SYNC_BATCH,
+    onError: (error) => insightsLog.warn({ err: error }, 'insights sync round failed; will retry'),
+  });
   // Scheduled posts publish from every instance; claims (FOR UPDATE SKIP LOCKED) keep it exactly
   // once. Connected channels go through their network's connector, with tokens sealed as ad-sync's.
   const publisher = createPublisher({
@@ -371,7 +440,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     clock,
     connectors: new ChannelConnectors(
       new SandboxConnector(deps.db, clock),
-      deps.channelConnectors ?? channelConnectorsFor(deps.config, clock),
+      deps.channelConnectors ?? channelConnectorsFor(metaPages, business?.client),
     ),
     sealer: adSync.sealer,
     mediaUrls,
@@ -431,8 +500,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     adSync,
     ...(platforms.metaOAuth ? { metaOAuth: platforms.metaOAuth } : {}),
     // Connect Facebook Pages / Instagram (issue 23): the Pages client on the same Graph URL.
-    metaPages: createMetaPagesClient({ graphUrl: deps.config.metaGraphUrl }),
+    metaPages: metaPagesClient,
     ...(platforms.googleOAuth ? { googleOAuth: platforms.googleOAuth } : {}),
+    ...(googleBusiness ? { googleBusiness } : {}),
   });
 
   // The docs ({base_url}/docs): the guide rendered, and a reference page per OpenAPI document.
@@ -465,6 +535,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await fastify.ready();
   if (deps.publisher !== false) publisher.start();
   if (deps.spendSync ?? deps.config.spendSync) spendSync.start();
+  if (deps.reviewSync ?? deps.config.spendSync) googleBusiness?.reviewSync.start();
+  if (deps.insightsSync ?? deps.config.organicInsightsSync) insightsSync.start();
   return {
     fastify,
     usage,
@@ -475,6 +547,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       metricsListener = await listenForMetrics(deps.config, metrics, port ?? deps.config.metricsPort);
       return metricsListener;
     },
+    ...(googleBusiness ? { googleBusiness } : {}),
     close: async () => {
       clearInterval(cleanup);
       await metricsListener?.close();
@@ -487,6 +560,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         usageWritten.catch(() => {}); // awaited in finally
         await publisher.stop();
         await spendSync.stop();
+        await googleBusiness?.reviewSync.stop();
+        await insightsSync.stop();
         await grantUse.close();
         await revocations.close();
         if (!deps.limiter) await limiter.close();

@@ -50,6 +50,18 @@ export interface Config {
   googleAccountsUrl: string;
   /** The demo's Google Ads is a loopback sandbox: the demo is on and no Google setting is given. */
   googleAdsSandbox: boolean;
+  /**
+   * GOOGLE_BUSINESS_URL: one origin for the three Business Profile APIs (a loopback sandbox); unset:
+   * Google's own hosts (mybusinessaccountmanagement, mybusinessbusinessinformation, mybusiness.googleapis.com).
+   */
+  googleBusinessUrl: string | undefined;
+  /** The demo's Business Profile is a loopback sandbox: the demo is on and no Google setting is given. */
+  googleBusinessSandbox: boolean;
+  /**
+   * Set by the demo only: its Business Profile sandbox serves its own consent page and token
+   * endpoint, apart from the Google Ads sandbox's. In production both use GOOGLE_OAUTH_*.
+   */
+  googleBusinessOAuth?: { url: string; clientId: string; clientSecret: string };
   /** OPENAI_ADS_URL: the OpenAI Ads API's base URL (ChatGPT Ads; https://api.ads.openai.com, or a loopback sandbox). */
   openaiAdsUrl: string;
   /** The demo's ChatGPT Ads is a loopback sandbox: the demo is on and OPENAI_ADS_URL is not set. */
@@ -200,6 +212,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError('GOOGLE_ADS_DEVELOPER_TOKEN must be the developer token (8 to 256 characters, no spaces)');
   const baseOf = (name: string, fallback: string) => url(name, env[name]?.trim() || fallback, ['http:', 'https:']).replace(/\/+$/, '');
   const googleSettings = ['GOOGLE_OAUTH_CLIENT_ID', 'GOOGLE_ADS_URL', 'GOOGLE_OAUTH_URL', 'GOOGLE_ACCOUNTS_URL'];
+  const googleBusinessUrl = env.GOOGLE_BUSINESS_URL?.trim() ? baseOf('GOOGLE_BUSINESS_URL', '') : undefined;
   const spendSyncText = env.HUBOPS_SPEND_SYNC?.trim() || '1';
   if (spendSyncText !== '0' && spendSyncText !== '1')
     throw new ConfigError(`HUBOPS_SPEND_SYNC must be 0 or 1, got ${JSON.stringify(spendSyncText.slice(0, 40))}`);
@@ -233,6 +246,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     googleOAuthUrl: baseOf('GOOGLE_OAUTH_URL', 'https://oauth2.googleapis.com'),
     googleAccountsUrl: baseOf('GOOGLE_ACCOUNTS_URL', 'https://accounts.google.com'),
     googleAdsSandbox: demoText === '1' && googleSettings.every((name) => !env[name]?.trim()),
+    googleBusinessUrl,
+    googleBusinessSandbox: demoText === '1' && [...googleSettings, 'GOOGLE_BUSINESS_URL'].every((name) => !env[name]?.trim()),
     openaiAdsUrl: baseOf('OPENAI_ADS_URL', 'https://api.ads.openai.com'),
     openaiAdsSandbox: demoText === '1' && !env.OPENAI_ADS_URL?.trim(),
     spendSync: spendSyncText === '1',

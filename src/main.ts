@@ -5,7 +5,7 @@ import { EmbeddedDatabaseError } from './db/embedded.ts';
 import { openDatabase } from './db/open.ts';
 import { syncNow } from './domain/ad-sync/ad-account.service.ts';
 import { createKey } from './domain/api-keys/api-key.service.ts';
-import { connectDemoAccounts, startDemoSandboxes, type DemoSandboxes } from './domain/demo/ad-demo.ts';
+import { connectDemoAccounts, connectDemoLocations, startDemoSandboxes, type DemoSandboxes } from './domain/demo/ad-demo.ts';
 import { DEMO_HUB_ID, isDatabaseEmpty, seedDemo } from './domain/demo/demo.service.ts';
 import { getHub } from './domain/tenancy/tenancy.service.ts';
 import { systemClock } from './platform/clock.ts';
@@ -121,6 +121,11 @@ try {
         log.warn({ err: error, platform: connection.platform }, 'the demo ad accounts could not be connected to their sandbox'),
       );
   }
+  const businessToken = sandboxes?.businessProfileToken();
+  if (businessToken && app.googleBusiness)
+    await connectDemoLocations(app.googleBusiness.deps, businessToken).catch((error: unknown) =>
+      log.warn({ err: error }, 'the demo Business Profile locations could not be connected to their sandbox'),
+    );
 } catch (error) {
   // The database (and our postmaster) started: stop them before saying why we cannot go on.
   await app?.close().catch(() => {});

@@ -127,6 +127,18 @@ export const AD_TOKEN_EXPIRY_WARNING_MS = 7 * DAY;
 /** The Google Ads API version every call names (the path's /vNN/). v26 is current as of 2026-11 (Google's "latest" reference). */
 export const GOOGLE_ADS_API_VERSION = 'v26';
 
+// --- Google Business Profile reviews ------------------------------------------------------------
+
+/** How often each connected Business Profile location's reviews sync (new and changed ones), and the spread added. */
+export const REVIEW_SYNC_INTERVAL_MS = HOUR;
+export const REVIEW_SYNC_JITTER_MS = 5 * MINUTE;
+/** Every this long a location's reviews are read whole, which is how a review Google removed leaves our counts. */
+export const REVIEW_FULL_READ_MS = 7 * DAY;
+/** A review sync claims its location for this long; an older claim (its instance died) is taken over. */
+export const REVIEW_SYNC_LEASE_MS = 10 * MINUTE;
+/** After a failure the connection itself must mend (reconnect, approval, permission): try again this much later. */
+export const REVIEW_SYNC_STUCK_RETRY_MS = DAY;
+
 // --- Main API and main MCP server (OAuth tokens) --------------------------------------------
 
 /** Requests (REST) and tool calls (MCP) per user and OAuth client, by the account's plan. */

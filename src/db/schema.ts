@@ -438,6 +438,35 @@ export interface ReviewDaysTable {
   total_responded: Int8;
 }
 
+/** One Google review of a connected Business Profile location (migration 022). */
+export interface GoogleReviewsTable {
+  hub_id: string;
+  workspace_id: string;
+  channel_id: string;
+  review_id: string;
+  star_rating: number;
+  created_at: Date;
+  updated_at: Date;
+  replied: boolean;
+}
+
+/** A location's review sync: its job row and state (migration 022). */
+export interface ReviewSyncsTable {
+  channel_id: string;
+  hub_id: string;
+  high_water: NullableTimestamp;
+  last_full_at: NullableTimestamp;
+  last_synced_at: NullableTimestamp;
+  next_sync_at: Timestamp;
+  lease_until: NullableTimestamp;
+  lease_owner: Nullable<string>;
+  failure_kind: Nullable<string>;
+  failure_message: Nullable<string>;
+  failure_code: Nullable<string>;
+  failing_since: NullableTimestamp;
+  failure_count: Generated<number>;
+}
+
 export interface IdempotencyKeysTable {
   user_id: string;
   client_id: string;
@@ -480,6 +509,8 @@ export interface Database {
   hub_cpm: HubCpmTable;
   paid_metrics: PaidMetricsTable;
   review_days: ReviewDaysTable;
+  google_reviews: GoogleReviewsTable;
+  review_syncs: ReviewSyncsTable;
   idempotency_keys: IdempotencyKeysTable;
   oauth_artifacts: OAuthArtifactsTable;
   oauth_clients: OAuthClientsTable;

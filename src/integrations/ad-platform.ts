@@ -17,10 +17,12 @@ export const PLATFORM_FAILURE_KINDS = [
   'bad_answer',
   /** The platform could not be reached (DNS, connection refused, timeout before any answer). */
   'unreachable',
-  /** Organic posts: the network refuses this content (a rule checked before sending, or its own refusal). */
+  /** Publishing: the network took the post and refused its content (Business Profile's REJECTED, an Instagram container in ERROR). */
   'rejected',
-  /** Organic posts: the network's publishing quota is used up (Instagram's rolling 24 h limit); try later. */
+  /** Publishing: the channel's documented cap is used up (Instagram's posts per 24 hours); later posts go through. */
   'limit_reached',
+  /** The platform has not granted our project access yet (Business Profile APIs answer with a quota of 0). */
+  'not_approved',
 ] as const;
 export type PlatformFailureKind = (typeof PLATFORM_FAILURE_KINDS)[number];
 

@@ -10,8 +10,9 @@ import { openParts, sealParts, secretsKey } from '../../platform/sealing.ts';
 import { FORM_TOKEN_TTL_MS } from '../../policy.ts';
 import { findPending, insertPending, takePending, type PendingRow } from './pending-connection.repository.ts';
 
-export interface PendingToken {
-  platform: AdPlatformClient['platform'];
+export interface PendingToken<P extends string = AdPlatformClient['platform']> {
+  /** Whose token it is: an ad platform's, or another connection's (Business Profile's refresh token). */
+  platform: P;
   kind: 'oauth' | 'system_user';
   accessToken: string;
   tokenExpiresAt: Date | null;
@@ -47,17 +48,21 @@ const keyOfRow = (where: Where) => ({
   now: where.now,
 });
 
-function opened(where: Where, row: PendingRow): PendingToken | undefined {
+/** What the ad-account chooser takes: a token held for another connection is not its to use. */
+const AD_PLATFORMS: readonly AdPlatformClient['platform'][] = ['meta', 'google_ads', 'chatgpt_ads'];
+
+function opened<P extends string>(where: Where, row: PendingRow, platforms: readonly P[]): PendingToken<P> | undefined {
+  if (!(platforms as readonly string[]).includes(row.platform)) return undefined;
   const accessToken = unseal(where, sha256(where.handle), row.tokenSealed);
   return accessToken === undefined
     ? undefined
-    : { platform: row.platform as PendingToken['platform'], kind: row.kind, accessToken, tokenExpiresAt: row.tokenExpiresAt };
+    : { platform: row.platform as P, kind: row.kind, accessToken, tokenExpiresAt: row.tokenExpiresAt };
 }
 
 /** Keeps the token for this session and hub for FORM_TOKEN_TTL_MS; returns the handle the page may carry. */
-export async function holdPendingToken(
+export async function holdPendingToken<P extends string>(
   db: Db,
-  input: { sessionId: string; hubId: string; now: Date; token: PendingToken },
+  input: { sessionId: string; hubId: string; now: Date; token: PendingToken<P> },
 ): Promise<string> {
   const handle = randomBytes(24).toString('base64url');
   const handleHash = sha256(handle);
@@ -76,9 +81,15 @@ export async function holdPendingToken(
 }
 
 /** The token behind a handle of this session and hub, left in place (to list its accounts); undefined when unknown or expired. */
-export async function readPendingToken(db: Db, where: Where): Promise<PendingToken | undefined> {
+export async function readPendingToken(db: Db, where: Where): Promise<PendingToken | undefined>;
+export async function readPendingToken<P extends string>(
+  db: Db,
+  where: Where,
+  platforms: readonly P[],
+): Promise<PendingToken<P> | undefined>;
+export async function readPendingToken(db: Db, where: Where, platforms: readonly string[] = AD_PLATFORMS) {
   const row = await findPending(db, keyOfRow(where));
-  return row && opened(where, row);
+  return row && opened(where, row, platforms);
 }
 
 /**
@@ -86,14 +97,23 @@ export async function readPendingToken(db: Db, where: Where): Promise<PendingTok
  * returns it (same handle, same expiry) when the connection it was taken for was refused, so the
  * admin can choose again.
  */
-export async function takePendingToken(db: Db, where: Where): Promise<{ token: PendingToken; putBack(): Promise<void> } | undefined> {
+export async function takePendingToken(db: Db, where: Where): Promise<{ token: PendingToken; putBack(): Promise<void> } | undefined>;
+export async function takePendingToken<P extends string>(
+  db: Db,
+  where: Where,
+  platforms: readonly P[],
+): Promise<{ token: PendingToken<P>; putBack(): Promise<void> } | undefined>;
+export async function takePendingToken(db: Db, where: Where, platforms: readonly string[] = AD_PLATFORMS) {
   const key = keyOfRow(where);
   const row = await takePending(db, key);
-  const token = row && opened(where, row);
-  if (!row || !token) return undefined;
-  return {
-    token,
-    putBack: () =>
-      insertPending(db, { ...row, handleHash: key.handleHash, sessionHash: key.sessionHash, hubId: where.hubId, now: where.now }),
-  };
+  if (!row) return undefined;
+  const putBack = () =>
+    insertPending(db, { ...row, handleHash: key.handleHash, sessionHash: key.sessionHash, hubId: where.hubId, now: where.now });
+  const token = opened(where, row, platforms);
+  if (!token) {
+    // Held for another chooser: left for it.
+    if ((platforms as readonly string[]).includes(row.platform) === false) await putBack();
+    return undefined;
+  }
+  return { token, putBack };
 }

@@ -16,6 +16,7 @@ import {
   type PlatformSpendRow,
 } from '../../integrations/ad-platform.ts';
 import type { Clock } from '../../platform/clock.ts';
+import type { PlatformFailureKind as SyncFailureKind } from '../../db/schema.ts';
 import { FORBIDDEN_CHARACTERS, hasForbiddenCharacter, withoutHiddenFormatCharacters } from '../../platform/text.ts';
 import { SealingError, type Sealer } from '../../platform/sealing.ts';
 import {
@@ -86,16 +87,23 @@ const sleepFor = (ms: number, signal?: AbortSignal) =>
 
 class LeaseLost extends Error {}
 
+const SYNC_FAILURE_KINDS: readonly string[] = [
+  'needs_reconnect',
+  'missing_permission',
+  'invalid_request',
+  'platform_error',
+  'bad_answer',
+  'unreachable',
+] satisfies SyncFailureKind[];
+const isSyncFailureKind = (kind: string): kind is SyncFailureKind => SYNC_FAILURE_KINDS.includes(kind);
+
 /** What went wrong, in the platform's words where it gave some; never a token. */
-function failureOf(error: unknown): {
-  kind: Exclude<PlatformFailureKind, 'rejected' | 'limit_reached'>;
-  message: string;
-  code: string | null;
-} {
-  // 'rejected' and 'limit_reached' are organic publishing's; an ad client never throws them.
+function failureOf(error: unknown): { kind: SyncFailureKind; message: string; code: string | null } {
+  // The publishing kinds (rejected, limit_reached, not_approved) never come from a spend read; were
+  // one to, it is a request the platform will not take as made.
   if (error instanceof PlatformError)
     return {
-      kind: error.kind === 'rejected' || error.kind === 'limit_reached' ? 'invalid_request' : error.kind,
+      kind: isSyncFailureKind(error.kind) ? error.kind : 'invalid_request',
       message: (error.platformMessage ?? error.message).slice(0, 1_000),
       code: error.platformCode ?? null,
     };

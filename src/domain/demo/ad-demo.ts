@@ -9,6 +9,8 @@ import type { AdPlatform } from '../../db/schema.ts';
 import { startGoogleAdsSandbox, type SandboxCustomerInput } from '../../integrations/google-ads/sandbox.ts';
 import { startMetaPagesSandbox } from '../../integrations/meta-pages/sandbox.ts';
 import type { SandboxSeed } from '../../integrations/meta/sandbox.ts';
+import { startGoogleBusinessSandbox } from '../../integrations/google-business/sandbox.ts';
+import { connectBusinessLocations, type GoogleBusinessDeps } from '../channels/google-business.service.ts';
 import { startOpenAIAdsSandbox, type OpenAIAdsSandboxAccount } from '../../integrations/openai-ads/sandbox.ts';
 import { connectAdAccounts, listAdAccounts, type AdSyncDeps, type ConnectionKind } from '../ad-sync/ad-account.service.ts';
 import { DEMO_HUB_ID } from './seed.ts';
@@ -157,12 +159,33 @@ export async function connectDemoAccounts(deps: AdSyncDeps, connection: DemoConn
   return connected.map((a) => a.id);
 }
 
+/** The demo hub's Business Profile locations, each the channel of a store. */
+export const DEMO_BUSINESS_LOCATIONS = [1, 2, 3].map((n) => ({
+  name: `accounts/4200/locations/42000${n}`,
+  title: `Brewline Store ${n} (Business Profile sandbox)`,
+  reviews: 60 + 20 * n,
+  workspaceId: ws(n),
+}));
+
+/**
+ * Connects the demo's Business Profile locations with a fresh sandbox refresh token (on each start:
+ * the sandbox's tokens live as long as its process); their reviews then sync by themselves.
+ */
+export async function connectDemoLocations(deps: GoogleBusinessDeps, refreshToken: string): Promise<void> {
+  await connectBusinessLocations(deps, DEMO_HUB_ID, {
+    refreshToken,
+    mappings: DEMO_BUSINESS_LOCATIONS.map((l) => ({ location: l.name, workspaceId: l.workspaceId })),
+  });
+}
+
 /** The demo's running sandboxes: where they are, the configuration pointed at them, the connections they issue. */
 export interface DemoSandboxes {
   /** `config` with each running sandbox's platform settings pointed at it. */
   configure(config: Config): Config;
   /** A fresh credential per platform for the demo hub's accounts. */
   connections(): DemoConnection[];
+  /** A fresh refresh token of the Business Profile sandbox, when it runs. */
+  businessProfileToken(): string | undefined;
   /** Banner lines: label and address. */
   banner: [string, string][];
   close(): Promise<void>;
@@ -187,6 +210,8 @@ export async function startDemoSandboxes(config: Config): Promise<DemoSandboxes 
       ? await startOpenAIAdsSandbox({ host: '127.0.0.1', accounts: DEMO_CHATGPT_ACCOUNTS, historyDays: 100 })
       : undefined;
     if (chatgpt) started.push(chatgpt);
+    const business = config.googleBusinessSandbox ? await startGoogleBusinessSandbox({ locations: DEMO_BUSINESS_LOCATIONS }) : undefined;
+    if (business) started.push(business);
     if (started.length === 0) return undefined;
     const note = "(the demo's ad accounts sync from it; docs/ad-accounts.md)";
     return {
@@ -205,7 +230,14 @@ export async function startDemoSandboxes(config: Config): Promise<DemoSandboxes 
             }
           : {}),
         ...(chatgpt ? { openaiAdsUrl: chatgpt.url } : {}),
+        ...(business
+          ? {
+              googleBusinessUrl: business.url,
+              googleBusinessOAuth: { url: business.url, clientId: business.clientId, clientSecret: business.clientSecret },
+            }
+          : {}),
       }),
+      businessProfileToken: () => business?.issueRefreshToken(),
       connections: () => [
         ...(meta ? [demoMetaConnection(meta.issueToken({ systemUser: true }))] : []),
         ...(google ? [demoGoogleConnection(google.issueRefreshToken())] : []),
@@ -215,6 +247,9 @@ export async function startDemoSandboxes(config: Config): Promise<DemoSandboxes 
         ...(meta ? [['Meta sandbox', `${meta.url}  ${note}`] as [string, string]] : []),
         ...(google ? [['Google Ads sandbox', `${google.url}  ${note}`] as [string, string]] : []),
         ...(chatgpt ? [['ChatGPT Ads sandbox', `${chatgpt.url}  ${note}`] as [string, string]] : []),
+        ...(business
+          ? [['Business Profile sandbox', `${business.url}  (the demo's reviews sync from it; docs/channels.md)`] as [string, string]]
+          : []),
       ],
       close: async () => {
         await Promise.all(started.map((s) => s.close()));

@@ -15,18 +15,10 @@
 // handed on). Both bodies are checked whole before any of the window's rows are handed on, so an
 // error element at the end of a stream (quota, a transient failure) is seen first: a quota error
 // is waited out and the same query asked again, and no row ever reaches the caller twice.
-import { createHash } from 'node:crypto';
-import http from 'node:http';
-import https from 'node:https';
-import type { Readable } from 'node:stream';
-import { setTimeout as delay } from 'node:timers/promises';
-import zlib from 'node:zlib';
-import { GOOGLE_ADS_API_VERSION, SPEND_THROTTLE_WAIT_MAX_MS } from '../../policy.ts';
+import { GOOGLE_ADS_API_VERSION } from '../../policy.ts';
 import { isTimeZoneName } from '../../platform/time.ts';
-import { traceOutbound } from '../../platform/tracing.ts';
 import {
   PlatformError,
-  PlatformThrottled,
   type AdPlatformClient,
   type LocalDayRange,
   type PlatformAdAccount,
@@ -45,6 +37,17 @@ import {
   spendQuery,
   type RpcStatus,
 } from './wire.ts';
+import {
+  AnswerTooLarge,
+  createGoogleTransport,
+  googleAuthorizeUrl,
+  isObject,
+  LONG_QUOTA_WAIT_MS,
+  MAX_QUOTA_WAIT_MS,
+  SHORT_QUOTA_WAIT_MS,
+  TOKEN_TEXT,
+  type Session,
+} from '../google/transport.ts';
 
 export interface GoogleAdsClientOptions {
   /** https://googleads.googleapis.com in production (GOOGLE_ADS_URL), the sandbox's url in tests and the demo. */
@@ -85,7 +88,6 @@ export interface GoogleOAuth {
 export const GOOGLE_ADS_SCOPES = ['https://www.googleapis.com/auth/adwords'];
 
 const DEFAULT_ADS_URL = 'https://googleads.googleapis.com';
-const DEFAULT_OAUTH_URL = 'https://oauth2.googleapis.com';
 /** A SearchStream answer comes whole at the end of the request: more time than a Graph page. */
 const DEFAULT_TIMEOUT_MS = 120_000;
 const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -100,64 +102,13 @@ const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
 const FIRST_WINDOW_DAYS = 7;
 const WINDOW_TARGET_BYTES = 2 * 1024 * 1024;
 const MAX_WINDOW_DAYS = 30;
-/** An access token is renewed this long before Google says it expires (they live an hour). */
-const ACCESS_TOKEN_MARGIN_MS = 5 * 60_000;
-/** Access tokens kept in memory, one per refresh token (oldest out first). */
-const TOKEN_CACHE_MAX = 10_000;
 /** Accounts described at once when listing (one SearchStream each). */
 const LOOKUP_CONCURRENCY = 4;
 /** listAccessibleCustomers and customer_client lists longer than this are not believed. */
 const MAX_ACCOUNTS = 10_000;
-/**
- * A quota error without a retryDelay: RESOURCE_TEMPORARILY_EXHAUSTED is a short-term rate ("too many
- * requests in a short amount of time"), waited out briefly; RESOURCE_EXHAUSTED is most often the
- * daily operations quota, which no short wait mends (QuotaErrorEnum; "API limits and quotas").
- */
-const SHORT_QUOTA_WAIT_MS = 30_000;
-const LONG_QUOTA_WAIT_MS = 60 * 60_000;
-const MAX_QUOTA_WAIT_MS = 24 * 60 * 60_000;
-
 const CUSTOMER_ID = /^\d{10}$/;
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 const DAY_MS = 86_400_000;
-const TOKEN_TEXT = /^[\x21-\x7e]{1,4096}$/;
-
-/** Connections are kept between requests, as fetch keeps them. */
-const httpAgent = new http.Agent({ keepAlive: true });
-const httpsAgent = new https.Agent({ keepAlive: true });
-/** The content encodings we ask for, and identity (null: nothing to undo). */
-const DECODERS = new Map<string, (() => zlib.Gunzip | zlib.Inflate | zlib.BrotliDecompress) | null>([
-  ['identity', null],
-  ['gzip', () => zlib.createGunzip()],
-  ['x-gzip', () => zlib.createGunzip()],
-  ['deflate', () => zlib.createInflate()],
-  ['br', () => zlib.createBrotliDecompress()],
-]);
-
-type Json = Record<string, unknown>;
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
-
-/** An answer past the body cap: a spend window that gets one is asked again in halves. */
-class AnswerTooLarge extends PlatformError {}
-
-/** One caller's sequence of requests: its refresh token, its abort signal and the quota time it has waited. */
-interface Session {
-  refreshToken: string | undefined;
-  /** Texts that must never appear in an error (tokens, the client secret, a code, the developer token). */
-  secrets: string[];
-  signal: AbortSignal | undefined;
-  waitedMs: number;
-}
-
-interface Answer {
-  status: number;
-  /** Whether the answer says it is JSON (content-type application/json). */
-  json: boolean;
-  /** The Retry-After header, as sent. */
-  retryAfter: string | undefined;
-  text: string;
-  bytes: number;
-}
 
 /** A customer as GAQL describes it (resource `customer` or `customer_client`). */
 interface Customer extends Omit<PlatformAdAccount, 'accessVia'> {
@@ -166,279 +117,23 @@ interface Customer extends Omit<PlatformAdAccount, 'accessVia'> {
 
 export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatformClient & GoogleOAuth {
   const adsBase = (options.adsUrl ?? DEFAULT_ADS_URL).replace(/\/+$/, '');
-  const oauthBase = (options.oauthUrl ?? DEFAULT_OAUTH_URL).replace(/\/+$/, '');
   const version = options.apiVersion ?? GOOGLE_ADS_API_VERSION;
   const { clientId, clientSecret, developerToken } = options;
-  const now = () => (options.now ? options.now().getTime() : Date.now());
-  const sleep =
-    options.sleep ??
-    (async (ms: number, signal?: AbortSignal) => {
-      // A cancelled wait ends with the caller's own reason, as a cancelled request does.
-      await delay(ms, undefined, signal ? { signal } : {}).catch((error: unknown) => {
-        throw signal?.aborted ? signal.reason : error;
-      });
-    });
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const windowTarget = Math.min(WINDOW_TARGET_BYTES, maxBodyBytes / 4);
-  const fixedSecrets = [clientSecret, ...(developerToken ? [developerToken] : [])];
-
-  /** Access tokens by a hash of the refresh token they came from: the refresh token itself is never a key. */
-  const accessTokens = new Map<string, { token: string; expiresAt: number }>();
-  const cacheKey = (refreshToken: string) => createHash('sha256').update(`${clientId}\0${refreshToken}`).digest('base64url');
-  const remember = (refreshToken: string, token: string, expiresAt: number) => {
-    const key = cacheKey(refreshToken);
-    accessTokens.delete(key);
-    if (accessTokens.size >= TOKEN_CACHE_MAX) accessTokens.delete(accessTokens.keys().next().value!);
-    accessTokens.set(key, { token, expiresAt });
-  };
-
-  const scrub = (text: string, s: Session) =>
-    s.secrets.reduce((out, secret) => (secret.length >= 4 ? out.split(secret).join('[redacted]') : out), text);
-
-  /** One HTTP exchange: the answer's status and its body as text (JSON only; a redirect, another type or a body over the cap is a bad_answer). */
-  async function send(
-    s: Session,
-    who: string,
-    what: string,
-    method: 'GET' | 'POST',
-    url: URL,
-    extraHeaders: Record<string, string>,
-    body: string | undefined,
-  ): Promise<Answer> {
-    s.signal?.throwIfAborted();
-    const headers: Record<string, string> = { accept: 'application/json', 'accept-encoding': 'gzip, deflate, br', ...extraHeaders };
-    if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const signal = s.signal ? AbortSignal.any([s.signal, timeout]) : timeout;
-    // node:http rather than fetch, as in the Meta client: plain Buffer chunks, and no redirect is followed.
-    let answered = false;
-    const answer = await traceOutbound(
-      'google_ads',
-      method,
-      url,
-      () =>
-        new Promise<Answer>((resolve, reject) => {
-          let settled = false;
-          const settle = (error: unknown, value?: Answer) => {
-            if (settled) return;
-            settled = true;
-            if (error === undefined) return resolve(value!);
-            request.destroy();
-            reject(error);
-          };
-          const request = (url.protocol === 'https:' ? https : http).request(
-            url,
-            { method, headers, signal, agent: url.protocol === 'https:' ? httpsAgent : httpAgent },
-            (response) => {
-              answered = true;
-              const status = response.statusCode ?? 0;
-              if (status >= 300 && status < 400)
-                return settle(
-                  new PlatformError('bad_answer', `${who} answered ${what} with a redirect (HTTP ${status}); the API never redirects`),
-                );
-              const type = (response.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-              // Another type (an HTML error page) is read too, under the same cap: its status still says what happened.
-              const json = type === 'application/json';
-              const retryAfter = typeof response.headers['retry-after'] === 'string' ? response.headers['retry-after'] : undefined;
-              const tooLarge = () =>
-                new AnswerTooLarge('bad_answer', `${possessive(who)} answer to ${what} is larger than ${maxBodyBytes} bytes`);
-              if (Number(response.headers['content-length'] ?? 0) > maxBodyBytes) return settle(tooLarge());
-              const encoding = (response.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
-              const decode = DECODERS.get(encoding);
-              if (decode === undefined)
-                return settle(new PlatformError('bad_answer', `${who} answered ${what} in an unknown content encoding`));
-              // The cap counts the bytes we hold, after decompression (a small zip bomb is refused too).
-              const stream: Readable = decode ? response.pipe(decode()) : response;
-              const chunks: Buffer[] = [];
-              let total = 0;
-              const cutOff = () => settle(signal.aborted ? signal.reason : new Error('cut off'));
-              stream.on('data', (chunk: Buffer) => {
-                total += chunk.length;
-                if (total > maxBodyBytes) return settle(tooLarge());
-                chunks.push(chunk);
-              });
-              stream.on('end', () =>
-                settle(undefined, {
-                  status,
-                  json,
-                  retryAfter,
-                  bytes: total,
-                  text: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total)).toString('utf8'),
-                }),
-              );
-              stream.on('error', cutOff);
-              response.on('error', cutOff);
-              response.on('close', () => {
-                if (!response.complete) cutOff();
-              });
-            },
-          );
-          request.on('error', (error) => settle(error));
-          request.end(body);
-        }),
-    ).catch((error: unknown) => {
-      if (error instanceof PlatformError) throw error;
-      if (s.signal?.aborted) throw s.signal.reason;
-      if (!answered) {
-        if (timeout.aborted) throw new PlatformError('unreachable', `${who} did not answer ${what} within ${timeoutMs / 1000} s`);
-        const code = (error as { code?: unknown }).code;
-        throw new PlatformError('unreachable', `${who} could not be reached for ${what}${typeof code === 'string' ? ` (${code})` : ''}`);
-      }
-      if (timeout.aborted)
-        throw new PlatformError('bad_answer', `${possessive(who)} answer to ${what} did not finish within ${timeoutMs / 1000} s`);
-      throw new PlatformError('bad_answer', `${possessive(who)} answer to ${what} was cut off`);
-    });
-    return answer;
-  }
-
-  /** The answer's JSON, or undefined when it has none: a body of another type, or not valid JSON (see statusOnly). */
-  function parseJson(answer: Answer): unknown {
-    if (!answer.json) return undefined;
-    try {
-      return JSON.parse(answer.text);
-    } catch {
-      return undefined;
-    }
-  }
-
-  /**
-   * What an answer without a documented error means (an HTML error page from a proxy or a front
-   * end, a body that is not valid JSON, JSON without an error): its HTTP status still tells. A server error is temporary; 404 is a wrong base URL or a
-   * retired API version ("Sunset" versions answer 404), which no retry mends; 401 and 403 are
-   * their google.rpc equivalents (UNAUTHENTICATED, PERMISSION_DENIED); a 2xx that is not JSON is
-   * not what the documentation promises. 429 is handled by the callers (a wait).
-   */
-  function statusOnly(answer: Answer, who: string, what: string, unauthenticated: PlatformFailureKind): PlatformError {
-    const words = `${who} answered ${what} with HTTP ${answer.status} and ${answer.json ? 'no error in a form it documents' : 'no JSON'}`;
-    if (answer.status >= 500) return new PlatformError('platform_error', `${words}: a temporary error`);
-    if (answer.status === 404) return new PlatformError('invalid_request', `${words}: check the base URL and the API version`);
-    if (answer.status === 401) return new PlatformError(unauthenticated, `${words}: the credentials were refused`);
-    if (answer.status === 403) return new PlatformError('missing_permission', `${words}: access was refused`);
-    return new PlatformError('bad_answer', `${words} (${answer.bytes} bytes)`);
-  }
-
-  /** A Retry-After header (delta-seconds or an HTTP-date; RFC 9110 §10.2.3) in milliseconds; undefined when absent or unreadable. */
-  function retryAfterMs(header: string | undefined): number | undefined {
-    if (header === undefined) return undefined;
-    const text = header.trim();
-    if (/^\d{1,9}$/.test(text)) return Number(text) * 1000;
-    const at = Date.parse(text);
-    return Number.isNaN(at) || !/[a-z]/i.test(text) ? undefined : Math.max(0, at - now());
-  }
-
-  /** Waits `ms` within the session's budget (SPEND_THROTTLE_WAIT_MAX_MS in all), or throws PlatformThrottled for the caller to reschedule. */
-  async function waitOrThrottle(s: Session, ms: number, message: string, platformMessage: string | undefined): Promise<void> {
-    if (s.waitedMs + ms > SPEND_THROTTLE_WAIT_MAX_MS) throw new PlatformThrottled(ms, message, platformMessage);
-    s.waitedMs += ms;
-    await sleep(ms, s.signal);
-  }
-
-  // --- OAuth 2.0 (Using OAuth 2.0 for Web Server Applications)
-
-  /** POST {oauthUrl}/token with the client's credentials in the form (client_secret_post, as Google's own samples do). */
-  async function tokenRequest(
-    s: Session,
-    what: string,
-    params: Record<string, string>,
-    invalidGrant: PlatformFailureKind,
-  ): Promise<{ accessToken: string; expiresAt: number; refreshToken: string | undefined }> {
-    const who = "Google's token endpoint";
-    const body = new URLSearchParams({ client_id: clientId, client_secret: clientSecret, ...params }).toString();
-    let answer: Answer;
-    let json: unknown;
-    for (;;) {
-      answer = await send(
-        s,
-        who,
-        what,
-        'POST',
-        new URL(`${oauthBase}/token`),
-        { 'content-type': 'application/x-www-form-urlencoded' },
-        body,
-      );
-      json = parseJson(answer);
-      const code = isObject(json) && typeof json.error === 'string' ? json.error.slice(0, 64) : undefined;
-      // Too many requests (HTTP 429, or the rate-limit words of RFC 8628 §3.5 and Google's own):
-      // a pause, not a broken login. Retry-After says how long when Google sends it.
-      if (answer.status === 429 || code === 'slow_down' || code === 'rate_limit_exceeded') {
-        const description =
-          isObject(json) && typeof json.error_description === 'string' ? json.error_description.slice(0, 2000) : undefined;
-        const ms = Math.min(retryAfterMs(answer.retryAfter) ?? SHORT_QUOTA_WAIT_MS, MAX_QUOTA_WAIT_MS);
-        await waitOrThrottle(
-          s,
-          ms,
-          `${who} asks to slow down for ${what}: try again in ${Math.ceil(ms / 1000)} s`,
-          description === undefined ? undefined : scrub(description, s),
-        );
-        continue;
-      }
-      break;
-    }
-    if (!isObject(json)) {
-      if (answer.json && answer.status >= 200 && answer.status < 300 && json !== undefined)
-        throw new PlatformError('bad_answer', `${possessive(who)} answer to ${what} is not a JSON object`);
-      // A 401 without an OAuth error is the client being refused, as invalid_client is (RFC 6749 §5.2).
-      throw statusOnly(answer, who, what, 'invalid_request');
-    }
-    if (json.error !== undefined || answer.status < 200 || answer.status >= 300) {
-      // RFC 6749 §5.2: { error, error_description }. Google's invalid_grant says why in its
-      // description ("Token has been expired or revoked.", "Bad Request", "Malformed auth code.").
-      if (typeof json.error !== 'string' || json.error === '') {
-        if (answer.status >= 500) throw statusOnly(answer, who, what, 'invalid_request');
-        throw new PlatformError('bad_answer', `${who} answered ${what} with HTTP ${answer.status} and no OAuth error`);
-      }
-      const code = json.error.slice(0, 64);
-      const description = typeof json.error_description === 'string' ? json.error_description.slice(0, 2000) : '';
-      const details = { platformMessage: scrub(description || code, s), platformCode: scrub(code, s) };
-      if (code === 'invalid_grant')
-        throw new PlatformError(
-          invalidGrant,
-          invalidGrant === 'needs_reconnect'
-            ? `Google refused ${what}: the refresh token expired or was revoked (invalid_grant); connect the account again`
-            : `Google refused ${what} (invalid_grant)`,
-          details,
-        );
-      // The operator's OAuth client itself is refused: nothing an account admin's retry mends.
-      if (code === 'invalid_client' || code === 'unauthorized_client')
-        throw new PlatformError(
-          'invalid_request',
-          `Google refused ${what}: it does not accept the OAuth client id or secret (${code})`,
-          details,
-        );
-      if (code === 'server_error' || code === 'temporarily_unavailable' || answer.status >= 500)
-        throw new PlatformError('platform_error', `Google refused ${what} with a temporary error (${code})`, details);
-      throw new PlatformError('invalid_request', `Google refused ${what} (${details.platformCode})`, details);
-    }
-    const { access_token: accessToken, expires_in: expiresIn, refresh_token: refreshToken } = json;
-    if (typeof accessToken !== 'string' || !TOKEN_TEXT.test(accessToken))
-      throw new PlatformError('bad_answer', `${possessive(who)} answer to ${what} has no valid access_token`);
-    s.secrets.push(accessToken);
-    if (typeof expiresIn !== 'number' || !Number.isSafeInteger(expiresIn) || expiresIn <= 0)
-      throw new PlatformError('bad_answer', `${possessive(who)} answer to ${what} has no valid expires_in`);
-    if (refreshToken !== undefined && (typeof refreshToken !== 'string' || !TOKEN_TEXT.test(refreshToken)))
-      throw new PlatformError('bad_answer', `${possessive(who)} answer to ${what} has a refresh_token that is not a token`);
-    if (refreshToken !== undefined) s.secrets.push(refreshToken);
-    return { accessToken, expiresAt: now() + expiresIn * 1000, refreshToken };
-  }
-
-  /** An access token for the session's refresh token: the one in memory while it has more than a few minutes left, else a new one. */
-  async function accessToken(s: Session, fresh: boolean): Promise<string> {
-    const refreshToken = s.refreshToken!;
-    const cached = accessTokens.get(cacheKey(refreshToken));
-    if (!fresh && cached && cached.expiresAt - ACCESS_TOKEN_MARGIN_MS > now()) {
-      s.secrets.push(cached.token);
-      return cached.token;
-    }
-    const tokens = await tokenRequest(
-      s,
-      'the access token refresh',
-      { grant_type: 'refresh_token', refresh_token: refreshToken },
-      'needs_reconnect',
-    );
-    remember(refreshToken, tokens.accessToken, tokens.expiresAt);
-    return tokens.accessToken;
-  }
+  const transport = createGoogleTransport({
+    oauthUrl: options.oauthUrl,
+    clientId,
+    clientSecret,
+    secrets: developerToken ? [developerToken] : [],
+    platform: 'google_ads',
+    sleep: options.sleep,
+    now: options.now,
+    timeoutMs,
+    maxBodyBytes,
+  });
+  const { scrub, send, parseJson, statusOnly, retryAfterMs, waitOrThrottle, accessToken } = transport;
 
   // --- The Google Ads API
 
@@ -616,7 +311,7 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
     if (typeof credential.secret !== 'string' || !TOKEN_TEXT.test(credential.secret)) {
       throw new PlatformError('invalid_request', 'The Google refresh token must be 1 to 4096 printable characters without spaces');
     }
-    return { refreshToken: credential.secret, secrets: [credential.secret, ...fixedSecrets], signal, waitedMs: 0 };
+    return transport.session(credential.secret, signal);
   }
 
   /** customers:listAccessibleCustomers: the customers the login reaches directly (managers among them). */
@@ -804,37 +499,11 @@ export function createGoogleAdsClient(options: GoogleAdsClientOptions): AdPlatfo
 
     readSpend,
 
-    authorizeUrl(p) {
-      const url = new URL(`${p.accountsUrl.replace(/\/+$/, '')}/o/oauth2/v2/auth`);
-      url.search = new URLSearchParams({
-        client_id: p.clientId,
-        redirect_uri: p.redirectUri,
-        response_type: 'code',
-        scope: GOOGLE_ADS_SCOPES.join(' '),
-        // offline: a refresh token, so syncs run without the admin; consent: Google issues one
-        // only at a consent, so asking for it every time gives a refresh token on a reconnect too.
-        access_type: 'offline',
-        prompt: 'consent',
-        state: p.state,
-      }).toString();
-      return url.toString();
-    },
+    authorizeUrl: (p) => googleAuthorizeUrl({ ...p, scopes: GOOGLE_ADS_SCOPES }),
 
-    async exchangeCode(p) {
-      const s: Session = { refreshToken: undefined, secrets: [...fixedSecrets, p.code], signal: undefined, waitedMs: 0 };
-      const tokens = await tokenRequest(
-        s,
-        'the authorization code exchange',
-        { grant_type: 'authorization_code', code: p.code, redirect_uri: p.redirectUri },
-        'invalid_request',
-      );
-      if (tokens.refreshToken !== undefined) remember(tokens.refreshToken, tokens.accessToken, tokens.expiresAt);
-      return { refreshToken: tokens.refreshToken, accessToken: tokens.accessToken, expiresAt: new Date(tokens.expiresAt) };
-    },
+    exchangeCode: transport.exchangeCode,
   };
 }
-
-const possessive = (who: string) => (who.endsWith('s') ? `${who}'` : `${who}'s`);
 
 function statusOfHttp(code: number): RpcStatus {
   if (code === 401) return 'UNAUTHENTICATED';

@@ -1,5 +1,6 @@
 // What every part of the web admin is given: its dependencies, its paths, and the ways it answers
 // with a page (each response with a fresh nonce and the headers made for it).
+import type { GoogleBusinessSetup } from '../../domain/channels/google-business.service.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
@@ -35,6 +36,8 @@ export interface WebDeps {
   googleOAuth?: GoogleOAuth;
   /** The user's Facebook Pages (the Meta Pages client): "Connect Facebook Pages / Instagram" shows only with it and metaOAuth. */
   metaPages?: { listPages(userToken: string): Promise<ListedPage[]> };
+  /** Business Profile (set up with Google OAuth): Manage Hub → Business Profile connects locations. */
+  googleBusiness?: GoogleBusinessSetup;
 }
 
 export interface WebPaths {

@@ -13,6 +13,7 @@ import { embedPage, embedRefusal, refuse, webPaths, type Link, type Web, type We
 import { adAccountRoutes } from './routes/ad-accounts.ts';
 import { channelRoutes, type ChannelConnectSource } from './routes/channels.ts';
 import { channelsMetaRoutes } from './routes/channels-meta.ts';
+import { googleBusinessRoutes } from './routes/channels-google.ts';
 import { connectedAppRoutes } from './routes/connected-apps.ts';
 import { embedRoutes } from './routes/embed.ts';
 import { frontDoorRoutes } from './routes/front-door.ts';
@@ -126,11 +127,18 @@ export async function webPlugin(app: FastifyInstance, deps: WebDeps): Promise<vo
   keyRoutes(app, web);
   adAccountRoutes(app, web);
   channelsMetaRoutes(app, web);
+  googleBusinessRoutes(app, web);
   optInRoutes(app, web);
   spendRoutes(app, web);
   connectedAppRoutes(app, web);
   // Manage Hub → Channels; each network's connection flow appends its Connect action here.
-  const channelConnectSources: ChannelConnectSource[] = [];
+  const channelConnectSources: ChannelConnectSource[] = [
+    ({ hubUrl, deps: d }) =>
+      d.metaOAuth && d.metaPages
+        ? { id: 'connect-meta', label: 'Connect Facebook Pages / Instagram', href: `${hubUrl}/settings/channels/meta` }
+        : undefined,
+    ({ hubUrl }) => ({ id: 'connect-google-business', label: 'Google Business Profile', href: `${hubUrl}/settings/channels/google` }),
+  ];
   channelRoutes(app, web, channelConnectSources);
   embedRoutes(app, web);
 }

@@ -53,8 +53,8 @@ const refusalText = (error: unknown): string | undefined =>
     ? error.message
     : undefined;
 
-/** Whose callback a state is for: 'meta_pages' is Connect Facebook Pages / Instagram (routes/channels-meta.ts), never an ads callback's. */
-export type OAuthPlatform = 'meta' | 'google' | 'meta_pages';
+/** Whose OAuth callback a state is for: a state signed for one is refused at the others ('meta_pages': Connect Facebook Pages / Instagram; 'google_business': Connect Google Business Profile). */
+export type OAuthPlatform = 'meta' | 'google' | 'meta_pages' | 'google_business';
 const stateMac = (sessionId: string, platform: OAuthPlatform, payload: string) =>
   createHmac('sha256', sessionId).update(`hubops-ad-oauth:${platform}:${payload}`).digest('base64url');
 
