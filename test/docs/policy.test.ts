@@ -357,6 +357,18 @@ const promises: { what: string; page: Page; covers: PolicyName[]; sentence: stri
     sentence: `The first sync of an account backfills ${policy.SPEND_BACKFILL_DAYS} days. Each later run re-reads from the last complete day minus the lookback (Meta: ${policy.SPEND_LOOKBACK_DAYS.meta} days, because Meta restates spend that far back; Google Ads: ${policy.SPEND_LOOKBACK_DAYS.google_ads} days; ChatGPT Ads: ${policy.SPEND_LOOKBACK_DAYS.chatgpt_ads} days) to today`,
   },
   {
+    what: 'review sync schedule',
+    page: 'docs/channels.md',
+    covers: ['REVIEW_SYNC_INTERVAL_MS', 'REVIEW_SYNC_JITTER_MS', 'REVIEW_SYNC_LEASE_MS'],
+    sentence: `Each connected location's reviews sync every ${hours(policy.REVIEW_SYNC_INTERVAL_MS)} hour, plus up to ${minutes(policy.REVIEW_SYNC_JITTER_MS)} minutes of spread, on whichever instance claims it first, under a ${minutes(policy.REVIEW_SYNC_LEASE_MS)}-minute lease`,
+  },
+  {
+    what: 'review full reads and stuck retries',
+    page: 'docs/channels.md',
+    covers: ['REVIEW_FULL_READ_MS', 'REVIEW_SYNC_STUCK_RETRY_MS'],
+    sentence: `Every ${hours(policy.REVIEW_FULL_READ_MS) / 24} days a location is read whole, and a review Google no longer lists leaves the counts. Failures only a person mends (needs reconnect, missing permission, API access not yet approved) are tried again every ${hours(policy.REVIEW_SYNC_STUCK_RETRY_MS)} hours`,
+  },
+  {
     what: 'spend sync schedule',
     page: 'docs/ad-accounts.md',
     covers: ['SPEND_SYNC_INTERVAL_MS', 'SPEND_SYNC_JITTER_MS', 'SPEND_SYNC_LEASE_MS'],

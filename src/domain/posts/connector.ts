@@ -1,50 +1,9 @@
 import type { Db } from '../../db/database.ts';
-import type { MediaContentType, MediaKind, SocialPlatform } from '../../db/schema.ts';
+import type { SocialPlatform } from '../../db/schema.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { PlatformError } from '../../integrations/ad-platform.ts';
+import type { Connector, OutgoingChannel, OutgoingPost, Publication } from '../../integrations/channel-platform.ts';
 import { newId } from '../../platform/ids.ts';
-
-/** A post on its way out, as a connector needs it. */
-export interface OutgoingPost {
-  id: string;
-  hubId: string;
-  workspaceId: string;
-  text: string;
-  media: OutgoingMedia[];
-}
-
-export interface OutgoingMedia {
-  id: string;
-  kind: MediaKind;
-  contentType: MediaContentType;
-  width: number;
-  height: number;
-  storageKey: string | null;
-  /**
-   * Where the network fetches the bytes: a signed, expiring URL under BASE_URL that works without
-   * a session and reveals nothing else (Instagram and Meta fetch media by URL). Null when the post
-   * has no stored bytes (imported metadata).
-   */
-  url: string | null;
-}
-
-export interface OutgoingChannel {
-  id: string;
-  platform: SocialPlatform;
-  name: string;
-  handle: string | null;
-  /** The network's id of the channel (Page id, Instagram user id, `accounts/…/locations/…`); null: sandbox channel. */
-  externalId: string | null;
-  /** The unsealed token the network takes for this channel (a Page token, a Google refresh token). Never logged. */
-  secret: string | null;
-}
-
-/** A publication as the network knows it. */
-export interface Publication {
-  externalId: string;
-  /** Its public address, when the network gives one (a permalink, a search URL). */
-  url?: string;
-}
 
 /**
  * The request may have reached the network, but no answer did (a timeout after the request was
@@ -53,28 +12,8 @@ export interface Publication {
  * platform errors, where the connectors (which cannot import the domain) throw it.
  */
 export { DeliveryUnconfirmed } from '../../integrations/ad-platform.ts';
-
-/**
- * Sends a post to one social channel. None of the networks documents an idempotency key for
- * publishing (Meta's Graph API, Instagram's content publishing and Business Profile's localPosts
- * take none), so exactly-once is the publisher's job: it sends a delivery once, and a delivery
- * that may or may not have been made is looked up with `find` before anything is sent again.
- *
- * `publish` resolves with the publication, or throws:
- * - `PlatformError` (src/integrations/ad-platform.ts): the network refused, with a kind a person
- *   can act on and the network's own message; nothing was published;
- * - `PlatformThrottled`: the network asked us to wait; nothing was published, send again later;
- * - `DeliveryUnconfirmed`: the request may have been made; the delivery is reconciled by `find`.
- *
- * `find` looks for this post's publication on the channel made at or after `since` (the start of
- * the unconfirmed attempt): the Page's recent posts, the Instagram media list, the location's
- * local posts. It resolves with the publication or null when there is none; it throws as
- * `publish` does when it cannot tell.
- */
-export interface Connector {
-  publish(post: OutgoingPost, channel: OutgoingChannel): Promise<Publication>;
-  find(post: OutgoingPost, channel: OutgoingChannel, since: Date): Promise<Publication | null>;
-}
+// What a network's connector takes and gives: declared with the integrations, which cannot import the domain.
+export type { Connector, OutgoingChannel, OutgoingMedia, OutgoingPost, Publication } from '../../integrations/channel-platform.ts';
 
 /**
  * The default connector, for channels not connected to a network: publishes nowhere, records each
@@ -111,7 +50,7 @@ export class SandboxConnector implements Connector {
         hub_id: post.hubId,
         post_id: post.id,
         channel_id: channel.id,
-        platform: channel.platform,
+        platform: channel.platform as SocialPlatform,
         text: post.text,
         media_count: post.media.length,
         published_at: this.#clock.now(),

@@ -2,14 +2,8 @@
 // no idempotency key, so a create that went out without an answer is DeliveryUnconfirmed and the
 // publisher reconciles it with `find`: the location's local posts, matched by their summary
 // (exactly the post's text) and created at or after the attempt began.
-import {
-  DeliveryUnconfirmed,
-  type Connector,
-  type OutgoingChannel,
-  type OutgoingPost,
-  type Publication,
-} from '../../domain/posts/connector.ts';
-import { PlatformError } from '../ad-platform.ts';
+import { DeliveryUnconfirmed, PlatformError } from '../ad-platform.ts';
+import type { Connector, OutgoingChannel, OutgoingPost, Publication } from '../channel-platform.ts';
 import { NoAnswer } from '../google/transport.ts';
 import { type GoogleBusinessClient, LOCATION_NAME } from './client.ts';
 
