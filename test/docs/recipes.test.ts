@@ -22,7 +22,8 @@ import { parseCsv } from '../support/csv-parse.ts';
 import { ROOT } from '../process/support.ts';
 
 const PAGE = 'docs/spreadsheets.md';
-const DOCS_ORIGIN = 'http://localhost:3000';
+/** How the recipes name the server: `$BASE`, which the served docs fill in and a user replaces. */
+const DOCS_ORIGIN = '$BASE';
 const KEY_PLACEHOLDER = 'hubops_…';
 
 const missingCurl = (() => {
