@@ -68,6 +68,7 @@ test('piped stdout: the banner names each URL once, then one JSON line per reque
       'Meta sandbox',
       'Google Ads sandbox',
       'ChatGPT Ads sandbox',
+      'Business Profile sandbox',
     ],
   );
   assert.equal(new Set(urls.map(([, url]) => url)).size, urls.length, 'no URL twice');
