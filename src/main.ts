@@ -60,6 +60,18 @@ const tracing = config.otelTracesUrl
   : undefined;
 if (config.otelTracesUrl) log.info({ endpoint: redactUrl(config.otelTracesUrl), serviceName: config.otelServiceName }, 'tracing on');
 
+// A stop asked for while starting (the embedded database, the demo's first sync) is kept and done
+// gracefully once the server is up, so no half-started state is left; a second signal ends the
+// start at once.
+const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+let stopAskedWhileStarting: string | undefined;
+const whileStarting = (signal: NodeJS.Signals) => {
+  if (stopAskedWhileStarting !== undefined) process.exit(1);
+  stopAskedWhileStarting = signal;
+  log.info({ signal }, 'stop requested while starting: stopping as soon as the start is done');
+};
+for (const signal of STOP_SIGNALS) process.on(signal, whileStarting);
+
 // Exclusive: the server outlives the postmaster only if it started it itself.
 const database = await openDatabase(config, {
   log: (line) => log.debug({ component: 'embedded-postgres' }, line),
@@ -247,10 +259,12 @@ async function stop(reason: string, exitCode: number): Promise<void> {
   log.info({ exitCode: code }, 'stopped');
   process.exit(code);
 }
+for (const signal of STOP_SIGNALS) process.off(signal, whileStarting);
 process.on('SIGTERM', () => onStopRequest('SIGTERM', 0));
 process.on('SIGINT', () => onStopRequest('SIGINT', 0));
 // The terminal went away: the postmaster, in its own session, would not notice; stop as well.
 process.on('SIGHUP', () => onStopRequest('SIGHUP', 0));
+if (stopAskedWhileStarting !== undefined) onStopRequest(stopAskedWhileStarting, 0);
 // An error nothing caught (also an unhandled rejection) ends the process, but through the same
 // stop: requests finish, usage is written, the database goes down; the exit code says it failed.
 process.on('uncaughtException', (error) => {
