@@ -248,7 +248,12 @@ test('the Channels page: each channel’s state in words, the network’s own, t
   assert.match(row('ch_li'), /1 post sent without an answer yet/);
   assert.match(row('ch_x'), /Last publish<\/dt><dd>none yet/);
   assert.ok(html.indexOf('data-channel="ch_ig"') < html.indexOf('data-channel="ch_fb"'), 'the ones needing attention first');
-  assert.match(html, /data-no-connect/, 'no network connect action on this server yet');
+  // Business Profile's page says itself whether Google OAuth is set up; Meta's action needs the Meta app.
+  assert.match(
+    html,
+    /<div id="connect-google-business" data-connect-action><a class="button primary" href="[^"]*\/settings\/channels\/google">Google Business Profile<\/a>/,
+  );
+  assert.doesNotMatch(html, /data-no-connect/);
   assert.doesNotMatch(html, /page-token|user-token/);
 
   const member = await signedIn(web, MEMBER);

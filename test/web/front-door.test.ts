@@ -11,6 +11,7 @@ import type { Clock } from '../../src/platform/clock.ts';
 import { MemoryRateLimiter } from '../../src/platform/rate-limit.ts';
 import { createReportCaches } from '../../src/surfaces/shared/report-caches.ts';
 import { webPlugin } from '../../src/surfaces/web/plugin.ts';
+import { hubCsvExports } from '../../src/surfaces/hub-api/csv.ts';
 import { hubOperations } from '../../src/surfaces/hub-api/operations.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { httpRequest, type HttpResponse } from '../support/http.ts';
@@ -156,7 +157,7 @@ describe('front door', () => {
     assert.equal(r.json.openapi, `${t.baseUrl}/v1/hub/openapi.json`);
     assert.equal(r.json.mcp, `${t.baseUrl}/v1/hub/mcp`);
     assert.equal(r.json.authentication.header, 'Authorization: Bearer <HUB_API_KEY>');
-    const declared = hubOperations.filter((op) => op.rest);
+    const declared = [...hubOperations.filter((op) => op.rest), ...hubCsvExports];
     assert.ok(declared.length >= 3);
     assert.deepEqual(
       r.json.endpoints.map((e: any) => e.operationId),
