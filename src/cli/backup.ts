@@ -13,7 +13,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { finished } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
 import type { Config } from '../config.ts';
-import { dumpDatabase, hasData, loadDatabase, type DumpItem } from '../db/backup.ts';
+import { appliedMigrations, dumpDatabase, hasData, loadDatabase, type DumpItem } from '../db/backup.ts';
 import { connect, type Db } from '../db/database.ts';
 import { startEmbedded } from '../db/embedded.ts';
 import { migrate, migrationNames } from '../db/migrate.ts';
@@ -63,7 +63,9 @@ async function mediaKeys(root: string): Promise<string[]> {
 async function writeBackup(file: string, config: Config, pool: Db['pool']): Promise<Output> {
   const partial = `${file}.partial`;
   const gzip = createGzip();
-  const out = createWriteStream(partial, { mode: 0o600 });
+  // Made afresh (never an old file's mode or owner, never through a link): it holds the key.
+  await rm(partial, { force: true });
+  const out = createWriteStream(partial, { mode: 0o600, flags: 'wx' });
   gzip.pipe(out);
   const hash = createHash('sha256');
   const write = async (line: Line) => {
@@ -226,6 +228,12 @@ async function restoreBackup(file: string, config: Config, force: boolean): Prom
   try {
     if (!embedded && !force && (await hasData(db.pool)))
       throw refuse('the database at DATABASE_URL already holds hubops data: restore into an empty database, or give --force to replace it');
+    // A database at a newer schema than the backup cannot take its rows: its tables are past them.
+    const newer = (await appliedMigrations(db.pool)).filter((name) => !manifest.migrations.includes(name));
+    if (newer.length)
+      throw refuse(
+        `the database at DATABASE_URL is at a newer schema than the backup (${newer.join(', ')}): restore into an empty database`,
+      );
     await migrate(db.pool, { only: new Set(manifest.migrations) });
     let secretsKey: string | undefined;
     let mediaCount = 0;
@@ -320,7 +328,7 @@ export const backupCommands: Command[] = [
     options: { force: { type: 'boolean' } },
     optionHelp: {
       force:
-        "replace what DATA_DIR holds (the embedded database, the secrets key file, media), or the DATABASE_URL database's hubops tables",
+        "replace what DATA_DIR holds (the embedded database, the secrets key file, media), or every table of the DATABASE_URL database's public schema (hubops expects a database of its own)",
     },
     positionals: ['FILE'],
     prepare: async (values, [file]) => {

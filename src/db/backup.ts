@@ -65,6 +65,13 @@ export async function hasData(pool: pg.Pool): Promise<boolean> {
   return result.rows[0]!.found;
 }
 
+/** The migrations applied to the database (none when it has never been migrated). */
+export async function appliedMigrations(pool: pg.Pool): Promise<string[]> {
+  const result = await pool.query<{ name: string | null }>(`SELECT to_regclass('public.schema_migrations')::text AS name`);
+  if (result.rows[0]!.name === null) return [];
+  return (await pool.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY name')).rows.map((r) => r.name);
+}
+
 /**
  * Replaces every table's rows with a dump's, in one transaction: nothing is kept if `items`
  * throws (a checksum that does not match, say) or a row does not fit. The schema must be the

@@ -25,10 +25,10 @@ const REDACTED_PATHS = [
 ];
 
 // Query parameters that carry a credential: embed tokens, OAuth codes, the web app's one-time
-// form token (`created`, which reveals a new key once), and anything a client wrongly puts in a
+// form token (`created`, which reveals a new key once), a signed media URL's signature (`sig`), and anything a client wrongly puts in a
 // URL. Request URLs are logged, so their values are masked first.
 const SECRET_QUERY =
-  /([?&](?:token|access_token|refresh_token|code|code_verifier|client_secret|key|api_key|password|created|pending|state)=)[^&#]*/gi;
+  /([?&](?:token|access_token|refresh_token|code|code_verifier|client_secret|key|api_key|password|created|pending|state|sig)=)[^&#]*/gi;
 
 export function redactQuery(url: string): string {
   return url.replace(SECRET_QUERY, '$1[redacted]');
