@@ -14,7 +14,11 @@ export const NODE = path.join(ROOT, 'node_modules', '.bin', 'node');
 /** The Node flags `npm start` runs the server with (e.g. its heap bound), so the bench measures the same process. */
 export const START_FLAGS: string[] = (() => {
   const start = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
-  return start.split(/\s+/).filter((word) => word.startsWith('--'));
+  // Every word between `node` and the entry: flags and their values (`--import ./bin/require-node.js`).
+  return start
+    .split(/\s+/)
+    .slice(1, -1)
+    .map((word) => (word.startsWith('./') ? path.join(ROOT, word) : word));
 })();
 
 /** The real server process entry. */
