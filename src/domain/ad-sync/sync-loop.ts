@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { inSpan } from '../../platform/tracing.ts';
 import { SPEND_SYNC_LEASE_MS } from '../../policy.ts';
+import { createRoundLoop } from '../../platform/round-loop.ts';
 import { claimDue } from './ad-account.repository.ts';
 import { runSync, type EngineDeps, type SyncOutcome } from './sync-engine.ts';
 
@@ -35,12 +36,10 @@ export const newClaimant = () => `${hostname()}:${process.pid}:${randomBytes(4).
 export function createSpendSyncLoop(options: SpendSyncLoopOptions): SpendSyncLoop {
   const deps: EngineDeps = { ...options.deps, leaseMs: options.deps.leaseMs ?? SPEND_SYNC_LEASE_MS };
   const owner = newClaimant();
-  let abort = new AbortController();
 
-  async function runOnce(): Promise<SyncOutcome[]> {
+  async function runOnce(signal: AbortSignal = new AbortController().signal): Promise<SyncOutcome[]> {
     const now = deps.clock.now();
     const ids = await claimDue(deps.db, owner, now, new Date(now.getTime() + deps.leaseMs), options.batchSize);
-    const signal = abort.signal;
     // Settled, not raced: a round (and so stop()) ends only when every claimed sync has.
     // Each account's sync a trace of its own (with tracing on): its queries and platform calls under it.
     const outcomes = await Promise.allSettled(
@@ -51,37 +50,12 @@ export function createSpendSyncLoop(options: SpendSyncLoopOptions): SpendSyncLoo
     return outcomes.map((o) => (o as PromiseFulfilledResult<SyncOutcome>).value);
   }
 
-  let running = false;
-  let timer: NodeJS.Timeout | undefined;
-  let round: Promise<void> = Promise.resolve();
-
-  const tick = () => {
-    round = runOnce()
-      .then(
-        (outcomes) => outcomes.length,
-        (error: unknown) => {
-          options.onError?.(error);
-          return 0;
-        },
-      )
-      .then((claimed) => {
-        if (running) timer = setTimeout(tick, claimed >= options.batchSize ? 0 : options.intervalMs);
-      });
-  };
-
-  return {
-    start() {
-      if (running) return;
-      running = true;
-      abort = new AbortController();
-      tick();
-    },
-    async stop() {
-      running = false;
-      clearTimeout(timer);
-      abort.abort(new Error('the spend sync is stopping'));
-      await round;
-    },
-    runOnce,
-  };
+  const loop = createRoundLoop({
+    round: async (signal) => (await runOnce(signal)).length,
+    intervalMs: options.intervalMs,
+    batchSize: options.batchSize,
+    stopReason: 'the spend sync is stopping',
+    onError: options.onError,
+  });
+  return { ...loop, runOnce };
 }

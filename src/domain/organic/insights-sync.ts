@@ -9,6 +9,7 @@ import type { Db } from '../../db/database.ts';
 import { PlatformError, PlatformThrottled } from '../../integrations/ad-platform.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { SealingError, type Sealer } from '../../platform/sealing.ts';
+import { createRoundLoop } from '../../platform/round-loop.ts';
 import { newClaimant } from '../ad-sync/sync-loop.ts';
 import type { OutgoingChannel } from '../posts/connector.ts';
 import { claimDueReads, enrolPublished, saveFailure, saveFigures, type ClaimedRead, type Figures } from './insights.repository.ts';
@@ -124,48 +125,23 @@ export function createInsightsSyncLoop(options: {
   const { deps } = options;
   const leaseMs = deps.leaseMs ?? INSIGHTS_LEASE_MS;
   const owner = newClaimant();
-  let abort = new AbortController();
 
-  async function runOnce(): Promise<InsightsOutcome[]> {
+  async function runOnce(signal: AbortSignal = new AbortController().signal): Promise<InsightsOutcome[]> {
     await enrolPublished(deps.db, INSIGHTS_SCHEDULE_MS[0]!);
     const now = deps.clock.now();
     const reads = await claimDueReads(deps.db, owner, now, new Date(now.getTime() + leaseMs), options.batchSize);
-    const signal = abort.signal;
     const outcomes = await Promise.allSettled(reads.map((read) => readOne(deps, read, owner, signal)));
     const failed = outcomes.find((o) => o.status === 'rejected');
     if (failed) throw failed.reason;
     return outcomes.map((o) => (o as PromiseFulfilledResult<InsightsOutcome>).value);
   }
 
-  let running = false;
-  let timer: NodeJS.Timeout | undefined;
-  let round: Promise<void> = Promise.resolve();
-  const tick = () => {
-    round = runOnce()
-      .then(
-        (outcomes) => outcomes.length,
-        (error: unknown) => {
-          options.onError?.(error);
-          return 0;
-        },
-      )
-      .then((claimed) => {
-        if (running) timer = setTimeout(tick, claimed >= options.batchSize ? 0 : options.intervalMs);
-      });
-  };
-  return {
-    start() {
-      if (running) return;
-      running = true;
-      abort = new AbortController();
-      tick();
-    },
-    async stop() {
-      running = false;
-      clearTimeout(timer);
-      abort.abort(new Error('the insights sync is stopping'));
-      await round;
-    },
-    runOnce,
-  };
+  const loop = createRoundLoop({
+    round: async (signal) => (await runOnce(signal)).length,
+    intervalMs: options.intervalMs,
+    batchSize: options.batchSize,
+    stopReason: 'the insights sync is stopping',
+    onError: options.onError,
+  });
+  return { ...loop, runOnce };
 }
