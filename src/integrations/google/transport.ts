@@ -7,9 +7,8 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
-import type { Readable } from 'node:stream';
+import { agentFor, collectBody } from '../wire-http.ts';
 import { setTimeout as delay } from 'node:timers/promises';
-import zlib from 'node:zlib';
 import { SPEND_THROTTLE_WAIT_MAX_MS } from '../../policy.ts';
 import { PlatformError, PlatformThrottled, type PlatformFailureKind } from '../ad-platform.ts';
 import { traceOutbound } from '../../platform/tracing.ts';
@@ -48,18 +47,6 @@ export const SHORT_QUOTA_WAIT_MS = 30_000;
 export const LONG_QUOTA_WAIT_MS = 60 * 60_000;
 export const MAX_QUOTA_WAIT_MS = 24 * 60 * 60_000;
 export const TOKEN_TEXT = /^[\x21-\x7e]{1,4096}$/;
-
-/** Connections are kept between requests, as fetch keeps them. */
-const httpAgent = new http.Agent({ keepAlive: true });
-const httpsAgent = new https.Agent({ keepAlive: true });
-/** The content encodings we ask for, and identity (null: nothing to undo). */
-const DECODERS = new Map<string, (() => zlib.Gunzip | zlib.Inflate | zlib.BrotliDecompress) | null>([
-  ['identity', null],
-  ['gzip', () => zlib.createGunzip()],
-  ['x-gzip', () => zlib.createGunzip()],
-  ['deflate', () => zlib.createInflate()],
-  ['br', () => zlib.createBrotliDecompress()],
-]);
 
 export type Json = Record<string, unknown>;
 export const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -169,7 +156,7 @@ export function createGoogleTransport(options: GoogleTransportOptions) {
           };
           const request = (url.protocol === 'https:' ? https : http).request(
             url,
-            { method, headers, signal, agent: url.protocol === 'https:' ? httpsAgent : httpAgent },
+            { method, headers, signal, agent: agentFor(url) },
             (response) => {
               answered = true;
               const status = response.statusCode ?? 0;
@@ -183,34 +170,12 @@ export function createGoogleTransport(options: GoogleTransportOptions) {
               const retryAfter = typeof response.headers['retry-after'] === 'string' ? response.headers['retry-after'] : undefined;
               const tooLarge = () =>
                 new AnswerTooLarge('bad_answer', `${possessive(who)} answer to ${what} is larger than ${maxBodyBytes} bytes`);
-              if (Number(response.headers['content-length'] ?? 0) > maxBodyBytes) return settle(tooLarge());
-              const encoding = (response.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
-              const decode = DECODERS.get(encoding);
-              if (decode === undefined)
-                return settle(new PlatformError('bad_answer', `${who} answered ${what} in an unknown content encoding`));
-              // The cap counts the bytes we hold, after decompression (a small zip bomb is refused too).
-              const stream: Readable = decode ? response.pipe(decode()) : response;
-              const chunks: Buffer[] = [];
-              let total = 0;
-              const cutOff = () => settle(signal.aborted ? signal.reason : new Error('cut off'));
-              stream.on('data', (chunk: Buffer) => {
-                total += chunk.length;
-                if (total > maxBodyBytes) return settle(tooLarge());
-                chunks.push(chunk);
-              });
-              stream.on('end', () =>
-                settle(undefined, {
-                  status,
-                  json,
-                  retryAfter,
-                  bytes: total,
-                  text: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total)).toString('utf8'),
-                }),
-              );
-              stream.on('error', cutOff);
-              response.on('error', cutOff);
-              response.on('close', () => {
-                if (!response.complete) cutOff();
+              collectBody(response, {
+                maxBodyBytes,
+                signal,
+                tooLarge,
+                unknownEncoding: () => new PlatformError('bad_answer', `${who} answered ${what} in an unknown content encoding`),
+                settle: (error, body) => settle(error, body && { status, json, retryAfter, ...body }),
               });
             },
           );

@@ -5,9 +5,8 @@
 // in the Authorization header and are masked out of every message.
 import http from 'node:http';
 import https from 'node:https';
-import type { Readable } from 'node:stream';
+import { agentFor, collectBody } from '../wire-http.ts';
 import { setTimeout as delay } from 'node:timers/promises';
-import zlib from 'node:zlib';
 import { META_GRAPH_API_VERSION, SPEND_THROTTLE_WAIT_MAX_MS } from '../../policy.ts';
 import { PlatformError, PlatformThrottled } from '../ad-platform.ts';
 import type { GraphErrorBody } from './wire.ts';
@@ -41,18 +40,6 @@ export interface RequestOptions {
 const MAX_PAGES = 50_000;
 /** A throttle answer without a usable usage header is waited out this long. */
 const DEFAULT_THROTTLE_WAIT_MS = 60_000;
-
-/** Connections are kept between requests, as fetch keeps them: a sync is hundreds of pages. */
-const httpAgent = new http.Agent({ keepAlive: true });
-const httpsAgent = new https.Agent({ keepAlive: true });
-/** The content encodings we ask for, and identity (null: nothing to undo). */
-const DECODERS = new Map<string, (() => zlib.Gunzip | zlib.Inflate | zlib.BrotliDecompress) | null>([
-  ['identity', null],
-  ['gzip', () => zlib.createGunzip()],
-  ['x-gzip', () => zlib.createGunzip()],
-  ['deflate', () => zlib.createInflate()],
-  ['br', () => zlib.createBrotliDecompress()],
-]);
 
 export type Json = Record<string, unknown>;
 export const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -166,7 +153,7 @@ export function createGraphTransport(options: GraphTransportOptions): GraphTrans
           };
           const request = (url.protocol === 'https:' ? https : http).request(
             url,
-            { method, headers, signal, agent: url.protocol === 'https:' ? httpsAgent : httpAgent },
+            { method, headers, signal, agent: agentFor(url) },
             (response) => {
               answered = true;
               const status = response.statusCode ?? 0;
@@ -177,31 +164,12 @@ export function createGraphTransport(options: GraphTransportOptions): GraphTrans
               if (type !== 'application/json' && type !== 'text/javascript')
                 return settle(noAnswer(`Meta answered ${what} with ${type || 'no content type'} (HTTP ${status}), not JSON`));
               const tooLarge = () => noAnswer(`Meta's answer to ${what} is larger than ${maxBodyBytes} bytes`);
-              if (Number(response.headers['content-length'] ?? 0) > maxBodyBytes) return settle(tooLarge());
-              const encoding = (response.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
-              const decode = DECODERS.get(encoding);
-              if (decode === undefined) return settle(noAnswer(`Meta answered ${what} in an unknown content encoding`));
-              // The cap counts the bytes we hold, after decompression (a small zip bomb is refused too).
-              const stream: Readable = decode ? response.pipe(decode()) : response;
-              const chunks: Buffer[] = [];
-              let total = 0;
-              const cutOff = () => settle(signal.aborted ? signal.reason : new Error('cut off'));
-              stream.on('data', (chunk: Buffer) => {
-                total += chunk.length;
-                if (total > maxBodyBytes) return settle(tooLarge());
-                chunks.push(chunk);
-              });
-              stream.on('end', () =>
-                settle(undefined, {
-                  status,
-                  headers: response.headers,
-                  text: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total)).toString('utf8'),
-                }),
-              );
-              stream.on('error', cutOff);
-              response.on('error', cutOff);
-              response.on('close', () => {
-                if (!response.complete) cutOff();
+              collectBody(response, {
+                maxBodyBytes,
+                signal,
+                tooLarge,
+                unknownEncoding: () => noAnswer(`Meta answered ${what} in an unknown content encoding`),
+                settle: (error, body) => settle(error, body && { status, headers: response.headers, text: body.text }),
               });
             },
           );

@@ -26,9 +26,8 @@
 //   (`retry-after`, `x-ratelimit-*-requests`).
 import http from 'node:http';
 import https from 'node:https';
-import type { Readable } from 'node:stream';
+import { agentFor, collectBody } from '../wire-http.ts';
 import { setTimeout as delay } from 'node:timers/promises';
-import zlib from 'node:zlib';
 import { CHATGPT_ADS_SPEND_UNIT, SPEND_THROTTLE_WAIT_MAX_MS } from '../../policy.ts';
 import {
   PlatformError,
@@ -102,17 +101,6 @@ const CLOCK_MARGIN_MS = 60_000;
 
 /** Ad account and entity ids: letters, digits, _ and - (act_123, adacct_123, cmpn_101, adgrp_301). */
 const ACCOUNT_ID = /^[A-Za-z0-9_-]{1,64}$/;
-
-const httpAgent = new http.Agent({ keepAlive: true });
-const httpsAgent = new https.Agent({ keepAlive: true });
-/** The content encodings we ask for, and identity (null: nothing to undo). */
-const DECODERS = new Map<string, (() => zlib.Gunzip | zlib.Inflate | zlib.BrotliDecompress) | null>([
-  ['identity', null],
-  ['gzip', () => zlib.createGunzip()],
-  ['x-gzip', () => zlib.createGunzip()],
-  ['deflate', () => zlib.createInflate()],
-  ['br', () => zlib.createBrotliDecompress()],
-]);
 
 type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -190,7 +178,7 @@ export function createOpenAIAdsClient(options: OpenAIAdsClientOptions = {}): AdP
           };
           const request = (url.protocol === 'https:' ? https : http).request(
             url,
-            { method: 'GET', headers, signal, agent: url.protocol === 'https:' ? httpsAgent : httpAgent },
+            { method: 'GET', headers, signal, agent: agentFor(url) },
             (response) => {
               answered = true;
               const status = response.statusCode ?? 0;
@@ -213,32 +201,12 @@ export function createOpenAIAdsClient(options: OpenAIAdsClientOptions = {}): AdP
                 );
               }
               const tooLarge = () => new PlatformError('bad_answer', `OpenAI Ads' answer to ${what} is larger than ${maxBodyBytes} bytes`);
-              if (Number(response.headers['content-length'] ?? 0) > maxBodyBytes) return settle(tooLarge());
-              const encoding = (response.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
-              const decode = DECODERS.get(encoding);
-              if (decode === undefined)
-                return settle(new PlatformError('bad_answer', `OpenAI Ads answered ${what} in an unknown content encoding`));
-              // The cap counts the bytes we hold, after decompression (a small zip bomb is refused too).
-              const stream: Readable = decode ? response.pipe(decode()) : response;
-              const chunks: Buffer[] = [];
-              let total = 0;
-              const cutOff = () => settle(signal.aborted ? signal.reason : new Error('cut off'));
-              stream.on('data', (chunk: Buffer) => {
-                total += chunk.length;
-                if (total > maxBodyBytes) return settle(tooLarge());
-                chunks.push(chunk);
-              });
-              stream.on('end', () =>
-                settle(undefined, {
-                  status,
-                  headers: response.headers,
-                  text: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total)).toString('utf8'),
-                }),
-              );
-              stream.on('error', cutOff);
-              response.on('error', cutOff);
-              response.on('close', () => {
-                if (!response.complete) cutOff();
+              collectBody(response, {
+                maxBodyBytes,
+                signal,
+                tooLarge,
+                unknownEncoding: () => new PlatformError('bad_answer', `OpenAI Ads answered ${what} in an unknown content encoding`),
+                settle: (error, body) => settle(error, body && { status, headers: response.headers, text: body.text }),
               });
             },
           );
