@@ -295,3 +295,21 @@ test('scenario control over HTTP drives the Pages side too', async () => {
   assert.equal((await post({ action: 'pages.containers', channelId: PAGE, outcomes: ['ERROR'] })).status, 400, 'a Page has no containers');
   assert.equal((await post({ action: 'nonsense' })).status, 400);
 });
+
+test('the lookups look from `since` exactly (the publisher has already allowed for clock skew): an older post with the same text is not found', async () => {
+  // The publisher asks from RECONCILE_SKEW_MS before the attempt; a second margin here would widen
+  // the window in which another post with the same text is taken for this one.
+  // The third Page and its account (added in before), so the other tests' counts stay theirs.
+  const [third, thirdIg, token] = ['1000000003', '17841400000000003', sandbox.organic.pageToken('1000000003')];
+  nowMs = Math.ceil(nowMs / 1000) * 1000;
+  const text = 'Kouign-amann, fresh at noon';
+  const page = await client.publishPage(token, third, { text, media: [] });
+  const pageAt = nowMs;
+  const media = await client.publishInstagram(token, thirdIg, { caption: text, media: [img(4)] });
+  const mediaAt = nowMs; // after the container's polls
+  nowMs += 60_000;
+  assert.equal(await client.findPagePost(token, third, text, new Date(pageAt + 1_000)), null, 'a Page post made a second before since');
+  assert.equal(await client.findInstagramMedia(token, thirdIg, text, new Date(mediaAt + 1_000)), null, 'media made a second before since');
+  assert.equal((await client.findPagePost(token, third, text, new Date(pageAt)))?.externalId, page.externalId);
+  assert.equal((await client.findInstagramMedia(token, thirdIg, text, new Date(mediaAt)))?.externalId, media.externalId);
+});

@@ -101,11 +101,6 @@ export const FACEBOOK_MESSAGE_MAX_CHARS = 63_206;
 /** Pages of a lookup read before giving up (100 posts each): a reconciliation looks at recent posts only. */
 const FIND_MAX_PAGES = 5;
 const FIND_PAGE_SIZE = 100;
-/**
- * Reconciliation looks from this much before the attempt started: Meta's clock and ours may differ
- * a little, and a post created a few seconds "before" our clock said we sent it is still ours.
- */
-export const FIND_CLOCK_SKEW_MS = 2 * 60_000;
 const PAGES_PAGE_SIZE = 100;
 const DEFAULT_POLL = { firstMs: 1_000, maxDelayMs: 15_000, totalMs: 5 * 60_000 };
 
@@ -361,7 +356,9 @@ export function createMetaPagesClient(options: MetaPagesClientOptions): MetaPage
     text: string,
     since: Date,
   ): Promise<Publication | null> {
-    const from = since.getTime() - FIND_CLOCK_SKEW_MS;
+    // From `since` as given: the caller (the publisher) has already moved it back by the clock skew
+    // it allows (RECONCILE_SKEW_MS). Meta's times are whole seconds, so is the bound.
+    const from = Math.floor(since.getTime() / 1000) * 1000;
     for await (const data of t.pages(
       s,
       what,
