@@ -18,6 +18,19 @@ import { httpRequest } from '../support/http.ts';
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 export const NODE = path.join(ROOT, 'node_modules/.bin/node');
 
+/**
+ * The Node flags `npm start` gives the server (package.json's start script: every word between
+ * `node` and the entry, `--import ./bin/require-node.js` with an absolute path), so a test that
+ * spawns node itself, to own the process, runs the same process as `npm start`.
+ */
+export const START_FLAGS: string[] = (() => {
+  const start = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  return start
+    .split(/\s+/)
+    .slice(1, -1)
+    .map((word) => (word.startsWith('./') ? path.join(ROOT, word) : word));
+})();
+
 export interface Running {
   child: ChildProcess;
   port: number;

@@ -8,6 +8,12 @@ import { REVOCATION_CHANNEL } from '../../src/db/revocation-feed.ts';
 
 const insecure = { [oauth.allowInsecureRequests]: true };
 
+/**
+ * The server the flow runs against: a listening startApp, or a server process (its BASE_URL and
+ * its authorization server metadata from discovery).
+ */
+export type OAuthServer = Pick<TestApp, 'as' | 'baseUrl'>;
+
 /** A client's redirect URI where nothing listens: the tests read the code from the redirect itself. */
 export const REDIRECT = 'http://127.0.0.1:9/callback';
 
@@ -37,7 +43,7 @@ export interface RegisteredClient {
 }
 
 export async function registerClient(
-  live: TestApp,
+  live: OAuthServer,
   options: { confidential: boolean; redirectUri: string; name?: string },
 ): Promise<RegisteredClient> {
   const response = await oauth.dynamicClientRegistrationRequest(
@@ -102,7 +108,7 @@ export interface AuthorizeResult {
 }
 
 /** Runs authorize → sign-in → consent like a user in a browser. */
-export async function authorize(live: TestApp, registered: RegisteredClient, o: AuthorizeOptions): Promise<AuthorizeResult> {
+export async function authorize(live: OAuthServer, registered: RegisteredClient, o: AuthorizeOptions): Promise<AuthorizeResult> {
   const codeVerifier = oauth.generateRandomCodeVerifier();
   const state = oauth.generateRandomState();
   const url = new URL(live.as.authorization_endpoint!);
@@ -126,7 +132,7 @@ export async function authorize(live: TestApp, registered: RegisteredClient, o: 
  * Opens a fresh authorization request (S256, scope service:full) in `browser` and returns the URL
  * of its sign-in page (the interaction), for tests of the sign-in form itself.
  */
-export async function openSignIn(live: TestApp, registered: RegisteredClient, browser: Browser, redirectUri: string): Promise<string> {
+export async function openSignIn(live: OAuthServer, registered: RegisteredClient, browser: Browser, redirectUri: string): Promise<string> {
   const url = new URL(live.as.authorization_endpoint!);
   url.search = new URLSearchParams({
     response_type: 'code',
@@ -148,7 +154,7 @@ export type SignInOptions = Pick<AuthorizeOptions, 'email' | 'password' | 'decis
  * leaves the server (to the client's redirect URI, whose query then holds `code` or `error`).
  */
 export async function completeAuthorization(
-  live: TestApp,
+  live: OAuthServer,
   authorizationUrl: URL | string,
   o: SignInOptions,
 ): Promise<Omit<AuthorizeResult, 'codeVerifier' | 'state'>> {
@@ -185,7 +191,7 @@ export async function completeAuthorization(
   return { response, callback, pages };
 }
 
-export async function exchangeCode(live: TestApp, registered: RegisteredClient, result: AuthorizeResult, redirectUri: string) {
+export async function exchangeCode(live: OAuthServer, registered: RegisteredClient, result: AuthorizeResult, redirectUri: string) {
   const params = oauth.validateAuthResponse(live.as, registered.client, result.callback!, result.state);
   const response = await oauth.authorizationCodeGrantRequest(
     live.as,
@@ -199,19 +205,19 @@ export async function exchangeCode(live: TestApp, registered: RegisteredClient, 
   return oauth.processAuthorizationCodeResponse(live.as, registered.client, response);
 }
 
-export async function refresh(live: TestApp, registered: RegisteredClient, refreshToken: string) {
+export async function refresh(live: OAuthServer, registered: RegisteredClient, refreshToken: string) {
   const response = await oauth.refreshTokenGrantRequest(live.as, registered.client, registered.clientAuth, refreshToken, insecure);
   return oauth.processRefreshTokenResponse(live.as, registered.client, response);
 }
 
-export async function revoke(live: TestApp, registered: RegisteredClient, token: string): Promise<void> {
+export async function revoke(live: OAuthServer, registered: RegisteredClient, token: string): Promise<void> {
   const response = await oauth.revocationRequest(live.as, registered.client, registered.clientAuth, token, insecure);
   await oauth.processRevocationResponse(response);
 }
 
 /** Calls the main API with a bearer token. */
 export async function api(
-  live: TestApp,
+  live: OAuthServer,
   path: string,
   token: string | undefined,
   init: RequestInit = {},

@@ -33,6 +33,8 @@ export interface SandboxLocalPost {
   state: 'LIVE' | 'PROCESSING' | 'REJECTED';
   createTime: string;
   photos: number;
+  /** The `sourceUrl` of each photo: what Google fetches the photos from. */
+  photoUrls: string[];
 }
 
 export interface GoogleBusinessSandbox {
@@ -439,6 +441,7 @@ export async function startGoogleBusinessSandbox(
         state: forced?.state ?? 'LIVE',
         createTime: new Date(now()).toISOString(),
         photos: media.length,
+        photoUrls: media.map((item) => (item as { sourceUrl: string }).sourceUrl),
       };
       posts.set(location, [...(posts.get(location) ?? []), post]);
       if (hangs.delete(location)) {
@@ -595,7 +598,7 @@ export async function startGoogleBusinessSandbox(
     locations: () => [...locations.values()],
     issueRefreshToken,
     reviews: reviewsOf,
-    posts: (location) => [...(posts.get(location) ?? [])],
+    posts: (location) => (posts.get(location) ?? []).map((p) => ({ ...p, photoUrls: [...p.photoUrls] })),
     scenario,
     requests,
   };

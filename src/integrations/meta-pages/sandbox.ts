@@ -28,6 +28,8 @@ export interface SandboxPublication {
   channelId: string;
   text: string;
   media: string[];
+  /** The URLs Meta was given to fetch the media from (photo `url`, video `file_url`, `image_url` / `video_url`), in order. */
+  mediaUrls: string[];
   createdAt: Date;
   permalink: string;
 }
@@ -558,14 +560,18 @@ export function createMetaPagesSandbox(o: { now?: () => Date; pageSize?: number;
       function publishOnPage(p: PageState, e: string, q: URLSearchParams): SandboxPublication | undefined {
         const text = q.get('message') ?? q.get('description') ?? '';
         const photos: string[] = [];
+        const mediaUrls: string[] = [];
         if (e === 'photos') {
           const url = q.get('url');
           if (!url) throw fail(100, '(#100) url or source is required');
           const photoId = nextId();
           p.photos.set(photoId, { url, published: true });
           photos.push(photoId);
+          mediaUrls.push(url);
         } else if (e === 'videos') {
-          if (!q.get('file_url')) throw fail(100, '(#100) file_url or source is required');
+          const url = q.get('file_url');
+          if (!url) throw fail(100, '(#100) file_url or source is required');
+          mediaUrls.push(url);
         } else {
           for (let i = 0; q.has(`attached_media[${i}]`); i++) {
             let fbid: unknown;
@@ -577,6 +583,7 @@ export function createMetaPagesSandbox(o: { now?: () => Date; pageSize?: number;
             if (typeof fbid !== 'string' || !p.photos.has(fbid))
               throw fail(100, '(#100) attached_media must name unpublished photos of this Page');
             photos.push(fbid);
+            mediaUrls.push(p.photos.get(fbid)!.url);
           }
           if (!text && photos.length === 0) throw fail(100, '(#100) Either message or attached_media is required');
         }
@@ -586,6 +593,7 @@ export function createMetaPagesSandbox(o: { now?: () => Date; pageSize?: number;
           channelId: p.id,
           text,
           media: photos,
+          mediaUrls,
           createdAt: now(),
           permalink: `https://www.facebook.com/${p.id}/posts/${postNumber}`,
         };
@@ -616,6 +624,7 @@ export function createMetaPagesSandbox(o: { now?: () => Date; pageSize?: number;
           channelId: account.id,
           text: c.caption,
           media: c.media,
+          mediaUrls: [...c.media],
           createdAt: now(),
           permalink: `https://www.instagram.com/p/sandbox${id.slice(-8)}/`,
         };
@@ -727,7 +736,12 @@ export function createMetaPagesSandbox(o: { now?: () => Date; pageSize?: number;
       if (!page) throw new Error(`no sandbox Page ${pageId}`);
       return page.token;
     },
-    publications: (channelId) => [...(pages.get(channelId)?.posts ?? igs.get(channelId)?.media ?? [])].map((p) => ({ ...p })),
+    publications: (channelId) =>
+      [...(pages.get(channelId)?.posts ?? igs.get(channelId)?.media ?? [])].map((p) => ({
+        ...p,
+        media: [...p.media],
+        mediaUrls: [...p.mediaUrls],
+      })),
     counts: () => {
       const out: Record<string, number> = {};
       for (const p of pages.values()) out[p.id] = p.posts.length;
