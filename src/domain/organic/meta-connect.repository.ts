@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.ts';
+import { deleteUnusedConnections } from '../channels/channel-connection.repository.ts';
 
 // Meta channel connections' SQL: a connection (the sealed user token) made with the Facebook Page /
 // Instagram channels mapped to workspaces, each with its sealed Page token.
@@ -63,7 +64,8 @@ export async function workspaceExists(db: Db, hubId: string, workspaceId: string
  * A new connection (the sealed user token) and the Pages / Instagram accounts mapped with it, in one
  * transaction: a channel already made for a Page or account (same hub, platform and network id)
  * takes the new connection and token and keeps its workspace (its deliveries name it); otherwise a
- * channel is made in the chosen workspace.
+ * channel is made in the chosen workspace. A connection the moved channels leave unused is deleted
+ * with its user token.
  */
 export async function saveMetaConnection(
   db: Db,
@@ -136,6 +138,7 @@ export async function saveMetaConnection(
         out.push({ id: c.newId, created: true });
       }
     }
+    await deleteUnusedConnections(trx, hubId);
     return out;
   });
 }
