@@ -1,7 +1,10 @@
 // Publishing to a Google Business Profile location (accounts.locations.localPosts). The API takes
-// no idempotency key, so a create that went out without an answer is DeliveryUnconfirmed and the
-// publisher reconciles it with `find`: the location's local posts, matched by their summary
-// (exactly the post's text) and created at or after the attempt began.
+// no idempotency key, so a create that went out without an answer, or whose answer is a temporary
+// failure that does not say the post was not made (client.ts: NoAnswer), is DeliveryUnconfirmed and
+// the publisher reconciles it with `find`: the location's local posts, matched by their summary
+// (exactly the post's text) and created at or after the attempt began. A `platform_error` or
+// `unreachable` this connector throws comes before the create was sent (the token refresh, a
+// connection that never opened): nothing was made, and the publisher sends it again later.
 import { DeliveryUnconfirmed, PlatformError } from '../ad-platform.ts';
 import type { Connector, OutgoingChannel, OutgoingPost, Publication } from '../channel-platform.ts';
 import { NoAnswer } from '../google/transport.ts';

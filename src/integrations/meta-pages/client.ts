@@ -9,7 +9,11 @@
 // Exactly once: no Meta publishing call takes an idempotency key. A publishing request (Page feed /
 // photos / videos, Instagram media_publish) that was written but got no usable answer throws
 // DeliveryUnconfirmed, never a retryable error; the publisher reconciles it with find(). A failure
-// before the connection opened (DNS, refused) is PlatformError('unreachable'): nothing was sent.
+// before the connection opened (DNS, refused) is PlatformError('unreachable'): nothing was sent. The
+// publisher sends again after an `unreachable` or a `platform_error`, so neither is thrown where a
+// publication may have been made: they come from an earlier step (the limit read, containers,
+// unpublished photos) or are Meta's own error answer, which it documents as temporary ("wait and
+// retry the operation", codes 1 and 2, is_transient).
 import { META_GRAPH_API_VERSION } from '../../policy.ts';
 import { DeliveryUnconfirmed, PlatformError } from '../ad-platform.ts';
 import { createGraphTransport, isObject, type GraphSession, type Json } from '../meta/graph.ts';
