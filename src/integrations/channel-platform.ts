@@ -67,7 +67,8 @@ export interface Publication {
  * `find` looks for this post's publication on the channel made at or after `since` (the start of
  * the unconfirmed attempt): the Page's recent posts, the Instagram media list, the location's
  * local posts. It resolves with the publication or null when there is none; it throws as
- * `publish` does when it cannot tell.
+ * `publish` does when it cannot tell, or LookupAmbiguous (ad-platform.ts) when more than one
+ * publication could be this post's and nothing the network documents tells which.
  */
 export interface Connector {
   publish(post: OutgoingPost, channel: OutgoingChannel): Promise<Publication>;

@@ -1,14 +1,19 @@
 // Contract tests of the Meta Pages / Instagram publishing client and connector against the loopback
 // sandbox (no network): Pages with their tokens and paging, Page feed / photo / multi-photo posts,
 // Instagram single, carousel and reel containers with IN_PROGRESS / ERROR / EXPIRED, the publishing
-// limit, the reconciliation lookup, insights, throttles waited out, expired tokens, content refused
+// limit, the reconciliation lookup (a post without text matched only when it is the one candidate), insights, throttles waited out, expired tokens, content refused
 // before sending, hostile answers, and unconfirmed publications (written, no answer) vs unreachable.
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, beforeEach, test } from 'node:test';
-import { DeliveryUnconfirmed as PublisherUnconfirmed, type OutgoingChannel, type OutgoingPost } from '../../src/domain/posts/connector.ts';
-import { DeliveryUnconfirmed, PlatformError, PlatformThrottled } from '../../src/integrations/ad-platform.ts';
+import {
+  LookupAmbiguous as PublisherAmbiguous,
+  DeliveryUnconfirmed as PublisherUnconfirmed,
+  type OutgoingChannel,
+  type OutgoingPost,
+} from '../../src/domain/posts/connector.ts';
+import { DeliveryUnconfirmed, LookupAmbiguous, PlatformError, PlatformThrottled } from '../../src/integrations/ad-platform.ts';
 import { createMetaPagesClient, type MetaPagesClient } from '../../src/integrations/meta-pages/client.ts';
 import { createMetaPagesConnector } from '../../src/integrations/meta-pages/connector.ts';
 import { startMetaPagesSandbox } from '../../src/integrations/meta-pages/sandbox.ts';
@@ -90,6 +95,44 @@ test('Page: a text post, a photo post and a multi-photo post are each one public
   assert.equal((await client.findPagePost(pageToken, PAGE, 'New pastry', since))?.externalId, photo.externalId);
   assert.equal(await client.findPagePost(pageToken, PAGE, 'New pastry!', since), null, 'exact text only');
   assert.equal(await client.findPagePost(pageToken, PAGE, 'New pastry', new Date(nowMs + 3_600_000)), null, 'made before since');
+});
+
+test('a post without text is matched only when it is the one post without text since the attempt; two are "cannot tell", never a guess', async () => {
+  // A Page and account of their own, an hour on: no other test's posts in the window.
+  nowMs += 3_600_000;
+  const page = '1000000003';
+  const ig = '17841400000000003';
+  const token = sandbox.organic.pageToken(page);
+  const connector = createMetaPagesConnector({ client });
+  const fb = { id: 'ch_fb3', platform: 'facebook', externalId: page, secret: token };
+  const insta = { id: 'ch_ig3', platform: 'instagram', externalId: ig, secret: token };
+  const imageOnly = { text: '', media: [img(7)] };
+  const since = new Date(nowMs);
+  assert.equal(await connector.find(imageOnly, fb, since), null, 'no post at all: none');
+  await client.publishPage(token, page, { text: 'With words', media: [img(6)] });
+  assert.equal(await connector.find(imageOnly, fb, since), null, 'a post with text is not an image-only post');
+  const first = await client.publishPage(token, page, { text: '', media: [img(7)] });
+  assert.equal((await connector.find(imageOnly, fb, since))?.externalId, first.externalId, 'the only candidate');
+  // Another post without text in the window (the admin's own photo, or ours): nothing tells them apart.
+  nowMs += 60_000;
+  await client.publishPage(token, page, { text: '', media: [img(8)] });
+  await assert.rejects(connector.find(imageOnly, fb, since), (error: unknown) => {
+    assert.ok(error instanceof LookupAmbiguous, String(error));
+    assert.ok(error instanceof PublisherAmbiguous, 'the class the publisher knows');
+    assert.match(error.message, /more than one post without text/);
+    return true;
+  });
+  // Text is still matched exactly, newest first, beside them.
+  assert.ok(await connector.find({ text: 'With words', media: [img(6)] }, fb, since));
+  // A window after both: none.
+  assert.equal(await connector.find(imageOnly, fb, new Date(nowMs + 10 * 60_000)), null);
+
+  // Instagram the same: one media without caption is it, two cannot be told apart.
+  const igSince = new Date(nowMs);
+  const single = await client.publishInstagram(token, ig, { caption: '', media: [img(9)] });
+  assert.equal((await connector.find(imageOnly, insta, igSince))?.externalId, single.externalId);
+  await client.publishInstagram(token, ig, { caption: '', media: [img(10), img(11)] });
+  await assert.rejects(connector.find(imageOnly, insta, igSince), LookupAmbiguous);
 });
 
 test('Instagram: an image, a carousel and a reel (polled through IN_PROGRESS) are published once each and found by caption', async () => {

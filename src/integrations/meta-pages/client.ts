@@ -15,7 +15,7 @@
 // unpublished photos) or are Meta's own error answer, which it documents as temporary ("wait and
 // retry the operation", codes 1 and 2, is_transient).
 import { META_GRAPH_API_VERSION } from '../../policy.ts';
-import { DeliveryUnconfirmed, PlatformError } from '../ad-platform.ts';
+import { DeliveryUnconfirmed, LookupAmbiguous, PlatformError } from '../ad-platform.ts';
 import { createGraphTransport, isObject, type GraphSession, type Json } from '../meta/graph.ts';
 
 export interface MetaPagesClientOptions {
@@ -77,9 +77,13 @@ export interface MetaPagesClient {
   listPages(userToken: string, signal?: AbortSignal): Promise<MetaPage[]>;
   publishPage(pageToken: string, pageId: string, post: { text: string; media: MetaMedia[] }): Promise<Publication>;
   publishInstagram(pageToken: string, igUserId: string, post: { caption: string; media: MetaMedia[] }): Promise<Publication>;
-  /** The Page's post with exactly this message created at or after `since`, or null. */
+  /**
+   * The Page's post with exactly this message created at or after `since`, or null. With an empty
+   * message (an image alone) every post without one is a candidate: the only one is it, several
+   * throw LookupAmbiguous.
+   */
   findPagePost(pageToken: string, pageId: string, text: string, since: Date): Promise<Publication | null>;
-  /** The account's media with exactly this caption posted at or after `since`, or null. */
+  /** The account's media with exactly this caption posted at or after `since`, or null; an empty caption as findPagePost. */
   findInstagramMedia(pageToken: string, igUserId: string, caption: string, since: Date): Promise<Publication | null>;
   pagePostInsights(pageToken: string, postId: string, signal?: AbortSignal): Promise<MetaInsights>;
   instagramMediaInsights(pageToken: string, mediaId: string, signal?: AbortSignal): Promise<MetaInsights>;
@@ -355,7 +359,17 @@ export function createMetaPagesClient(options: MetaPagesClientOptions): MetaPage
     return url ? { externalId: mediaId, url } : { externalId: mediaId };
   }
 
-  /** Walks a newest-first list from `since`, bounded, for the first item that `matches`. */
+  /**
+   * Walks a newest-first list from `since`, bounded, for the item whose text is exactly `text`.
+   *
+   * A post with text is matched by it (the first, newest, such item). A post without text (an
+   * image or a video alone) has nothing of its own to match: the media URL we gave is not kept
+   * (Meta serves its own copies from its CDN), and the documented fields of Page posts and IG
+   * media (attachments, media_type, children) say only what kind of media an item holds, which
+   * any other image-only post of the account shares. So every item without text in the window is
+   * a candidate: none is null, exactly one is the publication, and more than one is
+   * LookupAmbiguous (cannot tell), never a guess that could mark an unsent post published.
+   */
   async function findIn(
     s: GraphSession,
     what: string,
@@ -366,6 +380,10 @@ export function createMetaPagesClient(options: MetaPagesClientOptions): MetaPage
     since: Date,
   ): Promise<Publication | null> {
     const from = since.getTime() - FIND_CLOCK_SKEW_MS;
+    const untexted = text === '';
+    let candidate: Publication | null = null;
+    const found = (it: { id: string; url: string | undefined }): Publication =>
+      it.url ? { externalId: it.id, url: it.url } : { externalId: it.id };
     for await (const data of t.pages(
       s,
       what,
@@ -380,12 +398,18 @@ export function createMetaPagesClient(options: MetaPagesClientOptions): MetaPage
           older = true;
           continue;
         }
-        if (it.text === text) return it.url ? { externalId: it.id, url: it.url } : { externalId: it.id };
+        if (it.text !== text) continue;
+        if (!untexted) return found(it);
+        if (candidate)
+          throw new LookupAmbiguous(
+            `${what} has more than one post without text since ${new Date(from).toISOString()} (${candidate.externalId}, ${it.id}): which is this one cannot be told`,
+          );
+        candidate = found(it);
       }
       // Lists come newest first: once a page reaches before `since`, nothing later can match.
-      if (older) return null;
+      if (older) return candidate;
     }
-    return null;
+    return candidate;
   }
 
   const timeOf = (value: unknown, what: string): number => {
