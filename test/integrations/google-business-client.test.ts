@@ -126,6 +126,13 @@ test('posts Business Profile refuses are refused before anything is sent', async
     [post('A clip', [video]), /photos, not video/],
     [post('x'.repeat(1501)), /at most 1500 characters \(this one has 1501\)/],
     [post('   '), /needs text or a photo/],
+    [
+      post(
+        'Eleven',
+        Array.from({ length: 11 }, () => photo()),
+      ),
+      /at most 10 photos/,
+    ],
   ] as const) {
     const error = await rejection(connector.publish(p, channel()));
     assert.ok(error instanceof PlatformError && error.kind === 'invalid_request', String(error));
@@ -133,6 +140,10 @@ test('posts Business Profile refuses are refused before anything is sent', async
   }
   assert.equal(sandbox.requests.length, before, 'no request was made');
   assert.equal(sandbox.posts(LOCATION).length, posted);
+  // The limit counts characters, not UTF-16 units: 1,500 of them (emoji included) go out.
+  const longest = `${'☕'.repeat(500)}${'🍩'.repeat(500)}${'x'.repeat(500)}`;
+  await connector.publish(post(longest), channel());
+  assert.equal(sandbox.posts(LOCATION).at(-1)!.summary, longest);
 });
 
 test('a create that went out without an answer is unconfirmed; the lookup finds it, so it is not made twice', async () => {

@@ -11,11 +11,18 @@ import { NoAnswer } from '../google/transport.ts';
 import { type GoogleBusinessClient, LOCATION_NAME } from './client.ts';
 
 /**
- * A local post's summary holds at most 1,500 characters (Business Profile Help › "Create posts":
- * "up to 1,500 characters"); the API refuses longer ones with INVALID_ARGUMENT.
+ * A local post's summary holds at most 1,500 characters: the description limit of a post in the
+ * Business Profile (Business Profile Help, "Create & manage posts",
+ * https://support.google.com/business/answer/7342169; 1,500 characters since 2018, when Google
+ * replaced the 100–300 word rule). Surprising for an API: the LocalPost reference's `summary`
+ * states no length, yet a longer one is refused with INVALID_ARGUMENT.
  */
 export const GOOGLE_BUSINESS_SUMMARY_MAX = 1500;
-/** Photos per local post we send (the API takes a list; the Business Profile shows up to 10). */
+/**
+ * Photos per local post we send. Google documents no count (LocalPost.media is a list, "sourceUrl
+ * is the only supported data field"); 10 is the post's own limit here (src/domain/posts/post.ts
+ * MAX_IMAGES), so no post that could be scheduled is refused for its photos alone.
+ */
 export const GOOGLE_BUSINESS_PHOTOS_MAX = 10;
 
 /**

@@ -56,6 +56,8 @@ export interface MetaMedia {
   kind: 'image' | 'video';
   /** A public URL Meta fetches the bytes from (the signed media URL under BASE_URL). */
   url: string;
+  /** The sniffed type (image/jpeg, video/mp4, …), when known: Instagram takes JPEG images only. */
+  contentType?: string;
 }
 
 /** A publication's lifetime figures, as far as the network reports them; null: not reported. */
@@ -90,21 +92,40 @@ export interface MetaPagesClient {
 }
 
 /**
- * Instagram's documented rules, checked before anything is sent (IG User › Media: "caption …
- * Maximum 2200 characters, 30 hashtags, and 20 @ tags"; Content Publishing › Carousel posts:
- * "Carousels are limited to 10 images, videos, or a mix of the two").
+ * Instagram's documented rules, checked before anything is sent. The caption: IG User › Media
+ * (https://developers.facebook.com/docs/instagram-platform/instagram-graph-api/reference/ig-user/media),
+ * parameter `caption`: "Maximum 2200 characters, 30 hashtags, and 20 @ tags."
  */
 export const INSTAGRAM_CAPTION_MAX_CHARS = 2200;
 export const INSTAGRAM_MAX_HASHTAGS = 30;
 export const INSTAGRAM_MAX_MENTIONS = 20;
+/**
+ * Surprising, as the Instagram app takes 20 items in a carousel since 2024: the API takes 10.
+ * Content Publishing › Carousel posts (https://developers.facebook.com/docs/instagram-platform/content-publishing/):
+ * "Carousels are limited to 10 images, videos, or a mix of the two"; IG User › Media, `children`:
+ * "An array of up to 10 container IDs".
+ */
 export const INSTAGRAM_CAROUSEL_MAX_ITEMS = 10;
 /**
- * The documented publishing limit when content_publishing_limit's answer has no `config`: the IG
- * User Content Publishing Limit reference's example answers `"config": {"quota_total": 50,
- * "quota_duration": 86400}`. The answer's own quota_total, when present, is the one believed.
+ * Surprising too: PNG, WebP and GIF images, which the media library keeps and Facebook Pages take,
+ * are refused. Content Publishing › Limitations
+ * (https://developers.facebook.com/docs/instagram-platform/content-publishing/): "JPEG is the only
+ * image format supported. Extended JPEG formats such as MPO and JPS are not supported."; IG User ›
+ * Media › Image specifications: "Format: JPEG".
+ */
+export const INSTAGRAM_IMAGE_TYPES: ReadonlySet<string> = new Set(['image/jpeg']);
+/**
+ * The publishing limit when content_publishing_limit's answer has no `config`. Meta's pages
+ * disagree: the IG User Content Publishing Limit reference says `quota_total` is "currently 50"
+ * (its example answers `"config": {"quota_total": 50, "quota_duration": 86400}`), the Content
+ * Publishing guide "100 API-published posts within a 24-hour moving period". The lower is taken;
+ * the answer's own quota_total, when present, is the one believed.
  */
 export const INSTAGRAM_DEFAULT_QUOTA = 50;
-/** Facebook Page posts: the Graph API documents no message limit below 63,206 characters (the Facebook UI's). */
+/**
+ * Facebook Page posts: the Graph API reference of /{page-id}/feed and /photos states no message
+ * limit; 63,206 characters is what Facebook itself takes in a post, the largest any network here does.
+ */
 export const FACEBOOK_MESSAGE_MAX_CHARS = 63_206;
 /** Pages of a lookup read before giving up (100 posts each): a reconciliation looks at recent posts only. */
 const FIND_MAX_PAGES = 5;
@@ -236,13 +257,31 @@ export function createMetaPagesClient(options: MetaPagesClientOptions): MetaPage
     if (post.media.length === 0)
       throw new PlatformError('rejected', 'Instagram publishes images and videos only: a post without media cannot go to Instagram');
     if (post.media.length > INSTAGRAM_CAROUSEL_MAX_ITEMS)
-      throw new PlatformError('rejected', `An Instagram carousel has at most ${INSTAGRAM_CAROUSEL_MAX_ITEMS} images or videos`);
-    if ([...post.caption].length > INSTAGRAM_CAPTION_MAX_CHARS)
-      throw new PlatformError('rejected', `An Instagram caption has at most ${INSTAGRAM_CAPTION_MAX_CHARS} characters`);
-    if ((post.caption.match(/(^|\s)#[^\s#]+/gu) ?? []).length > INSTAGRAM_MAX_HASHTAGS)
-      throw new PlatformError('rejected', `An Instagram caption has at most ${INSTAGRAM_MAX_HASHTAGS} hashtags`);
-    if ((post.caption.match(/(^|\s)@[\w.]+/gu) ?? []).length > INSTAGRAM_MAX_MENTIONS)
-      throw new PlatformError('rejected', `An Instagram caption has at most ${INSTAGRAM_MAX_MENTIONS} @ mentions`);
+      throw new PlatformError(
+        'rejected',
+        `An Instagram carousel published through the API has at most ${INSTAGRAM_CAROUSEL_MAX_ITEMS} images or videos (this post has ${post.media.length})`,
+      );
+    const notJpeg = post.media.find((m) => m.kind === 'image' && m.contentType !== undefined && !INSTAGRAM_IMAGE_TYPES.has(m.contentType));
+    if (notJpeg)
+      throw new PlatformError(
+        'rejected',
+        `Instagram takes JPEG images only (this post has ${notJpeg.contentType}): attach the image as a JPEG`,
+      );
+    const length = [...post.caption].length;
+    if (length > INSTAGRAM_CAPTION_MAX_CHARS)
+      throw new PlatformError(
+        'rejected',
+        `An Instagram caption has at most ${INSTAGRAM_CAPTION_MAX_CHARS} characters (this one has ${length})`,
+      );
+    const hashtags = (post.caption.match(/(^|\s)#[^\s#]+/gu) ?? []).length;
+    if (hashtags > INSTAGRAM_MAX_HASHTAGS)
+      throw new PlatformError('rejected', `An Instagram caption has at most ${INSTAGRAM_MAX_HASHTAGS} hashtags (this one has ${hashtags})`);
+    const mentions = (post.caption.match(/(^|\s)@[\w.]+/gu) ?? []).length;
+    if (mentions > INSTAGRAM_MAX_MENTIONS)
+      throw new PlatformError(
+        'rejected',
+        `An Instagram caption has at most ${INSTAGRAM_MAX_MENTIONS} @ mentions (this one has ${mentions})`,
+      );
   }
 
   /** IG User › Content Publishing Limit: refuses when the rolling 24 h quota is used up. */
