@@ -178,6 +178,14 @@ export const RECONCILE_SKEW_MS = 5 * MINUTE;
 export const RECONCILE_BACKOFF_MS = Object.freeze([MINUTE, 5 * MINUTE, 15 * MINUTE, HOUR, 3 * HOUR, 6 * HOUR] as const);
 /** After this many lookups that could not tell, the delivery fails as "could not confirm; check the channel" (never sent blindly). */
 export const RECONCILE_MAX_CHECKS = RECONCILE_BACKOFF_MS.length;
+/**
+ * Waits before a delivery is sent again after a send that published nothing and may succeed later:
+ * the network failed on its side (its 5xx, or an error it documents as temporary) or could not be
+ * reached before anything was sent; also counted: a lookup that found an unconfirmed send never landed.
+ */
+export const PUBLISH_RETRY_BACKOFF_MS = Object.freeze([MINUTE, 5 * MINUTE, 15 * MINUTE, HOUR] as const);
+/** Sends of a delivery after the first before it fails with the network's words: the retries are bounded. */
+export const PUBLISH_MAX_RETRIES = PUBLISH_RETRY_BACKOFF_MS.length;
 /** How long a signed public media URL (what Instagram and Meta fetch media from) stays valid. */
 export const MEDIA_URL_TTL_MS = DAY;
 

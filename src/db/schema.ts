@@ -344,6 +344,8 @@ export interface PostDeliveriesTable {
   url: Nullable<string>;
   /** Migration 023: lookups of this unconfirmed delivery that could not tell (backoff, then give up). */
   checks: Generated<number>;
+  /** Migration 024: sends of this delivery after one that published nothing (a transient failure, a lookup that found none). */
+  retries: Generated<number>;
 }
 
 export interface SandboxPublicationsTable {

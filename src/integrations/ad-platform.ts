@@ -74,6 +74,20 @@ export class DeliveryUnconfirmed extends Error {
   }
 }
 
+/**
+ * Organic publishing, reconciliation: the lookup cannot tell which publication, if any, is this
+ * post's (several the network lists could be, and nothing it documents tells them apart). The
+ * delivery stays unconfirmed and is looked up again, at last failing as "could not confirm";
+ * it is never taken as published, nor sent again, on a guess. The same class as
+ * src/domain/posts/connector.ts's LookupAmbiguous, which re-exports it.
+ */
+export class LookupAmbiguous extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'LookupAmbiguous';
+  }
+}
+
 /** An ad account as the platform describes it. */
 export interface PlatformAdAccount {
   /** The platform's id, as the platform writes it (Meta: `act_123`; Google Ads: `1234567890`). */

@@ -55,14 +55,20 @@ export interface Publication {
  *
  * `publish` resolves with the publication, or throws:
  * - `PlatformError` (src/integrations/ad-platform.ts): the network refused, with a kind a person
- *   can act on and the network's own message; nothing was published;
+ *   can act on and the network's own message; nothing was published. Kinds `platform_error` (the
+ *   network failed on its side or said the error is temporary) and `unreachable` are sent again
+ *   after a backoff, so a connector throws them only when nothing can have been published: a
+ *   failure before the publishing request could be sent (no connection opened, an earlier step of
+ *   the flow), or an error the network documents as "not done, retry";
  * - `PlatformThrottled`: the network asked us to wait; nothing was published, send again later;
- * - `DeliveryUnconfirmed`: the request may have been made; the delivery is reconciled by `find`.
+ * - `DeliveryUnconfirmed`: the request may have been made (written without an answer, or answered
+ *   in a way that does not say whether it was done); the delivery is reconciled by `find`.
  *
  * `find` looks for this post's publication on the channel made at or after `since` (the start of
  * the unconfirmed attempt): the Page's recent posts, the Instagram media list, the location's
  * local posts. It resolves with the publication or null when there is none; it throws as
- * `publish` does when it cannot tell.
+ * `publish` does when it cannot tell, or LookupAmbiguous (ad-platform.ts) when more than one
+ * publication could be this post's and nothing the network documents tells which.
  */
 export interface Connector {
   publish(post: OutgoingPost, channel: OutgoingChannel): Promise<Publication>;

@@ -321,6 +321,12 @@ const promises: { what: string; page: Page; covers: PolicyName[]; sentence: stri
       .join(', ')} minutes; after ${policy.RECONCILE_MAX_CHECKS} lookups that could not tell it fails as \`not_confirmed\``,
   },
   {
+    what: 'publish retries after transient failures',
+    page: 'docs/channels.md',
+    covers: ['PUBLISH_RETRY_BACKOFF_MS', 'PUBLISH_MAX_RETRIES'],
+    sentence: `sent again after ${policy.PUBLISH_RETRY_BACKOFF_MS.map(minutes).join(', ')} minutes, at most ${policy.PUBLISH_MAX_RETRIES} times`,
+  },
+  {
     what: 'signed media URL lifetime',
     page: 'docs/channels.md',
     covers: ['MEDIA_URL_TTL_MS'],

@@ -4,6 +4,7 @@
 // equal to a direct count of the sandbox's reviews — after the first read, after reviews are
 // added, re-rated and answered (an hourly read is one page), and after a full read drops a
 // removed review. Throttles, an unapproved project and a revoked login change no stored figure.
+// A reconnect that leaves a connection unused deletes it with its refresh token; the reviews stay.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
@@ -249,4 +250,64 @@ test('reconnecting mends it; a weekly full read drops a review Google removed', 
     await db.kysely.selectFrom('google_reviews').select('review_id').where('review_id', '=', 'gone-from-google').executeTakeFirst(),
     undefined,
   );
+});
+
+test('a connection no location uses any more is deleted with its refresh token when the last one moves; reviews and syncs stay', async () => {
+  const connections = async () =>
+    (await db.kysely.selectFrom('channel_connections').select('id').where('hub_id', '=', 'h_rev').orderBy('id').execute()).map((c) => c.id);
+  const channels = await db.kysely
+    .selectFrom('social_channels')
+    .select(['id', 'external_id', 'connection_id'])
+    .where('hub_id', '=', 'h_rev')
+    .orderBy('external_id')
+    .execute();
+  const byLocation = Object.fromEntries(channels.map((c) => [c.external_id!, c]));
+  // Downtown moved to a second connection when it was reconnected; Riverside and Airport are on the first.
+  const first = byLocation[RIVERSIDE]!.connection_id!;
+  assert.equal(byLocation[AIRPORT]!.connection_id, first);
+  const secondId = byLocation[DOWNTOWN]!.connection_id!;
+  assert.notEqual(secondId, first);
+  assert.deepEqual(await connections(), [first, secondId].sort(), 'the first connection still serves two locations');
+  const reviewsBefore = Number(
+    (
+      await db.kysely
+        .selectFrom('google_reviews')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
+
+  refreshToken = sandbox.issueRefreshToken();
+  const third = await connectBusinessLocations(deps, 'h_rev', {
+    refreshToken,
+    mappings: [
+      { location: RIVERSIDE, workspaceId: 'ws_side' },
+      { location: AIRPORT, workspaceId: 'ws_side' },
+    ],
+  });
+  assert.deepEqual(await connections(), [secondId, third.connectionId].sort(), 'the first connection is gone, its token with it');
+  assert.equal(
+    Number(
+      (
+        await db.kysely
+          .selectFrom('google_reviews')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    ),
+    reviewsBefore,
+  );
+  assert.deepEqual(
+    (await db.kysely.selectFrom('review_syncs').select('channel_id').orderBy('channel_id').execute()).map((r) => r.channel_id),
+    channels.map((c) => c.id).sort(),
+    'every location keeps its review sync',
+  );
+  // Every location syncs on with the connection it is on now.
+  clock.advance(REVIEW_SYNC_INTERVAL_MS * 2);
+  const outcomes = await loop.runOnce();
+  assert.deepEqual(
+    outcomes.map((o) => o.status),
+    ['synced', 'synced', 'synced'],
+  );
+  assert.deepEqual(await summary('ws_side'), expected([...sandbox.reviews(RIVERSIDE), ...sandbox.reviews(AIRPORT)]));
 });

@@ -3,11 +3,14 @@
 // (1 h, 6 h, 24 h, 3 d, 7 d, 28 d, then never), shared between two loops without a double read,
 // failures keep the figures and record the platform's words, throttles wait, and the figures feed
 // /analytics/organic beside imported rows (an imported day wins for its workspace and platform).
+// Reconnecting the Pages deletes the connection they leave (its user token with it) and the insights
+// rows are read on with the channels' own tokens.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { importNdjson } from '../../src/domain/import/import.service.ts';
 import { INSIGHTS_SCHEDULE_MS } from '../../src/domain/organic/insights-schedule.ts';
 import { createInsightsSyncLoop } from '../../src/domain/organic/insights-sync.ts';
+import { mapMetaChannels, type MetaConnectDeps } from '../../src/domain/organic/meta-connect.service.ts';
 import { createMetaPagesClient } from '../../src/integrations/meta-pages/client.ts';
 import { createMetaPagesConnector } from '../../src/integrations/meta-pages/connector.ts';
 import { startMetaPagesSandbox } from '../../src/integrations/meta-pages/sandbox.ts';
@@ -214,4 +217,59 @@ test('a failed read keeps the figures and records the kind and the platform word
   sandbox.organic.scenario.malformed(PAGE, 'html');
   const again = await loop().runOnce();
   assert.equal((again.find((o) => o.postId === 'post_fb') as { kind: string }).kind, 'bad_answer');
+});
+
+test('reconnecting moves the channels to a new connection; the one left unused is deleted with its user token, the insights read on', async () => {
+  sandbox.scenario.reset();
+  const pages = [PAGE, '1000000002'].map((id) => ({
+    id,
+    name: `Page ${id}`,
+    accessToken: sandbox.organic.pageToken(id),
+    instagram: id === PAGE ? { id: IG, username: 'harbourcafe' } : null,
+  }));
+  const deps: MetaConnectDeps = { db, clock, sealer, pages: { listPages: async () => pages } };
+  const connections = async () =>
+    (await db.kysely.selectFrom('channel_connections').select('id').where('hub_id', '=', 'hub_a').orderBy('id').execute()).map((c) => c.id);
+  const connectionOf = async (channelId: string) =>
+    (await db.kysely.selectFrom('social_channels').select('connection_id').where('id', '=', channelId).executeTakeFirstOrThrow())
+      .connection_id;
+  const insightsBefore = await db.kysely.selectFrom('organic_post_insights').select(['post_id', 'fetches']).orderBy('post_id').execute();
+  assert.equal(insightsBefore.length, 3);
+
+  // One Page reconnected: the old connection still serves the Instagram account and the other Page.
+  const first = await mapMetaChannels(deps, 'hub_a', { userToken: 'user-token-2', expiresAt: null }, [
+    { platform: 'facebook', externalId: PAGE, workspaceId: 'ws_1' },
+  ]);
+  assert.deepEqual(await connections(), ['cc_1', first.connectionId].sort());
+  assert.equal(await connectionOf('ch_fb'), first.connectionId);
+  assert.equal(await connectionOf('ch_ig'), 'cc_1');
+
+  // The rest reconnected: cc_1 is unused and goes, in the same transaction, with its sealed user token.
+  const second = await mapMetaChannels(deps, 'hub_a', { userToken: 'user-token-3', expiresAt: null }, [
+    { platform: 'instagram', externalId: IG, workspaceId: 'ws_1' },
+    { platform: 'facebook', externalId: '1000000002', workspaceId: 'ws_2' },
+  ]);
+  assert.deepEqual(await connections(), [first.connectionId, second.connectionId].sort());
+  assert.equal(await connectionOf('ch_ig'), second.connectionId);
+  assert.equal(await connectionOf('ch_fb2'), second.connectionId);
+  assert.equal(await connectionOf('ch_plain'), null, 'a channel without a connection is left alone');
+  const stored = await db.kysely
+    .selectFrom('channel_connections')
+    .select(['id', 'token_sealed'])
+    .where('id', '=', second.connectionId)
+    .executeTakeFirstOrThrow();
+  assert.equal(sealer.open(stored.token_sealed, stored.id), 'user-token-3');
+
+  // Nothing else needed cc_1: the insights rows are all there, and read with the channels' Page tokens.
+  assert.deepEqual(
+    (await db.kysely.selectFrom('organic_post_insights').select('post_id').orderBy('post_id').execute()).map((r) => r.post_id),
+    insightsBefore.map((r) => r.post_id),
+  );
+  await db.kysely.updateTable('organic_post_insights').set({ next_fetch_at: clock.now() }).execute();
+  const outcomes = await loop().runOnce();
+  assert.deepEqual(outcomes.map((o) => [o.postId, o.status]).sort(), [
+    ['post_fb', 'read'],
+    ['post_fb2', 'read'],
+    ['post_ig', 'read'],
+  ]);
 });

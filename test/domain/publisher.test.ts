@@ -326,6 +326,150 @@ test('a throttled delivery published nothing: pending again, the post waits out 
   );
 });
 
+test('a transient failure published nothing: pending again after a backoff (the network’s 5xx, then unreachable), then published once', async () => {
+  const clock = new FixedClock(NOW);
+  const connector = new ScriptedConnector()
+    .onPublish(
+      'ch_2_facebook',
+      new PlatformError('platform_error', 'Meta refused the post with a temporary error (2)', {
+        platformMessage: 'An unexpected error has occurred. Please retry your request later.',
+        platformCode: '2',
+      }),
+      new PlatformError('unreachable', 'Meta could not be reached for the post (ECONNREFUSED)'),
+      { externalId: 'fb_retried' },
+    )
+    .onPublish('ch_2_linkedin', { externalId: 'li_now' });
+  await schedule(['post_transient'], { workspace: 2, channels: ['ch_2_facebook', 'ch_2_linkedin'] });
+  const publisher = publisherWith(clock, connector, { retryBackoffMs: [MINUTE, 5 * MINUTE, 15 * MINUTE] });
+  await publisher.runOnce();
+  const row = async () => {
+    const [d] = await deliveries('post_transient');
+    const p = await post('post_transient');
+    return [
+      p.status,
+      p.retry_at && (p.retry_at.getTime() - clock.now().getTime()) / MINUTE,
+      d!.status,
+      d!.attempt_started_at,
+      d!.failure_kind,
+      d!.platform_message,
+      d!.platform_code,
+      d!.retries,
+      d!.error,
+    ];
+  };
+  assert.deepEqual(await row(), [
+    'publishing',
+    1,
+    'pending',
+    null,
+    'platform_error',
+    'An unexpected error has occurred. Please retry your request later.',
+    '2',
+    1,
+    null,
+  ]);
+  assert.equal((await channelRow('ch_2_facebook')).failure_kind, null, 'a retry is not a failure of the channel');
+  clock.advance(MINUTE - 1);
+  assert.equal(await publisher.runOnce(), 0, 'not before the backoff');
+  clock.advance(1);
+  assert.equal(await publisher.runOnce(), 1);
+  assert.deepEqual(await row(), [
+    'publishing',
+    5,
+    'pending',
+    null,
+    'unreachable',
+    'Meta could not be reached for the post (ECONNREFUSED)',
+    null,
+    2,
+    null,
+  ]);
+  clock.advance(5 * MINUTE);
+  assert.equal(await publisher.runOnce(), 1);
+  const [d, li] = await deliveries('post_transient');
+  assert.deepEqual(
+    [d!.status, d!.external_id, d!.failure_kind, d!.platform_message, d!.retries, li!.status],
+    ['published', 'fb_retried', null, null, 2, 'published'],
+  );
+  const p = await post('post_transient');
+  assert.deepEqual([p.status, p.attempts], ['published', 1], 'a backoff is not a crash: it does not count as an attempt');
+  assert.deepEqual(
+    connector.publishes.map((c) => c.channel.id),
+    ['ch_2_facebook', 'ch_2_linkedin', 'ch_2_facebook', 'ch_2_facebook'],
+  );
+});
+
+test('transient failures are retried a bounded number of times, then the delivery fails with the network’s words', async () => {
+  const clock = new FixedClock(NOW);
+  const down = () =>
+    new PlatformError('platform_error', 'Business Profile refused the new post (INTERNAL)', {
+      platformMessage: 'Internal error encountered.',
+      platformCode: 'INTERNAL',
+    });
+  const connector = new ScriptedConnector().onPublish('ch_3_google_business', down(), down(), down(), { externalId: 'never' });
+  await schedule(['post_down'], { workspace: 3, channels: ['ch_3_google_business'] });
+  const publisher = publisherWith(clock, connector, { retryBackoffMs: [MINUTE, 2 * MINUTE] });
+  const seen: [string, number, number | null][] = [];
+  for (let i = 0; i < 3; i++) {
+    assert.equal(await publisher.runOnce(), 1);
+    const p = await post('post_down');
+    const [d] = await deliveries('post_down');
+    seen.push([d!.status, d!.retries, p.retry_at && (p.retry_at.getTime() - clock.now().getTime()) / MINUTE]);
+    if (p.retry_at) clock.set(p.retry_at);
+  }
+  assert.deepEqual(seen, [
+    ['pending', 1, 1],
+    ['pending', 2, 2],
+    ['failed', 2, null],
+  ]);
+  assert.equal(connector.publishes.length, 3, 'the first send and two retries');
+  const [d] = await deliveries('post_down');
+  assert.deepEqual(
+    [d!.failure_kind, d!.platform_message, d!.platform_code, d!.error],
+    [
+      'platform_error',
+      'Internal error encountered.',
+      'INTERNAL',
+      'Business Profile refused the new post (INTERNAL) (sent 3 times; nothing was published)',
+    ],
+  );
+  assert.equal((await post('post_down')).status, 'failed');
+  const channel = await channelRow('ch_3_google_business');
+  assert.deepEqual([channel.failure_kind, channel.failure_message], ['platform_error', 'Internal error encountered.']);
+});
+
+test('a send that may have been made is never retried on the backoff; re-sends after lookups that found none count as retries', async () => {
+  const clock = new FixedClock(NOW);
+  const connector = new ScriptedConnector()
+    .onPublish('ch_1_linkedin', new DeliveryUnconfirmed('no answer after the request was written'), new DeliveryUnconfirmed('again'))
+    .onFind('ch_1_linkedin', null, null);
+  await schedule(['post_never_lands'], { workspace: 1, channels: ['ch_1_linkedin'] });
+  const publisher = publisherWith(clock, connector, { retryBackoffMs: [MINUTE] });
+  await publisher.runOnce();
+  assert.deepEqual(
+    (await deliveries('post_never_lands')).map((d) => [d.status, d.retries]),
+    [['unconfirmed', 0]],
+  );
+  clock.advance(MINUTE);
+  assert.equal(await publisher.runOnce(), 0, 'an unconfirmed send waits for its lookup, not for a retry backoff');
+  clock.advance(SETTLE - MINUTE);
+  await publisher.runOnce();
+  assert.deepEqual(
+    (await deliveries('post_never_lands')).map((d) => [d.status, d.retries]),
+    [['unconfirmed', 1]],
+    'none found: sent again, as a retry',
+  );
+  clock.advance(SETTLE);
+  await publisher.runOnce();
+  const [d] = await deliveries('post_never_lands');
+  assert.deepEqual([d!.status, d!.failure_kind, d!.retries], ['failed', 'platform_error', 1]);
+  assert.equal(
+    d!.error,
+    'sent 2 times to the linkedin channel without an answer that confirmed it, and the lookups found no such post: nothing was published',
+  );
+  assert.deepEqual([connector.publishes.length, connector.finds.length], [2, 2]);
+});
+
 test('DeliveryUnconfirmed: unconfirmed, looked up only after the settle delay; found: published with that id, never sent again', async () => {
   const clock = new FixedClock(NOW);
   const connector = new ScriptedConnector()

@@ -1,9 +1,11 @@
 // Contract tests of the Google Business Profile wire client and connector against the loopback
 // sandbox (no network): locations across accounts, local posts LIVE / PROCESSING / REJECTED (a
-// 200 that is a refusal), a create that went out without an answer (unconfirmed, then found by
-// the lookup, never made twice), posts refused before sending, review pages, throttling waited
+// 200 that is a refusal), a create that went out without an answer or with a temporary failure
+// (unconfirmed, then found by the lookup, never made twice), posts refused before sending, review pages, throttling waited
 // out, an unapproved project, an expired refresh token, and hostile answers.
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, beforeEach, test } from 'node:test';
 import { PlatformError, PlatformThrottled } from '../../src/integrations/ad-platform.ts';
 import { createGoogleBusinessClient, GOOGLE_BUSINESS_SCOPES } from '../../src/integrations/google-business/client.ts';
@@ -124,6 +126,13 @@ test('posts Business Profile refuses are refused before anything is sent', async
     [post('A clip', [video]), /photos, not video/],
     [post('x'.repeat(1501)), /at most 1500 characters \(this one has 1501\)/],
     [post('   '), /needs text or a photo/],
+    [
+      post(
+        'Eleven',
+        Array.from({ length: 11 }, () => photo()),
+      ),
+      /at most 10 photos/,
+    ],
   ] as const) {
     const error = await rejection(connector.publish(p, channel()));
     assert.ok(error instanceof PlatformError && error.kind === 'invalid_request', String(error));
@@ -131,6 +140,10 @@ test('posts Business Profile refuses are refused before anything is sent', async
   }
   assert.equal(sandbox.requests.length, before, 'no request was made');
   assert.equal(sandbox.posts(LOCATION).length, posted);
+  // The limit counts characters, not UTF-16 units: 1,500 of them (emoji included) go out.
+  const longest = `${'☕'.repeat(500)}${'🍩'.repeat(500)}${'x'.repeat(500)}`;
+  await connector.publish(post(longest), channel());
+  assert.equal(sandbox.posts(LOCATION).at(-1)!.summary, longest);
 });
 
 test('a create that went out without an answer is unconfirmed; the lookup finds it, so it is not made twice', async () => {
@@ -148,6 +161,43 @@ test('a create that went out without an answer is unconfirmed; the lookup finds 
   // A post from before the attempt, or with other text, is not this one.
   assert.equal(await connector.find(post('Unconfirmed special'), channel(), new Date(nowMs + 60_000)), null);
   assert.equal(await connector.find(post('Another text'), channel(), since), null);
+});
+
+test('a temporary failure answered to the create may hide a made post: unconfirmed, not a retryable error; a refused connection is unreachable', async () => {
+  const connector = createGoogleBusinessConnector(clientFor());
+  const posted = sandbox.posts(LOCATION).length;
+  // A 502 page from a front end: what the API did is unknown, so it is looked up, never sent blindly.
+  sandbox.scenario.malformed(LOCATION, 'html');
+  const gateway = await rejection(connector.publish(post('Gateway special'), channel()));
+  assert.ok(gateway instanceof DeliveryUnconfirmed, String(gateway));
+  assert.match(gateway.message, /HTTP 502.*the post may have been made/);
+  assert.equal(sandbox.posts(LOCATION).length, posted);
+  // The same answer to a read stays a platform error (nothing is made by a read).
+  sandbox.scenario.malformed(LOCATION, 'html');
+  const read = await rejection(clientFor().reviewPage(refreshToken, LOCATION, null));
+  assert.ok(read instanceof PlatformError && read.kind === 'platform_error', String(read));
+  // Nothing listens at the API's address: the create never left, unreachable (the publisher sends it again later).
+  const server = http.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  const dead = createGoogleBusinessConnector(
+    createGoogleBusinessClient({
+      businessUrl: `http://127.0.0.1:${port}`,
+      oauthUrl: sandbox.url,
+      clientId: sandbox.clientId,
+      clientSecret: sandbox.clientSecret,
+      sleep: fakeSleep,
+      now: () => new Date(nowMs),
+      timeoutMs: 1000,
+    }),
+  );
+  const refused = await rejection(dead.publish(post('Refused special'), channel()));
+  assert.ok(
+    refused instanceof PlatformError && refused.kind === 'unreachable' && !(refused instanceof DeliveryUnconfirmed),
+    String(refused),
+  );
+  assert.equal(sandbox.posts(LOCATION).length, posted);
 });
 
 test('reviews come in pages of at most 50, newest update first, with Google counts', async () => {

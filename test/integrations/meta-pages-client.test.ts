@@ -1,15 +1,20 @@
 // Contract tests of the Meta Pages / Instagram publishing client and connector against the loopback
 // sandbox (no network): Pages with their tokens and paging, Page feed / photo / multi-photo posts,
 // Instagram single, carousel and reel containers with IN_PROGRESS / ERROR / EXPIRED, the publishing
-// limit, the reconciliation lookup, insights, throttles waited out, expired tokens, content refused
+// limit, the reconciliation lookup (a post without text matched only when it is the one candidate), insights, throttles waited out, expired tokens, content refused
 // before sending, hostile answers, and unconfirmed publications (written, no answer) vs unreachable.
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, beforeEach, test } from 'node:test';
-import { DeliveryUnconfirmed as PublisherUnconfirmed, type OutgoingChannel, type OutgoingPost } from '../../src/domain/posts/connector.ts';
-import { DeliveryUnconfirmed, PlatformError, PlatformThrottled } from '../../src/integrations/ad-platform.ts';
-import { createMetaPagesClient, type MetaPagesClient } from '../../src/integrations/meta-pages/client.ts';
+import {
+  LookupAmbiguous as PublisherAmbiguous,
+  DeliveryUnconfirmed as PublisherUnconfirmed,
+  type OutgoingChannel,
+  type OutgoingPost,
+} from '../../src/domain/posts/connector.ts';
+import { DeliveryUnconfirmed, LookupAmbiguous, PlatformError, PlatformThrottled } from '../../src/integrations/ad-platform.ts';
+import { createMetaPagesClient, type MetaMedia, type MetaPagesClient } from '../../src/integrations/meta-pages/client.ts';
 import { createMetaPagesConnector } from '../../src/integrations/meta-pages/connector.ts';
 import { startMetaPagesSandbox } from '../../src/integrations/meta-pages/sandbox.ts';
 
@@ -92,6 +97,44 @@ test('Page: a text post, a photo post and a multi-photo post are each one public
   assert.equal(await client.findPagePost(pageToken, PAGE, 'New pastry', new Date(nowMs + 3_600_000)), null, 'made before since');
 });
 
+test('a post without text is matched only when it is the one post without text since the attempt; two are "cannot tell", never a guess', async () => {
+  // A Page and account of their own, an hour on: no other test's posts in the window.
+  nowMs += 3_600_000;
+  const page = '1000000003';
+  const ig = '17841400000000003';
+  const token = sandbox.organic.pageToken(page);
+  const connector = createMetaPagesConnector({ client });
+  const fb = { id: 'ch_fb3', platform: 'facebook', externalId: page, secret: token };
+  const insta = { id: 'ch_ig3', platform: 'instagram', externalId: ig, secret: token };
+  const imageOnly = { text: '', media: [img(7)] };
+  const since = new Date(nowMs);
+  assert.equal(await connector.find(imageOnly, fb, since), null, 'no post at all: none');
+  await client.publishPage(token, page, { text: 'With words', media: [img(6)] });
+  assert.equal(await connector.find(imageOnly, fb, since), null, 'a post with text is not an image-only post');
+  const first = await client.publishPage(token, page, { text: '', media: [img(7)] });
+  assert.equal((await connector.find(imageOnly, fb, since))?.externalId, first.externalId, 'the only candidate');
+  // Another post without text in the window (the admin's own photo, or ours): nothing tells them apart.
+  nowMs += 60_000;
+  await client.publishPage(token, page, { text: '', media: [img(8)] });
+  await assert.rejects(connector.find(imageOnly, fb, since), (error: unknown) => {
+    assert.ok(error instanceof LookupAmbiguous, String(error));
+    assert.ok(error instanceof PublisherAmbiguous, 'the class the publisher knows');
+    assert.match(error.message, /more than one post without text/);
+    return true;
+  });
+  // Text is still matched exactly, newest first, beside them.
+  assert.ok(await connector.find({ text: 'With words', media: [img(6)] }, fb, since));
+  // A window after both: none.
+  assert.equal(await connector.find(imageOnly, fb, new Date(nowMs + 10 * 60_000)), null);
+
+  // Instagram the same: one media without caption is it, two cannot be told apart.
+  const igSince = new Date(nowMs);
+  const single = await client.publishInstagram(token, ig, { caption: '', media: [img(9)] });
+  assert.equal((await connector.find(imageOnly, insta, igSince))?.externalId, single.externalId);
+  await client.publishInstagram(token, ig, { caption: '', media: [img(10), img(11)] });
+  await assert.rejects(connector.find(imageOnly, insta, igSince), LookupAmbiguous);
+});
+
 test('Instagram: an image, a carousel and a reel (polled through IN_PROGRESS) are published once each and found by caption', async () => {
   const since = new Date(nowMs);
   const single = await client.publishInstagram(pageToken, IG, { caption: 'Morning light', media: [img(1)] });
@@ -149,19 +192,65 @@ test('Instagram publishing limit: read before publishing; at the quota the post 
   await client.publishInstagram(pageToken, IG, { caption: 'under a larger quota', media: [img(1)] });
 });
 
-test('Instagram rules checked before sending: text only, too long, too many hashtags, too many items', async () => {
+test('Instagram rules checked before sending, each with its reason: text only, caption length, hashtags, @ mentions, carousel items, JPEG only', async () => {
   const sent = sandbox.requests.length;
-  await expectKind(client.publishInstagram(pageToken, IG, { caption: 'Just words', media: [] }), 'rejected');
-  await expectKind(client.publishInstagram(pageToken, IG, { caption: 'x'.repeat(2201), media: [img(1)] }), 'rejected');
-  const tags = Array.from({ length: 31 }, (_, i) => `#t${i}`).join(' ');
-  await expectKind(client.publishInstagram(pageToken, IG, { caption: tags, media: [img(1)] }), 'rejected');
-  await expectKind(
-    client.publishInstagram(pageToken, IG, { caption: 'x', media: Array.from({ length: 11 }, (_, i) => img(i)) }),
-    'rejected',
+  const refused = async (
+    post: { caption: string; media: { kind: 'image' | 'video'; url: string; contentType?: string }[] },
+    words: RegExp,
+  ) =>
+    assert.rejects(client.publishInstagram(pageToken, IG, post), (error: unknown) => {
+      assert.ok(error instanceof PlatformError && error.kind === 'rejected', String(error));
+      assert.match(error.message, words);
+      return true;
+    });
+  const list = (n: number, make: (i: number) => string) => Array.from({ length: n }, (_, i) => make(i)).join(' ');
+  await refused({ caption: 'Just words', media: [] }, /a post without media cannot go to Instagram/);
+  await refused({ caption: '☕'.repeat(2201), media: [img(1)] }, /at most 2200 characters \(this one has 2201\)/);
+  await refused({ caption: list(31, (i) => `#t${i}`), media: [img(1)] }, /at most 30 hashtags \(this one has 31\)/);
+  await refused({ caption: list(21, (i) => `@friend${i}`), media: [img(1)] }, /at most 20 @ mentions \(this one has 21\)/);
+  await refused(
+    { caption: 'x', media: Array.from({ length: 11 }, (_, i) => img(i)) },
+    /carousel published through the API has at most 10 images or videos \(this post has 11\)/,
+  );
+  await refused({ caption: 'x', media: [{ ...img(1), contentType: 'image/png' }] }, /JPEG images only \(this post has image\/png\)/);
+  await refused(
+    { caption: 'x', media: [img(1), { ...img(2), contentType: 'image/webp' }] },
+    /JPEG images only \(this post has image\/webp\)/,
   );
   assert.equal(sandbox.requests.length, sent, 'nothing was sent');
-  // 2,200 characters and 30 hashtags are allowed.
-  await client.publishInstagram(pageToken, IG, { caption: `${Array.from({ length: 30 }, (_, i) => `#t${i}`).join(' ')}`, media: [img(1)] });
+  // At the limits it goes out: 2,200 characters (counted as characters, not UTF-16 units) with 30
+  // hashtags and 20 mentions, and a carousel of 10 JPEG images and a video.
+  const caption = `${list(30, (i) => `#t${i}`)} ${list(20, (i) => `@f${i}`)} `;
+  const full = `${caption}${'☕'.repeat(2200 - [...caption].length)}`;
+  assert.equal([...full].length, 2200);
+  await client.publishInstagram(pageToken, IG, { caption: full, media: [{ ...img(1), contentType: 'image/jpeg' }] });
+  await client.publishInstagram(pageToken, IG, {
+    caption: 'Ten',
+    media: [
+      ...Array.from({ length: 9 }, (_, i) => ({ ...img(i), contentType: 'image/jpeg' })),
+      { kind: 'video' as const, url: 'https://hub.example/media/v.mp4', contentType: 'video/mp4' },
+    ],
+  });
+});
+
+test('Facebook Page rules checked before sending: neither text nor media, a video with other media, a message over 63,206 characters', async () => {
+  const sent = sandbox.requests.length;
+  const video = { kind: 'video' as const, url: 'https://hub.example/media/v.mp4' };
+  const cases: [{ text: string; media: MetaMedia[] }, RegExp][] = [
+    [{ text: '  ', media: [] }, /needs text or media/],
+    [{ text: 'Clip and photo', media: [video, img(1)] }, /one video alone, or images only/],
+    [{ text: 'x'.repeat(63_207), media: [] }, /at most 63206 characters/],
+  ];
+  for (const [post, words] of cases) {
+    await assert.rejects(client.publishPage(pageToken, PAGE, post), (error: unknown) => {
+      assert.ok(error instanceof PlatformError && error.kind === 'rejected', String(error));
+      assert.match(error.message, words);
+      return true;
+    });
+  }
+  assert.equal(sandbox.requests.length, sent, 'nothing was sent');
+  // A PNG goes to a Page (Facebook takes it; only Instagram is JPEG only).
+  await client.publishPage(pageToken, PAGE, { text: 'A PNG', media: [{ ...img(1), contentType: 'image/png' }] });
 });
 
 test('errors: an expired Page token is needs_reconnect, a refused post rejected-as-invalid with error_user_msg, a missing permission missing_permission', async () => {
@@ -277,6 +366,9 @@ test('the connector: Facebook and Instagram channels by platform, the Page token
   };
   const ig = await connector.publish(withMedia, channel('instagram', IG, pageToken));
   assert.equal((await connector.find(withMedia, channel('instagram', IG, pageToken), since))?.externalId, ig.externalId);
+  // The connector hands the media's type on: a PNG is refused for Instagram before sending.
+  const png: OutgoingPost = { ...withMedia, media: [{ ...withMedia.media[0]!, contentType: 'image/png' }] };
+  await expectKind(connector.publish(png, channel('instagram', IG, pageToken)), 'rejected');
   const figures = await connector.insights(channel('instagram', IG, pageToken), ig.externalId);
   assert.ok(figures.reach !== null);
 });

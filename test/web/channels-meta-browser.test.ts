@@ -1,8 +1,9 @@
 // Manage Hub → Facebook & Instagram in Chromium against the Meta sandbox (ads and Pages on one
 // server): Connect Facebook Pages / Instagram through the sandbox's Facebook Login dialog, map a
 // Page and its Instagram account to workspaces, the channels made with sealed Page tokens that
-// publish through the connector; an ads state is refused by the Pages callback; the pages at 390
-// and 1280 px (screenshots in /tmp/meta-shots).
+// publish through the connector; until the choice the user token waits in the session-bound
+// pending store (no connection row; another session cannot open the chooser); an ads state is
+// refused by the Pages callback; the pages at 390 and 1280 px (screenshots in /tmp/meta-shots).
 import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
@@ -26,6 +27,16 @@ describe('Connect Facebook Pages / Instagram in Chromium', { skip: chromiumMissi
   let browser: Browser;
   let page: Page;
   const listUrl = () => `${web.baseUrl}/app/hubs/${HUB}/settings/channels/meta`;
+  const connections = () => web.db.kysely.selectFrom('channel_connections').selectAll().where('hub_id', '=', HUB).orderBy('id').execute();
+  const signedInPage = async (): Promise<Page> => {
+    const p = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+    await p.goto(`${web.baseUrl}/app/sign-in`);
+    await p.fill('#email', ADMIN.email);
+    await p.fill('#password', ADMIN.password);
+    await p.click('button[type=submit]');
+    await p.waitForURL(/\/app\/hubs\/hub_web$/);
+    return p;
+  };
 
   before(async () => {
     const { chromium } = await import('playwright-core');
@@ -42,12 +53,7 @@ describe('Connect Facebook Pages / Instagram in Chromium', { skip: chromiumMissi
       },
     });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-    await page.goto(`${web.baseUrl}/app/sign-in`);
-    await page.fill('#email', ADMIN.email);
-    await page.fill('#password', ADMIN.password);
-    await page.click('button[type=submit]');
-    await page.waitForURL(/\/app\/hubs\/hub_web$/);
+    page = await signedInPage();
     await mkdir(SHOTS, { recursive: true });
   });
   after(async () => {
@@ -75,10 +81,18 @@ describe('Connect Facebook Pages / Instagram in Chromium', { skip: chromiumMissi
     ])
       assert.ok(scope.split(',').includes(s), s);
     await page.click('button[value=allow]');
-    await page.waitForURL(/\/settings\/channels\/meta\/choose\?connection=/);
+    await page.waitForURL(/\/settings\/channels\/meta\/choose\?pending=/);
     await page.screenshot({ path: `${SHOTS}/choose-1280.png`, fullPage: true });
     assert.equal(await page.locator('li.meta-page').count(), 2);
     assert.ok(!(await page.content()).includes('EAAsandbox'), 'no token in the page');
+    // Before the choice nothing is stored as a connection: the user token waits, sealed, for this session.
+    assert.deepEqual(await connections(), [], 'no connection before the admin chose');
+    const chooserUrl = page.url();
+    // Another session of the same admin cannot open this chooser with its handle.
+    const other = await signedInPage();
+    assert.equal((await other.goto(chooserUrl))?.status(), 410);
+    assert.match((await other.textContent('body')) ?? '', /no longer open/);
+    await other.context().close();
     await page.selectOption('select[name="facebook:1000000001"]', 'ws_a');
     await page.selectOption('select[name="instagram:17841400000000001"]', 'ws_b');
     await page.click('text=Connect channels');
@@ -100,11 +114,14 @@ describe('Connect Facebook Pages / Instagram in Chromium', { skip: chromiumMissi
         ['instagram', 'ws_b', '17841400000000001'],
       ],
     );
-    const connection = await web.db.kysely
-      .selectFrom('channel_connections')
-      .selectAll()
-      .where('id', '=', channels[0]!.connection_id!)
-      .executeTakeFirstOrThrow();
+    const made = await connections();
+    assert.deepEqual(
+      made.map((c) => c.id),
+      [channels[0]!.connection_id],
+      'one connection, made at the choice, for what was mapped',
+    );
+    assert.equal(channels[1]!.connection_id, channels[0]!.connection_id);
+    const connection = made[0]!;
     const sealer = new Sealer((await resolveSecretsKeys(web.config)).keys);
     // The user token sealed with the connection id; each Page token with its channel id (not another's).
     assert.match(sealer.open(connection.token_sealed, connection.id), /^EAAsandbox/);
@@ -120,10 +137,14 @@ describe('Connect Facebook Pages / Instagram in Chromium', { skip: chromiumMissi
     );
     assert.equal(sandbox.organic.counts()['1000000001'], before + 1);
 
+    // The handle was taken by the choice: sending the form again (a double click) changes nothing.
+    assert.equal((await page.goto(chooserUrl))?.status(), 410);
+    await page.goto(listUrl());
+
     // Connecting again reconnects the same channels (no duplicate), keeping their workspaces.
     await page.click('#connect-meta-pages');
     await page.click('button[value=allow]');
-    await page.waitForURL(/\/choose\?connection=/);
+    await page.waitForURL(/\/choose\?pending=/);
     await page.selectOption('select[name="facebook:1000000001"]', 'ws_c');
     await page.click('text=Connect channels');
     await page.waitForURL(/notice=connected$/);
@@ -147,7 +168,8 @@ describe('Connect Facebook Pages / Instagram in Chromium', { skip: chromiumMissi
     await page.goto(listUrl());
     await page.click('#connect-meta-pages');
     await page.click('button[value=allow]');
-    await page.waitForURL(/\/choose\?connection=/);
+    await page.waitForURL(/\/choose\?pending=/);
+    const before = await connections();
     await page.evaluate(`(() => {
       const select = document.querySelector('select[name="facebook:1000000002"]');
       select.name = 'facebook:999999';
@@ -156,6 +178,16 @@ describe('Connect Facebook Pages / Instagram in Chromium', { skip: chromiumMissi
     await page.click('text=Connect channels');
     assert.match((await page.textContent('[role=alert]')) ?? '', /not one this Facebook sign-in can manage/);
     assert.equal((await web.db.kysely.selectFrom('social_channels').select('id').where('external_id', '=', '999999').execute()).length, 0);
+    assert.deepEqual(await connections(), before, 'a refused choice stores no connection');
+    // The sign-in is still held for this session: the admin chooses again from the same chooser.
+    await page.selectOption('select[name="facebook:1000000002"]', 'ws_c');
+    await page.click('text=Connect channels');
+    await page.waitForURL(/notice=connected$/);
+    assert.equal(
+      (await web.db.kysely.selectFrom('social_channels').select('workspace_id').where('external_id', '=', '1000000002').executeTakeFirst())
+        ?.workspace_id,
+      'ws_c',
+    );
   });
 
   test('the pages at 390 and 1280 px: nothing overflows', async () => {
@@ -166,7 +198,7 @@ describe('Connect Facebook Pages / Instagram in Chromium', { skip: chromiumMissi
       await page.screenshot({ path: `${SHOTS}/list-${width}.png`, fullPage: true });
       await page.click('#connect-meta-pages');
       await page.click('button[value=allow]');
-      await page.waitForURL(/\/choose\?connection=/);
+      await page.waitForURL(/\/choose\?pending=/);
       assert.deepEqual(await overflows(page, width), [], `chooser at ${width}`);
       await page.screenshot({ path: `${SHOTS}/choose-${width}.png`, fullPage: true });
     }

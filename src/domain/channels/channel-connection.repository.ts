@@ -1,6 +1,6 @@
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Db } from '../../db/database.ts';
-import type { SocialPlatform } from '../../db/schema.ts';
+import type { Database, SocialPlatform } from '../../db/schema.ts';
 
 // Connections of a hub to an organic network (a sealed Meta user token or Google refresh token)
 // and the channels they reach, each mapped to a workspace.
@@ -15,10 +15,27 @@ export interface ConnectedChannelInput {
 }
 
 /**
+ * Deletes the hub's connections no channel references any more, their sealed tokens with them: a
+ * reconnect moves channels to a new connection and leaves the old one behind. Run in the
+ * transaction that moved them. Nothing else holds a connection: only social_channels references
+ * channel_connections (migration 020); insights rows and review syncs hang off the channels and
+ * reach a token through the channel's current connection, and a channel never goes back to an old
+ * connection (each connect makes a new one), so a connection found unused stays unused.
+ */
+export async function deleteUnusedConnections(q: Kysely<Database>, hubId: string): Promise<number> {
+  const result = await sql`
+    DELETE FROM channel_connections k
+     WHERE k.hub_id = ${hubId}
+       AND NOT EXISTS (SELECT 1 FROM social_channels c WHERE c.hub_id = k.hub_id AND c.connection_id = k.id)`.execute(q);
+  return Number(result.numAffectedRows ?? 0);
+}
+
+/**
  * Stores a connection and its channels in one transaction: a channel the hub already has for the
  * same network id moves to the new connection (a reconnect: connected again, failure cleared);
- * the others are added. Business Profile channels are enrolled in the review sync, due now.
- * Returns the channel ids in the order given.
+ * the others are added, and a connection left with no channel is deleted with its token.
+ * Business Profile channels are enrolled in the review sync, due now. Returns the channel ids in
+ * the order given.
  */
 export async function saveConnection(
   db: Db,
@@ -72,6 +89,7 @@ export async function saveConnection(
         SELECT id, ${c.hubId}, ${now}::timestamptz FROM unnest(${ids}::text[]) AS t(id)
         ON CONFLICT (channel_id) DO UPDATE SET next_sync_at = excluded.next_sync_at, failure_kind = NULL,
           failure_message = NULL, failure_code = NULL, failing_since = NULL, failure_count = 0`.execute(trx);
+    await deleteUnusedConnections(trx, c.hubId);
     return ids;
   });
 }

@@ -1,34 +1,8 @@
 import type { Db } from '../../db/database.ts';
+import { deleteUnusedConnections } from '../channels/channel-connection.repository.ts';
 
-// Meta channel connections' SQL: the connection (the sealed user token), and the Facebook Page /
+// Meta channel connections' SQL: a connection (the sealed user token) made with the Facebook Page /
 // Instagram channels mapped to workspaces, each with its sealed Page token.
-
-export async function insertConnection(
-  db: Db,
-  row: { id: string; hubId: string; label: string; tokenSealed: Buffer; tokenExpiresAt: Date | null },
-): Promise<void> {
-  await db.kysely
-    .insertInto('channel_connections')
-    .values({
-      id: row.id,
-      hub_id: row.hubId,
-      platform: 'meta',
-      label: row.label,
-      token_sealed: row.tokenSealed,
-      token_expires_at: row.tokenExpiresAt,
-    })
-    .execute();
-}
-
-export async function findConnection(db: Db, hubId: string, connectionId: string) {
-  return db.kysely
-    .selectFrom('channel_connections')
-    .select(['id', 'token_sealed', 'token_expires_at', 'label'])
-    .where('hub_id', '=', hubId)
-    .where('id', '=', connectionId)
-    .where('platform', '=', 'meta')
-    .executeTakeFirst();
-}
 
 export interface MetaChannelRow {
   id: string;
@@ -87,14 +61,15 @@ export async function workspaceExists(db: Db, hubId: string, workspaceId: string
 }
 
 /**
- * Maps one Page or Instagram account: a channel already made for it (same hub, platform and
- * network id) takes the new connection and token and keeps its workspace (its deliveries name it);
- * otherwise a channel is made in the chosen workspace. One transaction for all the choices.
+ * A new connection (the sealed user token) and the Pages / Instagram accounts mapped with it, in one
+ * transaction: a channel already made for a Page or account (same hub, platform and network id)
+ * takes the new connection and token and keeps its workspace (its deliveries name it); otherwise a
+ * channel is made in the chosen workspace. A connection the moved channels leave unused is deleted
+ * with its user token.
  */
-export async function upsertMetaChannels(
+export async function saveMetaConnection(
   db: Db,
-  hubId: string,
-  connectionId: string,
+  connection: { id: string; hubId: string; label: string; tokenSealed: Buffer; tokenExpiresAt: Date | null },
   channels: {
     newId: string;
     workspaceId: string;
@@ -105,7 +80,19 @@ export async function upsertMetaChannels(
     seal(channelId: string): Buffer;
   }[],
 ): Promise<{ id: string; created: boolean }[]> {
+  const { hubId, id: connectionId } = connection;
   return db.kysely.transaction().execute(async (trx) => {
+    await trx
+      .insertInto('channel_connections')
+      .values({
+        id: connectionId,
+        hub_id: hubId,
+        platform: 'meta',
+        label: connection.label,
+        token_sealed: connection.tokenSealed,
+        token_expires_at: connection.tokenExpiresAt,
+      })
+      .execute();
     const out: { id: string; created: boolean }[] = [];
     for (const c of channels) {
       const existing = await trx
@@ -151,6 +138,7 @@ export async function upsertMetaChannels(
         out.push({ id: c.newId, created: true });
       }
     }
+    await deleteUnusedConnections(trx, hubId);
     return out;
   });
 }

@@ -1,22 +1,24 @@
-// Connect Facebook Pages / Instagram: after Facebook Login, the user token is kept sealed in a
-// channel connection (the connection id as additional data); the admin maps each Page and each
-// Instagram account linked to a Page to a workspace, which makes (or reconnects) a channel with the
-// Page token Meta derives from the user token, sealed with the channel id as additional data. The
-// tokens never reach a page or a log.
+// Connect Facebook Pages / Instagram: after Facebook Login, the user token waits for the admin's
+// choice in the session-bound pending store (src/domain/ad-sync/pending-connection.ts, kind
+// META_PAGES_PENDING), as the ad accounts' and Business Profile's tokens do: no connection exists
+// before the choice. The admin maps each Page and each Instagram account linked to a Page to a
+// workspace; only then is a channel connection made, holding the user token sealed with the
+// connection id as additional data, with a channel per mapped Page or account (made, or
+// reconnected) holding the Page token Meta derives from the user token, sealed with the channel id.
+// The tokens never reach a page or a log.
 import type { Db } from '../../db/database.ts';
 import { PlatformError } from '../../integrations/ad-platform.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { DomainError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Sealer } from '../../platform/sealing.ts';
-import {
-  findConnection,
-  findMetaChannels,
-  insertConnection,
-  upsertMetaChannels,
-  workspaceExists,
-  type MetaChannelRow,
-} from './meta-connect.repository.ts';
+import { findMetaChannels, saveMetaConnection, workspaceExists, type MetaChannelRow } from './meta-connect.repository.ts';
+
+/**
+ * The pending store's platform for a Facebook user token waiting for the Pages chooser: the ad
+ * accounts' chooser does not take it (its platforms are the ad platforms), nor this one theirs.
+ */
+export const META_PAGES_PENDING = 'meta_pages';
 
 /** A Page as the user's token lists it (MetaPagesClient.listPages). */
 export interface ListedPage {
@@ -42,29 +44,15 @@ export interface ChoosablePage {
 
 export type { MetaChannelRow };
 
-/** Keeps the user token sealed in a new connection; returns the connection id. */
-export async function createMetaConnection(
-  deps: MetaConnectDeps,
-  hubId: string,
-  token: { accessToken: string; expiresAt: Date | null },
-): Promise<string> {
-  const id = newId('cc');
-  await insertConnection(deps.db, {
-    id,
-    hubId,
-    label: 'Meta (signed in with Facebook)',
-    tokenSealed: deps.sealer.seal(token.accessToken, id),
-    tokenExpiresAt: token.expiresAt,
-  });
-  return id;
+/** The Facebook sign-in the admin chooses from: the long-lived user token and its expiry. Never logged. */
+export interface MetaSignIn {
+  userToken: string;
+  expiresAt: Date | null;
 }
 
-async function listedPages(deps: MetaConnectDeps, hubId: string, connectionId: string): Promise<ListedPage[]> {
-  const connection = await findConnection(deps.db, hubId, connectionId);
-  if (!connection) throw new DomainError('not_found', 'This hub has no such Meta connection: connect again.');
-  const userToken = deps.sealer.open(connection.token_sealed, connection.id);
+async function listedPages(deps: MetaConnectDeps, signIn: MetaSignIn): Promise<ListedPage[]> {
   try {
-    return await deps.pages.listPages(userToken);
+    return await deps.pages.listPages(signIn.userToken);
   } catch (error) {
     if (error instanceof PlatformError)
       throw new DomainError('rejected', `Meta did not list the Pages: ${error.platformMessage ?? error.message}`);
@@ -72,8 +60,8 @@ async function listedPages(deps: MetaConnectDeps, hubId: string, connectionId: s
   }
 }
 
-export async function choosablePages(deps: MetaConnectDeps, hubId: string, connectionId: string): Promise<ChoosablePage[]> {
-  return (await listedPages(deps, hubId, connectionId)).map(({ id, name, instagram }) => ({ id, name, instagram }));
+export async function choosablePages(deps: MetaConnectDeps, signIn: MetaSignIn): Promise<ChoosablePage[]> {
+  return (await listedPages(deps, signIn)).map(({ id, name, instagram }) => ({ id, name, instagram }));
 }
 
 export async function metaChannels(db: Db, hubId: string): Promise<MetaChannelRow[]> {
@@ -81,19 +69,21 @@ export async function metaChannels(db: Db, hubId: string): Promise<MetaChannelRo
 }
 
 /**
- * Maps the chosen Pages / Instagram accounts to workspaces. The Page tokens are read afresh from
- * Meta (never carried by the form); a choice naming a Page the token does not list is refused.
+ * Maps the chosen Pages / Instagram accounts to workspaces: one new connection holding the user
+ * token, and the chosen channels, in one transaction. The Page tokens are read afresh from Meta
+ * (never carried by the form); a choice naming a Page the token does not list is refused, and then
+ * nothing is stored.
  */
 export async function mapMetaChannels(
   deps: MetaConnectDeps,
   hubId: string,
-  connectionId: string,
+  signIn: MetaSignIn,
   choices: { platform: 'facebook' | 'instagram'; externalId: string; workspaceId: string }[],
-): Promise<{ id: string; created: boolean }[]> {
+): Promise<{ connectionId: string; channels: { id: string; created: boolean }[] }> {
   if (choices.length === 0) throw new DomainError('invalid', 'Choose a workspace for at least one Page or Instagram account.');
   for (const c of choices)
     if (!(await workspaceExists(deps.db, hubId, c.workspaceId))) throw new DomainError('invalid', 'A chosen workspace is not in this hub.');
-  const pages = await listedPages(deps, hubId, connectionId);
+  const pages = await listedPages(deps, signIn);
   const channels = choices.map((c) => {
     const page = pages.find((p) => (c.platform === 'facebook' ? p.id === c.externalId : p.instagram?.id === c.externalId));
     if (!page) throw new DomainError('invalid', 'A chosen Page or Instagram account is not one this Facebook sign-in can manage.');
@@ -107,5 +97,17 @@ export async function mapMetaChannels(
       seal: (channelId: string) => deps.sealer.seal(page.accessToken, channelId),
     };
   });
-  return upsertMetaChannels(deps.db, hubId, connectionId, channels);
+  const connectionId = newId('cc');
+  const made = await saveMetaConnection(
+    deps.db,
+    {
+      id: connectionId,
+      hubId,
+      label: 'Meta (signed in with Facebook)',
+      tokenSealed: deps.sealer.seal(signIn.userToken, connectionId),
+      tokenExpiresAt: signIn.expiresAt,
+    },
+    channels,
+  );
+  return { connectionId, channels: made };
 }

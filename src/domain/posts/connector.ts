@@ -12,6 +12,12 @@ import { newId } from '../../platform/ids.ts';
  * platform errors, where the connectors (which cannot import the domain) throw it.
  */
 export { DeliveryUnconfirmed } from '../../integrations/ad-platform.ts';
+/**
+ * A lookup that cannot tell which publication, if any, is the post's (connectors throw it from
+ * `find`): like any lookup that cannot tell, it is looked up again and at last fails as
+ * `not_confirmed`; never taken as published nor sent again on a guess.
+ */
+export { LookupAmbiguous } from '../../integrations/ad-platform.ts';
 // What a network's connector takes and gives: declared with the integrations, which cannot import the domain.
 export type { Connector, OutgoingChannel, OutgoingMedia, OutgoingPost, Publication } from '../../integrations/channel-platform.ts';
 

@@ -86,6 +86,8 @@ export interface OpenDelivery {
   error: string | null;
   attemptStartedAt: Date | null;
   checks: number;
+  /** Sends after the first so far (PUBLISH_MAX_RETRIES bounds them). */
+  retries: number;
   platform: SocialPlatform;
   name: string;
   handle: string | null;
@@ -123,6 +125,7 @@ export async function loadWork(db: Db, ids: string[]): Promise<ClaimedPost[]> {
     error: string | null;
     attempt_started_at: Date | null;
     checks: number;
+    retries: number;
     platform: SocialPlatform;
     name: string;
     handle: string | null;
@@ -134,7 +137,7 @@ export async function loadWork(db: Db, ids: string[]): Promise<ClaimedPost[]> {
     connection_token_sealed: Buffer | null;
     token_expires_at: Date | null;
   }>`
-    SELECT d.post_id, d.channel_id, d.status, d.error, d.attempt_started_at, d.checks,
+    SELECT d.post_id, d.channel_id, d.status, d.error, d.attempt_started_at, d.checks, d.retries,
            c.platform, c.name, c.handle, c.connected, c.external_id, c.connection_id,
            cc.id IS NOT NULL AS connection_found, c.token_sealed AS channel_token_sealed,
            cc.token_sealed AS connection_token_sealed,
@@ -153,6 +156,7 @@ export async function loadWork(db: Db, ids: string[]): Promise<ClaimedPost[]> {
       error: d.error,
       attemptStartedAt: d.attempt_started_at,
       checks: d.checks,
+      retries: d.retries,
       platform: d.platform,
       name: d.name,
       handle: d.handle,
@@ -194,11 +198,13 @@ const expected = (at: DeliveryAt) =>
  * Marks the delivery `publishing` from `attempt` on, in its own committed statement, before the
  * network is called: a publisher that dies from here on leaves it `publishing`, which the next
  * claimant reads as "may have been sent". Only while `claim` still holds the post (a publisher
- * whose lease was taken over sends nothing). Whether it was marked.
+ * whose lease was taken over sends nothing). `retry`: this send follows one a lookup found never
+ * landed, and counts as a retry. Whether it was marked.
  */
-export async function markPublishing(db: Db, at: DeliveryAt, claim: Claim, attempt: Date): Promise<boolean> {
+export async function markPublishing(db: Db, at: DeliveryAt, claim: Claim, attempt: Date, retry = false): Promise<boolean> {
   const result = await sql`
-    UPDATE post_deliveries SET status = 'publishing', attempt_started_at = ${attempt}, checks = 0, failure_kind = NULL, platform_message = NULL
+    UPDATE post_deliveries SET status = 'publishing', attempt_started_at = ${attempt}, checks = 0, retries = retries + ${retry ? 1 : 0},
+           failure_kind = NULL, platform_message = NULL, platform_code = NULL
      WHERE ${expected(at)}
        AND EXISTS (SELECT 1 FROM posts p WHERE p.id = ${at.postId} AND p.status = 'publishing'
                       AND p.claimed_by = ${claim.claimant} AND p.claimed_at = ${claim.claimedAt})`.execute(db.kysely);
@@ -274,6 +280,19 @@ export async function backToPending(db: Db, at: DeliveryAt, platformMessage: str
     await sql`UPDATE post_deliveries SET status = 'pending', attempt_started_at = NULL, failure_kind = 'throttled', platform_message = ${platformMessage}
      WHERE ${expected(at)}`.execute(db.kysely);
   return Number(result.numAffectedRows ?? 0) === 1;
+}
+
+/**
+ * The send published nothing and may succeed later (the network's transient error, or it could not
+ * be reached before anything was sent): pending again, with the kind and the network's words and
+ * code for the admin, and counted; the new count of retries (0: not recorded).
+ */
+export async function retryLater(db: Db, at: DeliveryAt, failure: Omit<DeliveryFailure, 'error'>): Promise<number> {
+  const result = await sql<{ retries: number }>`
+    UPDATE post_deliveries SET status = 'pending', attempt_started_at = NULL, retries = retries + 1, failure_kind = ${failure.kind},
+           platform_message = ${failure.platformMessage ?? null}, platform_code = ${failure.platformCode ?? null}
+     WHERE ${expected(at)} RETURNING retries`.execute(db.kysely);
+  return result.rows[0]?.retries ?? 0;
 }
 
 /** A lookup of an unconfirmed delivery could not tell: counted, with the network's words if any; the new count (0: not recorded). */

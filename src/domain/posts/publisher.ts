@@ -8,6 +8,7 @@ import type { Sealer } from '../../platform/sealing.ts';
 import {
   PUBLISH_LEASE_MS,
   PUBLISH_MAX_CLAIMS,
+  PUBLISH_RETRY_BACKOFF_MS,
   PUBLISH_TIMEOUT_MS,
   RECONCILE_BACKOFF_MS,
   RECONCILE_MAX_CHECKS,
@@ -29,6 +30,7 @@ import {
   recordOutcome,
   recordPublished,
   recordUnconfirmed,
+  retryLater,
   type Claim,
   type DeliveryAt,
   type DeliveryFailure,
@@ -41,17 +43,24 @@ import {
 // run out), posts whose wait is over — and works each post's open deliveries in order:
 //
 //   pending ──mark publishing (committed)──► publish ──► published | failed
+//                                                   └─► pending again (nothing published: a
+//                                                       throttle, or a transient failure: backoff)
 //                                                   └─► unconfirmed (no answer: timeout, lost
 //                                                       connection, or the publisher died)
 //   unconfirmed ──(settle delay)──► find ──► found: published
-//                                        └─► none: send again (as pending, above)
+//                                        └─► none: send again (as pending, above; a retry)
 //                                        └─► cannot tell: wait (backoff), at last failed
 //                                            "could not confirm; check the channel"
 //
 // A delivery is marked `publishing` in its own committed statement before the network is called,
 // so whatever happens after (a crash, a timeout) it is never taken for unsent: the next claimant
 // finds it `publishing`, makes it `unconfirmed`, and looks it up. A throttled delivery published
-// nothing: it is pending again and the post waits out the network's retry-after.
+// nothing: it is pending again and the post waits out the network's retry-after. A delivery whose
+// network failed on its side (`platform_error`) or could not be reached before anything was sent
+// (`unreachable`) published nothing either (connectors throw these kinds only then; a send that may
+// have been made is DeliveryUnconfirmed): it is sent again after a backoff, at most
+// PUBLISH_MAX_RETRIES times in all with the re-sends after lookups that found none, then fails
+// with the network's words.
 
 /** Failure kinds the publisher adds to the networks' (src/integrations/ad-platform.ts). */
 export const DELIVERY_FAILURE_KINDS = {
@@ -88,6 +97,8 @@ export interface PublisherOptions {
   skewMs?: number;
   /** Waits after lookups that could not tell; their count is the give-up. Default RECONCILE_BACKOFF_MS. */
   checkBackoffMs?: readonly number[];
+  /** Waits before sending again after a transient failure; their count bounds the retries. Default PUBLISH_RETRY_BACKOFF_MS. */
+  retryBackoffMs?: readonly number[];
   /** A round that failed (e.g. the database is down); the loop carries on. */
   onError?: (error: unknown) => void;
 }
@@ -131,6 +142,13 @@ export function postOutcome(statuses: readonly DeliveryStatus[]): 'publishing' |
 /** A delivery as a round works it: its status becomes undefined when a write did not apply (read it again). */
 type Step = Omit<OpenDelivery, 'status'> & { status: DeliveryStatus | undefined };
 
+/**
+ * Failure kinds of a send that published nothing and may succeed later: the network failed on its
+ * side or said the error is temporary, or could not be reached before anything was sent. (The
+ * connectors throw them only when nothing can have been published; otherwise DeliveryUnconfirmed.)
+ */
+const TRANSIENT: ReadonlySet<string> = new Set(['platform_error', 'unreachable']);
+
 /** A channel the publisher can send to, or why it cannot. */
 type Target = { connector: Connector; channel: OutgoingChannel } | { failure: DeliveryFailure };
 
@@ -144,6 +162,9 @@ export function createPublisher(options: PublisherOptions): Publisher {
   const skewMs = options.skewMs ?? RECONCILE_SKEW_MS;
   const backoff = options.checkBackoffMs ?? RECONCILE_BACKOFF_MS;
   const maxChecks = options.checkBackoffMs ? backoff.length : RECONCILE_MAX_CHECKS;
+  // PUBLISH_MAX_RETRIES is the length of PUBLISH_RETRY_BACKOFF_MS: one wait per retry.
+  const retryBackoff = options.retryBackoffMs ?? PUBLISH_RETRY_BACKOFF_MS;
+  const maxRetries = retryBackoff.length;
   const claimant = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   const later = (ms: number) => new Date(clock.now().getTime() + ms);
 
@@ -179,11 +200,11 @@ export function createPublisher(options: PublisherOptions): Publisher {
   }
 
   /**
-   * Sends one delivery (pending, or unconfirmed after a lookup found nothing) and records what
-   * became of it in `d` (status and error; status undefined: not recorded, read it again); when to
-   * come back, if ever.
+   * Sends one delivery (pending, or unconfirmed after a lookup found nothing: `retry`) and records
+   * what became of it in `d` (status and error; status undefined: not recorded, read it again); when
+   * to come back, if ever.
    */
-  async function send(post: OutgoingPost, d: Step, target: Target, claim: Claim): Promise<Date | null> {
+  async function send(post: OutgoingPost, d: Step, target: Target, claim: Claim, retry = false): Promise<Date | null> {
     const at: DeliveryAt = { postId: post.id, channelId: d.channelId, status: d.status!, attemptStartedAt: d.attemptStartedAt };
     const became = (applied: boolean, status: DeliveryStatus, error: string | null = null) => {
       d.status = applied ? status : undefined;
@@ -194,7 +215,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
       return null;
     }
     const attempt = clock.now();
-    if (!(await markPublishing(db, at, claim, attempt))) {
+    if (!(await markPublishing(db, at, claim, attempt, retry))) {
       became(false, 'pending'); // the claim was lost: another publisher has the post
       return null;
     }
@@ -217,6 +238,14 @@ export function createPublisher(options: PublisherOptions): Publisher {
           platformMessage: error.platformMessage,
           platformCode: error.platformCode,
         };
+        const sends = d.retries + (retry ? 1 : 0) + 1;
+        if (TRANSIENT.has(error.kind) && sends <= maxRetries) {
+          // Nothing was published and the network may take it later: pending again, after a backoff.
+          const retries = await retryLater(db, sending, { ...failure, platformMessage: failure.platformMessage ?? failure.error });
+          became(retries > 0, 'pending');
+          return retries > 0 ? later(retryBackoff[Math.min(retries, maxRetries) - 1]!) : null;
+        }
+        if (TRANSIENT.has(error.kind)) failure.error = clip(`${error.message} (sent ${sends} times; nothing was published)`);
         became(await recordFailed(db, sending, failure, clock.now()), 'failed', failure.error);
         return null;
       }
@@ -271,8 +300,18 @@ export function createPublisher(options: PublisherOptions): Publisher {
       d.status = (await recordPublished(db, at, found, clock.now())) ? 'published' : undefined;
       return null;
     }
-    // The network has no such publication after the settle delay: the attempt never landed.
-    return send(post, d, target, claim);
+    // The network has no such publication after the settle delay: the attempt never landed. It is
+    // sent again, as a retry, unless the retries are used up.
+    if (d.retries >= maxRetries) {
+      const failure = {
+        kind: 'platform_error',
+        error: `sent ${d.retries + 1} times to the ${d.platform} channel without an answer that confirmed it, and the lookups found no such post: nothing was published`,
+      };
+      d.status = (await recordFailed(db, at, failure, clock.now())) ? 'failed' : undefined;
+      d.error = failure.error;
+      return null;
+    }
+    return send(post, d, target, claim, true);
   }
 
   async function work(post: OutgoingPost, deliveries: OpenDelivery[], claim: Claim): Promise<void> {

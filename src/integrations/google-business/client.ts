@@ -16,6 +16,7 @@ import {
   isObject,
   type Json,
   MAX_QUOTA_WAIT_MS,
+  NoAnswer,
   SHORT_QUOTA_WAIT_MS,
   type Session,
   TOKEN_TEXT,
@@ -124,8 +125,27 @@ export function createGoogleBusinessClient(options: GoogleBusinessClientOptions)
     return transport.session(refreshToken, signal);
   }
 
-  /** One call under the token and quota rules: the answer's JSON object, or PlatformError / PlatformThrottled. */
-  async function call(s: Session, what: string, method: 'GET' | 'POST', url: URL, body?: unknown): Promise<Json> {
+  /**
+   * A temporary failure answered to a request that creates something does not say that nothing
+   * was created: google.rpc.Code documents that DEADLINE_EXCEEDED "may be returned even if the
+   * operation has completed successfully" and that after UNAVAILABLE "it is not always safe to
+   * retry non-idempotent operations", and a 5xx page from a front end says nothing of what the
+   * API did. So it is NoAnswer (looked up, never sent again blindly), with Google's words.
+   */
+  const undecided = (error: PlatformError, creates: boolean): PlatformError =>
+    creates && error.kind === 'platform_error'
+      ? new NoAnswer(`${error.message}: the post may have been made`, {
+          ...(error.platformMessage === undefined ? {} : { platformMessage: error.platformMessage }),
+          ...(error.platformCode === undefined ? {} : { platformCode: error.platformCode }),
+        })
+      : error;
+
+  /**
+   * One call under the token and quota rules: the answer's JSON object, or PlatformError /
+   * PlatformThrottled. `creates`: the request makes something (a local post), so a temporary
+   * failure in its answer is NoAnswer.
+   */
+  async function call(s: Session, what: string, method: 'GET' | 'POST', url: URL, body?: unknown, creates = false): Promise<Json> {
     let fresh = false;
     for (;;) {
       const token = await accessToken(s, fresh);
@@ -144,7 +164,7 @@ export function createGoogleBusinessClient(options: GoogleBusinessClientOptions)
           fresh = true;
           continue;
         }
-        throw failure;
+        throw undecided(failure, creates);
       }
       if (answer.status === 429) {
         const ms = Math.min(retryAfterMs(answer.retryAfter) ?? SHORT_QUOTA_WAIT_MS, MAX_QUOTA_WAIT_MS);
@@ -157,7 +177,7 @@ export function createGoogleBusinessClient(options: GoogleBusinessClientOptions)
           fresh = true;
           continue;
         }
-        throw error;
+        throw undecided(error, creates);
       }
       if (!isObject(json)) throw new PlatformError('bad_answer', `${who}'s answer to ${what} is not a JSON object`);
       return json;
@@ -279,17 +299,25 @@ export function createGoogleBusinessClient(options: GoogleBusinessClientOptions)
 
     /**
      * accounts.locations.localPosts.create: a STANDARD post (topicType is required). The answer is
-     * the LocalPost; its `state` says whether Google took it (a 200 with REJECTED is a refusal).
+     * the LocalPost; its `state` says whether Google took it (a 200 with REJECTED is a refusal). A
+     * create sent whole without an answer, or answered with a temporary failure, is NoAnswer.
      */
     async createLocalPost(refreshToken: string, location: string, post: NewLocalPost): Promise<LocalPost> {
       const s = session(refreshToken);
       const what = `the new post on ${location}`;
-      const json = await call(s, what, 'POST', new URL(`${base.v4}/v4/${location}/localPosts`), {
-        languageCode: 'en',
-        topicType: 'STANDARD',
-        summary: post.summary,
-        ...(post.photoUrls.length ? { media: post.photoUrls.map((sourceUrl) => ({ mediaFormat: 'PHOTO', sourceUrl })) } : {}),
-      });
+      const json = await call(
+        s,
+        what,
+        'POST',
+        new URL(`${base.v4}/v4/${location}/localPosts`),
+        {
+          languageCode: 'en',
+          topicType: 'STANDARD',
+          summary: post.summary,
+          ...(post.photoUrls.length ? { media: post.photoUrls.map((sourceUrl) => ({ mediaFormat: 'PHOTO', sourceUrl })) } : {}),
+        },
+        true,
+      );
       return parseLocalPost(json, what, location);
     },
 

@@ -1,18 +1,28 @@
 // Publishing to a Google Business Profile location (accounts.locations.localPosts). The API takes
-// no idempotency key, so a create that went out without an answer is DeliveryUnconfirmed and the
-// publisher reconciles it with `find`: the location's local posts, matched by their summary
-// (exactly the post's text) and created at or after the attempt began.
+// no idempotency key, so a create that went out without an answer, or whose answer is a temporary
+// failure that does not say the post was not made (client.ts: NoAnswer), is DeliveryUnconfirmed and
+// the publisher reconciles it with `find`: the location's local posts, matched by their summary
+// (exactly the post's text) and created at or after the attempt began. A `platform_error` or
+// `unreachable` this connector throws comes before the create was sent (the token refresh, a
+// connection that never opened): nothing was made, and the publisher sends it again later.
 import { DeliveryUnconfirmed, PlatformError } from '../ad-platform.ts';
 import type { Connector, OutgoingChannel, OutgoingPost, Publication } from '../channel-platform.ts';
 import { NoAnswer } from '../google/transport.ts';
 import { type GoogleBusinessClient, LOCATION_NAME } from './client.ts';
 
 /**
- * A local post's summary holds at most 1,500 characters (Business Profile Help › "Create posts":
- * "up to 1,500 characters"); the API refuses longer ones with INVALID_ARGUMENT.
+ * A local post's summary holds at most 1,500 characters: the description limit of a post in the
+ * Business Profile (Business Profile Help, "Create & manage posts",
+ * https://support.google.com/business/answer/7342169; 1,500 characters since 2018, when Google
+ * replaced the 100–300 word rule). Surprising for an API: the LocalPost reference's `summary`
+ * states no length, yet a longer one is refused with INVALID_ARGUMENT.
  */
 export const GOOGLE_BUSINESS_SUMMARY_MAX = 1500;
-/** Photos per local post we send (the API takes a list; the Business Profile shows up to 10). */
+/**
+ * Photos per local post we send. Google documents no count (LocalPost.media is a list, "sourceUrl
+ * is the only supported data field"); 10 is the post's own limit here (src/domain/posts/post.ts
+ * MAX_IMAGES), so no post that could be scheduled is refused for its photos alone.
+ */
 export const GOOGLE_BUSINESS_PHOTOS_MAX = 10;
 
 /**

@@ -74,12 +74,13 @@ export interface Answer {
 }
 
 /**
- * A POST that went out whole and got no answer (a timeout, a reset): the platform may have acted
- * on it. A reader may send it again; a publisher must not (it looks the publication up instead).
+ * A POST that went out whole and got no answer (a timeout, a reset), or, for a request that creates
+ * something, an answer that does not say whether it was done: the platform may have acted on it. A
+ * reader may send it again; a publisher must not (it looks the publication up instead).
  */
 export class NoAnswer extends PlatformError {
-  constructor(message: string) {
-    super('unreachable', message);
+  constructor(message: string, details: { platformMessage?: string; platformCode?: string } = {}) {
+    super('unreachable', message, details);
   }
 }
 

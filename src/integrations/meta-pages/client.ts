@@ -9,9 +9,13 @@
 // Exactly once: no Meta publishing call takes an idempotency key. A publishing request (Page feed /
 // photos / videos, Instagram media_publish) that was written but got no usable answer throws
 // DeliveryUnconfirmed, never a retryable error; the publisher reconciles it with find(). A failure
-// before the connection opened (DNS, refused) is PlatformError('unreachable'): nothing was sent.
+// before the connection opened (DNS, refused) is PlatformError('unreachable'): nothing was sent. The
+// publisher sends again after an `unreachable` or a `platform_error`, so neither is thrown where a
+// publication may have been made: they come from an earlier step (the limit read, containers,
+// unpublished photos) or are Meta's own error answer, which it documents as temporary ("wait and
+// retry the operation", codes 1 and 2, is_transient).
 import { META_GRAPH_API_VERSION } from '../../policy.ts';
-import { DeliveryUnconfirmed, PlatformError } from '../ad-platform.ts';
+import { DeliveryUnconfirmed, LookupAmbiguous, PlatformError } from '../ad-platform.ts';
 import { createGraphTransport, isObject, type GraphSession, type Json } from '../meta/graph.ts';
 
 export interface MetaPagesClientOptions {
@@ -52,6 +56,8 @@ export interface MetaMedia {
   kind: 'image' | 'video';
   /** A public URL Meta fetches the bytes from (the signed media URL under BASE_URL). */
   url: string;
+  /** The sniffed type (image/jpeg, video/mp4, …), when known: Instagram takes JPEG images only. */
+  contentType?: string;
 }
 
 /** A publication's lifetime figures, as far as the network reports them; null: not reported. */
@@ -73,30 +79,53 @@ export interface MetaPagesClient {
   listPages(userToken: string, signal?: AbortSignal): Promise<MetaPage[]>;
   publishPage(pageToken: string, pageId: string, post: { text: string; media: MetaMedia[] }): Promise<Publication>;
   publishInstagram(pageToken: string, igUserId: string, post: { caption: string; media: MetaMedia[] }): Promise<Publication>;
-  /** The Page's post with exactly this message created at or after `since`, or null. */
+  /**
+   * The Page's post with exactly this message created at or after `since`, or null. With an empty
+   * message (an image alone) every post without one is a candidate: the only one is it, several
+   * throw LookupAmbiguous.
+   */
   findPagePost(pageToken: string, pageId: string, text: string, since: Date): Promise<Publication | null>;
-  /** The account's media with exactly this caption posted at or after `since`, or null. */
+  /** The account's media with exactly this caption posted at or after `since`, or null; an empty caption as findPagePost. */
   findInstagramMedia(pageToken: string, igUserId: string, caption: string, since: Date): Promise<Publication | null>;
   pagePostInsights(pageToken: string, postId: string, signal?: AbortSignal): Promise<MetaInsights>;
   instagramMediaInsights(pageToken: string, mediaId: string, signal?: AbortSignal): Promise<MetaInsights>;
 }
 
 /**
- * Instagram's documented rules, checked before anything is sent (IG User › Media: "caption …
- * Maximum 2200 characters, 30 hashtags, and 20 @ tags"; Content Publishing › Carousel posts:
- * "Carousels are limited to 10 images, videos, or a mix of the two").
+ * Instagram's documented rules, checked before anything is sent. The caption: IG User › Media
+ * (https://developers.facebook.com/docs/instagram-platform/instagram-graph-api/reference/ig-user/media),
+ * parameter `caption`: "Maximum 2200 characters, 30 hashtags, and 20 @ tags."
  */
 export const INSTAGRAM_CAPTION_MAX_CHARS = 2200;
 export const INSTAGRAM_MAX_HASHTAGS = 30;
 export const INSTAGRAM_MAX_MENTIONS = 20;
+/**
+ * Surprising, as the Instagram app takes 20 items in a carousel since 2024: the API takes 10.
+ * Content Publishing › Carousel posts (https://developers.facebook.com/docs/instagram-platform/content-publishing/):
+ * "Carousels are limited to 10 images, videos, or a mix of the two"; IG User › Media, `children`:
+ * "An array of up to 10 container IDs".
+ */
 export const INSTAGRAM_CAROUSEL_MAX_ITEMS = 10;
 /**
- * The documented publishing limit when content_publishing_limit's answer has no `config`: the IG
- * User Content Publishing Limit reference's example answers `"config": {"quota_total": 50,
- * "quota_duration": 86400}`. The answer's own quota_total, when present, is the one believed.
+ * Surprising too: PNG, WebP and GIF images, which the media library keeps and Facebook Pages take,
+ * are refused. Content Publishing › Limitations
+ * (https://developers.facebook.com/docs/instagram-platform/content-publishing/): "JPEG is the only
+ * image format supported. Extended JPEG formats such as MPO and JPS are not supported."; IG User ›
+ * Media › Image specifications: "Format: JPEG".
+ */
+export const INSTAGRAM_IMAGE_TYPES: ReadonlySet<string> = new Set(['image/jpeg']);
+/**
+ * The publishing limit when content_publishing_limit's answer has no `config`. Meta's pages
+ * disagree: the IG User Content Publishing Limit reference says `quota_total` is "currently 50"
+ * (its example answers `"config": {"quota_total": 50, "quota_duration": 86400}`), the Content
+ * Publishing guide "100 API-published posts within a 24-hour moving period". The lower is taken;
+ * the answer's own quota_total, when present, is the one believed.
  */
 export const INSTAGRAM_DEFAULT_QUOTA = 50;
-/** Facebook Page posts: the Graph API documents no message limit below 63,206 characters (the Facebook UI's). */
+/**
+ * Facebook Page posts: the Graph API reference of /{page-id}/feed and /photos states no message
+ * limit; 63,206 characters is what Facebook itself takes in a post, the largest any network here does.
+ */
 export const FACEBOOK_MESSAGE_MAX_CHARS = 63_206;
 /** Pages of a lookup read before giving up (100 posts each): a reconciliation looks at recent posts only. */
 const FIND_MAX_PAGES = 5;
@@ -223,13 +252,31 @@ export function createMetaPagesClient(options: MetaPagesClientOptions): MetaPage
     if (post.media.length === 0)
       throw new PlatformError('rejected', 'Instagram publishes images and videos only: a post without media cannot go to Instagram');
     if (post.media.length > INSTAGRAM_CAROUSEL_MAX_ITEMS)
-      throw new PlatformError('rejected', `An Instagram carousel has at most ${INSTAGRAM_CAROUSEL_MAX_ITEMS} images or videos`);
-    if ([...post.caption].length > INSTAGRAM_CAPTION_MAX_CHARS)
-      throw new PlatformError('rejected', `An Instagram caption has at most ${INSTAGRAM_CAPTION_MAX_CHARS} characters`);
-    if ((post.caption.match(/(^|\s)#[^\s#]+/gu) ?? []).length > INSTAGRAM_MAX_HASHTAGS)
-      throw new PlatformError('rejected', `An Instagram caption has at most ${INSTAGRAM_MAX_HASHTAGS} hashtags`);
-    if ((post.caption.match(/(^|\s)@[\w.]+/gu) ?? []).length > INSTAGRAM_MAX_MENTIONS)
-      throw new PlatformError('rejected', `An Instagram caption has at most ${INSTAGRAM_MAX_MENTIONS} @ mentions`);
+      throw new PlatformError(
+        'rejected',
+        `An Instagram carousel published through the API has at most ${INSTAGRAM_CAROUSEL_MAX_ITEMS} images or videos (this post has ${post.media.length})`,
+      );
+    const notJpeg = post.media.find((m) => m.kind === 'image' && m.contentType !== undefined && !INSTAGRAM_IMAGE_TYPES.has(m.contentType));
+    if (notJpeg)
+      throw new PlatformError(
+        'rejected',
+        `Instagram takes JPEG images only (this post has ${notJpeg.contentType}): attach the image as a JPEG`,
+      );
+    const length = [...post.caption].length;
+    if (length > INSTAGRAM_CAPTION_MAX_CHARS)
+      throw new PlatformError(
+        'rejected',
+        `An Instagram caption has at most ${INSTAGRAM_CAPTION_MAX_CHARS} characters (this one has ${length})`,
+      );
+    const hashtags = (post.caption.match(/(^|\s)#[^\s#]+/gu) ?? []).length;
+    if (hashtags > INSTAGRAM_MAX_HASHTAGS)
+      throw new PlatformError('rejected', `An Instagram caption has at most ${INSTAGRAM_MAX_HASHTAGS} hashtags (this one has ${hashtags})`);
+    const mentions = (post.caption.match(/(^|\s)@[\w.]+/gu) ?? []).length;
+    if (mentions > INSTAGRAM_MAX_MENTIONS)
+      throw new PlatformError(
+        'rejected',
+        `An Instagram caption has at most ${INSTAGRAM_MAX_MENTIONS} @ mentions (this one has ${mentions})`,
+      );
   }
 
   /** IG User › Content Publishing Limit: refuses when the rolling 24 h quota is used up. */
@@ -346,7 +393,17 @@ export function createMetaPagesClient(options: MetaPagesClientOptions): MetaPage
     return url ? { externalId: mediaId, url } : { externalId: mediaId };
   }
 
-  /** Walks a newest-first list from `since`, bounded, for the first item that `matches`. */
+  /**
+   * Walks a newest-first list from `since`, bounded, for the item whose text is exactly `text`.
+   *
+   * A post with text is matched by it (the first, newest, such item). A post without text (an
+   * image or a video alone) has nothing of its own to match: the media URL we gave is not kept
+   * (Meta serves its own copies from its CDN), and the documented fields of Page posts and IG
+   * media (attachments, media_type, children) say only what kind of media an item holds, which
+   * any other image-only post of the account shares. So every item without text in the window is
+   * a candidate: none is null, exactly one is the publication, and more than one is
+   * LookupAmbiguous (cannot tell), never a guess that could mark an unsent post published.
+   */
   async function findIn(
     s: GraphSession,
     what: string,
@@ -359,6 +416,10 @@ export function createMetaPagesClient(options: MetaPagesClientOptions): MetaPage
     // From `since` as given: the caller (the publisher) has already moved it back by the clock skew
     // it allows (RECONCILE_SKEW_MS). Meta's times are whole seconds, so is the bound.
     const from = Math.floor(since.getTime() / 1000) * 1000;
+    const untexted = text === '';
+    let candidate: Publication | null = null;
+    const found = (it: { id: string; url: string | undefined }): Publication =>
+      it.url ? { externalId: it.id, url: it.url } : { externalId: it.id };
     for await (const data of t.pages(
       s,
       what,
@@ -373,12 +434,18 @@ export function createMetaPagesClient(options: MetaPagesClientOptions): MetaPage
           older = true;
           continue;
         }
-        if (it.text === text) return it.url ? { externalId: it.id, url: it.url } : { externalId: it.id };
+        if (it.text !== text) continue;
+        if (!untexted) return found(it);
+        if (candidate)
+          throw new LookupAmbiguous(
+            `${what} has more than one post without text since ${new Date(from).toISOString()} (${candidate.externalId}, ${it.id}): which is this one cannot be told`,
+          );
+        candidate = found(it);
       }
       // Lists come newest first: once a page reaches before `since`, nothing later can match.
-      if (older) return null;
+      if (older) return candidate;
     }
-    return null;
+    return candidate;
   }
 
   const timeOf = (value: unknown, what: string): number => {

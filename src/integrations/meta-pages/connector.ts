@@ -16,7 +16,7 @@ import {
 // reads, written here because integrations cannot import the domain; the domain's types fit them.
 export interface OutgoingPost {
   text: string;
-  media: { kind: 'image' | 'video'; url: string | null }[];
+  media: { kind: 'image' | 'video'; url: string | null; contentType?: string }[];
 }
 export interface OutgoingChannel {
   id: string;
@@ -53,7 +53,7 @@ export function createMetaPagesConnector(options: MetaPagesConnectorOptions): Me
   const mediaOf = (post: OutgoingPost): MetaMedia[] =>
     post.media.map((m) => {
       if (m.url === null) throw new PlatformError('rejected', 'A media file of this post has no stored bytes: Meta fetches media by URL');
-      return { kind: m.kind, url: m.url };
+      return m.contentType === undefined ? { kind: m.kind, url: m.url } : { kind: m.kind, url: m.url, contentType: m.contentType };
     });
 
   return {

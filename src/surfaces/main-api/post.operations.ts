@@ -21,14 +21,14 @@ const DeliverySchema = Type.Object({
   platform: Type.Enum([...SOCIAL_PLATFORMS]),
   status: Type.Enum(['pending', 'publishing', 'published', 'failed', 'unconfirmed'], {
     description:
-      'pending (queued) until the publisher sends the post to this channel (also while a throttled network makes it wait); publishing while the request is on its way; published; failed (see failureKind, error, platformMessage); unconfirmed when it may have reached the network but no answer came: the publisher looks the publication up and never sends it again blindly.',
+      'pending (queued) until the publisher sends the post to this channel (also while a throttled network makes it wait, and after a send that published nothing and may succeed later, until its retry); publishing while the request is on its way; published; failed (see failureKind, error, platformMessage); unconfirmed when it may have reached the network but no answer came: the publisher looks the publication up and never sends it again blindly.',
   }),
   externalId: Nullable(Type.String(), 'The platform’s id of the publication (sandbox_… in the sandbox).'),
   error: Nullable(Type.String(), 'Why this channel failed, in our words.'),
   deliveredAt: Nullable(Type.String({ format: 'date-time' }), 'When the channel was published to (or failed).'),
   failureKind: Nullable(
     Type.String(),
-    'Why it failed: needs_reconnect, missing_permission, invalid_request, platform_error, bad_answer, unreachable, not_confirmed (the publication could not be looked up: check the channel), publisher_stopped; or why it waits: throttled (pending), no_answer or publisher_stopped (unconfirmed).',
+    'Why it failed: needs_reconnect, missing_permission, invalid_request, platform_error, bad_answer, unreachable, not_confirmed (the publication could not be looked up: check the channel), publisher_stopped; or why it waits: throttled, platform_error or unreachable (pending: sent again after the wait), no_answer or publisher_stopped (unconfirmed).',
   ),
   platformMessage: Nullable(Type.String(), 'The network’s own words about the failure or the wait.'),
   url: Nullable(Type.String(), 'The publication’s public address, when the network gives one.'),

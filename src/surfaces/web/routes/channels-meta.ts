@@ -1,15 +1,19 @@
 // Manage Hub → Facebook & Instagram: Connect Facebook Pages / Instagram by Facebook Login (the Ad
 // accounts flow's Meta OAuth and signed state, with its own purpose, so a state made for ads is
 // refused here and the other way round), then the chooser mapping each Page and linked Instagram
-// account to a workspace. Rules live in src/domain/organic/meta-connect.service.ts.
+// account to a workspace. The user token waits server-side for the choice, sealed and bound to this
+// session and hub (the pending store of the ad accounts and Business Profile choosers); the page
+// carries an opaque handle. Rules live in src/domain/organic/meta-connect.service.ts.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { completeMetaOAuth } from '../../../domain/ad-sync/ad-account.service.ts';
+import { holdPendingToken, readPendingToken, takePendingToken } from '../../../domain/ad-sync/pending-connection.ts';
 import {
   choosablePages,
-  createMetaConnection,
   mapMetaChannels,
+  META_PAGES_PENDING,
   metaChannels,
   type MetaConnectDeps,
+  type MetaSignIn,
 } from '../../../domain/organic/meta-connect.service.ts';
 import { hubWorkspaces } from '../../../domain/tenancy/tenancy.service.ts';
 import { DomainError } from '../../../platform/errors.ts';
@@ -31,7 +35,14 @@ export const META_PAGES_SCOPES = [
 const NOTICES: Record<string, string> = {
   connected: 'Channels connected: posts to their workspaces now go to Facebook and Instagram.',
   cancelled: 'Connecting was cancelled: nothing was added.',
+  already: 'Those channels were already connected (the form was sent twice).',
 };
+
+const PENDING = [META_PAGES_PENDING] as const;
+const signInOf = (token: { accessToken: string; tokenExpiresAt: Date | null }): MetaSignIn => ({
+  userToken: token.accessToken,
+  expiresAt: token.tokenExpiresAt,
+});
 
 export function channelsMetaRoutes(app: FastifyInstance, { deps, paths, sessions }: Web): void {
   const pageUrl = (hubId: string) => `${paths.hub(hubId)}${META_CHANNEL_PATH}`;
@@ -44,6 +55,14 @@ export function channelsMetaRoutes(app: FastifyInstance, { deps, paths, sessions
       : undefined;
   const seeOther = (reply: FastifyReply, url: string) => reply.code(303).header('cache-control', 'no-store').redirect(url, 303);
   const back = (hubId: string) => ({ href: pageUrl(hubId), text: 'Back to Facebook & Instagram' });
+  const expired = (reply: FastifyReply, hubId: string) =>
+    refuse(
+      reply,
+      410,
+      'Connection expired',
+      'This choice of Pages is no longer open (it is used, more than an hour old, or from another session). Connect again.',
+      back(hubId),
+    );
 
   const adminCtx = async (
     request: FastifyRequest,
@@ -78,23 +97,22 @@ export function channelsMetaRoutes(app: FastifyInstance, { deps, paths, sessions
     status: number,
     ctx: HubCtx,
     connect: MetaConnectDeps,
-    connection: string,
+    pending: string,
+    signIn: MetaSignIn,
     error?: string,
   ) => {
     const hubId = ctx.hub.hubId;
     let pages;
     try {
-      pages = await choosablePages(connect, hubId, connection);
+      pages = await choosablePages(connect, signIn);
     } catch (failure) {
-      if (failure instanceof DomainError && failure.kind === 'not_found')
-        return refuse(reply, 404, 'Connection expired', failure.message, back(hubId));
       if (failure instanceof DomainError) return listPage(reply.code(502), ctx, failure.message);
       throw failure;
     }
     const body = chooseMetaChannelsView({
       hubUrl: paths.hub(hubId),
       csrf: ctx.csrf,
-      connection,
+      pending,
       pages,
       workspaces: await hubWorkspaces(deps.db, hubId, 500),
       ...(error ? { error } : {}),
@@ -120,11 +138,12 @@ export function channelsMetaRoutes(app: FastifyInstance, { deps, paths, sessions
     );
   });
 
-  // Step 2: the code becomes a long-lived user token, kept sealed in a new connection; then the chooser.
+  // Step 2: the code becomes a long-lived user token, held for this session's chooser (no connection yet).
   app.get<{ Querystring: Query }>(callbackPath, async (request, reply) => {
     const who = await sessions.signedIn(request, reply);
     if (!who) return reply;
-    const hubId = verifyState(who.sessionId, 'meta_pages', one(request.query.state) ?? '', deps.clock.now());
+    const now = deps.clock.now();
+    const hubId = verifyState(who.sessionId, 'meta_pages', one(request.query.state) ?? '', now);
     if (!hubId)
       return refuse(
         reply,
@@ -146,8 +165,13 @@ export function channelsMetaRoutes(app: FastifyInstance, { deps, paths, sessions
         return listPage(reply.code(502), found.ctx, `Meta did not give hubops a token. ${failure.message}`);
       throw failure;
     }
-    const connection = await createMetaConnection(found.connect, hubId, token);
-    return seeOther(reply, `${pageUrl(hubId)}/choose?connection=${encodeURIComponent(connection)}`);
+    const pending = await holdPendingToken(deps.db, {
+      sessionId: who.sessionId,
+      hubId,
+      now,
+      token: { platform: META_PAGES_PENDING, kind: 'oauth', accessToken: token.accessToken, tokenExpiresAt: token.expiresAt },
+    });
+    return seeOther(reply, `${pageUrl(hubId)}/choose?pending=${encodeURIComponent(pending)}`);
   });
 
   app.get<{ Params: { hubId: string }; Querystring: Query }>(
@@ -155,7 +179,12 @@ export function channelsMetaRoutes(app: FastifyInstance, { deps, paths, sessions
     async (request, reply) => {
       const found = await adminCtx(request, reply, request.params.hubId);
       if (!found) return reply;
-      return chooser(reply, 200, found.ctx, found.connect, one(request.query.connection) ?? '');
+      const { ctx } = found;
+      const pending = one(request.query.pending) ?? '';
+      const where = { sessionId: ctx.sessionId, hubId: ctx.hub.hubId, handle: pending, now: deps.clock.now() };
+      const token = pending ? await readPendingToken(deps.db, where, PENDING) : undefined;
+      if (!token) return expired(reply, ctx.hub.hubId);
+      return chooser(reply, 200, ctx, found.connect, pending, signInOf(token));
     },
   );
 
@@ -164,22 +193,33 @@ export function channelsMetaRoutes(app: FastifyInstance, { deps, paths, sessions
     if (!found) return reply;
     const { ctx, connect } = found;
     const body = (request.body ?? {}) as Record<string, unknown>;
-    if (!sessions.csrfOk(ctx, request.body ?? {})) return refuse(reply, 400, 'Form expired', FORM_EXPIRED, back(ctx.hub.hubId));
-    const connection = typeof body.connection === 'string' ? body.connection : '';
+    const hubId = ctx.hub.hubId;
+    if (!sessions.csrfOk(ctx, request.body ?? {})) return refuse(reply, 400, 'Form expired', FORM_EXPIRED, back(hubId));
+    const pending = typeof body.pending === 'string' ? body.pending : '';
+    const where = { sessionId: ctx.sessionId, hubId, handle: pending, now: deps.clock.now() };
     const choices: { platform: 'facebook' | 'instagram'; externalId: string; workspaceId: string }[] = [];
     for (const [key, value] of Object.entries(body)) {
       const m = /^(facebook|instagram):(\d{1,32})$/.exec(key);
       if (m && typeof value === 'string' && value !== '')
         choices.push({ platform: m[1] as 'facebook' | 'instagram', externalId: m[2]!, workspaceId: value });
     }
-    try {
-      await mapMetaChannels(connect, ctx.hub.hubId, connection, choices);
-    } catch (failure) {
-      if (failure instanceof DomainError && failure.kind === 'not_found')
-        return refuse(reply, 404, 'Connection expired', failure.message, back(ctx.hub.hubId));
-      if (failure instanceof DomainError) return chooser(reply, 400, ctx, connect, connection, failure.message);
-      throw failure;
+    if (choices.length === 0) {
+      const token = pending ? await readPendingToken(deps.db, where, PENDING) : undefined;
+      if (!token) return seeOther(reply, `${pageUrl(hubId)}?notice=already`);
+      return chooser(reply, 400, ctx, connect, pending, signInOf(token), 'Choose a workspace for at least one Page or Instagram account.');
     }
-    return seeOther(reply, `${pageUrl(ctx.hub.hubId)}?notice=connected`);
+    // Taken once: the second submit of a double click finds nothing and lands on the list.
+    const taken = pending ? await takePendingToken(deps.db, where, PENDING) : undefined;
+    if (!taken) return seeOther(reply, `${pageUrl(hubId)}?notice=already`);
+    const signIn = signInOf(taken.token);
+    try {
+      await mapMetaChannels(connect, hubId, signIn, choices);
+    } catch (failure) {
+      if (!(failure instanceof DomainError)) throw failure;
+      // Refused (nothing stored): the sign-in is held again, so the admin can choose again.
+      await taken.putBack();
+      return chooser(reply, 400, ctx, connect, pending, signIn, failure.message);
+    }
+    return seeOther(reply, `${pageUrl(hubId)}?notice=connected`);
   });
 }

@@ -37,7 +37,8 @@ ${
 export function chooseMetaChannelsView(o: {
   hubUrl: string;
   csrf: string;
-  connection: string;
+  /** The opaque handle of the sign-in held server-side for this session (never a token). */
+  pending: string;
   pages: ChoosablePage[];
   workspaces: { id: string; name: string }[];
   error?: string;
@@ -66,7 +67,7 @@ ${o.error ? `<p class="error" role="alert">${h(o.error)}</p>` : ''}
 ${
   o.pages.length
     ? `<p>Map each Page and Instagram account to the workspace whose posts it publishes. A channel already connected keeps its workspace and takes the new token.</p>
-<form method="post" action="${h(u)}/choose" data-once><input type="hidden" name="csrf" value="${h(o.csrf)}"><input type="hidden" name="connection" value="${h(o.connection)}">
+<form method="post" action="${h(u)}/choose" data-once><input type="hidden" name="csrf" value="${h(o.csrf)}"><input type="hidden" name="pending" value="${h(o.pending)}">
 <ul class="choices">${rows}</ul>
 <div class="actions"><a class="button" href="${h(u)}">Cancel</a><button class="primary" type="submit">Connect channels</button></div></form>`
     : `<p>This Facebook sign-in manages no Page. Pages are chosen in Facebook's dialog: connect again and tick them.</p><p><a class="button" href="${h(u)}">Back</a></p>`
