@@ -57,7 +57,7 @@ import { Sealer, secretsKey } from '../../src/platform/sealing.ts';
 import { PUBLISH_LEASE_MS, RECONCILE_BACKOFF_MS, RECONCILE_SETTLE_MS } from '../../src/policy.ts';
 import { CHROMIUM, CHROMIUM_ARGS, chromiumMissing } from '../support/chromium.ts';
 import { createTestDb, type TestDb } from '../support/db.ts';
-import { png } from '../support/media-files.ts';
+import { jpeg } from '../support/media-files.ts';
 import { callOk, MemoryOAuthProvider, newClient, transport } from '../support/mcp-client.ts';
 import {
   authorize,
@@ -132,12 +132,13 @@ describe('posts to Facebook, Instagram and Business Profile, through a kill -9 o
   const channelOf = (ws: string, platform: Platform) => channels.get(`${ws}/${platform}`)!;
   const signedUrls: string[] = [];
 
+  // JPEG images: Instagram takes no other format (refused before sending, docs/channels.md).
   const posts: PostPlan[] = [
-    { via: 'rest', ws: WS[0], text: `Croissants from 7 am, every day (rest ${run})`, image: png(6, 4) },
-    { via: 'rest', ws: WS[1], text: `Sourdough Saturday is back (rest ${run})`, image: png(5, 5) },
+    { via: 'rest', ws: WS[0], text: `Croissants from 7 am, every day (rest ${run})`, image: jpeg(6, 4) },
+    { via: 'rest', ws: WS[1], text: `Sourdough Saturday is back (rest ${run})`, image: jpeg(5, 5) },
     { via: 'rest', ws: WS[0], text: `Open late on Friday for the harbour lights (rest ${run})` },
-    { via: 'mcp', ws: WS[0], text: `New terrace tables by the water (mcp ${run})`, image: png(7, 3) },
-    { via: 'mcp', ws: WS[1], text: `Cinnamon buns, warm at 4 pm (mcp ${run})`, image: png(3, 7) },
+    { via: 'mcp', ws: WS[0], text: `New terrace tables by the water (mcp ${run})`, image: jpeg(7, 3) },
+    { via: 'mcp', ws: WS[1], text: `Cinnamon buns, warm at 4 pm (mcp ${run})`, image: jpeg(3, 7) },
   ];
   const targets = (p: PostPlan): Platform[] => (p.image ? ['facebook', 'instagram', 'google_business'] : ['facebook', 'google_business']);
 
@@ -303,7 +304,7 @@ describe('posts to Facebook, Instagram and Business Profile, through a kill -9 o
     await page.waitForURL((url) => url.href.startsWith(`${meta.url}/${V}/dialog/oauth`));
     await page.screenshot({ path: `${SHOTS}/facebook-login-1280.png`, fullPage: true });
     await page.click('button[value=allow]');
-    await page.waitForURL(/\/settings\/channels\/meta\/choose\?connection=/);
+    await page.waitForURL(/\/settings\/channels\/meta\/choose\?pending=/);
     for (const ws of WS) {
       await page.selectOption(`select[name="facebook:${ws.page}"]`, ws.id);
       await page.selectOption(`select[name="instagram:${ws.ig}"]`, ws.id);
@@ -386,11 +387,11 @@ describe('posts to Facebook, Instagram and Business Profile, through a kill -9 o
       if (p.via === 'rest') {
         const form = new FormData();
         form.append('workspaceId', p.ws.id);
-        form.append('file', new Blob([p.image!], { type: 'image/png' }), 'photo.png');
+        form.append('file', new Blob([p.image!], { type: 'image/jpeg' }), 'photo.jpg');
         p.mediaId = (await rest('/media', { method: 'POST', body: form }))._id;
       } else {
         p.mediaId = (
-          await callOk(mcp, 'add_media', { workspaceId: p.ws.id, base64: p.image!.toString('base64'), filename: 'photo.png' })
+          await callOk(mcp, 'add_media', { workspaceId: p.ws.id, base64: p.image!.toString('base64'), filename: 'photo.jpg' })
         )._id;
       }
     }
@@ -643,7 +644,7 @@ describe('posts to Facebook, Instagram and Business Profile, through a kill -9 o
           signedUrls.push(url);
           const fetched = await fetch(url);
           assert.equal(fetched.status, 200, url);
-          assert.equal(fetched.headers.get('content-type'), 'image/png');
+          assert.equal(fetched.headers.get('content-type'), 'image/jpeg');
           assert.deepEqual(Buffer.from(await fetched.arrayBuffer()), p.image);
         }
       }
