@@ -91,7 +91,7 @@ type Step = Publication | Error | 'hang' | null;
  * only) null for "none". It records every call, with the channel (secret included) and `since`.
  */
 class ScriptedConnector implements Connector {
-  publishes: { postId: string; channel: OutgoingChannel; media: OutgoingPost['media'] }[] = [];
+  publishes: { postId: string; channel: OutgoingChannel; media: OutgoingPost['media']; signal: AbortSignal | undefined }[] = [];
   finds: { postId: string; channelId: string; since: Date }[] = [];
   readonly #publish = new Map<string, Step[]>();
   readonly #find = new Map<string, Step[]>();
@@ -116,8 +116,8 @@ class ScriptedConnector implements Connector {
     return step;
   }
 
-  async publish(p: OutgoingPost, channel: OutgoingChannel): Promise<Publication> {
-    this.publishes.push({ postId: p.id, channel, media: p.media });
+  async publish(p: OutgoingPost, channel: OutgoingChannel, signal?: AbortSignal): Promise<Publication> {
+    this.publishes.push({ postId: p.id, channel, media: p.media, signal });
     const answer = await ScriptedConnector.answer(ScriptedConnector.next(this.#publish, p, channel.id));
     if (answer === null) throw new Error('publish cannot answer none');
     return answer;
@@ -370,6 +370,33 @@ test('a call that hangs past the timeout is unconfirmed; find says none after th
     'the second attempt is a new attempt',
   );
   assert.equal((await post('post_hang')).status, 'published');
+});
+
+test('a call given up at its timeout is told so: its signal is aborted, so nothing of that attempt leaves before the lookup', async () => {
+  const clock = new FixedClock(NOW);
+  const connector = new ScriptedConnector().onPublish('ch_2_facebook', 'hang').onPublish('ch_2_linkedin', { externalId: 'li_quick' });
+  await schedule(['post_abort'], { workspace: 2, channels: ['ch_2_facebook', 'ch_2_linkedin'] });
+  await publisherWith(clock, ChannelConnectors.only(connector))
+    .runOnce()
+    .catch(() => undefined);
+  const [hung, quick] = connector.publishes;
+  assert.equal(hung!.signal?.aborted, true, 'the hung call was aborted at the timeout');
+  assert.match(String(hung!.signal?.reason), /did not answer within 0.1 s/);
+  assert.equal(quick!.signal?.aborted, false, 'an answered call is left alone');
+  assert.deepEqual(
+    (await deliveries('post_abort')).map((d) => d.status),
+    ['unconfirmed', 'published'],
+  );
+  // Out of the later tests' rounds (its lookup would be due with theirs).
+  await db.kysely.deleteFrom('post_deliveries').where('post_id', '=', 'post_abort').execute();
+  await db.kysely.deleteFrom('posts').where('id', '=', 'post_abort').execute();
+});
+
+test('the settle delay must outlast the publish timeout: a lookup comes after anything an attempt could send', () => {
+  assert.throws(
+    () => publisherWith(new FixedClock(NOW), new ScriptedConnector(), { publishTimeoutMs: SETTLE }),
+    /the settle delay \(120000 ms\) must be longer than the publish timeout \(120000 ms\)/,
+  );
 });
 
 test('a lookup that cannot tell backs off and finally fails as not confirmed, never sending again', async () => {

@@ -150,6 +150,17 @@ test('a create that went out without an answer is unconfirmed; the lookup finds 
   assert.equal(await connector.find(post('Another text'), channel(), since), null);
 });
 
+test('a publication given up (its signal aborted) sends nothing', async () => {
+  const connector = createGoogleBusinessConnector(clientFor());
+  const given = new AbortController();
+  given.abort(new Error('the publisher gave the call up'));
+  const posted = sandbox.posts(LOCATION).length;
+  const asked = sandbox.requests.length;
+  assert.match(String(await rejection(connector.publish(post('Too late'), channel(), given.signal))), /gave the call up/);
+  assert.equal(sandbox.posts(LOCATION).length, posted);
+  assert.equal(sandbox.requests.length, asked, 'not even the token was asked for');
+});
+
 test('reviews come in pages of at most 50, newest update first, with Google counts', async () => {
   const client = clientFor();
   const seen: string[] = [];

@@ -78,11 +78,18 @@ export interface PublisherOptions {
   batchSize: number;
   /** How long a claim holds before another publisher may take the post over. Default PUBLISH_LEASE_MS. */
   leaseMs?: number;
-  /** Longest wait for one network call; keep well below the lease. Default PUBLISH_TIMEOUT_MS. */
+  /**
+   * Longest wait for one network call, counted from the attempt's start; past it the call is
+   * aborted, so no publishing request leaves later. Below the settle delay. Default PUBLISH_TIMEOUT_MS.
+   */
   publishTimeoutMs?: number;
   /** Claims of one post ended by their publisher's death before its unsent deliveries fail. Default PUBLISH_MAX_CLAIMS. */
   maxAttempts?: number;
-  /** Wait after an unconfirmed attempt began before looking it up. Default RECONCILE_SETTLE_MS. */
+  /**
+   * Wait after an unconfirmed attempt began before looking it up: longer than the publish timeout,
+   * so the attempt's publication, if any, was requested before the lookup (plus the time the
+   * network takes to list it). Default RECONCILE_SETTLE_MS.
+   */
   settleMs?: number;
   /** Lookups search from this long before the attempt began. Default RECONCILE_SKEW_MS. */
   skewMs?: number;
@@ -110,12 +117,23 @@ function clip(text: string): string {
 
 class CallTimeout extends Error {}
 
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+/**
+ * A network call under a deadline: `call` gets a signal that is aborted when `ms` run out, and the
+ * result is rejected with CallTimeout then. The connectors honour the signal by sending nothing
+ * more (src/integrations/channel-platform.ts), so a call given up is over on our side too.
+ */
+function withTimeout<T>(call: (signal: AbortSignal) => Promise<T>, ms: number, limitMs: number): { result: Promise<T>; call: Promise<T> } {
+  const abort = new AbortController();
+  const running = call(abort.signal);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new CallTimeout(`the network did not answer within ${ms / 1000} s`)), ms);
+    timer = setTimeout(() => {
+      const error = new CallTimeout(`the network did not answer within ${limitMs / 1000} s`);
+      reject(error);
+      abort.abort(error);
+    }, ms);
   });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+  return { result: Promise.race([running, timeout]).finally(() => clearTimeout(timer)), call: running };
 }
 
 /**
@@ -144,6 +162,8 @@ export function createPublisher(options: PublisherOptions): Publisher {
   const skewMs = options.skewMs ?? RECONCILE_SKEW_MS;
   const backoff = options.checkBackoffMs ?? RECONCILE_BACKOFF_MS;
   const maxChecks = options.checkBackoffMs ? backoff.length : RECONCILE_MAX_CHECKS;
+  // A lookup must come after anything the attempt could still send: the call's deadline.
+  if (settleMs <= timeoutMs) throw new Error(`the settle delay (${settleMs} ms) must be longer than the publish timeout (${timeoutMs} ms)`);
   const claimant = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   const later = (ms: number) => new Date(clock.now().getTime() + ms);
 
@@ -199,9 +219,12 @@ export function createPublisher(options: PublisherOptions): Publisher {
       return null;
     }
     const sending: DeliveryAt = { ...at, status: 'publishing', attemptStartedAt: attempt };
-    const call = target.connector.publish(post, target.channel);
+    // The deadline counts from the attempt's start (marking it took some of it): nothing of this
+    // attempt is sent after attempt + timeout, which the settle delay outlasts.
+    const left = Math.max(0, timeoutMs - (clock.now().getTime() - attempt.getTime()));
+    const { result, call } = withTimeout((signal) => target.connector.publish(post, target.channel, signal), left, timeoutMs);
     try {
-      const publication = await withTimeout(call, timeoutMs);
+      const publication = await result;
       became(await recordPublished(db, sending, publication, clock.now()), 'published');
       return null;
     } catch (error) {
@@ -245,7 +268,11 @@ export function createPublisher(options: PublisherOptions): Publisher {
     let found: Awaited<ReturnType<Connector['find']>>;
     try {
       if ('failure' in target) throw new PlatformError('needs_reconnect', target.failure.error);
-      found = await withTimeout(target.connector.find(post, target.channel, new Date(started.getTime() - skewMs)), timeoutMs);
+      found = await withTimeout(
+        (signal) => target.connector.find(post, target.channel, new Date(started.getTime() - skewMs), signal),
+        timeoutMs,
+        timeoutMs,
+      ).result;
     } catch (error) {
       const words = error instanceof PlatformError || error instanceof PlatformThrottled ? (error.platformMessage ?? error.message) : null;
       const checks = await recordCheckFailed(db, at, words === null ? null : clip(words));

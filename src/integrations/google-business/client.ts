@@ -281,8 +281,8 @@ export function createGoogleBusinessClient(options: GoogleBusinessClientOptions)
      * accounts.locations.localPosts.create: a STANDARD post (topicType is required). The answer is
      * the LocalPost; its `state` says whether Google took it (a 200 with REJECTED is a refusal).
      */
-    async createLocalPost(refreshToken: string, location: string, post: NewLocalPost): Promise<LocalPost> {
-      const s = session(refreshToken);
+    async createLocalPost(refreshToken: string, location: string, post: NewLocalPost, signal?: AbortSignal): Promise<LocalPost> {
+      const s = session(refreshToken, signal);
       const what = `the new post on ${location}`;
       const json = await call(s, what, 'POST', new URL(`${base.v4}/v4/${location}/localPosts`), {
         languageCode: 'en',
@@ -294,8 +294,13 @@ export function createGoogleBusinessClient(options: GoogleBusinessClientOptions)
     },
 
     /** The first of the location's local posts that `match` takes (accounts.locations.localPosts.list). */
-    async findLocalPost(refreshToken: string, location: string, match: (post: LocalPost) => boolean): Promise<LocalPost | null> {
-      const s = session(refreshToken);
+    async findLocalPost(
+      refreshToken: string,
+      location: string,
+      match: (post: LocalPost) => boolean,
+      signal?: AbortSignal,
+    ): Promise<LocalPost | null> {
+      const s = session(refreshToken, signal);
       const what = `the posts of ${location}`;
       let found: LocalPost | null = null;
       let pageToken: string | null = null;
