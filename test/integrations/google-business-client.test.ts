@@ -150,6 +150,25 @@ test('a create that went out without an answer is unconfirmed; the lookup finds 
   assert.equal(await connector.find(post('Another text'), channel(), since), null);
 });
 
+test('posts to many locations at once on a login with no access token in memory share one token refresh', async () => {
+  const connector = createGoogleBusinessConnector(clientFor());
+  const asked = sandbox.requests.length;
+  const given = new AbortController();
+  given.abort(new Error('this one gave up'));
+  const outcomes = await Promise.allSettled([
+    connector.publish(post('Too late for the refresh'), channel(), given.signal),
+    ...Array.from({ length: 8 }, (_, i) => connector.publish(post(`Batch ${i}`), channel())),
+  ]);
+  assert.deepEqual(
+    outcomes.map((o) => o.status),
+    ['rejected', ...Array(8).fill('fulfilled')],
+    'one caller giving up fails only its own call',
+  );
+  const calls = sandbox.requests.slice(asked).map((r) => `${r.method} ${r.path}`);
+  assert.equal(calls.filter((c) => c === 'POST /token').length, 1, calls.join('\n'));
+  assert.equal(calls.filter((c) => c.endsWith('/localPosts')).length, 8);
+});
+
 test('a publication given up (its signal aborted) sends nothing', async () => {
   const connector = createGoogleBusinessConnector(clientFor());
   const given = new AbortController();
