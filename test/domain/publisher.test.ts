@@ -16,7 +16,7 @@ import {
   type Publication,
 } from '../../src/domain/posts/connector.ts';
 import { postRows } from '../../src/domain/posts/post.repository.ts';
-import { claimDue, markPublishing, reclaimExpired } from '../../src/domain/posts/publisher.repository.ts';
+import { claimDue, markPublishing, reclaimExpired, recordOutcome, recordPublished } from '../../src/domain/posts/publisher.repository.ts';
 import { createPublisher, postOutcome, type PublisherOptions } from '../../src/domain/posts/publisher.ts';
 import { PlatformError, PlatformThrottled } from '../../src/integrations/ad-platform.ts';
 import { FixedClock } from '../../src/platform/clock.ts';
@@ -629,6 +629,43 @@ test('the registry: connected channels go through their platform’s connector w
       .set({ connection_id: null, external_id: null, token_sealed: null })
       .where('id', 'in', ['ch_3_facebook', 'ch_3_google_business'])
       .execute();
+  }
+});
+
+test('a delivery write and a claim check read one index entry, not every delivery or post in flight', async () => {
+  // As in bench:publisher: statistics taken while everything was still queued, then a batch in flight.
+  const ids = Array.from({ length: 60 }, (_, i) => `post_inflight_${i}`);
+  await schedule(ids, { workspace: 2 });
+  await sql`ANALYZE posts`.execute(db.kysely);
+  await sql`ANALYZE post_deliveries`.execute(db.kysely);
+  const claim = { claimant: 'batch', claimedAt: new Date(Date.parse(NOW) + 1) };
+  const claimed = await claimDue(db, claim, 100);
+  assert.ok(ids.every((id) => claimed.includes(id)));
+  // Each delivery marked a millisecond apart, as a batch's are.
+  const attemptOf = (i: number) => new Date(Date.parse(NOW) + 2 + i);
+  for (const [i, id] of ids.entries())
+    assert.ok(
+      await markPublishing(db, { postId: id, channelId: 'ch_2_facebook', status: 'pending', attemptStartedAt: null }, claim, attemptOf(i)),
+    );
+  // One connection in one transaction: the index entries its statements read, from the statistics it has not reported yet.
+  const one = connect(db.url, { max: 1 });
+  try {
+    await sql`BEGIN`.execute(one.kysely);
+    const at = { postId: ids[0]!, channelId: 'ch_2_facebook', status: 'publishing' as const, attemptStartedAt: attemptOf(0) };
+    assert.ok(await recordPublished(one, at, { externalId: 'fb_1' }, attemptOf(0)));
+    const next = { postId: ids[0]!, channelId: 'ch_2_linkedin', status: 'pending' as const, attemptStartedAt: null };
+    assert.ok(await markPublishing(one, next, claim, attemptOf(100)));
+    assert.ok(await recordOutcome(one, ids[1]!, claim, { status: 'publishing', error: null, retryAt: null }, attemptOf(100)));
+    const { rows } = await sql<{ deliveries: string; posts: string }>`
+      SELECT pg_stat_get_xact_tuples_returned('post_deliveries_unconfirmed_idx'::regclass) AS deliveries,
+             pg_stat_get_xact_tuples_returned('posts_lease_idx'::regclass) AS posts`.execute(one.kysely);
+    await sql`ROLLBACK`.execute(one.kysely);
+    const read = { deliveries: Number(rows[0]!.deliveries), posts: Number(rows[0]!.posts) };
+    assert.ok(read.deliveries <= 2 && read.posts <= 2, `index entries of the batch read: ${JSON.stringify(read)} (60 in flight)`);
+  } finally {
+    await one.close();
+    await db.kysely.deleteFrom('post_deliveries').where('post_id', 'in', ids).execute();
+    await db.kysely.deleteFrom('posts').where('id', 'in', ids).execute();
   }
 });
 

@@ -187,8 +187,26 @@ export interface DeliveryAt {
   attemptStartedAt: Date | null;
 }
 
+/**
+ * The delivery's attempt, as an indexable condition (not IS NOT DISTINCT FROM): a publishing or
+ * unconfirmed delivery always has one, and the planner may reach such a row through the partial
+ * index of publishing and unconfirmed deliveries (post_deliveries_unconfirmed_idx, keyed by the
+ * attempt); with equality that reads the one entry, where a filter read every delivery in flight.
+ */
+const attemptIs = (attempt: Date | null) =>
+  attempt === null ? sql`attempt_started_at IS NULL` : sql`attempt_started_at = ${attempt}::timestamptz`;
+
 const expected = (at: DeliveryAt) =>
-  sql`${DELIVERY_KEY(at.postId, at.channelId)} AND status = ${at.status} AND attempt_started_at IS NOT DISTINCT FROM ${at.attemptStartedAt}::timestamptz`;
+  sql`${DELIVERY_KEY(at.postId, at.channelId)} AND status = ${at.status} AND ${attemptIs(at.attemptStartedAt)}`;
+
+/**
+ * This claim still holds the post. A claimed post is always `publishing` (posts_publishing_check),
+ * so the status is not asked for: asking made the partial index of publishing posts
+ * (posts_lease_idx, keyed by claimed_at) a candidate, and reading it meant every post of the batch
+ * claimed at that instant, where the primary key reads one.
+ */
+const claimHolds = (postId: string, claim: Claim) =>
+  sql`p.id = ${postId} AND p.claimed_by = ${claim.claimant} AND p.claimed_at = ${claim.claimedAt}`;
 
 /**
  * Marks the delivery `publishing` from `attempt` on, in its own committed statement, before the
@@ -200,8 +218,7 @@ export async function markPublishing(db: Db, at: DeliveryAt, claim: Claim, attem
   const result = await sql`
     UPDATE post_deliveries SET status = 'publishing', attempt_started_at = ${attempt}, checks = 0, failure_kind = NULL, platform_message = NULL
      WHERE ${expected(at)}
-       AND EXISTS (SELECT 1 FROM posts p WHERE p.id = ${at.postId} AND p.status = 'publishing'
-                      AND p.claimed_by = ${claim.claimant} AND p.claimed_at = ${claim.claimedAt})`.execute(db.kysely);
+       AND EXISTS (SELECT 1 FROM posts p WHERE ${claimHolds(at.postId, claim)})`.execute(db.kysely);
   return Number(result.numAffectedRows ?? 0) === 1;
 }
 
@@ -217,8 +234,7 @@ export async function recordPublished(db: Db, at: DeliveryAt, publication: Publi
       UPDATE post_deliveries
          SET status = 'published', external_id = ${publication.externalId}, url = ${publication.url ?? null},
              delivered_at = ${now}, error = NULL, failure_kind = NULL, platform_message = NULL, platform_code = NULL
-       WHERE ${DELIVERY_KEY(at.postId, at.channelId)} AND status IN ('publishing', 'unconfirmed')
-         AND attempt_started_at IS NOT DISTINCT FROM ${at.attemptStartedAt}::timestamptz
+       WHERE ${DELIVERY_KEY(at.postId, at.channelId)} AND status IN ('publishing', 'unconfirmed') AND ${attemptIs(at.attemptStartedAt)}
       RETURNING channel_id
     ), channel AS (
       UPDATE social_channels
@@ -320,8 +336,8 @@ export async function recordOutcome(
       claimed_at: null,
       claimed_by: null,
     })
+    // The claim alone (see claimHolds): a claimed post is publishing.
     .where('id', '=', postId)
-    .where('status', '=', 'publishing')
     .where('claimed_by', '=', claim.claimant)
     .where('claimed_at', '=', claim.claimedAt)
     .executeTakeFirst();
