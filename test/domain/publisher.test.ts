@@ -669,6 +669,43 @@ test('a delivery write and a claim check read one index entry, not every deliver
   }
 });
 
+test('one statement (one commit) per delivery: each delivery’s record also marks the next one to send', async () => {
+  // A day before the other tests' posts, so the rounds claim only these.
+  const at = Date.parse(NOW) - 24 * 60 * MINUTE;
+  const clock = new FixedClock(new Date(at).toISOString());
+  const counted = connect(db.url, { max: 2 });
+  let statements = 0;
+  counted.pool.on('acquire', () => statements++);
+  const sandbox = new SandboxConnector(db, clock);
+  const seen: string[][] = [];
+  const watching: Connector = {
+    publish: async (p, c) => {
+      seen.push((await deliveries(p.id)).map((d) => `${d.channel_id.replace('ch_1_', '')}:${d.status}`));
+      return sandbox.publish(p, c);
+    },
+    find: (p, c, since) => sandbox.find(p, c, since),
+  };
+  const round = async (id: string, channels: string[]) => {
+    await schedule([id], { workspace: 1, at: new Date(at - MINUTE).toISOString(), channels });
+    statements = 0;
+    assert.equal(await publisherWith(clock, watching, { db: counted }).runOnce(), 1);
+    assert.equal((await post(id)).status, 'published');
+    return statements;
+  };
+  try {
+    const one = await round('post_one_channel', ['ch_1_facebook']);
+    const three = await round('post_three_channels', ['ch_1_facebook', 'ch_1_linkedin', 'ch_1_google_business']);
+    assert.equal(three - one, 2, `statements: ${one} for one channel, ${three} for three`);
+    assert.deepEqual(seen.slice(1), [
+      ['facebook:publishing', 'linkedin:pending', 'google_business:pending'],
+      ['facebook:published', 'linkedin:publishing', 'google_business:pending'],
+      ['facebook:published', 'linkedin:published', 'google_business:publishing'],
+    ]);
+  } finally {
+    await counted.close();
+  }
+});
+
 test('start and stop: the loop publishes what becomes due, and stop waits for its round', async () => {
   const clock = new FixedClock(NOW);
   await schedule(['post_loop'], { workspace: 2, channels: ['ch_2_linkedin'] });

@@ -17,7 +17,6 @@ import {
 import type { MediaUrlSigner } from '../media/media-url.ts';
 import { ChannelConnectors, DeliveryUnconfirmed, type Connector, type OutgoingChannel, type OutgoingPost } from './connector.ts';
 import {
-  backToPending,
   claimDue,
   claimRetries,
   deliveryStates,
@@ -28,10 +27,13 @@ import {
   recordFailed,
   recordOutcome,
   recordPublished,
-  recordUnconfirmed,
+  recordThenMark,
+  recordWrite,
   type Claim,
   type DeliveryAt,
   type DeliveryFailure,
+  type DeliveryWrite,
+  deliveryWrites,
   type OpenDelivery,
 } from './publisher.repository.ts';
 
@@ -201,9 +203,17 @@ export function createPublisher(options: PublisherOptions): Publisher {
   /**
    * Sends one delivery (pending, or unconfirmed after a lookup found nothing) and records what
    * became of it in `d` (status and error; status undefined: not recorded, read it again); when to
-   * come back, if ever.
+   * come back, if ever. `marked`: the previous delivery's write already marked this one
+   * `publishing` at that instant. `following`: the post's next delivery to send, marked by this
+   * one's write (one statement, one commit); `markedNext` says whether it was, and when.
    */
-  async function send(post: OutgoingPost, d: Step, target: Target, claim: Claim): Promise<Date | null> {
+  async function send(
+    post: OutgoingPost,
+    d: Step,
+    target: Target,
+    claim: Claim,
+    o: { marked?: Date | undefined; following?: Step | undefined } = {},
+  ): Promise<{ retryAt: Date | null; markedNext?: Date }> {
     const at: DeliveryAt = { postId: post.id, channelId: d.channelId, status: d.status!, attemptStartedAt: d.attemptStartedAt };
     const became = (applied: boolean, status: DeliveryStatus, error: string | null = null) => {
       d.status = applied ? status : undefined;
@@ -211,27 +221,38 @@ export function createPublisher(options: PublisherOptions): Publisher {
     };
     if ('failure' in target) {
       became(await recordFailed(db, at, target.failure, clock.now()), 'failed', target.failure.error);
-      return null;
+      return { retryAt: null };
     }
-    const attempt = clock.now();
-    if (!(await markPublishing(db, at, claim, attempt))) {
+    const attempt = o.marked ?? clock.now();
+    if (!o.marked && !(await markPublishing(db, at, claim, attempt))) {
       became(false, 'pending'); // the claim was lost: another publisher has the post
-      return null;
+      return { retryAt: null };
     }
     const sending: DeliveryAt = { ...at, status: 'publishing', attemptStartedAt: attempt };
+    let markedNext: Date | undefined;
+    /** This delivery's write, with the next delivery's mark when there is one to send. */
+    const commit = async (write: DeliveryWrite): Promise<boolean> => {
+      if (!o.following) return recordWrite(db, write);
+      const nextAttempt = clock.now();
+      const next = { postId: post.id, channelId: o.following.channelId, status: 'pending' as const, attemptStartedAt: null };
+      const { recorded, marked } = await recordThenMark(db, write, { at: next, claim, attempt: nextAttempt });
+      if (marked) markedNext = nextAttempt;
+      return recorded;
+    };
+    const outcome = (retryAt: Date | null) => (markedNext ? { retryAt, markedNext } : { retryAt });
     // The deadline counts from the attempt's start (marking it took some of it): nothing of this
     // attempt is sent after attempt + timeout, which the settle delay outlasts.
     const left = Math.max(0, timeoutMs - (clock.now().getTime() - attempt.getTime()));
     const { result, call } = withTimeout((signal) => target.connector.publish(post, target.channel, signal), left, timeoutMs);
     try {
       const publication = await result;
-      became(await recordPublished(db, sending, publication, clock.now()), 'published');
-      return null;
+      became(await commit(deliveryWrites.published(sending, publication, clock.now())), 'published');
+      return outcome(null);
     } catch (error) {
       if (error instanceof PlatformThrottled) {
         // Nothing was published: throttling waits, it is not a failure.
-        became(await backToPending(db, sending, error.platformMessage ?? error.message), 'pending');
-        return later(Math.max(error.retryAfterMs, 1_000));
+        became(await commit(deliveryWrites.pending(sending, error.platformMessage ?? error.message)), 'pending');
+        return outcome(later(Math.max(error.retryAfterMs, 1_000)));
       }
       if (error instanceof PlatformError) {
         const failure = {
@@ -240,13 +261,13 @@ export function createPublisher(options: PublisherOptions): Publisher {
           platformMessage: error.platformMessage,
           platformCode: error.platformCode,
         };
-        became(await recordFailed(db, sending, failure, clock.now()), 'failed', failure.error);
-        return null;
+        became(await commit(deliveryWrites.failed(sending, failure, clock.now())), 'failed', failure.error);
+        return outcome(null);
       }
       // DeliveryUnconfirmed, our timeout, or anything the connector did not classify: the request
       // may have been made, so it is looked up once the network's lists have settled.
       if (!(error instanceof DeliveryUnconfirmed) && !(error instanceof CallTimeout)) options.onError?.(error);
-      became(await recordUnconfirmed(db, sending, DELIVERY_FAILURE_KINDS.noAnswer), 'unconfirmed');
+      became(await commit(deliveryWrites.unconfirmed(sending, DELIVERY_FAILURE_KINDS.noAnswer)), 'unconfirmed');
       // An answer that comes after the timeout is the truth: it confirms the delivery (if it is
       // still this attempt's), sparing the lookup.
       if (error instanceof CallTimeout)
@@ -254,7 +275,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
           (publication) => recordPublished(db, { ...sending, status: 'unconfirmed' }, publication, clock.now()).catch(() => {}),
           () => {},
         );
-      return new Date(attempt.getTime() + settleMs);
+      return outcome(new Date(attempt.getTime() + settleMs));
     }
   }
 
@@ -299,7 +320,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
       return null;
     }
     // The network has no such publication after the settle delay: the attempt never landed.
-    return send(post, d, target, claim);
+    return (await send(post, d, target, claim)).retryAt;
   }
 
   async function work(post: OutgoingPost, deliveries: OpenDelivery[], claim: Claim): Promise<void> {
@@ -308,11 +329,25 @@ export function createPublisher(options: PublisherOptions): Publisher {
       for (const m of post.media) if (m.storageKey !== null) m.url = options.mediaUrls.url(m.id, now);
     }
     let retryAt: Date | null = null;
-    // One channel after another: a network sees a post's deliveries in the order chosen.
+    // One channel after another: a network sees a post's deliveries in the order chosen. Each
+    // delivery's write also marks the next one to send (one commit per delivery, not two).
     const steps: Step[] = deliveries;
-    for (const d of steps) {
-      if (d.status !== 'pending' && d.status !== 'unconfirmed') continue;
-      const next = d.status === 'unconfirmed' ? await reconcile(post, d, claim) : await send(post, d, targetOf(d), claim);
+    const open = steps.filter((d) => d.status === 'pending' || d.status === 'unconfirmed');
+    const targets = new Map<Step, Target>();
+    const target = (d: Step) => targets.get(d) ?? targets.set(d, targetOf(d)).get(d)!;
+    let marked: Date | undefined;
+    for (const [i, d] of open.entries()) {
+      let next: Date | null;
+      if (d.status === 'unconfirmed') {
+        next = await reconcile(post, d, claim);
+        marked = undefined;
+      } else {
+        const after = open[i + 1];
+        const following = after?.status === 'pending' && !('failure' in target(after)) ? after : undefined;
+        const sent = await send(post, d, target(d), claim, { marked, following });
+        next = sent.retryAt;
+        marked = sent.markedNext;
+      }
       if (next && (retryAt === null || next < retryAt)) retryAt = next;
     }
     // The outcome from what this round recorded; read again only if a write found the delivery
