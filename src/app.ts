@@ -11,6 +11,7 @@ import { GrantUseRecorder } from './domain/oauth/grant-usage.ts';
 import { MediaUrlSigner, mediaUrlKey } from './domain/media/media-url.ts';
 import { ChannelConnectors, SandboxConnector, type Connector } from './domain/posts/connector.ts';
 import { createPublisher } from './domain/posts/publisher.ts';
+import { networkConnectors } from './domain/posts/network-connectors.ts';
 import { publisherBacklog } from './domain/posts/post.service.ts';
 import { syncBacklog } from './domain/ad-sync/ad-account.service.ts';
 import { Metrics } from './platform/metrics.ts';
@@ -26,8 +27,7 @@ import { createMetaPagesClient } from './integrations/meta-pages/client.ts';
 import { VERSION } from './platform/version.ts';
 import { createGoogleAdsClient, type GoogleOAuth } from './integrations/google-ads/client.ts';
 import { createGoogleBusinessClient, type GoogleBusinessClient } from './integrations/google-business/client.ts';
-import { createGoogleBusinessConnector } from './integrations/google-business/connector.ts';
-import { createMetaPagesConnector, type MetaPagesConnector } from './integrations/meta-pages/connector.ts';
+import { createMetaPagesConnector } from './integrations/meta-pages/connector.ts';
 import { createInsightsSyncLoop } from './domain/organic/insights-sync.ts';
 import type { GoogleBusinessSetup } from './domain/channels/google-business.service.ts';
 import { createReviewSyncLoop } from './domain/reviews/review-sync.ts';
@@ -129,18 +129,6 @@ export async function adSyncDepsFor(
   };
 }
 
-/**
- * The organic networks' connectors, by platform, for channels connected to a network: Meta's Pages
- * connector for Facebook and Instagram (META_GRAPH_URL), and Business Profile's when Google OAuth
- * is set up.
- */
-function channelConnectorsFor(
-  metaPages: MetaPagesConnector,
-  business: GoogleBusinessClient | undefined,
-): Partial<Record<SocialPlatform, Connector>> {
-  return { facebook: metaPages, instagram: metaPages, ...(business ? { google_business: createGoogleBusinessConnector(business) } : {}) };
-}
-
 export interface AppDeps {
   config: Config;
   db: Db;
@@ -155,7 +143,7 @@ export interface AppDeps {
   /**
    * The networks' connectors for channels connected to them, by platform ('facebook' and
    * 'instagram': Meta's Pages connector; 'google_business': the Business Profile connector);
-   * default: channelConnectorsFor(config). Channels without a connection use the sandbox connector.
+   * default: networkConnectors (src/domain/posts/network-connectors.ts). Channels without a connection use the sandbox connector.
    */
   channelConnectors?: Partial<Record<SocialPlatform, Connector>>;
   /** Run the background spend sync loop (default: the configuration's HUBOPS_SPEND_SYNC). */
@@ -440,7 +428,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     clock,
     connectors: new ChannelConnectors(
       new SandboxConnector(deps.db, clock),
-      deps.channelConnectors ?? channelConnectorsFor(metaPages, business?.client),
+      deps.channelConnectors ?? networkConnectors(metaPages, business?.client),
     ),
     sealer: adSync.sealer,
     mediaUrls,

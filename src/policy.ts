@@ -162,7 +162,10 @@ export const URL_FETCH_TIMEOUT_MS = MINUTE;
 export const URL_FETCH_MAX_REDIRECTS = 3;
 /** A publisher claims due posts for this long; a claim older than this is taken over by another. */
 export const PUBLISH_LEASE_MS = 5 * MINUTE;
-/** The longest wait for one network call (publish or lookup); past it a publish is `unconfirmed` (it may have been made). */
+/**
+ * The longest wait for one network call (publish or lookup), from the attempt's start; past it a
+ * publish is `unconfirmed` (it may have been made) and abandoned: nothing more of it is sent.
+ */
 export const PUBLISH_TIMEOUT_MS = MINUTE;
 /** Claims of a post that ended with its publisher gone (lease run out) before the post is given up. */
 export const PUBLISH_MAX_CLAIMS = 5;

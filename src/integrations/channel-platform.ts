@@ -64,6 +64,13 @@ export interface Publication {
  * - `DeliveryUnconfirmed`: the request may have been made (written without an answer, or answered
  *   in a way that does not say whether it was done); the delivery is reconciled by `find`.
  *
+ * `signal` is aborted when the publisher gives the call up (its timeout): from then on the
+ * connector sends no publishing request (an Instagram media_publish after its container steps, a
+ * Page post, a local post) and abandons one in flight. The publisher relies on it: a delivery's
+ * publication is requested within PUBLISH_TIMEOUT_MS of its attempt or never, so the lookup after
+ * the settle delay (longer) sees every publication the attempt made, even one made by a publisher
+ * that was still running when another took its post over.
+ *
  * `find` looks for this post's publication on the channel made at or after `since` (the start of
  * the unconfirmed attempt): the Page's recent posts, the Instagram media list, the location's
  * local posts. It resolves with the publication or null when there is none; it throws as
@@ -71,6 +78,6 @@ export interface Publication {
  * publication could be this post's and nothing the network documents tells which.
  */
 export interface Connector {
-  publish(post: OutgoingPost, channel: OutgoingChannel): Promise<Publication>;
-  find(post: OutgoingPost, channel: OutgoingChannel, since: Date): Promise<Publication | null>;
+  publish(post: OutgoingPost, channel: OutgoingChannel, signal?: AbortSignal): Promise<Publication>;
+  find(post: OutgoingPost, channel: OutgoingChannel, since: Date, signal?: AbortSignal): Promise<Publication | null>;
 }

@@ -22,7 +22,9 @@ const POSTS = 240;
 const PLATFORMS: SocialPlatform[] = ['facebook', 'linkedin', 'google_business'];
 const DELIVERIES = POSTS * PLATFORMS.length;
 const LEASE_MS = 1_500;
-const SETTLE_MS = 300;
+const SETTLE_MS = 1_000;
+/** Each call's deadline: below the settle delay, above the slowest answer (the doomed one's 400 ms). */
+const TIMEOUT_MS = 900;
 
 let db: TestDb;
 const children: ChildProcess[] = [];
@@ -45,6 +47,7 @@ function startPublisher(answerMs = 40): ChildProcess {
       DATABASE_URL: db.url,
       LEASE_MS: String(LEASE_MS),
       SETTLE_MS: String(SETTLE_MS),
+      TIMEOUT_MS: String(TIMEOUT_MS),
       BATCH: '20',
       ANSWER_MS: String(answerMs),
     },

@@ -16,7 +16,7 @@ import {
   type Publication,
 } from '../../src/domain/posts/connector.ts';
 import { postRows } from '../../src/domain/posts/post.repository.ts';
-import { claimDue, markPublishing, reclaimExpired } from '../../src/domain/posts/publisher.repository.ts';
+import { claimDue, markPublishing, reclaimExpired, recordOutcome, recordPublished } from '../../src/domain/posts/publisher.repository.ts';
 import { createPublisher, postOutcome, type PublisherOptions } from '../../src/domain/posts/publisher.ts';
 import { PlatformError, PlatformThrottled } from '../../src/integrations/ad-platform.ts';
 import { FixedClock } from '../../src/platform/clock.ts';
@@ -91,7 +91,7 @@ type Step = Publication | Error | 'hang' | null;
  * only) null for "none". It records every call, with the channel (secret included) and `since`.
  */
 class ScriptedConnector implements Connector {
-  publishes: { postId: string; channel: OutgoingChannel; media: OutgoingPost['media'] }[] = [];
+  publishes: { postId: string; channel: OutgoingChannel; media: OutgoingPost['media']; signal: AbortSignal | undefined }[] = [];
   finds: { postId: string; channelId: string; since: Date }[] = [];
   readonly #publish = new Map<string, Step[]>();
   readonly #find = new Map<string, Step[]>();
@@ -116,8 +116,8 @@ class ScriptedConnector implements Connector {
     return step;
   }
 
-  async publish(p: OutgoingPost, channel: OutgoingChannel): Promise<Publication> {
-    this.publishes.push({ postId: p.id, channel, media: p.media });
+  async publish(p: OutgoingPost, channel: OutgoingChannel, signal?: AbortSignal): Promise<Publication> {
+    this.publishes.push({ postId: p.id, channel, media: p.media, signal });
     const answer = await ScriptedConnector.answer(ScriptedConnector.next(this.#publish, p, channel.id));
     if (answer === null) throw new Error('publish cannot answer none');
     return answer;
@@ -516,6 +516,33 @@ test('a call that hangs past the timeout is unconfirmed; find says none after th
   assert.equal((await post('post_hang')).status, 'published');
 });
 
+test('a call given up at its timeout is told so: its signal is aborted, so nothing of that attempt leaves before the lookup', async () => {
+  const clock = new FixedClock(NOW);
+  const connector = new ScriptedConnector().onPublish('ch_2_facebook', 'hang').onPublish('ch_2_linkedin', { externalId: 'li_quick' });
+  await schedule(['post_abort'], { workspace: 2, channels: ['ch_2_facebook', 'ch_2_linkedin'] });
+  await publisherWith(clock, ChannelConnectors.only(connector))
+    .runOnce()
+    .catch(() => undefined);
+  const [hung, quick] = connector.publishes;
+  assert.equal(hung!.signal?.aborted, true, 'the hung call was aborted at the timeout');
+  assert.match(String(hung!.signal?.reason), /did not answer within 0.1 s/);
+  assert.equal(quick!.signal?.aborted, false, 'an answered call is left alone');
+  assert.deepEqual(
+    (await deliveries('post_abort')).map((d) => d.status),
+    ['unconfirmed', 'published'],
+  );
+  // Out of the later tests' rounds (its lookup would be due with theirs).
+  await db.kysely.deleteFrom('post_deliveries').where('post_id', '=', 'post_abort').execute();
+  await db.kysely.deleteFrom('posts').where('id', '=', 'post_abort').execute();
+});
+
+test('the settle delay must outlast the publish timeout: a lookup comes after anything an attempt could send', () => {
+  assert.throws(
+    () => publisherWith(new FixedClock(NOW), new ScriptedConnector(), { publishTimeoutMs: SETTLE }),
+    /the settle delay \(120000 ms\) must be longer than the publish timeout \(120000 ms\)/,
+  );
+});
+
 test('a lookup that cannot tell backs off and finally fails as not confirmed, never sending again', async () => {
   const clock = new FixedClock(NOW);
   const down = () => new PlatformError('platform_error', 'Graph API failed', { platformMessage: 'An unexpected error has occurred.' });
@@ -746,6 +773,80 @@ test('the registry: connected channels go through their platform’s connector w
       .set({ connection_id: null, external_id: null, token_sealed: null })
       .where('id', 'in', ['ch_3_facebook', 'ch_3_google_business'])
       .execute();
+  }
+});
+
+test('a delivery write and a claim check read one index entry, not every delivery or post in flight', async () => {
+  // As in bench:publisher: statistics taken while everything was still queued, then a batch in flight.
+  const ids = Array.from({ length: 60 }, (_, i) => `post_inflight_${i}`);
+  await schedule(ids, { workspace: 2 });
+  await sql`ANALYZE posts`.execute(db.kysely);
+  await sql`ANALYZE post_deliveries`.execute(db.kysely);
+  const claim = { claimant: 'batch', claimedAt: new Date(Date.parse(NOW) + 1) };
+  const claimed = await claimDue(db, claim, 100);
+  assert.ok(ids.every((id) => claimed.includes(id)));
+  // Each delivery marked a millisecond apart, as a batch's are.
+  const attemptOf = (i: number) => new Date(Date.parse(NOW) + 2 + i);
+  for (const [i, id] of ids.entries())
+    assert.ok(
+      await markPublishing(db, { postId: id, channelId: 'ch_2_facebook', status: 'pending', attemptStartedAt: null }, claim, attemptOf(i)),
+    );
+  // One connection in one transaction: the index entries its statements read, from the statistics it has not reported yet.
+  const one = connect(db.url, { max: 1 });
+  try {
+    await sql`BEGIN`.execute(one.kysely);
+    const at = { postId: ids[0]!, channelId: 'ch_2_facebook', status: 'publishing' as const, attemptStartedAt: attemptOf(0) };
+    assert.ok(await recordPublished(one, at, { externalId: 'fb_1' }, attemptOf(0)));
+    const next = { postId: ids[0]!, channelId: 'ch_2_linkedin', status: 'pending' as const, attemptStartedAt: null };
+    assert.ok(await markPublishing(one, next, claim, attemptOf(100)));
+    assert.ok(await recordOutcome(one, ids[1]!, claim, { status: 'publishing', error: null, retryAt: null }, attemptOf(100)));
+    const { rows } = await sql<{ deliveries: string; posts: string }>`
+      SELECT pg_stat_get_xact_tuples_returned('post_deliveries_unconfirmed_idx'::regclass) AS deliveries,
+             pg_stat_get_xact_tuples_returned('posts_lease_idx'::regclass) AS posts`.execute(one.kysely);
+    await sql`ROLLBACK`.execute(one.kysely);
+    const read = { deliveries: Number(rows[0]!.deliveries), posts: Number(rows[0]!.posts) };
+    assert.ok(read.deliveries <= 2 && read.posts <= 2, `index entries of the batch read: ${JSON.stringify(read)} (60 in flight)`);
+  } finally {
+    await one.close();
+    await db.kysely.deleteFrom('post_deliveries').where('post_id', 'in', ids).execute();
+    await db.kysely.deleteFrom('posts').where('id', 'in', ids).execute();
+  }
+});
+
+test('one statement (one commit) per delivery: each delivery’s record also marks the next one to send', async () => {
+  // A day before the other tests' posts, so the rounds claim only these.
+  const at = Date.parse(NOW) - 24 * 60 * MINUTE;
+  const clock = new FixedClock(new Date(at).toISOString());
+  const counted = connect(db.url, { max: 2 });
+  let statements = 0;
+  counted.pool.on('acquire', () => statements++);
+  const sandbox = new SandboxConnector(db, clock);
+  const seen: string[][] = [];
+  const watching: Connector = {
+    publish: async (p, c) => {
+      seen.push((await deliveries(p.id)).map((d) => `${d.channel_id.replace('ch_1_', '')}:${d.status}`));
+      return sandbox.publish(p, c);
+    },
+    find: (p, c, since) => sandbox.find(p, c, since),
+  };
+  const round = async (id: string, channels: string[]) => {
+    await schedule([id], { workspace: 1, at: new Date(at - MINUTE).toISOString(), channels });
+    statements = 0;
+    assert.equal(await publisherWith(clock, watching, { db: counted }).runOnce(), 1);
+    assert.equal((await post(id)).status, 'published');
+    return statements;
+  };
+  try {
+    const one = await round('post_one_channel', ['ch_1_facebook']);
+    const three = await round('post_three_channels', ['ch_1_facebook', 'ch_1_linkedin', 'ch_1_google_business']);
+    assert.equal(three - one, 2, `statements: ${one} for one channel, ${three} for three`);
+    assert.deepEqual(seen.slice(1), [
+      ['facebook:publishing', 'linkedin:pending', 'google_business:pending'],
+      ['facebook:published', 'linkedin:publishing', 'google_business:pending'],
+      ['facebook:published', 'linkedin:published', 'google_business:publishing'],
+    ]);
+  } finally {
+    await counted.close();
   }
 });
 

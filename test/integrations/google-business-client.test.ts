@@ -200,6 +200,36 @@ test('a temporary failure answered to the create may hide a made post: unconfirm
   assert.equal(sandbox.posts(LOCATION).length, posted);
 });
 
+test('posts to many locations at once on a login with no access token in memory share one token refresh', async () => {
+  const connector = createGoogleBusinessConnector(clientFor());
+  const asked = sandbox.requests.length;
+  const given = new AbortController();
+  given.abort(new Error('this one gave up'));
+  const outcomes = await Promise.allSettled([
+    connector.publish(post('Too late for the refresh'), channel(), given.signal),
+    ...Array.from({ length: 8 }, (_, i) => connector.publish(post(`Batch ${i}`), channel())),
+  ]);
+  assert.deepEqual(
+    outcomes.map((o) => o.status),
+    ['rejected', ...Array(8).fill('fulfilled')],
+    'one caller giving up fails only its own call',
+  );
+  const calls = sandbox.requests.slice(asked).map((r) => `${r.method} ${r.path}`);
+  assert.equal(calls.filter((c) => c === 'POST /token').length, 1, calls.join('\n'));
+  assert.equal(calls.filter((c) => c.endsWith('/localPosts')).length, 8);
+});
+
+test('a publication given up (its signal aborted) sends nothing', async () => {
+  const connector = createGoogleBusinessConnector(clientFor());
+  const given = new AbortController();
+  given.abort(new Error('the publisher gave the call up'));
+  const posted = sandbox.posts(LOCATION).length;
+  const asked = sandbox.requests.length;
+  assert.match(String(await rejection(connector.publish(post('Too late'), channel(), given.signal))), /gave the call up/);
+  assert.equal(sandbox.posts(LOCATION).length, posted);
+  assert.equal(sandbox.requests.length, asked, 'not even the token was asked for');
+});
+
 test('reviews come in pages of at most 50, newest update first, with Google counts', async () => {
   const client = clientFor();
   const seen: string[] = [];

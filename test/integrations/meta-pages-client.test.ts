@@ -159,6 +159,41 @@ test('Instagram: an image, a carousel and a reel (polled through IN_PROGRESS) ar
   assert.equal(await client.findInstagramMedia(pageToken, IG, 'menu', since), null);
 });
 
+test('a publication given up (its signal aborted) while the reel container is processing sends no media_publish: nothing published', async () => {
+  const given = new AbortController();
+  const reason = new Error('the publisher gave the call up');
+  // The publisher's deadline passes while the client waits between two container polls.
+  const c = createMetaPagesClient({
+    graphUrl: sandbox.url,
+    timeoutMs: 1_500,
+    sleep: async (ms) => {
+      nowMs += ms;
+      given.abort(reason);
+    },
+  });
+  const before = sandbox.organic.counts()[IG];
+  const asked = sandbox.requests.length;
+  await assert.rejects(
+    c.publishInstagram(
+      pageToken,
+      IG,
+      { caption: 'Given up', media: [{ kind: 'video', url: 'https://hub.example/media/v.mp4' }] },
+      given.signal,
+    ),
+    (error: unknown) => error === reason,
+  );
+  const paths = sandbox.requests.slice(asked).map((r) => `${r.method} ${r.path.replace(/^\/v[\d.]+\//, '')}`);
+  assert.deepEqual(
+    paths,
+    [`GET ${IG}/content_publishing_limit`, `POST ${IG}/media`, `GET ${paths[2]!.slice(4)}`],
+    'no second poll, no media_publish',
+  );
+  assert.equal(sandbox.organic.counts()[IG], before);
+  // Given up before it starts: not even the limit is read.
+  await assert.rejects(c.publishPage(pageToken, PAGE, { text: 'Too late', media: [] }, given.signal), (error: unknown) => error === reason);
+  assert.equal(sandbox.requests.length, asked + 3);
+});
+
 test('Instagram containers: ERROR is rejected with the platform words, EXPIRED a platform error, endless IN_PROGRESS gives up on schedule; nothing published', async () => {
   const count = () => sandbox.organic.counts()[IG];
   const before = count();

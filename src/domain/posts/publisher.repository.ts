@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { DeliveryStatus, MediaContentType, MediaKind, SocialPlatform } from '../../db/schema.ts';
 import type { OutgoingPost, Publication } from './connector.ts';
@@ -191,8 +191,33 @@ export interface DeliveryAt {
   attemptStartedAt: Date | null;
 }
 
+/**
+ * The delivery's attempt, as an indexable condition (not IS NOT DISTINCT FROM): a publishing or
+ * unconfirmed delivery always has one, and the planner may reach such a row through the partial
+ * index of publishing and unconfirmed deliveries (post_deliveries_unconfirmed_idx, keyed by the
+ * attempt); with equality that reads the one entry, where a filter read every delivery in flight.
+ */
+const attemptIs = (attempt: Date | null) =>
+  attempt === null ? sql`attempt_started_at IS NULL` : sql`attempt_started_at = ${attempt}::timestamptz`;
+
 const expected = (at: DeliveryAt) =>
-  sql`${DELIVERY_KEY(at.postId, at.channelId)} AND status = ${at.status} AND attempt_started_at IS NOT DISTINCT FROM ${at.attemptStartedAt}::timestamptz`;
+  sql`${DELIVERY_KEY(at.postId, at.channelId)} AND status = ${at.status} AND ${attemptIs(at.attemptStartedAt)}`;
+
+/**
+ * This claim still holds the post. A claimed post is always `publishing` (posts_publishing_check),
+ * so the status is not asked for: asking made the partial index of publishing posts
+ * (posts_lease_idx, keyed by claimed_at) a candidate, and reading it meant every post of the batch
+ * claimed at that instant, where the primary key reads one.
+ */
+const claimHolds = (postId: string, claim: Claim) =>
+  sql`p.id = ${postId} AND p.claimed_by = ${claim.claimant} AND p.claimed_at = ${claim.claimedAt}`;
+
+/** The mark of a delivery as `publishing` (see markPublishing), as a data-modifying statement. */
+const markWrite = (at: DeliveryAt, claim: Claim, attempt: Date, retry = false) => sql`
+    UPDATE post_deliveries SET status = 'publishing', attempt_started_at = ${attempt}, checks = 0, retries = retries + ${retry ? 1 : 0},
+           failure_kind = NULL, platform_message = NULL, platform_code = NULL
+     WHERE ${expected(at)}
+       AND EXISTS (SELECT 1 FROM posts p WHERE ${claimHolds(at.postId, claim)})`;
 
 /**
  * Marks the delivery `publishing` from `attempt` on, in its own committed statement, before the
@@ -202,29 +227,30 @@ const expected = (at: DeliveryAt) =>
  * landed, and counts as a retry. Whether it was marked.
  */
 export async function markPublishing(db: Db, at: DeliveryAt, claim: Claim, attempt: Date, retry = false): Promise<boolean> {
-  const result = await sql`
-    UPDATE post_deliveries SET status = 'publishing', attempt_started_at = ${attempt}, checks = 0, retries = retries + ${retry ? 1 : 0},
-           failure_kind = NULL, platform_message = NULL, platform_code = NULL
-     WHERE ${expected(at)}
-       AND EXISTS (SELECT 1 FROM posts p WHERE p.id = ${at.postId} AND p.status = 'publishing'
-                      AND p.claimed_by = ${claim.claimant} AND p.claimed_at = ${claim.claimedAt})`.execute(db.kysely);
+  const result = await markWrite(at, claim, attempt, retry).execute(db.kysely);
   return Number(result.numAffectedRows ?? 0) === 1;
 }
 
 /**
- * The network has the publication: the delivery is published (from `publishing`, or from
- * `unconfirmed` when a lookup found it or a late answer arrived), and the channel's last publish
- * is now, its failure cleared. The channel row is written at most once a second, as many posts
- * publish to one channel at once.
+ * What becomes of a delivery after its network call, as the body of a statement: CTEs, the one
+ * named `done` returning the delivery's row if the write applied (recordPublished and the others
+ * below run one alone; recordThenMark adds the post's next delivery's mark to it).
  */
-export async function recordPublished(db: Db, at: DeliveryAt, publication: Publication, now: Date): Promise<boolean> {
-  const result = await sql<{ channel_id: string }>`
-    WITH done AS (
+export type DeliveryWrite = RawBuilder<unknown>;
+
+export const deliveryWrites = {
+  /**
+   * The network has the publication: the delivery is published (from `publishing`, or from
+   * `unconfirmed` when a lookup found it or a late answer arrived), and the channel's last publish
+   * is now, its failure cleared. The channel row is written at most once a second, as many posts
+   * publish to one channel at once.
+   */
+  published: (at: DeliveryAt, publication: Publication, now: Date): DeliveryWrite => sql`
+    done AS (
       UPDATE post_deliveries
          SET status = 'published', external_id = ${publication.externalId}, url = ${publication.url ?? null},
              delivered_at = ${now}, error = NULL, failure_kind = NULL, platform_message = NULL, platform_code = NULL
-       WHERE ${DELIVERY_KEY(at.postId, at.channelId)} AND status IN ('publishing', 'unconfirmed')
-         AND attempt_started_at IS NOT DISTINCT FROM ${at.attemptStartedAt}::timestamptz
+       WHERE ${DELIVERY_KEY(at.postId, at.channelId)} AND status IN ('publishing', 'unconfirmed') AND ${attemptIs(at.attemptStartedAt)}
       RETURNING channel_id
     ), channel AS (
       UPDATE social_channels
@@ -232,23 +258,11 @@ export async function recordPublished(db: Db, at: DeliveryAt, publication: Publi
              failure_kind = NULL, failure_message = NULL, failure_code = NULL, failing_since = NULL
        WHERE id IN (SELECT channel_id FROM done)
          AND (last_published_at IS NULL OR last_published_at < ${now}::timestamptz - interval '1 second' OR failing_since IS NOT NULL)
-    )
-    SELECT channel_id FROM done`.execute(db.kysely);
-  return result.rows.length === 1;
-}
+    )`,
 
-/** Why a delivery failed: ours (`error`), the kind a person can act on, the network's own words and code. */
-export interface DeliveryFailure {
-  kind: string;
-  error: string;
-  platformMessage?: string | undefined;
-  platformCode?: string | undefined;
-}
-
-/** The delivery failed (nothing was published); the channel shows the failure to the admin. */
-export async function recordFailed(db: Db, at: DeliveryAt, failure: DeliveryFailure, now: Date): Promise<boolean> {
-  const result = await sql<{ channel_id: string }>`
-    WITH done AS (
+  /** The delivery failed (nothing was published); the channel shows the failure to the admin. */
+  failed: (at: DeliveryAt, failure: DeliveryFailure, now: Date): DeliveryWrite => sql`
+    done AS (
       UPDATE post_deliveries
          SET status = 'failed', error = ${failure.error}, failure_kind = ${failure.kind},
              platform_message = ${failure.platformMessage ?? null}, platform_code = ${failure.platformCode ?? null}, delivered_at = ${now}
@@ -259,28 +273,63 @@ export async function recordFailed(db: Db, at: DeliveryAt, failure: DeliveryFail
          SET failure_kind = ${failure.kind}, failure_message = ${failure.platformMessage ?? failure.error},
              failure_code = ${failure.platformCode ?? null}, failing_since = coalesce(failing_since, ${now}::timestamptz)
        WHERE id IN (SELECT channel_id FROM done)
-    )
-    SELECT channel_id FROM done`.execute(db.kysely);
-  return result.rows.length === 1;
+    )`,
+
+  /**
+   * The send may have reached the network but no answer did: `unconfirmed`, for the reconciler.
+   * `kind` says why (`no_answer`: the call timed out or the connection broke after sending).
+   */
+  unconfirmed: (at: DeliveryAt, kind: string): DeliveryWrite => sql`
+    done AS (
+      UPDATE post_deliveries SET status = 'unconfirmed', failure_kind = ${kind}, platform_message = NULL
+       WHERE ${expected(at)}
+      RETURNING channel_id
+    )`,
+
+  /** The network asked us to wait and published nothing: the delivery is pending again. */
+  pending: (at: DeliveryAt, platformMessage: string | null): DeliveryWrite => sql`
+    done AS (
+      UPDATE post_deliveries SET status = 'pending', attempt_started_at = NULL, failure_kind = 'throttled', platform_message = ${platformMessage}
+       WHERE ${expected(at)}
+      RETURNING channel_id
+    )`,
+};
+
+/** Runs a delivery write alone; whether it applied. */
+export async function recordWrite(db: Db, write: DeliveryWrite): Promise<boolean> {
+  const result = await sql<{ n: number }>`WITH ${write} SELECT count(*)::int AS n FROM done`.execute(db.kysely);
+  return result.rows[0]!.n === 1;
 }
 
 /**
- * The send may have reached the network but no answer did: `unconfirmed`, for the reconciler.
- * `kind` says why (`no_answer`: the call timed out or the connection broke after sending).
+ * A delivery's write and the mark of the post's next delivery as `publishing` (from `attempt`,
+ * only while `claim` holds, as markPublishing), in one statement: one commit where there were two,
+ * and still each delivery is recorded, and the next one marked, before its network is called.
  */
-export async function recordUnconfirmed(db: Db, at: DeliveryAt, kind: string): Promise<boolean> {
-  const result = await sql`UPDATE post_deliveries SET status = 'unconfirmed', failure_kind = ${kind}, platform_message = NULL
-     WHERE ${expected(at)}`.execute(db.kysely);
-  return Number(result.numAffectedRows ?? 0) === 1;
+export async function recordThenMark(
+  db: Db,
+  write: DeliveryWrite,
+  next: { at: DeliveryAt; claim: Claim; attempt: Date },
+): Promise<{ recorded: boolean; marked: boolean }> {
+  const result = await sql<{ recorded: number; marked: number }>`
+    WITH ${write}, marked AS (${markWrite(next.at, next.claim, next.attempt)} RETURNING 1)
+    SELECT (SELECT count(*) FROM done)::int AS recorded, (SELECT count(*) FROM marked)::int AS marked`.execute(db.kysely);
+  return { recorded: result.rows[0]!.recorded === 1, marked: result.rows[0]!.marked === 1 };
 }
 
-/** The network asked us to wait and published nothing: the delivery is pending again. */
-export async function backToPending(db: Db, at: DeliveryAt, platformMessage: string | null): Promise<boolean> {
-  const result =
-    await sql`UPDATE post_deliveries SET status = 'pending', attempt_started_at = NULL, failure_kind = 'throttled', platform_message = ${platformMessage}
-     WHERE ${expected(at)}`.execute(db.kysely);
-  return Number(result.numAffectedRows ?? 0) === 1;
+export const recordPublished = (db: Db, at: DeliveryAt, publication: Publication, now: Date): Promise<boolean> =>
+  recordWrite(db, deliveryWrites.published(at, publication, now));
+
+/** Why a delivery failed: ours (`error`), the kind a person can act on, the network's own words and code. */
+export interface DeliveryFailure {
+  kind: string;
+  error: string;
+  platformMessage?: string | undefined;
+  platformCode?: string | undefined;
 }
+
+export const recordFailed = (db: Db, at: DeliveryAt, failure: DeliveryFailure, now: Date): Promise<boolean> =>
+  recordWrite(db, deliveryWrites.failed(at, failure, now));
 
 /**
  * The send published nothing and may succeed later (the network's transient error, or it could not
@@ -339,8 +388,8 @@ export async function recordOutcome(
       claimed_at: null,
       claimed_by: null,
     })
+    // The claim alone (see claimHolds): a claimed post is publishing.
     .where('id', '=', postId)
-    .where('status', '=', 'publishing')
     .where('claimed_by', '=', claim.claimant)
     .where('claimed_at', '=', claim.claimedAt)
     .executeTakeFirst();

@@ -18,7 +18,6 @@ import {
 import type { MediaUrlSigner } from '../media/media-url.ts';
 import { ChannelConnectors, DeliveryUnconfirmed, type Connector, type OutgoingChannel, type OutgoingPost } from './connector.ts';
 import {
-  backToPending,
   claimDue,
   claimRetries,
   deliveryStates,
@@ -29,11 +28,14 @@ import {
   recordFailed,
   recordOutcome,
   recordPublished,
-  recordUnconfirmed,
+  recordThenMark,
+  recordWrite,
   retryLater,
   type Claim,
   type DeliveryAt,
   type DeliveryFailure,
+  type DeliveryWrite,
+  deliveryWrites,
   type OpenDelivery,
 } from './publisher.repository.ts';
 
@@ -87,11 +89,18 @@ export interface PublisherOptions {
   batchSize: number;
   /** How long a claim holds before another publisher may take the post over. Default PUBLISH_LEASE_MS. */
   leaseMs?: number;
-  /** Longest wait for one network call; keep well below the lease. Default PUBLISH_TIMEOUT_MS. */
+  /**
+   * Longest wait for one network call, counted from the attempt's start; past it the call is
+   * aborted, so no publishing request leaves later. Below the settle delay. Default PUBLISH_TIMEOUT_MS.
+   */
   publishTimeoutMs?: number;
   /** Claims of one post ended by their publisher's death before its unsent deliveries fail. Default PUBLISH_MAX_CLAIMS. */
   maxAttempts?: number;
-  /** Wait after an unconfirmed attempt began before looking it up. Default RECONCILE_SETTLE_MS. */
+  /**
+   * Wait after an unconfirmed attempt began before looking it up: longer than the publish timeout,
+   * so the attempt's publication, if any, was requested before the lookup (plus the time the
+   * network takes to list it). Default RECONCILE_SETTLE_MS.
+   */
   settleMs?: number;
   /** Lookups search from this long before the attempt began. Default RECONCILE_SKEW_MS. */
   skewMs?: number;
@@ -121,12 +130,23 @@ function clip(text: string): string {
 
 class CallTimeout extends Error {}
 
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+/**
+ * A network call under a deadline: `call` gets a signal that is aborted when `ms` run out, and the
+ * result is rejected with CallTimeout then. The connectors honour the signal by sending nothing
+ * more (src/integrations/channel-platform.ts), so a call given up is over on our side too.
+ */
+function withTimeout<T>(call: (signal: AbortSignal) => Promise<T>, ms: number, limitMs: number): { result: Promise<T>; call: Promise<T> } {
+  const abort = new AbortController();
+  const running = call(abort.signal);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new CallTimeout(`the network did not answer within ${ms / 1000} s`)), ms);
+    timer = setTimeout(() => {
+      const error = new CallTimeout(`the network did not answer within ${limitMs / 1000} s`);
+      reject(error);
+      abort.abort(error);
+    }, ms);
   });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+  return { result: Promise.race([running, timeout]).finally(() => clearTimeout(timer)), call: running };
 }
 
 /**
@@ -165,6 +185,8 @@ export function createPublisher(options: PublisherOptions): Publisher {
   // PUBLISH_MAX_RETRIES is the length of PUBLISH_RETRY_BACKOFF_MS: one wait per retry.
   const retryBackoff = options.retryBackoffMs ?? PUBLISH_RETRY_BACKOFF_MS;
   const maxRetries = retryBackoff.length;
+  // A lookup must come after anything the attempt could still send: the call's deadline.
+  if (settleMs <= timeoutMs) throw new Error(`the settle delay (${settleMs} ms) must be longer than the publish timeout (${timeoutMs} ms)`);
   const claimant = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   const later = (ms: number) => new Date(clock.now().getTime() + ms);
 
@@ -200,11 +222,19 @@ export function createPublisher(options: PublisherOptions): Publisher {
   }
 
   /**
-   * Sends one delivery (pending, or unconfirmed after a lookup found nothing: `retry`) and records
-   * what became of it in `d` (status and error; status undefined: not recorded, read it again); when
-   * to come back, if ever.
+   * Sends one delivery (pending, or unconfirmed after a lookup found nothing: `o.retry`) and
+   * records what became of it in `d` (status and error; status undefined: not recorded, read it
+   * again); when to come back, if ever. `marked`: the previous delivery's write already marked this
+   * one `publishing` at that instant. `following`: the post's next delivery to send, marked by this
+   * one's write (one statement, one commit); `markedNext` says whether it was, and when.
    */
-  async function send(post: OutgoingPost, d: Step, target: Target, claim: Claim, retry = false): Promise<Date | null> {
+  async function send(
+    post: OutgoingPost,
+    d: Step,
+    target: Target,
+    claim: Claim,
+    o: { marked?: Date | undefined; following?: Step | undefined; retry?: boolean } = {},
+  ): Promise<{ retryAt: Date | null; markedNext?: Date }> {
     const at: DeliveryAt = { postId: post.id, channelId: d.channelId, status: d.status!, attemptStartedAt: d.attemptStartedAt };
     const became = (applied: boolean, status: DeliveryStatus, error: string | null = null) => {
       d.status = applied ? status : undefined;
@@ -212,24 +242,38 @@ export function createPublisher(options: PublisherOptions): Publisher {
     };
     if ('failure' in target) {
       became(await recordFailed(db, at, target.failure, clock.now()), 'failed', target.failure.error);
-      return null;
+      return { retryAt: null };
     }
-    const attempt = clock.now();
-    if (!(await markPublishing(db, at, claim, attempt, retry))) {
+    const attempt = o.marked ?? clock.now();
+    if (!o.marked && !(await markPublishing(db, at, claim, attempt, o.retry ?? false))) {
       became(false, 'pending'); // the claim was lost: another publisher has the post
-      return null;
+      return { retryAt: null };
     }
     const sending: DeliveryAt = { ...at, status: 'publishing', attemptStartedAt: attempt };
-    const call = target.connector.publish(post, target.channel);
+    let markedNext: Date | undefined;
+    /** This delivery's write, with the next delivery's mark when there is one to send. */
+    const commit = async (write: DeliveryWrite): Promise<boolean> => {
+      if (!o.following) return recordWrite(db, write);
+      const nextAttempt = clock.now();
+      const next = { postId: post.id, channelId: o.following.channelId, status: 'pending' as const, attemptStartedAt: null };
+      const { recorded, marked } = await recordThenMark(db, write, { at: next, claim, attempt: nextAttempt });
+      if (marked) markedNext = nextAttempt;
+      return recorded;
+    };
+    const outcome = (retryAt: Date | null) => (markedNext ? { retryAt, markedNext } : { retryAt });
+    // The deadline counts from the attempt's start (marking it took some of it): nothing of this
+    // attempt is sent after attempt + timeout, which the settle delay outlasts.
+    const left = Math.max(0, timeoutMs - (clock.now().getTime() - attempt.getTime()));
+    const { result, call } = withTimeout((signal) => target.connector.publish(post, target.channel, signal), left, timeoutMs);
     try {
-      const publication = await withTimeout(call, timeoutMs);
-      became(await recordPublished(db, sending, publication, clock.now()), 'published');
-      return null;
+      const publication = await result;
+      became(await commit(deliveryWrites.published(sending, publication, clock.now())), 'published');
+      return outcome(null);
     } catch (error) {
       if (error instanceof PlatformThrottled) {
         // Nothing was published: throttling waits, it is not a failure.
-        became(await backToPending(db, sending, error.platformMessage ?? error.message), 'pending');
-        return later(Math.max(error.retryAfterMs, 1_000));
+        became(await commit(deliveryWrites.pending(sending, error.platformMessage ?? error.message)), 'pending');
+        return outcome(later(Math.max(error.retryAfterMs, 1_000)));
       }
       if (error instanceof PlatformError) {
         const failure = {
@@ -238,21 +282,21 @@ export function createPublisher(options: PublisherOptions): Publisher {
           platformMessage: error.platformMessage,
           platformCode: error.platformCode,
         };
-        const sends = d.retries + (retry ? 1 : 0) + 1;
+        const sends = d.retries + (o.retry ? 1 : 0) + 1;
         if (TRANSIENT.has(error.kind) && sends <= maxRetries) {
           // Nothing was published and the network may take it later: pending again, after a backoff.
           const retries = await retryLater(db, sending, { ...failure, platformMessage: failure.platformMessage ?? failure.error });
           became(retries > 0, 'pending');
-          return retries > 0 ? later(retryBackoff[Math.min(retries, maxRetries) - 1]!) : null;
+          return outcome(retries > 0 ? later(retryBackoff[Math.min(retries, maxRetries) - 1]!) : null);
         }
         if (TRANSIENT.has(error.kind)) failure.error = clip(`${error.message} (sent ${sends} times; nothing was published)`);
-        became(await recordFailed(db, sending, failure, clock.now()), 'failed', failure.error);
-        return null;
+        became(await commit(deliveryWrites.failed(sending, failure, clock.now())), 'failed', failure.error);
+        return outcome(null);
       }
       // DeliveryUnconfirmed, our timeout, or anything the connector did not classify: the request
       // may have been made, so it is looked up once the network's lists have settled.
       if (!(error instanceof DeliveryUnconfirmed) && !(error instanceof CallTimeout)) options.onError?.(error);
-      became(await recordUnconfirmed(db, sending, DELIVERY_FAILURE_KINDS.noAnswer), 'unconfirmed');
+      became(await commit(deliveryWrites.unconfirmed(sending, DELIVERY_FAILURE_KINDS.noAnswer)), 'unconfirmed');
       // An answer that comes after the timeout is the truth: it confirms the delivery (if it is
       // still this attempt's), sparing the lookup.
       if (error instanceof CallTimeout)
@@ -260,7 +304,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
           (publication) => recordPublished(db, { ...sending, status: 'unconfirmed' }, publication, clock.now()).catch(() => {}),
           () => {},
         );
-      return new Date(attempt.getTime() + settleMs);
+      return outcome(new Date(attempt.getTime() + settleMs));
     }
   }
 
@@ -274,7 +318,11 @@ export function createPublisher(options: PublisherOptions): Publisher {
     let found: Awaited<ReturnType<Connector['find']>>;
     try {
       if ('failure' in target) throw new PlatformError('needs_reconnect', target.failure.error);
-      found = await withTimeout(target.connector.find(post, target.channel, new Date(started.getTime() - skewMs)), timeoutMs);
+      found = await withTimeout(
+        (signal) => target.connector.find(post, target.channel, new Date(started.getTime() - skewMs), signal),
+        timeoutMs,
+        timeoutMs,
+      ).result;
     } catch (error) {
       const words = error instanceof PlatformError || error instanceof PlatformThrottled ? (error.platformMessage ?? error.message) : null;
       const checks = await recordCheckFailed(db, at, words === null ? null : clip(words));
@@ -311,7 +359,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
       d.error = failure.error;
       return null;
     }
-    return send(post, d, target, claim, true);
+    return (await send(post, d, target, claim, { retry: true })).retryAt;
   }
 
   async function work(post: OutgoingPost, deliveries: OpenDelivery[], claim: Claim): Promise<void> {
@@ -320,11 +368,25 @@ export function createPublisher(options: PublisherOptions): Publisher {
       for (const m of post.media) if (m.storageKey !== null) m.url = options.mediaUrls.url(m.id, now);
     }
     let retryAt: Date | null = null;
-    // One channel after another: a network sees a post's deliveries in the order chosen.
+    // One channel after another: a network sees a post's deliveries in the order chosen. Each
+    // delivery's write also marks the next one to send (one commit per delivery, not two).
     const steps: Step[] = deliveries;
-    for (const d of steps) {
-      if (d.status !== 'pending' && d.status !== 'unconfirmed') continue;
-      const next = d.status === 'unconfirmed' ? await reconcile(post, d, claim) : await send(post, d, targetOf(d), claim);
+    const open = steps.filter((d) => d.status === 'pending' || d.status === 'unconfirmed');
+    const targets = new Map<Step, Target>();
+    const target = (d: Step) => targets.get(d) ?? targets.set(d, targetOf(d)).get(d)!;
+    let marked: Date | undefined;
+    for (const [i, d] of open.entries()) {
+      let next: Date | null;
+      if (d.status === 'unconfirmed') {
+        next = await reconcile(post, d, claim);
+        marked = undefined;
+      } else {
+        const after = open[i + 1];
+        const following = after?.status === 'pending' && !('failure' in target(after)) ? after : undefined;
+        const sent = await send(post, d, target(d), claim, { marked, following });
+        next = sent.retryAt;
+        marked = sent.markedNext;
+      }
       if (next && (retryAt === null || next < retryAt)) retryAt = next;
     }
     // The outcome from what this round recorded; read again only if a write found the delivery

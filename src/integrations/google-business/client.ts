@@ -302,8 +302,8 @@ export function createGoogleBusinessClient(options: GoogleBusinessClientOptions)
      * the LocalPost; its `state` says whether Google took it (a 200 with REJECTED is a refusal). A
      * create sent whole without an answer, or answered with a temporary failure, is NoAnswer.
      */
-    async createLocalPost(refreshToken: string, location: string, post: NewLocalPost): Promise<LocalPost> {
-      const s = session(refreshToken);
+    async createLocalPost(refreshToken: string, location: string, post: NewLocalPost, signal?: AbortSignal): Promise<LocalPost> {
+      const s = session(refreshToken, signal);
       const what = `the new post on ${location}`;
       const json = await call(
         s,
@@ -322,8 +322,13 @@ export function createGoogleBusinessClient(options: GoogleBusinessClientOptions)
     },
 
     /** The first of the location's local posts that `match` takes (accounts.locations.localPosts.list). */
-    async findLocalPost(refreshToken: string, location: string, match: (post: LocalPost) => boolean): Promise<LocalPost | null> {
-      const s = session(refreshToken);
+    async findLocalPost(
+      refreshToken: string,
+      location: string,
+      match: (post: LocalPost) => boolean,
+      signal?: AbortSignal,
+    ): Promise<LocalPost | null> {
+      const s = session(refreshToken, signal);
       const what = `the posts of ${location}`;
       let found: LocalPost | null = null;
       let pageToken: string | null = null;

@@ -50,7 +50,7 @@ function target(channel: OutgoingChannel): { location: string; refreshToken: str
 
 export function createGoogleBusinessConnector(client: GoogleBusinessClient): Connector {
   return {
-    async publish(post: OutgoingPost, channel: OutgoingChannel): Promise<Publication> {
+    async publish(post: OutgoingPost, channel: OutgoingChannel, signal?: AbortSignal): Promise<Publication> {
       const refusal = googleBusinessRefusal(post);
       if (refusal) throw new PlatformError('invalid_request', refusal, { platformMessage: refusal });
       const { location, refreshToken } = target(channel);
@@ -59,7 +59,7 @@ export function createGoogleBusinessConnector(client: GoogleBusinessClient): Con
         throw new PlatformError('invalid_request', 'a photo of the post has no stored bytes to send to Google');
       let created;
       try {
-        created = await client.createLocalPost(refreshToken, location, { summary: post.text, photoUrls });
+        created = await client.createLocalPost(refreshToken, location, { summary: post.text, photoUrls }, signal);
       } catch (error) {
         if (error instanceof NoAnswer) throw new DeliveryUnconfirmed(error.message);
         throw error;
@@ -75,12 +75,13 @@ export function createGoogleBusinessConnector(client: GoogleBusinessClient): Con
       return { externalId: created.name, ...(created.searchUrl ? { url: created.searchUrl } : {}) };
     },
 
-    async find(post: OutgoingPost, channel: OutgoingChannel, since: Date): Promise<Publication | null> {
+    async find(post: OutgoingPost, channel: OutgoingChannel, since: Date, signal?: AbortSignal): Promise<Publication | null> {
       const { location, refreshToken } = target(channel);
       const found = await client.findLocalPost(
         refreshToken,
         location,
         (p) => p.summary === post.text && Date.parse(p.createTime) >= since.getTime() && p.state !== 'REJECTED',
+        signal,
       );
       return found ? { externalId: found.name, ...(found.searchUrl ? { url: found.searchUrl } : {}) } : null;
     },

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
-import { agentFor, collectBody } from '../wire-http.ts';
+import { agentFor, collectBody, deadline } from '../wire-http.ts';
 import { setTimeout as delay } from 'node:timers/promises';
 import { SPEND_THROTTLE_WAIT_MAX_MS } from '../../policy.ts';
 import { PlatformError, PlatformThrottled, type PlatformFailureKind } from '../ad-platform.ts';
@@ -86,6 +86,17 @@ export class NoAnswer extends PlatformError {
 
 export const possessive = (who: string) => (who.endsWith('s') ? `${who}'` : `${who}'s`);
 
+/** `promise`, or the signal's reason as soon as it is aborted. */
+function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  signal.throwIfAborted();
+  return new Promise<T>((resolve, reject) => {
+    const stop = () => reject(signal.reason);
+    signal.addEventListener('abort', stop, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', stop));
+  });
+}
+
 export type GoogleTransport = ReturnType<typeof createGoogleTransport>;
 
 export function createGoogleTransport(options: GoogleTransportOptions) {
@@ -136,8 +147,8 @@ export function createGoogleTransport(options: GoogleTransportOptions) {
     s.signal?.throwIfAborted();
     const headers: Record<string, string> = { accept: 'application/json', 'accept-encoding': 'gzip, deflate, br', ...extraHeaders };
     if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const signal = s.signal ? AbortSignal.any([s.signal, timeout]) : timeout;
+    const due = deadline(timeoutMs, s.signal);
+    const { signal } = due;
     // node:http rather than fetch, as in the Meta client: plain Buffer chunks, and no redirect is followed.
     let answered = false;
     let written = false;
@@ -186,21 +197,23 @@ export function createGoogleTransport(options: GoogleTransportOptions) {
           });
           request.end(body);
         }),
-    ).catch((error: unknown) => {
-      if (error instanceof PlatformError) throw error;
-      if (s.signal?.aborted) throw s.signal.reason;
-      if (!answered) {
-        // The whole request went out and no answer came: the platform may have acted on it.
-        if (written && method === 'POST')
-          throw new NoAnswer(`${who} did not answer ${what}${timeout.aborted ? ` within ${timeoutMs / 1000} s` : ''} after it was sent`);
-        if (timeout.aborted) throw new PlatformError('unreachable', `${who} did not answer ${what} within ${timeoutMs / 1000} s`);
-        const code = (error as { code?: unknown }).code;
-        throw new PlatformError('unreachable', `${who} could not be reached for ${what}${typeof code === 'string' ? ` (${code})` : ''}`);
-      }
-      if (timeout.aborted)
-        throw new PlatformError('bad_answer', `${possessive(who)} answer to ${what} did not finish within ${timeoutMs / 1000} s`);
-      throw new PlatformError('bad_answer', `${possessive(who)} answer to ${what} was cut off`);
-    });
+    )
+      .catch((error: unknown) => {
+        if (error instanceof PlatformError) throw error;
+        if (s.signal?.aborted) throw s.signal.reason;
+        if (!answered) {
+          // The whole request went out and no answer came: the platform may have acted on it.
+          if (written && method === 'POST')
+            throw new NoAnswer(`${who} did not answer ${what}${due.timedOut() ? ` within ${timeoutMs / 1000} s` : ''} after it was sent`);
+          if (due.timedOut()) throw new PlatformError('unreachable', `${who} did not answer ${what} within ${timeoutMs / 1000} s`);
+          const code = (error as { code?: unknown }).code;
+          throw new PlatformError('unreachable', `${who} could not be reached for ${what}${typeof code === 'string' ? ` (${code})` : ''}`);
+        }
+        if (due.timedOut())
+          throw new PlatformError('bad_answer', `${possessive(who)} answer to ${what} did not finish within ${timeoutMs / 1000} s`);
+        throw new PlatformError('bad_answer', `${possessive(who)} answer to ${what} was cut off`);
+      })
+      .finally(() => due.done());
     return answer;
   }
 
@@ -334,21 +347,40 @@ export function createGoogleTransport(options: GoogleTransportOptions) {
     return { accessToken, expiresAt: now() + expiresIn * 1000, refreshToken };
   }
 
-  /** An access token for the session's refresh token: the one in memory while it has more than a few minutes left, else a new one. */
+  /** Refreshes under way, by the cache key: calls that need a new access token at once share one. */
+  const refreshing = new Map<string, Promise<{ accessToken: string }>>();
+
+  /**
+   * An access token for the session's refresh token: the one in memory while it has more than a
+   * few minutes left, else a new one. Calls that find none at the same moment (a publisher's batch
+   * of posts to the locations of one login) wait for one refresh rather than each asking Google.
+   */
   async function accessToken(s: Session, fresh: boolean): Promise<string> {
     const refreshToken = s.refreshToken!;
-    const cached = accessTokens.get(cacheKey(refreshToken));
+    const key = cacheKey(refreshToken);
+    const cached = accessTokens.get(key);
     if (!fresh && cached && cached.expiresAt - ACCESS_TOKEN_MARGIN_MS > now()) {
       s.secrets.push(cached.token);
       return cached.token;
     }
-    const tokens = await tokenRequest(
-      s,
-      'the access token refresh',
-      { grant_type: 'refresh_token', refresh_token: refreshToken },
-      'needs_reconnect',
-    );
-    remember(refreshToken, tokens.accessToken, tokens.expiresAt);
+    let shared = refreshing.get(key);
+    if (!shared) {
+      // Under a session of its own: one caller giving up does not fail the others' refresh.
+      shared = tokenRequest(
+        session(refreshToken),
+        'the access token refresh',
+        { grant_type: 'refresh_token', refresh_token: refreshToken },
+        'needs_reconnect',
+      )
+        .then((tokens) => {
+          remember(refreshToken, tokens.accessToken, tokens.expiresAt);
+          return tokens;
+        })
+        .finally(() => refreshing.delete(key));
+      refreshing.set(key, shared);
+    }
+    const tokens = await abortable(shared, s.signal);
+    s.secrets.push(tokens.accessToken);
     return tokens.accessToken;
   }
 

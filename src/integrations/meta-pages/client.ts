@@ -77,16 +77,26 @@ export interface MetaInsights {
 
 export interface MetaPagesClient {
   listPages(userToken: string, signal?: AbortSignal): Promise<MetaPage[]>;
-  publishPage(pageToken: string, pageId: string, post: { text: string; media: MetaMedia[] }): Promise<Publication>;
-  publishInstagram(pageToken: string, igUserId: string, post: { caption: string; media: MetaMedia[] }): Promise<Publication>;
+  /**
+   * Publishes on the Page. Once `signal` is aborted no request is sent (one in flight is
+   * abandoned): the caller has given the publication up and will look it up instead.
+   */
+  publishPage(pageToken: string, pageId: string, post: { text: string; media: MetaMedia[] }, signal?: AbortSignal): Promise<Publication>;
+  /** Publishes on the Instagram account; `signal` as for publishPage (no media_publish after it). */
+  publishInstagram(
+    pageToken: string,
+    igUserId: string,
+    post: { caption: string; media: MetaMedia[] },
+    signal?: AbortSignal,
+  ): Promise<Publication>;
   /**
    * The Page's post with exactly this message created at or after `since`, or null. With an empty
    * message (an image alone) every post without one is a candidate: the only one is it, several
    * throw LookupAmbiguous.
    */
-  findPagePost(pageToken: string, pageId: string, text: string, since: Date): Promise<Publication | null>;
+  findPagePost(pageToken: string, pageId: string, text: string, since: Date, signal?: AbortSignal): Promise<Publication | null>;
   /** The account's media with exactly this caption posted at or after `since`, or null; an empty caption as findPagePost. */
-  findInstagramMedia(pageToken: string, igUserId: string, caption: string, since: Date): Promise<Publication | null>;
+  findInstagramMedia(pageToken: string, igUserId: string, caption: string, since: Date, signal?: AbortSignal): Promise<Publication | null>;
   pagePostInsights(pageToken: string, postId: string, signal?: AbortSignal): Promise<MetaInsights>;
   instagramMediaInsights(pageToken: string, mediaId: string, signal?: AbortSignal): Promise<MetaInsights>;
 }
@@ -194,9 +204,14 @@ export function createMetaPagesClient(options: MetaPagesClientOptions): MetaPage
     }
   }
 
-  async function publishPage(pageToken: string, pageId: string, post: { text: string; media: MetaMedia[] }): Promise<Publication> {
+  async function publishPage(
+    pageToken: string,
+    pageId: string,
+    post: { text: string; media: MetaMedia[] },
+    signal?: AbortSignal,
+  ): Promise<Publication> {
     checkId(pageId, 'The Page id');
-    const s = tokenSession(pageToken);
+    const s = tokenSession(pageToken, signal);
     const { text, media } = post;
     if (text.length > FACEBOOK_MESSAGE_MAX_CHARS)
       throw new PlatformError('rejected', `A Facebook post has at most ${FACEBOOK_MESSAGE_MAX_CHARS} characters`);
@@ -306,7 +321,7 @@ export function createMetaPagesClient(options: MetaPagesClientOptions): MetaPage
       if (next > 0) {
         if (waited >= poll.totalMs)
           throw new PlatformError('platform_error', `Instagram was still processing ${what} after ${Math.round(poll.totalMs / 1000)} s`);
-        await t.sleep(next);
+        await t.sleep(next, s.signal);
         waited += next;
       }
       const answer = await t.graph(s, `the status of ${what}`, 'GET', containerId, { fields: 'status_code,status' });
@@ -337,10 +352,11 @@ export function createMetaPagesClient(options: MetaPagesClientOptions): MetaPage
     pageToken: string,
     igUserId: string,
     post: { caption: string; media: MetaMedia[] },
+    signal?: AbortSignal,
   ): Promise<Publication> {
     checkId(igUserId, 'The Instagram account id');
     checkInstagram(post);
-    const s = tokenSession(pageToken);
+    const s = tokenSession(pageToken, signal);
     await checkQuota(s, igUserId);
     const what = `the post to Instagram account ${igUserId}`;
     const container = async (params: Record<string, string>, label: string) =>
@@ -454,9 +470,9 @@ export function createMetaPagesClient(options: MetaPagesClientOptions): MetaPage
     return ms;
   };
 
-  function findPagePost(pageToken: string, pageId: string, text: string, since: Date): Promise<Publication | null> {
+  function findPagePost(pageToken: string, pageId: string, text: string, since: Date, signal?: AbortSignal): Promise<Publication | null> {
     checkId(pageId, 'The Page id');
-    const s = tokenSession(pageToken);
+    const s = tokenSession(pageToken, signal);
     const what = `the recent posts of Page ${pageId}`;
     // Pages API › Posts: GET /{page-id}/posts (the Page's own posts, newest first) with since.
     return findIn(
@@ -480,9 +496,15 @@ export function createMetaPagesClient(options: MetaPagesClientOptions): MetaPage
     );
   }
 
-  function findInstagramMedia(pageToken: string, igUserId: string, caption: string, since: Date): Promise<Publication | null> {
+  function findInstagramMedia(
+    pageToken: string,
+    igUserId: string,
+    caption: string,
+    since: Date,
+    signal?: AbortSignal,
+  ): Promise<Publication | null> {
     checkId(igUserId, 'The Instagram account id');
-    const s = tokenSession(pageToken);
+    const s = tokenSession(pageToken, signal);
     const what = `the recent media of Instagram account ${igUserId}`;
     // IG User › Media: GET /{ig-user-id}/media (newest first; since/until are supported).
     return findIn(

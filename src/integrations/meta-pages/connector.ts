@@ -28,8 +28,8 @@ export interface OutgoingChannel {
 
 /** src/domain/posts/connector.ts's Connector, structurally. */
 export interface Connector {
-  publish(post: OutgoingPost, channel: OutgoingChannel): Promise<Publication>;
-  find(post: OutgoingPost, channel: OutgoingChannel, since: Date): Promise<Publication | null>;
+  publish(post: OutgoingPost, channel: OutgoingChannel, signal?: AbortSignal): Promise<Publication>;
+  find(post: OutgoingPost, channel: OutgoingChannel, since: Date, signal?: AbortSignal): Promise<Publication | null>;
 }
 
 export interface MetaPagesConnector extends Connector {
@@ -57,19 +57,19 @@ export function createMetaPagesConnector(options: MetaPagesConnectorOptions): Me
     });
 
   return {
-    async publish(post: OutgoingPost, channel: OutgoingChannel): Promise<Publication> {
+    async publish(post: OutgoingPost, channel: OutgoingChannel, signal?: AbortSignal): Promise<Publication> {
       const w = way(channel);
       const media = mediaOf(post);
       return w.platform === 'facebook'
-        ? client.publishPage(w.token, w.id, { text: post.text, media })
-        : client.publishInstagram(w.token, w.id, { caption: post.text, media });
+        ? client.publishPage(w.token, w.id, { text: post.text, media }, signal)
+        : client.publishInstagram(w.token, w.id, { caption: post.text, media }, signal);
     },
 
-    async find(post: OutgoingPost, channel: OutgoingChannel, since: Date): Promise<Publication | null> {
+    async find(post: OutgoingPost, channel: OutgoingChannel, since: Date, signal?: AbortSignal): Promise<Publication | null> {
       const w = way(channel);
       return w.platform === 'facebook'
-        ? client.findPagePost(w.token, w.id, post.text, since)
-        : client.findInstagramMedia(w.token, w.id, post.text, since);
+        ? client.findPagePost(w.token, w.id, post.text, since, signal)
+        : client.findInstagramMedia(w.token, w.id, post.text, since, signal);
     },
 
     async insights(channel: OutgoingChannel, externalId: string, signal?: AbortSignal): Promise<MetaInsights> {

@@ -117,13 +117,21 @@ export function createMetaPagesSandbox(o: { now?: () => Date; pageSize?: number;
   const failures = new Map<string, { body: { code: number; message: string }; times: number }[]>();
   const malformed = new Map<string, PagesMalformed[]>();
   const containerOwner = new Map<string, string>();
+  // Lookups by token and by publication id, so a call costs the same on 1 Page or 1,000 (the bench).
+  const pageByToken = new Map<string, PageState>();
+  const postById = new Map<string, { post: SandboxPublication; page: PageState }>();
+  const mediaById = new Map<string, { media: SandboxPublication; ig: IgState }>();
   let counter = 0;
   const nextId = () => String(7_000_000_000 + ++counter);
 
   function addPage(p: SandboxPage): void {
     if (!/^\d{1,32}$/.test(p.id) || (p.instagram && !/^\d{1,32}$/.test(p.instagram.id)))
       throw new Error('sandbox Page and IG ids are digits');
-    pages.set(p.id, { ...p, token: `${PAGE_TOKEN_PREFIX}${randomBytes(18).toString('base64url')}`, posts: [], photos: new Map() });
+    const state: PageState = { ...p, token: `${PAGE_TOKEN_PREFIX}${randomBytes(18).toString('base64url')}`, posts: [], photos: new Map() };
+    const replaced = pages.get(p.id);
+    if (replaced) pageByToken.delete(replaced.token);
+    pages.set(p.id, state);
+    pageByToken.set(state.token, state);
     if (p.instagram)
       igs.set(p.instagram.id, { id: p.instagram.id, pageId: p.id, media: [], containers: new Map(), quotaUsage: 0, quotaTotal: 50 });
   }
@@ -133,7 +141,7 @@ export function createMetaPagesSandbox(o: { now?: () => Date; pageSize?: number;
   ])
     addPage(p);
 
-  const pageOfToken = (token: string) => [...pages.values()].find((p) => p.token === token);
+  const pageOfToken = (token: string) => pageByToken.get(token);
 
   /** The Page token must be this channel's (a Page's, or the Page's linked to the IG account). */
   function checkPageToken(token: string, channelId: string): void {
@@ -155,7 +163,15 @@ export function createMetaPagesSandbox(o: { now?: () => Date; pageSize?: number;
     res.end(bytes);
   };
 
-  const usage = (channelId: string, regainMinutes = 0): Record<string, string> => ({
+  /** The usage headers of an unthrottled answer, by channel: the same every time. */
+  const calm = new Map<string, Record<string, string>>();
+  const usage = (channelId: string, regainMinutes = 0): Record<string, string> => {
+    if (regainMinutes) return usageHeaders(channelId, regainMinutes);
+    let headers = calm.get(channelId);
+    if (!headers) calm.set(channelId, (headers = usageHeaders(channelId, 0)));
+    return headers;
+  };
+  const usageHeaders = (channelId: string, regainMinutes: number): Record<string, string> => ({
     'x-app-usage': JSON.stringify({ call_count: regainMinutes ? 100 : 5, total_cputime: 3, total_time: 4 }),
     'x-business-use-case-usage': JSON.stringify({
       [igs.get(channelId)?.pageId ?? channelId]: [
@@ -302,20 +318,8 @@ export function createMetaPagesSandbox(o: { now?: () => Date; pageSize?: number;
     return { name, period: 'lifetime', values: [{ value }], title: name, description: name, id: `${id}/insights/${name}/lifetime` };
   }
 
-  function findPost(id: string): { post: SandboxPublication; page: PageState } | undefined {
-    for (const page of pages.values()) {
-      const post = page.posts.find((p) => p.id === id);
-      if (post) return { post, page };
-    }
-    return undefined;
-  }
-  function findMedia(id: string): { media: SandboxPublication; ig: IgState } | undefined {
-    for (const ig of igs.values()) {
-      const media = ig.media.find((m) => m.id === id);
-      if (media) return { media, ig };
-    }
-    return undefined;
-  }
+  const findPost = (id: string) => postById.get(id);
+  const findMedia = (id: string) => mediaById.get(id);
 
   const plugin: MetaSandboxPlugin = {
     async handle({ method, route, params, token, res, baseUrl, checkUserToken }) {
@@ -598,6 +602,7 @@ export function createMetaPagesSandbox(o: { now?: () => Date; pageSize?: number;
           permalink: `https://www.facebook.com/${p.id}/posts/${postNumber}`,
         };
         p.posts.push(made);
+        postById.set(made.id, { post: made, page: p });
         return made;
       }
 
@@ -629,6 +634,7 @@ export function createMetaPagesSandbox(o: { now?: () => Date; pageSize?: number;
           permalink: `https://www.instagram.com/p/sandbox${id.slice(-8)}/`,
         };
         account.media.push(made);
+        mediaById.set(made.id, { media: made, ig: account });
         return made;
       }
     },

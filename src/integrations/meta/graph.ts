@@ -5,7 +5,7 @@
 // in the Authorization header and are masked out of every message.
 import http from 'node:http';
 import https from 'node:https';
-import { agentFor, collectBody } from '../wire-http.ts';
+import { agentFor, collectBody, deadline } from '../wire-http.ts';
 import { setTimeout as delay } from 'node:timers/promises';
 import { META_GRAPH_API_VERSION, SPEND_THROTTLE_WAIT_MAX_MS } from '../../policy.ts';
 import { PlatformError, PlatformThrottled } from '../ad-platform.ts';
@@ -125,8 +125,8 @@ export function createGraphTransport(options: GraphTransportOptions): GraphTrans
       headers['content-type'] = 'application/x-www-form-urlencoded';
       headers['content-length'] = String(Buffer.byteLength(body));
     }
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const signal = session.signal ? AbortSignal.any([session.signal, timeout]) : timeout;
+    const due = deadline(timeoutMs, session.signal);
+    const { signal } = due;
     // node:http rather than fetch: a page is read as plain Buffer chunks, without fetch's web-stream
     // machinery per chunk, which was most of the client's time per row in bench:sync. Redirects are
     // not followed by node:http at all.
@@ -180,22 +180,24 @@ export function createGraphTransport(options: GraphTransportOptions): GraphTrans
           request.on('error', (error) => settle(error));
           request.end(body);
         }),
-    ).catch((error: unknown) => {
-      if (error instanceof PlatformError || (error !== undefined && error === unanswered)) throw error;
-      if (session.signal?.aborted) throw session.signal.reason;
-      if (!answered && written && options.unanswered) {
-        throw options.unanswered(
-          timeout.aborted ? `Meta did not answer ${what} within ${timeoutMs / 1000} s` : `The connection to Meta broke during ${what}`,
-        );
-      }
-      if (!answered) {
-        if (timeout.aborted) throw new PlatformError('unreachable', `Meta did not answer ${what} within ${timeoutMs / 1000} s`);
-        const code = (error as { code?: unknown }).code;
-        throw new PlatformError('unreachable', `Meta could not be reached for ${what}${typeof code === 'string' ? ` (${code})` : ''}`);
-      }
-      if (timeout.aborted) throw noAnswer(`Meta's answer to ${what} did not finish within ${timeoutMs / 1000} s`);
-      throw noAnswer(`Meta's answer to ${what} was cut off`);
-    });
+    )
+      .catch((error: unknown) => {
+        if (error instanceof PlatformError || (error !== undefined && error === unanswered)) throw error;
+        if (session.signal?.aborted) throw session.signal.reason;
+        if (!answered && written && options.unanswered) {
+          throw options.unanswered(
+            due.timedOut() ? `Meta did not answer ${what} within ${timeoutMs / 1000} s` : `The connection to Meta broke during ${what}`,
+          );
+        }
+        if (!answered) {
+          if (due.timedOut()) throw new PlatformError('unreachable', `Meta did not answer ${what} within ${timeoutMs / 1000} s`);
+          const code = (error as { code?: unknown }).code;
+          throw new PlatformError('unreachable', `Meta could not be reached for ${what}${typeof code === 'string' ? ` (${code})` : ''}`);
+        }
+        if (due.timedOut()) throw noAnswer(`Meta's answer to ${what} did not finish within ${timeoutMs / 1000} s`);
+        throw noAnswer(`Meta's answer to ${what} was cut off`);
+      })
+      .finally(() => due.done());
     let json: unknown;
     try {
       json = JSON.parse(answer.text);

@@ -26,7 +26,7 @@
 //   (`retry-after`, `x-ratelimit-*-requests`).
 import http from 'node:http';
 import https from 'node:https';
-import { agentFor, collectBody } from '../wire-http.ts';
+import { agentFor, collectBody, deadline } from '../wire-http.ts';
 import { setTimeout as delay } from 'node:timers/promises';
 import { CHATGPT_ADS_SPEND_UNIT, SPEND_THROTTLE_WAIT_MAX_MS } from '../../policy.ts';
 import {
@@ -157,8 +157,8 @@ export function createOpenAIAdsClient(options: OpenAIAdsClientOptions = {}): AdP
       'accept-encoding': 'gzip, deflate, br',
       authorization: `Bearer ${session.key}`,
     };
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const signal = session.signal ? AbortSignal.any([session.signal, timeout]) : timeout;
+    const due = deadline(timeoutMs, session.signal);
+    const { signal } = due;
     // node:http rather than fetch, as in the Meta client: pages are read as plain Buffer chunks, and
     // redirects are never followed.
     let answered = false;
@@ -213,21 +213,23 @@ export function createOpenAIAdsClient(options: OpenAIAdsClientOptions = {}): AdP
           request.on('error', (error) => settle(error));
           request.end();
         }),
-    ).catch((error: unknown) => {
-      if (error instanceof PlatformError) throw error;
-      if (session.signal?.aborted) throw session.signal.reason;
-      if (!answered) {
-        if (timeout.aborted) throw new PlatformError('unreachable', `OpenAI Ads did not answer ${what} within ${timeoutMs / 1000} s`);
-        const code = (error as { code?: unknown }).code;
-        throw new PlatformError(
-          'unreachable',
-          `OpenAI Ads could not be reached for ${what}${typeof code === 'string' ? ` (${code})` : ''}`,
-        );
-      }
-      if (timeout.aborted)
-        throw new PlatformError('bad_answer', `OpenAI Ads' answer to ${what} did not finish within ${timeoutMs / 1000} s`);
-      throw new PlatformError('bad_answer', `OpenAI Ads' answer to ${what} was cut off`);
-    });
+    )
+      .catch((error: unknown) => {
+        if (error instanceof PlatformError) throw error;
+        if (session.signal?.aborted) throw session.signal.reason;
+        if (!answered) {
+          if (due.timedOut()) throw new PlatformError('unreachable', `OpenAI Ads did not answer ${what} within ${timeoutMs / 1000} s`);
+          const code = (error as { code?: unknown }).code;
+          throw new PlatformError(
+            'unreachable',
+            `OpenAI Ads could not be reached for ${what}${typeof code === 'string' ? ` (${code})` : ''}`,
+          );
+        }
+        if (due.timedOut())
+          throw new PlatformError('bad_answer', `OpenAI Ads' answer to ${what} did not finish within ${timeoutMs / 1000} s`);
+        throw new PlatformError('bad_answer', `OpenAI Ads' answer to ${what} was cut off`);
+      })
+      .finally(() => due.done());
     let body: unknown;
     try {
       body = JSON.parse(answer.text);
