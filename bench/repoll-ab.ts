@@ -2,8 +2,8 @@
 // by side (an A/B on a busy machine): starts one server per --app-root on the bench data set
 // (as `npm run bench` left it: never rebuilt here), takes each resource's ETag, then runs blocks of
 // sequential conditional re-polls (If-None-Match, one poller key per resource and server),
-// interleaved: every block of every resource goes to each server in turn, the order alternating
-// block by block, so that other work on the machine hits both alike. The server's CPU is read
+// interleaved: every block of every resource goes to each server in turn, back to back, the order
+// alternating block by block, so that other work on the machine hits both alike. The server's CPU is read
 // around each block from /proc/<pid>/task/*/schedstat (nanoseconds, every thread).
 //
 //   node bench/repoll-ab.ts                                    # this checkout
@@ -163,9 +163,11 @@ try {
   const started = performance.now();
   let busyServers = 0;
   for (let block = 0; block < blocks; block++) {
+    // Each resource's block on every server back to back, the servers' order alternating.
     const order = block % 2 === 0 ? servers : [...servers].reverse();
-    for (const { server } of order) {
-      for (const s of series.filter((x) => x.server === server)) {
+    for (const { name } of resources) {
+      for (const { server } of order) {
+        const s = series.find((x) => x.server === server && x.resource === name)!;
         const split = await userSystem(server.pid);
         const before = await serverCpu(server.pid);
         for (let i = 0; i < perBlock; i++) {
@@ -203,6 +205,19 @@ try {
       const all = (s.serverSeconds * 1000) / (blocks * perBlock);
       out.push(
         `  ${s.resource.padEnd(8)} server CPU per 304: ${all.toFixed(3)} ms (blocks: median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(3)}, lowest ${sorted[0]!.toFixed(3)}; user ${Math.round((100 * s.user) / (s.user + s.system))} %, kernel ${Math.round((100 * s.system) / (s.user + s.system))} %)${s.unexpected ? `; ${s.unexpected} not 304!` : ''}`,
+      );
+    }
+  }
+  // Two checkouts: each block of one against the same block of the other (run back to back, so
+  // whatever else the machine did then weighs on both): the ratio's median and quartiles.
+  if (servers.length === 2) {
+    out.push(`${path.basename(servers[1]!.root)} ÷ ${path.basename(servers[0]!.root)}, paired blocks (median [quartiles]):`);
+    for (const { name } of resources) {
+      const [a, b] = servers.map(({ server }) => series.find((x) => x.server === server && x.resource === name)!);
+      const ratios = a!.blockMs.map((ms, i) => b!.blockMs[i]! / ms).sort((x, y) => x - y);
+      const at = (q: number) => ratios[Math.min(ratios.length - 1, Math.floor(q * ratios.length))]!.toFixed(2);
+      out.push(
+        `  ${name.padEnd(8)} ${at(0.5)} [${at(0.25)}–${at(0.75)}]; all blocks together ${(b!.serverSeconds / a!.serverSeconds).toFixed(2)}`,
       );
     }
   }
