@@ -19,7 +19,7 @@ import { traceRequests } from './surfaces/shared/tracing.ts';
 import { systemClock, type Clock } from './platform/clock.ts';
 import { decorateClientAddress } from './platform/client-address.ts';
 import { CursorKey } from './platform/cursor.ts';
-import { chooseLogFormat, createLogger, RequestLogController } from './platform/logger.ts';
+import { chooseLogFormat, createLogger, RequestLogController, requestLoggers } from './platform/logger.ts';
 import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
 import { Sealer, type SecretsKey } from './platform/sealing.ts';
 import { createMetaPagesClient } from './integrations/meta-pages/client.ts';
@@ -234,6 +234,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         }),
     // One line per request, written on response (method, path, status, time, request id).
     logController: new RequestLogController(),
+    // Each request's logger (its request id bound) made on its first written line (RequestLogger).
+    ...(deps.logger === false ? {} : { childLoggerFactory: requestLoggers }),
     genReqId: () => randomUUID(),
     requestIdHeader: false,
     // Query strings like ?a=1&a=2 become arrays and then fail validation, as they should.
