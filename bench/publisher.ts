@@ -40,7 +40,7 @@ import { connect, type Db } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { postRows } from '../src/domain/posts/post.repository.ts';
 import { Sealer, secretsKey } from '../src/platform/sealing.ts';
-import { cpuProbe, type CpuTimes } from './cpu.ts';
+import { cpuProbe } from './cpu.ts';
 import type { FakePublication, FakeReady } from './network-fake-process.ts';
 import { scratchDatabase } from './scratch-database.ts';
 
@@ -368,8 +368,25 @@ try {
   );
   console.log(`load average before: ${load.map((l) => l.toFixed(2)).join(' ')} (2 cores)`);
 
+  // PostgreSQL's CPU: its backends of this database, sampled every half second, each from when it
+  // was first seen (or from 0, when it started during the run) to when it was last seen: a backend
+  // that goes away (the killed publisher's, an idle pool connection) keeps what it used.
   const probe = await cpuProbe(scratch.url);
   const cpuAtStart = await probe?.();
+  const backends = new Map<number, { first: number; last: number }>();
+  for (const [pid, s] of cpuAtStart?.postgres ?? []) backends.set(pid, { first: s, last: s });
+  const sampleBackends = async () => {
+    for (const [pid, s] of (await probe?.())?.postgres ?? []) {
+      const b = backends.get(pid);
+      if (b) b.last = s;
+      else backends.set(pid, { first: 0, last: s });
+    }
+  };
+  let sampling = Promise.resolve();
+  const sampler = setInterval(() => {
+    sampling = sampling.then(sampleBackends, () => undefined);
+  }, 500);
+  sampler.unref();
   const recorded = () => count(sql`SELECT count(*)::int AS n FROM post_deliveries WHERE status IN ('published', 'failed')`);
   const started = performance.now();
   const doomed = startPublisher(env);
@@ -394,7 +411,6 @@ try {
     if ((await atNetwork(await leftBehind())).some((p) => p !== null)) break;
   }
   const doomedFigures = await processFigures(doomed.pid!);
-  const cpuAtKill = await probe?.();
   doomed.kill('SIGKILL');
   await once(doomed, 'exit');
   const killedAfter = (performance.now() - started) / 1000;
@@ -417,6 +433,9 @@ try {
     if (performance.now() - started > 10 * 60_000) throw new Error('not drained within 10 minutes');
   }
   const seconds = (performance.now() - started) / 1000;
+  clearInterval(sampler);
+  await sampling;
+  await sampleBackends();
   const cpuAtEnd = await probe?.();
   const figures = {
     survivor: await processFigures(survivor.pid!),
@@ -520,9 +539,8 @@ try {
     `publisher processes: killed one ${mb(doomedFigures)} at the kill, ${cpu(doomedFigures)}; survivor ${mb(figures.survivor)}, ${cpu(figures.survivor)}; replacement ${mb(figures.replacement)}, ${cpu(figures.replacement)}`,
   );
   for (const f of figures.fakes) console.log(`${f.name} process: ${mb(f.figures)}, ${cpu(f.figures)}`);
-  if (cpuAtStart && cpuAtKill && cpuAtEnd) {
-    const grown = (a: CpuTimes, b: CpuTimes) => [...b.postgres].reduce((sum, [pid, s]) => sum + s - (a.postgres.get(pid) ?? 0), 0);
-    const pgCpu = grown(cpuAtStart, cpuAtKill) + grown(cpuAtKill, cpuAtEnd);
+  if (cpuAtStart && cpuAtEnd) {
+    const pgCpu = [...backends.values()].reduce((sum, b) => sum + b.last - b.first, 0);
     const ours =
       pgCpu +
       (doomedFigures?.cpu ?? 0) +
