@@ -25,7 +25,7 @@
 // Against the machine's PostgreSQL (DATABASE_URL, or postgres://postgres@127.0.0.1:5432/postgres),
 // in a database of its own. Not part of npm test.
 //
-//   npm run bench:publisher           POSTS=20000 BATCH=200 LEASE_MS=3000 npm run bench:publisher
+//   npm run bench:publisher           POSTS=20000 BATCH=100 LEASE_MS=3000 npm run bench:publisher
 //   npm run bench:publisher -- --sandbox-connector
 //   PUBLISHER_FLAGS='--cpu-prof --cpu-prof-dir=/tmp/prof' npm run bench:publisher   (a profile per publisher process
 //   that ends normally; FAKE_FLAGS the same for the fakes; bench/profile-summary.ts reads them)
@@ -46,7 +46,8 @@ import { scratchDatabase } from './scratch-database.ts';
 
 const SANDBOX = process.argv.includes('--sandbox-connector');
 const POSTS = Number(process.env.POSTS ?? 10_000);
-const BATCH = Number(process.env.BATCH ?? 100);
+/** Posts a publisher claims per round: the app's (src/app.ts). */
+const BATCH = Number(process.env.BATCH ?? 50);
 /**
  * The lease a dead publisher's posts wait out, the settle delay before a lookup, and each call's
  * deadline (below the settle delay, as the publisher requires): src/policy.ts's 5 min, 2 min and
