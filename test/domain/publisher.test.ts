@@ -850,6 +850,49 @@ test('one statement (one commit) per delivery: each delivery’s record also mar
   }
 });
 
+test("group commit: the writes of a round's posts share statements, and each is still committed before what follows it", async () => {
+  // Two days before the other tests' posts, so the round claims only these.
+  const at = Date.parse(NOW) - 48 * 60 * MINUTE;
+  const clock = new FixedClock(new Date(at).toISOString());
+  const counted = connect(db.url, { max: 4 });
+  let statements = 0;
+  counted.pool.on('acquire', () => statements++);
+  const sandbox = new SandboxConnector(db, clock);
+  const ids = Array.from({ length: 30 }, (_, i) => `post_grouped_${i}`);
+  const unmarked: string[] = [];
+  const watching: Connector = {
+    publish: async (p, c) => {
+      // Whatever else shares its statement, a delivery is committed publishing before its send.
+      const mine = (await deliveries(p.id)).find((d) => d.channel_id === c.id)!;
+      if (mine.status !== 'publishing') unmarked.push(`${p.id}/${c.id}:${mine.status}`);
+      return sandbox.publish(p, c);
+    },
+    find: (p, c, since) => sandbox.find(p, c, since),
+  };
+  await schedule(ids, { workspace: 1, at: new Date(at - MINUTE).toISOString() });
+  try {
+    statements = 0;
+    assert.equal(
+      await publisherWith(clock, watching, { db: counted, batchSize: 50, publishTimeoutMs: 10_000, settleMs: 11_000 }).runOnce(),
+      ids.length,
+    );
+    assert.deepEqual(unmarked, []);
+    for (const id of ids) {
+      assert.equal((await post(id)).status, 'published', id);
+      assert.deepEqual(
+        (await deliveries(id)).map((d) => d.status),
+        ['published', 'published', 'published'],
+      );
+      assert.equal((await sandboxCalls(id)).length, 3, `${id}: once per channel`);
+    }
+    // 30 posts × 3 channels: 90 deliveries marked and recorded, 30 outcomes; one by one that is
+    // 30 marks + 90 records (each marking the next) + 30 outcomes = 150 statements.
+    assert.ok(statements <= 40, `${statements} statements for ${ids.length} posts × 3 channels (150 one by one)`);
+  } finally {
+    await counted.close();
+  }
+});
+
 test('start and stop: the loop publishes what becomes due, and stop waits for its round', async () => {
   const clock = new FixedClock(NOW);
   await schedule(['post_loop'], { workspace: 2, channels: ['ch_2_linkedin'] });

@@ -1,5 +1,5 @@
 import { type RawBuilder, sql } from 'kysely';
-import type { Db } from '../../db/database.ts';
+import { type Db, queryPrepared } from '../../db/database.ts';
 import type { DeliveryStatus, MediaContentType, MediaKind, SocialPlatform } from '../../db/schema.ts';
 import type { OutgoingPost, Publication } from './connector.ts';
 
@@ -219,47 +219,67 @@ const markWrite = (at: DeliveryAt, claim: Claim, attempt: Date, retry = false) =
      WHERE ${expected(at)}
        AND EXISTS (SELECT 1 FROM posts p WHERE ${claimHolds(at.postId, claim)})`;
 
-/**
- * Marks the delivery `publishing` from `attempt` on, in its own committed statement, before the
- * network is called: a publisher that dies from here on leaves it `publishing`, which the next
- * claimant reads as "may have been sent". Only while `claim` still holds the post (a publisher
- * whose lease was taken over sends nothing). `retry`: this send follows one a lookup found never
- * landed, and counts as a retry. Whether it was marked.
- */
-export async function markPublishing(db: Db, at: DeliveryAt, claim: Claim, attempt: Date, retry = false): Promise<boolean> {
-  const result = await markWrite(at, claim, attempt, retry).execute(db.kysely);
-  return Number(result.numAffectedRows ?? 0) === 1;
+/** A delivery to mark `publishing` from `attempt` on, while `claim` holds its post (see markMany). */
+export interface Mark {
+  at: DeliveryAt;
+  claim: Claim;
+  attempt: Date;
+  /** This send follows one a lookup found never landed: it counts as a retry. */
+  retry?: boolean;
+}
+
+const deliveryKey = (postId: string, channelId: string) => `${postId}\n${channelId}`;
+
+/** Which of `keys` (post and channel ids) came back in `rows`. */
+function returned(rows: { post_id: string; channel_id: string }[], keys: { postId: string; channelId: string }[]): boolean[] {
+  const back = new Set(rows.map((r) => deliveryKey(r.post_id, r.channel_id)));
+  return keys.map((k) => back.has(deliveryKey(k.postId, k.channelId)));
 }
 
 /**
- * What becomes of a delivery after its network call, as the body of a statement: CTEs, the one
- * named `done` returning the delivery's row if the write applied (recordPublished and the others
- * below run one alone; recordThenMark adds the post's next delivery's mark to it).
+ * Marks each delivery `publishing` from its `attempt` on, committed before its network is called:
+ * a publisher that dies from here on leaves it `publishing`, which the next claimant reads as
+ * "may have been sent". Only while the mark's claim still holds the post (a publisher whose lease
+ * was taken over sends nothing). One statement for all (the publisher's group commit); whether
+ * each was marked.
+ */
+export async function markMany(db: Db, marks: readonly Mark[]): Promise<boolean[]> {
+  const rows = await queryPrepared<{ post_id: string; channel_id: string }>(
+    db,
+    sql`
+    UPDATE post_deliveries d
+       SET status = 'publishing', attempt_started_at = w.attempt, checks = 0, retries = d.retries + w.retry,
+           failure_kind = NULL, platform_message = NULL, platform_code = NULL
+      FROM unnest(${marks.map((m) => m.at.postId)}::text[], ${marks.map((m) => m.at.channelId)}::text[],
+                  ${marks.map((m) => m.at.status)}::text[], ${marks.map((m) => m.at.attemptStartedAt)}::timestamptz[],
+                  ${marks.map((m) => m.attempt)}::timestamptz[], ${marks.map((m) => (m.retry ? 1 : 0))}::int[],
+                  ${marks.map((m) => m.claim.claimant)}::text[], ${marks.map((m) => m.claim.claimedAt)}::timestamptz[])
+           AS w(post_id, channel_id, status, expected_attempt, attempt, retry, claimant, claimed_at)
+     WHERE d.post_id = w.post_id AND d.channel_id = w.channel_id AND d.status = w.status
+       AND (d.attempt_started_at = w.expected_attempt OR (w.expected_attempt IS NULL AND d.attempt_started_at IS NULL))
+       AND EXISTS (SELECT 1 FROM posts p WHERE p.id = w.post_id AND p.claimed_by = w.claimant AND p.claimed_at = w.claimed_at)
+    RETURNING d.post_id, d.channel_id`.compile(db.kysely),
+  );
+  return returned(
+    rows,
+    marks.map((m) => m.at),
+  );
+}
+
+/** markMany for one delivery; whether it was marked. */
+export async function markPublishing(db: Db, at: DeliveryAt, claim: Claim, attempt: Date, retry = false): Promise<boolean> {
+  return (await markMany(db, [{ at, claim, attempt, retry }]))[0]!;
+}
+
+/**
+ * What becomes of a delivery after its network call when it is not a publication (recordPublishedMany
+ * writes those), as the body of a statement: CTEs, the one named `done` returning the delivery's
+ * row if the write applied (recordWrite runs one alone; recordThenMark adds the post's next
+ * delivery's mark to it).
  */
 export type DeliveryWrite = RawBuilder<unknown>;
 
 export const deliveryWrites = {
-  /**
-   * The network has the publication: the delivery is published (from `publishing`, or from
-   * `unconfirmed` when a lookup found it or a late answer arrived), and the channel's last publish
-   * is now, its failure cleared. The channel row is written at most once a second, as many posts
-   * publish to one channel at once.
-   */
-  published: (at: DeliveryAt, publication: Publication, now: Date): DeliveryWrite => sql`
-    done AS (
-      UPDATE post_deliveries
-         SET status = 'published', external_id = ${publication.externalId}, url = ${publication.url ?? null},
-             delivered_at = ${now}, error = NULL, failure_kind = NULL, platform_message = NULL, platform_code = NULL
-       WHERE ${DELIVERY_KEY(at.postId, at.channelId)} AND status IN ('publishing', 'unconfirmed') AND ${attemptIs(at.attemptStartedAt)}
-      RETURNING channel_id
-    ), channel AS (
-      UPDATE social_channels
-         SET last_published_at = greatest(last_published_at, ${now}::timestamptz),
-             failure_kind = NULL, failure_message = NULL, failure_code = NULL, failing_since = NULL
-       WHERE id IN (SELECT channel_id FROM done)
-         AND (last_published_at IS NULL OR last_published_at < ${now}::timestamptz - interval '1 second' OR failing_since IS NOT NULL)
-    )`,
-
   /** The delivery failed (nothing was published); the channel shows the failure to the admin. */
   failed: (at: DeliveryAt, failure: DeliveryFailure, now: Date): DeliveryWrite => sql`
     done AS (
@@ -317,8 +337,80 @@ export async function recordThenMark(
   return { recorded: result.rows[0]!.recorded === 1, marked: result.rows[0]!.marked === 1 };
 }
 
-export const recordPublished = (db: Db, at: DeliveryAt, publication: Publication, now: Date): Promise<boolean> =>
-  recordWrite(db, deliveryWrites.published(at, publication, now));
+/** A delivery the network has: its attempt, the publication, and the post's next delivery to mark, if any. */
+export interface PublishedWrite {
+  at: DeliveryAt;
+  publication: Publication;
+  now: Date;
+  /** The post's next delivery (pending, never attempted) to mark `publishing` in the same statement, as markMany. */
+  next?: Mark | undefined;
+}
+
+/**
+ * The network has each publication: the delivery is published (from `publishing`, or from
+ * `unconfirmed` when a lookup found it or a late answer arrived), and its channel's last publish
+ * is now, its failure cleared; the post's next delivery, when given, is marked `publishing` (as
+ * markMany: still each delivery is recorded, and the next one marked, before its network is
+ * called). One statement for all (the publisher's group commit). A channel row is written at most
+ * once a second, as many posts publish to one channel at once, and the channels of one statement
+ * are locked in id order, so two publishers' statements cannot deadlock on them.
+ */
+export async function recordPublishedMany(db: Db, writes: readonly PublishedWrite[]): Promise<{ recorded: boolean; marked: boolean }[]> {
+  const rows = await queryPrepared<{ marked: boolean; post_id: string; channel_id: string }>(
+    db,
+    sql`
+    WITH w AS (
+      SELECT * FROM unnest(${writes.map((w) => w.at.postId)}::text[], ${writes.map((w) => w.at.channelId)}::text[],
+                           ${writes.map((w) => w.at.attemptStartedAt)}::timestamptz[], ${writes.map((w) => w.publication.externalId)}::text[],
+                           ${writes.map((w) => w.publication.url ?? null)}::text[], ${writes.map((w) => w.now)}::timestamptz[],
+                           ${writes.map((w) => w.next?.at.channelId ?? null)}::text[], ${writes.map((w) => w.next?.attempt ?? null)}::timestamptz[],
+                           ${writes.map((w) => w.next?.claim.claimant ?? null)}::text[], ${writes.map((w) => w.next?.claim.claimedAt ?? null)}::timestamptz[])
+               AS w(post_id, channel_id, attempt, external_id, url, now, next_channel, next_attempt, claimant, claimed_at)
+    ), done AS (
+      UPDATE post_deliveries d
+         SET status = 'published', external_id = w.external_id, url = w.url, delivered_at = w.now,
+             error = NULL, failure_kind = NULL, platform_message = NULL, platform_code = NULL
+        FROM w
+       WHERE d.post_id = w.post_id AND d.channel_id = w.channel_id AND d.status IN ('publishing', 'unconfirmed') AND d.attempt_started_at = w.attempt
+      RETURNING d.post_id, d.channel_id, w.now
+    ), channel AS (
+      UPDATE social_channels c
+         SET last_published_at = greatest(c.last_published_at, l.now),
+             failure_kind = NULL, failure_message = NULL, failure_code = NULL, failing_since = NULL
+        FROM (SELECT s.id, x.now
+                FROM social_channels s JOIN (SELECT channel_id, max(now) AS now FROM done GROUP BY channel_id) x ON x.channel_id = s.id
+               WHERE s.last_published_at IS NULL OR s.last_published_at < x.now - interval '1 second' OR s.failing_since IS NOT NULL
+               ORDER BY s.id FOR UPDATE OF s) l
+       WHERE c.id = l.id
+    ), marked AS (
+      UPDATE post_deliveries d
+         SET status = 'publishing', attempt_started_at = w.next_attempt, checks = 0,
+             failure_kind = NULL, platform_message = NULL, platform_code = NULL
+        FROM w
+       WHERE w.next_channel IS NOT NULL AND d.post_id = w.post_id AND d.channel_id = w.next_channel
+         AND d.status = 'pending' AND d.attempt_started_at IS NULL
+         AND EXISTS (SELECT 1 FROM posts p WHERE p.id = w.post_id AND p.claimed_by = w.claimant AND p.claimed_at = w.claimed_at)
+      RETURNING d.post_id, d.channel_id
+    )
+    SELECT false AS marked, post_id, channel_id FROM done
+     UNION ALL
+    SELECT true, post_id, channel_id FROM marked`.compile(db.kysely),
+  );
+  const recorded = returned(
+    rows.filter((r) => !r.marked),
+    writes.map((w) => w.at),
+  );
+  const marked = returned(
+    rows.filter((r) => r.marked),
+    writes.map((w) => w.next?.at ?? { postId: '', channelId: '' }),
+  );
+  return writes.map((_, i) => ({ recorded: recorded[i]!, marked: marked[i]! }));
+}
+
+/** recordPublishedMany for one delivery, no next one; whether it was recorded. */
+export async function recordPublished(db: Db, at: DeliveryAt, publication: Publication, now: Date): Promise<boolean> {
+  return (await recordPublishedMany(db, [{ at, publication, now }]))[0]!.recorded;
+}
 
 /** Why a delivery failed: ours (`error`), the kind a person can act on, the network's own words and code. */
 export interface DeliveryFailure {
@@ -366,34 +458,50 @@ export async function deliveryStates(
     .execute();
 }
 
+/** What became of a claimed post after a round worked it. */
+export interface PostOutcome {
+  postId: string;
+  claim: Claim;
+  status: 'publishing' | 'published' | 'failed';
+  error: string | null;
+  /** When a post still `publishing` (a delivery waits for a throttle or a lookup) is due again; null: now. */
+  retryAt: Date | null;
+  now: Date;
+}
+
 /**
- * Writes a post's outcome and lets the claim go, but only while this claim still holds it (a
- * publisher whose lease was taken over changes nothing). A post still `publishing` (a delivery
- * waits for a throttle or a lookup) waits until `retryAt`, held by no one.
+ * Writes each post's outcome and lets its claim go, but only while that claim still holds it (a
+ * publisher whose lease was taken over changes nothing; the claim alone, see claimHolds: a claimed
+ * post is publishing). A post still `publishing` waits until its `retryAt`, held by no one. One
+ * statement for all (the publisher's group commit); whether each was written.
  */
+export async function recordOutcomes(db: Db, outcomes: readonly PostOutcome[]): Promise<boolean[]> {
+  const rows = await queryPrepared<{ id: string }>(
+    db,
+    sql`
+    UPDATE posts p
+       SET status = w.status, published_at = CASE WHEN w.status = 'published' THEN w.now END, error = w.error,
+           retry_at = CASE WHEN w.status = 'publishing' THEN coalesce(w.retry_at, w.now) END, claimed_at = NULL, claimed_by = NULL
+      FROM unnest(${outcomes.map((o) => o.postId)}::text[], ${outcomes.map((o) => o.status)}::text[], ${outcomes.map((o) => o.error)}::text[],
+                  ${outcomes.map((o) => o.retryAt)}::timestamptz[], ${outcomes.map((o) => o.now)}::timestamptz[],
+                  ${outcomes.map((o) => o.claim.claimant)}::text[], ${outcomes.map((o) => o.claim.claimedAt)}::timestamptz[])
+           AS w(id, status, error, retry_at, now, claimant, claimed_at)
+     WHERE p.id = w.id AND p.claimed_by = w.claimant AND p.claimed_at = w.claimed_at
+    RETURNING p.id`.compile(db.kysely),
+  );
+  const written = new Set(rows.map((r) => r.id));
+  return outcomes.map((o) => written.has(o.postId));
+}
+
+/** recordOutcomes for one post; whether it was written. */
 export async function recordOutcome(
   db: Db,
   postId: string,
   claim: Claim,
-  outcome: { status: 'publishing' | 'published' | 'failed'; error: string | null; retryAt: Date | null },
+  outcome: Pick<PostOutcome, 'status' | 'error' | 'retryAt'>,
   now: Date,
 ): Promise<boolean> {
-  const result = await db.kysely
-    .updateTable('posts')
-    .set({
-      status: outcome.status,
-      published_at: outcome.status === 'published' ? now : null,
-      error: outcome.error,
-      retry_at: outcome.status === 'publishing' ? (outcome.retryAt ?? now) : null,
-      claimed_at: null,
-      claimed_by: null,
-    })
-    // The claim alone (see claimHolds): a claimed post is publishing.
-    .where('id', '=', postId)
-    .where('claimed_by', '=', claim.claimant)
-    .where('claimed_at', '=', claim.claimedAt)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) === 1;
+  return (await recordOutcomes(db, [{ postId, claim, ...outcome, now }]))[0]!;
 }
 
 export interface PublisherBacklog {

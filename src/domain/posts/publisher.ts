@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Db } from '../../db/database.ts';
+import { groupCommit } from '../../db/group-commit.ts';
 import type { DeliveryStatus } from '../../db/schema.ts';
 import { PlatformError, PlatformThrottled } from '../../integrations/ad-platform.ts';
 import type { Clock } from '../../platform/clock.ts';
@@ -16,18 +17,28 @@ import {
   RECONCILE_SKEW_MS,
 } from '../../policy.ts';
 import type { MediaUrlSigner } from '../media/media-url.ts';
-import { ChannelConnectors, DeliveryUnconfirmed, type Connector, type OutgoingChannel, type OutgoingPost } from './connector.ts';
+import {
+  ChannelConnectors,
+  DeliveryUnconfirmed,
+  type Connector,
+  type OutgoingChannel,
+  type OutgoingPost,
+  type Publication,
+} from './connector.ts';
 import {
   claimDue,
   claimRetries,
   deliveryStates,
   loadWork,
-  markPublishing,
+  type Mark,
+  markMany,
+  type PostOutcome,
+  type PublishedWrite,
   reclaimExpired,
   recordCheckFailed,
   recordFailed,
-  recordOutcome,
-  recordPublished,
+  recordOutcomes,
+  recordPublishedMany,
   recordThenMark,
   recordWrite,
   retryLater,
@@ -54,7 +65,8 @@ import {
 //                                        └─► cannot tell: wait (backoff), at last failed
 //                                            "could not confirm; check the channel"
 //
-// A delivery is marked `publishing` in its own committed statement before the network is called,
+// A delivery is marked `publishing`, committed, before the network is called (the statement may
+// carry other deliveries' writes: group commit, src/db/group-commit.ts),
 // so whatever happens after (a crash, a timeout) it is never taken for unsent: the next claimant
 // finds it `publishing`, makes it `unconfirmed`, and looks it up. A throttled delivery published
 // nothing: it is pending again and the post waits out the network's retry-after. A delivery whose
@@ -189,6 +201,11 @@ export function createPublisher(options: PublisherOptions): Publisher {
   if (settleMs <= timeoutMs) throw new Error(`the settle delay (${settleMs} ms) must be longer than the publish timeout (${timeoutMs} ms)`);
   const claimant = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   const later = (ms: number) => new Date(clock.now().getTime() + ms);
+  // The hot writes (a delivery marked before its send, a publication, a post's outcome) go by group
+  // commit: a round's posts, answers read together, share one statement and one commit each.
+  const mark = groupCommit((marks: Mark[]) => markMany(db, marks));
+  const recordPublished = groupCommit((writes: PublishedWrite[]) => recordPublishedMany(db, writes));
+  const recordOutcome = groupCommit((outcomes: PostOutcome[]) => recordOutcomes(db, outcomes));
 
   const needsReconnect = (error: string): Target => ({ failure: { kind: 'needs_reconnect', error } });
 
@@ -245,7 +262,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
       return { retryAt: null };
     }
     const attempt = o.marked ?? clock.now();
-    if (!o.marked && !(await markPublishing(db, at, claim, attempt, o.retry ?? false))) {
+    if (!o.marked && !(await mark({ at, claim, attempt, retry: o.retry ?? false }))) {
       became(false, 'pending'); // the claim was lost: another publisher has the post
       return { retryAt: null };
     }
@@ -260,6 +277,17 @@ export function createPublisher(options: PublisherOptions): Publisher {
       if (marked) markedNext = nextAttempt;
       return recorded;
     };
+    /** The publication recorded, with the next delivery's mark when there is one to send. */
+    const published = async (publication: Publication): Promise<boolean> => {
+      const next: Mark | undefined = o.following && {
+        at: { postId: post.id, channelId: o.following.channelId, status: 'pending', attemptStartedAt: null },
+        claim,
+        attempt: clock.now(),
+      };
+      const { recorded, marked } = await recordPublished({ at: sending, publication, now: clock.now(), next });
+      if (marked) markedNext = next!.attempt;
+      return recorded;
+    };
     const outcome = (retryAt: Date | null) => (markedNext ? { retryAt, markedNext } : { retryAt });
     // The deadline counts from the attempt's start (marking it took some of it): nothing of this
     // attempt is sent after attempt + timeout, which the settle delay outlasts.
@@ -267,7 +295,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
     const { result, call } = withTimeout((signal) => target.connector.publish(post, target.channel, signal), left, timeoutMs);
     try {
       const publication = await result;
-      became(await commit(deliveryWrites.published(sending, publication, clock.now())), 'published');
+      became(await published(publication), 'published');
       return outcome(null);
     } catch (error) {
       if (error instanceof PlatformThrottled) {
@@ -301,7 +329,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
       // still this attempt's), sparing the lookup.
       if (error instanceof CallTimeout)
         call.then(
-          (publication) => recordPublished(db, { ...sending, status: 'unconfirmed' }, publication, clock.now()).catch(() => {}),
+          (publication) => recordPublished({ at: { ...sending, status: 'unconfirmed' }, publication, now: clock.now() }).catch(() => {}),
           () => {},
         );
       return outcome(new Date(attempt.getTime() + settleMs));
@@ -345,7 +373,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
       return later(wait);
     }
     if (found) {
-      d.status = (await recordPublished(db, at, found, clock.now())) ? 'published' : undefined;
+      d.status = (await recordPublished({ at, publication: found, now: clock.now() })).recorded ? 'published' : undefined;
       return null;
     }
     // The network has no such publication after the settle delay: the attempt never landed. It is
@@ -369,7 +397,8 @@ export function createPublisher(options: PublisherOptions): Publisher {
     }
     let retryAt: Date | null = null;
     // One channel after another: a network sees a post's deliveries in the order chosen. Each
-    // delivery's write also marks the next one to send (one commit per delivery, not two).
+    // delivery's write also marks the next one to send (one write per delivery, not two; the
+    // writes of the round's posts share statements by group commit).
     const steps: Step[] = deliveries;
     const open = steps.filter((d) => d.status === 'pending' || d.status === 'unconfirmed');
     const targets = new Map<Step, Target>();
@@ -399,7 +428,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
       .filter((s) => s.status === 'failed')
       .map((s) => `${s.platform} channel ${s.name}: ${s.error}`)
       .join('; ');
-    await recordOutcome(db, post.id, claim, { status, error: errors || null, retryAt }, clock.now());
+    await recordOutcome({ postId: post.id, claim, status, error: errors || null, retryAt, now: clock.now() });
   }
 
   async function runOnce(): Promise<number> {
