@@ -346,6 +346,8 @@ export interface PostDeliveriesTable {
   checks: Generated<number>;
   /** Migration 024: sends of this delivery after one that published nothing (a transient failure, a lookup that found none). */
   retries: Generated<number>;
+  /** Migration 025: what the network prepared for the next attempt (an Instagram container still processing). */
+  prepared: Nullable<string>;
 }
 
 export interface SandboxPublicationsTable {

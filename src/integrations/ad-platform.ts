@@ -75,6 +75,25 @@ export class DeliveryUnconfirmed extends Error {
 }
 
 /**
+ * Organic publishing: the publisher gave the call up (its deadline) while the network was still
+ * preparing the post (an Instagram container still IN_PROGRESS: a reel can take minutes), before
+ * the publishing request was sent, so nothing was published. The delivery waits `retryAfterMs`
+ * and its next attempt is given `prepared` (opaque to the publisher: the container and when it was
+ * made) to go on waiting for the same preparation instead of starting a new one. Re-exported by
+ * src/domain/posts/connector.ts.
+ */
+export class PublishNotReady extends Error {
+  readonly prepared: string;
+  readonly retryAfterMs: number;
+  constructor(message: string, prepared: string, retryAfterMs: number) {
+    super(message);
+    this.name = 'PublishNotReady';
+    this.prepared = prepared;
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/**
  * Organic publishing, reconciliation: the lookup cannot tell which publication, if any, is this
  * post's (several the network lists could be, and nothing it documents tells them apart). The
  * delivery stays unconfirmed and is looked up again, at last failing as "could not confirm";

@@ -62,7 +62,10 @@ export interface Publication {
  *   the flow), or an error the network documents as "not done, retry";
  * - `PlatformThrottled`: the network asked us to wait; nothing was published, send again later;
  * - `DeliveryUnconfirmed`: the request may have been made (written without an answer, or answered
- *   in a way that does not say whether it was done); the delivery is reconciled by `find`.
+ *   in a way that does not say whether it was done); the delivery is reconciled by `find`;
+ * - `PublishNotReady` (when `signal` aborts while the network is still preparing the post, before
+ *   the publishing request): nothing was published; the next attempt is given its `prepared`
+ *   (what the network prepared, e.g. an Instagram container) and goes on from there.
  *
  * `signal` is aborted when the publisher gives the call up (its timeout): from then on the
  * connector sends no publishing request (an Instagram media_publish after its container steps, a
@@ -78,6 +81,6 @@ export interface Publication {
  * publication could be this post's and nothing the network documents tells which.
  */
 export interface Connector {
-  publish(post: OutgoingPost, channel: OutgoingChannel, signal?: AbortSignal): Promise<Publication>;
+  publish(post: OutgoingPost, channel: OutgoingChannel, signal?: AbortSignal, prepared?: string): Promise<Publication>;
   find(post: OutgoingPost, channel: OutgoingChannel, since: Date, signal?: AbortSignal): Promise<Publication | null>;
 }

@@ -18,7 +18,7 @@ import {
 import { postRows } from '../../src/domain/posts/post.repository.ts';
 import { claimDue, markPublishing, reclaimExpired, recordOutcome, recordPublished } from '../../src/domain/posts/publisher.repository.ts';
 import { createPublisher, postOutcome, type PublisherOptions } from '../../src/domain/posts/publisher.ts';
-import { PlatformError, PlatformThrottled } from '../../src/integrations/ad-platform.ts';
+import { PlatformError, PlatformThrottled, PublishNotReady } from '../../src/integrations/ad-platform.ts';
 import { FixedClock } from '../../src/platform/clock.ts';
 import { Sealer, secretsKey } from '../../src/platform/sealing.ts';
 import { publishingHub } from '../support/content-world.ts';
@@ -83,15 +83,23 @@ const deliveries = (id: string) =>
 const channelRow = (id: string) => db.kysely.selectFrom('social_channels').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 const sandboxCalls = (id: string) => db.kysely.selectFrom('sandbox_publications').selectAll().where('post_id', '=', id).execute();
 
-type Step = Publication | Error | 'hang' | null;
+/** `{ stopsWith }`: runs until its signal aborts (the publisher's deadline), then throws that error. */
+type Step = Publication | Error | 'hang' | { stopsWith: Error } | null;
 
 /**
  * A connector that answers as scripted, per channel (or per `post/channel`, looked up first):
- * each publish (and find) takes the next step of its script — a publication, an error to throw, 'hang' (never answers), or (find
- * only) null for "none". It records every call, with the channel (secret included) and `since`.
+ * each publish (and find) takes the next step of its script — a publication, an error to throw, 'hang' (never answers), an
+ * error to throw once the call is given up, or (find only) null for "none". It records every call, with the channel (secret
+ * included), what an earlier attempt prepared, and `since`.
  */
 class ScriptedConnector implements Connector {
-  publishes: { postId: string; channel: OutgoingChannel; media: OutgoingPost['media']; signal: AbortSignal | undefined }[] = [];
+  publishes: {
+    postId: string;
+    channel: OutgoingChannel;
+    media: OutgoingPost['media'];
+    signal: AbortSignal | undefined;
+    prepared: string | undefined;
+  }[] = [];
   finds: { postId: string; channelId: string; since: Date }[] = [];
   readonly #publish = new Map<string, Step[]>();
   readonly #find = new Map<string, Step[]>();
@@ -109,16 +117,18 @@ class ScriptedConnector implements Connector {
     return (scripts.get(`${p.id}/${channelId}`) ?? scripts.get(channelId))?.shift();
   }
 
-  static async answer(step: Step | undefined): Promise<Publication | null> {
+  static async answer(step: Step | undefined, signal?: AbortSignal): Promise<Publication | null> {
     if (step === undefined) throw new Error('the script has no step left for this call');
     if (step === 'hang') return new Promise(() => {});
+    if (step !== null && 'stopsWith' in step)
+      return new Promise((_, reject) => signal!.addEventListener('abort', () => reject(step.stopsWith), { once: true }));
     if (step instanceof Error) throw step;
     return step;
   }
 
-  async publish(p: OutgoingPost, channel: OutgoingChannel, signal?: AbortSignal): Promise<Publication> {
-    this.publishes.push({ postId: p.id, channel, media: p.media, signal });
-    const answer = await ScriptedConnector.answer(ScriptedConnector.next(this.#publish, p, channel.id));
+  async publish(p: OutgoingPost, channel: OutgoingChannel, signal?: AbortSignal, prepared?: string): Promise<Publication> {
+    this.publishes.push({ postId: p.id, channel, media: p.media, signal, prepared });
+    const answer = await ScriptedConnector.answer(ScriptedConnector.next(this.#publish, p, channel.id), signal);
     if (answer === null) throw new Error('publish cannot answer none');
     return answer;
   }
@@ -891,6 +901,36 @@ test("group commit: the writes of a round's posts share statements, and each is 
   } finally {
     await counted.close();
   }
+});
+
+test('a call given up while the network still prepares the post (PublishNotReady) is pending, not unconfirmed: the next attempt goes on from what was prepared; one that stops otherwise is unconfirmed', async () => {
+  const clock = new FixedClock(NOW);
+  await schedule(['post_reel', 'post_stops'], { workspace: 2, channels: ['ch_2_linkedin'] });
+  const connector = new ScriptedConnector()
+    .onPublish('post_reel/ch_2_linkedin', {
+      stopsWith: new PublishNotReady('Instagram is still processing the reel', 'ig-container:42:1', 30_000),
+    })
+    .onPublish('post_reel/ch_2_linkedin', { externalId: 'ig_reel', url: 'https://instagram.example/p/reel' })
+    .onPublish('post_stops/ch_2_linkedin', { stopsWith: new Error('aborted mid-request') });
+  const publisher = publisherWith(clock, connector, { publishTimeoutMs: 50, settleMs: SETTLE });
+  await publisher.runOnce();
+  const reel = (await deliveries('post_reel'))[0]!;
+  assert.equal(reel.status, 'pending', 'nothing was published: not unconfirmed');
+  assert.equal(reel.failure_kind, 'processing');
+  assert.equal(reel.platform_message, 'Instagram is still processing the reel');
+  assert.equal(reel.prepared, 'ig-container:42:1');
+  assert.equal(reel.attempt_started_at, null);
+  assert.equal((await deliveries('post_stops'))[0]!.status, 'unconfirmed', 'a call that stopped otherwise may have sent');
+  // Its wait (the connector's 30 s) over, the next attempt is given what was prepared.
+  clock.advance(30_000);
+  await publisher.runOnce();
+  assert.deepEqual(
+    connector.publishes.filter((c) => c.postId === 'post_reel').map((c) => c.prepared),
+    [undefined, 'ig-container:42:1'],
+  );
+  const done = (await deliveries('post_reel'))[0]!;
+  assert.deepEqual([done.status, done.external_id, done.prepared], ['published', 'ig_reel', null]);
+  assert.equal((await post('post_reel')).status, 'published');
 });
 
 test('start and stop: the loop publishes what becomes due, and stop waits for its round', async () => {

@@ -13,7 +13,13 @@ import {
   type OutgoingChannel,
   type OutgoingPost,
 } from '../../src/domain/posts/connector.ts';
-import { DeliveryUnconfirmed, LookupAmbiguous, PlatformError, PlatformThrottled } from '../../src/integrations/ad-platform.ts';
+import {
+  DeliveryUnconfirmed,
+  LookupAmbiguous,
+  PlatformError,
+  PlatformThrottled,
+  PublishNotReady,
+} from '../../src/integrations/ad-platform.ts';
 import { createMetaPagesClient, type MetaMedia, type MetaPagesClient } from '../../src/integrations/meta-pages/client.ts';
 import { createMetaPagesConnector } from '../../src/integrations/meta-pages/connector.ts';
 import { startMetaPagesSandbox } from '../../src/integrations/meta-pages/sandbox.ts';
@@ -159,7 +165,7 @@ test('Instagram: an image, a carousel and a reel (polled through IN_PROGRESS) ar
   assert.equal(await client.findInstagramMedia(pageToken, IG, 'menu', since), null);
 });
 
-test('a publication given up (its signal aborted) while the reel container is processing sends no media_publish: nothing published', async () => {
+test('a publication given up (its signal aborted) while the reel container is processing sends no media_publish, says PublishNotReady, and the next attempt waits for the same container', async () => {
   const given = new AbortController();
   const reason = new Error('the publisher gave the call up');
   // The publisher's deadline passes while the client waits between two container polls.
@@ -171,27 +177,45 @@ test('a publication given up (its signal aborted) while the reel container is pr
       given.abort(reason);
     },
   });
-  const before = sandbox.organic.counts()[IG];
+  const before = sandbox.organic.counts()[IG] ?? 0;
   const asked = sandbox.requests.length;
-  await assert.rejects(
-    c.publishInstagram(
-      pageToken,
-      IG,
-      { caption: 'Given up', media: [{ kind: 'video', url: 'https://hub.example/media/v.mp4' }] },
-      given.signal,
-    ),
-    (error: unknown) => error === reason,
-  );
+  const reel = { caption: 'Given up', media: [{ kind: 'video' as const, url: 'https://hub.example/media/v.mp4' }] };
+  sandbox.organic.scenario.slowContainer(IG, 4);
+  let prepared = '';
+  await assert.rejects(c.publishInstagram(pageToken, IG, reel, given.signal), (error: unknown) => {
+    assert.ok(error instanceof PublishNotReady, `PublishNotReady, got ${String(error)}`);
+    prepared = error.prepared;
+    return true;
+  });
   const paths = sandbox.requests.slice(asked).map((r) => `${r.method} ${r.path.replace(/^\/v[\d.]+\//, '')}`);
+  const containerId = paths[2]!.slice(4);
   assert.deepEqual(
     paths,
-    [`GET ${IG}/content_publishing_limit`, `POST ${IG}/media`, `GET ${paths[2]!.slice(4)}`],
+    [`GET ${IG}/content_publishing_limit`, `POST ${IG}/media`, `GET ${containerId}`],
     'no second poll, no media_publish',
   );
+  assert.match(prepared, new RegExp(`^ig-container:${containerId}:\\d+$`));
   assert.equal(sandbox.organic.counts()[IG], before);
   // Given up before it starts: not even the limit is read.
   await assert.rejects(c.publishPage(pageToken, PAGE, { text: 'Too late', media: [] }, given.signal), (error: unknown) => error === reason);
   assert.equal(sandbox.requests.length, asked + 3);
+
+  // The next attempt, given what was prepared: the same container polled to FINISHED, no new one, published once.
+  const resumedAt = sandbox.requests.length;
+  const published = await client.publishInstagram(pageToken, IG, reel, undefined, prepared);
+  const again = sandbox.requests.slice(resumedAt).map((r) => `${r.method} ${r.path.replace(/^\/v[\d.]+\//, '')}`);
+  assert.ok(!again.includes(`POST ${IG}/media`), `no new container: ${again.join(', ')}`);
+  assert.deepEqual(
+    again.filter((p) => p.startsWith('POST')),
+    [`POST ${IG}/media_publish`],
+  );
+  assert.ok(again.filter((p) => p === `GET ${containerId}`).length >= 2, 'the same container polled on');
+  assert.equal(sandbox.organic.counts()[IG], before + 1);
+  assert.equal(sandbox.organic.publications(IG).at(-1)!.id, published.externalId);
+  // Something else given as prepared (not ours, or damaged) is not trusted: a new container.
+  const fresh = sandbox.requests.length;
+  await client.publishInstagram(pageToken, IG, { caption: 'Fresh', media: [img(9)] }, undefined, 'ig-container:../../x:1');
+  assert.ok(sandbox.requests.slice(fresh).some((r) => r.method === 'POST' && r.path.endsWith(`${IG}/media`)));
 });
 
 test('Instagram containers: ERROR is rejected with the platform words, EXPIRED a platform error, endless IN_PROGRESS gives up on schedule; nothing published', async () => {

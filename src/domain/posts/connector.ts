@@ -18,6 +18,11 @@ export { DeliveryUnconfirmed } from '../../integrations/ad-platform.ts';
  * `not_confirmed`; never taken as published nor sent again on a guess.
  */
 export { LookupAmbiguous } from '../../integrations/ad-platform.ts';
+/**
+ * The call was given up while the network was still preparing the post, before anything was
+ * sent: the delivery is pending again, and its next attempt goes on from what was prepared.
+ */
+export { PublishNotReady } from '../../integrations/ad-platform.ts';
 // What a network's connector takes and gives: declared with the integrations, which cannot import the domain.
 export type { Connector, OutgoingChannel, OutgoingMedia, OutgoingPost, Publication } from '../../integrations/channel-platform.ts';
 

@@ -88,6 +88,8 @@ export interface OpenDelivery {
   checks: number;
   /** Sends after the first so far (PUBLISH_MAX_RETRIES bounds them). */
   retries: number;
+  /** What the network prepared for this attempt when the last was given up (PublishNotReady); null: nothing. */
+  prepared: string | null;
   platform: SocialPlatform;
   name: string;
   handle: string | null;
@@ -126,6 +128,7 @@ export async function loadWork(db: Db, ids: string[]): Promise<ClaimedPost[]> {
     attempt_started_at: Date | null;
     checks: number;
     retries: number;
+    prepared: string | null;
     platform: SocialPlatform;
     name: string;
     handle: string | null;
@@ -137,7 +140,7 @@ export async function loadWork(db: Db, ids: string[]): Promise<ClaimedPost[]> {
     connection_token_sealed: Buffer | null;
     token_expires_at: Date | null;
   }>`
-    SELECT d.post_id, d.channel_id, d.status, d.error, d.attempt_started_at, d.checks, d.retries,
+    SELECT d.post_id, d.channel_id, d.status, d.error, d.attempt_started_at, d.checks, d.retries, d.prepared,
            c.platform, c.name, c.handle, c.connected, c.external_id, c.connection_id,
            cc.id IS NOT NULL AS connection_found, c.token_sealed AS channel_token_sealed,
            cc.token_sealed AS connection_token_sealed,
@@ -157,6 +160,7 @@ export async function loadWork(db: Db, ids: string[]): Promise<ClaimedPost[]> {
       attemptStartedAt: d.attempt_started_at,
       checks: d.checks,
       retries: d.retries,
+      prepared: d.prepared,
       platform: d.platform,
       name: d.name,
       handle: d.handle,
@@ -214,7 +218,7 @@ const claimHolds = (postId: string, claim: Claim) =>
 
 /** The mark of a delivery as `publishing` (see markPublishing), as a data-modifying statement. */
 const markWrite = (at: DeliveryAt, claim: Claim, attempt: Date, retry = false) => sql`
-    UPDATE post_deliveries SET status = 'publishing', attempt_started_at = ${attempt}, checks = 0, retries = retries + ${retry ? 1 : 0},
+    UPDATE post_deliveries SET status = 'publishing', attempt_started_at = ${attempt}, checks = 0, retries = retries + ${retry ? 1 : 0}, prepared = NULL,
            failure_kind = NULL, platform_message = NULL, platform_code = NULL
      WHERE ${expected(at)}
        AND EXISTS (SELECT 1 FROM posts p WHERE ${claimHolds(at.postId, claim)})`;
@@ -248,7 +252,7 @@ export async function markMany(db: Db, marks: readonly Mark[]): Promise<boolean[
     db,
     sql`
     UPDATE post_deliveries d
-       SET status = 'publishing', attempt_started_at = w.attempt, checks = 0, retries = d.retries + w.retry,
+       SET status = 'publishing', attempt_started_at = w.attempt, checks = 0, retries = d.retries + w.retry, prepared = NULL,
            failure_kind = NULL, platform_message = NULL, platform_code = NULL
       FROM unnest(${marks.map((m) => m.at.postId)}::text[], ${marks.map((m) => m.at.channelId)}::text[],
                   ${marks.map((m) => m.at.status)}::text[], ${marks.map((m) => m.at.attemptStartedAt)}::timestamptz[],
@@ -302,6 +306,17 @@ export const deliveryWrites = {
   unconfirmed: (at: DeliveryAt, kind: string): DeliveryWrite => sql`
     done AS (
       UPDATE post_deliveries SET status = 'unconfirmed', failure_kind = ${kind}, platform_message = NULL
+       WHERE ${expected(at)}
+      RETURNING channel_id
+    )`,
+
+  /**
+   * The call was given up while the network was still preparing the post, before anything was
+   * sent: pending again, with what was prepared for the next attempt (`processing`, the connector's words).
+   */
+  preparing: (at: DeliveryAt, prepared: string, message: string): DeliveryWrite => sql`
+    done AS (
+      UPDATE post_deliveries SET status = 'pending', attempt_started_at = NULL, prepared = ${prepared}, failure_kind = 'processing', platform_message = ${message}
        WHERE ${expected(at)}
       RETURNING channel_id
     )`,
@@ -384,7 +399,7 @@ export async function recordPublishedMany(db: Db, writes: readonly PublishedWrit
        WHERE c.id = l.id
     ), marked AS (
       UPDATE post_deliveries d
-         SET status = 'publishing', attempt_started_at = w.next_attempt, checks = 0,
+         SET status = 'publishing', attempt_started_at = w.next_attempt, checks = 0, prepared = NULL,
              failure_kind = NULL, platform_message = NULL, platform_code = NULL
         FROM w
        WHERE w.next_channel IS NOT NULL AND d.post_id = w.post_id AND d.channel_id = w.next_channel

@@ -20,6 +20,7 @@ import type { MediaUrlSigner } from '../media/media-url.ts';
 import {
   ChannelConnectors,
   DeliveryUnconfirmed,
+  PublishNotReady,
   type Connector,
   type OutgoingChannel,
   type OutgoingPost,
@@ -142,23 +143,38 @@ function clip(text: string): string {
 
 class CallTimeout extends Error {}
 
+/** How long a call given up has to say it stopped before anything was sent (PublishNotReady). */
+const ABORT_GRACE_MS = 1_000;
+
 /**
  * A network call under a deadline: `call` gets a signal that is aborted when `ms` run out, and the
  * result is rejected with CallTimeout then. The connectors honour the signal by sending nothing
- * more (src/integrations/channel-platform.ts), so a call given up is over on our side too.
+ * more (src/integrations/channel-platform.ts), so a call given up is over on our side too. One
+ * that stops while the network is still preparing the post says so (PublishNotReady: nothing was
+ * sent) within ABORT_GRACE_MS, and that is the verdict; anything else after the deadline is CallTimeout.
  */
 function withTimeout<T>(call: (signal: AbortSignal) => Promise<T>, ms: number, limitMs: number): { result: Promise<T>; call: Promise<T> } {
   const abort = new AbortController();
   const running = call(abort.signal);
+  const timeout = new CallTimeout(`the network did not answer within ${limitMs / 1000} s`);
+  let timedOut = false;
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
+  let grace: NodeJS.Timeout | undefined;
+  const result = new Promise<T>((resolve, reject) => {
+    running.then(
+      (value) => (timedOut ? reject(timeout) : resolve(value)),
+      (error: unknown) => reject(timedOut && !(error instanceof PublishNotReady) ? timeout : error),
+    );
     timer = setTimeout(() => {
-      const error = new CallTimeout(`the network did not answer within ${limitMs / 1000} s`);
-      reject(error);
-      abort.abort(error);
+      timedOut = true;
+      abort.abort(timeout);
+      grace = setTimeout(() => reject(timeout), ABORT_GRACE_MS);
     }, ms);
+  }).finally(() => {
+    clearTimeout(timer);
+    clearTimeout(grace);
   });
-  return { result: Promise.race([running, timeout]).finally(() => clearTimeout(timer)), call: running };
+  return { result, call: running };
 }
 
 /**
@@ -292,12 +308,19 @@ export function createPublisher(options: PublisherOptions): Publisher {
     // The deadline counts from the attempt's start (marking it took some of it): nothing of this
     // attempt is sent after attempt + timeout, which the settle delay outlasts.
     const left = Math.max(0, timeoutMs - (clock.now().getTime() - attempt.getTime()));
-    const { result, call } = withTimeout((signal) => target.connector.publish(post, target.channel, signal), left, timeoutMs);
+    const prepared = d.prepared ?? undefined;
+    const { result, call } = withTimeout((signal) => target.connector.publish(post, target.channel, signal, prepared), left, timeoutMs);
     try {
       const publication = await result;
       became(await published(publication), 'published');
       return outcome(null);
     } catch (error) {
+      if (error instanceof PublishNotReady) {
+        // Nothing was published: the network is still preparing the post (a reel's container);
+        // the next attempt goes on from what it prepared.
+        became(await commit(deliveryWrites.preparing(sending, error.prepared, clip(error.message))), 'pending');
+        return outcome(later(Math.max(error.retryAfterMs, 1_000)));
+      }
       if (error instanceof PlatformThrottled) {
         // Nothing was published: throttling waits, it is not a failure.
         became(await commit(deliveryWrites.pending(sending, error.platformMessage ?? error.message)), 'pending');

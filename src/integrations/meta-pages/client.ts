@@ -15,7 +15,7 @@
 // unpublished photos) or are Meta's own error answer, which it documents as temporary ("wait and
 // retry the operation", codes 1 and 2, is_transient).
 import { META_GRAPH_API_VERSION } from '../../policy.ts';
-import { DeliveryUnconfirmed, LookupAmbiguous, PlatformError } from '../ad-platform.ts';
+import { DeliveryUnconfirmed, LookupAmbiguous, PlatformError, PublishNotReady } from '../ad-platform.ts';
 import { createGraphTransport, isObject, type GraphSession, type Json } from '../meta/graph.ts';
 
 export interface MetaPagesClientOptions {
@@ -82,12 +82,17 @@ export interface MetaPagesClient {
    * abandoned): the caller has given the publication up and will look it up instead.
    */
   publishPage(pageToken: string, pageId: string, post: { text: string; media: MetaMedia[] }, signal?: AbortSignal): Promise<Publication>;
-  /** Publishes on the Instagram account; `signal` as for publishPage (no media_publish after it). */
+  /**
+   * Publishes on the Instagram account; `signal` as for publishPage (no media_publish after it).
+   * Given up while the post's container is still IN_PROGRESS, it throws PublishNotReady naming the
+   * container; given that back as `prepared`, it waits for the same container, not a new one.
+   */
   publishInstagram(
     pageToken: string,
     igUserId: string,
     post: { caption: string; media: MetaMedia[] },
     signal?: AbortSignal,
+    prepared?: string,
   ): Promise<Publication>;
   /**
    * The Page's post with exactly this message created at or after `since`, or null. With an empty
@@ -151,6 +156,8 @@ const TOKEN = /^[\x21-\x7e]{1,4096}$/;
 /** Instagram container status_code values (IG Container reference). */
 type ContainerStatus = 'EXPIRED' | 'ERROR' | 'FINISHED' | 'IN_PROGRESS' | 'PUBLISHED';
 const CONTAINER_STATUSES = new Set<string>(['EXPIRED', 'ERROR', 'FINISHED', 'IN_PROGRESS', 'PUBLISHED']);
+/** What an attempt given up while its container was processing leaves for the next: the container and when it was made. */
+const PREPARED_CONTAINER = /^ig-container:(\d{1,32}):(\d{1,15})$/;
 
 export function createMetaPagesClient(options: MetaPagesClientOptions): MetaPagesClient {
   const t = createGraphTransport({
@@ -162,6 +169,7 @@ export function createMetaPagesClient(options: MetaPagesClientOptions): MetaPage
     ...(options.throttleWaitMaxMs !== undefined ? { throttleWaitMaxMs: options.throttleWaitMaxMs } : {}),
   });
   const poll = options.containerPoll ?? DEFAULT_POLL;
+  const now = () => Date.now();
 
   const tokenSession = (token: string, signal?: AbortSignal): GraphSession => {
     if (typeof token !== 'string' || !TOKEN.test(token))
@@ -315,9 +323,12 @@ export function createMetaPagesClient(options: MetaPagesClientOptions): MetaPage
     }
   }
 
-  /** Polls a container until FINISHED (IG Container › status_code), on a bounded doubling schedule. */
-  async function waitForContainer(s: GraphSession, containerId: string, what: string): Promise<void> {
-    for (let waited = 0, next = 0; ; next = next === 0 ? poll.firstMs : Math.min(next * 2, poll.maxDelayMs)) {
+  /**
+   * Polls a container until FINISHED (IG Container › status_code), on a bounded doubling schedule;
+   * `waited`: how long earlier attempts waited for it already (they count towards the bound).
+   */
+  async function waitForContainer(s: GraphSession, containerId: string, what: string, waitedBefore = 0): Promise<void> {
+    for (let waited = waitedBefore, next = 0; ; next = next === 0 ? poll.firstMs : Math.min(next * 2, poll.maxDelayMs)) {
       if (next > 0) {
         if (waited >= poll.totalMs)
           throw new PlatformError('platform_error', `Instagram was still processing ${what} after ${Math.round(poll.totalMs / 1000)} s`);
@@ -353,6 +364,7 @@ export function createMetaPagesClient(options: MetaPagesClientOptions): MetaPage
     igUserId: string,
     post: { caption: string; media: MetaMedia[] },
     signal?: AbortSignal,
+    prepared?: string,
   ): Promise<Publication> {
     checkId(igUserId, 'The Instagram account id');
     checkInstagram(post);
@@ -361,15 +373,38 @@ export function createMetaPagesClient(options: MetaPagesClientOptions): MetaPage
     const what = `the post to Instagram account ${igUserId}`;
     const container = async (params: Record<string, string>, label: string) =>
       idOf(await t.graph(s, label, 'POST', `${igUserId}/media`, params), 'id', label);
+    /**
+     * Waits for the post's own container (the one media_publish takes). A video can take minutes
+     * ("we recommend querying a container's status once per minute, for no more than 5 minutes":
+     * IG User Media › Reels), longer than the publisher's deadline for one call: given up while it
+     * processes, nothing was published, and the next attempt goes on waiting for this container.
+     */
+    const waitForPost = async (id: string, madeAt: number) => {
+      try {
+        await waitForContainer(s, id, what, Math.max(0, now() - madeAt));
+      } catch (error) {
+        if (signal?.aborted)
+          throw new PublishNotReady(
+            `Instagram is still processing ${what}; it is published once ready`,
+            `ig-container:${id}:${madeAt}`,
+            poll.maxDelayMs,
+          );
+        throw error;
+      }
+    };
     let creationId: string;
-    if (post.media.length === 1) {
+    const resumed = prepared === undefined ? null : PREPARED_CONTAINER.exec(prepared);
+    if (resumed) {
+      creationId = resumed[1]!;
+      await waitForPost(creationId, Number(resumed[2]));
+    } else if (post.media.length === 1) {
       const m = post.media[0]!;
       // IG User › Media: an image with image_url; a video is published as a reel (media_type=REELS).
       creationId = await container(
         m.kind === 'image' ? { image_url: m.url, caption: post.caption } : { media_type: 'REELS', video_url: m.url, caption: post.caption },
         `the container of ${what}`,
       );
-      await waitForContainer(s, creationId, what);
+      await waitForPost(creationId, now());
     } else {
       // Carousel: one container per item with is_carousel_item=true, each FINISHED, then the
       // CAROUSEL container naming them as children.
@@ -389,7 +424,7 @@ export function createMetaPagesClient(options: MetaPagesClientOptions): MetaPage
         { media_type: 'CAROUSEL', children: children.join(','), caption: post.caption },
         `the carousel container of ${what}`,
       );
-      await waitForContainer(s, creationId, what);
+      await waitForPost(creationId, now());
     }
     // IG User › Media Publish: POST /{ig-user-id}/media_publish creation_id → {"id": "{ig-media-id}"}.
     let answer: Json;

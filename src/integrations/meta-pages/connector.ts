@@ -28,7 +28,7 @@ export interface OutgoingChannel {
 
 /** src/domain/posts/connector.ts's Connector, structurally. */
 export interface Connector {
-  publish(post: OutgoingPost, channel: OutgoingChannel, signal?: AbortSignal): Promise<Publication>;
+  publish(post: OutgoingPost, channel: OutgoingChannel, signal?: AbortSignal, prepared?: string): Promise<Publication>;
   find(post: OutgoingPost, channel: OutgoingChannel, since: Date, signal?: AbortSignal): Promise<Publication | null>;
 }
 
@@ -57,12 +57,12 @@ export function createMetaPagesConnector(options: MetaPagesConnectorOptions): Me
     });
 
   return {
-    async publish(post: OutgoingPost, channel: OutgoingChannel, signal?: AbortSignal): Promise<Publication> {
+    async publish(post: OutgoingPost, channel: OutgoingChannel, signal?: AbortSignal, prepared?: string): Promise<Publication> {
       const w = way(channel);
       const media = mediaOf(post);
       return w.platform === 'facebook'
         ? client.publishPage(w.token, w.id, { text: post.text, media }, signal)
-        : client.publishInstagram(w.token, w.id, { caption: post.text, media }, signal);
+        : client.publishInstagram(w.token, w.id, { caption: post.text, media }, signal, prepared);
     },
 
     async find(post: OutgoingPost, channel: OutgoingChannel, since: Date, signal?: AbortSignal): Promise<Publication | null> {

@@ -58,6 +58,8 @@ export interface MetaPagesSandbox {
     throttle(channelId: string, ms: number): void;
     /** The next containers of the Instagram account end so (IN_PROGRESS: never finish). */
     containers(igUserId: string, outcomes: ContainerOutcome[]): void;
+    /** The next container of the Instagram account answers IN_PROGRESS to its first `polls` polls (a reel that takes long). */
+    slowContainer(igUserId: string, polls: number): void;
     /** The account's publishing quota: used so far (in the rolling 24 h) and total. */
     quota(igUserId: string, usage: number, total?: number): void;
     /** The next `times` calls on the channel answer this Graph error. */
@@ -114,6 +116,7 @@ export function createMetaPagesSandbox(o: { now?: () => Date; pageSize?: number;
   const hangs = new Map<string, { publish: boolean }[]>();
   const throttles = new Map<string, number>();
   const outcomes = new Map<string, ContainerOutcome[]>();
+  const slow = new Map<string, number[]>();
   const failures = new Map<string, { body: { code: number; message: string }; times: number }[]>();
   const malformed = new Map<string, PagesMalformed[]>();
   const containerOwner = new Map<string, string>();
@@ -476,7 +479,7 @@ export function createMetaPagesSandbox(o: { now?: () => Date; pageSize?: number;
           id,
           outcome,
           polls: 0,
-          processing: video ? 2 : 0,
+          processing: slow.get(ig.id)?.shift() ?? (video ? 2 : 0),
           caption,
           media: urls,
           children,
@@ -657,6 +660,9 @@ export function createMetaPagesSandbox(o: { now?: () => Date; pageSize?: number;
         case 'pages.containers':
           scenario.containers(text('channelId'), (Array.isArray(command.outcomes) ? command.outcomes : []) as ContainerOutcome[]);
           return { ok: true };
+        case 'pages.slow_container':
+          scenario.slowContainer(text('channelId'), Number(command.polls));
+          return { ok: true };
         case 'pages.quota':
           scenario.quota(text('channelId'), Number(command.usage), typeof command.total === 'number' ? command.total : undefined);
           return { ok: true };
@@ -708,6 +714,11 @@ export function createMetaPagesSandbox(o: { now?: () => Date; pageSize?: number;
         if (!['FINISHED', 'ERROR', 'EXPIRED', 'IN_PROGRESS'].includes(x)) throw new Error(`unknown container outcome ${x}`);
       outcomes.set(igUserId, [...(outcomes.get(igUserId) ?? []), ...list]);
     },
+    slowContainer: (igUserId, polls) => {
+      if (!igs.has(igUserId) || !Number.isSafeInteger(polls) || polls < 0)
+        throw new Error('slowContainer takes a sandbox Instagram account and a number of polls ≥ 0');
+      slow.set(igUserId, [...(slow.get(igUserId) ?? []), polls]);
+    },
     quota: (igUserId, used, total) => {
       const ig = igs.get(igUserId);
       if (!ig || !(used >= 0)) throw new Error('quota takes a sandbox Instagram account and a usage ≥ 0');
@@ -725,7 +736,7 @@ export function createMetaPagesSandbox(o: { now?: () => Date; pageSize?: number;
       malformed.set(channelId, [...(malformed.get(channelId) ?? []), kind]);
     },
     reset: () => {
-      for (const map of [expired, rejections, hangs, throttles, outcomes, failures, malformed]) map.clear();
+      for (const map of [expired, rejections, hangs, throttles, outcomes, slow, failures, malformed]) map.clear();
       for (const ig of igs.values()) {
         ig.quotaUsage = 0;
         ig.quotaTotal = 50;

@@ -28,7 +28,7 @@ const DeliverySchema = Type.Object({
   deliveredAt: Nullable(Type.String({ format: 'date-time' }), 'When the channel was published to (or failed).'),
   failureKind: Nullable(
     Type.String(),
-    'Why it failed: needs_reconnect, missing_permission, invalid_request, platform_error, bad_answer, unreachable, not_confirmed (the publication could not be looked up: check the channel), publisher_stopped; or why it waits: throttled, platform_error or unreachable (pending: sent again after the wait), no_answer or publisher_stopped (unconfirmed).',
+    'Why it failed: needs_reconnect, missing_permission, invalid_request, platform_error, bad_answer, unreachable, not_confirmed (the publication could not be looked up: check the channel), publisher_stopped; or why it waits: throttled, processing (Instagram still processing the media: the next attempt waits for it), platform_error or unreachable (pending: sent again after the wait), no_answer or publisher_stopped (unconfirmed).',
   ),
   platformMessage: Nullable(Type.String(), 'The network’s own words about the failure or the wait.'),
   url: Nullable(Type.String(), 'The publication’s public address, when the network gives one.'),
