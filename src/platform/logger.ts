@@ -259,10 +259,11 @@ export class RequestLogger {
 /**
  * Fastify's childLoggerFactory for a pino logger: each request's logger is a RequestLogger, made
  * into a pino child on its first written line. A logger that cannot say which levels it writes
- * gets its children at once, as Fastify's own factory makes them.
+ * gets its children at once, as Fastify's own factory makes them; so does a request whose route
+ * or plugin sets its own logLevel, since the parent's level no longer says which lines it writes.
  */
 export function requestLoggers(logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger {
   const parent = logger as unknown as Logger;
-  if (typeof parent.isLevelEnabled !== 'function') return logger.child(bindings, options);
+  if (typeof parent.isLevelEnabled !== 'function' || options.level !== undefined) return logger.child(bindings, options);
   return new RequestLogger(parent, bindings, options) as unknown as FastifyBaseLogger;
 }

@@ -112,6 +112,17 @@ test("a request's logger writes what pino's child would, byte for byte, and beco
   }
 });
 
+test("a request whose route sets its own logLevel writes the lines of that level, as pino's child would", () => {
+  const parent = capture('json', 'info');
+  const log = requestLoggers(parent.logger, { reqId: 'r-2' }, { level: 'debug' });
+  assert.equal(log.level, 'debug');
+  log.debug({ at: 'debug' }, 'written at the route level');
+  assert.match(parent.text, /"reqId":"r-2".*"msg":"written at the route level"/);
+  const quieter = requestLoggers(parent.logger, { reqId: 'r-3' }, { level: 'warn' });
+  quieter.info('not written above the route level');
+  assert.doesNotMatch(parent.text, /not written/);
+});
+
 test('the format: LOG_FORMAT when set, else pretty on a terminal and JSON otherwise', () => {
   assert.equal(chooseLogFormat(undefined, true), 'pretty');
   assert.equal(chooseLogFormat(undefined, false), 'json');
