@@ -20,7 +20,7 @@ import { traceRequests } from './surfaces/shared/tracing.ts';
 import { systemClock, type Clock } from './platform/clock.ts';
 import { decorateClientAddress } from './platform/client-address.ts';
 import { CursorKey } from './platform/cursor.ts';
-import { chooseLogFormat, createLogger, RequestLogController } from './platform/logger.ts';
+import { chooseLogFormat, createLogger, RequestLogController, requestLoggers } from './platform/logger.ts';
 import { MemoryRateLimiter, type RateLimiter } from './platform/rate-limit.ts';
 import { Sealer, type SecretsKey } from './platform/sealing.ts';
 import { createMetaPagesClient } from './integrations/meta-pages/client.ts';
@@ -222,6 +222,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         }),
     // One line per request, written on response (method, path, status, time, request id).
     logController: new RequestLogController(),
+    // Each request's logger (its request id bound) made on its first written line (RequestLogger).
+    ...(deps.logger === false ? {} : { childLoggerFactory: requestLoggers }),
     genReqId: () => randomUUID(),
     requestIdHeader: false,
     // Query strings like ?a=1&a=2 become arrays and then fail validation, as they should.
@@ -257,9 +259,17 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   fastify.addHook('onRoute', (route) => routeMethods.add(route.url, route.method));
   // OAuth endpoints hand the raw request to oidc-provider, which answers in OAuth's own shape.
   const oauthBase = oauthRoutes(deps.config).token.replace(/token$/, '');
-  fastify.addHook('preValidation', async (request) => {
+  // Hooks that every request runs are plain callbacks, not async functions: an async hook costs a
+  // promise and a turn of the microtask queue per request, more than the little work each does.
+  fastify.addHook('preValidation', (request, _reply, done) => {
     const url = request.routeOptions.url ?? '';
-    if (!url.startsWith(oauthBase) && !url.startsWith('/.well-known/oauth-authorization-server')) checkInbound(request);
+    try {
+      if (!url.startsWith(oauthBase) && !url.startsWith('/.well-known/oauth-authorization-server')) checkInbound(request);
+    } catch (error) {
+      done(error as Error);
+      return;
+    }
+    done();
   });
 
   const usage = new UsageRecorder(deps.db, {
@@ -274,8 +284,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     onLimiterError: (error) => fastify.log.warn({ err: error }, 'rate limiter unavailable; request allowed'),
   });
 
-  fastify.addHook('onRequest', async (request, reply) => {
+  fastify.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
   // JSON and CSV answers go compressed when the client accepts it (br, gzip, zstd): one hook, every route.
   compressResponses(fastify);

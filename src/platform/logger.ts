@@ -1,5 +1,5 @@
-import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
-import pino, { type Logger, type LoggerOptions } from 'pino';
+import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
+import pino, { type Bindings, type ChildLoggerOptions, type Logger, type LoggerOptions } from 'pino';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -160,6 +160,8 @@ export class RequestLogController extends LogController {
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    // A line that would not be written is not built (LOG_LEVEL=warn: every request that went well).
+    if (!error && reply.statusCode < 500 && !levelEnabled(reply.log, 'info')) return;
     logRequest(
       reply.log,
       {
@@ -173,4 +175,95 @@ export class RequestLogController extends LogController {
       error,
     );
   }
+}
+
+/** Whether `log` writes lines of `level` (a logger that cannot say is taken to write them). */
+function levelEnabled(log: FastifyBaseLogger, level: string): boolean {
+  const ask = (log as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled;
+  return typeof ask === 'function' ? ask.call(log, level) : true;
+}
+
+type LevelName = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+
+/**
+ * A request's logger, made on first use. Fastify gives every request a child logger with its
+ * request id bound; making a pino child costs more than a cheap request's own work (its bindings
+ * serialised, its level methods rebuilt), yet most requests write no line at the configured level
+ * (every 304 at LOG_LEVEL=warn). This one asks the parent whether a level is on, and makes the
+ * child only for a line that is written: the same lines, with the same request id.
+ */
+export class RequestLogger {
+  readonly #parent: Logger;
+  readonly #bindings: Bindings;
+  readonly #options: ChildLoggerOptions;
+  #child: Logger | undefined;
+
+  constructor(parent: Logger, bindings: Bindings, options: ChildLoggerOptions) {
+    this.#parent = parent;
+    this.#bindings = bindings;
+    this.#options = options;
+  }
+
+  get level(): string {
+    return (this.#child ?? this.#parent).level;
+  }
+
+  set level(level: string) {
+    this.#made().level = level;
+  }
+
+  isLevelEnabled(level: string): boolean {
+    return (this.#child ?? this.#parent).isLevelEnabled(level);
+  }
+
+  fatal(...args: unknown[]): void {
+    this.#write('fatal', args);
+  }
+  error(...args: unknown[]): void {
+    this.#write('error', args);
+  }
+  warn(...args: unknown[]): void {
+    this.#write('warn', args);
+  }
+  info(...args: unknown[]): void {
+    this.#write('info', args);
+  }
+  debug(...args: unknown[]): void {
+    this.#write('debug', args);
+  }
+  trace(...args: unknown[]): void {
+    this.#write('trace', args);
+  }
+  silent(): void {}
+
+  child(bindings: Bindings, options?: ChildLoggerOptions): Logger {
+    return this.#made().child(bindings, options);
+  }
+
+  /** The child's own bindings (the request id): pino's bindings() of the child it stands for. */
+  bindings(): Bindings {
+    return this.#child ? this.#child.bindings() : { ...this.#parent.bindings(), ...this.#bindings };
+  }
+
+  #write(level: LevelName, args: unknown[]): void {
+    if (this.#child === undefined && !this.#parent.isLevelEnabled(level)) return;
+    (this.#made()[level] as (...a: unknown[]) => void)(...args);
+  }
+
+  #made(): Logger {
+    this.#child ??= this.#parent.child(this.#bindings, this.#options);
+    return this.#child;
+  }
+}
+
+/**
+ * Fastify's childLoggerFactory for a pino logger: each request's logger is a RequestLogger, made
+ * into a pino child on its first written line. A logger that cannot say which levels it writes
+ * gets its children at once, as Fastify's own factory makes them; so does a request whose route
+ * or plugin sets its own logLevel, since the parent's level no longer says which lines it writes.
+ */
+export function requestLoggers(logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger {
+  const parent = logger as unknown as Logger;
+  if (typeof parent.isLevelEnabled !== 'function' || options.level !== undefined) return logger.child(bindings, options);
+  return new RequestLogger(parent, bindings, options) as unknown as FastifyBaseLogger;
 }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { redactUrl } from '../../src/config.ts';
-import { chooseLogFormat, createLogger, formatPretty, redactQuery, type LogFormat } from '../../src/platform/logger.ts';
+import { chooseLogFormat, createLogger, formatPretty, redactQuery, requestLoggers, type LogFormat } from '../../src/platform/logger.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 
 /** A logger as the server makes it, writing to `text` instead of stdout. */
@@ -75,6 +75,52 @@ test('a request object in a log line (Fastify logs one with a failed response) s
     assert.match(log.text, /\/embed\/spend\?token=\[redacted\]/, format);
     for (const secret of SECRETS) assert.ok(!log.text.includes(secret), `${format}: ${secret}`);
   }
+});
+
+test("a request's logger writes what pino's child would, byte for byte, and becomes one only for a line that is written", () => {
+  const withoutTime = (text: string) => text.replace(/"time":\d+/g, '"time":0');
+  for (const level of ['info', 'warn'] as const) {
+    const eager = capture('json', level);
+    const lazy = capture('json', level);
+    let made = 0;
+    const parent = lazy.logger;
+    // Counts the children made of the parent itself (pino's children inherit this method).
+    const child = parent.child;
+    parent.child = function (this: typeof parent, ...args: Parameters<typeof child>) {
+      if (this === parent) made++;
+      return child.apply(this, args);
+    } as typeof parent.child;
+    const a = eager.logger.child({ reqId: 'r-1' }, {});
+    const b = requestLoggers(parent, { reqId: 'r-1' }, {});
+    assert.equal(b.level, level);
+    for (const log of [a, b]) {
+      log.debug({ at: 'debug' }, 'never written');
+      log.info({ method: 'GET', url: '/v1/hub', statusCode: 304 }, 'request');
+    }
+    // At warn nothing was written: no child was made. At info the request line made one.
+    assert.equal(made, level === 'info' ? 1 : 0, level);
+    assert.equal(withoutTime(lazy.text), withoutTime(eager.text), level);
+    for (const log of [a, b]) {
+      log.warn({ headers: { authorization: 'Bearer SECRET-BEARER' } }, 'a warning');
+      log.child({ component: 'x' }).error(new Error('failed'), 'an error');
+    }
+    assert.equal(made, 1, 'made once, then reused');
+    assert.equal(withoutTime(lazy.text), withoutTime(eager.text), level);
+    assert.match(lazy.text, /"reqId":"r-1".*"msg":"a warning"/);
+    assert.match(lazy.text, /"reqId":"r-1","component":"x".*"msg":"an error"/);
+    assert.ok(!lazy.text.includes('SECRET-BEARER'));
+  }
+});
+
+test("a request whose route sets its own logLevel writes the lines of that level, as pino's child would", () => {
+  const parent = capture('json', 'info');
+  const log = requestLoggers(parent.logger, { reqId: 'r-2' }, { level: 'debug' });
+  assert.equal(log.level, 'debug');
+  log.debug({ at: 'debug' }, 'written at the route level');
+  assert.match(parent.text, /"reqId":"r-2".*"msg":"written at the route level"/);
+  const quieter = requestLoggers(parent.logger, { reqId: 'r-3' }, { level: 'warn' });
+  quieter.info('not written above the route level');
+  assert.doesNotMatch(parent.text, /not written/);
 });
 
 test('the format: LOG_FORMAT when set, else pretty on a terminal and JSON otherwise', () => {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { queryPrepared, type Db } from '../../db/database.ts';
+import { fixedStatement, queryPrepared, type Db } from '../../db/database.ts';
 import { after, type Position } from '../keyset.ts';
 import { addDays, type DateRange } from '../periods.ts';
 import type { HubCatalog, HubCatalogCache } from './hub-catalog.ts';
@@ -246,12 +246,13 @@ export interface OptInSummaryVersion {
   readAt: Date;
 }
 
+const SUMMARY_VERSION = fixedStatement(`
+    SELECT h.opt_in_summary_version::text AS version, h.opt_ins_changed_at AS changed_at, statement_timestamp() AS read_at
+      FROM hubs h WHERE h.id = $1`);
+
 /** The hub's summary version alone: one row by primary key, what a conditional request is compared with. */
 export async function readOptInSummaryVersion(db: Db, hubId: string): Promise<OptInSummaryVersion> {
-  const query = sql<{ version: string; changed_at: Date; read_at: Date }>`
-    SELECT h.opt_in_summary_version::text AS version, h.opt_ins_changed_at AS changed_at, statement_timestamp() AS read_at
-      FROM hubs h WHERE h.id = ${hubId}`.compile(db.kysely);
-  const [row] = await queryPrepared(db, query);
+  const [row] = await queryPrepared<{ version: string; changed_at: Date; read_at: Date }>(db, SUMMARY_VERSION(hubId));
   if (!row) throw new Error(`hub ${hubId} does not exist`);
   return { version: row.version, changedAt: row.changed_at, readAt: row.read_at };
 }

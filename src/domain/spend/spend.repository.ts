@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { queryPrepared, type Db } from '../../db/database.ts';
+import { fixedStatement, queryPrepared, type Db } from '../../db/database.ts';
 import { visibleFields } from '../opt-ins/opt-in.repository.ts';
 import type { DateRange, PeriodRanges } from '../periods.ts';
 import type { AdAccountStatus, AdAccountSync } from './spend.ts';
@@ -10,6 +10,11 @@ export interface SpendState {
   accounts: AdAccountSync[];
 }
 
+const SPEND_STATE = fixedStatement(`
+    SELECT h.report_version, a.sync_state, a.last_synced_at
+      FROM hubs h LEFT JOIN ad_accounts a ON a.hub_id = h.id AND a.disconnected_at IS NULL
+     WHERE h.id = $1`);
+
 /**
  * What the report is built from besides the sums: one small indexed read, on every request (and
  * all a conditional request needs). Prepared: a Hub API key's verdict rides along with it. A
@@ -17,11 +22,10 @@ export interface SpendState {
  * toward freshness and asOf.
  */
 export async function readSpendState(db: Db, hubId: string): Promise<SpendState> {
-  const query = sql<{ report_version: string; sync_state: AdAccountSync['syncState'] | null; last_synced_at: Date | null }>`
-    SELECT h.report_version, a.sync_state, a.last_synced_at
-      FROM hubs h LEFT JOIN ad_accounts a ON a.hub_id = h.id AND a.disconnected_at IS NULL
-     WHERE h.id = ${hubId}`.compile(db.kysely);
-  const rows = await queryPrepared(db, query);
+  const rows = await queryPrepared<{ report_version: string; sync_state: AdAccountSync['syncState'] | null; last_synced_at: Date | null }>(
+    db,
+    SPEND_STATE(hubId),
+  );
   return {
     reportVersion: rows[0]?.report_version ?? '0',
     accounts: rows.filter((r) => r.sync_state !== null).map((r) => ({ syncState: r.sync_state!, lastSyncedAt: r.last_synced_at })),

@@ -132,8 +132,9 @@ export async function hubApiPlugin(app: FastifyInstance, deps: HubApiDeps): Prom
 
   // Every response is about one hub's private data: never kept by a cache, unless it carries a
   // validator (then `private, no-cache, must-revalidate`: only the caller's own cache, revalidating every time).
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+    done(null, payload);
   });
 
   serveDocument(app, '/openapi.json', hubOpenApi(deps.config, deps.version));

@@ -175,7 +175,8 @@ export class ResponseCompression {
     return { cacheHits: this.#cacheHits, cacheFills: this.#cacheFills, cachedBodies: this.#cache.size };
   }
 
-  async onSend(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
+  /** The payload to send: at once, or (a body compressed whole) a promise of it. */
+  onSend(request: FastifyRequest, reply: FastifyReply, payload: unknown): unknown {
     // A 304 has no type but must say the Vary its 200 would (RFC 9110 §15.4.5); ours are all of JSON reads.
     if (reply.statusCode !== 304 && !isCompressible(reply.getHeader('content-type'))) return payload;
     reply.header('vary', varyWithAcceptEncoding(reply.getHeader('vary')));
@@ -212,6 +213,10 @@ export class ResponseCompression {
       });
       return compressor;
     }
+    return this.#compressWhole(reply, payload, coding, cacheKey);
+  }
+
+  async #compressWhole(reply: FastifyReply, payload: unknown, coding: ContentCoding, cacheKey: string | undefined): Promise<Buffer> {
     const body =
       payload instanceof Readable ? await collect(payload) : typeof payload === 'string' ? Buffer.from(payload) : (payload as Buffer);
     const compressed = await compressBuffer(body, coding);
@@ -259,6 +264,18 @@ declare module 'fastify' {
 export function compressResponses(app: FastifyInstance): ResponseCompression {
   const compression = new ResponseCompression();
   app.decorate('responseCompression', compression);
-  app.addHook('onSend', (request, reply, payload) => compression.onSend(request, reply, payload));
+  // A plain callback: most responses (every 304) need no compression and go on at once, without
+  // the promise and microtask an async hook costs every request.
+  app.addHook('onSend', (request, reply, payload, done) => {
+    let sent: unknown;
+    try {
+      sent = compression.onSend(request, reply, payload);
+    } catch (error) {
+      done(error as Error);
+      return;
+    }
+    if (sent instanceof Promise) sent.then((body: unknown) => done(null, body), done);
+    else done(null, sent);
+  });
   return compression;
 }

@@ -16,15 +16,19 @@ import { HEADERS_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS, MAX_CONNECTIONS, REQUEST_BOD
 export function closeAfterUnreadBody(fastify: FastifyInstance): void {
   // Fastify's replies (every route, the error handler, 404/405): said in the answer, `Connection:
   // close`, so the client does not reuse the socket; Node then ends it after the response.
-  fastify.addHook('onSend', async (request, reply) => {
+  // (Plain callbacks: every request runs them, and an async hook costs a promise and a microtask.)
+  fastify.addHook('onSend', (request, reply, payload, done) => {
     if (bodyUnread(request.raw)) reply.header('connection', 'close');
+    done(null, payload);
   });
   // Replies Fastify does not send (oidc-provider's, behind reply.hijack()): ended after the response.
-  fastify.addHook('onRequest', async (request, reply) => {
-    if (!announcesBody(request.raw)) return;
-    reply.raw.once('finish', () => {
-      if (bodyUnread(request.raw)) endConnection(request.raw);
-    });
+  fastify.addHook('onRequest', (request, reply, done) => {
+    if (announcesBody(request.raw)) {
+      reply.raw.once('finish', () => {
+        if (bodyUnread(request.raw)) endConnection(request.raw);
+      });
+    }
+    done();
   });
 }
 
@@ -120,11 +124,13 @@ export function limitSlowClients(fastify: FastifyInstance, limits: ConnectionLim
     silent.unref();
     socket.once('close', () => clearTimeout(silent));
   });
-  fastify.addHook('onRequest', async (request, reply) => {
+  fastify.addHook('onRequest', (request, reply, done) => {
     const raw = request.raw;
-    if (raw.headers['content-length'] === undefined && raw.headers['transfer-encoding'] === undefined) return;
-    armBodyDeadline(raw, reply.raw, Date.now(), limits.bodyTimeoutMs, limits.uploadTimeoutMs);
-    reply.raw.once('close', () => clearTimeout(bodyDeadlines.get(raw)?.timer));
+    if (raw.headers['content-length'] !== undefined || raw.headers['transfer-encoding'] !== undefined) {
+      armBodyDeadline(raw, reply.raw, Date.now(), limits.bodyTimeoutMs, limits.uploadTimeoutMs);
+      reply.raw.once('close', () => clearTimeout(bodyDeadlines.get(raw)?.timer));
+    }
+    done();
   });
 }
 
