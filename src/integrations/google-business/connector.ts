@@ -1,6 +1,7 @@
 // Publishing to a Google Business Profile location (accounts.locations.localPosts). The API takes
-// no idempotency key, so a create that went out without an answer, or whose answer is a temporary
-// failure that does not say the post was not made (client.ts: NoAnswer), is DeliveryUnconfirmed and
+// no idempotency key, so a create that went out without an answer, whose answer is a temporary
+// failure that does not say the post was not made, or a 200 whose body cannot be read (cut off, not
+// the post: Google made it all the same) (client.ts: NoAnswer), is DeliveryUnconfirmed and
 // the publisher reconciles it with `find`: the location's local posts, matched by their summary
 // (exactly the post's text) and created at or after the attempt began. A `platform_error` or
 // `unreachable` this connector throws comes before the create was sent (the token refresh, a
