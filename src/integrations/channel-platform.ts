@@ -84,3 +84,43 @@ export interface Connector {
   publish(post: OutgoingPost, channel: OutgoingChannel, signal?: AbortSignal, prepared?: string): Promise<Publication>;
   find(post: OutgoingPost, channel: OutgoingChannel, since: Date, signal?: AbortSignal): Promise<Publication | null>;
 }
+
+/** What a network's pre-send rules read of a post: its text and its media's kind and type. */
+export interface PostToCheck {
+  text: string;
+  /** `contentType` unknown (undefined): the rules on a media's type are not checked. */
+  media: { kind: 'image' | 'video'; contentType?: string }[];
+}
+
+/** One documented rule of a network that a post breaks. */
+export interface RuleBroken {
+  /** What breaks it: the post's text, or its media (`mediaIndex`: the first item that does, when one item does). */
+  part: 'text' | 'media';
+  mediaIndex?: number;
+  /** The rule and how the post breaks it, in words: "An Instagram caption has at most 30 hashtags (this one has 31)". */
+  message: string;
+}
+
+/**
+ * A network's rules for a post, as it documents them: declared once, with the network's client
+ * (src/integrations/<network>/rules.ts), and checked twice with the same code: when a post is made
+ * (src/domain/posts/post.ts, so a post scheduled for next week is refused now, not when it is due)
+ * and by the connector before it sends anything (a post made before a rule changed, or imported).
+ */
+export interface NetworkPostRules {
+  /** The network as a person names it: "Instagram". */
+  network: string;
+  /** The longest text it takes, in characters (Unicode code points, as every limit here counts them). */
+  maxTextChars: number;
+  /** A post needs an image or a video. */
+  needsMedia: boolean;
+  /** Every rule the post breaks, in the order they are checked; empty: the network would take it. */
+  broken(post: PostToCheck): RuleBroken[];
+}
+
+/** Characters as the networks' limits count them (and as the post's own text limits do): code points, not UTF-16 units. */
+export const characters = (text: string): number => {
+  let n = 0;
+  for (const _ of text) n++;
+  return n;
+};

@@ -163,6 +163,27 @@ test('a create that went out without an answer is unconfirmed; the lookup finds 
   assert.equal(await connector.find(post('Another text'), channel(), since), null);
 });
 
+test('a create answered 200 with a body cut off (the connection drops mid-body, or the JSON stops half-way) is unconfirmed, and the lookup finds the post', async () => {
+  const connector = createGoogleBusinessConnector(clientFor());
+  for (const kind of ['dropped', 'truncated'] as const) {
+    const text = `Half an answer (${kind})`;
+    const since = new Date(nowMs - 1000);
+    const posted = sandbox.posts(LOCATION).length;
+    sandbox.scenario.cutAnswerAfterPost(LOCATION, kind);
+    const error = await rejection(connector.publish(post(text), channel()));
+    // Not a failure: Google made the post, and a failed delivery would be scheduled again by a person.
+    assert.ok(error instanceof DeliveryUnconfirmed, `${kind}: ${String(error)}`);
+    assert.match(error.message, /\(HTTP 200\): the post was made/, kind);
+    assert.equal(sandbox.posts(LOCATION).length, posted + 1, kind);
+    const found = await connector.find(post(text), channel(), since);
+    assert.equal(found?.externalId, sandbox.posts(LOCATION).at(-1)!.name, kind);
+  }
+  // The same cut-off answer to a read stays a bad answer: nothing was made.
+  sandbox.scenario.malformed(LOCATION, 'slow');
+  const read = await rejection(clientFor({ timeoutMs: 300 }).reviewPage(refreshToken, LOCATION, null));
+  assert.ok(read instanceof PlatformError && read.kind === 'bad_answer', String(read));
+});
+
 test('a temporary failure answered to the create may hide a made post: unconfirmed, not a retryable error; a refused connection is unreachable', async () => {
   const connector = createGoogleBusinessConnector(clientFor());
   const posted = sandbox.posts(LOCATION).length;

@@ -369,6 +369,30 @@ test('a publishing call written but unanswered (hang, cut off, HTML after publis
   }
 });
 
+test('a publishing call answered 200 whose body is cut off or unreadable is DeliveryUnconfirmed (Meta made the post), on Pages and Instagram', async () => {
+  const since = new Date(nowMs);
+  for (const kind of ['dropped', 'truncated', 'bad_error'] as const) {
+    const before = sandbox.organic.counts()[PAGE]!;
+    sandbox.organic.scenario.malformed(PAGE, kind);
+    await assert.rejects(client.publishPage(pageToken, PAGE, { text: `cut, ${kind}`, media: [] }), DeliveryUnconfirmed, kind);
+    assert.equal(sandbox.organic.counts()[PAGE], before + 1, kind);
+    assert.ok(await client.findPagePost(pageToken, PAGE, `cut, ${kind}`, since), kind);
+  }
+  // Instagram publishes with its last call, media_publish: cut off there, the media exists all the same.
+  for (const kind of ['dropped', 'truncated', 'bad_error'] as const) {
+    const before = sandbox.organic.counts()[IG] ?? 0;
+    sandbox.organic.scenario.malformed(IG, kind, { publishing: true });
+    await assert.rejects(client.publishInstagram(pageToken, IG, { caption: `cut, ${kind}`, media: [img(1)] }), DeliveryUnconfirmed, kind);
+    assert.equal(sandbox.organic.counts()[IG], before + 1, kind);
+    assert.ok(await client.findInstagramMedia(pageToken, IG, `cut, ${kind}`, since), kind);
+  }
+  // A read answered so is a bad answer: nothing was made by it.
+  for (const kind of ['dropped', 'bad_error'] as const) {
+    sandbox.organic.scenario.malformed(PAGE, kind);
+    await expectKind(client.findPagePost(pageToken, PAGE, 'x', since), 'bad_answer');
+  }
+});
+
 test('unreachable before sending: a refused connection is PlatformError unreachable, not unconfirmed', async () => {
   const server = http.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

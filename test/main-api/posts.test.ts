@@ -29,7 +29,13 @@ const stranger = () => caller(db, clock, media.store, principal('hub_b', 'ws_b1'
 
 const chan = (platform: SocialPlatform) => `ch_a1_${platform}`;
 
-async function mediaRow(id: string, workspaceId: string, kind: 'image' | 'video', hubId = 'hub_a') {
+async function mediaRow(
+  id: string,
+  workspaceId: string,
+  kind: 'image' | 'video',
+  hubId = 'hub_a',
+  contentType: 'image/jpeg' | 'image/png' | 'video/mp4' = kind === 'image' ? 'image/jpeg' : 'video/mp4',
+) {
   await db.kysely
     .insertInto('media_assets')
     .values({
@@ -37,8 +43,8 @@ async function mediaRow(id: string, workspaceId: string, kind: 'image' | 'video'
       hub_id: hubId,
       workspace_id: workspaceId,
       kind,
-      content_type: kind === 'image' ? 'image/png' : 'video/mp4',
-      filename: `${id}.${kind === 'image' ? 'png' : 'mp4'}`,
+      content_type: contentType,
+      filename: `${id}.${contentType.split('/')[1]}`,
       byte_size: 1000,
       width: 10,
       height: 10,
@@ -78,6 +84,7 @@ before(async () => {
   for (const id of images(11)) await mediaRow(id, 'ws_a1', 'image');
   await mediaRow('vid_1', 'ws_a1', 'video');
   await mediaRow('vid_2', 'ws_a1', 'video');
+  await mediaRow('png_1', 'ws_a1', 'image', 'hub_a', 'image/png');
   await mediaRow('img_a2', 'ws_a2', 'image');
   await mediaRow('img_b1', 'ws_b1', 'image', 'hub_b');
 });
@@ -157,6 +164,74 @@ describe('media rules', () => {
     assert.equal(
       (await refused(call('create_post', member(), scheduled({ channelIds: [chan('instagram'), chan('tiktok')] })))).mediaIds,
       'must hold an image or a video: instagram and tiktok posts cannot be text only',
+    );
+  });
+});
+
+describe('the networks’ own rules, checked when the post is made, not when it is due', () => {
+  const postCount = async () => Number((await sql<{ n: string }>`SELECT count(*) AS n FROM posts`.execute(db.kysely)).rows[0]!.n);
+  const list = (n: number, make: (i: number) => string) => Array.from({ length: n }, (_, i) => make(i)).join(' ');
+
+  test('Instagram: JPEG images only, named by the media, the channel and the rule; a Page takes the PNG', async () => {
+    const before = await postCount();
+    const issues = await refused(
+      call('create_post', member(), scheduled({ channelIds: [chan('facebook'), chan('instagram')], mediaIds: ['img_1', 'png_1'] })),
+    );
+    assert.deepEqual(issues, {
+      'mediaIds.1':
+        'Instagram channel ch_a1_instagram (instagram ch_a1_instagram) cannot take it: Instagram takes JPEG images only (this post has image/png): attach the image as a JPEG',
+    });
+    assert.equal(await postCount(), before, 'nothing was written');
+    await call('create_post', member(), scheduled({ channelIds: [chan('facebook')], mediaIds: ['png_1'] }));
+  });
+
+  test('Instagram: at most 30 hashtags and 20 @ mentions in a caption; at the limits the post is made', async () => {
+    const ig = (text: string) => scheduled({ text, channelIds: [chan('instagram')], mediaIds: ['img_1'] });
+    assert.deepEqual(await refused(call('create_post', member(), ig(list(31, (i) => `#tag${i}`)))), {
+      text: 'Instagram channel ch_a1_instagram (instagram ch_a1_instagram) cannot take it: An Instagram caption has at most 30 hashtags (this one has 31)',
+    });
+    assert.match(
+      (await refused(call('create_post', member(), ig(list(21, (i) => `@friend${i}`))))).text!,
+      /^Instagram channel ch_a1_instagram .* cannot take it: An Instagram caption has at most 20 @ mentions \(this one has 21\)$/,
+    );
+    await call('create_post', member(), ig(`${list(30, (i) => `#tag${i}`)} ${list(20, (i) => `@friend${i}`)}`));
+    // The same hashtags go to a Facebook Page, which sets no such rule.
+    await call('create_post', member(), scheduled({ text: list(31, (i) => `#tag${i}`) }));
+  });
+
+  test('Business Profile takes photos, not video; drafts are checked as well', async () => {
+    for (const status of ['scheduled', 'draft'] as const) {
+      const issues = await refused(
+        call('create_post', member(), scheduled({ status, channelIds: [chan('google_business')], mediaIds: ['vid_1'] })),
+      );
+      assert.deepEqual(issues, {
+        'mediaIds.0':
+          'Google Business Profile channel ch_a1_google_business (google_business ch_a1_google_business) cannot take it: Google Business Profile posts take photos, not video',
+      });
+    }
+    await call('create_post', member(), scheduled({ channelIds: [chan('google_business')], mediaIds: ['img_1'] }));
+  });
+
+  test('one rule broken on several channels is one issue naming them all; the post’s own rules come first', async () => {
+    await channel(db, 'hub_a', 'ws_a1', 'ch_a1_instagram_2', 'instagram');
+    const issues = await refused(
+      call(
+        'create_post',
+        member(),
+        scheduled({ channelIds: [chan('instagram'), 'ch_a1_instagram_2', chan('google_business')], mediaIds: ['png_1'] }),
+      ),
+    );
+    assert.deepEqual(issues, {
+      'mediaIds.0':
+        'Instagram channels ch_a1_instagram (instagram ch_a1_instagram), ch_a1_instagram_2 (instagram ch_a1_instagram_2) cannot take it: Instagram takes JPEG images only (this post has image/png): attach the image as a JPEG',
+    });
+    // A caption over the length names the length only (one issue per field): its hashtags come up once it is shorter.
+    const long = `${list(31, (i) => `#t${i}`)} ${'a'.repeat(2200)}`;
+    assert.deepEqual(
+      Object.values(
+        await refused(call('create_post', member(), scheduled({ text: long, channelIds: [chan('instagram')], mediaIds: ['img_1'] }))),
+      ),
+      [`is ${[...long].length.toLocaleString('en-US')} characters; instagram allows 2,200`],
     );
   });
 });

@@ -444,6 +444,20 @@ describe('an MCP client that knows only the URL', () => {
     assert.deepEqual(row, { workspace_id: 'w2', hub_id: 'h1', created_by: adaId });
     const dataUrl = await call('add_media', { workspaceId: 'w1', base64: `data:image/png;base64,${png(2, 2).toString('base64')}` });
     assert.equal(dataUrl.width, 2);
+    // A post its network would refuse is refused when it is made, not when it is due: Instagram takes no PNG.
+    const postsBeforeRefusal = (await call('list_posts')).data.length;
+    assert.match(
+      await callError(client, 'create_post', {
+        workspaceId: 'w1',
+        text: 'The new menu',
+        channelIds: ['ch_ig'],
+        mediaIds: [dataUrl._id],
+        status: 'scheduled',
+        scheduledAt,
+      }),
+      /^invalid_request: .*mediaIds\.0: Instagram channel ch_ig \(Denver IG\) cannot take it: Instagram takes JPEG images only \(this post has image\/png\)/,
+    );
+    assert.equal((await call('list_posts')).data.length, postsBeforeRefusal, 'nothing was written');
     // Both were added at the same (fixed) instant, so they are ordered by id.
     assert.deepEqual(
       (await call('list_media')).data.map((m: any) => m._id),

@@ -86,7 +86,8 @@ before(async () => {
     .insertInto('social_channels')
     .values([
       { id: 'ch_fb', hub_id: HUB, workspace_id: 'ws_a', platform: 'facebook', name: 'Brewline Downtown', handle: null },
-      { id: 'ch_ig', hub_id: HUB, workspace_id: 'ws_a', platform: 'instagram', name: 'brewline.downtown', handle: '@brewline.downtown' },
+      // Named as a Meta sign-in names an Instagram channel: the account's @username, its handle the username.
+      { id: 'ch_ig', hub_id: HUB, workspace_id: 'ws_a', platform: 'instagram', name: '@brewline.downtown', handle: 'brewline.downtown' },
       { id: 'ch_gbp', hub_id: HUB, workspace_id: 'ws_b', platform: 'google_business', name: 'Brewline Uptown', handle: null },
       { id: 'ch_li', hub_id: HUB, workspace_id: 'ws_b', platform: 'linkedin', name: 'Brewline on LinkedIn', handle: null },
       { id: 'ch_x', hub_id: HUB, workspace_id: 'ws_c', platform: 'x', name: 'Brewline X', handle: '@brewline' },
@@ -247,11 +248,16 @@ test('the Channels page: each channel’s state in words, the network’s own, t
   assert.match(row('ch_li'), /data-state="sandbox"/);
   assert.match(row('ch_li'), /1 post sent without an answer yet/);
   assert.match(row('ch_x'), /Last publish<\/dt><dd>none yet/);
+  // A handle is shown once: beside a name that is another one, not beside the name it already is.
+  assert.equal(row('ch_ig').match(/brewline\.downtown/g)?.length, 1, row('ch_ig'));
+  assert.match(row('ch_ig'), /<strong>@brewline\.downtown<\/strong><br>/);
+  assert.match(row('ch_x'), /<strong>Brewline X<\/strong> <small>@brewline<\/small>/);
   assert.ok(html.indexOf('data-channel="ch_ig"') < html.indexOf('data-channel="ch_fb"'), 'the ones needing attention first');
   // Business Profile's page says itself whether Google OAuth is set up; Meta's action needs the Meta app.
+  // The card says what connecting does: the locations, for posts and reviews.
   assert.match(
     html,
-    /<div id="connect-google-business" data-connect-action><a class="button primary" href="[^"]*\/settings\/channels\/google">Google Business Profile<\/a>/,
+    /<div id="connect-google-business" data-connect-action><a class="button primary" href="[^"]*\/settings\/channels\/google">Connect Google Business Profile locations<\/a><br><small>Posts go to the Business Profile of each location you choose; its Google reviews feed the review summaries\.<\/small>/,
   );
   assert.doesNotMatch(html, /data-no-connect/);
   assert.doesNotMatch(html, /page-token|user-token/);

@@ -1,5 +1,6 @@
 import type { AdPlatform, MediaContentType, SocialPlatform } from '../../db/schema.ts';
 import { utcDate } from '../periods.ts';
+import { NETWORK_RULES } from '../posts/platform-rules.ts';
 
 // The demo's content: social channels, a media library, posts in every status, and 60 days of
 // organic, paid and Google review figures, so every main API endpoint shows real numbers. Drawn
@@ -140,7 +141,7 @@ export function contentRecords(dice: Dice, now: number, locations: DemoLocation[
 
   // A media library for the first location of each hub (the demo member's workspace first).
   const firsts = locations.filter((l, i) => i === 0 || locations[i - 1]!.hubId !== l.hubId);
-  const mediaByWorkspace = new Map<string, { id: string; video: boolean }[]>();
+  const mediaByWorkspace = new Map<string, { id: string; video: boolean; contentType: string }[]>();
   for (const location of firsts) {
     const library = location === firsts[0] ? MEDIA : MEDIA.filter((_, i) => i % 3 === 0);
     const assets = library.map((m, i) => {
@@ -159,7 +160,7 @@ export function contentRecords(dice: Dice, now: number, locations: DemoLocation[
         sha256: hex(dice, 64),
         createdAt: new Date(now - dice.int(20, 90) * DAY).toISOString(),
       });
-      return { id, video };
+      return { id, video, contentType: m.contentType };
     });
     mediaByWorkspace.set(location.workspaceId, assets);
   }
@@ -196,11 +197,23 @@ export function contentRecords(dice: Dice, now: number, locations: DemoLocation[
               targets.some((c) => c.platform === 'x') ? 3 : 4,
             ).map((m) => m.id);
     }
-    const channelIds = (
-      needsMedia && mediaIds.length === 0 ? targets.filter((c) => c.platform !== 'instagram' && c.platform !== 'tiktok') : targets
-    ).map((c) => c.id);
+    const reachable =
+      needsMedia && mediaIds.length === 0 ? targets.filter((c) => c.platform !== 'instagram' && c.platform !== 'tiktok') : targets;
     const id = `post_demo_${String(n + 1).padStart(3, '0')}`;
     const text = dice.pick(TEXTS);
+    // A post hubops will send goes only to the channels whose network takes it, as the API insists
+    // (Instagram takes JPEG images only, Business Profile no video): the demo's PNG, WebP, GIF and
+    // video go to the others.
+    const media = mediaIds.map((mediaId) => library.find((m) => m.id === mediaId)!);
+    const toCheck = {
+      text,
+      media: media.map((m) => ({ kind: m.video ? ('video' as const) : ('image' as const), contentType: m.contentType })),
+    };
+    const channelIds = (
+      status === 'draft' || status === 'scheduled'
+        ? reachable.filter((c) => (NETWORK_RULES[c.platform]?.broken(toCheck).length ?? 0) === 0)
+        : reachable
+    ).map((c) => c.id);
     if (channelIds.length === 0 && status !== 'draft') return;
     const at = (offset: number) => new Date(Math.floor((now + offset) / 60_000) * 60_000).toISOString();
     const base = { type: 'post', id, workspaceId: location.workspaceId, text, channelIds, mediaIds };

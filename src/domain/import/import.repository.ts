@@ -29,6 +29,8 @@ export interface StoredRow {
   platform?: SocialPlatform;
   connected?: boolean;
   mediaKind?: MediaKind;
+  /** Media: its type, which a network's rules may refuse (Instagram takes JPEG images only). */
+  contentType?: string;
   /** Ad accounts: connected to its platform now or before (spend derived from the platform's rows). */
   synced?: boolean;
 }
@@ -73,7 +75,7 @@ const STORED_BY_ID: Record<Kind, (trx: Trx, ids: Set<string>) => Promise<({ id: 
   media: (trx, ids) =>
     trx
       .selectFrom('media_assets')
-      .select(['id', 'hub_id as hubId', 'workspace_id as workspaceId', 'kind as mediaKind'])
+      .select(['id', 'hub_id as hubId', 'workspace_id as workspaceId', 'kind as mediaKind', 'content_type as contentType'])
       .where('id', '=', any(ids))
       .execute(),
   post: (trx, ids) => trx.selectFrom('posts').select('id').where('id', '=', any(ids)).execute(),

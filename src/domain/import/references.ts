@@ -251,7 +251,12 @@ class ReferenceCheck {
         break;
       case 'media':
         this.#inWorkspace(item);
-        this.#define(item, 'media', { hubId: item.hubId, workspaceId: item.workspaceId, mediaKind: kindOf(item.contentType) });
+        this.#define(item, 'media', {
+          hubId: item.hubId,
+          workspaceId: item.workspaceId,
+          mediaKind: kindOf(item.contentType),
+          contentType: item.contentType,
+        });
         break;
       case 'post':
         this.#inWorkspace(item);
@@ -302,7 +307,9 @@ class ReferenceCheck {
 
   /**
    * Channels and media must be the post's workspace's; then the post rules apply as in the API
-   * (as a draft: an imported scheduled post may be due already and is then published at once).
+   * (as a draft: an imported scheduled post may be due already and is then published at once). The
+   * networks' own rules apply to the posts hubops will send (drafts and scheduled ones), not to
+   * the record of a post published or failed elsewhere.
    */
   #checkPost(item: RecordOf<'post'>): void {
     const resolve = (field: 'channelIds' | 'mediaIds', kind: 'channel' | 'media', ids: string[]) => {
@@ -327,8 +334,9 @@ class ReferenceCheck {
     const problems = postProblems(
       { ...item, status: 'draft', scheduledAt: null, publishNow: false },
       new Map([...channels].map(([id, c]) => [id, { platform: c.platform!, connected: c.connected! }])),
-      new Map([...media].map(([id, m]) => [id, { kind: m.mediaKind! }])),
+      new Map([...media].map(([id, m]) => [id, { kind: m.mediaKind!, contentType: m.contentType }])),
       new Date(),
+      { networkRules: item.status === 'draft' || item.status === 'scheduled' },
     );
     for (const problem of problems) this.#fail(item, problem.field, problem.message);
   }

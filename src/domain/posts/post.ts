@@ -1,30 +1,21 @@
 import type { DeliveryStatus, PostStatus, SocialPlatform } from '../../db/schema.ts';
+import { characters } from '../../integrations/channel-platform.ts';
 import type { Issue } from '../../platform/errors.ts';
 import type { Channel } from '../channels/channel.ts';
 import type { MediaAsset } from '../media/media.ts';
+import { MAX_IMAGES_ON, NEEDS_MEDIA, NETWORK_RULES, TEXT_LIMITS } from './platform-rules.ts';
+
+export { TEXT_LIMITS } from './platform-rules.ts';
 
 export const POST_STATUSES: readonly PostStatus[] = ['draft', 'scheduled', 'publishing', 'published', 'failed'];
 /** What a new post can be: kept as a draft, or scheduled (for a time, or for now). */
 export const NEW_POST_STATUSES = ['draft', 'scheduled'] as const;
 
-/** Post text limits per platform, in characters (Unicode code points). */
-export const TEXT_LIMITS: Record<SocialPlatform, number> = {
-  instagram: 2_200,
-  facebook: 63_206,
-  linkedin: 3_000,
-  x: 280,
-  tiktok: 2_200,
-  google_business: 1_500,
-};
 export const MAX_TEXT_LENGTH = Math.max(...Object.values(TEXT_LIMITS));
 export const MAX_IMAGES = 10;
 export const MAX_CHANNELS = 20;
 /** How far ahead a post can be scheduled. */
 const MAX_SCHEDULE_AHEAD_MS = 366 * 24 * 60 * 60 * 1000;
-
-// Platforms that cannot carry a text-only post, and X's smaller image limit.
-const NEEDS_MEDIA: ReadonlySet<SocialPlatform> = new Set(['instagram', 'tiktok']);
-const MAX_IMAGES_ON: Partial<Record<SocialPlatform, number>> = { x: 4 };
 
 export interface Delivery {
   channelId: string;
@@ -61,12 +52,6 @@ export interface Post {
   updatedAt: string;
 }
 
-function textLength(text: string): number {
-  let n = 0;
-  for (const _ of text) n++;
-  return n;
-}
-
 export interface PostDraft {
   workspaceId: string;
   text: string;
@@ -79,16 +64,24 @@ export interface PostDraft {
   mediaIds: string[];
 }
 
+/** What the rules read of a target channel: its platform and state, and its name to say which one breaks a rule. */
+export type ChannelToCheck = Pick<Channel, 'platform' | 'connected'> & { name?: string };
+/** What the rules read of a media asset; without its type (an import), the networks' rules on types are left to the connector. */
+export type MediaToCheck = Pick<MediaAsset, 'kind'> & { contentType?: string };
+
 /**
  * Every reason the post cannot be saved, one issue per field (all reported at once). `channels`
  * and `media` are those of the post's workspace among the ids it names; an id missing from them
- * is in another workspace or hub, or does not exist (the same words either way).
+ * is in another workspace or hub, or does not exist (the same words either way). `networkRules:
+ * false` leaves out the networks' further rules (image types, hashtags, …; their text limits and
+ * need of media still apply): for an imported record of a post published elsewhere, never sent.
  */
 export function postProblems(
   post: PostDraft,
-  channels: Map<string, Pick<Channel, 'platform' | 'connected'>>,
-  media: Map<string, Pick<MediaAsset, 'kind'>>,
+  channels: Map<string, ChannelToCheck>,
+  media: Map<string, MediaToCheck>,
   now: Date,
+  o: { networkRules?: boolean } = {},
 ): Issue[] {
   const issues: Issue[] = [];
 
@@ -104,7 +97,7 @@ export function postProblems(
   const attached = post.mediaIds.flatMap((id) => media.get(id) ?? []);
   const platforms = [...new Set(targets.map((c) => c.platform))];
 
-  const length = textLength(post.text);
+  const length = characters(post.text);
   const over = platforms.filter((p) => length > TEXT_LIMITS[p]);
   if (over.length > 0) {
     const limits = over.map((p) => `${p} allows ${TEXT_LIMITS[p].toLocaleString('en-US')}`).join(', ');
@@ -128,6 +121,8 @@ export function postProblems(
   } else if (unknownMedia < 0 && attached.length === 0 && needsMedia.length > 0) {
     issues.push({ field: 'mediaIds', message: `must hold an image or a video: ${needsMedia.join(' and ')} posts cannot be text only` });
   }
+  if (unknownMedia < 0 && o.networkRules !== false)
+    issues.push(...networkIssues(post, channels, attached, new Set(issues.map((i) => i.field))));
 
   if (post.status === 'scheduled') {
     if (post.channelIds.length === 0) issues.push({ field: 'channelIds', message: 'must name at least one channel to schedule a post' });
@@ -152,4 +147,35 @@ export function postProblems(
     }
   }
   return issues;
+}
+
+/**
+ * The networks' own rules (platform-rules.ts) the post breaks on its target channels, each naming
+ * the channel, the network and the rule: "Instagram channel ch_1 (Brewline Denver) cannot take
+ * it: An Instagram caption has at most 30 hashtags (this one has 31)". A field the post's own rules
+ * already refused (`taken`: a text over the limit, too many images) keeps that one issue.
+ */
+function networkIssues(post: PostDraft, channels: Map<string, ChannelToCheck>, attached: MediaToCheck[], taken: Set<string>): Issue[] {
+  // field → the rule's words → the network and the channels it refuses the post for
+  const found = new Map<string, Map<string, { network: string; names: string[] }>>();
+  const toCheck = { text: post.text, media: attached.map((m) => ({ kind: m.kind, contentType: m.contentType })) };
+  for (const id of new Set(post.channelIds)) {
+    const channel = channels.get(id);
+    const rules = channel && NETWORK_RULES[channel.platform];
+    if (!rules) continue;
+    for (const broken of rules.broken(toCheck)) {
+      const field = broken.part === 'text' ? 'text' : broken.mediaIndex === undefined ? 'mediaIds' : `mediaIds.${broken.mediaIndex}`;
+      if (taken.has(field)) continue;
+      if (!found.has(field)) found.set(field, new Map());
+      const refusals = found.get(field)!;
+      if (!refusals.has(broken.message)) refusals.set(broken.message, { network: rules.network, names: [] });
+      refusals.get(broken.message)!.names.push(channel.name ? `${id} (${channel.name})` : id);
+    }
+  }
+  return [...found].map(([field, refusals]) => ({
+    field,
+    message: [...refusals]
+      .map(([words, { network, names }]) => `${network} channel${names.length > 1 ? 's' : ''} ${names.join(', ')} cannot take it: ${words}`)
+      .join('; '),
+  }));
 }

@@ -20,6 +20,7 @@ import {
   SHORT_QUOTA_WAIT_MS,
   type Session,
   TOKEN_TEXT,
+  UnreadAnswer,
 } from '../google/transport.ts';
 import { RETRY_INFO_TYPE, durationMs } from '../google-ads/wire.ts';
 
@@ -141,9 +142,19 @@ export function createGoogleBusinessClient(options: GoogleBusinessClientOptions)
       : error;
 
   /**
+   * A 2xx answered to a request that creates something says it was done ("200 OK: the request
+   * succeeded", whatever its body): when the body cannot be read (cut off mid-way, not JSON, not
+   * the created thing) the thing exists all the same, and only a lookup can say which it is. So
+   * it is NoAnswer, never a failure that would leave a made post recorded as not made.
+   */
+  const doneUnread = (why: string, status?: number): NoAnswer =>
+    new NoAnswer(`${why}${status === undefined ? '' : ` (HTTP ${status})`}: the post was made, but the answer does not say which it is`);
+  const succeeded = (status: number) => status >= 200 && status < 300;
+
+  /**
    * One call under the token and quota rules: the answer's JSON object, or PlatformError /
    * PlatformThrottled. `creates`: the request makes something (a local post), so a temporary
-   * failure in its answer is NoAnswer.
+   * failure in its answer, or a success whose body cannot be read, is NoAnswer.
    */
   async function call(s: Session, what: string, method: 'GET' | 'POST', url: URL, body?: unknown, creates = false): Promise<Json> {
     let fresh = false;
@@ -151,7 +162,17 @@ export function createGoogleBusinessClient(options: GoogleBusinessClientOptions)
       const token = await accessToken(s, fresh);
       const headers: Record<string, string> = { authorization: `Bearer ${token}` };
       if (body !== undefined) headers['content-type'] = 'application/json';
-      const answer = await send(s, who, what, method, url, headers, body === undefined ? undefined : JSON.stringify(body));
+      let answer;
+      try {
+        answer = await send(s, who, what, method, url, headers, body === undefined ? undefined : JSON.stringify(body));
+      } catch (error) {
+        // The status came and the body broke off: a success, or a server error, may hide a made post.
+        if (creates && error instanceof UnreadAnswer && (succeeded(error.status) || error.status >= 500))
+          throw succeeded(error.status)
+            ? doneUnread(error.message, error.status)
+            : new NoAnswer(`${error.message} (HTTP ${error.status}): the post may have been made`);
+        throw error;
+      }
       const json = parseJson(answer);
       if (isObject(json) && isObject(json.error)) {
         const failure = readFailure(json.error, answer.status, what, s);
@@ -171,6 +192,11 @@ export function createGoogleBusinessClient(options: GoogleBusinessClientOptions)
         await waitOrThrottle(s, ms, `${who} asks to slow down for ${what}`, undefined);
         continue;
       }
+      if (creates && succeeded(answer.status) && !isObject(json))
+        throw doneUnread(
+          `${who} answered ${what} with ${json === undefined ? 'a body that is not JSON' : 'JSON that is not an object'}`,
+          answer.status,
+        );
       if (answer.status < 200 || answer.status >= 300 || json === undefined) {
         const error = statusOnly(answer, who, what, 'needs_reconnect');
         if (error.kind === 'needs_reconnect' && !fresh) {
@@ -300,7 +326,8 @@ export function createGoogleBusinessClient(options: GoogleBusinessClientOptions)
     /**
      * accounts.locations.localPosts.create: a STANDARD post (topicType is required). The answer is
      * the LocalPost; its `state` says whether Google took it (a 200 with REJECTED is a refusal). A
-     * create sent whole without an answer, or answered with a temporary failure, is NoAnswer.
+     * create sent whole without an answer, answered with a temporary failure, or answered 200 with
+     * a body that is cut off or not the post, is NoAnswer.
      */
     async createLocalPost(refreshToken: string, location: string, post: NewLocalPost, signal?: AbortSignal): Promise<LocalPost> {
       const s = session(refreshToken, signal);
@@ -318,7 +345,13 @@ export function createGoogleBusinessClient(options: GoogleBusinessClientOptions)
         },
         true,
       );
-      return parseLocalPost(json, what, location);
+      try {
+        return parseLocalPost(json, what, location);
+      } catch (error) {
+        // `call` returned, so Google answered 2xx: the post exists, whatever the body says of it.
+        if (error instanceof PlatformError) throw doneUnread(error.message);
+        throw error;
+      }
     },
 
     /** The first of the location's local posts that `match` takes (accounts.locations.localPosts.list). */

@@ -1,6 +1,7 @@
 // Publishing to a Google Business Profile location (accounts.locations.localPosts). The API takes
-// no idempotency key, so a create that went out without an answer, or whose answer is a temporary
-// failure that does not say the post was not made (client.ts: NoAnswer), is DeliveryUnconfirmed and
+// no idempotency key, so a create that went out without an answer, whose answer is a temporary
+// failure that does not say the post was not made, or a 200 whose body cannot be read (cut off, not
+// the post: Google made it all the same) (client.ts: NoAnswer), is DeliveryUnconfirmed and
 // the publisher reconciles it with `find`: the location's local posts, matched by their summary
 // (exactly the post's text) and created at or after the attempt began. A `platform_error` or
 // `unreachable` this connector throws comes before the create was sent (the token refresh, a
@@ -9,35 +10,7 @@ import { DeliveryUnconfirmed, PlatformError } from '../ad-platform.ts';
 import type { Connector, OutgoingChannel, OutgoingPost, Publication } from '../channel-platform.ts';
 import { NoAnswer } from '../google/transport.ts';
 import { type GoogleBusinessClient, LOCATION_NAME } from './client.ts';
-
-/**
- * A local post's summary holds at most 1,500 characters: the description limit of a post in the
- * Business Profile (Business Profile Help, "Create & manage posts",
- * https://support.google.com/business/answer/7342169; 1,500 characters since 2018, when Google
- * replaced the 100–300 word rule). Surprising for an API: the LocalPost reference's `summary`
- * states no length, yet a longer one is refused with INVALID_ARGUMENT.
- */
-export const GOOGLE_BUSINESS_SUMMARY_MAX = 1500;
-/**
- * Photos per local post we send. Google documents no count (LocalPost.media is a list, "sourceUrl
- * is the only supported data field"); 10 is the post's own limit here (src/domain/posts/post.ts
- * MAX_IMAGES), so no post that could be scheduled is refused for its photos alone.
- */
-export const GOOGLE_BUSINESS_PHOTOS_MAX = 10;
-
-/**
- * Why Business Profile would refuse this post, before anything is sent (null: it would take it):
- * local posts carry photos, not video, and a summary of at most 1,500 characters.
- */
-export function googleBusinessRefusal(post: { text: string; media: { kind: string }[] }): string | null {
-  if (post.media.some((m) => m.kind === 'video')) return 'Google Business Profile posts take photos, not video';
-  if ([...post.text].length > GOOGLE_BUSINESS_SUMMARY_MAX)
-    return `Google Business Profile posts hold at most ${GOOGLE_BUSINESS_SUMMARY_MAX} characters (this one has ${[...post.text].length})`;
-  if (post.text.trim() === '' && post.media.length === 0) return 'a Google Business Profile post needs text or a photo';
-  if (post.media.length > GOOGLE_BUSINESS_PHOTOS_MAX)
-    return `Google Business Profile posts take at most ${GOOGLE_BUSINESS_PHOTOS_MAX} photos`;
-  return null;
-}
+import { GOOGLE_BUSINESS_POST_RULES } from './rules.ts';
 
 function target(channel: OutgoingChannel): { location: string; refreshToken: string } {
   if (channel.externalId === null || !LOCATION_NAME.test(channel.externalId) || !channel.secret)
@@ -51,7 +24,8 @@ function target(channel: OutgoingChannel): { location: string; refreshToken: str
 export function createGoogleBusinessConnector(client: GoogleBusinessClient): Connector {
   return {
     async publish(post: OutgoingPost, channel: OutgoingChannel, signal?: AbortSignal): Promise<Publication> {
-      const refusal = googleBusinessRefusal(post);
+      // Refused before anything is sent: what Business Profile refuses (./rules.ts).
+      const refusal = GOOGLE_BUSINESS_POST_RULES.broken(post)[0]?.message;
       if (refusal) throw new PlatformError('invalid_request', refusal, { platformMessage: refusal });
       const { location, refreshToken } = target(channel);
       const photoUrls = post.media.map((m) => m.url).filter((url): url is string => url !== null);

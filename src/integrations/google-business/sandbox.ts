@@ -4,8 +4,9 @@
 // Information's locations, and v4's localPosts (create answers LIVE, or PROCESSING / REJECTED
 // when a scenario says so) and reviews (pageSize ≤ 50, updateTime desc, nextPageToken). Reviews
 // are generated from a seed, so the same sandbox serves the same reviews. A scenario control (in
-// JS, and POST /__sandbox/scenario) expires tokens, rejects posts, hangs a call, throttles
-// (429 RESOURCE_EXHAUSTED with a RetryInfo) and plays an unapproved project (429 at quota 0).
+// JS, and POST /__sandbox/scenario) expires tokens, rejects posts, hangs a call, cuts off the
+// answer to a post it made, throttles (429 RESOURCE_EXHAUSTED with a RetryInfo) and plays an
+// unapproved project (429 at quota 0).
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -57,6 +58,12 @@ export interface GoogleBusinessSandbox {
     postState(location: string, state: 'REJECTED' | 'PROCESSING', times?: number): void;
     /** The next create on the location is made, then never answered (the connection hangs). */
     hangAfterPost(location: string): void;
+    /**
+     * The next create on the location is made and answered 200, but the answer is cut off:
+     * `dropped`, the connection closes mid-body (the headers promised more); `truncated`, the body
+     * ends half-way through the JSON (whole as HTTP goes, but not the post).
+     */
+    cutAnswerAfterPost(location: string, kind?: 'dropped' | 'truncated'): void;
     /** Every call answers 429 RESOURCE_EXHAUSTED with a retryDelay until `ms` from now. */
     throttle(ms: number): void;
     /** Every call answers 429 with the quota limit 0: the project is not approved. */
@@ -131,6 +138,7 @@ export async function startGoogleBusinessSandbox(
   const codes = new Map<string, { redirectUri: string; expiresAt: number; refreshToken: boolean }>();
   const postStates = new Map<string, { state: 'REJECTED' | 'PROCESSING'; times: number }>();
   const hangs = new Set<string>();
+  const cuts = new Map<string, 'dropped' | 'truncated'>();
   const malformed = new Map<string, string>();
   const hanging = new Set<http.ServerResponse>();
   let throttledUntil = 0;
@@ -448,9 +456,23 @@ export async function startGoogleBusinessSandbox(
         hanging.add(res);
         return;
       }
+      const cut = cuts.get(location);
+      if (cut) {
+        cuts.delete(location);
+        return cutAnswer(res, Buffer.from(JSON.stringify(wirePost(location, post))), cut);
+      }
       return send(res, 200, wirePost(location, post));
     }
     throw rpc(404, 'NOT_FOUND', 'Requested entity was not found.');
+  }
+
+  /** A 200 with the first half of `body`: then the connection drops, or the answer just ends there. */
+  function cutAnswer(res: http.ServerResponse, body: Buffer, kind: 'dropped' | 'truncated'): void {
+    const half = body.subarray(0, Math.floor(body.length / 2));
+    if (kind === 'truncated') return send(res, 200, half.toString());
+    res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8', 'content-length': body.length });
+    // Once the half is written out, the connection goes: the client has the status and part of the body.
+    res.write(half, () => res.destroy());
   }
 
   const wirePost = (location: string, p: SandboxLocalPost) => ({
@@ -473,6 +495,7 @@ export async function startGoogleBusinessSandbox(
     },
     postState: (location, state, times = 1) => void postStates.set(location, { state, times }),
     hangAfterPost: (location) => void hangs.add(location),
+    cutAnswerAfterPost: (location, kind = 'dropped') => void cuts.set(location, kind),
     throttle: (ms) => {
       throttledUntil = now() + ms;
     },
@@ -506,6 +529,7 @@ export async function startGoogleBusinessSandbox(
       notApproved = false;
       postStates.clear();
       hangs.clear();
+      cuts.clear();
       malformed.clear();
       for (const info of refreshTokens.values()) info.expired = false;
     },
@@ -541,6 +565,9 @@ export async function startGoogleBusinessSandbox(
         case 'hangAfterPost':
           scenario.hangAfterPost(text('location'));
           break;
+        case 'cutAnswerAfterPost':
+          scenario.cutAnswerAfterPost(text('location'), c.kind === 'truncated' ? 'truncated' : 'dropped');
+          break;
         case 'throttle':
           scenario.throttle(Number(c.ms) || 60_000);
           break;
@@ -556,7 +583,7 @@ export async function startGoogleBusinessSandbox(
           break;
         default:
           return send(res, 400, {
-            error: 'actions: expireRefreshToken, postState, hangAfterPost, throttle, notApproved, addReview, reset',
+            error: 'actions: expireRefreshToken, postState, hangAfterPost, cutAnswerAfterPost, throttle, notApproved, addReview, reset',
           });
       }
     } catch (error) {

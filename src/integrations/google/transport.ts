@@ -51,8 +51,21 @@ export const TOKEN_TEXT = /^[\x21-\x7e]{1,4096}$/;
 export type Json = Record<string, unknown>;
 export const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/**
+ * An answer whose status came but whose body could not be read whole (cut off, past the deadline,
+ * over the cap, in an unknown encoding): a `bad_answer` that keeps the status, which still says
+ * what the platform did. A 2xx to a request that creates something means it was created.
+ */
+export class UnreadAnswer extends PlatformError {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super('bad_answer', message);
+    this.status = status;
+  }
+}
+
 /** An answer past the body cap: a spend window that gets one is asked again in halves. */
-export class AnswerTooLarge extends PlatformError {}
+export class AnswerTooLarge extends UnreadAnswer {}
 
 /** One caller's sequence of requests: its refresh token, its abort signal and the quota time it has waited. */
 export interface Session {
@@ -75,8 +88,9 @@ export interface Answer {
 
 /**
  * A POST that went out whole and got no answer (a timeout, a reset), or, for a request that creates
- * something, an answer that does not say whether it was done: the platform may have acted on it. A
- * reader may send it again; a publisher must not (it looks the publication up instead).
+ * something, an answer that does not say whether it was done, or says it was (a 2xx) without a body
+ * that says what was made: the platform may have acted on it. A reader may send it again; a
+ * publisher must not (it looks the publication up instead).
  */
 export class NoAnswer extends PlatformError {
   constructor(message: string, details: { platformMessage?: string; platformCode?: string } = {}) {
@@ -151,6 +165,7 @@ export function createGoogleTransport(options: GoogleTransportOptions) {
     const { signal } = due;
     // node:http rather than fetch, as in the Meta client: plain Buffer chunks, and no redirect is followed.
     let answered = false;
+    let status = 0;
     let written = false;
     const answer = await traceOutbound(
       options.platform,
@@ -171,7 +186,7 @@ export function createGoogleTransport(options: GoogleTransportOptions) {
             { method, headers, signal, agent: agentFor(url) },
             (response) => {
               answered = true;
-              const status = response.statusCode ?? 0;
+              status = response.statusCode ?? 0;
               if (status >= 300 && status < 400)
                 return settle(
                   new PlatformError('bad_answer', `${who} answered ${what} with a redirect (HTTP ${status}); the API never redirects`),
@@ -181,12 +196,12 @@ export function createGoogleTransport(options: GoogleTransportOptions) {
               const json = type === 'application/json';
               const retryAfter = typeof response.headers['retry-after'] === 'string' ? response.headers['retry-after'] : undefined;
               const tooLarge = () =>
-                new AnswerTooLarge('bad_answer', `${possessive(who)} answer to ${what} is larger than ${maxBodyBytes} bytes`);
+                new AnswerTooLarge(status, `${possessive(who)} answer to ${what} is larger than ${maxBodyBytes} bytes`);
               collectBody(response, {
                 maxBodyBytes,
                 signal,
                 tooLarge,
-                unknownEncoding: () => new PlatformError('bad_answer', `${who} answered ${what} in an unknown content encoding`),
+                unknownEncoding: () => new UnreadAnswer(status, `${who} answered ${what} in an unknown content encoding`),
                 settle: (error, body) => settle(error, body && { status, json, retryAfter, ...body }),
               });
             },
@@ -210,8 +225,8 @@ export function createGoogleTransport(options: GoogleTransportOptions) {
           throw new PlatformError('unreachable', `${who} could not be reached for ${what}${typeof code === 'string' ? ` (${code})` : ''}`);
         }
         if (due.timedOut())
-          throw new PlatformError('bad_answer', `${possessive(who)} answer to ${what} did not finish within ${timeoutMs / 1000} s`);
-        throw new PlatformError('bad_answer', `${possessive(who)} answer to ${what} was cut off`);
+          throw new UnreadAnswer(status, `${possessive(who)} answer to ${what} did not finish within ${timeoutMs / 1000} s`);
+        throw new UnreadAnswer(status, `${possessive(who)} answer to ${what} was cut off`);
       })
       .finally(() => due.done());
     return answer;

@@ -17,6 +17,7 @@
 import { META_GRAPH_API_VERSION } from '../../policy.ts';
 import { DeliveryUnconfirmed, LookupAmbiguous, PlatformError, PublishNotReady } from '../ad-platform.ts';
 import { createGraphTransport, isObject, type GraphSession, type Json } from '../meta/graph.ts';
+import { FACEBOOK_POST_RULES, INSTAGRAM_POST_RULES } from './rules.ts';
 
 export interface MetaPagesClientOptions {
   /** META_GRAPH_URL: https://graph.facebook.com, or the sandbox. */
@@ -107,29 +108,6 @@ export interface MetaPagesClient {
 }
 
 /**
- * Instagram's documented rules, checked before anything is sent. The caption: IG User › Media
- * (https://developers.facebook.com/docs/instagram-platform/instagram-graph-api/reference/ig-user/media),
- * parameter `caption`: "Maximum 2200 characters, 30 hashtags, and 20 @ tags."
- */
-export const INSTAGRAM_CAPTION_MAX_CHARS = 2200;
-export const INSTAGRAM_MAX_HASHTAGS = 30;
-export const INSTAGRAM_MAX_MENTIONS = 20;
-/**
- * Surprising, as the Instagram app takes 20 items in a carousel since 2024: the API takes 10.
- * Content Publishing › Carousel posts (https://developers.facebook.com/docs/instagram-platform/content-publishing/):
- * "Carousels are limited to 10 images, videos, or a mix of the two"; IG User › Media, `children`:
- * "An array of up to 10 container IDs".
- */
-export const INSTAGRAM_CAROUSEL_MAX_ITEMS = 10;
-/**
- * Surprising too: PNG, WebP and GIF images, which the media library keeps and Facebook Pages take,
- * are refused. Content Publishing › Limitations
- * (https://developers.facebook.com/docs/instagram-platform/content-publishing/): "JPEG is the only
- * image format supported. Extended JPEG formats such as MPO and JPS are not supported."; IG User ›
- * Media › Image specifications: "Format: JPEG".
- */
-export const INSTAGRAM_IMAGE_TYPES: ReadonlySet<string> = new Set(['image/jpeg']);
-/**
  * The publishing limit when content_publishing_limit's answer has no `config`. Meta's pages
  * disagree: the IG User Content Publishing Limit reference says `quota_total` is "currently 50"
  * (its example answers `"config": {"quota_total": 50, "quota_duration": 86400}`), the Content
@@ -137,11 +115,6 @@ export const INSTAGRAM_IMAGE_TYPES: ReadonlySet<string> = new Set(['image/jpeg']
  * the answer's own quota_total, when present, is the one believed.
  */
 export const INSTAGRAM_DEFAULT_QUOTA = 50;
-/**
- * Facebook Page posts: the Graph API reference of /{page-id}/feed and /photos states no message
- * limit; 63,206 characters is what Facebook itself takes in a post, the largest any network here does.
- */
-export const FACEBOOK_MESSAGE_MAX_CHARS = 63_206;
 /** Pages of a lookup read before giving up (100 posts each): a reconciliation looks at recent posts only. */
 const FIND_MAX_PAGES = 5;
 const FIND_PAGE_SIZE = 100;
@@ -221,12 +194,10 @@ export function createMetaPagesClient(options: MetaPagesClientOptions): MetaPage
     checkId(pageId, 'The Page id');
     const s = tokenSession(pageToken, signal);
     const { text, media } = post;
-    if (text.length > FACEBOOK_MESSAGE_MAX_CHARS)
-      throw new PlatformError('rejected', `A Facebook post has at most ${FACEBOOK_MESSAGE_MAX_CHARS} characters`);
+    // Refused before anything is sent: what Facebook refuses (./rules.ts).
+    const broken = FACEBOOK_POST_RULES.broken(post)[0];
+    if (broken) throw new PlatformError('rejected', broken.message);
     const videos = media.filter((m) => m.kind === 'video');
-    if (videos.length > 0 && media.length > 1)
-      throw new PlatformError('rejected', 'A Facebook Page post carries one video alone, or images only');
-    if (media.length === 0 && text.trim() === '') throw new PlatformError('rejected', 'A Facebook post needs text or media');
     const what = `the post to Page ${pageId}`;
     let postId: string;
     if (media.length === 0) {
@@ -270,36 +241,10 @@ export function createMetaPagesClient(options: MetaPagesClientOptions): MetaPage
     return url ? { externalId: postId, url } : { externalId: postId };
   }
 
-  /** Refuses what Instagram documents it refuses, before anything is sent. */
+  /** Refuses what Instagram documents it refuses (./rules.ts), before anything is sent. */
   function checkInstagram(post: { caption: string; media: MetaMedia[] }): void {
-    if (post.media.length === 0)
-      throw new PlatformError('rejected', 'Instagram publishes images and videos only: a post without media cannot go to Instagram');
-    if (post.media.length > INSTAGRAM_CAROUSEL_MAX_ITEMS)
-      throw new PlatformError(
-        'rejected',
-        `An Instagram carousel published through the API has at most ${INSTAGRAM_CAROUSEL_MAX_ITEMS} images or videos (this post has ${post.media.length})`,
-      );
-    const notJpeg = post.media.find((m) => m.kind === 'image' && m.contentType !== undefined && !INSTAGRAM_IMAGE_TYPES.has(m.contentType));
-    if (notJpeg)
-      throw new PlatformError(
-        'rejected',
-        `Instagram takes JPEG images only (this post has ${notJpeg.contentType}): attach the image as a JPEG`,
-      );
-    const length = [...post.caption].length;
-    if (length > INSTAGRAM_CAPTION_MAX_CHARS)
-      throw new PlatformError(
-        'rejected',
-        `An Instagram caption has at most ${INSTAGRAM_CAPTION_MAX_CHARS} characters (this one has ${length})`,
-      );
-    const hashtags = (post.caption.match(/(^|\s)#[^\s#]+/gu) ?? []).length;
-    if (hashtags > INSTAGRAM_MAX_HASHTAGS)
-      throw new PlatformError('rejected', `An Instagram caption has at most ${INSTAGRAM_MAX_HASHTAGS} hashtags (this one has ${hashtags})`);
-    const mentions = (post.caption.match(/(^|\s)@[\w.]+/gu) ?? []).length;
-    if (mentions > INSTAGRAM_MAX_MENTIONS)
-      throw new PlatformError(
-        'rejected',
-        `An Instagram caption has at most ${INSTAGRAM_MAX_MENTIONS} @ mentions (this one has ${mentions})`,
-      );
+    const broken = INSTAGRAM_POST_RULES.broken({ text: post.caption, media: post.media })[0];
+    if (broken) throw new PlatformError('rejected', broken.message);
   }
 
   /** IG User › Content Publishing Limit: refuses when the rolling 24 h quota is used up. */

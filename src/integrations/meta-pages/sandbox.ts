@@ -35,7 +35,7 @@ export interface SandboxPublication {
 }
 
 export type ContainerOutcome = 'FINISHED' | 'ERROR' | 'EXPIRED' | 'IN_PROGRESS';
-const MALFORMED = ['html', 'wrong_types', 'truncated', 'redirect', 'huge', 'slow'] as const;
+const MALFORMED = ['html', 'wrong_types', 'truncated', 'dropped', 'bad_error', 'redirect', 'huge', 'slow'] as const;
 export type PagesMalformed = (typeof MALFORMED)[number];
 
 export interface MetaPagesSandbox {
@@ -64,8 +64,11 @@ export interface MetaPagesSandbox {
     quota(igUserId: string, usage: number, total?: number): void;
     /** The next `times` calls on the channel answer this Graph error. */
     fail(channelId: string, body: { code: number; message: string; error_subcode?: number; error_user_msg?: string }, times?: number): void;
-    /** The next call on the channel gets a hostile answer. */
-    malformed(channelId: string, kind: PagesMalformed): void;
+    /**
+     * The next call on the channel gets a hostile answer; with `publishing`, the next publishing
+     * call (a Page post, media_publish), made first, as Meta would before its answer broke.
+     */
+    malformed(channelId: string, kind: PagesMalformed, o?: { publishing?: boolean }): void;
     reset(): void;
   };
 }
@@ -119,6 +122,7 @@ export function createMetaPagesSandbox(o: { now?: () => Date; pageSize?: number;
   const slow = new Map<string, number[]>();
   const failures = new Map<string, { body: { code: number; message: string }; times: number }[]>();
   const malformed = new Map<string, PagesMalformed[]>();
+  const malformedPublishing = new Map<string, PagesMalformed[]>();
   const containerOwner = new Map<string, string>();
   // Lookups by token and by publication id, so a call costs the same on 1 Page or 1,000 (the bench).
   const pageByToken = new Map<string, PageState>();
@@ -203,6 +207,15 @@ export function createMetaPagesSandbox(o: { now?: () => Date; pageSize?: number;
         return void send(res, 200, { id: 12345, post_id: 67, data: [{ id: 1, status_code: 7, quota_usage: '3' }] });
       case 'truncated':
         return void send(res, 200, '{"id":"1000000001_7');
+      case 'dropped': {
+        // A 200 whose connection drops mid-body: the headers promise more than ever comes.
+        const half = Buffer.from('{"id":"1000000001_7');
+        res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8', 'content-length': half.length * 2 });
+        return void res.write(half, () => res.destroy());
+      }
+      case 'bad_error':
+        // JSON with an `error` that is not a Graph error (no code, no message), in a 200.
+        return void send(res, 200, { error: 'Something went wrong' });
       case 'redirect':
         res.writeHead(302, { location: 'https://www.facebook.com/login.php', 'content-length': 0 });
         return void res.end();
@@ -261,6 +274,12 @@ export function createMetaPagesSandbox(o: { now?: () => Date; pageSize?: number;
       return true;
     }
     if (!publishing) return false;
+    const publishingKind = malformedPublishing.get(channelId)?.shift();
+    if (publishingKind) {
+      if (publishingKind !== 'redirect' && publishingKind !== 'html') publish();
+      sendMalformed(res, publishingKind);
+      return true;
+    }
     const rejection = rejections.get(channelId)?.shift();
     if (rejection !== undefined) {
       sendFailure(
@@ -674,7 +693,7 @@ export function createMetaPagesSandbox(o: { now?: () => Date; pageSize?: number;
           );
           return { ok: true };
         case 'pages.malformed':
-          scenario.malformed(text('channelId'), text('kind') as PagesMalformed);
+          scenario.malformed(text('channelId'), text('kind') as PagesMalformed, { publishing: command.publishing === true });
           return { ok: true };
         case 'pages.counts':
           return sandbox.counts();
@@ -730,13 +749,14 @@ export function createMetaPagesSandbox(o: { now?: () => Date; pageSize?: number;
       if (!Number.isSafeInteger(body?.code)) throw new Error('a failure needs a numeric code');
       failures.set(channelId, [...(failures.get(channelId) ?? []), { body, times }]);
     },
-    malformed: (channelId, kind) => {
+    malformed: (channelId, kind, o = {}) => {
       known(channelId);
       if (!MALFORMED.includes(kind)) throw new Error(`malformed answers are ${MALFORMED.join(', ')}`);
-      malformed.set(channelId, [...(malformed.get(channelId) ?? []), kind]);
+      const queue = o.publishing ? malformedPublishing : malformed;
+      queue.set(channelId, [...(queue.get(channelId) ?? []), kind]);
     },
     reset: () => {
-      for (const map of [expired, rejections, hangs, throttles, outcomes, slow, failures, malformed]) map.clear();
+      for (const map of [expired, rejections, hangs, throttles, outcomes, slow, failures, malformed, malformedPublishing]) map.clear();
       for (const ig of igs.values()) {
         ig.quotaUsage = 0;
         ig.quotaTotal = 50;

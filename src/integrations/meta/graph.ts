@@ -230,7 +230,16 @@ export function createGraphTransport(options: GraphTransportOptions): GraphTrans
       }
       const answer = await exchange(session, what, method, path, params, request);
       if (isObject(answer.body) && 'error' in answer.body) {
-        const error = graphError(answer.body.error, what);
+        let error: GraphErrorBody;
+        try {
+          error = graphError(answer.body.error, what);
+        } catch (unreadable) {
+          // A 2xx says the request was done, whatever its body holds: a publication it made is
+          // unconfirmed (looked up), not a failure that would leave it recorded as not made.
+          if (request.unanswered && answer.status >= 200 && answer.status < 300)
+            throw request.unanswered(`${(unreadable as Error).message} (HTTP ${answer.status})`);
+          throw unreadable;
+        }
         if (isThrottle(error.code)) {
           session.pendingWaitMs = answer.regainMs || DEFAULT_THROTTLE_WAIT_MS;
           throttleMessage = platformWords(error, session);

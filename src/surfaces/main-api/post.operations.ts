@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import { SOCIAL_PLATFORMS } from '../../domain/channels/channel.ts';
 import { MAX_CHANNELS, MAX_IMAGES, MAX_TEXT_LENGTH, NEW_POST_STATUSES, POST_STATUSES, TEXT_LIMITS } from '../../domain/posts/post.ts';
 import { POST_CURSOR, createPost, getPost, listPosts } from '../../domain/posts/post.service.ts';
+import { INSTAGRAM_CAROUSEL_MAX_ITEMS, INSTAGRAM_MAX_HASHTAGS, INSTAGRAM_MAX_MENTIONS } from '../../integrations/meta-pages/rules.ts';
 import { IDEMPOTENCY_KEY_TTL_MS } from '../../policy.ts';
 import { defineOperation, replayable } from '../operation.ts';
 import { Page, pageParameters } from '../shared/paging.ts';
@@ -63,6 +64,7 @@ const PostSchema = Type.Object({
 const CREATE_POST = [
   'Creates a draft, or schedules a post for `scheduledAt` (in the future, at most 366 days ahead) or for now (`publishNow: true`); the publisher sends it to each target channel when it is due.',
   `Text limits (Unicode characters) apply per target platform: ${platformLimits}. Attach up to ${MAX_IMAGES} images or exactly one video (not both; X takes at most 4 images; Instagram and TikTok need an image or a video).`,
+  `The networks' own rules apply too, checked when the post is made rather than when it is due: Instagram takes JPEG images only, at most ${INSTAGRAM_CAROUSEL_MAX_ITEMS} items, ${INSTAGRAM_MAX_HASHTAGS} hashtags and ${INSTAGRAM_MAX_MENTIONS} @ mentions in a caption; Google Business Profile takes photos, not video. A post one of its channels would refuse is refused with invalid_request (400), nothing saved, its issue naming the field, the channel and the rule.`,
   'Channels and media must belong to the post’s workspace (see list_channels and list_media). A hub admin acting hub-wide names the workspace; others post to their active workspace.',
 ];
 

@@ -135,9 +135,19 @@ export async function webPlugin(app: FastifyInstance, deps: WebDeps): Promise<vo
   const channelConnectSources: ChannelConnectSource[] = [
     ({ hubUrl, deps: d }) =>
       d.metaOAuth && d.metaPages
-        ? { id: 'connect-meta', label: 'Connect Facebook Pages / Instagram', href: `${hubUrl}/settings/channels/meta` }
+        ? {
+            id: 'connect-meta',
+            label: 'Connect Facebook Pages / Instagram',
+            href: `${hubUrl}/settings/channels/meta`,
+            note: 'Posts go to the Pages and Instagram accounts you choose; their insights feed the organic analytics.',
+          }
         : undefined,
-    ({ hubUrl }) => ({ id: 'connect-google-business', label: 'Google Business Profile', href: `${hubUrl}/settings/channels/google` }),
+    ({ hubUrl }) => ({
+      id: 'connect-google-business',
+      label: 'Connect Google Business Profile locations',
+      href: `${hubUrl}/settings/channels/google`,
+      note: 'Posts go to the Business Profile of each location you choose; its Google reviews feed the review summaries.',
+    }),
   ];
   channelRoutes(app, web, channelConnectSources);
   embedRoutes(app, web);

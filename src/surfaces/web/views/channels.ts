@@ -84,15 +84,24 @@ function stateCell(c: ChannelStatusView, now: Date): string {
 <p data-state-text>${h(c.stateText)}</p><dl class="pairs facts">${facts.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join('')}</dl>`;
 }
 
+/**
+ * The handle beside the name, unless the name already is it: a channel connected through Meta is
+ * named after its Instagram account ("@brewline.denver", handle "brewline.denver"), and showing
+ * both said the same thing twice.
+ */
+function handleBesideName(c: ChannelStatusView): string | null {
+  const bare = (text: string) => text.trim().replace(/^@/, '').toLowerCase();
+  return c.handle && bare(c.handle) !== bare(c.name) ? c.handle : null;
+}
+
 export function channelsView(o: ChannelsPage): string {
   const rows = o.channels
-    .map(
-      (
-        c,
-      ) => `<tr data-channel="${h(c.id)}"><td data-label="Channel"><strong>${h(c.name)}</strong>${c.handle ? ` <small>${h(c.handle)}</small>` : ''}<br><small>${h(PLATFORM_NAMES[c.platform] ?? c.platform)}</small>${c.connectionLabel ? `<br><small>via ${h(c.connectionLabel)}</small>` : ''}</td>
+    .map((c) => {
+      const handle = handleBesideName(c);
+      return `<tr data-channel="${h(c.id)}"><td data-label="Channel"><strong>${h(c.name)}</strong>${handle ? ` <small>${h(handle)}</small>` : ''}<br><small>${h(PLATFORM_NAMES[c.platform] ?? c.platform)}</small>${c.connectionLabel ? `<br><small>via ${h(c.connectionLabel)}</small>` : ''}</td>
 <td data-label="Workspace">${h(c.workspaceName)}</td>
-<td data-label="Status" class="wide">${stateCell(c, o.now)}</td></tr>`,
-    )
+<td data-label="Status" class="wide">${stateCell(c, o.now)}</td></tr>`;
+    })
     .join('');
   const list =
     o.total === 0
