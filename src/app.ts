@@ -446,6 +446,17 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     intervalMs: PUBLISH_INTERVAL_MS,
     batchSize: 50,
     onError: (error) => fastify.log.warn({ err: error }, 'publisher round failed; will retry'),
+    onEvent: (event) => {
+      const { kind, ...fields } = event;
+      if (kind === 'taken_over')
+        fastify.log.warn(
+          { posts: event.posts },
+          `publisher took over ${event.posts.length} posts whose publisher stopped; their deliveries in flight are looked up`,
+        );
+      else if (kind === 'unconfirmed')
+        fastify.log.warn(fields, 'delivery unconfirmed: no answer that says whether it was published; it is looked up');
+      else fastify.log.info(fields, `unconfirmed delivery looked up: ${event.outcome}`);
+    },
   });
   // Connected apps' "last used": at most one write per grant a minute per instance.
   const grantUse = new GrantUseRecorder(deps.db, {

@@ -17,7 +17,7 @@ import {
 } from '../../src/domain/posts/connector.ts';
 import { postRows } from '../../src/domain/posts/post.repository.ts';
 import { claimDue, markPublishing, reclaimExpired, recordOutcome, recordPublished } from '../../src/domain/posts/publisher.repository.ts';
-import { createPublisher, postOutcome, type PublisherOptions } from '../../src/domain/posts/publisher.ts';
+import { createPublisher, postOutcome, type PublisherEvent, type PublisherOptions } from '../../src/domain/posts/publisher.ts';
 import { PlatformError, PlatformThrottled, PublishNotReady } from '../../src/integrations/ad-platform.ts';
 import { FixedClock } from '../../src/platform/clock.ts';
 import { Sealer, secretsKey } from '../../src/platform/sealing.ts';
@@ -508,7 +508,8 @@ test('a call that hangs past the timeout is unconfirmed; find says none after th
   const clock = new FixedClock(NOW);
   const connector = new ScriptedConnector().onPublish('ch_3_linkedin', 'hang', { externalId: 'li_second' }).onFind('ch_3_linkedin', null);
   await schedule(['post_hang'], { workspace: 3, channels: ['ch_3_linkedin'] });
-  const publisher = publisherWith(clock, connector);
+  const events: PublisherEvent[] = [];
+  const publisher = publisherWith(clock, connector, { onEvent: (e) => events.push(e) });
   await publisher.runOnce();
   assert.deepEqual(
     (await deliveries('post_hang')).map((d) => [d.status, d.failure_kind]),
@@ -524,6 +525,12 @@ test('a call that hangs past the timeout is unconfirmed; find says none after th
     'the second attempt is a new attempt',
   );
   assert.equal((await post('post_hang')).status, 'published');
+  // What the operator's log says, in order: no answer, then the lookup found none and sent it again.
+  const ref = { postId: 'post_hang', channelId: 'ch_3_linkedin', platform: 'linkedin' };
+  assert.deepEqual(events, [
+    { kind: 'unconfirmed', ...ref, reason: 'the network did not answer within 0.1 s' },
+    { kind: 'reconciled', ...ref, outcome: 'sent_again' },
+  ]);
 });
 
 test('a call given up at its timeout is told so: its signal is aborted, so nothing of that attempt leaves before the lookup', async () => {
@@ -626,8 +633,20 @@ test('after a crash: a delivery left publishing is unconfirmed and looked up; on
     .onFind('post_hopeless/ch_2_linkedin', null)
     .onPublish('post_hopeless/ch_2_linkedin', { externalId: 'li_after_none_found' })
     .onPublish('post_orphan/ch_2_google_business', { externalId: 'gbp_after' });
-  const publisher = publisherWith(clock, connector, { leaseMs: 5 * MINUTE, maxAttempts: 5 });
+  const events: PublisherEvent[] = [];
+  const publisher = publisherWith(clock, connector, { leaseMs: 5 * MINUTE, maxAttempts: 5, onEvent: (e) => events.push(e) });
   assert.equal(await publisher.runOnce(), 2, 'the orphan is claimed; the hopeless one is released to the reconciler and claimed');
+  assert.deepEqual(
+    events.find((e) => e.kind === 'taken_over'),
+    { kind: 'taken_over', posts: ['post_orphan'] },
+  );
+  assert.deepEqual(
+    events
+      .filter((e) => e.kind === 'reconciled')
+      .map((e) => `${e.postId} ${e.channelId} ${e.outcome}`)
+      .sort(),
+    ['post_hopeless ch_2_linkedin sent_again', 'post_orphan ch_2_linkedin found'],
+  );
 
   const orphan = await post('post_orphan');
   assert.deepEqual([orphan.status, orphan.attempts], ['published', 2]);

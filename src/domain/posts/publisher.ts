@@ -123,7 +123,24 @@ export interface PublisherOptions {
   retryBackoffMs?: readonly number[];
   /** A round that failed (e.g. the database is down); the loop carries on. */
   onError?: (error: unknown) => void;
+  /** What an operator follows in the log: takeovers, deliveries left unconfirmed, and how each lookup ended. */
+  onEvent?: (event: PublisherEvent) => void;
 }
+
+/** A delivery named for the log: ids and the network, never a token or the post's text. */
+export interface DeliveryRef {
+  postId: string;
+  channelId: string;
+  platform: string;
+}
+
+export type PublisherEvent =
+  /** Posts whose publisher's lease ran out, claimed by this one: their `publishing` deliveries are now `unconfirmed`. */
+  | { kind: 'taken_over'; posts: string[] }
+  /** A send got no answer (or one that does not say): the delivery is looked up after the settle delay. */
+  | ({ kind: 'unconfirmed'; reason: string } & DeliveryRef)
+  /** A lookup ended: found (published), none (sent again, or failed when the retries are used up), or given up (not_confirmed). */
+  | ({ kind: 'reconciled'; outcome: 'found' | 'sent_again' | 'failed' | 'not_confirmed' } & DeliveryRef);
 
 export interface Publisher {
   /** Starts the loop (a no-op when running). */
@@ -199,6 +216,12 @@ const TRANSIENT: ReadonlySet<string> = new Set(['platform_error', 'unreachable']
 
 /** A channel the publisher can send to, or why it cannot. */
 type Target = { connector: Connector; channel: OutgoingChannel } | { failure: DeliveryFailure };
+
+const refOf = (post: OutgoingPost, d: { channelId: string; platform: string }): DeliveryRef => ({
+  postId: post.id,
+  channelId: d.channelId,
+  platform: d.platform,
+});
 
 export function createPublisher(options: PublisherOptions): Publisher {
   const { db, clock, intervalMs, batchSize } = options;
@@ -347,6 +370,10 @@ export function createPublisher(options: PublisherOptions): Publisher {
       // DeliveryUnconfirmed, our timeout, or anything the connector did not classify: the request
       // may have been made, so it is looked up once the network's lists have settled.
       if (!(error instanceof DeliveryUnconfirmed) && !(error instanceof CallTimeout)) options.onError?.(error);
+      // Our words only (a connector's or the timeout's): an unclassified error's text may quote anything.
+      const reason =
+        error instanceof DeliveryUnconfirmed || error instanceof CallTimeout ? clip(error.message) : 'the connector failed unexpectedly';
+      options.onEvent?.({ kind: 'unconfirmed', ...refOf(post, d), reason });
       became(await commit(deliveryWrites.unconfirmed(sending, DELIVERY_FAILURE_KINDS.noAnswer)), 'unconfirmed');
       // An answer that comes after the timeout is the truth: it confirms the delivery (if it is
       // still this attempt's), sparing the lookup.
@@ -390,6 +417,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
         };
         d.status = (await recordFailed(db, at, failure, clock.now())) ? 'failed' : undefined;
         d.error = failure.error;
+        options.onEvent?.({ kind: 'reconciled', ...refOf(post, d), outcome: 'not_confirmed' });
         return null;
       }
       const wait = error instanceof PlatformThrottled ? Math.max(error.retryAfterMs, backoff[checks - 1]!) : backoff[checks - 1]!;
@@ -397,6 +425,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
     }
     if (found) {
       d.status = (await recordPublished({ at, publication: found, now: clock.now() })).recorded ? 'published' : undefined;
+      options.onEvent?.({ kind: 'reconciled', ...refOf(post, d), outcome: 'found' });
       return null;
     }
     // The network has no such publication after the settle delay: the attempt never landed. It is
@@ -408,8 +437,10 @@ export function createPublisher(options: PublisherOptions): Publisher {
       };
       d.status = (await recordFailed(db, at, failure, clock.now())) ? 'failed' : undefined;
       d.error = failure.error;
+      options.onEvent?.({ kind: 'reconciled', ...refOf(post, d), outcome: 'failed' });
       return null;
     }
+    options.onEvent?.({ kind: 'reconciled', ...refOf(post, d), outcome: 'sent_again' });
     return (await send(post, d, target, claim, { retry: true })).retryAt;
   }
 
@@ -457,6 +488,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
   async function runOnce(): Promise<number> {
     const claim: Claim = { claimant, claimedAt: clock.now() };
     const reclaimed = await reclaimExpired(db, claim, new Date(claim.claimedAt.getTime() - leaseMs), maxAttempts, batchSize);
+    if (reclaimed.length > 0) options.onEvent?.({ kind: 'taken_over', posts: reclaimed });
     const waited = reclaimed.length < batchSize ? await claimRetries(db, claim, batchSize - reclaimed.length) : [];
     const taken = reclaimed.length + waited.length;
     const due = taken < batchSize ? await claimDue(db, claim, batchSize - taken) : [];
