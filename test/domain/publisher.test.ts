@@ -560,6 +560,32 @@ test('the settle delay must outlast the publish timeout: a lookup comes after an
   );
 });
 
+test('a lookup whose match is a twin post’s publication (same text, same channel) cannot tell: never taken, never sent again', async () => {
+  const clock = new FixedClock(NOW);
+  const connector = new ScriptedConnector()
+    .onPublish('post_twin_a/ch_3_facebook', new DeliveryUnconfirmed('socket hang up'))
+    .onPublish('post_twin_b/ch_3_facebook', { externalId: 'fb_twin_b' })
+    .onFind('post_twin_a/ch_3_facebook', { externalId: 'fb_twin_b' }, { externalId: 'fb_twin_b' }, { externalId: 'fb_twin_b' });
+  await schedule(['post_twin_a', 'post_twin_b'], { workspace: 3, channels: ['ch_3_facebook'] });
+  const publisher = publisherWith(clock, connector);
+  await publisher.runOnce();
+  assert.equal((await deliveries('post_twin_b'))[0]!.external_id, 'fb_twin_b');
+  clock.advance(SETTLE);
+  for (let i = 0; i < BACKOFF.length; i++) {
+    assert.equal(await publisher.runOnce(), 1);
+    const p = await post('post_twin_a');
+    if (p.retry_at) clock.set(p.retry_at);
+  }
+  const [a] = await deliveries('post_twin_a');
+  assert.deepEqual([a!.status, a!.external_id, a!.failure_kind, a!.checks], ['failed', null, 'not_confirmed', BACKOFF.length]);
+  assert.equal(connector.finds.length, BACKOFF.length);
+  assert.deepEqual(
+    connector.publishes.map((c) => c.postId).sort(),
+    ['post_twin_a', 'post_twin_b'],
+    'looked up, never sent again on a guess',
+  );
+});
+
 test('a lookup that cannot tell backs off and finally fails as not confirmed, never sending again', async () => {
   const clock = new FixedClock(NOW);
   const down = () => new PlatformError('platform_error', 'Graph API failed', { platformMessage: 'An unexpected error has occurred.' });

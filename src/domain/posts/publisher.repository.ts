@@ -451,6 +451,18 @@ export async function retryLater(db: Db, at: DeliveryAt, failure: Omit<DeliveryF
   return result.rows[0]?.retries ?? 0;
 }
 
+/**
+ * Whether another post's delivery on the channel already holds this publication: a lookup matches
+ * by text, so it may find a twin post's (same text, same channel). Through the channel index: the
+ * lookups of unconfirmed deliveries only.
+ */
+export async function heldByAnotherPost(db: Db, channelId: string, postId: string, externalId: string): Promise<boolean> {
+  const result = await sql<{ held: boolean }>`
+    SELECT EXISTS (SELECT 1 FROM post_deliveries
+                    WHERE channel_id = ${channelId} AND external_id = ${externalId} AND post_id <> ${postId}) AS held`.execute(db.kysely);
+  return result.rows[0]!.held;
+}
+
 /** A lookup of an unconfirmed delivery could not tell: counted, with the network's words if any; the new count (0: not recorded). */
 export async function recordCheckFailed(db: Db, at: DeliveryAt, platformMessage: string | null): Promise<number> {
   const result = await sql<{ checks: number }>`

@@ -20,6 +20,7 @@ import type { MediaUrlSigner } from '../media/media-url.ts';
 import {
   ChannelConnectors,
   DeliveryUnconfirmed,
+  LookupAmbiguous,
   PublishNotReady,
   type Connector,
   type OutgoingChannel,
@@ -48,6 +49,7 @@ import {
   type DeliveryFailure,
   type DeliveryWrite,
   deliveryWrites,
+  heldByAnotherPost,
   type OpenDelivery,
 } from './publisher.repository.ts';
 
@@ -401,6 +403,10 @@ export function createPublisher(options: PublisherOptions): Publisher {
         timeoutMs,
         timeoutMs,
       ).result;
+      // A twin post (same text, same channel) published meanwhile is the lookup's match too: taking
+      // its publication would mark this delivery published though it may never have landed.
+      if (found && (await heldByAnotherPost(db, d.channelId, post.id, found.externalId)))
+        throw new LookupAmbiguous(`the ${d.platform} publication that matches is another post's (the same text on the same channel)`);
     } catch (error) {
       const words = error instanceof PlatformError || error instanceof PlatformThrottled ? (error.platformMessage ?? error.message) : null;
       const checks = await recordCheckFailed(db, at, words === null ? null : clip(words));
