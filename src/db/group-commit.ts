@@ -6,8 +6,9 @@
  * caller that must not act before its write is durable (a delivery marked before its network is
  * called) waits exactly as long as it must.
  *
- * `run` writes the items in one statement and answers per item, in their order; when it throws,
- * every item of that statement is rejected with the error (nothing of it was committed).
+ * `run` writes the items in one statement and answers per item, in their order. When it throws,
+ * nothing of that statement was committed: each item is written again alone, so only an item that
+ * fails by itself is rejected (with its own error).
  */
 export function groupCommit<Item, Result>(run: (items: Item[]) => Promise<Result[]>, maxItems = 500): (item: Item) => Promise<Result> {
   let queue: { item: Item; resolve: (result: Result) => void; reject: (error: unknown) => void }[] = [];
@@ -29,7 +30,15 @@ export function groupCommit<Item, Result>(run: (items: Item[]) => Promise<Result
       const results = await run(batch.map((w) => w.item));
       for (const [i, w] of batch.entries()) w.resolve(results[i]!);
     } catch (error) {
-      for (const w of batch) w.reject(error);
+      if (batch.length === 1) batch[0]!.reject(error);
+      // One write's failure (a constraint, a deadlock) must not fail the others it went with:
+      // each is written alone, and only those that fail alone are rejected.
+      else
+        for (const w of batch)
+          await run([w.item]).then(
+            (results) => w.resolve(results[0]!),
+            (alone: unknown) => w.reject(alone),
+          );
     } finally {
       inFlight = false;
       schedule();

@@ -48,9 +48,20 @@ function loggerOptions(level: string): LoggerOptions {
         // The client's address under TRUST_PROXY.
         remoteAddress: request.clientAddress,
       }),
+      // An error as pino writes one, less what a database error quotes of the rows: PostgreSQL's
+      // `detail` ("Failing row contains (…)": a post's text, a customer's name), `where`, the
+      // internal query. Its code, constraint and table stay: they say what failed.
+      err: (error: Error) => {
+        const line = pino.stdSerializers.err(error) as Record<string, unknown>;
+        for (const field of QUOTING_FIELDS) delete line[field];
+        return line;
+      },
     },
   };
 }
+
+/** Fields of node-postgres's DatabaseError that may quote row values or SQL. */
+const QUOTING_FIELDS = ['detail', 'where', 'internalQuery', 'hint'] as const;
 
 export const LOG_FORMATS = ['pretty', 'json'] as const;
 export type LogFormat = (typeof LOG_FORMATS)[number];

@@ -81,6 +81,11 @@ const post = (id: string) => db.kysely.selectFrom('posts').selectAll().where('id
 const deliveries = (id: string) =>
   db.kysely.selectFrom('post_deliveries').selectAll().where('post_id', '=', id).orderBy('position').execute();
 const channelRow = (id: string) => db.kysely.selectFrom('social_channels').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+/** Posts a test leaves open, removed so that later rounds do not claim them. */
+const forget = async (ids: string[]) => {
+  await db.kysely.deleteFrom('post_deliveries').where('post_id', 'in', ids).execute();
+  await db.kysely.deleteFrom('posts').where('id', 'in', ids).execute();
+};
 const sandboxCalls = (id: string) => db.kysely.selectFrom('sandbox_publications').selectAll().where('post_id', '=', id).execute();
 
 /** `{ stopsWith }`: runs until its signal aborts (the publisher's deadline), then throws that error. */
@@ -584,6 +589,72 @@ test('a lookup whose match is a twin post’s publication (same text, same chann
     ['post_twin_a', 'post_twin_b'],
     'looked up, never sent again on a guess',
   );
+});
+
+test('twin posts both unconfirmed, looked up at once, both matching the one publication: one takes it, the other cannot tell', async () => {
+  const clock = new FixedClock(NOW);
+  const attempt = new Date(Date.parse(NOW) - 10 * MINUTE);
+  const ids = ['post_twin_c', 'post_twin_d'];
+  await schedule(ids, { workspace: 3, channels: ['ch_3_facebook'] });
+  await db.kysely
+    .updateTable('posts')
+    .set({ status: 'publishing', claimed_at: null, claimed_by: null, retry_at: new Date(Date.parse(NOW) - 1_000) })
+    .where('id', 'in', ids)
+    .execute();
+  await db.kysely
+    .updateTable('post_deliveries')
+    .set({ status: 'unconfirmed', attempt_started_at: attempt, failure_kind: 'no_answer' })
+    .where('post_id', 'in', ids)
+    .execute();
+  // Both lookups answer together: the network has one post with their text.
+  let release!: () => void;
+  const together = new Promise<void>((resolve) => (release = resolve));
+  let lookups = 0;
+  const connector: Connector = {
+    publish: async () => {
+      throw new Error('nothing may be sent');
+    },
+    find: async () => {
+      if (++lookups === 2) release();
+      await together;
+      return { externalId: 'fb_the_one' };
+    },
+  };
+  await publisherWith(clock, connector, { batchSize: 10 }).runOnce();
+  const rows = (await Promise.all(ids.map((id) => deliveries(id)))).map(([d]) => [d!.status, d!.external_id, d!.checks]);
+  assert.deepEqual(
+    rows.sort(),
+    [
+      ['published', 'fb_the_one', 0],
+      ['unconfirmed', null, 1],
+    ],
+    'one publication, one delivery',
+  );
+  await forget(ids);
+});
+
+test('a post with one channel refused and another still waiting stays publishing, without an error; the round’s other posts are written too', async () => {
+  const clock = new FixedClock(NOW);
+  await schedule(['post_mixed', 'post_calm'], { workspace: 3, channels: ['ch_3_facebook', 'ch_3_linkedin'] });
+  const connector = new ScriptedConnector()
+    .onPublish('post_mixed/ch_3_facebook', new PlatformError('invalid_request', 'The post was refused'))
+    .onPublish('post_mixed/ch_3_linkedin', new PlatformThrottled(60_000, 'throttled', 'slow down'))
+    .onPublish('post_calm/ch_3_facebook', { externalId: 'fb_calm' })
+    .onPublish('post_calm/ch_3_linkedin', { externalId: 'li_calm' });
+  const errors: unknown[] = [];
+  await publisherWith(clock, connector, { onError: (e) => errors.push(e) }).runOnce();
+  assert.deepEqual(errors, []);
+  const mixed = await post('post_mixed');
+  assert.deepEqual([mixed.status, mixed.error, mixed.claimed_by], ['publishing', null, null]);
+  assert.deepEqual(
+    (await deliveries('post_mixed')).map((d) => [d.status, d.failure_kind]),
+    [
+      ['failed', 'invalid_request'],
+      ['pending', 'throttled'],
+    ],
+  );
+  assert.equal((await post('post_calm')).status, 'published');
+  await forget(['post_mixed', 'post_calm']);
 });
 
 test('a lookup that cannot tell backs off and finally fails as not confirmed, never sending again', async () => {

@@ -218,6 +218,34 @@ test('a publication given up (its signal aborted) while the reel container is pr
   assert.ok(sandbox.requests.slice(fresh).some((r) => r.method === 'POST' && r.path.endsWith(`${IG}/media`)));
 });
 
+test('a container waited for past its 5 minutes is not PublishNotReady again, even when its polls hang: the wait is bounded', async () => {
+  // A Graph API that answers the publishing limit and never the container's status.
+  const graph = http.createServer((request, response) => {
+    if (!request.url!.includes('content_publishing_limit')) return;
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.end(JSON.stringify({ data: [{ quota_usage: 0, config: { quota_total: 50 } }] }));
+  });
+  await new Promise<void>((resolve) => graph.listen(0, '127.0.0.1', resolve));
+  try {
+    const c = createMetaPagesClient({ graphUrl: `http://127.0.0.1:${(graph.address() as AddressInfo).port}`, timeoutMs: 60_000 });
+    const reel = { caption: 'Long reel', media: [{ kind: 'video' as const, url: 'https://hub.example/media/v.mp4' }] };
+    const attempt = async (prepared: string) => {
+      const given = new AbortController();
+      const reason = new Error('the publisher gave the call up');
+      setTimeout(() => given.abort(reason), 100);
+      return c.publishInstagram(pageToken, IG, reel, given.signal, prepared).then(
+        () => 'published',
+        (error: unknown) => (error instanceof PublishNotReady ? 'not ready' : error === reason ? 'given up' : String(error)),
+      );
+    };
+    assert.equal(await attempt(`ig-container:123456:${Date.now()}`), 'not ready', 'within its 5 minutes: waited for again');
+    assert.equal(await attempt(`ig-container:123456:${Date.now() - 5 * 60_000}`), 'given up', 'past them: a timeout like any other');
+  } finally {
+    graph.closeAllConnections();
+    graph.close();
+  }
+});
+
 test('Instagram containers: ERROR is rejected with the platform words, EXPIRED a platform error, endless IN_PROGRESS gives up on schedule; nothing published', async () => {
   const count = () => sandbox.organic.counts()[IG];
   const before = count();

@@ -57,6 +57,23 @@ test('credentials in query strings and connection strings are masked', () => {
   }
 });
 
+test('a database error in a log line keeps its code and constraint but not the row it quotes', () => {
+  for (const format of ['json', 'pretty'] as const) {
+    const log = capture(format);
+    const error = Object.assign(new Error('new row for relation "posts" violates check constraint "posts_check2"'), {
+      code: '23514',
+      constraint: 'posts_check2',
+      table: 'posts',
+      detail: 'Failing row contains (p_1, hub_a, SECRET-POST-TEXT, publishing).',
+      where: 'SQL statement "UPDATE posts SET text = SECRET-POST-TEXT"',
+    });
+    log.logger.warn({ err: error }, 'publisher round failed');
+    assert.ok(!log.text.includes('SECRET-POST-TEXT'), `${format}: ${log.text}`);
+    assert.match(log.text, /posts_check2/, format);
+    if (format === 'json') assert.equal(JSON.parse(log.text).err.code, '23514');
+  }
+});
+
 test('a request object in a log line (Fastify logs one with a failed response) shows its URL masked, never its headers', () => {
   for (const format of ['json', 'pretty'] as const) {
     const log = capture(format);

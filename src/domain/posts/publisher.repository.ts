@@ -452,15 +452,41 @@ export async function retryLater(db: Db, at: DeliveryAt, failure: Omit<DeliveryF
 }
 
 /**
- * Whether another post's delivery on the channel already holds this publication: a lookup matches
- * by text, so it may find a twin post's (same text, same channel). Through the channel index: the
- * lookups of unconfirmed deliveries only.
+ * Records what a lookup found for an unconfirmed delivery, unless another post's delivery on the
+ * channel already holds that publication: a lookup matches by text, so it may find a twin post's
+ * (same text, same channel). The check and the write run under the channel row's lock, so two
+ * lookups of twin posts cannot both take one publication. Through the channel index: lookups only.
  */
-export async function heldByAnotherPost(db: Db, channelId: string, postId: string, externalId: string): Promise<boolean> {
-  const result = await sql<{ held: boolean }>`
-    SELECT EXISTS (SELECT 1 FROM post_deliveries
-                    WHERE channel_id = ${channelId} AND external_id = ${externalId} AND post_id <> ${postId}) AS held`.execute(db.kysely);
-  return result.rows[0]!.held;
+export async function recordFound(
+  db: Db,
+  at: DeliveryAt,
+  publication: Publication,
+  now: Date,
+): Promise<'recorded' | 'another_post' | 'not_applied'> {
+  return db.kysely.transaction().execute(async (tx) => {
+    await sql`SELECT 1 FROM social_channels WHERE id = ${at.channelId} FOR UPDATE`.execute(tx);
+    const held = await sql<{ held: boolean }>`
+      SELECT EXISTS (SELECT 1 FROM post_deliveries
+                      WHERE channel_id = ${at.channelId} AND external_id = ${publication.externalId} AND post_id <> ${at.postId}) AS held`.execute(
+      tx,
+    );
+    if (held.rows[0]!.held) return 'another_post';
+    const written = await sql<{ n: number }>`
+      WITH done AS (
+        UPDATE post_deliveries
+           SET status = 'published', external_id = ${publication.externalId}, url = ${publication.url ?? null}, delivered_at = ${now},
+               error = NULL, failure_kind = NULL, platform_message = NULL, platform_code = NULL
+         WHERE ${expected(at)}
+        RETURNING channel_id
+      ), channel AS (
+        UPDATE social_channels
+           SET last_published_at = greatest(last_published_at, ${now}::timestamptz),
+               failure_kind = NULL, failure_message = NULL, failure_code = NULL, failing_since = NULL
+         WHERE id IN (SELECT channel_id FROM done)
+      )
+      SELECT count(*)::int AS n FROM done`.execute(tx);
+    return written.rows[0]!.n === 1 ? 'recorded' : 'not_applied';
+  });
 }
 
 /** A lookup of an unconfirmed delivery could not tell: counted, with the network's words if any; the new count (0: not recorded). */

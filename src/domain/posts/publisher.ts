@@ -49,7 +49,7 @@ import {
   type DeliveryFailure,
   type DeliveryWrite,
   deliveryWrites,
-  heldByAnotherPost,
+  recordFound,
   type OpenDelivery,
 } from './publisher.repository.ts';
 
@@ -242,6 +242,12 @@ export function createPublisher(options: PublisherOptions): Publisher {
   if (settleMs <= timeoutMs) throw new Error(`the settle delay (${settleMs} ms) must be longer than the publish timeout (${timeoutMs} ms)`);
   const claimant = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   const later = (ms: number) => new Date(clock.now().getTime() + ms);
+  /** An event for the operator's log: a handler that throws changes nothing of the round. */
+  const emit = (event: PublisherEvent) => {
+    try {
+      options.onEvent?.(event);
+    } catch {}
+  };
   // The hot writes (a delivery marked before its send, a publication, a post's outcome) go by group
   // commit: a round's posts, answers read together, share one statement and one commit each.
   const mark = groupCommit((marks: Mark[]) => markMany(db, marks));
@@ -332,9 +338,15 @@ export function createPublisher(options: PublisherOptions): Publisher {
     const outcome = (retryAt: Date | null) => (markedNext ? { retryAt, markedNext } : { retryAt });
     // The deadline counts from the attempt's start (marking it took some of it): nothing of this
     // attempt is sent after attempt + timeout, which the settle delay outlasts.
-    const left = Math.max(0, timeoutMs - (clock.now().getTime() - attempt.getTime()));
+    const left = timeoutMs - (clock.now().getTime() - attempt.getTime());
     const prepared = d.prepared ?? undefined;
-    const { result, call } = withTimeout((signal) => target.connector.publish(post, target.channel, signal, prepared), left, timeoutMs);
+    // No time left (the marks waited in a busy database): nothing is sent; the attempt is looked
+    // up as a timeout is, and sent again when the lookup finds none.
+    const { result, call } =
+      left > 0
+        ? withTimeout((signal) => target.connector.publish(post, target.channel, signal, prepared), left, timeoutMs)
+        : { result: Promise.reject(new CallTimeout(`no time was left of the ${timeoutMs / 1000} s to send it`)), call: Promise.reject() };
+    call.catch(() => {});
     try {
       const publication = await result;
       became(await published(publication), 'published');
@@ -375,7 +387,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
       // Our words only (a connector's or the timeout's): an unclassified error's text may quote anything.
       const reason =
         error instanceof DeliveryUnconfirmed || error instanceof CallTimeout ? clip(error.message) : 'the connector failed unexpectedly';
-      options.onEvent?.({ kind: 'unconfirmed', ...refOf(post, d), reason });
+      emit({ kind: 'unconfirmed', ...refOf(post, d), reason });
       became(await commit(deliveryWrites.unconfirmed(sending, DELIVERY_FAILURE_KINDS.noAnswer)), 'unconfirmed');
       // An answer that comes after the timeout is the truth: it confirms the delivery (if it is
       // still this attempt's), sparing the lookup.
@@ -395,19 +407,8 @@ export function createPublisher(options: PublisherOptions): Publisher {
     if (clock.now().getTime() < settled.getTime()) return settled;
     const at: DeliveryAt = { postId: post.id, channelId: d.channelId, status: 'unconfirmed', attemptStartedAt: started };
     const target = targetOf(d);
-    let found: Awaited<ReturnType<Connector['find']>>;
-    try {
-      if ('failure' in target) throw new PlatformError('needs_reconnect', target.failure.error);
-      found = await withTimeout(
-        (signal) => target.connector.find(post, target.channel, new Date(started.getTime() - skewMs), signal),
-        timeoutMs,
-        timeoutMs,
-      ).result;
-      // A twin post (same text, same channel) published meanwhile is the lookup's match too: taking
-      // its publication would mark this delivery published though it may never have landed.
-      if (found && (await heldByAnotherPost(db, d.channelId, post.id, found.externalId)))
-        throw new LookupAmbiguous(`the ${d.platform} publication that matches is another post's (the same text on the same channel)`);
-    } catch (error) {
+    /** The lookup could not tell (the network failed, throttled, or the match is not this post's): later, or given up. */
+    const cannotTell = async (error: unknown): Promise<Date | null> => {
       const words = error instanceof PlatformError || error instanceof PlatformThrottled ? (error.platformMessage ?? error.message) : null;
       const checks = await recordCheckFailed(db, at, words === null ? null : clip(words));
       if (checks === 0) {
@@ -423,15 +424,32 @@ export function createPublisher(options: PublisherOptions): Publisher {
         };
         d.status = (await recordFailed(db, at, failure, clock.now())) ? 'failed' : undefined;
         d.error = failure.error;
-        options.onEvent?.({ kind: 'reconciled', ...refOf(post, d), outcome: 'not_confirmed' });
+        emit({ kind: 'reconciled', ...refOf(post, d), outcome: 'not_confirmed' });
         return null;
       }
-      const wait = error instanceof PlatformThrottled ? Math.max(error.retryAfterMs, backoff[checks - 1]!) : backoff[checks - 1]!;
-      return later(wait);
+      return later(error instanceof PlatformThrottled ? Math.max(error.retryAfterMs, backoff[checks - 1]!) : backoff[checks - 1]!);
+    };
+    let found: Awaited<ReturnType<Connector['find']>>;
+    try {
+      if ('failure' in target) throw new PlatformError('needs_reconnect', target.failure.error);
+      found = await withTimeout(
+        (signal) => target.connector.find(post, target.channel, new Date(started.getTime() - skewMs), signal),
+        timeoutMs,
+        timeoutMs,
+      ).result;
+    } catch (error) {
+      return cannotTell(error);
     }
     if (found) {
-      d.status = (await recordPublished({ at, publication: found, now: clock.now() })).recorded ? 'published' : undefined;
-      options.onEvent?.({ kind: 'reconciled', ...refOf(post, d), outcome: 'found' });
+      // A twin post (same text, same channel) is the lookup's match too: its publication is never
+      // taken for this delivery's (recordFound checks and writes under the channel's lock).
+      const recorded = await recordFound(db, at, found, clock.now());
+      if (recorded === 'another_post')
+        return cannotTell(
+          new LookupAmbiguous(`the ${d.platform} publication that matches is another post's (the same text on the same channel)`),
+        );
+      d.status = recorded === 'recorded' ? 'published' : undefined;
+      emit({ kind: 'reconciled', ...refOf(post, d), outcome: 'found' });
       return null;
     }
     // The network has no such publication after the settle delay: the attempt never landed. It is
@@ -443,10 +461,10 @@ export function createPublisher(options: PublisherOptions): Publisher {
       };
       d.status = (await recordFailed(db, at, failure, clock.now())) ? 'failed' : undefined;
       d.error = failure.error;
-      options.onEvent?.({ kind: 'reconciled', ...refOf(post, d), outcome: 'failed' });
+      emit({ kind: 'reconciled', ...refOf(post, d), outcome: 'failed' });
       return null;
     }
-    options.onEvent?.({ kind: 'reconciled', ...refOf(post, d), outcome: 'sent_again' });
+    emit({ kind: 'reconciled', ...refOf(post, d), outcome: 'sent_again' });
     return (await send(post, d, target, claim, { retry: true })).retryAt;
   }
 
@@ -460,6 +478,16 @@ export function createPublisher(options: PublisherOptions): Publisher {
     // delivery's write also marks the next one to send (one write per delivery, not two; the
     // writes of the round's posts share statements by group commit).
     const steps: Step[] = deliveries;
+    // A delivery `publishing` under a fresh claim was marked by a publisher whose claim was taken
+    // over while it marked (its mark raced the takeover's read): it may have been sent, so it is
+    // looked up like any a stopped publisher left.
+    for (const d of steps) {
+      if (d.status !== 'publishing') continue;
+      const at: DeliveryAt = { postId: post.id, channelId: d.channelId, status: 'publishing', attemptStartedAt: d.attemptStartedAt };
+      d.status = (await recordWrite(db, deliveryWrites.unconfirmed(at, DELIVERY_FAILURE_KINDS.publisherStopped)))
+        ? 'unconfirmed'
+        : undefined;
+    }
     const open = steps.filter((d) => d.status === 'pending' || d.status === 'unconfirmed');
     const targets = new Map<Step, Target>();
     const target = (d: Step) => targets.get(d) ?? targets.set(d, targetOf(d)).get(d)!;
@@ -488,13 +516,15 @@ export function createPublisher(options: PublisherOptions): Publisher {
       .filter((s) => s.status === 'failed')
       .map((s) => `${s.platform} channel ${s.name}: ${s.error}`)
       .join('; ');
-    await recordOutcome({ postId: post.id, claim, status, error: errors || null, retryAt, now: clock.now() });
+    // Only a failed post has an error (posts' check): one still publishing shows its failed
+    // channels in their deliveries until the others settle.
+    await recordOutcome({ postId: post.id, claim, status, error: status === 'failed' ? errors || null : null, retryAt, now: clock.now() });
   }
 
   async function runOnce(): Promise<number> {
     const claim: Claim = { claimant, claimedAt: clock.now() };
     const reclaimed = await reclaimExpired(db, claim, new Date(claim.claimedAt.getTime() - leaseMs), maxAttempts, batchSize);
-    if (reclaimed.length > 0) options.onEvent?.({ kind: 'taken_over', posts: reclaimed });
+    if (reclaimed.length > 0) emit({ kind: 'taken_over', posts: reclaimed });
     const waited = reclaimed.length < batchSize ? await claimRetries(db, claim, batchSize - reclaimed.length) : [];
     const taken = reclaimed.length + waited.length;
     const due = taken < batchSize ? await claimDue(db, claim, batchSize - taken) : [];

@@ -328,7 +328,10 @@ export function createMetaPagesClient(options: MetaPagesClientOptions): MetaPage
       try {
         await waitForContainer(s, id, what, Math.max(0, now() - madeAt));
       } catch (error) {
-        if (signal?.aborted)
+        // Only within the 5 minutes: past them (polls that keep hanging or being throttled) the
+        // attempt ends as any timed-out one (looked up; sent again with a new container as a
+        // counted retry), so a container is never waited for forever.
+        if (signal?.aborted && now() - madeAt < poll.totalMs)
           throw new PublishNotReady(
             `Instagram is still processing ${what}; it is published once ready`,
             `ig-container:${id}:${madeAt}`,
