@@ -221,6 +221,32 @@ test('a temporary failure answered to the create may hide a made post: unconfirm
   assert.equal(sandbox.posts(LOCATION).length, posted);
 });
 
+test('a token refresh sent without an answer is unreachable, not unconfirmed: no post was sent, so it is tried again, never looked up', async () => {
+  // A token endpoint that reads the request and never answers.
+  const silent = http.createServer((request) => request.resume());
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  try {
+    const posted = sandbox.posts(LOCATION).length;
+    const connector = createGoogleBusinessConnector(
+      createGoogleBusinessClient({
+        businessUrl: sandbox.url,
+        oauthUrl: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`,
+        clientId: sandbox.clientId,
+        clientSecret: sandbox.clientSecret,
+        sleep: fakeSleep,
+        now: () => new Date(nowMs),
+        timeoutMs: 300,
+      }),
+    );
+    const failed = await rejection(connector.publish(post('Token silent'), channel()));
+    assert.ok(failed instanceof PlatformError && failed.kind === 'unreachable' && !(failed instanceof DeliveryUnconfirmed), String(failed));
+    assert.equal(sandbox.posts(LOCATION).length, posted);
+  } finally {
+    silent.closeAllConnections();
+    silent.close();
+  }
+});
+
 test('posts to many locations at once on a login with no access token in memory share one token refresh', async () => {
   const connector = createGoogleBusinessConnector(clientFor());
   const asked = sandbox.requests.length;

@@ -288,15 +288,23 @@ export function createGoogleTransport(options: GoogleTransportOptions) {
     let answer: Answer;
     let json: unknown;
     for (;;) {
-      answer = await send(
-        s,
-        who,
-        what,
-        'POST',
-        new URL(`${oauthBase}/token`),
-        { 'content-type': 'application/x-www-form-urlencoded' },
-        body,
-      );
+      try {
+        answer = await send(
+          s,
+          who,
+          what,
+          'POST',
+          new URL(`${oauthBase}/token`),
+          { 'content-type': 'application/x-www-form-urlencoded' },
+          body,
+        );
+      } catch (error) {
+        // A token request sent without an answer (or one cut off) made nothing anyone waits on:
+        // unreachable (tried again later), never NoAnswer, which the publishing connectors read
+        // as "the post may have been made".
+        if (error instanceof NoAnswer || error instanceof UnreadAnswer) throw new PlatformError('unreachable', error.message);
+        throw error;
+      }
       json = parseJson(answer);
       const code = isObject(json) && typeof json.error === 'string' ? json.error.slice(0, 64) : undefined;
       // Too many requests (HTTP 429, or the rate-limit words of RFC 8628 §3.5 and Google's own):
