@@ -19,16 +19,15 @@ import { execFileSync } from 'node:child_process';
 import { availableParallelism, cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { connect } from '../src/db/database.ts';
-import { createKey } from '../src/domain/api-keys/api-key.service.ts';
 import { BENCH_DATABASE, BIG_HUB, DEFAULT_SPEC, ensureDataset } from './dataset.ts';
 import { cpuProbe, cpuShare, type CpuShare } from './cpu.ts';
 import { explainQueries } from './explain.ts';
-import { forEachConcurrently, HubClient, KeyRing } from './http.ts';
+import { HubClient, KeyRing } from './http.ts';
 import { renderTable, type Line } from './report.ts';
 import {
   apiThroughput,
   bareThroughput,
+  makeBenchKeys,
   codingServed,
   compressedSeries,
   conditionalRepolls,
@@ -102,28 +101,12 @@ say(
     : `${BENCH_DATABASE}: built in ${dataset.buildSeconds.toFixed(1)} s`,
 );
 
-// Keys are shown once and only their hash is kept, so each run makes its own and drops the last
-// run's. createKey is what the CLI and the admin UI use.
 t0 = performance.now();
-const keys: string[] = [];
 // The conditional re-polls' one key, outside the ring: its 304s must not use up its limits.
-let pollerKey = '';
-{
-  const db = connect(dataset.url, { max: 10, applicationName: 'hubops-bench-keys' });
-  try {
-    await db.pool.query(`DELETE FROM api_keys WHERE hub_id = $1 AND name LIKE 'bench %'`, [BIG_HUB]);
-    await forEachConcurrently(
-      Array.from({ length: keyCount }, (_, i) => i),
-      10,
-      async (i) => {
-        keys.push((await createKey(db, { hubId: BIG_HUB, name: `bench ${i + 1}` })).key);
-      },
-    );
-    pollerKey = (await createKey(db, { hubId: BIG_HUB, name: 'bench poller' })).key;
-  } finally {
-    await db.close();
-  }
-}
+const {
+  keys,
+  extra: [pollerKey = ''],
+} = await makeBenchKeys(dataset.url, BIG_HUB, 'bench', keyCount, ['bench poller']);
 say(`created ${keyCount} read keys and a poller's key in ${elapsed(t0)}`);
 const ring = new KeyRing(keys);
 const cpu = await cpuProbe(dataset.url);

@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import autocannon from 'autocannon';
 import { connect } from '../src/db/database.ts';
+import { createKey } from '../src/domain/api-keys/api-key.service.ts';
 import { HubCatalogCache } from '../src/domain/opt-ins/hub-catalog.ts';
 import { findOptInPage } from '../src/domain/opt-ins/opt-in.repository.ts';
 import { parseSince } from '../src/domain/opt-ins/opt-in.ts';
@@ -21,6 +22,35 @@ export async function warmKeys(client: HubClient, keys: readonly string[]): Prom
   await forEachConcurrently(keys, 8, async (key) => {
     await client.getOk(`${HUB}/playbook-opt-ins?limit=1`, { key });
   });
+}
+
+/**
+ * Fresh read keys on the big hub, named `${prefix} 1…count`, after dropping the keys a previous
+ * run made with that prefix (keys are shown once and only their hash is kept, so each run makes
+ * its own). createKey is what the CLI and the admin UI use. `extra`: more single keys, by name.
+ */
+export async function makeBenchKeys(
+  databaseUrl: string,
+  hubId: string,
+  prefix: string,
+  count: number,
+  extra: readonly string[] = [],
+): Promise<{ keys: string[]; extra: string[] }> {
+  const db = connect(databaseUrl, { max: 10, applicationName: 'hubops-bench-keys' });
+  try {
+    await db.pool.query(`DELETE FROM api_keys WHERE hub_id = $1 AND name LIKE $2`, [hubId, `${prefix} %`]);
+    const keys: string[] = [];
+    await forEachConcurrently(
+      Array.from({ length: count }, (_, i) => i),
+      10,
+      async (i) => void keys.push((await createKey(db, { hubId, name: `${prefix} ${i + 1}` })).key),
+    );
+    const more: string[] = [];
+    for (const name of extra) more.push((await createKey(db, { hubId, name })).key);
+    return { keys, extra: more };
+  } finally {
+    await db.close();
+  }
 }
 
 export interface PullResult {

@@ -8,12 +8,10 @@
 // request, best of the rounds, on the data set npm run bench built.
 //
 //   node bench/throughput-ab.ts            ROUNDS=3 SECONDS=10 WARMUP_S=10 node bench/throughput-ab.ts
-import { connect } from '../src/db/database.ts';
-import { createKey } from '../src/domain/api-keys/api-key.service.ts';
 import { cpuProbe } from './cpu.ts';
 import { BIG_HUB, DEFAULT_SPEC, ensureDataset } from './dataset.ts';
-import { forEachConcurrently, HubClient, KeyRing } from './http.ts';
-import { apiThroughput, HUB, type ThroughputResult, warmKeys } from './scenarios.ts';
+import { HubClient, KeyRing } from './http.ts';
+import { apiThroughput, HUB, makeBenchKeys, type ThroughputResult, warmKeys } from './scenarios.ts';
 import { BENCH_ENTRY, MAIN_ENTRY, startServer, type RunningServer } from './server.ts';
 import { int } from './stats.ts';
 
@@ -26,20 +24,7 @@ const say = (line: string) => console.log(line);
 
 const serverUrl = process.env.DATABASE_URL?.trim() || 'postgres://postgres@127.0.0.1:5432/postgres';
 const dataset = await ensureDataset(serverUrl, DEFAULT_SPEC, { fresh: false, log: say });
-const keys: string[] = [];
-{
-  const db = connect(dataset.url, { max: 10, applicationName: 'hubops-bench-keys' });
-  try {
-    await db.pool.query(`DELETE FROM api_keys WHERE hub_id = $1 AND name LIKE 'bench ab %'`, [BIG_HUB]);
-    await forEachConcurrently(
-      Array.from({ length: KEYS }, (_, i) => i),
-      10,
-      async (i) => void keys.push((await createKey(db, { hubId: BIG_HUB, name: `bench ab ${i + 1}` })).key),
-    );
-  } finally {
-    await db.close();
-  }
-}
+const { keys } = await makeBenchKeys(dataset.url, BIG_HUB, 'bench ab', KEYS);
 const cpu = await cpuProbe(dataset.url);
 const since = new Date(dataset.anchor.getTime() - 365 * 86_400_000).toISOString();
 const path = `${HUB}/playbook-opt-ins?limit=100&since=${since}`;
