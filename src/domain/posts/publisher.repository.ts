@@ -371,9 +371,20 @@ export interface PublishedWrite {
  * are locked in id order, so two publishers' statements cannot deadlock on them.
  */
 export async function recordPublishedMany(db: Db, writes: readonly PublishedWrite[]): Promise<{ recorded: boolean; marked: boolean }[]> {
-  const rows = await queryPrepared<{ marked: boolean; post_id: string; channel_id: string }>(
-    db,
-    sql`
+  const rows = await queryPrepared(db, publishedStatement(writes).compile(db.kysely));
+  const recorded = returned(
+    rows.filter((r) => !r.marked),
+    writes.map((w) => w.at),
+  );
+  const marked = returned(
+    rows.filter((r) => r.marked),
+    writes.map((w) => w.next?.at ?? { postId: '', channelId: '' }),
+  );
+  return writes.map((_, i) => ({ recorded: recorded[i]!, marked: marked[i]! }));
+}
+
+/** recordPublishedMany's statement: a row per delivery recorded (`marked` false) and per next one marked (true). */
+const publishedStatement = (writes: readonly PublishedWrite[]) => sql<{ marked: boolean; post_id: string; channel_id: string }>`
     WITH w AS (
       SELECT * FROM unnest(${writes.map((w) => w.at.postId)}::text[], ${writes.map((w) => w.at.channelId)}::text[],
                            ${writes.map((w) => w.at.attemptStartedAt)}::timestamptz[], ${writes.map((w) => w.publication.externalId)}::text[],
@@ -409,18 +420,7 @@ export async function recordPublishedMany(db: Db, writes: readonly PublishedWrit
     )
     SELECT false AS marked, post_id, channel_id FROM done
      UNION ALL
-    SELECT true, post_id, channel_id FROM marked`.compile(db.kysely),
-  );
-  const recorded = returned(
-    rows.filter((r) => !r.marked),
-    writes.map((w) => w.at),
-  );
-  const marked = returned(
-    rows.filter((r) => r.marked),
-    writes.map((w) => w.next?.at ?? { postId: '', channelId: '' }),
-  );
-  return writes.map((_, i) => ({ recorded: recorded[i]!, marked: marked[i]! }));
-}
+    SELECT true, post_id, channel_id FROM marked`;
 
 /** recordPublishedMany for one delivery, no next one; whether it was recorded. */
 export async function recordPublished(db: Db, at: DeliveryAt, publication: Publication, now: Date): Promise<boolean> {
@@ -471,21 +471,9 @@ export async function recordFound(
       tx,
     );
     if (held.rows[0]!.held) return 'another_post';
-    const written = await sql<{ n: number }>`
-      WITH done AS (
-        UPDATE post_deliveries
-           SET status = 'published', external_id = ${publication.externalId}, url = ${publication.url ?? null}, delivered_at = ${now},
-               error = NULL, failure_kind = NULL, platform_message = NULL, platform_code = NULL
-         WHERE ${expected(at)}
-        RETURNING channel_id
-      ), channel AS (
-        UPDATE social_channels
-           SET last_published_at = greatest(last_published_at, ${now}::timestamptz),
-               failure_kind = NULL, failure_message = NULL, failure_code = NULL, failing_since = NULL
-         WHERE id IN (SELECT channel_id FROM done)
-      )
-      SELECT count(*)::int AS n FROM done`.execute(tx);
-    return written.rows[0]!.n === 1 ? 'recorded' : 'not_applied';
+    // The same write as a publication's answer (the attempt named; from unconfirmed), in this transaction.
+    const written = await publishedStatement([{ at, publication, now }]).execute(tx);
+    return written.rows.length === 1 ? 'recorded' : 'not_applied';
   });
 }
 
