@@ -67,7 +67,7 @@ async function cmdline(pid: number): Promise<string> {
  * The server's per-request figures are fractions of a millisecond, below /proc/<pid>/stat's 10 ms
  * ticks. Undefined where the kernel does not keep schedstat.
  */
-async function preciseCpu(pid: number): Promise<number | undefined> {
+export async function preciseCpu(pid: number): Promise<number | undefined> {
   try {
     const tasks = await readdir(`/proc/${pid}/task`);
     const times = await Promise.all(

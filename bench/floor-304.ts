@@ -16,13 +16,14 @@
 //
 // Needs the bench data set (npm run bench builds it) for the "+ pg" servers.
 import { spawn } from 'node:child_process';
-import { readdir, readFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
 import pg from 'pg';
+import { preciseCpu } from './cpu.ts';
 import { BIG_HUB, benchDatabaseUrl } from './dataset.ts';
+import { BENCH_SERVER_URL } from './scratch-database.ts';
 import { NODE, START_FLAGS } from './server.ts';
 
 const MODES = ['node', 'node + pg', 'fastify', 'fastify + pg'] as const;
@@ -40,8 +41,7 @@ const HEADERS = { etag: '"floor"', 'cache-control': 'private, no-cache, must-rev
 
 /** The child: one of the minimal servers; prints its port. */
 async function serve(mode: Mode): Promise<void> {
-  const serverUrl = process.env.DATABASE_URL?.trim() || 'postgres://postgres@127.0.0.1:5432/postgres';
-  const pool = mode.endsWith('+ pg') ? new pg.Pool({ connectionString: benchDatabaseUrl(serverUrl), max: 2 }) : undefined;
+  const pool = mode.endsWith('+ pg') ? new pg.Pool({ connectionString: benchDatabaseUrl(BENCH_SERVER_URL), max: 2 }) : undefined;
   const read = {
     name: 'floor-summary-version',
     text: 'SELECT h.opt_in_summary_version::text AS version FROM hubs h WHERE h.id = $1',
@@ -69,12 +69,11 @@ async function serve(mode: Mode): Promise<void> {
   process.stdout.write(`${(app.server.address() as AddressInfo).port}\n`);
 }
 
+/** The server's CPU in ms, every thread (schedstat: the kernel must keep it). */
 async function serverCpuMs(pid: number): Promise<number> {
-  let ns = 0;
-  for (const task of await readdir(`/proc/${pid}/task`)) {
-    ns += Number((await readFile(`/proc/${pid}/task/${task}/schedstat`, 'utf8')).split(' ')[0]);
-  }
-  return ns / 1e6;
+  const seconds = await preciseCpu(pid);
+  if (seconds === undefined) throw new Error('no /proc/<pid>/task/*/schedstat on this machine');
+  return seconds * 1000;
 }
 
 /** Server CPU ms per 304 of one fresh server of `mode`. */

@@ -9,12 +9,11 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { connect } from '../src/db/database.ts';
-import { createKey } from '../src/domain/api-keys/api-key.service.ts';
 import { cpuProbe, cpuShare } from './cpu.ts';
 import { BIG_HUB, DEFAULT_SPEC, ensureDataset } from './dataset.ts';
-import { forEachConcurrently, HubClient, KeyRing } from './http.ts';
-import { apiThroughput, fullPull, HUB, warmKeys } from './scenarios.ts';
+import { HubClient, KeyRing } from './http.ts';
+import { apiThroughput, fullPull, HUB, makeBenchKeys, warmKeys } from './scenarios.ts';
+import { BENCH_SERVER_URL } from './scratch-database.ts';
 import { startServer } from './server.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -32,25 +31,8 @@ if (!existsSync(entry)) throw new Error(`--app-root ${appRoot}: no src/main.ts t
 mkdirSync(args.dir, { recursive: true });
 const say = (line: string) => process.stderr.write(`${line}\n`);
 
-const serverUrl = process.env.DATABASE_URL?.trim() || 'postgres://postgres@127.0.0.1:5432/postgres';
-const dataset = await ensureDataset(serverUrl, DEFAULT_SPEC, { fresh: false, log: say });
-const keys: string[] = [];
-{
-  const db = connect(dataset.url, { max: 10, applicationName: 'hubops-bench-keys' });
-  try {
-    await db.pool.query(`DELETE FROM api_keys WHERE hub_id = $1 AND name LIKE 'bench profile %'`, [BIG_HUB]);
-    const n = Number(args.keys);
-    await forEachConcurrently(
-      Array.from({ length: n }, (_, i) => i),
-      10,
-      async (i) => {
-        keys.push((await createKey(db, { hubId: BIG_HUB, name: `bench profile ${i}` })).key);
-      },
-    );
-  } finally {
-    await db.close();
-  }
-}
+const dataset = await ensureDataset(BENCH_SERVER_URL, DEFAULT_SPEC, { fresh: false, log: say });
+const { keys } = await makeBenchKeys(dataset.url, BIG_HUB, 'bench profile', Number(args.keys));
 
 process.env.BENCH_SERVER_FLAGS = `${process.env.BENCH_SERVER_FLAGS ?? ''} --cpu-prof --cpu-prof-dir=${args.dir}`;
 const server = await startServer({ databaseUrl: dataset.url, entry });

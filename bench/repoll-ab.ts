@@ -14,14 +14,14 @@
 // lowest block (the lowest is the least disturbed by other work), with the load average and the
 // other processes' cores during the run.
 import { existsSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { connect } from '../src/db/database.ts';
 import { createKey } from '../src/domain/api-keys/api-key.service.ts';
-import { cpuProbe, cpuShare } from './cpu.ts';
+import { cpuProbe, cpuShare, preciseCpu } from './cpu.ts';
 import { BENCH_DATABASE, BIG_HUB, benchDatabaseUrl } from './dataset.ts';
 import { HubClient, KeyRing } from './http.ts';
 import { HUB } from './scenarios.ts';
@@ -119,12 +119,7 @@ async function userSystem(pid: number): Promise<{ user: number; system: number }
     .map(Number);
   return { user: f[11]! / 100, system: f[12]! / 100 };
 }
-async function serverCpu(pid: number): Promise<number> {
-  const tasks = await readdir(`/proc/${pid}/task`);
-  let ns = 0;
-  for (const t of tasks) ns += Number((await readFile(`/proc/${pid}/task/${t}/schedstat`, 'utf8').catch(() => '0')).split(' ')[0]);
-  return ns / 1e9;
-}
+const serverCpu = async (pid: number): Promise<number> => (await preciseCpu(pid)) ?? 0;
 
 try {
   for (const root of roots) {

@@ -13,6 +13,7 @@ import { BIG_HUB, DEFAULT_SPEC, ensureDataset } from './dataset.ts';
 import { HubClient, KeyRing } from './http.ts';
 import { apiThroughput, HUB, makeBenchKeys, type ThroughputResult, warmKeys } from './scenarios.ts';
 import { BENCH_ENTRY, MAIN_ENTRY, startServer, type RunningServer } from './server.ts';
+import { BENCH_SERVER_URL } from './scratch-database.ts';
 import { int } from './stats.ts';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
@@ -22,8 +23,7 @@ const KEYS = 2_000;
 const CONNECTIONS = 10;
 const say = (line: string) => console.log(line);
 
-const serverUrl = process.env.DATABASE_URL?.trim() || 'postgres://postgres@127.0.0.1:5432/postgres';
-const dataset = await ensureDataset(serverUrl, DEFAULT_SPEC, { fresh: false, log: say });
+const dataset = await ensureDataset(BENCH_SERVER_URL, DEFAULT_SPEC, { fresh: false, log: say });
 const { keys } = await makeBenchKeys(dataset.url, BIG_HUB, 'bench ab', KEYS);
 const cpu = await cpuProbe(dataset.url);
 const since = new Date(dataset.anchor.getTime() - 365 * 86_400_000).toISOString();

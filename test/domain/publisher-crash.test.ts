@@ -61,8 +61,10 @@ async function count(query: RawBuilder<{ n: number }>): Promise<number> {
   return (await query.execute(db.kysely)).rows[0]!.n;
 }
 const recorded = () => count(sql`SELECT count(*)::int AS n FROM post_deliveries WHERE status <> 'pending'`);
-// Published by the network, answer not recorded: what a blind re-send after a crash would duplicate.
-/** Deliveries the network has made and the publisher `pid` (its claims) has not recorded yet. */
+/**
+ * Deliveries the network has made and the publisher `pid` (its claims) has not recorded yet: what
+ * a blind re-send after its crash would duplicate.
+ */
 const sentNotRecorded = (pid: number) =>
   count(sql`
   SELECT count(*)::int AS n FROM sandbox_publications s
